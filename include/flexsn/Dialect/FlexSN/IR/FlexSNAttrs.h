@@ -1,0 +1,33 @@
+//===- FlexSNAttrs.h - FlexSN attributes ------------------------*- C++ -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_DIALECT_FLEXSN_IR_FLEXSNATTRS_H
+#define FLEXSN_DIALECT_FLEXSN_IR_FLEXSNATTRS_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/APFloat.h"
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNEnums.h.inc"
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrInterfaces.h.inc"
+
+namespace mlir::flexsn {
+/// Parses a surrogate parameter: any float or integer literal, kept in double.
+FailureOr<llvm::APFloat> parseSurrogateParam(AsmParser &parser);
+/// Prints a surrogate parameter in its shortest round-trip form ("4.0").
+void printSurrogateParam(AsmPrinter &printer, const llvm::APFloat &value);
+/// The shortest decimal text that reads back to `value` ("4.0", "0.01").
+std::string formatShortest(double value);
+/// Same, for a value that lives in f32.
+std::string formatShortest(float value);
+} // namespace mlir::flexsn
+
+#define GET_ATTRDEF_CLASSES
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h.inc"
+
+#endif // FLEXSN_DIALECT_FLEXSN_IR_FLEXSNATTRS_H

@@ -1,0 +1,24 @@
+//===- FlexSNOps.h - FlexSN operations --------------------------*- C++ -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_DIALECT_FLEXSN_IR_FLEXSNOPS_H
+#define FLEXSN_DIALECT_FLEXSN_IR_FLEXSNOPS_H
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h.inc"
+
+#endif // FLEXSN_DIALECT_FLEXSN_IR_FLEXSNOPS_H

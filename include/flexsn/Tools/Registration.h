@@ -1,0 +1,32 @@
+//===- Registration.h - What every FlexSN tool registers --------*- C++ -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// One registration entry point shared by flexsn-opt, flexsn-translate and the
+// tests, so the tools always agree on what they understand.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_TOOLS_REGISTRATION_H
+#define FLEXSN_TOOLS_REGISTRATION_H
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace mlir::flexsn {
+
+/// Adds the flexsn dialect only.
+void registerFlexSNDialect(DialectRegistry &registry);
+
+/// Adds every upstream dialect and extension, and the flexsn dialect.
+void registerAllDialects(DialectRegistry &registry);
+
+/// Registers every upstream pass and pipeline, and every FlexSN one.
+void registerAllPasses();
+
+} // namespace mlir::flexsn
+
+#endif // FLEXSN_TOOLS_REGISTRATION_H

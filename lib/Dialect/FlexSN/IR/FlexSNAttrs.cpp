@@ -1,0 +1,252 @@
+//===- FlexSNAttrs.cpp - FlexSN attributes --------------------------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNDialect.h"
+#include "flexsn/Dialect/FlexSN/IR/SurrogateFormulas.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <charconv>
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::flexsn;
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrInterfaces.cpp.inc"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.cpp.inc"
+
+void FlexSNDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Shortest round-trip float text
+//===----------------------------------------------------------------------===//
+
+// MLIR's float literal grammar needs a '.', so "4" becomes "4.0" and "1e+20"
+// becomes "1.0e+20". Non-finite values have no decimal literal: print the
+// bit pattern, which the parser also accepts.
+template <typename FloatT, typename BitsT>
+static std::string formatShortestImpl(FloatT value) {
+  if (!std::isfinite(value)) {
+    BitsT bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    return llvm::formatv("0x{0:X-}", bits).str();
+  }
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  (void)ec;
+  std::string text(buffer, end);
+  if (text.find('.') == std::string::npos) {
+    size_t exponent = text.find('e');
+    text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+  }
+  return text;
+}
+
+std::string mlir::flexsn::formatShortest(double value) {
+  return formatShortestImpl<double, uint64_t>(value);
+}
+
+std::string mlir::flexsn::formatShortest(float value) {
+  return formatShortestImpl<float, uint32_t>(value);
+}
+
+FailureOr<llvm::APFloat> mlir::flexsn::parseSurrogateParam(AsmParser &parser) {
+  // Integers are welcome too: `alpha = 4` means 4.0.
+  bool negative = succeeded(parser.parseOptionalMinus());
+  int64_t integer;
+  OptionalParseResult parsedInteger = parser.parseOptionalInteger(integer);
+  double value;
+  if (parsedInteger.has_value()) {
+    if (failed(*parsedInteger))
+      return failure();
+    value = static_cast<double>(integer);
+  } else if (parser.parseFloat(value)) {
+    return failure();
+  }
+  return llvm::APFloat(negative ? -value : value);
+}
+
+void mlir::flexsn::printSurrogateParam(AsmPrinter &printer,
+                                       const llvm::APFloat &value) {
+  printer << formatShortest(value.convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// ParamAttr
+//===----------------------------------------------------------------------===//
+
+static bool isCIdentifier(StringRef name) {
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
+    return false;
+  return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringAttr name, TypedAttr defaultValue,
+                                ParamKind kind) {
+  if (!isCIdentifier(name.getValue()))
+    return emitError() << "parameter name '" << name.getValue()
+                       << "' is not a C identifier";
+  Type type = defaultValue.getType();
+  bool isF32 = isa<FloatAttr>(defaultValue) && type.isF32();
+  bool isInt = isa<IntegerAttr>(defaultValue) &&
+               (type.isSignlessInteger(1) || type.isSignlessInteger(32));
+  if (!isF32 && !isInt)
+    return emitError() << "parameter '" << name.getValue()
+                       << "' must have an f32, i1 or i32 default value, got "
+                       << defaultValue;
+  if (kind == ParamKind::Trainable && !isF32)
+    return emitError() << "trainable parameter '" << name.getValue()
+                       << "' must be f32, got " << type;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Surrogate attributes
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What a surrogate parameter must satisfy, beyond being finite.
+enum class ParamRange { Finite, Positive, GreaterThanOne };
+} // namespace
+
+static LogicalResult checkParam(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef surrogate, StringRef name,
+                                const llvm::APFloat &value,
+                                ParamRange range = ParamRange::Positive) {
+  double v = value.convertToDouble();
+  const char *need = "a finite value";
+  bool ok = std::isfinite(v);
+  if (range == ParamRange::Positive) {
+    need = "> 0";
+    ok = ok && v > 0;
+  } else if (range == ParamRange::GreaterThanOne) {
+    need = "> 1";
+    ok = ok && v > 1;
+  }
+  if (ok)
+    return success();
+  return emitError() << "surrogate '" << surrogate << "' needs " << name
+                     << (range == ParamRange::Finite ? " to be " : " ")
+                     << need << ", got " << formatShortest(v);
+}
+
+static double toDouble(const llvm::APFloat &value) {
+  return value.convertToDouble();
+}
+
+// Each surrogate evaluates the shared formulas of SurrogateFormulas.h.
+#define FLEXSN_SURROGATE_EVAL(Attr, formula, ...)                              \
+  double Attr::evalDerivative(double x) const {                                \
+    return surrogate::formula##Grad(x, __VA_ARGS__);                           \
+  }                                                                            \
+  double Attr::evalPrimitive(double x) const {                                 \
+    return surrogate::formula##Primitive(x, __VA_ARGS__);                      \
+  }
+
+// Surrogates with one parameter `alpha` that must be positive.
+#define FLEXSN_ALPHA_SURROGATE(Attr, formula, mnemonic)                        \
+  LogicalResult Attr::verify(function_ref<InFlightDiagnostic()> emitError,     \
+                             llvm::APFloat alpha) {                            \
+    return checkParam(emitError, mnemonic, "alpha", alpha);                    \
+  }                                                                            \
+  FLEXSN_SURROGATE_EVAL(Attr, formula, toDouble(getAlpha()))
+
+FLEXSN_ALPHA_SURROGATE(SigmoidAttr, sigmoid, "sigmoid")
+FLEXSN_ALPHA_SURROGATE(ATanAttr, atan, "atan")
+FLEXSN_ALPHA_SURROGATE(PiecewiseQuadraticAttr, piecewiseQuadratic,
+                       "piecewise_quadratic")
+FLEXSN_ALPHA_SURROGATE(PiecewiseExpAttr, piecewiseExp, "piecewise_exp")
+FLEXSN_ALPHA_SURROGATE(SoftSignAttr, softSign, "soft_sign")
+FLEXSN_ALPHA_SURROGATE(SuperSpikeAttr, superSpike, "super_spike")
+FLEXSN_ALPHA_SURROGATE(ErfAttr, erf, "erf")
+FLEXSN_ALPHA_SURROGATE(NonzeroSignLogAbsAttr, nonzeroSignLogAbs,
+                       "nonzero_sign_log_abs")
+FLEXSN_ALPHA_SURROGATE(FakeNumericalGradientAttr, fakeNumericalGradient,
+                       "fake_numerical_gradient")
+FLEXSN_ALPHA_SURROGATE(RectAttr, rect, "rect")
+
+LogicalResult
+PiecewiseLeakyReLUAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               llvm::APFloat w, llvm::APFloat c) {
+  return failure(
+      failed(checkParam(emitError, "piecewise_leaky_relu", "w", w)) ||
+      failed(checkParam(emitError, "piecewise_leaky_relu", "c", c,
+                        ParamRange::Finite)));
+}
+FLEXSN_SURROGATE_EVAL(PiecewiseLeakyReLUAttr, piecewiseLeakyReLU,
+                      toDouble(getW()), toDouble(getC()))
+
+/// Beyond 64 terms the unrolled series stops being a sensible kernel.
+static constexpr int64_t kMaxFourierTerms = 64;
+
+LogicalResult SquarewaveFourierSeriesAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t n,
+    llvm::APFloat period) {
+  if (n < 1 || n > kMaxFourierTerms)
+    return emitError() << "surrogate 'squarewave_fourier_series' needs "
+                          "1 <= n <= "
+                       << kMaxFourierTerms << ", got " << n;
+  return checkParam(emitError, "squarewave_fourier_series", "T_period",
+                    period);
+}
+FLEXSN_SURROGATE_EVAL(SquarewaveFourierSeriesAttr, squarewaveFourierSeries,
+                      getN(), toDouble(getTPeriod()))
+
+LogicalResult S2NNAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               llvm::APFloat alpha, llvm::APFloat beta) {
+  return failure(failed(checkParam(emitError, "s2nn", "alpha", alpha)) ||
+                 failed(checkParam(emitError, "s2nn", "beta", beta)));
+}
+FLEXSN_SURROGATE_EVAL(S2NNAttr, s2nn, toDouble(getAlpha()),
+                      toDouble(getBeta()))
+
+LogicalResult
+QPseudoSpikeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         llvm::APFloat alpha) {
+  return checkParam(emitError, "q_pseudo_spike", "alpha", alpha,
+                    ParamRange::GreaterThanOne);
+}
+FLEXSN_SURROGATE_EVAL(QPseudoSpikeAttr, qPseudoSpike, toDouble(getAlpha()))
+
+LogicalResult
+LeakyKReLUAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       llvm::APFloat leak, llvm::APFloat k) {
+  return failure(
+      failed(checkParam(emitError, "leaky_k_relu", "leak", leak,
+                        ParamRange::Finite)) ||
+      failed(checkParam(emitError, "leaky_k_relu", "k", k, ParamRange::Finite)));
+}
+FLEXSN_SURROGATE_EVAL(LeakyKReLUAttr, leakyKReLU, toDouble(getLeak()),
+                      toDouble(getK()))
+
+LogicalResult
+LogTailedReLUAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          llvm::APFloat alpha) {
+  return checkParam(emitError, "log_tailed_relu", "alpha", alpha,
+                    ParamRange::Finite);
+}
+FLEXSN_SURROGATE_EVAL(LogTailedReLUAttr, logTailedReLU, toDouble(getAlpha()))
+
+double StraightThroughAttr::evalDerivative(double x) const {
+  return surrogate::straightThroughGrad(x);
+}
+double StraightThroughAttr::evalPrimitive(double x) const {
+  return surrogate::straightThroughPrimitive(x);
+}

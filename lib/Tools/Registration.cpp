@@ -1,0 +1,24 @@
+//===- Registration.cpp - What every FlexSN tool registers ----------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Tools/Registration.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNDialect.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+
+void mlir::flexsn::registerFlexSNDialect(DialectRegistry &registry) {
+  registry.insert<FlexSNDialect>();
+}
+
+void mlir::flexsn::registerAllDialects(DialectRegistry &registry) {
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registerFlexSNDialect(registry);
+}
+
+void mlir::flexsn::registerAllPasses() { mlir::registerAllPasses(); }

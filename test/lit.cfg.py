@@ -1,0 +1,35 @@
+# -*- Python -*-
+# lit configuration for the FlexSN regression tests.
+
+import os
+
+import lit.formats
+import lit.util
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "FLEXSN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.flexsn_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%flexsn_src_root", config.flexsn_src_root))
+config.substitutions.append(("%flexsn_obj_root", config.flexsn_obj_root))
+config.substitutions.append(("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons")))
+
+# FileCheck variables must not leak between CHECK-LABEL blocks.
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.flexsn_tools_dir, config.llvm_tools_dir]
+tools = [
+    "flexsn-opt",
+    "flexsn-translate",
+    ToolSubst("%flexsn_unittests", os.path.join(config.flexsn_obj_root, "test", "Unit", "FlexSNUnitTests")),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)

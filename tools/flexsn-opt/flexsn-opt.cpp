@@ -1,0 +1,22 @@
+//===- flexsn-opt.cpp - The FlexSN optimizer driver -----------------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// mlir-opt with the flexsn dialect and every FlexSN pass and pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Tools/Registration.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::flexsn::registerAllDialects(registry);
+  mlir::flexsn::registerAllPasses();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "FlexSN optimizer driver\n", registry));
+}
