@@ -111,6 +111,9 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "parameter '" << name.getValue()
                        << "' must have an f32, i1 or i32 default value, got "
                        << defaultValue;
+  if (isF32 && !cast<FloatAttr>(defaultValue).getValue().isFinite())
+    return emitError() << "parameter '" << name.getValue()
+                       << "' must have a finite default value";
   if (kind == ParamKind::Trainable && !isF32)
     return emitError() << "trainable parameter '" << name.getValue()
                        << "' must be f32, got " << type;

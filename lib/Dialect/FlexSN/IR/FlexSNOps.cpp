@@ -153,6 +153,11 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
       }
       StringAttr name = builder.getStringAttr(arg.ssaName.name.drop_front());
       auto emitError = [&] { return parser.emitError(arg.ssaName.location); };
+      // `true`/`false` parse as i1 whatever type was asked for.
+      if (value.getType() != arg.type)
+        return emitError() << "default value of parameter '" << name.getValue()
+                           << "' has type " << value.getType()
+                           << ", but the parameter has type " << arg.type;
       ParamAttr param =
           ParamAttr::getChecked(emitError, builder.getContext(), name, value,
                                 kind);

@@ -96,6 +96,7 @@ def FlexSN_SurrogateAttrInterface : AttrInterface<"SurrogateAttrInterface"> {
 class SurrogateParam<string value, string desc>
     : AttrOrTypeParameter<"::llvm::APFloat", desc # " (default " # value # ")"> {
   let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+  let syntax = "float";
   let defaultValue = "::llvm::APFloat(double(" # value # "))";
   let parser = "::mlir::flexsn::parseSurrogateParam($_parser)";
   let printer = "::mlir::flexsn::printSurrogateParam($_printer, $_self)";

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Sets FlexSN up on Debian 12 and runs the main job.
+#
+#   bash utils/setup.sh          install, configure, build, run the main job
+#   bash utils/setup.sh build    install, configure, build only
+#
+# Idempotent: packages already installed are not reinstalled, and the build
+# is incremental. The main job verifies the bundled LIF neuron with
+# flexsn-opt and prints it back in its canonical form.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LLVM_VERSION=22
+LLVM_DEB_VERSION="1:22.1.8-1~deb12u1"
+LLVM_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools)
+OTHER_PACKAGES=(cmake ninja-build g++ libgtest-dev libzstd-dev python3
+                python3-numpy python3-pytest)
+LLVM_PREFIX=/usr/lib/llvm-${LLVM_VERSION}
+BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+is_installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+install_packages() {
+  local missing=()
+  for pkg in "${LLVM_PACKAGES[@]}" "${OTHER_PACKAGES[@]}"; do
+    is_installed "$pkg" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "All packages present"
+    return
+  fi
+  log "Installing: ${missing[*]}"
+  as_root apt-get update -qq
+  local pinned=()
+  for pkg in "${missing[@]}"; do
+    case " ${LLVM_PACKAGES[*]} " in
+      *" $pkg "*) pinned+=("$pkg=$LLVM_DEB_VERSION") ;;
+      *) pinned+=("$pkg") ;;
+    esac
+  done
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends "${pinned[@]}"; then
+    # The archive keeps only the newest point release of a package.
+    log "LLVM $LLVM_DEB_VERSION is not available; installing the newest LLVM $LLVM_VERSION"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${missing[@]}"
+  fi
+}
+
+configure_and_build() {
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    log "Configuring in $BUILD_DIR"
+    cmake -G Ninja -S . -B "$BUILD_DIR" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+      -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit"
+  fi
+  log "Building"
+  cmake --build "$BUILD_DIR"
+}
+
+run_main_job() {
+  log "Verifying and printing the bundled LIF neuron"
+  "$BUILD_DIR/bin/flexsn-opt" lib/Neurons/lif.mlir
+  log "Done: lib/Neurons/lif.mlir verifies"
+}
+
+install_packages
+configure_and_build
+case "${1:-all}" in
+  build) ;;
+  all) run_main_job ;;
+  *) echo "usage: $0 [build]" >&2; exit 2 ;;
+esac
