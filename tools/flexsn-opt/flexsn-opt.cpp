@@ -17,6 +17,6 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::flexsn::registerAllDialects(registry);
   mlir::flexsn::registerAllPasses();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "FlexSN optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "FlexSN optimizer driver\n", registry));
 }

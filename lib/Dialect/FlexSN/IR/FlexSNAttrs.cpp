@@ -94,7 +94,8 @@ void mlir::flexsn::printSurrogateParam(AsmPrinter &printer,
 static bool isCIdentifier(StringRef name) {
   if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
     return false;
-  return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  return llvm::all_of(name,
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 
 LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -146,8 +147,8 @@ static LogicalResult checkParam(function_ref<InFlightDiagnostic()> emitError,
   if (ok)
     return success();
   return emitError() << "surrogate '" << surrogate << "' needs " << name
-                     << (range == ParamRange::Finite ? " to be " : " ")
-                     << need << ", got " << formatShortest(v);
+                     << (range == ParamRange::Finite ? " to be " : " ") << need
+                     << ", got " << formatShortest(v);
 }
 
 static double toDouble(const llvm::APFloat &value) {
@@ -206,8 +207,7 @@ LogicalResult SquarewaveFourierSeriesAttr::verify(
     return emitError() << "surrogate 'squarewave_fourier_series' needs "
                           "1 <= n <= "
                        << kMaxFourierTerms << ", got " << n;
-  return checkParam(emitError, "squarewave_fourier_series", "T_period",
-                    period);
+  return checkParam(emitError, "squarewave_fourier_series", "T_period", period);
 }
 FLEXSN_SURROGATE_EVAL(SquarewaveFourierSeriesAttr, squarewaveFourierSeries,
                       getN(), toDouble(getTPeriod()))
@@ -217,8 +217,7 @@ LogicalResult S2NNAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return failure(failed(checkParam(emitError, "s2nn", "alpha", alpha)) ||
                  failed(checkParam(emitError, "s2nn", "beta", beta)));
 }
-FLEXSN_SURROGATE_EVAL(S2NNAttr, s2nn, toDouble(getAlpha()),
-                      toDouble(getBeta()))
+FLEXSN_SURROGATE_EVAL(S2NNAttr, s2nn, toDouble(getAlpha()), toDouble(getBeta()))
 
 LogicalResult
 QPseudoSpikeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -231,10 +230,10 @@ FLEXSN_SURROGATE_EVAL(QPseudoSpikeAttr, qPseudoSpike, toDouble(getAlpha()))
 LogicalResult
 LeakyKReLUAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        llvm::APFloat leak, llvm::APFloat k) {
-  return failure(
-      failed(checkParam(emitError, "leaky_k_relu", "leak", leak,
-                        ParamRange::Finite)) ||
-      failed(checkParam(emitError, "leaky_k_relu", "k", k, ParamRange::Finite)));
+  return failure(failed(checkParam(emitError, "leaky_k_relu", "leak", leak,
+                                   ParamRange::Finite)) ||
+                 failed(checkParam(emitError, "leaky_k_relu", "k", k,
+                                   ParamRange::Finite)));
 }
 FLEXSN_SURROGATE_EVAL(LeakyKReLUAttr, leakyKReLU, toDouble(getLeak()),
                       toDouble(getK()))

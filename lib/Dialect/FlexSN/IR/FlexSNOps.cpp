@@ -25,7 +25,8 @@ using namespace mlir::flexsn;
 static bool isCIdentifier(StringRef name) {
   if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
     return false;
-  return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  return llvm::all_of(name,
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 
 /// Scalars a step body may compute with: f32 and integers (flags, counters).
@@ -45,30 +46,29 @@ static LogicalResult verifyStepBody(Block &block, StringRef owner) {
     if (isa<ScanOp, NeuronOp>(op))
       return op.emitOpError() << "cannot be nested in a " << owner << " body";
     if (op.getNumRegions() != 0)
-      return op.emitOpError() << "with regions is not allowed in a " << owner
-                              << " body";
-    for (Type type : llvm::concat<Type>(op.getOperandTypes(),
-                                        op.getResultTypes())) {
+      return op.emitOpError()
+             << "with regions is not allowed in a " << owner << " body";
+    for (Type type :
+         llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes())) {
       if (isBodyScalarType(type))
         continue;
       if (isa<FloatType>(type))
-        return op.emitOpError() << "computes in " << type << ", but a "
-                                << owner << " body computes in f32";
-      return op.emitOpError() << "uses non-scalar type " << type
-                              << ": a " << owner
-                              << " body works on scalars only";
+        return op.emitOpError() << "computes in " << type << ", but a " << owner
+                                << " body computes in f32";
+      return op.emitOpError() << "uses non-scalar type " << type << ": a "
+                              << owner << " body works on scalars only";
     }
   }
   return success();
 }
 
 /// Checks that `types[i]` is f32 for every i, naming the offending value.
-static LogicalResult expectF32(Operation *op, TypeRange types,
-                               StringRef what, size_t first = 0) {
+static LogicalResult expectF32(Operation *op, TypeRange types, StringRef what,
+                               size_t first = 0) {
   for (auto [i, type] : llvm::enumerate(types))
     if (!type.isF32())
-      return op->emitOpError() << what << " #" << first + i
-                               << " must be f32, got " << type;
+      return op->emitOpError()
+             << what << " #" << first + i << " must be f32, got " << type;
   return success();
 }
 
@@ -158,17 +158,15 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
         return emitError() << "default value of parameter '" << name.getValue()
                            << "' has type " << value.getType()
                            << ", but the parameter has type " << arg.type;
-      ParamAttr param =
-          ParamAttr::getChecked(emitError, builder.getContext(), name, value,
-                                kind);
+      ParamAttr param = ParamAttr::getChecked(emitError, builder.getContext(),
+                                              name, value, kind);
       if (!param)
         return failure();
       params.push_back(param);
       args.push_back(arg);
       return success();
     };
-    if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Paren,
-                                       parseParam))
+    if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Paren, parseParam))
       return failure();
   }
 
@@ -202,8 +200,8 @@ void NeuronOp::print(OpAsmPrinter &p) {
   Block &block = getBodyBlock();
   auto printArgs = [&](StringRef keyword, ArrayRef<BlockArgument> args) {
     p << ' ' << keyword << '(';
-    llvm::interleaveComma(args, p,
-                          [&](BlockArgument arg) { p.printRegionArgument(arg); });
+    llvm::interleaveComma(
+        args, p, [&](BlockArgument arg) { p.printRegionArgument(arg); });
     p << ')';
   };
   // Invalid IR (printed for diagnostics) may lack the arguments it names.
@@ -244,9 +242,9 @@ void NeuronOp::print(OpAsmPrinter &p) {
     p << ')';
     p.decreaseIndent();
   }
-  SmallVector<StringRef> elided = {getSymNameAttrName(), getInputNamesAttrName(),
-                                   getStateNamesAttrName(),
-                                   getOutputNamesAttrName(), getParamsAttrName()};
+  SmallVector<StringRef> elided = {
+      getSymNameAttrName(), getInputNamesAttrName(), getStateNamesAttrName(),
+      getOutputNamesAttrName(), getParamsAttrName()};
   if (!wellFormed) {
     elided.pop_back_n(4);
   }
@@ -261,9 +259,9 @@ void NeuronOp::getAsmBlockArgumentNames(Region &region,
   if (region.empty())
     return;
   SmallVector<StringRef> names;
-  for (StringAttr name : llvm::concat<const StringAttr>(
-           getInputNames().getAsRange<StringAttr>(),
-           getStateNames().getAsRange<StringAttr>()))
+  for (StringAttr name :
+       llvm::concat<const StringAttr>(getInputNames().getAsRange<StringAttr>(),
+                                      getStateNames().getAsRange<StringAttr>()))
     names.push_back(name.getValue());
   for (ParamAttr param : getParamAttrs())
     names.push_back(param.getName().getValue());
@@ -282,8 +280,8 @@ LogicalResult NeuronOp::verify() {
   auto checkNames = [&](ArrayAttr names, StringRef what) -> LogicalResult {
     for (StringRef name : names.getAsValueRange<StringAttr>()) {
       if (!isCIdentifier(name))
-        return emitOpError() << what << " name '" << name
-                             << "' is not a C identifier";
+        return emitOpError()
+               << what << " name '" << name << "' is not a C identifier";
       auto [it, inserted] = seen.try_emplace(name, what);
       if (!inserted)
         return emitOpError() << what << " name '" << name
@@ -295,8 +293,7 @@ LogicalResult NeuronOp::verify() {
       getParamAttrs(), [](ParamAttr p) -> Attribute { return p.getName(); });
   if (failed(checkNames(getInputNames(), "input")) ||
       failed(checkNames(getStateNames(), "state")) ||
-      failed(checkNames(
-          ArrayAttr::get(getContext(), paramNames), "parameter")))
+      failed(checkNames(ArrayAttr::get(getContext(), paramNames), "parameter")))
     return failure();
   // Outputs live in their own namespace (they are results, not arguments).
   seen.clear();
@@ -366,8 +363,8 @@ static bool findApplyCycle(NeuronOp from, NeuronOp target,
 }
 
 LogicalResult ApplyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto callee = symbolTable.lookupNearestSymbolFrom<NeuronOp>(
-      *this, getCalleeAttr());
+  auto callee =
+      symbolTable.lookupNearestSymbolFrom<NeuronOp>(*this, getCalleeAttr());
   if (!callee)
     return emitOpError() << "'" << getCallee()
                          << "' does not reference a flexsn.neuron";
@@ -427,8 +424,8 @@ static LogicalResult checkShape(Operation *op, StringRef what, unsigned index,
   for (auto [dim, want] : llvm::zip_equal(type.getShape(), expected))
     if (!ShapedType::isDynamic(dim) && !ShapedType::isDynamic(want) &&
         dim != want)
-      return op->emitOpError() << what << " #" << index << " has shape "
-                               << type << ", incompatible with the [T, N...] "
+      return op->emitOpError() << what << " #" << index << " has shape " << type
+                               << ", incompatible with the [T, N...] "
                                << "shape of the input sequences";
   return success();
 }
@@ -478,7 +475,8 @@ LogicalResult ScanOp::verify() {
                           cast<MemRefType>(v.getType()), neuronShape)))
       return failure();
   for (auto [i, v] : llvm::enumerate(getStates()))
-    if (failed(checkShape(*this, getFinalStates() ? "final state" : "state sequence",
+    if (failed(checkShape(*this,
+                          getFinalStates() ? "final state" : "state sequence",
                           i, cast<MemRefType>(v.getType()),
                           getFinalStates() ? neuronShape : seqShape)))
       return failure();
@@ -497,9 +495,9 @@ LogicalResult ScanOp::verifyRegions() {
                          << " arguments, fewer than its " << numInputs
                          << " inputs + " << numParams << " params";
   unsigned numStates = block.getNumArguments() - numInputs - numParams;
-  for (auto [what, count] : {std::pair<StringRef, size_t>{"initial states",
-                                                          getInits().size()},
-                             {"state results", getStates().size()}})
+  for (auto [what, count] :
+       {std::pair<StringRef, size_t>{"initial states", getInits().size()},
+        {"state results", getStates().size()}})
     if (count != 0 && count != numStates)
       return emitOpError() << "has " << count << " " << what
                            << ", but its body carries " << numStates
@@ -508,8 +506,8 @@ LogicalResult ScanOp::verifyRegions() {
   if (failed(expectF32(*this, args.take_front(numInputs + numStates),
                        "body argument")))
     return failure();
-  for (auto [i, param, arg] : llvm::enumerate(
-           getParams(), args.drop_front(numInputs + numStates)))
+  for (auto [i, param, arg] :
+       llvm::enumerate(getParams(), args.drop_front(numInputs + numStates)))
     if (param.getType() != arg)
       return emitOpError() << "param #" << i << " has type " << param.getType()
                            << ", but the body argument has type " << arg;
@@ -533,8 +531,8 @@ LogicalResult ScanOp::verifyRegions() {
 LogicalResult ScanOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!getCallee())
     return success();
-  auto neuron = symbolTable.lookupNearestSymbolFrom<NeuronOp>(
-      *this, getCalleeAttr());
+  auto neuron =
+      symbolTable.lookupNearestSymbolFrom<NeuronOp>(*this, getCalleeAttr());
   if (!neuron)
     return emitOpError() << "'" << *getCallee()
                          << "' does not reference a flexsn.neuron";
@@ -576,10 +574,9 @@ OpFoldResult SpikeOp::fold(FoldAdaptor adaptor) {
   if (!input || input.getValue().isNaN())
     return {};
   // H(0) = 1: a spike fires at exactly the threshold.
-  return FloatAttr::get(getType(), input.getValue().isNegative() &&
-                                           !input.getValue().isZero()
-                                       ? 0.0
-                                       : 1.0);
+  return FloatAttr::get(
+      getType(),
+      input.getValue().isNegative() && !input.getValue().isZero() ? 0.0 : 1.0);
 }
 
 OpFoldResult SurrogateGradOp::fold(FoldAdaptor adaptor) {

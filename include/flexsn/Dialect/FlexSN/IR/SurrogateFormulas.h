@@ -44,71 +44,89 @@ inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 constexpr double kPi = 3.14159265358979323846;
 
-template <typename V> V sigmoidGrad(V x, double a) {
+template <typename V>
+V sigmoidGrad(V x, double a) {
   V s = sigmoid(x * a);
   return s * (1.0 - s) * a;
 }
-template <typename V> V sigmoidPrimitive(V x, double a) {
+template <typename V>
+V sigmoidPrimitive(V x, double a) {
   return sigmoid(x * a);
 }
 
-template <typename V> V atanGrad(V x, double a) {
+template <typename V>
+V atanGrad(V x, double a) {
   V u = x * (kPi / 2 * a);
   return 1.0 / (u * u + 1.0) * (a / 2);
 }
-template <typename V> V atanPrimitive(V x, double a) {
+template <typename V>
+V atanPrimitive(V x, double a) {
   return atan(x * (kPi / 2 * a)) * (1.0 / kPi) + 0.5;
 }
 
-template <typename V> V piecewiseQuadraticGrad(V x, double a) {
+template <typename V>
+V piecewiseQuadraticGrad(V x, double a) {
   return max(abs(x) * (-a * a) + a, 0.0);
 }
-template <typename V> V piecewiseQuadraticPrimitive(V x, double a) {
+template <typename V>
+V piecewiseQuadraticPrimitive(V x, double a) {
   V inner = x * abs(x) * (-a * a / 2) + x * a + 0.5;
-  return select(x < -1.0 / a, splat(x, 0.0), select(x > 1.0 / a, splat(x, 1.0), inner));
+  return select(x < -1.0 / a, splat(x, 0.0),
+                select(x > 1.0 / a, splat(x, 1.0), inner));
 }
 
-template <typename V> V piecewiseExpGrad(V x, double a) {
+template <typename V>
+V piecewiseExpGrad(V x, double a) {
   return exp(abs(x) * -a) * (a / 2);
 }
-template <typename V> V piecewiseExpPrimitive(V x, double a) {
+template <typename V>
+V piecewiseExpPrimitive(V x, double a) {
   V half = exp(abs(x) * -a) * 0.5;
   return select(x < 0.0, half, 1.0 - half);
 }
 
-template <typename V> V softSignGrad(V x, double a) {
+template <typename V>
+V softSignGrad(V x, double a) {
   V d = abs(x) + 1.0 / a;
   return 1.0 / (d * d * (2 * a));
 }
-template <typename V> V softSignPrimitive(V x, double a) {
+template <typename V>
+V softSignPrimitive(V x, double a) {
   return (x * a / (abs(x) * a + 1.0) + 1.0) * 0.5;
 }
 
-template <typename V> V superSpikeGrad(V x, double a) {
+template <typename V>
+V superSpikeGrad(V x, double a) {
   V d = abs(x) + 1.0;
   return a / (d * d);
 }
-template <typename V> V superSpikePrimitive(V x, double a) {
+template <typename V>
+V superSpikePrimitive(V x, double a) {
   return x * a / (abs(x) + 1.0);
 }
 
-template <typename V> V erfGrad(V x, double a) {
+template <typename V>
+V erfGrad(V x, double a) {
   V u = x * a;
   return exp(u * u * -1.0) * (a / std::sqrt(kPi));
 }
-template <typename V> V erfPrimitive(V x, double a) {
+template <typename V>
+V erfPrimitive(V x, double a) {
   return (erf(x * a) + 1.0) * 0.5;
 }
 
-template <typename V> V nonzeroSignLogAbsGrad(V x, double a) {
+template <typename V>
+V nonzeroSignLogAbsGrad(V x, double a) {
   return 1.0 / (abs(x) + 1.0 / a);
 }
-template <typename V> V nonzeroSignLogAbsPrimitive(V x, double a) {
+template <typename V>
+V nonzeroSignLogAbsPrimitive(V x, double a) {
   V m = log1p(abs(x) * a);
   return select(x < 0.0, m * -1.0, m);
 }
 
-template <typename V> V piecewiseLeakyReLUGrad(V x, double w, double c) {
+template <typename V>
+V piecewiseLeakyReLUGrad(V x, double w, double c) {
   return select(abs(x) < w, splat(x, 1.0 / (2 * w)), splat(x, c));
 }
 template <typename V>
@@ -136,56 +154,73 @@ V squarewaveFourierSeriesPrimitive(V x, int64_t n, double period) {
 
 // The x >= 0 branch is evaluated at max(x, 0) so that the branch not taken
 // never divides by zero (SpikingJelly's fp16 s2nn returns NaN there).
-template <typename V> V s2nnGrad(V x, double a, double beta) {
+template <typename V>
+V s2nnGrad(V x, double a, double beta) {
   return select(x < 0.0, sigmoidGrad(x, a), beta / (max(x, 0.0) + 1.0));
 }
-template <typename V> V s2nnPrimitive(V x, double a, double beta) {
+template <typename V>
+V s2nnPrimitive(V x, double a, double beta) {
   return select(x < 0.0, sigmoid(x * a), log1p(max(x, 0.0)) * beta + 0.5);
 }
 
-template <typename V> V qPseudoSpikeGrad(V x, double a) {
+template <typename V>
+V qPseudoSpikeGrad(V x, double a) {
   return pow(abs(x) * (2 / (a - 1)) + 1.0, -a);
 }
-template <typename V> V qPseudoSpikePrimitive(V x, double a) {
+template <typename V>
+V qPseudoSpikePrimitive(V x, double a) {
   V p = pow(abs(x) * (2 / (a - 1)) + 1.0, 1 - a) * 0.5;
   return select(x < 0.0, p, 1.0 - p);
 }
 
-template <typename V> V leakyKReLUGrad(V x, double leak, double k) {
+template <typename V>
+V leakyKReLUGrad(V x, double leak, double k) {
   return select(x >= 0.0, splat(x, k), splat(x, leak));
 }
-template <typename V> V leakyKReLUPrimitive(V x, double leak, double k) {
+template <typename V>
+V leakyKReLUPrimitive(V x, double leak, double k) {
   return select(x >= 0.0, x * k, x * leak);
 }
 
 // 1/|x| is +inf at 0, where the minimum then gives alpha, as specified.
-template <typename V> V fakeNumericalGradientGrad(V x, double a) {
+template <typename V>
+V fakeNumericalGradientGrad(V x, double a) {
   return min(1.0 / abs(x), a);
 }
-template <typename V> V fakeNumericalGradientPrimitive(V x, double a) {
+template <typename V>
+V fakeNumericalGradientPrimitive(V x, double a) {
   V m = abs(x);
   V p = select(m <= 1.0 / a, m * a, log(max(m * a, 1.0)) + 1.0);
   return select(x < 0.0, p * -1.0, p);
 }
 
-template <typename V> V logTailedReLUGrad(V x, double a) {
+template <typename V>
+V logTailedReLUGrad(V x, double a) {
   return select(x <= 0.0, splat(x, a),
                 select(x <= 1.0, splat(x, 1.0), 1.0 / max(x, 1.0)));
 }
-template <typename V> V logTailedReLUPrimitive(V x, double a) {
-  return select(x <= 0.0, x * a,
-                select(x <= 1.0, x, log(max(x, 1.0)) + 1.0));
+template <typename V>
+V logTailedReLUPrimitive(V x, double a) {
+  return select(x <= 0.0, x * a, select(x <= 1.0, x, log(max(x, 1.0)) + 1.0));
 }
 
-template <typename V> V rectGrad(V x, double a) {
+template <typename V>
+V rectGrad(V x, double a) {
   return select(abs(x) < 0.5 / a, splat(x, a), splat(x, 0.0));
 }
-template <typename V> V rectPrimitive(V x, double a) {
+template <typename V>
+V rectPrimitive(V x, double a) {
   return min(max(x * a, -0.5), 0.5) + 0.5;
 }
 
-template <typename V> V straightThroughGrad(V x) { return splat(x, 1.0); }
-template <typename V> V straightThroughPrimitive(V x) { return x; }
+template <typename V>
+V straightThroughGrad(V x) {
+  return splat(x, 1.0);
+}
+template <typename V>
+V straightThroughPrimitive(V x) {
+  return x;
+}
 
 } // namespace mlir::flexsn::surrogate
 
