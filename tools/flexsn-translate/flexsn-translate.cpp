@@ -4,17 +4,17 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// mlir-translate with every upstream translation; FlexSN's own translations
-// (cubin, fatbin, C header, manifest) register here as they land.
+// mlir-translate with every upstream translation and FlexSN's own
+// (--flexsn-to-manifest today; cubin, fatbin and C header with the GPU path).
 //
 //===----------------------------------------------------------------------===//
 
-#include "mlir/InitAllTranslations.h"
+#include "flexsn/Tools/Registration.h"
+
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
-#include "mlir/Tools/mlir-translate/Translation.h"
 
 int main(int argc, char **argv) {
-  mlir::registerAllTranslations();
+  mlir::flexsn::registerAllTranslations();
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "FlexSN translation driver\n"));
 }

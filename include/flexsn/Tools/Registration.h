@@ -27,6 +27,10 @@ void registerAllDialects(DialectRegistry &registry);
 /// Registers every upstream pass and pipeline, and every FlexSN one.
 void registerAllPasses();
 
+/// Registers every upstream translation, and every FlexSN one
+/// (library FlexSNTranslations).
+void registerAllTranslations();
+
 } // namespace mlir::flexsn
 
 #endif // FLEXSN_TOOLS_REGISTRATION_H

@@ -1,0 +1,37 @@
+//===- Manifest.h - JSON description of a FlexSN module ---------*- C++ -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// The manifest is how runtimes and the Python layer learn what a compiled
+// module offers without parsing MLIR: each neuron's interface (inputs,
+// states, outputs, parameters with types, defaults and bindings) and, once
+// kernel generation has run, each kernel with its arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_TARGET_MANIFEST_H
+#define FLEXSN_TARGET_MANIFEST_H
+
+#include "mlir/Support/LLVM.h"
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace mlir {
+class ModuleOp;
+
+namespace flexsn {
+
+/// Writes the JSON manifest of `module` to `os`.
+LogicalResult translateToManifest(ModuleOp module, llvm::raw_ostream &os);
+
+/// Registers `--flexsn-to-manifest` with mlir-translate.
+void registerToManifestTranslation();
+
+} // namespace flexsn
+} // namespace mlir
+
+#endif // FLEXSN_TARGET_MANIFEST_H
