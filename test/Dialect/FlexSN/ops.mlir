@@ -53,8 +53,8 @@ flexsn.neuron @short_params inputs(%x: f32) outputs(y)
   flexsn.yield %y : f32
 }
 
-// Several inputs, states and outputs; an output name that is only valid as a
-// string literal prints bare once it is a keyword-like identifier.
+// Several inputs, states and outputs; an output name written as a string
+// prints bare.
 // CHECK-LABEL: flexsn.neuron @multi
 // CHECK-SAME:    inputs(%x: f32, %i_syn: f32) states(%c: f32, %v: f32, %w: f32)
 // CHECK-SAME:    outputs(spike, current)
@@ -91,6 +91,13 @@ flexsn.neuron @no_params inputs(%x: f32) states(%v: f32) outputs(spike) {
 flexsn.neuron @state_only inputs(%x: f32) states(%v: f32) outputs() {
   %v1 = arith.addf %v, %x : f32
   flexsn.yield %v1 : f32
+}
+
+// Output names live apart from argument names: an output may be called `x`.
+// CHECK-LABEL: flexsn.neuron @passthrough
+// CHECK-SAME:    inputs(%x: f32) outputs(x) {
+flexsn.neuron @passthrough inputs(%x: f32) outputs(x) {
+  flexsn.yield %x : f32
 }
 
 // flexsn.apply runs one step of another neuron, with params passed as operands.
@@ -151,6 +158,19 @@ func.func @scan_callee(%x: memref<?x?xf32>, %v0: memref<?xf32>,
       outs(%s : memref<?x?xf32>) states(%vs : memref<?x?xf32>)
   return
 }
+
+// TODO(bug): a scan of a neuron with no outputs (like @state_only) prints
+// `outs( : )`, which the parser rejects ("expected non-function type"), and
+// `outs()` is rejected too, so it cannot be written in the custom syntax and
+// does not round-trip. Left out until fixed:
+//   flexsn.scan @state_only ins(%x : memref<?x?xf32>) outs( : )
+//       states(%vf : memref<?xf32>) final_states
+//
+// TODO(bug): a discardable attribute on a scan with a callee prints after the
+// operands as `{tag = 1 : i32}`, which parses back as an (invalid) inline
+// body, so it does not round-trip either. Left out until fixed:
+//   "flexsn.scan"(%x, %s) <{callee = @lif, operandSegmentSizes = array<i32: 1, 0, 0, 1, 0, 0>}>
+//       ({}) {tag = 1 : i32} : (memref<?x?xf32>, memref<?x?xf32>) -> ()
 
 // Sequences stored as f16, bf16 and i8, with f32 or reduced-precision states.
 // CHECK-LABEL: func.func @scan_storage
