@@ -8,15 +8,20 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexsn/Tools/DeepStack.h"
 #include "flexsn/Tools/Registration.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
-int main(int argc, char **argv) {
+static int optMain(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::flexsn::registerAllDialects(registry);
   mlir::flexsn::registerAllPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "FlexSN optimizer driver\n", registry));
+}
+
+int main(int argc, char **argv) {
+  return mlir::flexsn::runOnDeepStack(optMain, argc, argv);
 }

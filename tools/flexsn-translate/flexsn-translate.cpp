@@ -9,12 +9,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexsn/Tools/DeepStack.h"
 #include "flexsn/Tools/Registration.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
-int main(int argc, char **argv) {
+static int translateMain(int argc, char **argv) {
   mlir::flexsn::registerAllTranslations();
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "FlexSN translation driver\n"));
+}
+
+int main(int argc, char **argv) {
+  return mlir::flexsn::runOnDeepStack(translateMain, argc, argv);
 }

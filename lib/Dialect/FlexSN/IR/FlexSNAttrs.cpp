@@ -10,12 +10,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
 #include <charconv>
-#include <cstring>
 
 using namespace mlir;
 using namespace mlir::flexsn;
@@ -38,15 +36,14 @@ void FlexSNDialect::registerAttributes() {
 //===----------------------------------------------------------------------===//
 
 // MLIR's float literal grammar needs a '.', so "4" becomes "4.0" and "1e+20"
-// becomes "1.0e+20". Non-finite values have no decimal literal: print the
-// bit pattern, which the parser also accepts.
-template <typename FloatT, typename BitsT>
+// becomes "1.0e+20". Verified attributes hold finite values only, so the
+// spellings of non-finite values only ever appear in diagnostics.
+template <typename FloatT>
 static std::string formatShortestImpl(FloatT value) {
-  if (!std::isfinite(value)) {
-    BitsT bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    return llvm::formatv("0x{0:X-}", bits).str();
-  }
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value < 0 ? "-inf" : "inf";
   char buffer[64];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
   (void)ec;
@@ -59,11 +56,11 @@ static std::string formatShortestImpl(FloatT value) {
 }
 
 std::string mlir::flexsn::formatShortest(double value) {
-  return formatShortestImpl<double, uint64_t>(value);
+  return formatShortestImpl(value);
 }
 
 std::string mlir::flexsn::formatShortest(float value) {
-  return formatShortestImpl<float, uint32_t>(value);
+  return formatShortestImpl(value);
 }
 
 FailureOr<llvm::APFloat> mlir::flexsn::parseSurrogateParam(AsmParser &parser) {
@@ -91,19 +88,37 @@ void mlir::flexsn::printSurrogateParam(AsmPrinter &printer,
 // ParamAttr
 //===----------------------------------------------------------------------===//
 
-static bool isCIdentifier(StringRef name) {
-  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
-    return false;
-  return llvm::all_of(name,
-                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
+std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
+                                                           bool isPrefix) {
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_') ||
+      !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+    return std::string("is not a C identifier");
+  if (isPrefix)
+    return std::nullopt;
+  static const llvm::StringSet<> keywords = {
+      // C and C++ keywords a host stub could not use as a name.
+      "auto", "bool", "break", "case", "char", "class", "const", "continue",
+      "default", "delete", "do", "double", "else", "enum", "extern", "false",
+      "float", "for", "goto", "if", "inline", "int", "long", "namespace", "new",
+      "nullptr", "operator", "private", "protected", "public", "register",
+      "restrict", "return", "short", "signed", "sizeof", "static", "struct",
+      "switch", "template", "this", "throw", "true", "typedef", "typename",
+      "union", "unsigned", "using", "virtual", "void", "volatile", "while",
+      // Python keywords a keyword argument could not use.
+      "and", "as", "assert", "def", "del", "elif", "except", "from", "global",
+      "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
+      "try", "with", "yield", "None", "True", "False"};
+  if (keywords.contains(name))
+    return std::string("is a C, C++ or Python keyword");
+  return std::nullopt;
 }
 
 LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 StringAttr name, TypedAttr defaultValue,
                                 ParamKind kind) {
-  if (!isCIdentifier(name.getValue()))
-    return emitError() << "parameter name '" << name.getValue()
-                       << "' is not a C identifier";
+  if (std::optional<std::string> problem = checkExportedName(name.getValue()))
+    return emitError() << "parameter name '" << name.getValue() << "' "
+                       << *problem;
   Type type = defaultValue.getType();
   bool isF32 = isa<FloatAttr>(defaultValue) && type.isF32();
   bool isInt = isa<IntegerAttr>(defaultValue) &&
@@ -245,6 +260,17 @@ LogTailedReLUAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                     ParamRange::Finite);
 }
 FLEXSN_SURROGATE_EVAL(LogTailedReLUAttr, logTailedReLU, toDouble(getAlpha()))
+
+Attribute StraightThroughAttr::parse(AsmParser &parser, Type) {
+  if (succeeded(parser.parseOptionalLess()))
+    return (
+        parser.emitError(parser.getCurrentLocation(),
+                         "surrogate 'straight_through' takes no parameters"),
+        Attribute());
+  return get(parser.getContext());
+}
+
+void StraightThroughAttr::print(AsmPrinter &) const {}
 
 double StraightThroughAttr::evalDerivative(double x) const {
   return surrogate::straightThroughGrad(x);

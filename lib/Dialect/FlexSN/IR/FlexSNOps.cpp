@@ -22,13 +22,6 @@ using namespace mlir::flexsn;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-static bool isCIdentifier(StringRef name) {
-  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
-    return false;
-  return llvm::all_of(name,
-                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
-}
-
 /// Scalars a step body may compute with: f32 and integers (flags, counters).
 static bool isBodyScalarType(Type type) {
   return type.isF32() || type.isSignlessInteger() || type.isIndex();
@@ -45,9 +38,6 @@ static LogicalResult verifyStepBody(Block &block, StringRef owner) {
                               << " body: use arith, math and flexsn ops";
     if (isa<ScanOp, NeuronOp>(op))
       return op.emitOpError() << "cannot be nested in a " << owner << " body";
-    if (op.getNumRegions() != 0)
-      return op.emitOpError()
-             << "with regions is not allowed in a " << owner << " body";
     for (Type type :
          llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes())) {
       if (isBodyScalarType(type))
@@ -101,6 +91,11 @@ static ParseResult parseArgGroup(OpAsmParser &parser, StringRef keyword,
         OpAsmParser::Argument arg;
         if (parser.parseArgument(arg, /*allowType=*/true))
           return failure();
+        StringRef name = arg.ssaName.name.drop_front();
+        if (std::optional<std::string> problem = checkExportedName(name))
+          return parser.emitError(arg.ssaName.location)
+                 << keyword.drop_back() << " name '" << name << "' "
+                 << *problem;
         names.push_back(
             parser.getBuilder().getStringAttr(arg.ssaName.name.drop_front()));
         args.push_back(arg);
@@ -276,16 +271,23 @@ LogicalResult NeuronOp::verify() {
   if (getNumOutputs() + getNumStates() == 0)
     return emitOpError("needs at least one output or state");
 
+  // Host stubs are named after the neuron.
+  if (std::optional<std::string> problem =
+          checkExportedName(getSymName(), /*isPrefix=*/true))
+    return emitOpError() << "name '" << getSymName() << "' " << *problem;
+
   llvm::StringMap<StringRef> seen; // name -> what it names
   auto checkNames = [&](ArrayAttr names, StringRef what) -> LogicalResult {
     for (StringRef name : names.getAsValueRange<StringAttr>()) {
-      if (!isCIdentifier(name))
-        return emitOpError()
-               << what << " name '" << name << "' is not a C identifier";
+      if (std::optional<std::string> problem = checkExportedName(name))
+        return emitOpError() << what << " name '" << name << "' " << *problem;
       auto [it, inserted] = seen.try_emplace(name, what);
       if (!inserted)
-        return emitOpError() << what << " name '" << name
-                             << "' is already used by a " << it->second;
+        return emitOpError()
+               << what << " name '" << name << "' is already used by "
+               << (StringRef("aeiou").contains(it->second.front()) ? "an "
+                                                                   : "a ")
+               << it->second;
     }
     return success();
   };
@@ -366,7 +368,7 @@ LogicalResult ApplyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto callee =
       symbolTable.lookupNearestSymbolFrom<NeuronOp>(*this, getCalleeAttr());
   if (!callee)
-    return emitOpError() << "'" << getCallee()
+    return emitOpError() << "'@" << getCallee()
                          << "' does not reference a flexsn.neuron";
   auto caller = (*this)->getParentOfType<NeuronOp>();
   if (!caller)
@@ -398,8 +400,6 @@ LogicalResult ApplyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   SmallVector<StringRef> path = {caller.getSymName()};
   if (callee == caller ||
       findApplyCycle(callee, caller, symbolTable, visited, path)) {
-    if (callee == caller)
-      path.push_back(callee.getSymName());
     path.push_back(caller.getSymName());
     InFlightDiagnostic diag = emitOpError("makes neuron @")
                               << caller.getSymName() << " recursive: ";
@@ -534,7 +534,7 @@ LogicalResult ScanOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto neuron =
       symbolTable.lookupNearestSymbolFrom<NeuronOp>(*this, getCalleeAttr());
   if (!neuron)
-    return emitOpError() << "'" << *getCallee()
+    return emitOpError() << "'@" << *getCallee()
                          << "' does not reference a flexsn.neuron";
   auto checkCount = [&](StringRef what, size_t got, size_t want,
                         bool optional = false) -> LogicalResult {

@@ -12,6 +12,9 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/APFloat.h"
 
+#include <optional>
+#include <string>
+
 #include "flexsn/Dialect/FlexSN/IR/FlexSNEnums.h.inc"
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrInterfaces.h.inc"
@@ -25,6 +28,13 @@ void printSurrogateParam(AsmPrinter &printer, const llvm::APFloat &value);
 std::string formatShortest(double value);
 /// Same, for a value that lives in f32.
 std::string formatShortest(float value);
+/// Why `name` cannot name a neuron, input, state, output or parameter, if it
+/// cannot: such names reach C host stubs, the manifest and Python keyword
+/// arguments, so they must be C identifiers and not C/C++/Python keywords.
+/// A name that is only ever a prefix of longer names (a neuron's: its stubs
+/// are `<neuron>_<variant>`) may be a keyword.
+std::optional<std::string> checkExportedName(StringRef name,
+                                             bool isPrefix = false);
 } // namespace mlir::flexsn
 
 #define GET_ATTRDEF_CLASSES

@@ -115,7 +115,9 @@ class FlexSN_Surrogate<string name, string attrMnemonic, dag params,
       # "whole `<...>` may be omitted:\n\n```mlir\n#flexsn." # attrMnemonic
       # "\n```";
   let parameters = params;
-  let assemblyFormat = !if(!empty(params), "", "(`<` struct(params)^ `>`)?");
+  // A surrogate without parameters parses itself, to reject a stray `<...>`.
+  let assemblyFormat = !if(!empty(params), ?, "(`<` struct(params)^ `>`)?");
+  let hasCustomAssemblyFormat = !empty(params);
   let genVerifyDecl = !not(!empty(params));
 }
 

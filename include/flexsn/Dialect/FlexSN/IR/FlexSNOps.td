@@ -109,7 +109,9 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
 // ScanOp
 //===----------------------------------------------------------------------===//
 
-def FlexSN_SequenceMemRef : MemRefRankOf<[F32, F16, BF16, I8], [2, 3, 4, 5]>;
+def FlexSN_InputSequenceMemRef : MemRefRankOf<[F32, F16, BF16], [2, 3, 4, 5]>;
+// Outputs may also be bytes (0/1 spikes).
+def FlexSN_OutputSequenceMemRef : MemRefRankOf<[F32, F16, BF16, I8], [2, 3, 4, 5]>;
 def FlexSN_StateMemRef : MemRefRankOf<[F32, F16, BF16], [1, 2, 3, 4, 5]>;
 def FlexSN_ReductionMemRef : MemRefRankOf<[F32], [0]>;
 
@@ -135,7 +137,8 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
       states; when the group is absent, every state starts at zero;
     * `params`: scalar values of the body's run-time parameters (for a
       neuron: its `runtime` and `trainable` parameters, in order);
-    * `outs`: one sequence `[T, N...]` per output;
+    * `outs`: one sequence `[T, N...]` per output (absent when there are no
+      outputs);
     * `states` (optional): one buffer per state, either a sequence
       `[T, N...]` of the state after each step, or, with `final_states`,
       the `[N...]` state after the last step (when `T = 0`, the initial one);
@@ -152,10 +155,10 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     ```
   }];
   let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$callee,
-                       Variadic<FlexSN_SequenceMemRef>:$inputs,
+                       Variadic<FlexSN_InputSequenceMemRef>:$inputs,
                        Variadic<FlexSN_StateMemRef>:$inits,
                        Variadic<AnyTypeOf<[F32, I1, I32]>>:$params,
-                       Variadic<FlexSN_SequenceMemRef>:$outputs,
+                       Variadic<FlexSN_OutputSequenceMemRef>:$outputs,
                        Variadic<FlexSN_StateMemRef>:$states,
                        Variadic<FlexSN_ReductionMemRef>:$reductions,
                        UnitAttr:$final_states,
@@ -166,11 +169,11 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     `ins` `(` $inputs `:` type($inputs) `)`
     (`inits` `(` $inits^ `:` type($inits) `)`)?
     (`params` `(` $params^ `:` type($params) `)`)?
-    `outs` `(` $outputs `:` type($outputs) `)`
+    (`outs` `(` $outputs^ `:` type($outputs) `)`)?
     (`states` `(` $states^ `:` type($states) `)`)?
     (`final_states` $final_states^)?
     (`reductions` `(` $reductions^ `:` type($reductions) `)`)?
-    ($body^)? attr-dict
+    ($body^)? attr-dict-with-keyword
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
