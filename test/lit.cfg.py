@@ -24,6 +24,11 @@ config.substitutions.append(("%neurons", os.path.join(config.flexsn_src_root, "l
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# Scripts run by tests find the FlexSN tools on PATH.
+llvm_config.with_environment("PATH", config.flexsn_tools_dir, append_path=True)
+# RUN lines that start with LLVM's `not` (lit substitutes it only after a
+# pipe) find it, and the other LLVM tools, on PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.flexsn_tools_dir, config.llvm_tools_dir]

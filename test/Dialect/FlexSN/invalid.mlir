@@ -31,16 +31,17 @@ flexsn.neuron @no_results inputs(%x: f32) outputs() {
 
 // -----
 
-// An SSA name that is valid MLIR but not a C identifier is rejected.
-// expected-error@+1 {{'flexsn.neuron' op input name 'x.y' is not a C identifier}}
+// An SSA name that is valid MLIR but not a C identifier is rejected while
+// parsing, at the argument.
+// expected-error@+1 {{custom op 'flexsn.neuron' input name 'x.y' is not a C identifier}}
 flexsn.neuron @dotted_input inputs(%x.y: f32) outputs(s) {
   flexsn.yield %x.y : f32
 }
 
 // -----
 
-// State names are C identifiers.
-// expected-error@+1 {{'flexsn.neuron' op state name '0' is not a C identifier}}
+// State names are C identifiers (checked while parsing too).
+// expected-error@+1 {{custom op 'flexsn.neuron' state name '0' is not a C identifier}}
 flexsn.neuron @numeric_state inputs(%x: f32) states(%0: f32) outputs(s) {
   flexsn.yield %x, %0 : f32, f32
 }
@@ -58,6 +59,65 @@ flexsn.neuron @bad_output inputs(%x: f32) outputs("spike-out") {
 // An empty output name is not a C identifier either.
 // expected-error@+1 {{'flexsn.neuron' op output name '' is not a C identifier}}
 flexsn.neuron @empty_output inputs(%x: f32) outputs("") {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// Names must not be C, C++ or Python keywords either: an input...
+// expected-error@+1 {{custom op 'flexsn.neuron' input name 'if' is a C, C++ or Python keyword}}
+flexsn.neuron @keyword_input inputs(%if: f32) outputs(s) {
+  flexsn.yield %if : f32
+}
+
+// -----
+
+// ...a state...
+// expected-error@+1 {{custom op 'flexsn.neuron' state name 'lambda' is a C, C++ or Python keyword}}
+flexsn.neuron @keyword_state inputs(%x: f32) states(%lambda: f32) outputs(s) {
+  flexsn.yield %x, %lambda : f32, f32
+}
+
+// -----
+
+// ...an output (checked by the verifier)...
+// expected-error@+1 {{'flexsn.neuron' op output name 'return' is a C, C++ or Python keyword}}
+flexsn.neuron @keyword_output inputs(%x: f32) outputs(return) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// ...or a parameter.
+// expected-error@+1 {{custom op 'flexsn.neuron' parameter name 'None' is a C, C++ or Python keyword}}
+flexsn.neuron @keyword_param inputs(%x: f32) outputs(s) params(%None: f32 = 1.0) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// The generic form gets the keyword check from the verifier.
+// expected-error@+1 {{'flexsn.neuron' op input name 'class' is a C, C++ or Python keyword}}
+"flexsn.neuron"() <{input_names = ["class"], output_names = ["s"], params = [],
+                    state_names = [], sym_name = "n"}> ({
+^bb0(%x: f32):
+  "flexsn.yield"(%x) : (f32) -> ()
+}) : () -> ()
+
+// -----
+
+// A neuron's symbol name prefixes its host stubs, so it is a C identifier
+// (a keyword such as @if is fine: see ops.mlir).
+// expected-error@+1 {{'flexsn.neuron' op name 'my neuron' is not a C identifier}}
+flexsn.neuron @"my neuron" inputs(%x: f32) outputs(s) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// A symbol name that starts with a digit is not a C identifier either.
+// expected-error@+1 {{'flexsn.neuron' op name '2lif' is not a C identifier}}
+flexsn.neuron @"2lif" inputs(%x: f32) outputs(s) {
   flexsn.yield %x : f32
 }
 
@@ -83,7 +143,7 @@ flexsn.neuron @bad_param_name inputs(%x: f32) outputs(s) params(%a.b: f32 = 1.0)
 // -----
 
 // Two outputs cannot share a name.
-// expected-error@+1 {{'flexsn.neuron' op output name 's' is already used by a output}}
+// expected-error@+1 {{'flexsn.neuron' op output name 's' is already used by an output}}
 flexsn.neuron @dup_output inputs(%x: f32) outputs(s, s) {
   flexsn.yield %x, %x : f32, f32
 }
@@ -91,7 +151,7 @@ flexsn.neuron @dup_output inputs(%x: f32) outputs(s, s) {
 // -----
 
 // Inputs and states share one namespace (the generic form can repeat a name).
-// expected-error@+1 {{'flexsn.neuron' op state name 'x' is already used by a input}}
+// expected-error@+1 {{'flexsn.neuron' op state name 'x' is already used by an input}}
 "flexsn.neuron"() <{input_names = ["x"], output_names = ["s"], params = [],
                     state_names = ["x"], sym_name = "n"}> ({
 ^bb0(%x: f32, %v: f32):
@@ -101,7 +161,7 @@ flexsn.neuron @dup_output inputs(%x: f32) outputs(s, s) {
 // -----
 
 // Two inputs cannot share a name.
-// expected-error@+1 {{'flexsn.neuron' op input name 'x' is already used by a input}}
+// expected-error@+1 {{'flexsn.neuron' op input name 'x' is already used by an input}}
 "flexsn.neuron"() <{input_names = ["x", "x"], output_names = ["s"], params = [],
                     state_names = [], sym_name = "n"}> ({
 ^bb0(%x: f32, %y: f32):
@@ -398,7 +458,7 @@ flexsn.neuron @allocates inputs(%x: f32) outputs(s) {
 
 // The callee must exist.
 flexsn.neuron @caller inputs(%x: f32) outputs(s) {
-  // expected-error@+1 {{'flexsn.apply' op 'missing' does not reference a flexsn.neuron}}
+  // expected-error@+1 {{'flexsn.apply' op '@missing' does not reference a flexsn.neuron}}
   %y = flexsn.apply @missing(%x) : (f32) -> f32
   flexsn.yield %y : f32
 }
@@ -409,7 +469,7 @@ flexsn.neuron @caller inputs(%x: f32) outputs(s) {
 func.func private @not_a_neuron(f32) -> f32
 
 flexsn.neuron @caller inputs(%x: f32) outputs(s) {
-  // expected-error@+1 {{'flexsn.apply' op 'not_a_neuron' does not reference a flexsn.neuron}}
+  // expected-error@+1 {{'flexsn.apply' op '@not_a_neuron' does not reference a flexsn.neuron}}
   %y = flexsn.apply @not_a_neuron(%x) : (f32) -> f32
   flexsn.yield %y : f32
 }
@@ -487,8 +547,8 @@ flexsn.neuron @caller inputs(%x: f32) states(%v: f32) outputs(s) {
 
 // A neuron cannot apply itself.
 flexsn.neuron @self inputs(%x: f32) outputs(s) {
-  // TODO(bug): the path reads "@self -> @self -> @self"; it should be "@self -> @self".
-  // expected-error@+1 {{'flexsn.apply' op makes neuron @self recursive: @self -> @self}}
+  // The path is exactly "@self -> @self" (the regex anchors its end).
+  // expected-error-re@+1 {{'flexsn.apply' op makes neuron @self recursive: @self -> @self{{$}}}}
   %y = flexsn.apply @self(%x) : (f32) -> f32
   flexsn.yield %y : f32
 }
@@ -589,15 +649,30 @@ func.func @f(%x: f32) -> f32 {
 
 // -----
 
-// TODO(bug): a surrogate without parameters silently accepts and drops any
-// `<...>` body: `#flexsn.straight_through<alpha = 1.0>` (even
-// `#flexsn.straight_through<garbage !! 12>`) parses and prints as
-// `#flexsn.straight_through`. Left out until it is rejected:
-//
-// func.func @f(%x: f32) -> f32 {
-//   %0 = flexsn.spike %x surrogate(#flexsn.straight_through<alpha = 1.0>) : f32
-//   return %0 : f32
-// }
+// A surrogate without parameters rejects a parameter list...
+func.func @f(%x: f32) -> f32 {
+  // expected-error@+1 {{surrogate 'straight_through' takes no parameters}}
+  %0 = flexsn.spike %x surrogate(#flexsn.straight_through<alpha = 1.0>) : f32
+  return %0 : f32
+}
+
+// -----
+
+// ...garbage in angle brackets...
+func.func @f(%x: f32) -> f32 {
+  // expected-error@+1 {{surrogate 'straight_through' takes no parameters}}
+  %0 = flexsn.spike %x surrogate(#flexsn.straight_through<garbage !! 12>) : f32
+  return %0 : f32
+}
+
+// -----
+
+// ...and even an empty `<>`.
+func.func @f(%x: f32) -> f32 {
+  // expected-error@+1 {{surrogate 'straight_through' takes no parameters}}
+  %0 = flexsn.surrogate_grad %x surrogate(#flexsn.straight_through<>) : f32
+  return %0 : f32
+}
 
 // -----
 
@@ -748,8 +823,7 @@ func.func @f(%x: f32) -> f32 {
 
 // piecewise_leaky_relu needs a finite c (1.0e400 overflows to +inf).
 func.func @f(%x: f32) -> f32 {
-  // TODO(bug): the value prints as the bit pattern 0x7FF0000000000000, not "inf".
-  // expected-error@+1 {{surrogate 'piecewise_leaky_relu' needs c to be a finite value, got}}
+  // expected-error-re@+1 {{surrogate 'piecewise_leaky_relu' needs c to be a finite value, got inf{{$}}}}
   %0 = flexsn.spike %x surrogate(#flexsn.piecewise_leaky_relu<c = 1.0e400>) : f32
   return %0 : f32
 }
@@ -758,7 +832,7 @@ func.func @f(%x: f32) -> f32 {
 
 // leaky_k_relu needs finite slopes.
 func.func @f(%x: f32) -> f32 {
-  // expected-error@+1 {{surrogate 'leaky_k_relu' needs k to be a finite value, got}}
+  // expected-error-re@+1 {{surrogate 'leaky_k_relu' needs k to be a finite value, got -inf{{$}}}}
   %0 = flexsn.spike %x surrogate(#flexsn.leaky_k_relu<k = -1.0e400>) : f32
   return %0 : f32
 }
@@ -767,7 +841,7 @@ func.func @f(%x: f32) -> f32 {
 
 // log_tailed_relu needs a finite alpha.
 func.func @f(%x: f32) -> f32 {
-  // expected-error@+1 {{surrogate 'log_tailed_relu' needs alpha to be a finite value, got}}
+  // expected-error-re@+1 {{surrogate 'log_tailed_relu' needs alpha to be a finite value, got inf{{$}}}}
   %0 = flexsn.spike %x surrogate(#flexsn.log_tailed_relu<alpha = 1.0e999>) : f32
   return %0 : f32
 }
@@ -948,10 +1022,34 @@ func.func @f(%x: memref<?xf32>, %s: memref<?x?xf32>) {
 
 // -----
 
-// Sequences are stored as f32, f16, bf16 or i8, not f64.
+// Input sequences are stored as f32, f16 or bf16, not f64...
 func.func @f(%x: memref<?x?xf64>, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op operand #0 must be variadic of 2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values, but got 'memref<?x?xf64>'}}
+  // expected-error@+1 {{'flexsn.scan' op operand #0 must be variadic of 2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'memref<?x?xf64>'}}
   flexsn.scan ins(%x : memref<?x?xf64>) outs(%s : memref<?x?xf32>) {
+  ^bb0(%a: f32):
+    flexsn.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+// ...and not i8 either: only outputs (0/1 spikes) may be bytes.
+func.func @f(%x: memref<?x?xi8>, %s: memref<?x?xf32>) {
+  // expected-error@+1 {{'flexsn.scan' op operand #0 must be variadic of 2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'memref<?x?xi8>'}}
+  flexsn.scan ins(%x : memref<?x?xi8>) outs(%s : memref<?x?xf32>) {
+  ^bb0(%a: f32):
+    flexsn.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+// Output sequences are stored as f32, f16, bf16 or i8, not f64.
+func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf64>) {
+  // expected-error@+1 {{'flexsn.scan' op operand #1 must be variadic of 2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values, but got 'memref<?x?xf64>'}}
+  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf64>) {
   ^bb0(%a: f32):
     flexsn.yield %a : f32
   }
@@ -1124,7 +1222,7 @@ func.func @f(%x: memref<?x128xf32>, %s: memref<?x?xf32>, %v: memref<64xf32>) {
 
 // The callee must exist.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op 'missing' does not reference a flexsn.neuron}}
+  // expected-error@+1 {{'flexsn.scan' op '@missing' does not reference a flexsn.neuron}}
   flexsn.scan @missing ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>)
   return
 }
@@ -1135,7 +1233,7 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
 func.func private @not_a_neuron(f32) -> f32
 
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op 'not_a_neuron' does not reference a flexsn.neuron}}
+  // expected-error@+1 {{'flexsn.scan' op '@not_a_neuron' does not reference a flexsn.neuron}}
   flexsn.scan @not_a_neuron ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>)
   return
 }

@@ -115,6 +115,20 @@ flexsn.neuron @two_compartment inputs(%x: f32) states(%v: f32, %d: f32)
   flexsn.yield %s, %v1, %d1 : f32, f32, f32
 }
 
+// A neuron's symbol name only prefixes its host stubs' names, so it may be a
+// C, C++ or Python keyword (argument and output names may not: invalid.mlir).
+// CHECK-LABEL: flexsn.neuron @if inputs(%x: f32) outputs(s) {
+// CHECK:       flexsn.neuron @uses_if
+// CHECK:         flexsn.apply @if(%x) : (f32) -> f32
+flexsn.neuron @if inputs(%x: f32) outputs(s) {
+  flexsn.yield %x : f32
+}
+
+flexsn.neuron @uses_if inputs(%x: f32) outputs(s) {
+  %s = flexsn.apply @if(%x) : (f32) -> f32
+  flexsn.yield %s : f32
+}
+
 // A neuron with two runtime params, for the scans below.
 flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike)
     params(%tau: f32 = 2.0 trainable, %v_threshold: f32 = 1.0,
@@ -159,18 +173,52 @@ func.func @scan_callee(%x: memref<?x?xf32>, %v0: memref<?xf32>,
   return
 }
 
-// TODO(bug): a scan of a neuron with no outputs (like @state_only) prints
-// `outs( : )`, which the parser rejects ("expected non-function type"), and
-// `outs()` is rejected too, so it cannot be written in the custom syntax and
-// does not round-trip. Left out until fixed:
-//   flexsn.scan @state_only ins(%x : memref<?x?xf32>) outs( : )
-//       states(%vf : memref<?xf32>) final_states
-//
-// TODO(bug): a discardable attribute on a scan with a callee prints after the
-// operands as `{tag = 1 : i32}`, which parses back as an (invalid) inline
-// body, so it does not round-trip either. Left out until fixed:
-//   "flexsn.scan"(%x, %s) <{callee = @lif, operandSegmentSizes = array<i32: 1, 0, 0, 1, 0, 0>}>
-//       ({}) {tag = 1 : i32} : (memref<?x?xf32>, memref<?x?xf32>) -> ()
+// A scan of a neuron with no outputs has no `outs` group.
+// CHECK-LABEL: func.func @scan_no_outputs
+// CHECK-SAME:    (%[[X:[^:]+]]: memref<?x?xf32>, %[[VF:[^:]+]]: memref<?xf32>, %[[VS:[^:]+]]: memref<?x?xf32>)
+// CHECK: flexsn.scan @state_only ins(%[[X]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>) final_states{{$}}
+// CHECK: flexsn.scan @state_only ins(%[[X]] : memref<?x?xf32>) states(%[[VS]] : memref<?x?xf32>){{$}}
+// CHECK: flexsn.scan ins(%[[X]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>) final_states {
+// CHECK-NEXT: ^bb0(%{{.+}}: f32, %[[V:.+]]: f32):
+// CHECK-NEXT:   flexsn.yield %[[V]] : f32
+// CHECK-NEXT: }{{$}}
+func.func @scan_no_outputs(%x: memref<?x?xf32>, %vf: memref<?xf32>,
+                           %vs: memref<?x?xf32>) {
+  flexsn.scan @state_only ins(%x : memref<?x?xf32>) states(%vf : memref<?xf32>)
+      final_states
+  flexsn.scan @state_only ins(%x : memref<?x?xf32>) states(%vs : memref<?x?xf32>)
+  flexsn.scan ins(%x : memref<?x?xf32>) states(%vf : memref<?xf32>) final_states {
+  ^bb0(%a: f32, %v: f32):
+    flexsn.yield %v : f32
+  }
+  return
+}
+
+// Discardable attributes on a scan print last, after `attributes`, so they
+// cannot be mistaken for an inline body (the first scan is written in the
+// generic form).
+// CHECK-LABEL: func.func @scan_attributes
+// CHECK: flexsn.scan @lif ins(%{{.*}} : memref<?x?xf32>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xf32>) attributes {tag = 1 : i32}{{$}}
+// CHECK: flexsn.scan @lif ins(%{{.*}} : memref<?x?xf32>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xf32>) attributes {note = "fast", tag = 2 : i32}{{$}}
+// CHECK: flexsn.scan @state_only ins(%{{.*}} : memref<?x?xf32>) states(%{{.*}} : memref<?xf32>) final_states attributes {tag = 3 : i32}{{$}}
+// CHECK: flexsn.scan ins(%{{.*}} : memref<?x?xf32>) outs(%{{.*}} : memref<?x?xf32>) {
+// CHECK-NEXT: ^bb0(%[[A:.+]]: f32):
+// CHECK-NEXT:   flexsn.yield %[[A]] : f32
+// CHECK-NEXT: } attributes {tag = 4 : i32}{{$}}
+func.func @scan_attributes(%x: memref<?x?xf32>, %s: memref<?x?xf32>,
+                           %vf: memref<?xf32>, %tau: f32, %hard: i1) {
+  "flexsn.scan"(%x, %tau, %hard, %s) <{callee = @lif, operandSegmentSizes = array<i32: 1, 0, 2, 1, 0, 0>}>
+      ({}) {tag = 1 : i32} : (memref<?x?xf32>, f32, i1, memref<?x?xf32>) -> ()
+  flexsn.scan @lif ins(%x : memref<?x?xf32>) params(%tau, %hard : f32, i1)
+      outs(%s : memref<?x?xf32>) attributes {tag = 2 : i32, note = "fast"}
+  flexsn.scan @state_only ins(%x : memref<?x?xf32>) states(%vf : memref<?xf32>)
+      final_states attributes {tag = 3 : i32}
+  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) {
+  ^bb0(%a: f32):
+    flexsn.yield %a : f32
+  } attributes {tag = 4 : i32}
+  return
+}
 
 // Sequences stored as f16, bf16 and i8, with f32 or reduced-precision states.
 // CHECK-LABEL: func.func @scan_storage

@@ -3,8 +3,9 @@
 // RUN: flexsn-opt %s --mlir-print-op-generic | flexsn-opt | FileCheck %s
 
 // Round-trip of every surrogate attribute. Parameters equal to their default
-// are elided (so is an empty `<>`), others print shortest with a '.', and
-// integer literals are accepted for real-valued parameters.
+// are elided (so is an empty `<>` on a surrogate that has parameters), others
+// print shortest with a '.', and integer literals are accepted for real-valued
+// parameters.
 
 // CHECK-LABEL: func.func @sigmoid
 // CHECK: surrogate(#flexsn.sigmoid) : f32
@@ -14,6 +15,7 @@
 // CHECK: surrogate(#flexsn.sigmoid<alpha = 3.0>) : f32
 // CHECK: surrogate(#flexsn.sigmoid<alpha = 1.0e-05>) : f32
 // CHECK: surrogate(#flexsn.sigmoid<alpha = 1.0e+20>) : f32
+// CHECK: surrogate(#flexsn.sigmoid) : f32
 func.func @sigmoid(%x: f32) {
   %0 = flexsn.spike %x surrogate(#flexsn.sigmoid) : f32
   %1 = flexsn.spike %x surrogate(#flexsn.sigmoid<alpha = 4.0>) : f32
@@ -22,6 +24,7 @@ func.func @sigmoid(%x: f32) {
   %4 = flexsn.spike %x surrogate(#flexsn.sigmoid<alpha = 3>) : f32
   %5 = flexsn.spike %x surrogate(#flexsn.sigmoid<alpha = 1.0e-5>) : f32
   %6 = flexsn.surrogate_grad %x surrogate(#flexsn.sigmoid<alpha = 1.0e20>) : f32
+  %7 = flexsn.spike %x surrogate(#flexsn.sigmoid<>) : f32
   return
 }
 
@@ -222,13 +225,14 @@ func.func @rect(%x: f32) {
   return
 }
 
-// No parameters: an empty `<>` is accepted and elided.
+// No parameters: the mnemonic alone (any `<...>`, even `<>`, is rejected:
+// see invalid.mlir).
 // CHECK-LABEL: func.func @straight_through
-// CHECK: surrogate(#flexsn.straight_through) : f32
-// CHECK: surrogate(#flexsn.straight_through) : f32
+// CHECK: flexsn.spike %{{.*}} surrogate(#flexsn.straight_through) : f32
+// CHECK: flexsn.surrogate_grad %{{.*}} surrogate(#flexsn.straight_through) : f32
 func.func @straight_through(%x: f32) {
   %0 = flexsn.spike %x surrogate(#flexsn.straight_through) : f32
-  %1 = flexsn.surrogate_grad %x surrogate(#flexsn.straight_through<>) : f32
+  %1 = flexsn.surrogate_grad %x surrogate(#flexsn.straight_through) : f32
   return
 }
 
