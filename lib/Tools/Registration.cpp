@@ -5,7 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Tools/Registration.h"
+#include "flexsn/Conversion/Passes.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNDialect.h"
+#include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
+#include "flexsn/Pipelines/Pipelines.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -21,4 +24,9 @@ void mlir::flexsn::registerAllDialects(DialectRegistry &registry) {
   registerFlexSNDialect(registry);
 }
 
-void mlir::flexsn::registerAllPasses() { mlir::registerAllPasses(); }
+void mlir::flexsn::registerAllPasses() {
+  mlir::registerAllPasses();
+  registerFlexSNPasses();
+  registerFlexSNConversionPasses();
+  registerPipelines();
+}

@@ -170,13 +170,127 @@ static double toDouble(const llvm::APFloat &value) {
   return value.convertToDouble();
 }
 
-// Each surrogate evaluates the shared formulas of SurrogateFormulas.h.
+//===----------------------------------------------------------------------===//
+// The IR backend of SurrogateFormulas.h
+//===----------------------------------------------------------------------===//
+
+namespace mlir::flexsn::surrogate {
+namespace {
+/// A float value being built; the formulas' operators emit arith/math ops.
+struct IRScalar {
+  OpBuilder *builder;
+  Location loc;
+  Value value;
+
+  IRScalar with(Value v) const { return {builder, loc, v}; }
+  IRScalar constant(double c) const {
+    return with(arith::ConstantOp::create(
+        *builder, loc, builder->getFloatAttr(value.getType(), c)));
+  }
+  template <typename OpT>
+  IRScalar emit(ValueRange operands) const {
+    return with(OpT::create(*builder, loc, operands));
+  }
+};
+/// An i1 value being built: the result of a comparison.
+struct IRBool {
+  Value value;
+};
+
+IRScalar splat(const IRScalar &like, double c) { return like.constant(c); }
+
+#define FLEXSN_IR_BINARY(op, OpT)                                              \
+  [[maybe_unused]] IRScalar operator op(const IRScalar &a,                     \
+                                        const IRScalar &b) {                   \
+    return a.emit<OpT>({a.value, b.value});                                    \
+  }                                                                            \
+  [[maybe_unused]] IRScalar operator op(const IRScalar &a, double b) {         \
+    return a op a.constant(b);                                                 \
+  }                                                                            \
+  [[maybe_unused]] IRScalar operator op(double a, const IRScalar &b) {         \
+    return b.constant(a) op b;                                                 \
+  }
+FLEXSN_IR_BINARY(+, arith::AddFOp)
+FLEXSN_IR_BINARY(-, arith::SubFOp)
+FLEXSN_IR_BINARY(*, arith::MulFOp)
+FLEXSN_IR_BINARY(/, arith::DivFOp)
+#undef FLEXSN_IR_BINARY
+
+IRBool compare(const IRScalar &a, double b, arith::CmpFPredicate predicate) {
+  return {arith::CmpFOp::create(*a.builder, a.loc, predicate, a.value,
+                                a.constant(b).value)};
+}
+[[maybe_unused]] IRBool operator<(const IRScalar &a, double b) {
+  return compare(a, b, arith::CmpFPredicate::OLT);
+}
+[[maybe_unused]] IRBool operator<=(const IRScalar &a, double b) {
+  return compare(a, b, arith::CmpFPredicate::OLE);
+}
+[[maybe_unused]] IRBool operator>(const IRScalar &a, double b) {
+  return compare(a, b, arith::CmpFPredicate::OGT);
+}
+[[maybe_unused]] IRBool operator>=(const IRScalar &a, double b) {
+  return compare(a, b, arith::CmpFPredicate::OGE);
+}
+
+[[maybe_unused]] IRScalar select(IRBool cond, const IRScalar &a,
+                                 const IRScalar &b) {
+  return a.emit<arith::SelectOp>({cond.value, a.value, b.value});
+}
+[[maybe_unused]] IRScalar abs(const IRScalar &x) {
+  return x.emit<math::AbsFOp>({x.value});
+}
+[[maybe_unused]] IRScalar exp(const IRScalar &x) {
+  return x.emit<math::ExpOp>({x.value});
+}
+[[maybe_unused]] IRScalar log(const IRScalar &x) {
+  return x.emit<math::LogOp>({x.value});
+}
+[[maybe_unused]] IRScalar log1p(const IRScalar &x) {
+  return x.emit<math::Log1pOp>({x.value});
+}
+[[maybe_unused]] IRScalar erf(const IRScalar &x) {
+  return x.emit<math::ErfOp>({x.value});
+}
+[[maybe_unused]] IRScalar atan(const IRScalar &x) {
+  return x.emit<math::AtanOp>({x.value});
+}
+[[maybe_unused]] IRScalar sin(const IRScalar &x) {
+  return x.emit<math::SinOp>({x.value});
+}
+[[maybe_unused]] IRScalar cos(const IRScalar &x) {
+  return x.emit<math::CosOp>({x.value});
+}
+[[maybe_unused]] IRScalar pow(const IRScalar &x, double y) {
+  return x.emit<math::PowFOp>({x.value, x.constant(y).value});
+}
+[[maybe_unused]] IRScalar min(const IRScalar &a, double b) {
+  return a.emit<arith::MinimumFOp>({a.value, a.constant(b).value});
+}
+[[maybe_unused]] IRScalar max(const IRScalar &a, double b) {
+  return a.emit<arith::MaximumFOp>({a.value, a.constant(b).value});
+}
+[[maybe_unused]] IRScalar sigmoid(const IRScalar &x) {
+  return 1.0 / (exp(x * -1.0) + 1.0);
+}
+} // namespace
+} // namespace mlir::flexsn::surrogate
+
+using surrogate::IRScalar;
+
+// Each surrogate evaluates and emits the shared formulas of
+// SurrogateFormulas.h.
 #define FLEXSN_SURROGATE_EVAL(Attr, formula, ...)                              \
   double Attr::evalDerivative(double x) const {                                \
     return surrogate::formula##Grad(x, __VA_ARGS__);                           \
   }                                                                            \
   double Attr::evalPrimitive(double x) const {                                 \
     return surrogate::formula##Primitive(x, __VA_ARGS__);                      \
+  }                                                                            \
+  Value Attr::buildDerivative(OpBuilder &builder, Location loc, Value x)       \
+      const {                                                                  \
+    return surrogate::formula##Grad(IRScalar{&builder, loc, x}, __VA_ARGS__)   \
+        .value;                                                                \
   }
 
 // Surrogates with one parameter `alpha` that must be positive.
@@ -277,4 +391,8 @@ double StraightThroughAttr::evalDerivative(double x) const {
 }
 double StraightThroughAttr::evalPrimitive(double x) const {
   return surrogate::straightThroughPrimitive(x);
+}
+Value StraightThroughAttr::buildDerivative(OpBuilder &builder, Location loc,
+                                           Value x) const {
+  return surrogate::straightThroughGrad(IRScalar{&builder, loc, x}).value;
 }

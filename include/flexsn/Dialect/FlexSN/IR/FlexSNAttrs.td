@@ -88,6 +88,13 @@ def FlexSN_SurrogateAttrInterface : AttrInterface<"SurrogateAttrInterface"> {
       "double", "evalDerivative", (ins "double":$x)>,
     InterfaceMethod<"Evaluates the primitive (an antiderivative of g).",
       "double", "evalPrimitive", (ins "double":$x)>,
+    InterfaceMethod<[{
+        Emits `arith`/`math` ops computing g(x) for a float `x` at the
+        builder's insertion point, and returns the result.
+      }],
+      "::mlir::Value", "buildDerivative",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "::mlir::Value":$x)>,
   ];
 }
 

@@ -145,6 +145,10 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     * `reductions` (inline bodies only): rank-0 `f32` buffers receiving the
       sum over every step and neuron of the matching yielded value.
 
+    A buffer whose base pointer is null is *absent*: an absent initial
+    state reads as zeros, and an absent output or state result is not
+    written. Callers that want only spikes pass null state buffers.
+
     Sequences are stored as `f32`, `f16` or `bf16` (outputs also as `i8`,
     for 0/1 spikes); values convert to and from `f32` at the boundary only.
     Sequences may have any layout, so a strided time dimension needs no copy.

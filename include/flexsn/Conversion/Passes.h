@@ -1,0 +1,25 @@
+//===- Passes.h - FlexSN conversion passes ----------------------*- C++ -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_CONVERSION_PASSES_H
+#define FLEXSN_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::flexsn {
+
+#define GEN_PASS_DECL
+#include "flexsn/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "flexsn/Conversion/Passes.h.inc"
+
+} // namespace mlir::flexsn
+
+#endif // FLEXSN_CONVERSION_PASSES_H

@@ -1,0 +1,73 @@
+//===- Passes.td - FlexSN transformation passes ------------*- tablegen -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_DIALECT_FLEXSN_TRANSFORMS_PASSES_TD
+#define FLEXSN_DIALECT_FLEXSN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate the kernel variants of each neuron as functions";
+  let description = [{
+    For every `flexsn.neuron` (or those named by `neurons`), every requested
+    variant and every storage type, adds a `func.func` whose arguments are
+    the kernel ABI and whose body is one `flexsn.scan` of the neuron:
+
+    | variant | function | writes |
+    | --- | --- | --- |
+    | `inference` | `@<neuron>_inference_<dtype>` | output and state sequences `[T, N]` |
+    | `final-state` | `@<neuron>_final_state_<dtype>` | output sequences, final states `[N]` |
+
+    Arguments, in this order (the ABI shared by the CPU and GPU kernels; see
+    `docs/ABI.md`): one `[T, N]` sequence per input, one `[N]` initial state
+    per state, one `[T, N]` sequence per output, one state buffer per state
+    (`[T, N]` or `[N]`), then one scalar per `runtime`/`trainable`
+    parameter. Every buffer has the storage type; `N` flattens the neuron
+    dimensions. A buffer with a null base pointer is absent (initial state:
+    zeros; result: not written). `const` parameters are not arguments: the
+    lowering specializes them.
+
+    Each function carries `flexsn.neuron` (the neuron's name) and
+    `flexsn.variant` attributes, so tools can find kernels without parsing
+    names.
+
+    Rationale:
+    * Variants are IR, not templates: every later pass (autodiff, fusion,
+      both lowerings) sees ordinary functions holding scans.
+  }];
+  let options = [
+    ListOption<"variants", "variants", "std::string",
+               "Variants to generate: inference, final-state">,
+    ListOption<"storageTypes", "storage-types", "std::string",
+               "Sequence storage types: f32, f16, bf16">,
+    ListOption<"neurons", "neurons", "std::string",
+               "Neurons to generate kernels for (default: all)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def FlexSNExpandSurrogates : Pass<"flexsn-expand-surrogates"> {
+  let summary = "Expand spike, detach and surrogate ops into arith and math";
+  let description = [{
+    Rewrites the per-step `flexsn` ops that remain once a scan's body has
+    been placed in loops:
+
+    * `flexsn.spike %x` becomes `select(x >= 0, 1.0, 0.0)` (so `H(0) = 1`);
+    * `flexsn.detach %x` becomes `%x`;
+    * `flexsn.surrogate_grad %x` becomes the surrogate's `g(x)` in `arith`
+      and `math` ops, emitted from the same formula text
+      (`SurrogateFormulas.h`) that evaluates the attribute in C++.
+
+    Rationale:
+    * It must run after autodiff: once expanded, a spike has lost the
+      surrogate that defines its derivative.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+#endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_PASSES_TD

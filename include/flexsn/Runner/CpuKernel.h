@@ -1,0 +1,83 @@
+//===- CpuKernel.h - JIT-compiled CPU kernels of a neuron -------*- C++ -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// Compiles one kernel variant of one neuron through `flexsn-lower-to-cpu` and
+// runs it in process with MLIR's ExecutionEngine: the CPU path that serves
+// as the numerics oracle (flexsn-run, the unit tests).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_RUNNER_CPUKERNEL_H
+#define FLEXSN_RUNNER_CPUKERNEL_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+
+namespace mlir {
+class ExecutionEngine;
+
+namespace flexsn {
+class NeuronOp;
+
+/// The kernel variants of SPEC §4 the CPU path runs.
+enum class KernelVariant { Inference, FinalState };
+
+/// The spelling used by pass options and kernel names ("final-state").
+StringRef getVariantName(KernelVariant variant);
+
+/// One buffer argument: contiguous, shape [T, N] (sequences) or [N]
+/// (per-neuron states). A null `data` marks the buffer absent: an absent
+/// initial state reads as zeros, an absent result is not written.
+struct KernelBuffer {
+  void *data = nullptr;
+  SmallVector<int64_t, 2> shape;
+};
+
+/// Sets the default of parameter `name` of `neuron` (a `const` parameter is
+/// then specialized to it). Fails with a message if there is no such
+/// parameter or `value`'s type is not the parameter's.
+llvm::Error setParamDefault(NeuronOp neuron, StringRef name, TypedAttr value);
+
+/// A compiled kernel variant of one neuron, for one storage type.
+class CpuKernel {
+public:
+  /// Compiles `variant` of `neuron` (in `module`, which is not modified)
+  /// with sequences stored as `storageType` (f32, f16 or bf16).
+  static llvm::Expected<std::unique_ptr<CpuKernel>>
+  compile(ModuleOp module, StringRef neuron, KernelVariant variant,
+          Type storageType);
+  ~CpuKernel();
+
+  /// Runs the kernel. `buffers` come in ABI order — inputs, initial states,
+  /// outputs, state results — and `params` give the runtime parameters in
+  /// declaration order (FloatAttr for f32, IntegerAttr for i1 and i32).
+  llvm::Error run(ArrayRef<KernelBuffer> buffers,
+                  ArrayRef<TypedAttr> params) const;
+
+  unsigned getNumInputs() const { return numInputs; }
+  unsigned getNumStates() const { return numStates; }
+  unsigned getNumOutputs() const { return numOutputs; }
+  /// The runtime parameters' types, in order.
+  ArrayRef<Type> getParamTypes() const { return paramTypes; }
+  StringRef getFunctionName() const { return functionName; }
+
+private:
+  CpuKernel() = default;
+
+  std::unique_ptr<ExecutionEngine> engine;
+  std::string functionName;
+  KernelVariant variant = KernelVariant::Inference;
+  unsigned numInputs = 0, numStates = 0, numOutputs = 0;
+  SmallVector<Type> paramTypes;
+};
+
+} // namespace flexsn
+} // namespace mlir
+
+#endif // FLEXSN_RUNNER_CPUKERNEL_H

@@ -1,0 +1,208 @@
+//===- FlexSNToSCF.cpp - Lower flexsn.scan to SCF loops -------------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Conversion/Passes.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
+
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::flexsn {
+#define GEN_PASS_DEF_CONVERTFLEXSNTOSCF
+#include "flexsn/Conversion/Passes.h.inc"
+} // namespace mlir::flexsn
+
+using namespace mlir;
+using namespace mlir::flexsn;
+
+namespace {
+
+/// Loads `buffer[indices]` as f32.
+Value loadAsF32(OpBuilder &b, Location loc, Value buffer, ValueRange indices) {
+  Value value = memref::LoadOp::create(b, loc, buffer, indices);
+  if (!value.getType().isF32())
+    value = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  return value;
+}
+
+/// Stores the f32 `value` into `buffer[indices]`, converting to its storage.
+void storeFromF32(OpBuilder &b, Location loc, Value value, Value buffer,
+                  ValueRange indices) {
+  Type elementType = cast<MemRefType>(buffer.getType()).getElementType();
+  if (isa<IntegerType>(elementType))
+    value = arith::FPToUIOp::create(b, loc, elementType, value);
+  else if (elementType != value.getType())
+    value = arith::TruncFOp::create(b, loc, elementType, value);
+  memref::StoreOp::create(b, loc, value, buffer, indices);
+}
+
+/// An absent buffer is one whose base pointer is null.
+Value isPresent(OpBuilder &b, Location loc, Value buffer) {
+  Value pointer =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value null = arith::ConstantIndexOp::create(b, loc, 0);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointer, null);
+}
+
+/// Stores `value` only when `present` holds.
+void storeIfPresent(OpBuilder &b, Location loc, Value present, Value value,
+                    Value buffer, ValueRange indices) {
+  scf::IfOp::create(b, loc, present, [&](OpBuilder &then, Location loc) {
+    storeFromF32(then, loc, value, buffer, indices);
+    scf::YieldOp::create(then, loc);
+  });
+}
+
+Value f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+/// Rewrites one scan into loops; the step body comes from the callee neuron
+/// or the scan's own region.
+void lowerScan(ScanOp scan) {
+  OpBuilder b(scan);
+  Location loc = scan.getLoc();
+  NeuronOp neuron;
+  if (scan.getCallee())
+    neuron = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
+        scan, scan.getCalleeAttr());
+  Block &body = neuron ? neuron.getBodyBlock() : scan.getBody().front();
+  unsigned numInputs = scan.getInputs().size();
+  unsigned numOutputs = scan.getOutputs().size();
+  unsigned numStates =
+      neuron ? neuron.getNumStates()
+             : body.getNumArguments() - numInputs - scan.getParams().size();
+  unsigned numReductions = scan.getReductions().size();
+  bool finalStates = scan.getFinalStates();
+
+  // Shapes: T and N... come from the first input sequence.
+  Value sequence = scan.getInputs().front();
+  int64_t rank = cast<MemRefType>(sequence.getType()).getRank();
+  Value zeroIndex = arith::ConstantIndexOp::create(b, loc, 0);
+  Value oneIndex = arith::ConstantIndexOp::create(b, loc, 1);
+  Value numSteps = memref::DimOp::create(b, loc, sequence, 0);
+  SmallVector<Value> neuronDims;
+  for (int64_t d = 1; d < rank; ++d)
+    neuronDims.push_back(memref::DimOp::create(b, loc, sequence, d));
+
+  auto presence = [&](ValueRange buffers) {
+    return llvm::map_to_vector(
+        buffers, [&](Value buffer) { return isPresent(b, loc, buffer); });
+  };
+  SmallVector<Value> initPresent = presence(scan.getInits());
+  SmallVector<Value> outputPresent = presence(scan.getOutputs());
+  SmallVector<Value> statePresent = presence(scan.getStates());
+
+  // Reductions accumulate into zeroed rank-0 buffers.
+  Value zero = f32Constant(b, loc, 0.0);
+  for (Value buffer : scan.getReductions())
+    memref::StoreOp::create(b, loc, zero, buffer, ValueRange());
+
+  SmallVector<Value> lowerBounds(neuronDims.size(), zeroIndex);
+  SmallVector<Value> steps(neuronDims.size(), oneIndex);
+  scf::buildLoopNest(
+      b, loc, lowerBounds, neuronDims, steps,
+      [&](OpBuilder &nb, Location loc, ValueRange neuronIndex) {
+        // Initial carries: states (zero when absent), then reduction sums.
+        SmallVector<Value> carries;
+        for (unsigned s = 0; s < numStates; ++s) {
+          if (scan.getInits().empty()) {
+            carries.push_back(f32Constant(nb, loc, 0.0));
+            continue;
+          }
+          auto load = scf::IfOp::create(
+              nb, loc, initPresent[s],
+              [&](OpBuilder &then, Location loc) {
+                scf::YieldOp::create(
+                    then, loc,
+                    loadAsF32(then, loc, scan.getInits()[s], neuronIndex));
+              },
+              [&](OpBuilder &otherwise, Location loc) {
+                scf::YieldOp::create(otherwise, loc,
+                                     f32Constant(otherwise, loc, 0.0));
+              });
+          carries.push_back(load.getResult(0));
+        }
+        carries.append(numReductions, f32Constant(nb, loc, 0.0));
+
+        auto timeLoop = scf::ForOp::create(
+            nb, loc, zeroIndex, numSteps, oneIndex, carries,
+            [&](OpBuilder &tb, Location loc, Value iteration,
+                ValueRange iterArgs) {
+              Value step = iteration;
+              if (scan.getReverse()) {
+                Value last = arith::SubIOp::create(tb, loc, numSteps, oneIndex);
+                step = arith::SubIOp::create(tb, loc, last, iteration);
+              }
+              SmallVector<Value> index = {step};
+              index.append(neuronIndex.begin(), neuronIndex.end());
+
+              SmallVector<Value> args;
+              for (Value input : scan.getInputs())
+                args.push_back(loadAsF32(tb, loc, input, index));
+              args.append(iterArgs.begin(), iterArgs.begin() + numStates);
+              SmallVector<Value> results =
+                  neuron
+                      ? emitNeuronStep(tb, loc, neuron, args, scan.getParams())
+                      : [&] {
+                          args.append(scan.getParams().begin(),
+                                      scan.getParams().end());
+                          return emitStepBody(tb, body, args);
+                        }();
+              ValueRange stepResults(results);
+              ValueRange outputs = stepResults.take_front(numOutputs);
+              ValueRange newStates = stepResults.slice(numOutputs, numStates);
+              ValueRange contributions =
+                  stepResults.drop_front(numOutputs + numStates);
+
+              for (auto [k, value] : llvm::enumerate(outputs))
+                storeIfPresent(tb, loc, outputPresent[k], value,
+                               scan.getOutputs()[k], index);
+              if (!finalStates)
+                for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
+                  storeIfPresent(tb, loc, statePresent[s], newStates[s], buffer,
+                                 index);
+
+              SmallVector<Value> next(newStates);
+              for (auto [r, value] : llvm::enumerate(contributions))
+                next.push_back(arith::AddFOp::create(
+                    tb, loc, iterArgs[numStates + r], value));
+              scf::YieldOp::create(tb, loc, next);
+            });
+
+        ValueRange finals = timeLoop.getResults();
+        if (finalStates)
+          for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
+            storeIfPresent(nb, loc, statePresent[s], finals[s], buffer,
+                           neuronIndex);
+        for (auto [r, buffer] : llvm::enumerate(scan.getReductions())) {
+          Value total = memref::LoadOp::create(nb, loc, buffer, ValueRange());
+          Value sum =
+              arith::AddFOp::create(nb, loc, total, finals[numStates + r]);
+          memref::StoreOp::create(nb, loc, sum, buffer, ValueRange());
+        }
+      });
+  scan.erase();
+}
+
+struct ConvertFlexSNToSCFPass
+    : flexsn::impl::ConvertFlexSNToSCFBase<ConvertFlexSNToSCFPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<ScanOp> scans;
+    module.walk([&](ScanOp scan) { scans.push_back(scan); });
+    for (ScanOp scan : scans)
+      lowerScan(scan);
+    // Neurons are only templates for scans: once inlined, they are dead.
+    for (NeuronOp neuron :
+         llvm::make_early_inc_range(module.getOps<NeuronOp>()))
+      neuron.erase();
+  }
+};
+
+} // namespace

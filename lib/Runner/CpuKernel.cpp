@@ -1,0 +1,178 @@
+//===- CpuKernel.cpp - JIT-compiled CPU kernels of a neuron ---------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Runner/CpuKernel.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Pipelines/Pipelines.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::flexsn;
+
+StringRef mlir::flexsn::getVariantName(KernelVariant variant) {
+  return variant == KernelVariant::Inference ? "inference" : "final-state";
+}
+
+static llvm::Error makeError(const Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error mlir::flexsn::setParamDefault(NeuronOp neuron, StringRef name,
+                                          TypedAttr value) {
+  SmallVector<Attribute> params(neuron.getParams().getValue());
+  for (Attribute &attr : params) {
+    auto param = cast<ParamAttr>(attr);
+    if (param.getName().getValue() != name)
+      continue;
+    if (param.getType() != value.getType())
+      return makeError("parameter '" + name + "' of @" + neuron.getSymName() +
+                       " is not of the value's type");
+    attr = ParamAttr::get(neuron.getContext(), param.getName(), value,
+                          param.getKind());
+    neuron.setParamsAttr(ArrayAttr::get(neuron.getContext(), params));
+    return llvm::Error::success();
+  }
+  return makeError("@" + neuron.getSymName() + " has no parameter '" + name +
+                   "'");
+}
+
+llvm::Expected<std::unique_ptr<CpuKernel>>
+CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
+                   Type storageType) {
+  static std::once_flag initTargets;
+  std::call_once(initTargets, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+
+  auto neuron = module.lookupSymbol<NeuronOp>(neuronName);
+  if (!neuron)
+    return makeError("no neuron named '" + neuronName + "'");
+  std::string dtype;
+  llvm::raw_string_ostream(dtype) << storageType;
+
+  std::unique_ptr<CpuKernel> kernel(new CpuKernel());
+  kernel->variant = variant;
+  kernel->numInputs = neuron.getNumInputs();
+  kernel->numStates = neuron.getNumStates();
+  kernel->numOutputs = neuron.getNumOutputs();
+  for (ParamAttr param : neuron.getRuntimeParamAttrs())
+    kernel->paramTypes.push_back(param.getType());
+  kernel->functionName =
+      (neuronName + "_" + getVariantName(variant) + "_" + dtype).str();
+  std::replace(kernel->functionName.begin(), kernel->functionName.end(), '-',
+               '_');
+
+  // Compile a copy: callers keep their module as it was.
+  OwningOpRef<ModuleOp> copy = module.clone();
+  MLIRContext *context = module.getContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream(diagnostics) << diag << "\n";
+    return success();
+  });
+  PassManager pm(context);
+  LowerToCPUOptions options;
+  options.variants = {getVariantName(variant).str()};
+  options.storageTypes = {dtype};
+  options.neurons = {neuronName.str()};
+  buildLowerToCPUPipeline(pm, options);
+  if (failed(pm.run(*copy)))
+    return makeError("lowering @" + neuronName + " to CPU code failed:\n" +
+                     diagnostics);
+
+  registerBuiltinDialectTranslation(*context);
+  registerLLVMDialectTranslation(*context);
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(/*optLevel=*/2,
+                                               /*sizeLevel=*/0, nullptr);
+  engineOptions.transformer = transformer;
+  auto engine = ExecutionEngine::create(*copy, engineOptions);
+  if (!engine)
+    return engine.takeError();
+  kernel->engine = std::move(*engine);
+  return kernel;
+}
+
+CpuKernel::~CpuKernel() = default;
+
+llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
+                           ArrayRef<TypedAttr> params) const {
+  unsigned numBuffers = numInputs + 2 * numStates + numOutputs;
+  if (buffers.size() != numBuffers)
+    return makeError("expected " + Twine(numBuffers) + " buffers, got " +
+                     Twine(buffers.size()));
+  if (params.size() != paramTypes.size())
+    return makeError("expected " + Twine(paramTypes.size()) +
+                     " runtime parameters, got " + Twine(params.size()));
+
+  // Memref descriptors of the C interface: rank 2 for sequences, rank 1 for
+  // per-neuron buffers (the element type does not change the layout).
+  unsigned firstResultState = numInputs + numStates + numOutputs;
+  SmallVector<StridedMemRefType<char, 2>> sequences;
+  SmallVector<StridedMemRefType<char, 1>> perNeuron;
+  sequences.reserve(numBuffers);
+  perNeuron.reserve(numBuffers);
+  SmallVector<void *> descriptors;
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    bool isInit = i >= numInputs && i < numInputs + numStates;
+    bool isFinal =
+        i >= firstResultState && variant == KernelVariant::FinalState;
+    char *data = static_cast<char *>(buffer.data);
+    if (isInit || isFinal) {
+      if (buffer.shape.size() != 1)
+        return makeError("buffer #" + Twine(i) + " must have rank 1");
+      perNeuron.push_back({data, data, 0, {buffer.shape[0]}, {1}});
+      descriptors.push_back(&perNeuron.back());
+    } else {
+      if (buffer.shape.size() != 2)
+        return makeError("buffer #" + Twine(i) + " must have rank 2");
+      sequences.push_back({data,
+                           data,
+                           0,
+                           {buffer.shape[0], buffer.shape[1]},
+                           {buffer.shape[1], 1}});
+      descriptors.push_back(&sequences.back());
+    }
+  }
+
+  // Scalars are passed by address: f32 as float, i1 as one byte, i32.
+  struct Scalar {
+    float f32;
+    int8_t i1;
+    int32_t i32;
+  };
+  SmallVector<Scalar> scalars(params.size());
+  SmallVector<void *> args;
+  for (void *&descriptor : descriptors)
+    args.push_back(&descriptor);
+  for (auto [i, param, type] : llvm::enumerate(params, paramTypes)) {
+    if (param.getType() != type)
+      return makeError("runtime parameter #" + Twine(i) +
+                       " has the wrong type");
+    if (auto f = dyn_cast<FloatAttr>(param)) {
+      scalars[i].f32 = f.getValue().convertToFloat();
+      args.push_back(&scalars[i].f32);
+    } else if (type.isInteger(1)) {
+      scalars[i].i1 = cast<IntegerAttr>(param).getValue().getBoolValue();
+      args.push_back(&scalars[i].i1);
+    } else {
+      scalars[i].i32 = cast<IntegerAttr>(param).getValue().getSExtValue();
+      args.push_back(&scalars[i].i32);
+    }
+  }
+  return engine->invokePacked("_mlir_ciface_" + functionName, args);
+}

@@ -1,0 +1,280 @@
+//===- flexsn-run.cpp - Run a neuron on the CPU ---------------------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// JIT-compiles one kernel variant of a neuron for the CPU and runs it on
+// recorded input (.npy), modeled on IREE's iree-run-module:
+//
+//   flexsn-run FILE [--neuron=NAME] --variant=inference|final-state
+//              --input=@x.npy... [--state=@v0.npy...] [--param=NAME=VALUE...]
+//              --output-dir=DIR
+//
+// Inputs are [T, N...], states [N...], all float32 or all float16. Writes
+// out<k>.npy, then state_seq<k>.npy (inference) or final_state<k>.npy
+// (final-state). Every argument is checked before anything is written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Runner/CpuKernel.h"
+#include "flexsn/Runner/Npy.h"
+#include "flexsn/Tools/Registration.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace mlir::flexsn;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<neuron file>"));
+static cl::opt<std::string>
+    neuronName("neuron", cl::desc("Neuron to run (optional if the file holds "
+                                  "one neuron)"));
+static cl::opt<std::string>
+    variantName("variant", cl::Required,
+                cl::desc("Kernel variant: inference or final-state"));
+static cl::list<std::string>
+    inputFlags("input", cl::desc("@file.npy of one input sequence [T, N...], "
+                                 "in declaration order"));
+static cl::list<std::string>
+    stateFlags("state", cl::desc("@file.npy of one initial state [N...], in "
+                                 "declaration order (absent: zeros)"));
+static cl::list<std::string>
+    paramFlags("param", cl::desc("NAME=VALUE overriding a parameter default"));
+static cl::opt<std::string> outputDir("output-dir", cl::Required,
+                                      cl::desc("Directory for the results"));
+
+namespace {
+[[noreturn]] void fail(const Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "flexsn-run") << message << "\n";
+  std::exit(1);
+}
+
+/// Reads `@path` (the '@' says "from a file").
+NpyArray readNpyFlag(StringRef flag, StringRef value, unsigned index) {
+  std::string what = ("--" + flag + " #" + Twine(index)).str();
+  if (!value.consume_front("@"))
+    fail(what + ": expected @file.npy, got '" + value + "'");
+  llvm::Expected<NpyArray> array = readNpy(value);
+  if (!array)
+    fail(what + ": " + llvm::toString(array.takeError()));
+  return std::move(*array);
+}
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string text = "(";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(shape, os);
+  os << (shape.size() == 1 ? ",)" : ")");
+  return text;
+}
+
+/// Parses VALUE for a parameter of `type`: a float, true/false/1/0, or an
+/// integer.
+TypedAttr parseParamValue(Builder &b, Type type, StringRef name,
+                          StringRef text) {
+  if (type.isF32()) {
+    double value;
+    if (text.trim().getAsDouble(value) || !std::isfinite(value))
+      fail("--param " + name + ": expected a finite number, got '" + text +
+           "'");
+    return b.getF32FloatAttr(static_cast<float>(value));
+  }
+  if (type.isInteger(1)) {
+    std::optional<bool> value = llvm::StringSwitch<std::optional<bool>>(text)
+                                    .Cases({"true", "1"}, true)
+                                    .Cases({"false", "0"}, false)
+                                    .Default(std::nullopt);
+    if (!value)
+      fail("--param " + name + ": expected true, false, 1 or 0, got '" + text +
+           "'");
+    return b.getBoolAttr(*value);
+  }
+  int32_t value;
+  if (text.getAsInteger(10, value))
+    fail("--param " + name + ": expected a 32-bit integer, got '" + text + "'");
+  return b.getI32IntegerAttr(value);
+}
+
+struct Result {
+  std::string fileName;
+  NpyArray array;
+};
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "FlexSN: run a neuron on the CPU\n");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  // Diagnostics of the file go to stderr with their locations.
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+  if (!module)
+    fail("cannot load neuron file '" + inputFile + "'");
+
+  // The neuron.
+  SmallVector<NeuronOp> neurons(module->getOps<NeuronOp>());
+  NeuronOp neuron;
+  if (neuronName.empty()) {
+    if (neurons.size() != 1)
+      fail("--neuron: " + inputFile + " holds " + Twine(neurons.size()) +
+           " neurons; name one");
+    neuron = neurons.front();
+  } else if (!(neuron = module->lookupSymbol<NeuronOp>(neuronName))) {
+    fail("--neuron: no neuron named '" + neuronName + "' in " + inputFile);
+  }
+  std::optional<KernelVariant> variant =
+      llvm::StringSwitch<std::optional<KernelVariant>>(variantName)
+          .Case("inference", KernelVariant::Inference)
+          .Case("final-state", KernelVariant::FinalState)
+          .Default(std::nullopt);
+  if (!variant)
+    fail("--variant: expected inference or final-state, got '" + variantName +
+         "'");
+
+  // Inputs and initial states.
+  unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates();
+  if (inputFlags.size() != numInputs)
+    fail("--input: @" + neuron.getSymName() + " takes " + Twine(numInputs) +
+         " input sequence(s), got " + Twine(inputFlags.size()));
+  if (!stateFlags.empty() && stateFlags.size() != numStates)
+    fail("--state: @" + neuron.getSymName() + " has " + Twine(numStates) +
+         " state(s), got " + Twine(stateFlags.size()) + " (give all or none)");
+  SmallVector<NpyArray> inputs, states;
+  for (auto [i, flag] : llvm::enumerate(inputFlags))
+    inputs.push_back(readNpyFlag("input", flag, i));
+  for (auto [i, flag] : llvm::enumerate(stateFlags))
+    states.push_back(readNpyFlag("state", flag, i));
+
+  const NpyArray &first = inputs.front();
+  if (first.dtype == NpyDType::U8)
+    fail("--input #0: sequences must be float32 or float16, got uint8");
+  if (first.shape.empty())
+    fail("--input #0: expected a [T, N...] sequence, got a scalar");
+  ArrayRef<int64_t> seqShape = first.shape;
+  ArrayRef<int64_t> neuronShape = seqShape.drop_front();
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    if (input.dtype != first.dtype)
+      fail("--input #" + Twine(i) + ": dtype " + getDTypeName(input.dtype) +
+           " differs from --input #0's " + getDTypeName(first.dtype));
+    if (ArrayRef<int64_t>(input.shape) != seqShape)
+      fail("--input #" + Twine(i) + ": shape " + shapeString(input.shape) +
+           " differs from --input #0's " + shapeString(seqShape));
+  }
+  for (auto [i, state] : llvm::enumerate(states)) {
+    if (state.dtype != first.dtype)
+      fail("--state #" + Twine(i) + ": dtype " + getDTypeName(state.dtype) +
+           " differs from the inputs' " + getDTypeName(first.dtype));
+    if (ArrayRef<int64_t>(state.shape) != neuronShape)
+      fail("--state #" + Twine(i) + ": shape " + shapeString(state.shape) +
+           " must be the inputs' neuron shape " + shapeString(neuronShape));
+  }
+
+  // Parameters: const ones are specialized, runtime ones are arguments.
+  Builder builder(&context);
+  llvm::StringMap<TypedAttr> runtimeValues;
+  for (StringRef flag : paramFlags) {
+    auto [name, value] = flag.split('=');
+    if (!flag.contains('='))
+      fail("--param: expected NAME=VALUE, got '" + flag + "'");
+    auto params = neuron.getParamAttrs();
+    auto *it = llvm::find_if(
+        params, [&](ParamAttr p) { return p.getName().getValue() == name; });
+    if (it == params.end())
+      fail("--param: @" + neuron.getSymName() + " has no parameter '" + name +
+           "'");
+    TypedAttr attr = parseParamValue(builder, it->getType(), name, value);
+    if (it->isRuntime())
+      runtimeValues[name] = attr;
+    else if (llvm::Error error = setParamDefault(neuron, name, attr))
+      fail("--param: " + llvm::toString(std::move(error)));
+  }
+  SmallVector<TypedAttr> runtimeParams;
+  for (ParamAttr param : neuron.getRuntimeParamAttrs())
+    runtimeParams.push_back(runtimeValues.lookup(param.getName().getValue())
+                                ?: param.getDefaultValue());
+
+  // Compile.
+  Type storageType = first.dtype == NpyDType::F32 ? Type(builder.getF32Type())
+                                                  : Type(builder.getF16Type());
+  auto kernel =
+      CpuKernel::compile(*module, neuron.getSymName(), *variant, storageType);
+  if (!kernel)
+    fail(llvm::toString(kernel.takeError()));
+
+  // Results, and the ABI buffers: inputs, inits, outputs, state results.
+  int64_t numSteps = seqShape.front();
+  int64_t numNeurons = 1;
+  for (int64_t d : neuronShape)
+    numNeurons *= d;
+  bool finalStates = *variant == KernelVariant::FinalState;
+  SmallVector<Result> results;
+  auto addResult = [&](std::string name, ArrayRef<int64_t> shape) {
+    NpyArray array;
+    array.dtype = first.dtype;
+    array.shape.assign(shape.begin(), shape.end());
+    array.bytes.resize(array.getNumElements() * getElementSize(array.dtype));
+    results.push_back({std::move(name), std::move(array)});
+  };
+  for (unsigned k = 0; k < neuron.getNumOutputs(); ++k)
+    addResult("out" + std::to_string(k) + ".npy", seqShape);
+  for (unsigned s = 0; s < numStates; ++s)
+    addResult((finalStates ? "final_state" : "state_seq") + std::to_string(s) +
+                  ".npy",
+              finalStates ? neuronShape : seqShape);
+
+  // A null pointer marks an absent buffer, and std::vector::data() of an
+  // empty array may be null: give empty arrays a valid address.
+  static uint8_t emptyStorage;
+  auto dataOf = [](NpyArray &array) -> void * {
+    return array.bytes.empty() ? &emptyStorage : array.bytes.data();
+  };
+  SmallVector<int64_t, 2> sequence = {numSteps, numNeurons};
+  SmallVector<int64_t, 2> perNeuron = {numNeurons};
+  SmallVector<KernelBuffer> buffers;
+  for (NpyArray &input : inputs)
+    buffers.push_back({dataOf(input), sequence});
+  for (unsigned s = 0; s < numStates; ++s)
+    buffers.push_back(
+        {states.empty() ? nullptr : dataOf(states[s]), perNeuron});
+  for (Result &result : results)
+    buffers.push_back(
+        {dataOf(result.array),
+         result.array.shape.size() == seqShape.size() ? sequence : perNeuron});
+
+  if (llvm::Error error = (*kernel)->run(buffers, runtimeParams))
+    fail(llvm::toString(std::move(error)));
+
+  // Write every result, or none.
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+    fail("--output-dir: cannot create '" + outputDir + "': " + ec.message());
+  SmallVector<std::string> written;
+  for (Result &result : results) {
+    SmallString<256> path(outputDir);
+    llvm::sys::path::append(path, result.fileName);
+    if (llvm::Error error = writeNpy(path, result.array)) {
+      for (const std::string &done : written)
+        llvm::sys::fs::remove(done);
+      fail("--output-dir: " + llvm::toString(std::move(error)));
+    }
+    written.push_back(path.str().str());
+    llvm::outs() << "wrote " << path << " " << getDTypeName(result.array.dtype)
+                 << shapeString(result.array.shape) << "\n";
+  }
+  return 0;
+}
