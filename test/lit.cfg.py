@@ -19,6 +19,11 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%flexsn_src_root", config.flexsn_src_root))
 config.substitutions.append(("%flexsn_obj_root", config.flexsn_obj_root))
 config.substitutions.append(("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons")))
+# mlir-runner's runtime libraries, as -shared-libs takes them.
+mlir_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+config.substitutions.append(("%mlir_runner_libs", ",".join(
+    os.path.join(mlir_lib_dir, lib)
+    for lib in ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"])))
 
 # FileCheck variables must not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"

@@ -31,7 +31,8 @@ void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
   kernels.storageTypes.assign(options.storageTypes.begin(),
                               options.storageTypes.end());
   kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
-  pm.addPass(createFlexSNGenerateKernels(kernels));
+  if (options.generateKernels)
+    pm.addPass(createFlexSNGenerateKernels(kernels));
   pm.addPass(createConvertFlexSNToSCF());
   pm.addPass(createFlexSNExpandSurrogates());
   pm.addPass(createCanonicalizerPass());

@@ -268,12 +268,18 @@ func.func @apply(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
   return
 }
 
-// TODO(bug): an inline body that yields a value defined above the scan, e.g.
-//   flexsn.scan ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>) {
-//   ^bb0(%a: f32):
-//     flexsn.yield %k : f32      // %k: a function argument
-//   }
-// crashes convert-flexsn-to-scf (segfault: emitStepBody maps the yield
-// operands with IRMapping::lookup, which has no entry for %k). Using %k in a
-// body op works (clone falls back to the value itself); either yield should
-// do the same or the verifier should reject captures.
+// -----
+
+// An inline body may use and yield values defined above the scan.
+// CHECK-LABEL: func.func @captures(
+// CHECK-SAME:    %{{[^:]+}}: memref<?x?xf32>, %[[Y:[^:]+]]: memref<?x?xf32>, %[[K:[^:]+]]: f32)
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             memref.store %[[K]], %[[Y]]
+func.func @captures(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %k: f32) {
+  flexsn.scan ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>) {
+  ^bb0(%a: f32):
+    flexsn.yield %k : f32
+  }
+  return
+}

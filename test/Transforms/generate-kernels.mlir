@@ -8,6 +8,8 @@
 // RUN: flexsn-opt %s \
 // RUN:   '--flexsn-generate-kernels=neurons=other variants=final-state' \
 // RUN: | FileCheck %s --check-prefix=PICK
+// RUN: flexsn-opt %s '--flexsn-generate-kernels=neurons=relay' \
+// RUN: | FileCheck %s --check-prefix=RELAY
 // RUN: flexsn-opt %neurons/cuba_lif.mlir --flexsn-generate-kernels \
 // RUN: | FileCheck %s --check-prefix=CUBA
 // RUN: not flexsn-opt %s --flexsn-generate-kernels=variants=inference,training 2>&1 \
@@ -87,11 +89,18 @@ flexsn.neuron @other inputs(%x: f32) states(%v: f32) outputs(y) {
   flexsn.yield %h, %h : f32, f32
 }
 
-// TODO(bug): a neuron without states (e.g. `inputs(%x: f32) outputs(y)`)
-// gets a final-state kernel whose scan has `final_states` but no `states`
-// group, which the scan verifier rejects ("'final_states' needs a 'states'
-// group to write to"), so the default run fails on it. Once fixed, check
-// that both kernels take only (%x: memref<?x?xf32>, %y: memref<?x?xf32>).
+// A stateless neuron: both kernels take only its sequences, and the
+// final-state scan has nothing to write beyond its outputs.
+// RELAY-LABEL: func.func @relay_inference_f32(
+// RELAY-SAME:    %{{[^:]+}}: memref<?x?xf32>, %{{[^:]+}}: memref<?x?xf32>)
+// RELAY-LABEL: func.func @relay_final_state_f32(
+// RELAY-SAME:    %{{[^:]+}}: memref<?x?xf32>, %{{[^:]+}}: memref<?x?xf32>)
+// RELAY:         flexsn.scan @relay
+// RELAY-NOT:     final_states
+// RELAY:         return
+flexsn.neuron @relay inputs(%x: f32) outputs(y) {
+  flexsn.yield %x : f32
+}
 
 // Two states (CUBA-LIF, all parameters const): two inits and two state buffers,
 // in state order, and no scalar arguments.

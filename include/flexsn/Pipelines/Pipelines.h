@@ -24,6 +24,11 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("Sequence storage types: f32, f16, bf16 (default f32)")};
   ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
+  Option<bool> generateKernels{
+      *this, "generate-kernels",
+      llvm::cl::desc("Generate kernel functions from the neurons first; "
+                     "false lowers the scans already in the module"),
+      llvm::cl::init(true)};
 };
 
 /// Neuron definitions to the LLVM dialect, runnable by mlir-runner and

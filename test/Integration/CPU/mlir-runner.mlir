@@ -15,13 +15,8 @@
 // RUN:   assert k.startswith('module {') and k.endswith('}'), 'unexpected module'; \
 // RUN:   sys.stdout.write(k[:-1] + open(sys.argv[2]).read() + '}\n')" \
 // RUN:   %t/kernels.mlir %t/main.mlir > %t/linked.mlir
-// RUN: flexsn-opt %t/linked.mlir --convert-flexsn-to-scf \
-// RUN:   --flexsn-expand-surrogates --canonicalize --cse --convert-math-to-llvm \
-// RUN:   --convert-math-to-libm --expand-strided-metadata \
-// RUN:   --finalize-memref-to-llvm --convert-scf-to-cf --convert-to-llvm \
-// RUN:   --reconcile-unrealized-casts \
-// RUN: | mlir-runner -e main -entry-point-result=void \
-// RUN:   -shared-libs=/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so,/usr/lib/llvm-22/lib/libmlir_runner_utils.so \
+// RUN: flexsn-opt %t/linked.mlir --flexsn-lower-to-cpu=generate-kernels=false \
+// RUN: | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs \
 // RUN: | FileCheck %s
 //
 // LIF with its defaults (tau = 2, v_threshold = 1, hard reset to 0, decay

@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::flexsn {
 #define GEN_PASS_DEF_FLEXSNGENERATEKERNELS
@@ -69,9 +70,10 @@ func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
   ValueRange outputs = args.slice(numInputs + numStates, numOutputs);
   ValueRange states = args.slice(numInputs + numStates + numOutputs, numStates);
   ValueRange params = args.drop_front(numInputs + 2 * numStates + numOutputs);
+  // A stateless neuron's final-state variant has no states to write.
   ScanOp::create(body, loc, FlatSymbolRefAttr::get(neuron.getSymNameAttr()),
                  inputs, inits, params, outputs, states,
-                 /*reductions=*/ValueRange(), finalStates,
+                 /*reductions=*/ValueRange(), finalStates && numStates != 0,
                  /*reverse=*/false);
   func::ReturnOp::create(body, loc);
   return func;
@@ -93,6 +95,16 @@ struct GenerateKernelsPass
                                        storageTypes.end());
     if (typeNames.empty())
       typeNames = {"f32"};
+    auto hasDuplicate = [](ArrayRef<std::string> names) {
+      llvm::StringSet<> seen;
+      return llvm::any_of(names, [&](const std::string &name) {
+        return !seen.insert(name).second;
+      });
+    };
+    if (hasDuplicate(variantNames) || hasDuplicate(typeNames)) {
+      module.emitError("a kernel variant or storage type is listed twice");
+      return signalPassFailure();
+    }
     for (StringRef variantName : variantNames) {
       std::optional<Variant> variant =
           llvm::StringSwitch<std::optional<Variant>>(variantName)

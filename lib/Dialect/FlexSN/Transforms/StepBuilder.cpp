@@ -33,8 +33,10 @@ SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
                      }));
     mapping.map(apply.getResults(), results);
   }
-  return llvm::map_to_vector(body.getTerminator()->getOperands(),
-                             [&](Value v) { return mapping.lookup(v); });
+  // A scan's inline body may yield values defined above it.
+  return llvm::map_to_vector(body.getTerminator()->getOperands(), [&](Value v) {
+    return mapping.lookupOrDefault(v);
+  });
 }
 
 SmallVector<Value> mlir::flexsn::emitNeuronStep(OpBuilder &builder,
