@@ -24,6 +24,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -120,10 +121,16 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   MLIRContext context(registry);
   // Diagnostics of the file go to stderr with their locations.
+  std::string openError;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFile, &openError);
+  if (!file)
+    fail("cannot load neuron file: " + openError);
   llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+      parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     fail("cannot load neuron file '" + inputFile + "'");
 
