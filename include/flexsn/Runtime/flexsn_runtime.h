@@ -1,0 +1,165 @@
+/*===- flexsn_runtime.h - FlexSN kernel launch runtime ------------*- C -*-===//
+ *
+ * Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+ *
+ *===----------------------------------------------------------------------===//
+ *
+ * The C runtime behind the generated host stubs (SPEC section 5, docs/ABI.md).
+ * It depends only on the CUDA driver API, which it loads at run time with
+ * dlopen("libcuda.so.1"): a program linking the runtime starts, and argument
+ * validation works, on a machine without a GPU or driver. It needs a CUDA
+ * 12.0 or newer driver (for cuCtxGetId).
+ *
+ * Every function is thread-safe. No function allocates device memory, exits,
+ * aborts or throws.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef FLEXSN_RUNTIME_FLEXSN_RUNTIME_H
+#define FLEXSN_RUNTIME_FLEXSN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* cuda.h has anonymous unions, which -pedantic C99 rejects; only the driver
+   types are used from it. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+#include <cuda.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum flexsn_status {
+  FLEXSN_SUCCESS = 0,
+  FLEXSN_ERROR_NULL_POINTER, /* a required buffer (an input sequence) is NULL */
+  FLEXSN_ERROR_NEGATIVE_SIZE,    /* T or N < 0 */
+  FLEXSN_ERROR_BAD_STRIDE,       /* ld (time stride) < N, or ld < 0 */
+  FLEXSN_ERROR_SIZE_OVERFLOW,    /* a buffer's extent in bytes overflows int64,
+                                    or N needs more than 2^31-1 blocks */
+  FLEXSN_ERROR_INVALID_ARGUMENT, /* malformed descriptor / scalars missing /
+                                    buffer misaligned to element_size */
+  FLEXSN_ERROR_NO_DRIVER,  /* libcuda.so.1 could not be loaded, lacks a needed
+                              symbol, or cuInit failed */
+  FLEXSN_ERROR_NO_CONTEXT, /* no current CUDA context on the calling thread */
+  FLEXSN_ERROR_CONTEXT_MISMATCH, /* a buffer or the stream belongs to another
+                                    context, or a buffer is not
+                                    device-accessible memory */
+  FLEXSN_ERROR_BUFFER_TOO_SMALL, /* the allocation holding a buffer ends before
+                                    the buffer's extent */
+  FLEXSN_ERROR_MODULE_LOAD,      /* cuModuleLoadData failed (e.g. the cubin's
+                                    architecture does not match the device) */
+  FLEXSN_ERROR_KERNEL_NOT_FOUND, /* the image has no entry of that name */
+  FLEXSN_ERROR_LAUNCH,           /* cuLaunchKernel failed */
+  FLEXSN_ERROR_CUDA              /* another driver call failed */
+} flexsn_status;
+
+/* A readable message for `status`; never NULL ("unknown status" for a value
+   outside the enum). */
+const char *flexsn_status_message(flexsn_status status);
+
+/* The CUresult of the last failed driver call on this thread (0 when none
+   failed yet): the cause behind FLEXSN_ERROR_CUDA / _LAUNCH / _MODULE_LOAD /
+   _NO_DRIVER (cuInit), for diagnostics. */
+int flexsn_last_cuda_error(void);
+
+/* An embedded kernel image (cubin, fatbin or PTX text), loaded lazily once per
+   CUDA context, thread-safe. Define it with FLEXSN_IMAGE_INIT (or zero `state`)
+   and give it static storage duration. */
+typedef struct flexsn_image {
+  const unsigned char *data;
+  size_t size;
+  void *state; /* owned by the runtime; zero-initialize */
+} flexsn_image;
+#define FLEXSN_IMAGE_INIT(data, size)                                          \
+  { (data), (size), NULL }
+
+/* Unloads the image from every context it was loaded into; contexts destroyed
+   since are skipped (their modules went with them). Safe to call twice and on
+   a never-loaded image; must not run concurrently with flexsn_launch on the
+   same image. A later launch loads the image again. Returns FLEXSN_ERROR_CUDA
+   if some cuModuleUnload failed (the bookkeeping is released anyway). */
+flexsn_status flexsn_image_unload(flexsn_image *image);
+
+typedef enum flexsn_buffer_kind {
+  FLEXSN_INPUT_SEQUENCE,  /* [T, N] read, required */
+  FLEXSN_INITIAL_STATE,   /* [N] read, NULL = zeros */
+  FLEXSN_OUTPUT_SEQUENCE, /* [T, N] written, NULL = not written */
+  FLEXSN_STATE_SEQUENCE,  /* [T, N] written, NULL = not written */
+  FLEXSN_FINAL_STATE      /* [N] written, NULL = not written */
+} flexsn_buffer_kind;
+
+/* Upper bound on num_buffers + num_scalars (the kernel parameter array lives
+   on the stack: launches allocate nothing). */
+#define FLEXSN_MAX_KERNEL_ARGS 128
+
+typedef struct flexsn_kernel_desc {
+  const char *vector_kernel; /* entry name using vector_width neurons per thread
+                                and 16-byte accesses; needs every non-NULL
+                                buffer 16-byte aligned and
+                                ld % vector_width == 0 */
+  const char *scalar_kernel; /* entry name, one neuron per thread, any 4/2-byte
+                                alignment */
+  int vector_width;
+  int element_size; /* bytes per element of every buffer: 4 or 2 */
+  int num_buffers;
+  const flexsn_buffer_kind *kinds;
+  int num_scalars; /* runtime parameters, passed after T, N, ld */
+} flexsn_kernel_desc;
+
+/* Validates, then launches one kernel on `stream` computing T steps of N
+   neurons.
+
+   Kernel parameters, in order: one CUdeviceptr per buffer (NULL where the kind
+   allows), then int64 T, int64 N, int64 ld, then the scalars (`scalars[i]`
+   points to the value: float, int8 for i1, int32). ld is the time stride of
+   every [T, N] buffer in elements; 0 means N (the kernel receives the
+   resolved value). Grid: 256 threads per block, ceil(N / width / 256) blocks
+   on x (width = vector_width for the vector kernel, else 1).
+
+   T == 0 or N == 0 launches no kernel. For T == 0 and N > 0, each non-NULL
+   FLEXSN_FINAL_STATE buffer receives its matching FLEXSN_INITIAL_STATE (the
+   k-th final state pairs with the k-th initial state) by cuMemcpyDtoDAsync, or
+   zeros by cuMemsetD8Async when that initial state is NULL; nothing else is
+   touched. Without such copies the call makes no driver call at all.
+
+   Checks, before any driver call, in this order:
+     - image, its data, desc malformed (NULL names, width < 1, element_size not
+       2 or 4, negative counts, num_buffers + num_scalars >
+       FLEXSN_MAX_KERNEL_ARGS, kinds or buffers NULL when num_buffers > 0, a
+       kind out of range, more final states than initial states, scalars or a
+       scalars[i] NULL when num_scalars > 0)       -> INVALID_ARGUMENT
+     - T < 0 or N < 0                              -> NEGATIVE_SIZE
+     - ld < 0 or (ld != 0 and ld < N)              -> BAD_STRIDE
+     - a FLEXSN_INPUT_SEQUENCE buffer NULL         -> NULL_POINTER
+     - ((T-1)*ld + N) * element_size or N * element_size overflowing int64, or
+       ceil(N / 256) > 2^31-1                      -> SIZE_OVERFLOW
+     - a buffer not aligned to element_size        -> INVALID_ARGUMENT
+   Then, with the driver, for the buffers the call touches (all non-NULL ones
+   for a launch; finals and their initials for T == 0):
+     - driver unavailable                          -> NO_DRIVER
+     - no current context                          -> NO_CONTEXT
+     - the stream's context is not the current one -> CONTEXT_MISMATCH
+     - a buffer neither allocated in the current context nor managed, nor
+       host memory mapped into it, nor (virtual-memory / pool allocations)
+       accessible to its device                    -> CONTEXT_MISMATCH
+     - the allocation ends before the extent       -> BUFFER_TOO_SMALL
+   Then it picks the vector kernel when its alignment needs hold, else the
+   scalar one, gets the function (loading the image into the current context
+   the first time) and launches: MODULE_LOAD, KERNEL_NOT_FOUND, LAUNCH or CUDA
+   on failure. */
+flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
+                            CUstream stream, int64_t T, int64_t N, int64_t ld,
+                            void *const *buffers, const void *const *scalars);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FLEXSN_RUNTIME_FLEXSN_RUNTIME_H */

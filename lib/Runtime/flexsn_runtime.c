@@ -1,0 +1,639 @@
+/*===- flexsn_runtime.c - FlexSN kernel launch runtime -------------------===//
+ *
+ * Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+ *
+ *===----------------------------------------------------------------------===//
+ *
+ * Validation, lazy per-context module loading and kernel launch for the
+ * generated host stubs. See include/flexsn/Runtime/flexsn_runtime.h.
+ *
+ * The driver is reached only through function pointers resolved with dlsym
+ * from libcuda.so.1, so nothing here links against CUDA: programs start on
+ * machines without a driver, and every argument check that needs no driver
+ * runs (and fails cleanly) there.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _POSIX_C_SOURCE 200809L /* pthread, dlopen under -std=c99 */
+
+#include "flexsn/Runtime/flexsn_runtime.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*===----------------------------------------------------------------------===//
+ * Last driver error, per thread
+ *===----------------------------------------------------------------------===*/
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define FLEXSN_THREAD_LOCAL _Thread_local
+#else
+#define FLEXSN_THREAD_LOCAL __thread /* GCC, Clang: dlopen makes us POSIX */
+#endif
+
+static FLEXSN_THREAD_LOCAL int g_last_error;
+
+int flexsn_last_cuda_error(void) { return g_last_error; }
+
+/* Records a failed driver call and returns the status to report for it. */
+static flexsn_status fail(CUresult result, flexsn_status status) {
+  g_last_error = (int)result;
+  return status;
+}
+
+const char *flexsn_status_message(flexsn_status status) {
+  switch (status) {
+  case FLEXSN_SUCCESS:
+    return "success";
+  case FLEXSN_ERROR_NULL_POINTER:
+    return "a required buffer (an input sequence) is NULL";
+  case FLEXSN_ERROR_NEGATIVE_SIZE:
+    return "T or N is negative";
+  case FLEXSN_ERROR_BAD_STRIDE:
+    return "the time stride ld is negative or smaller than N";
+  case FLEXSN_ERROR_SIZE_OVERFLOW:
+    return "a buffer's extent in bytes overflows int64, or N is too large "
+           "for the grid";
+  case FLEXSN_ERROR_INVALID_ARGUMENT:
+    return "invalid argument: malformed kernel descriptor, missing scalars, "
+           "or a buffer misaligned to the element size";
+  case FLEXSN_ERROR_NO_DRIVER:
+    return "the CUDA driver (libcuda.so.1) could not be loaded or initialized";
+  case FLEXSN_ERROR_NO_CONTEXT:
+    return "no current CUDA context on the calling thread";
+  case FLEXSN_ERROR_CONTEXT_MISMATCH:
+    return "a buffer or the stream belongs to another CUDA context, or a "
+           "buffer is not device-accessible memory";
+  case FLEXSN_ERROR_BUFFER_TOO_SMALL:
+    return "the allocation holding a buffer ends before the buffer's extent";
+  case FLEXSN_ERROR_MODULE_LOAD:
+    return "the kernel image could not be loaded (e.g. its architecture does "
+           "not match the device)";
+  case FLEXSN_ERROR_KERNEL_NOT_FOUND:
+    return "the kernel image has no entry of that name";
+  case FLEXSN_ERROR_LAUNCH:
+    return "the kernel launch failed";
+  case FLEXSN_ERROR_CUDA:
+    return "a CUDA driver call failed";
+  }
+  return "unknown status";
+}
+
+/*===----------------------------------------------------------------------===//
+ * Driver entry points
+ *===----------------------------------------------------------------------===*/
+
+/* cuda.h maps API names to versioned symbols with macros (cuMemcpyDtoDAsync ->
+   cuMemcpyDtoDAsync_v2, ...); dlsym needs the real symbol names, so they are
+   spelled out below. The non-per-thread-default-stream variants are used:
+   callers choose CU_STREAM_PER_THREAD explicitly if they want it. */
+typedef struct driver {
+  CUresult(CUDAAPI *init)(unsigned int);
+  CUresult(CUDAAPI *ctx_get_current)(CUcontext *);
+  CUresult(CUDAAPI *ctx_get_id)(CUcontext, unsigned long long *);
+  CUresult(CUDAAPI *ctx_push_current)(CUcontext);
+  CUresult(CUDAAPI *ctx_pop_current)(CUcontext *);
+  CUresult(CUDAAPI *stream_get_ctx)(CUstream, CUcontext *);
+  CUresult(CUDAAPI *pointer_get_attribute)(void *, CUpointer_attribute,
+                                           CUdeviceptr);
+  CUresult(CUDAAPI *pointer_get_attributes)(unsigned int, CUpointer_attribute *,
+                                            void **, CUdeviceptr);
+  CUresult(CUDAAPI *module_load_data)(CUmodule *, const void *);
+  CUresult(CUDAAPI *module_get_function)(CUfunction *, CUmodule, const char *);
+  CUresult(CUDAAPI *module_unload)(CUmodule);
+  CUresult(CUDAAPI *launch_kernel)(CUfunction, unsigned int, unsigned int,
+                                   unsigned int, unsigned int, unsigned int,
+                                   unsigned int, unsigned int, CUstream,
+                                   void **, void **);
+  CUresult(CUDAAPI *memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t,
+                                       CUstream);
+  CUresult(CUDAAPI *memset_d8_async)(CUdeviceptr, unsigned char, size_t,
+                                     CUstream);
+} driver;
+
+static const struct {
+  const char *name;
+  size_t offset;
+} k_symbols[] = {
+    {"cuInit", offsetof(driver, init)},
+    {"cuCtxGetCurrent", offsetof(driver, ctx_get_current)},
+    {"cuCtxGetId", offsetof(driver, ctx_get_id)}, /* driver >= 12.0 */
+    {"cuCtxPushCurrent_v2", offsetof(driver, ctx_push_current)},
+    {"cuCtxPopCurrent_v2", offsetof(driver, ctx_pop_current)},
+    {"cuStreamGetCtx", offsetof(driver, stream_get_ctx)},
+    {"cuPointerGetAttribute", offsetof(driver, pointer_get_attribute)},
+    {"cuPointerGetAttributes", offsetof(driver, pointer_get_attributes)},
+    {"cuModuleLoadData", offsetof(driver, module_load_data)},
+    {"cuModuleGetFunction", offsetof(driver, module_get_function)},
+    {"cuModuleUnload", offsetof(driver, module_unload)},
+    {"cuLaunchKernel", offsetof(driver, launch_kernel)},
+    {"cuMemcpyDtoDAsync_v2", offsetof(driver, memcpy_dtod_async)},
+    {"cuMemsetD8Async", offsetof(driver, memset_d8_async)},
+};
+
+static driver g_drv;
+static pthread_once_t g_drv_once = PTHREAD_ONCE_INIT;
+static flexsn_status g_drv_status = FLEXSN_ERROR_NO_DRIVER;
+static CUresult g_drv_init_result = CUDA_SUCCESS;
+
+static void load_driver(void) {
+  /* Never dlclose'd: modules and function handles outlive any one call. */
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  size_t i;
+  if (!lib)
+    return;
+  for (i = 0; i < sizeof k_symbols / sizeof k_symbols[0]; ++i) {
+    void *sym = dlsym(lib, k_symbols[i].name);
+    if (!sym)
+      return;
+    /* ISO C has no object-to-function pointer conversion; POSIX guarantees
+       the representations match, so copy the bytes. */
+    memcpy((char *)&g_drv + k_symbols[i].offset, &sym, sizeof sym);
+  }
+  g_drv_init_result = g_drv.init(0);
+  if (g_drv_init_result == CUDA_SUCCESS)
+    g_drv_status = FLEXSN_SUCCESS;
+}
+
+/* Loads the driver and calls cuInit(0), once per process. */
+static flexsn_status get_driver(void) {
+  pthread_once(&g_drv_once, load_driver);
+  if (g_drv_status != FLEXSN_SUCCESS && g_drv_init_result != CUDA_SUCCESS)
+    g_last_error = (int)g_drv_init_result;
+  return g_drv_status;
+}
+
+/*===----------------------------------------------------------------------===//
+ * Per-image, per-context module cache
+ *===----------------------------------------------------------------------===*/
+
+typedef struct function_entry {
+  struct function_entry *next;
+  CUfunction function;
+  char name[]; /* the entry name, owned */
+} function_entry;
+
+/* Keyed by the context's unique id, not its handle: a destroyed context's
+   handle may be reused by a new context, whose module must be loaded anew. */
+typedef struct context_entry {
+  struct context_entry *next;
+  CUcontext context;
+  unsigned long long context_id;
+  CUmodule module;
+  function_entry *functions;
+} context_entry;
+
+typedef struct image_state {
+  pthread_mutex_t lock; /* guards `contexts`; held while loading a module */
+  context_entry *contexts;
+} image_state;
+
+/* Guards every image's `state` pointer (creation and unload). Held only for
+   the pointer itself, so slow module loads of one image do not block
+   launches of another. */
+static pthread_mutex_t g_state_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static image_state *get_state(flexsn_image *image) {
+  image_state *state;
+  pthread_mutex_lock(&g_state_lock);
+  state = (image_state *)image->state;
+  if (!state) {
+    state = (image_state *)calloc(1, sizeof *state);
+    if (state && pthread_mutex_init(&state->lock, NULL) != 0) {
+      free(state);
+      state = NULL;
+    }
+    image->state = state;
+  }
+  pthread_mutex_unlock(&g_state_lock);
+  return state;
+}
+
+static void free_context_entry(context_entry *entry) {
+  while (entry->functions) {
+    function_entry *next = entry->functions->next;
+    free(entry->functions);
+    entry->functions = next;
+  }
+  free(entry);
+}
+
+/* Finds (or loads) the image's module in the current context, then the named
+   function in it. Called with the image state's lock held. */
+static flexsn_status lookup_function(flexsn_image *image, image_state *state,
+                                     CUcontext context,
+                                     unsigned long long context_id,
+                                     const char *name, CUfunction *function) {
+  context_entry **link = &state->contexts, *entry = NULL;
+  function_entry *fn;
+  size_t name_size;
+  CUresult r;
+
+  while (*link) {
+    context_entry *e = *link;
+    if (e->context_id == context_id) {
+      entry = e;
+      break;
+    }
+    if (e->context == context) {
+      /* Same handle, other id: that context was destroyed, and its module
+         with it. Drop the entry without unloading. */
+      *link = e->next;
+      free_context_entry(e);
+      continue;
+    }
+    link = &e->next;
+  }
+
+  if (!entry) {
+    CUmodule module;
+    r = g_drv.module_load_data(&module, image->data);
+    if (r != CUDA_SUCCESS)
+      return fail(r, FLEXSN_ERROR_MODULE_LOAD);
+    entry = (context_entry *)calloc(1, sizeof *entry);
+    if (!entry) {
+      g_drv.module_unload(module);
+      return fail(CUDA_ERROR_OUT_OF_MEMORY, FLEXSN_ERROR_CUDA);
+    }
+    entry->context = context;
+    entry->context_id = context_id;
+    entry->module = module;
+    entry->next = state->contexts;
+    state->contexts = entry;
+  }
+
+  for (fn = entry->functions; fn; fn = fn->next) {
+    if (strcmp(fn->name, name) == 0) {
+      *function = fn->function;
+      return FLEXSN_SUCCESS;
+    }
+  }
+  r = g_drv.module_get_function(function, entry->module, name);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return fail(r, FLEXSN_ERROR_KERNEL_NOT_FOUND);
+  if (r != CUDA_SUCCESS)
+    return fail(r, FLEXSN_ERROR_CUDA);
+  /* Caching is an optimization: without memory, just skip it. */
+  name_size = strlen(name) + 1;
+  fn = (function_entry *)malloc(sizeof *fn + name_size);
+  if (fn) {
+    fn->function = *function;
+    memcpy(fn->name, name, name_size);
+    fn->next = entry->functions;
+    entry->functions = fn;
+  }
+  return FLEXSN_SUCCESS;
+}
+
+static flexsn_status get_function(flexsn_image *image, CUcontext context,
+                                  const char *name, CUfunction *function) {
+  unsigned long long context_id;
+  image_state *state;
+  flexsn_status status;
+  CUresult r = g_drv.ctx_get_id(context, &context_id);
+  if (r != CUDA_SUCCESS)
+    return fail(r, FLEXSN_ERROR_CUDA);
+  state = get_state(image);
+  if (!state)
+    return fail(CUDA_ERROR_OUT_OF_MEMORY, FLEXSN_ERROR_CUDA);
+  pthread_mutex_lock(&state->lock);
+  status = lookup_function(image, state, context, context_id, name, function);
+  pthread_mutex_unlock(&state->lock);
+  return status;
+}
+
+flexsn_status flexsn_image_unload(flexsn_image *image) {
+  flexsn_status status = FLEXSN_SUCCESS;
+  image_state *state;
+  if (!image)
+    return FLEXSN_ERROR_INVALID_ARGUMENT;
+  /* Detach the state first: a second (or racing) unload then sees none. */
+  pthread_mutex_lock(&g_state_lock);
+  state = (image_state *)image->state;
+  image->state = NULL;
+  pthread_mutex_unlock(&g_state_lock);
+  if (!state)
+    return FLEXSN_SUCCESS;
+
+  /* Entries exist only after the driver was loaded. */
+  while (state->contexts) {
+    context_entry *entry = state->contexts;
+    unsigned long long id;
+    state->contexts = entry->next;
+    /* A destroyed context reports an error or, if its handle was reused,
+       another id; its module is already gone. */
+    if (g_drv.ctx_get_id(entry->context, &id) == CUDA_SUCCESS &&
+        id == entry->context_id) {
+      CUcontext popped;
+      CUresult r = g_drv.ctx_push_current(entry->context);
+      if (r == CUDA_SUCCESS) {
+        r = g_drv.module_unload(entry->module);
+        g_drv.ctx_pop_current(&popped);
+      }
+      if (r != CUDA_SUCCESS)
+        status = fail(r, FLEXSN_ERROR_CUDA);
+    }
+    free_context_entry(entry);
+  }
+  pthread_mutex_destroy(&state->lock);
+  free(state);
+  return status;
+}
+
+/*===----------------------------------------------------------------------===//
+ * Validation
+ *===----------------------------------------------------------------------===*/
+
+static int is_sequence(flexsn_buffer_kind kind) {
+  return kind == FLEXSN_INPUT_SEQUENCE || kind == FLEXSN_OUTPUT_SEQUENCE ||
+         kind == FLEXSN_STATE_SEQUENCE;
+}
+
+static int is_written(flexsn_buffer_kind kind) {
+  return kind == FLEXSN_OUTPUT_SEQUENCE || kind == FLEXSN_STATE_SEQUENCE ||
+         kind == FLEXSN_FINAL_STATE;
+}
+
+static flexsn_status check_desc(const flexsn_image *image,
+                                const flexsn_kernel_desc *desc,
+                                void *const *buffers,
+                                const void *const *scalars) {
+  int i, initials = 0, finals = 0;
+  if (!image || !image->data || image->size == 0 || !desc ||
+      !desc->vector_kernel || !desc->scalar_kernel || desc->vector_width < 1 ||
+      (desc->element_size != 2 && desc->element_size != 4) ||
+      desc->num_buffers < 0 || desc->num_scalars < 0 ||
+      desc->num_buffers > FLEXSN_MAX_KERNEL_ARGS ||
+      desc->num_scalars > FLEXSN_MAX_KERNEL_ARGS - desc->num_buffers)
+    return FLEXSN_ERROR_INVALID_ARGUMENT;
+  if (desc->num_buffers > 0 && (!desc->kinds || !buffers))
+    return FLEXSN_ERROR_INVALID_ARGUMENT;
+  for (i = 0; i < desc->num_buffers; ++i) {
+    switch (desc->kinds[i]) {
+    case FLEXSN_INITIAL_STATE:
+      ++initials;
+      break;
+    case FLEXSN_FINAL_STATE:
+      ++finals;
+      break;
+    case FLEXSN_INPUT_SEQUENCE:
+    case FLEXSN_OUTPUT_SEQUENCE:
+    case FLEXSN_STATE_SEQUENCE:
+      break;
+    default:
+      return FLEXSN_ERROR_INVALID_ARGUMENT;
+    }
+  }
+  /* Every final state needs an initial state to take its value for T == 0. */
+  if (finals > initials)
+    return FLEXSN_ERROR_INVALID_ARGUMENT;
+  if (desc->num_scalars > 0 && !scalars)
+    return FLEXSN_ERROR_INVALID_ARGUMENT;
+  for (i = 0; i < desc->num_scalars; ++i)
+    if (!scalars[i])
+      return FLEXSN_ERROR_INVALID_ARGUMENT;
+  return FLEXSN_SUCCESS;
+}
+
+/* Computes the byte extents of a [T, N] and an [N] buffer, 0 when empty. */
+static flexsn_status compute_extents(int64_t T, int64_t N, int64_t ld,
+                                     int64_t element_size, int64_t *seq_bytes,
+                                     int64_t *state_bytes) {
+  int64_t seq = 0;
+  if (N > INT64_MAX / element_size)
+    return FLEXSN_ERROR_SIZE_OVERFLOW;
+  *state_bytes = N * element_size;
+  if (T > 0 && N > 0) {
+    /* (T-1)*ld + N, with ld >= N > 0. */
+    if (T - 1 > (INT64_MAX - N) / ld)
+      return FLEXSN_ERROR_SIZE_OVERFLOW;
+    seq = (T - 1) * ld + N;
+    if (seq > INT64_MAX / element_size)
+      return FLEXSN_ERROR_SIZE_OVERFLOW;
+  }
+  *seq_bytes = seq * element_size;
+  /* The scalar kernel needs ceil(N / 256) blocks on grid x. */
+  if (N > 0 && (N - 1) / 256 + 1 > INT32_MAX)
+    return FLEXSN_ERROR_SIZE_OVERFLOW;
+  return FLEXSN_SUCCESS;
+}
+
+/* Checks that `p` is usable by kernels in `context` for `bytes` bytes. */
+static flexsn_status check_buffer(CUcontext context, const void *p,
+                                  int64_t bytes, int written) {
+  CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)p;
+  CUcontext owner = NULL;
+  unsigned int memory_type = 0, managed = 0;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  CUpointer_attribute attributes[] = {
+      CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+      CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+      CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void *values[] = {&owner, &memory_type, &managed, &start, &size};
+  int accessible;
+  /* Unknown (plain host) pointers get zeroed attributes, or INVALID_VALUE. */
+  CUresult r = g_drv.pointer_get_attributes(5, attributes, values, ptr);
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_CONTEXT)
+    return fail(r, FLEXSN_ERROR_CONTEXT_MISMATCH);
+  if (r != CUDA_SUCCESS)
+    return fail(r, FLEXSN_ERROR_CUDA);
+
+  if (managed) {
+    accessible = 1;
+  } else if (memory_type == CU_MEMORYTYPE_HOST) {
+    /* Pinned or registered host memory: kernels may use it only if it is
+       mapped into this context at the same address (it may have a distinct
+       device address, which the caller would have to pass instead). */
+    CUdeviceptr device = 0;
+    accessible = g_drv.pointer_get_attribute(
+                     &device, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ptr) ==
+                     CUDA_SUCCESS &&
+                 device == ptr;
+  } else if (owner == context) {
+    accessible = memory_type == CU_MEMORYTYPE_DEVICE;
+  } else if (!owner && memory_type == CU_MEMORYTYPE_DEVICE) {
+    /* cuMemMap and memory-pool allocations belong to no context: ask what
+       access the current context's device has. */
+    unsigned long long flags = 0;
+    accessible =
+        g_drv.pointer_get_attribute(&flags, CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
+                                    ptr) == CUDA_SUCCESS &&
+        (flags == CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE ||
+         (!written && flags == CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ));
+  } else {
+    accessible = 0; /* another context's device memory, or unknown */
+  }
+  if (!accessible)
+    return FLEXSN_ERROR_CONTEXT_MISMATCH;
+
+  if (ptr < start || ptr - start > size || size - (ptr - start) < (size_t)bytes)
+    return FLEXSN_ERROR_BUFFER_TOO_SMALL;
+  return FLEXSN_SUCCESS;
+}
+
+/* The current context, and the stream's context agreeing with it. */
+static flexsn_status check_context(CUstream stream, CUcontext *context) {
+  flexsn_status status = get_driver();
+  CUresult r;
+  if (status != FLEXSN_SUCCESS)
+    return status;
+  r = g_drv.ctx_get_current(context);
+  if (r != CUDA_SUCCESS)
+    return fail(r, FLEXSN_ERROR_CUDA);
+  if (!*context)
+    return FLEXSN_ERROR_NO_CONTEXT;
+  if (stream) {
+    CUcontext stream_context = NULL;
+    r = g_drv.stream_get_ctx(stream, &stream_context);
+    if (r != CUDA_SUCCESS)
+      return fail(r, FLEXSN_ERROR_CUDA);
+    if (stream_context != *context)
+      return FLEXSN_ERROR_CONTEXT_MISMATCH;
+  }
+  return FLEXSN_SUCCESS;
+}
+
+/*===----------------------------------------------------------------------===//
+ * Launch
+ *===----------------------------------------------------------------------===*/
+
+/* The buffer of the k-th initial state (NULL if absent). */
+static void *initial_state(const flexsn_kernel_desc *desc, void *const *buffers,
+                           int k) {
+  int i;
+  for (i = 0; i < desc->num_buffers; ++i)
+    if (desc->kinds[i] == FLEXSN_INITIAL_STATE && k-- == 0)
+      return buffers[i];
+  return NULL; /* unreachable: check_desc counted them */
+}
+
+/* T == 0: the k-th final state takes the k-th initial state (or zeros). */
+static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
+                                           CUstream stream, int64_t bytes,
+                                           void *const *buffers) {
+  CUcontext context;
+  flexsn_status status;
+  int i, k, any = 0;
+  for (i = 0; i < desc->num_buffers; ++i)
+    any |= desc->kinds[i] == FLEXSN_FINAL_STATE && buffers[i] != NULL;
+  if (!any)
+    return FLEXSN_SUCCESS; /* nothing to write: no driver needed */
+  status = check_context(stream, &context);
+  if (status != FLEXSN_SUCCESS)
+    return status;
+
+  /* Validate every buffer involved before writing any. */
+  for (i = 0, k = 0; i < desc->num_buffers; ++i) {
+    void *src;
+    if (desc->kinds[i] != FLEXSN_FINAL_STATE)
+      continue;
+    src = initial_state(desc, buffers, k++);
+    if (!buffers[i])
+      continue;
+    status = check_buffer(context, buffers[i], bytes, 1);
+    if (status == FLEXSN_SUCCESS && src)
+      status = check_buffer(context, src, bytes, 0);
+    if (status != FLEXSN_SUCCESS)
+      return status;
+  }
+  for (i = 0, k = 0; i < desc->num_buffers; ++i) {
+    CUdeviceptr dst = (CUdeviceptr)(uintptr_t)buffers[i], src;
+    CUresult r;
+    if (desc->kinds[i] != FLEXSN_FINAL_STATE)
+      continue;
+    src = (CUdeviceptr)(uintptr_t)initial_state(desc, buffers, k++);
+    if (!dst || src == dst) /* absent, or in-place: nothing to do */
+      continue;
+    r = src ? g_drv.memcpy_dtod_async(dst, src, (size_t)bytes, stream)
+            : g_drv.memset_d8_async(dst, 0, (size_t)bytes, stream);
+    if (r != CUDA_SUCCESS)
+      return fail(r, FLEXSN_ERROR_CUDA);
+  }
+  return FLEXSN_SUCCESS;
+}
+
+flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
+                            CUstream stream, int64_t T, int64_t N, int64_t ld,
+                            void *const *buffers, const void *const *scalars) {
+  CUdeviceptr pointers[FLEXSN_MAX_KERNEL_ARGS];
+  void *params[FLEXSN_MAX_KERNEL_ARGS + 3];
+  int64_t sizes[3], seq_bytes = 0, state_bytes = 0, per_block;
+  int i, nb, vector;
+  CUcontext context;
+  CUfunction function;
+  flexsn_status status;
+  CUresult r;
+
+  /* Everything that needs no driver comes first, so it also fails cleanly on
+     machines without one. */
+  status = check_desc(image, desc, buffers, scalars);
+  if (status != FLEXSN_SUCCESS)
+    return status;
+  nb = desc->num_buffers;
+  if (T < 0 || N < 0)
+    return FLEXSN_ERROR_NEGATIVE_SIZE;
+  if (ld < 0 || (ld != 0 && ld < N))
+    return FLEXSN_ERROR_BAD_STRIDE;
+  if (ld == 0)
+    ld = N;
+  for (i = 0; i < nb; ++i)
+    if (desc->kinds[i] == FLEXSN_INPUT_SEQUENCE && !buffers[i])
+      return FLEXSN_ERROR_NULL_POINTER;
+  status =
+      compute_extents(T, N, ld, desc->element_size, &seq_bytes, &state_bytes);
+  if (status != FLEXSN_SUCCESS)
+    return status;
+  for (i = 0; i < nb; ++i)
+    if ((uintptr_t)buffers[i] % (uintptr_t)desc->element_size != 0)
+      return FLEXSN_ERROR_INVALID_ARGUMENT;
+
+  if (N == 0)
+    return FLEXSN_SUCCESS;
+  if (T == 0)
+    return copy_initial_to_final(desc, stream, state_bytes, buffers);
+
+  status = check_context(stream, &context);
+  if (status != FLEXSN_SUCCESS)
+    return status;
+  for (i = 0; i < nb; ++i) {
+    if (!buffers[i])
+      continue;
+    status = check_buffer(context, buffers[i],
+                          is_sequence(desc->kinds[i]) ? seq_bytes : state_bytes,
+                          is_written(desc->kinds[i]));
+    if (status != FLEXSN_SUCCESS)
+      return status;
+  }
+
+  vector = ld % desc->vector_width == 0;
+  for (i = 0; i < nb; ++i)
+    vector &= (uintptr_t)buffers[i] % 16 == 0;
+  status = get_function(image, context,
+                        vector ? desc->vector_kernel : desc->scalar_kernel,
+                        &function);
+  if (status != FLEXSN_SUCCESS)
+    return status;
+
+  for (i = 0; i < nb; ++i) {
+    pointers[i] = (CUdeviceptr)(uintptr_t)buffers[i];
+    params[i] = &pointers[i];
+  }
+  sizes[0] = T;
+  sizes[1] = N;
+  sizes[2] = ld;
+  for (i = 0; i < 3; ++i)
+    params[nb + i] = &sizes[i];
+  for (i = 0; i < desc->num_scalars; ++i)
+    params[nb + 3 + i] = (void *)scalars[i]; /* the driver only reads them */
+
+  /* ceil(N / (width * 256)) <= ceil(N / 256), checked to fit in grid x. */
+  per_block = 256 * (int64_t)(vector ? desc->vector_width : 1);
+  r = g_drv.launch_kernel(function, (unsigned int)((N - 1) / per_block + 1), 1,
+                          1, 256, 1, 1, 0, stream, params, NULL);
+  if (r != CUDA_SUCCESS)
+    return fail(r, FLEXSN_ERROR_LAUNCH);
+  return FLEXSN_SUCCESS;
+}

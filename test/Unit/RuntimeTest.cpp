@@ -1,0 +1,414 @@
+//===- RuntimeTest.cpp - FlexSN C runtime without a GPU ------------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// The parts of lib/Runtime/flexsn_runtime.c that need no GPU: every argument
+// check that must fail before any driver call, status messages, the launch
+// paths that must not touch the driver (N == 0, T == 0 without final states),
+// and unloading a never-loaded image. Runs on machines without libcuda.so.1;
+// where a driver exists (but no context is current), the calls that do reach
+// it report NO_CONTEXT instead of NO_DRIVER.
+//
+// A call that reached the driver would report NO_DRIVER or NO_CONTEXT, so
+// every other status asserted here also shows that no driver call was made.
+//
+// Buffers are fake addresses: validation never dereferences them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Runtime/flexsn_runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const unsigned char kImageBytes[] = {0x7f, 'E', 'L', 'F', 0, 0, 0, 0};
+
+void *fakePtr(uintptr_t address) { return reinterpret_cast<void *>(address); }
+
+// Shaped like LIF's final_state variant: x, v0, spike, v_final, one scalar.
+struct LifCall {
+  flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
+  flexsn_buffer_kind kinds[4] = {FLEXSN_INPUT_SEQUENCE, FLEXSN_INITIAL_STATE,
+                                 FLEXSN_OUTPUT_SEQUENCE, FLEXSN_FINAL_STATE};
+  flexsn_kernel_desc desc = {
+      "lif_final_state_f32_vec4", "lif_final_state_f32", 4, 4, 4, kinds, 1};
+  void *buffers[4] = {fakePtr(0x100000), fakePtr(0x200000), fakePtr(0x300000),
+                      fakePtr(0x400000)};
+  float threshold = 1.0f;
+  const void *scalars[1] = {&threshold};
+  int64_t T = 8, N = 1000, ld = 0;
+
+  flexsn_status launch() {
+    return flexsn_launch(&image, &desc, nullptr, T, N, ld, buffers, scalars);
+  }
+};
+
+// The status of a well-formed call that needs the driver on this machine.
+bool isDriverStatus(flexsn_status status) {
+  return status == FLEXSN_ERROR_NO_DRIVER || status == FLEXSN_ERROR_NO_CONTEXT;
+}
+
+//===----------------------------------------------------------------------===//
+// Messages
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeTest, EveryStatusHasItsOwnMessage) {
+  std::set<std::string> seen;
+  for (int s = FLEXSN_SUCCESS; s <= FLEXSN_ERROR_CUDA; ++s) {
+    const char *message = flexsn_status_message(static_cast<flexsn_status>(s));
+    ASSERT_NE(message, nullptr) << s;
+    EXPECT_GT(std::strlen(message), 0u) << s;
+    EXPECT_STRNE(message, "unknown status") << s;
+    EXPECT_TRUE(seen.insert(message).second) << "duplicate message " << message;
+  }
+  EXPECT_EQ(seen.size(), 14u);
+  EXPECT_STREQ(flexsn_status_message(FLEXSN_SUCCESS), "success");
+}
+
+TEST(RuntimeTest, OutOfRangeStatusIsUnknown) {
+  EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(14)),
+               "unknown status");
+  EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(-1)),
+               "unknown status");
+  EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(1 << 20)),
+               "unknown status");
+}
+
+TEST(RuntimeTest, LastCudaErrorStartsAtZeroPerThread) {
+  int seen = -1;
+  std::thread([&] { seen = flexsn_last_cuda_error(); }).join();
+  EXPECT_EQ(seen, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Descriptor checks -> INVALID_ARGUMENT
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeTest, WellFormedCallReachesTheDriver) {
+  LifCall call;
+  flexsn_status first = call.launch();
+  EXPECT_TRUE(isDriverStatus(first)) << flexsn_status_message(first);
+  // The driver is looked up once; the answer stays the same.
+  EXPECT_EQ(call.launch(), first);
+  // Optional buffers may be NULL.
+  call.buffers[1] = call.buffers[2] = call.buffers[3] = nullptr;
+  EXPECT_EQ(call.launch(), first);
+  // The stream is only looked at with the driver.
+  EXPECT_EQ(flexsn_launch(&call.image, &call.desc,
+                          reinterpret_cast<CUstream>(0x1234), call.T, call.N,
+                          call.ld, call.buffers, call.scalars),
+            first);
+}
+
+TEST(RuntimeTest, MalformedImageOrDescriptor) {
+  {
+    LifCall call;
+    EXPECT_EQ(flexsn_launch(nullptr, &call.desc, nullptr, 8, 1000, 0,
+                            call.buffers, call.scalars),
+              FLEXSN_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(flexsn_launch(&call.image, nullptr, nullptr, 8, 1000, 0,
+                            call.buffers, call.scalars),
+              FLEXSN_ERROR_INVALID_ARGUMENT);
+  }
+  struct Case {
+    const char *what;
+    void (*mutate)(LifCall &);
+  };
+  const Case cases[] = {
+      {"image data NULL", [](LifCall &c) { c.image.data = nullptr; }},
+      {"image size 0", [](LifCall &c) { c.image.size = 0; }},
+      {"vector name NULL", [](LifCall &c) { c.desc.vector_kernel = nullptr; }},
+      {"scalar name NULL", [](LifCall &c) { c.desc.scalar_kernel = nullptr; }},
+      {"width 0", [](LifCall &c) { c.desc.vector_width = 0; }},
+      {"width -4", [](LifCall &c) { c.desc.vector_width = -4; }},
+      {"element size 3", [](LifCall &c) { c.desc.element_size = 3; }},
+      {"element size 8", [](LifCall &c) { c.desc.element_size = 8; }},
+      {"element size 0", [](LifCall &c) { c.desc.element_size = 0; }},
+      {"num_buffers < 0", [](LifCall &c) { c.desc.num_buffers = -1; }},
+      {"num_scalars < 0", [](LifCall &c) { c.desc.num_scalars = -1; }},
+      {"too many buffers",
+       [](LifCall &c) { c.desc.num_buffers = FLEXSN_MAX_KERNEL_ARGS + 1; }},
+      {"too many arguments",
+       [](LifCall &c) { c.desc.num_scalars = FLEXSN_MAX_KERNEL_ARGS - 3; }},
+      {"kinds NULL", [](LifCall &c) { c.desc.kinds = nullptr; }},
+      {"kind out of range",
+       [](LifCall &c) { c.kinds[2] = static_cast<flexsn_buffer_kind>(7); }},
+      {"final state without initial state",
+       [](LifCall &c) { c.kinds[1] = FLEXSN_INPUT_SEQUENCE; }},
+      {"a scalar pointer NULL", [](LifCall &c) { c.scalars[0] = nullptr; }},
+  };
+  for (const Case &k : cases) {
+    LifCall call;
+    k.mutate(call);
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT) << k.what;
+    // The descriptor is checked before the sizes.
+    call.T = -1;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT) << k.what;
+  }
+  {
+    LifCall call;
+    EXPECT_EQ(flexsn_launch(&call.image, &call.desc, nullptr, 8, 1000, 0,
+                            nullptr, call.scalars),
+              FLEXSN_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(flexsn_launch(&call.image, &call.desc, nullptr, 8, 1000, 0,
+                            call.buffers, nullptr),
+              FLEXSN_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+TEST(RuntimeTest, DescriptorEdgesThatAreFine) {
+  // No buffers and no scalars: NULL arrays are fine.
+  LifCall call;
+  call.desc.num_buffers = 0;
+  call.desc.kinds = nullptr;
+  call.desc.num_scalars = 0;
+  flexsn_status status = flexsn_launch(&call.image, &call.desc, nullptr, 8,
+                                       1000, 0, nullptr, nullptr);
+  EXPECT_TRUE(isDriverStatus(status)) << flexsn_status_message(status);
+  // Exactly FLEXSN_MAX_KERNEL_ARGS arguments.
+  std::vector<float> values(FLEXSN_MAX_KERNEL_ARGS, 0.0f);
+  std::vector<const void *> scalars;
+  for (float &v : values)
+    scalars.push_back(&v);
+  LifCall full;
+  full.desc.num_scalars = FLEXSN_MAX_KERNEL_ARGS - 4;
+  status = flexsn_launch(&full.image, &full.desc, nullptr, 8, 1000, 0,
+                         full.buffers, scalars.data());
+  EXPECT_TRUE(isDriverStatus(status)) << flexsn_status_message(status);
+  // Inference-shaped: a state sequence and no final state; width 1.
+  LifCall inference;
+  inference.kinds[3] = FLEXSN_STATE_SEQUENCE;
+  inference.desc.vector_width = 1;
+  inference.desc.element_size = 2;
+  status = inference.launch();
+  EXPECT_TRUE(isDriverStatus(status)) << flexsn_status_message(status);
+}
+
+//===----------------------------------------------------------------------===//
+// Sizes, strides, pointers, overflow, alignment
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeTest, NegativeSizes) {
+  LifCall call;
+  call.T = -1;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_NEGATIVE_SIZE);
+  call.T = 8;
+  call.N = -1;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_NEGATIVE_SIZE);
+  call.T = INT64_MIN;
+  call.N = INT64_MIN;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_NEGATIVE_SIZE);
+  // Sizes are checked before the stride and the pointers.
+  call.ld = -5;
+  call.buffers[0] = nullptr;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_NEGATIVE_SIZE);
+}
+
+TEST(RuntimeTest, BadStride) {
+  LifCall call;
+  call.ld = -1;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_BAD_STRIDE);
+  call.ld = call.N - 1;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_BAD_STRIDE);
+  call.ld = 1;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_BAD_STRIDE);
+  // The stride is checked before the pointers.
+  call.buffers[0] = nullptr;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_BAD_STRIDE);
+  // ld == N, ld > N (a padded row) and ld == 0 (meaning N) are fine.
+  for (int64_t ld : {int64_t(1000), int64_t(1001), int64_t(4096), int64_t(0)}) {
+    LifCall ok;
+    ok.ld = ld;
+    flexsn_status status = ok.launch();
+    EXPECT_TRUE(isDriverStatus(status)) << ld;
+  }
+  // ld < N is fine nowhere, not even for N == 0 or T == 0.
+  call.buffers[0] = fakePtr(0x100000);
+  call.T = 0;
+  call.ld = 5;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_BAD_STRIDE);
+}
+
+TEST(RuntimeTest, RequiredInputNull) {
+  LifCall call;
+  call.buffers[0] = nullptr;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER);
+  // Required even when nothing would be read.
+  call.T = 0;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER);
+  call.T = 8;
+  call.N = 0;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER);
+  // A second input sequence is required too.
+  LifCall two;
+  two.kinds[2] = FLEXSN_INPUT_SEQUENCE;
+  two.buffers[2] = nullptr;
+  EXPECT_EQ(two.launch(), FLEXSN_ERROR_NULL_POINTER);
+  // The pointers are checked before the extents.
+  call.N = INT64_MAX;
+  call.T = 2;
+  EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER);
+}
+
+TEST(RuntimeTest, SizeOverflow) {
+  struct Case {
+    int64_t T, N, ld;
+    int elementSize;
+  };
+  const Case cases[] = {
+      {1, INT64_MAX / 4 + 1, 0, 4}, // N * 4 overflows
+      {1, INT64_MAX / 2 + 1, 0, 2}, // N * 2 overflows
+      {1, INT64_MAX, 0, 2},
+      {3, int64_t(1) << 40, INT64_MAX / 2, 4}, // (T-1)*ld overflows
+      {INT64_MAX, 2, 0, 4},                    // (T-1)*ld + N overflows
+      {int64_t(1) << 33, 1 << 30, int64_t(1) << 30, 4}, // 2^63 elements
+      {int64_t(1) << 32, 1 << 30, int64_t(1) << 30, 4}, // bytes overflow
+      {int64_t(1) << 32, 1 << 30, int64_t(1) << 30, 2}, // bytes overflow
+      {1, (int64_t(INT32_MAX) + 1) * 256, 0, 4},        // 2^31 blocks
+  };
+  for (const Case &k : cases) {
+    LifCall call;
+    call.T = k.T;
+    call.N = k.N;
+    call.ld = k.ld;
+    call.desc.element_size = k.elementSize;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_SIZE_OVERFLOW)
+        << k.T << " " << k.N << " " << k.ld << " " << k.elementSize;
+    // Overflow is checked before alignment.
+    call.buffers[2] = fakePtr(0x300001);
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_SIZE_OVERFLOW);
+  }
+  // Just below the limits.
+  const Case fine[] = {
+      {int64_t(1) << 31, 1 << 30, int64_t(1) << 30, 2}, // 2^62 bytes
+      {int64_t(1) << 20, 1 << 30, int64_t(1) << 30, 4},
+      {1, int64_t(INT32_MAX) * 256, 0, 4}, // 2^31 - 1 blocks
+  };
+  for (const Case &k : fine) {
+    LifCall call;
+    call.T = k.T;
+    call.N = k.N;
+    call.ld = k.ld;
+    call.desc.element_size = k.elementSize;
+    flexsn_status status = call.launch();
+    EXPECT_TRUE(isDriverStatus(status)) << flexsn_status_message(status);
+  }
+}
+
+TEST(RuntimeTest, Misalignment) {
+  for (int b = 0; b < 4; ++b) {
+    LifCall call;
+    call.buffers[b] = fakePtr(0x100002 + 0x100000 * b);
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT) << b;
+    // 2-byte elements only need 2-byte alignment.
+    call.desc.element_size = 2;
+    flexsn_status status = call.launch();
+    EXPECT_TRUE(isDriverStatus(status)) << flexsn_status_message(status);
+    call.buffers[b] = fakePtr(0x100001 + 0x100000 * b);
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT) << b;
+    // Checked even where nothing is touched.
+    call.N = 0;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT) << b;
+  }
+  // 4-byte aligned but not 16-byte aligned: the scalar kernel serves it.
+  LifCall call;
+  call.buffers[0] = fakePtr(0x100004);
+  flexsn_status status = call.launch();
+  EXPECT_TRUE(isDriverStatus(status)) << flexsn_status_message(status);
+}
+
+//===----------------------------------------------------------------------===//
+// Paths that need no driver
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeTest, EmptyProblemsNeedNoDriver) {
+  {
+    LifCall call; // N == 0: every extent is empty, even the final state's
+    call.N = 0;
+    EXPECT_EQ(call.launch(), FLEXSN_SUCCESS);
+    call.T = 0;
+    EXPECT_EQ(call.launch(), FLEXSN_SUCCESS);
+  }
+  {
+    LifCall call; // T == 0 without a final-state buffer
+    call.T = 0;
+    call.buffers[3] = nullptr;
+    EXPECT_EQ(call.launch(), FLEXSN_SUCCESS);
+    call.buffers[1] = nullptr;
+    EXPECT_EQ(call.launch(), FLEXSN_SUCCESS);
+    call.ld = 4000; // a stride >= N is fine
+    EXPECT_EQ(call.launch(), FLEXSN_SUCCESS);
+  }
+  {
+    LifCall call; // inference-shaped: no final state at all
+    call.kinds[3] = FLEXSN_STATE_SEQUENCE;
+    call.T = 0;
+    EXPECT_EQ(call.launch(), FLEXSN_SUCCESS);
+  }
+  {
+    // Even a stream handle that is not one is not looked at.
+    LifCall call;
+    call.T = 0;
+    call.buffers[3] = nullptr;
+    EXPECT_EQ(flexsn_launch(&call.image, &call.desc,
+                            reinterpret_cast<CUstream>(0xdead0), 0, 1000, 0,
+                            call.buffers, call.scalars),
+              FLEXSN_SUCCESS);
+  }
+}
+
+TEST(RuntimeTest, FinalStateCopyForTZeroNeedsTheDriver) {
+  LifCall call;
+  call.T = 0;
+  flexsn_status status = call.launch();
+  EXPECT_TRUE(isDriverStatus(status)) << flexsn_status_message(status);
+  call.buffers[1] = nullptr; // zero-fill instead of copying
+  status = call.launch();
+  EXPECT_TRUE(isDriverStatus(status)) << flexsn_status_message(status);
+}
+
+TEST(RuntimeTest, ConcurrentCallsAgree) {
+  std::vector<std::thread> threads;
+  std::vector<flexsn_status> results(16);
+  LifCall shared;
+  for (size_t i = 0; i < results.size(); ++i)
+    threads.emplace_back([&, i] {
+      results[i] = flexsn_launch(&shared.image, &shared.desc, nullptr, 8, 1000,
+                                 0, shared.buffers, shared.scalars);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (flexsn_status s : results) {
+    EXPECT_TRUE(isDriverStatus(s)) << flexsn_status_message(s);
+    EXPECT_EQ(s, results[0]);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Unload
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeTest, UnloadNeverLoadedImage) {
+  flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
+  EXPECT_EQ(flexsn_image_unload(&image), FLEXSN_SUCCESS);
+  EXPECT_EQ(flexsn_image_unload(&image), FLEXSN_SUCCESS);
+  EXPECT_EQ(image.state, nullptr);
+  EXPECT_EQ(flexsn_image_unload(nullptr), FLEXSN_ERROR_INVALID_ARGUMENT);
+  // An image whose launches failed before loading anything.
+  LifCall call;
+  EXPECT_TRUE(isDriverStatus(call.launch()));
+  EXPECT_EQ(flexsn_image_unload(&call.image), FLEXSN_SUCCESS);
+  EXPECT_EQ(call.image.state, nullptr);
+}
+
+} // namespace
