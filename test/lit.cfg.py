@@ -19,6 +19,15 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%flexsn_src_root", config.flexsn_src_root))
 config.substitutions.append(("%flexsn_obj_root", config.flexsn_obj_root))
 config.substitutions.append(("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons")))
+# GPU compilation needs a CUDA toolkit (ptxas, libdevice), not a GPU.
+config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
+if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
+    config.available_features.add("cuda-toolkit")
+if os.path.exists(os.path.join(config.cuda_toolkit, "include", "cuda.h")):
+    config.available_features.add("cuda-headers")
+config.substitutions.append(("%flexsn_runtime_lib", config.flexsn_runtime_lib))
+if os.path.exists(config.flexsn_runtime_lib):
+    config.available_features.add("flexsn-runtime")
 # mlir-runner's runtime libraries, as -shared-libs takes them.
 mlir_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
 config.substitutions.append(("%mlir_runner_libs", ",".join(

@@ -9,12 +9,15 @@
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/Transforms/RequestCWrappers.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -50,7 +53,53 @@ void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
+                                            const LowerToNVVMOptions &options) {
+  FlexSNGenerateKernelsOptions kernels;
+  kernels.variants.assign(options.variants.begin(), options.variants.end());
+  if (options.storageTypes.empty())
+    kernels.storageTypes = {"f32", "f16", "bf16"};
+  else
+    kernels.storageTypes.assign(options.storageTypes.begin(),
+                                options.storageTypes.end());
+  kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
+  pm.addPass(createFlexSNGenerateKernels(kernels));
+  pm.addPass(createConvertFlexSNToGPU());
+  pm.addPass(createFlexSNExpandSurrogates());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  SmallVector<std::string> chips(options.chips.begin(), options.chips.end());
+  if (chips.empty())
+    chips = {"sm_90"};
+  for (const std::string &chip : chips) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = chip;
+    target.features = options.features;
+    target.optLevel = options.optLevel;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+  }
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  device.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.toolkit;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 void mlir::flexsn::registerPipelines() {
+  PassPipelineRegistration<LowerToNVVMOptions>(
+      "flexsn-lower-to-nvvm",
+      "Lower neuron definitions to GPU kernels in a gpu.binary (cubin, "
+      "fatbin or PTX) for NVIDIA GPUs",
+      buildLowerToNVVMPipeline);
   PassPipelineRegistration<LowerToCPUOptions>(
       "flexsn-lower-to-cpu",
       "Lower neuron definitions to LLVM-dialect CPU kernels (inference and "

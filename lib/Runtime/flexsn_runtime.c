@@ -627,7 +627,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
   for (i = 0; i < 3; ++i)
     params[nb + i] = &sizes[i];
   for (i = 0; i < desc->num_scalars; ++i)
-    params[nb + 3 + i] = (void *)scalars[i]; /* the driver only reads them */
+    params[nb + 3 + i] = (void *)(uintptr_t)scalars[i]; /* only read */
 
   /* ceil(N / (width * 256)) <= ceil(N / 256), checked to fit in grid x. */
   per_block = 256 * (int64_t)(vector ? desc->vector_width : 1);

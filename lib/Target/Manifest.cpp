@@ -8,6 +8,8 @@
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Tools/Registration.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/JSON.h"
@@ -66,6 +68,62 @@ static void writeNeuron(llvm::json::OStream &json, NeuronOp neuron) {
   });
 }
 
+/// One kernel: its entry points, then every argument in launch order.
+static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
+  auto str = [&](StringRef key) {
+    auto attr = kernel.getAs<StringAttr>(key);
+    return attr ? attr.getValue() : StringRef();
+  };
+  auto dtype = kernel.getAs<TypeAttr>("dtype");
+  std::string dtypeName = dtype ? typeName(dtype.getValue()) : "";
+  json.object([&] {
+    json.attribute("name", str("name"));
+    json.attribute("function", ("flexsn_" + str("name")).str());
+    json.attribute("neuron", str("neuron"));
+    json.attribute("variant", str("variant"));
+    json.attribute("dtype", dtypeName);
+    json.attribute("vector_kernel", str("vector_kernel"));
+    json.attribute("scalar_kernel", str("scalar_kernel"));
+    if (auto width = kernel.getAs<IntegerAttr>("vector_width"))
+      json.attribute("vector_width", width.getInt());
+    // No variant needs scratch memory yet; training variants will.
+    json.attribute("workspace_bytes", 0);
+    json.attributeArray("arguments", [&] {
+      auto roles = kernel.getAs<ArrayAttr>("buffer_roles");
+      auto names = kernel.getAs<ArrayAttr>("buffer_names");
+      if (roles && names)
+        for (auto [role, name] : llvm::zip(roles.getAsValueRange<StringAttr>(),
+                                           names.getAsValueRange<StringAttr>()))
+          json.object([&] {
+            bool perNeuron = role == "initial_state" || role == "final_state";
+            json.attribute("name", name);
+            json.attribute("role", role);
+            json.attribute("dtype", dtypeName);
+            json.attributeArray("shape", [&] {
+              if (!perNeuron)
+                json.value("T");
+              json.value("N");
+            });
+            json.attribute("optional", role != "input_sequence");
+          });
+      for (StringRef size : {"T", "N", "ld"})
+        json.object([&] {
+          json.attribute("name", size);
+          json.attribute("role", "size");
+          json.attribute("dtype", "i64");
+        });
+      if (auto params = kernel.getAs<ArrayAttr>("params"))
+        for (auto param : params.getAsRange<DictionaryAttr>())
+          json.object([&] {
+            json.attribute("name", param.getAs<StringAttr>("name").getValue());
+            json.attribute("role", "param");
+            json.attribute("dtype",
+                           typeName(param.getAs<TypeAttr>("type").getValue()));
+          });
+    });
+  });
+}
+
 LogicalResult mlir::flexsn::translateToManifest(ModuleOp module,
                                                 llvm::raw_ostream &os) {
   llvm::json::OStream json(os, /*IndentSize=*/2);
@@ -76,8 +134,19 @@ LogicalResult mlir::flexsn::translateToManifest(ModuleOp module,
       for (auto neuron : module.getOps<NeuronOp>())
         writeNeuron(json, neuron);
     });
-    // Kernels appear here once kernel generation has produced them.
-    json.attributeArray("kernels", [] {});
+    // GPU kernels, as convert-flexsn-to-gpu described them.
+    auto kernels = module->getAttrOfType<ArrayAttr>("flexsn.gpu_kernels");
+    json.attributeArray("kernels", [&] {
+      if (kernels)
+        for (auto kernel : kernels.getAsRange<DictionaryAttr>())
+          writeKernel(json, kernel);
+    });
+    json.attributeArray("targets", [&] {
+      for (auto binary : module.getOps<gpu::BinaryOp>())
+        for (auto object : binary.getObjects().getAsRange<gpu::ObjectAttr>())
+          if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
+            json.value(nvvm.getChip());
+    });
   });
   os << "\n";
   return success();

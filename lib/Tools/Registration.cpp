@@ -13,6 +13,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 void mlir::flexsn::registerFlexSNDialect(DialectRegistry &registry) {
   registry.insert<FlexSNDialect>();
@@ -21,6 +22,8 @@ void mlir::flexsn::registerFlexSNDialect(DialectRegistry &registry) {
 void mlir::flexsn::registerAllDialects(DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary translates device code to LLVM IR in process.
+  mlir::registerAllToLLVMIRTranslations(registry);
   registerFlexSNDialect(registry);
 }
 

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Target/Manifest.h"
 #include "flexsn/Tools/Registration.h"
 
@@ -12,4 +13,5 @@
 void mlir::flexsn::registerAllTranslations() {
   mlir::registerAllTranslations();
   registerToManifestTranslation();
+  registerGPUBinaryTranslations();
 }

@@ -37,4 +37,43 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn kernel functions into GPU kernels: neurons across threads";
+  let description = [{
+    Rewrites every kernel function of `flexsn-generate-kernels` (a
+    `func.func` with a `flexsn.variant` attribute holding one scan) into
+    two `gpu.func` kernels in the `gpu.module @flexsn_kernels`:
+
+    * `<name>_vec`: each thread runs `16 / sizeof(storage)` consecutive
+      neurons (4 in `f32`, 8 in `f16`/`bf16`) with 16-byte loads and stores
+      (`alignment = 16`), and the last, partial group one neuron at a time;
+    * `<name>_scalar`: one neuron per thread, for any alignment.
+
+    Each thread runs the whole time loop with the states in registers, so
+    consecutive threads touch consecutive addresses of each `[T, N]` row
+    (coalesced), and a sequence is read and written exactly once.
+
+    Kernel parameters (the bare-pointer ABI, see `docs/ABI.md`): one
+    `!llvm.ptr` per buffer in ABI order, then `i64` `T`, `N` and `ld` (the
+    time stride in elements of every `[T, N]` buffer), then the runtime
+    parameters. All index arithmetic is 64-bit. A null buffer is absent.
+    Host-side launch is the host stubs' job: the kernel functions are
+    erased (the neurons stay, for the manifest), and the module records each
+    kernel's interface in its `flexsn.gpu_kernels` attribute for the header
+    and manifest emitters.
+
+    Rationale:
+    * Bare pointers instead of memref descriptors: with run-time `T` and
+      `N` the descriptor ABI would need five words per buffer, and the host
+      stubs would have to build them.
+    * Two kernels rather than a run-time alignment branch in one: the stub
+      checks alignment once per call, and the fast kernel has no fallback
+      code on its hot path.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // FLEXSN_CONVERSION_PASSES_TD

@@ -31,6 +31,42 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::init(true)};
 };
 
+/// Options of `flexsn-lower-to-nvvm`.
+struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+  ListOption<std::string> chips{
+      *this, "chip",
+      llvm::cl::desc("Target architectures, e.g. sm_90 (default) or "
+                     "sm_80,sm_90: one object per chip")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features (default +ptx80)"),
+                               llvm::cl::init("+ptx80")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit: ptxas and libdevice are found there"),
+      llvm::cl::init("/usr/local/cuda")};
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("Optimization level (0-3)"),
+                            llvm::cl::init(3)};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Object format: bin (cubin), fatbin or isa (PTX)"),
+      llvm::cl::init("bin")};
+  ListOption<std::string> variants{
+      *this, "variants",
+      llvm::cl::desc("Kernel variants: inference, final-state (default both)")};
+  ListOption<std::string> storageTypes{
+      *this, "storage-types",
+      llvm::cl::desc("Storage types (default f32,f16,bf16)")};
+  ListOption<std::string> neurons{
+      *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
+};
+
+/// Neuron definitions to a module whose `gpu.binary` holds the kernels (two
+/// per variant and storage type: vectorized and scalar), with the kernels'
+/// interfaces in the `flexsn.gpu_kernels` attribute.
+void buildLowerToNVVMPipeline(OpPassManager &pm,
+                              const LowerToNVVMOptions &options);
+
 /// Neuron definitions to the LLVM dialect, runnable by mlir-runner and
 /// ExecutionEngine: kernel generation, scan to loops, surrogate expansion,
 /// then the standard lowering to LLVM with C-interface wrappers.

@@ -1,0 +1,370 @@
+//===- GPUBinary.cpp - Cubin, fatbin, PTX and C header emitters -----------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Target/GPUBinary.h"
+#include "flexsn/Tools/Registration.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+static llvm::cl::opt<std::string> toolkitPath(
+    "flexsn-toolkit",
+    llvm::cl::desc("CUDA toolkit whose `fatbinary` bundles several cubins"),
+    llvm::cl::init("/usr/local/cuda"));
+
+namespace {
+
+/// One compiled object: the target chip and its bytes.
+struct DeviceObject {
+  std::string chip;
+  gpu::CompilationTarget format;
+  StringRef bytes;
+};
+
+FailureOr<SmallVector<DeviceObject>> collectObjects(ModuleOp module) {
+  SmallVector<DeviceObject> objects;
+  SmallVector<gpu::BinaryOp> binaries(module.getOps<gpu::BinaryOp>());
+  if (binaries.size() != 1)
+    return module.emitError()
+           << "expected one gpu.binary (run flexsn-lower-to-nvvm first), found "
+           << binaries.size();
+  for (Attribute attr : binaries.front().getObjects()) {
+    auto object = cast<gpu::ObjectAttr>(attr);
+    auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
+    if (!target)
+      return binaries.front().emitError("expected NVVM objects");
+    objects.push_back({target.getChip().str(), object.getFormat(),
+                       object.getObject().getValue()});
+  }
+  return objects;
+}
+
+/// The single object of `format`, with a clear error otherwise.
+FailureOr<DeviceObject> singleObject(ModuleOp module,
+                                     gpu::CompilationTarget format,
+                                     StringRef formatOption) {
+  auto objects = collectObjects(module);
+  if (failed(objects))
+    return failure();
+  if (objects->size() != 1)
+    return module.emitError()
+           << "expected one target chip, found " << objects->size()
+           << "; use --flexsn-to-fatbin for several";
+  if (objects->front().format != format)
+    return module.emitError()
+           << "the gpu.binary does not hold " << formatOption
+           << " objects; lower with "
+           << "flexsn-lower-to-nvvm=\"format=" << formatOption << "\"";
+  return objects->front();
+}
+
+/// Bundles several cubins with the toolkit's `fatbinary`.
+FailureOr<std::string> bundleFatbin(ModuleOp module,
+                                    ArrayRef<DeviceObject> objects) {
+  if (objects.size() == 1 &&
+      objects.front().format == gpu::CompilationTarget::Fatbin)
+    return objects.front().bytes.str();
+  SmallString<128> fatbinary(toolkitPath);
+  llvm::sys::path::append(fatbinary, "bin", "fatbinary");
+  if (!llvm::sys::fs::can_execute(fatbinary))
+    return module.emitError()
+           << "cannot run '" << fatbinary << "': set --flexsn-toolkit";
+  SmallVector<std::string> args = {fatbinary.str().str(), "-64", "--create"};
+  SmallVector<SmallString<128>, 4> temporaries;
+  llvm::scope_exit cleanup([&] {
+    for (auto &path : temporaries)
+      llvm::sys::fs::remove(path);
+  });
+  SmallString<128> output;
+  if (llvm::sys::fs::createTemporaryFile("flexsn", "fatbin", output))
+    return module.emitError("cannot create a temporary file");
+  temporaries.push_back(output);
+  args.push_back(output.str().str());
+  for (const DeviceObject &object : objects) {
+    if (object.format != gpu::CompilationTarget::Binary)
+      return module.emitError("bundling needs cubin objects (format=bin)");
+    SmallString<128> path;
+    int fd;
+    if (llvm::sys::fs::createTemporaryFile("flexsn", "cubin", fd, path))
+      return module.emitError("cannot create a temporary file");
+    temporaries.push_back(path);
+    llvm::raw_fd_ostream(fd, /*shouldClose=*/true) << object.bytes;
+    StringRef sm = StringRef(object.chip).drop_front(3); // "sm_90" -> "90"
+    args.push_back(
+        llvm::formatv("--image3=kind=elf,sm={0},file={1}", sm, path).str());
+  }
+  SmallVector<StringRef> argRefs(args.begin(), args.end());
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(fatbinary, argRefs, std::nullopt, {}, 0, 0,
+                                &message) != 0)
+    return module.emitError() << "fatbinary failed: " << message;
+  auto buffer = llvm::MemoryBuffer::getFile(output);
+  if (!buffer)
+    return module.emitError("cannot read the bundled fatbin");
+  return (*buffer)->getBuffer().str();
+}
+
+//===----------------------------------------------------------------------===//
+// C header
+//===----------------------------------------------------------------------===//
+
+/// What one kernel description (convert-flexsn-to-gpu) tells the emitter.
+struct KernelInfo {
+  std::string name, neuron, variant, vectorKernel, scalarKernel;
+  Type dtype;
+  int64_t vectorWidth;
+  SmallVector<std::string> roles, bufferNames;
+  SmallVector<std::pair<std::string, Type>> params;
+};
+
+FailureOr<std::vector<KernelInfo>> readKernels(ModuleOp module) {
+  auto kernels = module->getAttrOfType<ArrayAttr>("flexsn.gpu_kernels");
+  if (!kernels)
+    return module.emitError("no flexsn.gpu_kernels attribute: run "
+                            "flexsn-lower-to-nvvm first");
+  std::vector<KernelInfo> infos;
+  for (auto dict : kernels.getAsRange<DictionaryAttr>()) {
+    KernelInfo info;
+    auto str = [&](StringRef key) {
+      auto attr = dict.getAs<StringAttr>(key);
+      return attr ? attr.str() : std::string();
+    };
+    info.name = str("name");
+    info.neuron = str("neuron");
+    info.variant = str("variant");
+    info.vectorKernel = str("vector_kernel");
+    info.scalarKernel = str("scalar_kernel");
+    auto dtype = dict.getAs<TypeAttr>("dtype");
+    auto width = dict.getAs<IntegerAttr>("vector_width");
+    auto roles = dict.getAs<ArrayAttr>("buffer_roles");
+    auto names = dict.getAs<ArrayAttr>("buffer_names");
+    auto params = dict.getAs<ArrayAttr>("params");
+    if (info.name.empty() || !dtype || !width || !roles || !names || !params ||
+        roles.size() != names.size())
+      return module.emitError("malformed flexsn.gpu_kernels entry");
+    info.dtype = dtype.getValue();
+    info.vectorWidth = width.getInt();
+    for (auto [role, name] : llvm::zip(roles.getAsValueRange<StringAttr>(),
+                                       names.getAsValueRange<StringAttr>())) {
+      info.roles.push_back(role.str());
+      info.bufferNames.push_back(name.str());
+    }
+    for (auto param : params.getAsRange<DictionaryAttr>())
+      info.params.push_back({param.getAs<StringAttr>("name").str(),
+                             param.getAs<TypeAttr>("type").getValue()});
+    infos.push_back(std::move(info));
+  }
+  return infos;
+}
+
+std::string cElementType(Type type) {
+  return type.isF32() ? "float" : "uint16_t";
+}
+
+std::string cScalarType(Type type) {
+  if (type.isF32())
+    return "float";
+  if (type.isInteger(1))
+    return "bool";
+  return "int32_t";
+}
+
+const char *runtimeKind(StringRef role) {
+  return llvm::StringSwitch<const char *>(role)
+      .Case("input_sequence", "FLEXSN_INPUT_SEQUENCE")
+      .Case("initial_state", "FLEXSN_INITIAL_STATE")
+      .Case("output_sequence", "FLEXSN_OUTPUT_SEQUENCE")
+      .Case("state_sequence", "FLEXSN_STATE_SEQUENCE")
+      .Default("FLEXSN_FINAL_STATE");
+}
+
+const char *roleComment(StringRef role) {
+  return llvm::StringSwitch<const char *>(role)
+      .Case("input_sequence", "[T, N] input sequence (required)")
+      .Case("initial_state", "[N] initial state (NULL: zeros)")
+      .Case("output_sequence", "[T, N] output (NULL: not written)")
+      .Case("state_sequence",
+            "[T, N] state after each step (NULL: not written)")
+      .Default("[N] state after the last step (NULL: not written)");
+}
+
+void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
+  bool isInput = false;
+  os << "/* " << k.neuron << ", " << k.variant << ", storage " << k.dtype
+     << ". T steps of N neurons; ld = time stride of the [T, N]\n"
+     << " * buffers in elements (0: N).\n";
+  for (auto [role, name] : llvm::zip(k.roles, k.bufferNames))
+    os << " *   " << name << ": " << roleComment(role) << "\n";
+  for (auto &[name, type] : k.params)
+    os << " *   " << name << ": runtime parameter (" << type << ")\n";
+  os << " */\n";
+  os << "static inline flexsn_status flexsn_" << k.name
+     << "(CUstream stream, int64_t T, int64_t N, int64_t ld";
+  for (auto [role, name] : llvm::zip(k.roles, k.bufferNames)) {
+    isInput = role == "input_sequence" || role == "initial_state";
+    os << ",\n    " << (isInput ? "const " : "") << cElementType(k.dtype)
+       << " *" << name;
+  }
+  for (auto &[name, type] : k.params)
+    os << ",\n    " << cScalarType(type) << " " << name;
+  os << ") {\n";
+  os << "  static const flexsn_buffer_kind kinds[] = {";
+  llvm::interleaveComma(k.roles, os,
+                        [&](const std::string &r) { os << runtimeKind(r); });
+  os << "};\n";
+  os << "  static const flexsn_kernel_desc desc = {\"" << k.vectorKernel
+     << "\", \"" << k.scalarKernel << "\", " << k.vectorWidth << ", "
+     << k.dtype.getIntOrFloatBitWidth() / 8 << ", " << k.roles.size()
+     << ", kinds, " << k.params.size() << "};\n";
+  os << "  void *const buffers[] = {";
+  llvm::interleaveComma(k.bufferNames, os, [&](const std::string &name) {
+    os << "(void *)(uintptr_t)" << name;
+  });
+  os << "};\n";
+  for (auto &[name, type] : k.params)
+    if (type.isInteger(1))
+      os << "  const int8_t " << name << "_i8 = " << name << " ? 1 : 0;\n";
+  if (k.params.empty()) {
+    os << "  const void *const *scalars = NULL;\n";
+  } else {
+    os << "  const void *const scalars[] = {";
+    llvm::interleaveComma(k.params, os, [&](auto &param) {
+      os << "&" << param.first << (param.second.isInteger(1) ? "_i8" : "");
+    });
+    os << "};\n";
+  }
+  os << "  return flexsn_launch(&" << image
+     << ", &desc, stream, T, N, ld, buffers, scalars);\n}\n\n";
+}
+
+LogicalResult translateToHeader(ModuleOp module, raw_ostream &os) {
+  auto objects = collectObjects(module);
+  if (failed(objects))
+    return failure();
+  auto kernels = readKernels(module);
+  if (failed(kernels))
+    return failure();
+  std::string bytes;
+  std::string what;
+  if (objects->size() == 1 &&
+      objects->front().format == gpu::CompilationTarget::Binary) {
+    bytes = objects->front().bytes.str();
+    what = objects->front().chip + " cubin";
+  } else {
+    auto fatbin = bundleFatbin(module, *objects);
+    if (failed(fatbin))
+      return failure();
+    bytes = std::move(*fatbin);
+    what = "fatbin for";
+    for (const DeviceObject &object : *objects)
+      what += " " + object.chip;
+  }
+
+  // Names: flexsn_<neurons>_*, so two headers can share a translation unit.
+  SmallVector<std::string> neuronNames;
+  for (const KernelInfo &k : *kernels)
+    if (!llvm::is_contained(neuronNames, k.neuron))
+      neuronNames.push_back(k.neuron);
+  std::string stem = llvm::join(neuronNames, "_");
+  std::string image = "flexsn_" + stem + "_image";
+  std::string guard = "FLEXSN_" + StringRef(stem).upper() + "_H";
+
+  os << "/* Generated by flexsn-translate --flexsn-to-header: " << stem
+     << " kernels,\n * " << what << ". Do not edit.\n"
+     << " *\n * Needs flexsn_runtime.h and the FlexSN runtime library, which "
+        "loads the\n * CUDA driver (libcuda) at run time. Every function "
+        "validates its\n * arguments, returns a flexsn_status "
+        "(flexsn_status_message() explains\n * it), allocates nothing, and "
+        "launches one kernel on `stream` in the\n * current context (none "
+        "when T or N is 0). */\n";
+  os << "#ifndef " << guard << "\n#define " << guard << "\n\n";
+  os << "#include \"flexsn_runtime.h\"\n\n#include <stdbool.h>\n"
+     << "#include <stddef.h>\n#include <stdint.h>\n\n";
+  os << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  os << "static const unsigned char " << image << "_data[" << bytes.size()
+     << "] = {";
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (i % 16 == 0)
+      os << "\n   ";
+    os << llvm::formatv(" {0:x2},", static_cast<uint8_t>(bytes[i]));
+  }
+  os << "\n};\n\n";
+  os << "static flexsn_image " << image << " = FLEXSN_IMAGE_INIT(" << image
+     << "_data, sizeof(" << image << "_data));\n\n";
+  os << "/* Unloads the kernels from every context; the next call loads "
+        "them again. */\n"
+     << "static inline flexsn_status flexsn_" << stem
+     << "_unload(void) {\n  return flexsn_image_unload(&" << image
+     << ");\n}\n\n";
+  for (const KernelInfo &k : *kernels)
+    emitKernelFunction(os, k, image);
+  os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* "
+     << guard << " */\n";
+  return success();
+}
+
+void registerDialects(DialectRegistry &registry) {
+  flexsn::registerAllDialects(registry);
+}
+
+} // namespace
+
+void mlir::flexsn::registerGPUBinaryTranslations() {
+  TranslateFromMLIRRegistration cubin(
+      "flexsn-to-cubin", "Write the cubin of a flexsn-lower-to-nvvm module",
+      [](ModuleOp module, raw_ostream &os) -> LogicalResult {
+        auto object =
+            singleObject(module, gpu::CompilationTarget::Binary, "bin");
+        if (failed(object))
+          return failure();
+        os << object->bytes;
+        return success();
+      },
+      registerDialects);
+  TranslateFromMLIRRegistration ptx(
+      "flexsn-to-ptx",
+      "Write the PTX of a module lowered with flexsn-lower-to-nvvm=format=isa",
+      [](ModuleOp module, raw_ostream &os) -> LogicalResult {
+        auto object =
+            singleObject(module, gpu::CompilationTarget::Assembly, "isa");
+        if (failed(object))
+          return failure();
+        os << object->bytes;
+        return success();
+      },
+      registerDialects);
+  TranslateFromMLIRRegistration fatbin(
+      "flexsn-to-fatbin",
+      "Bundle the cubins of every target chip into one fatbin",
+      [](ModuleOp module, raw_ostream &os) -> LogicalResult {
+        auto objects = collectObjects(module);
+        if (failed(objects))
+          return failure();
+        auto bytes = bundleFatbin(module, *objects);
+        if (failed(bytes))
+          return failure();
+        os << *bytes;
+        return success();
+      },
+      registerDialects);
+  TranslateFromMLIRRegistration header(
+      "flexsn-to-header",
+      "Write a self-contained C header: the embedded kernels and a typed "
+      "launch function per kernel",
+      translateToHeader, registerDialects);
+}

@@ -1,0 +1,24 @@
+// RUN: flexsn-opt %s --split-input-file --convert-flexsn-to-gpu -verify-diagnostics
+
+// A kernel function holds exactly one scan of a neuron.
+flexsn.neuron @n inputs(%x: f32) outputs(y) {
+  flexsn.yield %x : f32
+}
+// expected-error@+1 {{a kernel function must hold exactly one scan of a neuron}}
+func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.variant = "inference"} {
+  flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
+  flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// GPU kernels store every buffer in one storage type.
+flexsn.neuron @n inputs(%x: f32) outputs(y) {
+  flexsn.yield %x : f32
+}
+func.func @mixed(%x: memref<?x?xf16>, %y: memref<?x?xf32>) attributes {flexsn.variant = "inference"} {
+  // expected-error@+1 {{GPU kernels need one storage type for every buffer}}
+  flexsn.scan @n ins(%x : memref<?x?xf16>) outs(%y : memref<?x?xf32>)
+  return
+}
