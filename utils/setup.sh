@@ -6,7 +6,10 @@
 #
 # Idempotent: packages already installed are not reinstalled, and the build
 # is incremental. The main job compiles the bundled LIF neuron to CPU code
-# and runs it with flexsn-run on generated input, printing a spike summary.
+# and, when a CUDA toolkit is present, to an sm_90 cubin, C header and JSON
+# manifest; then runs it on the CPU with flexsn-run on generated input,
+# printing a spike summary. (No GPU is needed; the GPU is exercised through
+# utils/device_run.sh on a machine that has one.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +20,7 @@ OTHER_PACKAGES=(cmake ninja-build g++ libgtest-dev libzstd-dev python3
                 python3-numpy python3-pytest)
 LLVM_PREFIX=/usr/lib/llvm-${LLVM_VERSION}
 BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
+CUDA_TOOLKIT=${FLEXSN_CUDA_TOOLKIT:-/usr/local/cuda}
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
@@ -61,7 +65,8 @@ configure_and_build() {
     cmake -G Ninja -S . -B "$BUILD_DIR" \
       -DCMAKE_BUILD_TYPE=Release \
       -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
-      -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit"
+      -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \
+      -DFLEXSN_CUDA_TOOLKIT="$CUDA_TOOLKIT"
   fi
   log "Building"
   cmake --build "$BUILD_DIR"
@@ -74,6 +79,18 @@ run_main_job() {
   "$BUILD_DIR/bin/flexsn-opt" lib/Neurons/lif.mlir --flexsn-lower-to-cpu \
     -o "$work/lif.cpu.mlir"
   echo "wrote $work/lif.cpu.mlir ($(grep -c 'llvm.func @' "$work/lif.cpu.mlir") LLVM functions)"
+
+  if [ -x "$CUDA_TOOLKIT/bin/ptxas" ]; then
+    log "Compiling LIF for the GPU (sm_90): cubin, C header, manifest"
+    "$BUILD_DIR/bin/flexsn-opt" lib/Neurons/lif.mlir \
+      --flexsn-lower-to-nvvm="toolkit=$CUDA_TOOLKIT" -o "$work/lif.gpu.mlir"
+    "$BUILD_DIR/bin/flexsn-translate" --flexsn-to-cubin "$work/lif.gpu.mlir" -o "$work/lif.cubin"
+    "$BUILD_DIR/bin/flexsn-translate" --flexsn-to-header "$work/lif.gpu.mlir" -o "$work/lif.h"
+    "$BUILD_DIR/bin/flexsn-translate" --flexsn-to-manifest "$work/lif.gpu.mlir" -o "$work/lif.json"
+    ls -l "$work/lif.cubin" "$work/lif.h" "$work/lif.json" | awk '{print "wrote " $NF " (" $5 " bytes)"}'
+  else
+    log "No CUDA toolkit at $CUDA_TOOLKIT: skipping the GPU artifacts"
+  fi
 
   log "Running LIF on the CPU with flexsn-run: T=100 steps, N=1000 neurons"
   /usr/bin/python3 - "$work/x.npy" <<'PY'
