@@ -55,6 +55,11 @@ void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
 
 void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
                                             const LowerToNVVMOptions &options) {
+  FlexSNCheckGPUOptionsOptions check;
+  check.toolkit = options.toolkit;
+  check.format = options.format;
+  pm.addPass(createFlexSNCheckGPUOptions(check));
+
   FlexSNGenerateKernelsOptions kernels;
   kernels.variants.assign(options.variants.begin(), options.variants.end());
   if (options.storageTypes.empty())

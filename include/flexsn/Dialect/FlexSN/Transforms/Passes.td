@@ -70,4 +70,25 @@ def FlexSNExpandSurrogates : Pass<"flexsn-expand-surrogates"> {
                            "::mlir::math::MathDialect"];
 }
 
+def FlexSNCheckGPUOptions : Pass<"flexsn-check-gpu-options",
+                                 "::mlir::ModuleOp"> {
+  let summary = "Fail early on a GPU pipeline configuration that cannot work";
+  let description = [{
+    Checks, before the GPU pipeline spends time lowering, that `toolkit`
+    holds `bin/ptxas` and `nvvm/libdevice/`, and that `format` is one of
+    `bin`, `fatbin`, `isa`.
+
+    Rationale:
+    * `gpu-module-to-binary` reports both problems as diagnostics but can
+      still succeed (finding ptxas elsewhere, or emitting nothing), which
+      would hide a broken setup behind exit code 0.
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", "\"/usr/local/cuda\"",
+           "CUDA toolkit directory">,
+    Option<"format", "format", "std::string", "\"bin\"",
+           "Object format: bin, fatbin or isa">,
+  ];
+}
+
 #endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_PASSES_TD
