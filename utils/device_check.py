@@ -1,0 +1,1617 @@
+#!/usr/bin/env python3
+"""Checks FlexSN's GPU kernels on the device machine.
+
+    python3 utils/device_check.py [--bundle .device] [--out DIR] [--quick]
+                                  [--seed S] [--deadline SECONDS]
+                                  [--neurons lif,plif,...]
+
+Runs from the repository root on a machine with a GPU, with the folder that
+utils/gpu_bundle.sh built (libflexsn_bundle.so, manifests, CPU-path results).
+Every kernel function is called through ctypes (fx_<neuron>_<variant>_<dtype>,
+argument types from the manifests) on freshly allocated buffers poisoned with
+NaN and surrounded by NaN guards; after each call the stream is synchronized,
+every element of every written buffer must have been written, the guards (and
+the gaps between rows of a strided buffer) must still be NaN, and the values
+must match:
+
+  (a) an independent reference of the neuron's step loop written from SPEC
+      section 7 (the formulas of test/Integration/CPU/reference.py), in
+      float32 on the storage-rounded inputs: PyTorch on the GPU (full mode)
+      or NumPy (--quick);
+  (b) the CPU-path results of flexsn-run stored in the bundle, on the same
+      stored inputs.
+
+Tolerances: float32 rtol = atol = 1e-5; f16/bf16 2 ulps of the storage type
+(|got - want| <= 2 eps max(|want|, 2^-6)); spikes exactly. A neuron whose
+h came within 1e-4 of the threshold is compared only before that step (a
+1-ulp difference there may flip its spike), and at most 2% of the neuron
+trajectories of a group may be cut short so.
+
+Groups (one line each):
+  grid/<neuron>/<variant>/<dtype>  every neuron (and its _soft copy) x
+      {inference, final_state} x {f32, f16, bf16} x T in {0, 1, 16, 64} x
+      N in {1, 1000, 2^20 + 3} on fresh seeded random inputs (torch on the
+      GPU), plus the bundle's CPU-path cases; inference and final-state must
+      agree bit for bit; T = 0 final state = initial state bit for bit.
+  absent/<neuron>     NULL initial states (zeros), each NULL output, all NULL.
+  strided/<neuron>    ld > N (views of wider tensors), on the scalar and on the
+                      vector kernel (ld a multiple of the vector width, N not).
+  misaligned/<neuron> buffers offset by one element (the scalar kernel).
+  badargs             null input, negative T/N, ld < N, a host pointer, a
+                      too-small buffer, a misaligned pointer, an overflowing N:
+                      each its status, nothing written, the GPU still healthy.
+  streams, unload, spec-defaults.
+
+--quick: a small subset without PyTorch (CUDA driver API through ctypes and
+NumPy only), fast under compute-sanitizer. Prints one line per group, then
+`device_check: N passed, M failed`; writes results.json to --out; exits 1 on
+any failure (or a check skipped by --deadline).
+"""
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import sys
+import time
+import zlib
+
+import numpy as np
+
+np.seterr(all="ignore")  # inf/NaN are detected explicitly, not warned about
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# ---------------------------------------------------------------------------
+# Constants
+
+DTYPES = ("f32", "f16", "bf16")
+VARIANTS = ("inference", "final_state")
+ELEM = {"f32": 4, "f16": 2, "bf16": 2}
+TOL32 = 1e-5                 # float32: rtol = atol
+ULPS = 2                     # f16 / bf16: ulps of the storage type
+EPS = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}
+FLOOR = 2.0 ** -6            # below this magnitude the ulp budget is fixed
+NEAR = 1e-4                  # |h - v_threshold| < NEAR: compare up to there
+MAX_CUT = 0.02               # fraction of trajectories allowed to be cut
+MAX_ABS = 1000.0             # the references must stay well inside this
+GUARD = 64                   # NaN elements before and after every buffer
+
+SEQ_ROLES = ("input_sequence", "output_sequence", "state_sequence")
+WRITTEN = ("output_sequence", "state_sequence", "final_state")
+
+# ---------------------------------------------------------------------------
+# SPEC section 7: parameter defaults, states, and the step of every neuron.
+
+DEFAULTS = {
+    "if": dict(v_threshold=1.0, v_reset=0.0,
+               soft_reset=False, detach_reset=False),
+    "lif": dict(tau=2.0, v_threshold=1.0, v_reset=0.0,
+                soft_reset=False, detach_reset=False, decay_input=True),
+    # PLIF: 1/tau = sigmoid(w); w0 = -ln(init_tau - 1) = 0 for init_tau = 2.
+    "plif": dict(w=0.0, v_threshold=1.0, v_reset=0.0,
+                 soft_reset=False, detach_reset=False, decay_input=True),
+    "qif": dict(tau=2.0, v_c=0.8, a0=1.0, v_rest=0.0, v_threshold=1.0,
+                v_reset=-0.1, soft_reset=False, detach_reset=False),
+    "eif": dict(tau=2.0, delta_T=1.0, theta_rh=0.8, v_rest=0.0,
+                v_threshold=1.0, v_reset=-0.1,
+                soft_reset=False, detach_reset=False),
+    "izhikevich": dict(tau=2.0, v_c=0.8, a0=1.0, v_rest=-0.1, tau_w=2.0,
+                       a=0.0, b=0.0, v_threshold=1.0, v_reset=0.0,
+                       soft_reset=False, detach_reset=False),
+    "cuba_lif": dict(c_decay=0.5, v_decay=0.75, v_threshold=0.5, v_reset=0.0,
+                     soft_reset=False, detach_reset=False),
+}
+STATES = {"if": ["v"], "lif": ["v"], "plif": ["v"], "qif": ["v"],
+          "eif": ["v"], "izhikevich": ["v", "w"], "cuba_lif": ["c", "v"]}
+FLAGS = ("soft_reset", "detach_reset", "decay_input")
+# Inputs: x ~ normal(mean, std); initial states ~ uniform(lo, hi) (the same
+# distributions as the CPU tests): many neurons spike, none runs away.
+DRIVE = {"if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
+         "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
+         "cuba_lif": (0.3, 0.6)}
+# With a soft reset the quadratic / exponential neurons can run away after a
+# large input (v stays above the threshold and keeps growing): a milder drive.
+DRIVE_SOFT = {"qif": (0.4, 0.4), "eif": (0.4, 0.4), "izhikevich": (0.4, 0.4)}
+INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
+RUNTIME_PARAMS = {"w": 0.5}  # non-default values of runtime parameters
+
+
+def base_neuron(name):
+    return name[:-len("_soft")] if name.endswith("_soft") else name
+
+
+def drive(gpu_neuron):
+    """(mean, std) of the input drive for a kernel's neuron."""
+    base = base_neuron(gpu_neuron)
+    if gpu_neuron.endswith("_soft") and base in DRIVE_SOFT:
+        return DRIVE_SOFT[base]
+    return DRIVE[base]
+
+
+def reference_params(gpu_neuron, runtime=None):
+    """SPEC defaults of the neuron a kernel was built from (a _soft copy has
+    soft_reset = true), updated with the runtime parameter values."""
+    base = base_neuron(gpu_neuron)
+    p = dict(DEFAULTS[base])
+    if gpu_neuron.endswith("_soft"):
+        p["soft_reset"] = True
+    for k, v in (runtime or {}).items():
+        if k not in p:
+            raise KeyError("neuron %s has no parameter %r" % (base, k))
+        p[k] = v
+    return p
+
+
+class NumpyOps:
+    """Array operations of the reference and the checks, on NumPy."""
+    name = "numpy"
+
+    def __init__(self):
+        self.np = np
+
+    def scalar(self, v):
+        return np.float32(v)
+
+    def f32(self, a):
+        return np.asarray(a, dtype=np.float32)
+
+    def exp(self, a):
+        return np.exp(a)
+
+    def heaviside(self, z):
+        return (z >= 0).astype(np.float32)
+
+    def zeros(self, shape):
+        return np.zeros(shape, np.float32)
+
+    def full_int(self, shape, v):
+        return np.full(shape, v, np.int64)
+
+    def arange(self, n):
+        return np.arange(n, dtype=np.int64)
+
+    def abs(self, a):
+        return np.abs(a)
+
+    def clamp_min(self, a, v):
+        return np.maximum(a, np.float32(v))
+
+    def isnan(self, a):
+        return np.isnan(a)
+
+    def isfinite(self, a):
+        return np.isfinite(a)
+
+    def count(self, mask):
+        return int(np.count_nonzero(mask))
+
+    def first(self, mask):
+        idx = np.argwhere(mask)
+        return None if idx.size == 0 else tuple(int(i) for i in idx[0])
+
+    def max(self, a):
+        return float(np.max(a)) if a.size else 0.0
+
+    def clone(self, a):
+        return np.array(a, copy=True)
+
+    def all(self, a):
+        return bool(np.all(a))
+
+
+class TorchOps:
+    """The same operations on PyTorch tensors (float32 on the GPU)."""
+    name = "torch"
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.device = device
+
+    def scalar(self, v):
+        return float(v)
+
+    def f32(self, a):
+        return a.to(self.torch.float32)
+
+    def exp(self, a):
+        return self.torch.exp(a)
+
+    def heaviside(self, z):
+        return (z >= 0).to(self.torch.float32)
+
+    def zeros(self, shape):
+        return self.torch.zeros(shape, dtype=self.torch.float32,
+                                device=self.device)
+
+    def full_int(self, shape, v):
+        return self.torch.full(shape, v, dtype=self.torch.int64,
+                               device=self.device)
+
+    def arange(self, n):
+        return self.torch.arange(n, dtype=self.torch.int64, device=self.device)
+
+    def abs(self, a):
+        return self.torch.abs(a)
+
+    def clamp_min(self, a, v):
+        return self.torch.clamp(a, min=v)
+
+    def isnan(self, a):
+        return self.torch.isnan(a)
+
+    def isfinite(self, a):
+        return self.torch.isfinite(a)
+
+    def count(self, mask):
+        return int(self.torch.count_nonzero(mask).item())
+
+    def first(self, mask):
+        idx = self.torch.nonzero(mask)
+        return None if idx.shape[0] == 0 else tuple(int(i) for i in
+                                                    idx[0].tolist())
+
+    def max(self, a):
+        return float(a.max().item()) if a.numel() else 0.0
+
+    def clone(self, a):
+        return a.clone()
+
+    def all(self, a):
+        return bool(a.all().item())
+
+
+def _charge(ops, neuron, p, x, st):
+    """h of one step from SPEC 7; returns (h, other updated states)."""
+    if neuron == "if":
+        return st["v"] + x, {}
+    if neuron in ("lif", "plif"):
+        v = st["v"]
+        v_r = ops.scalar(0.0) if p["soft_reset"] else p["v_reset"]
+        if neuron == "lif":
+            if p["decay_input"]:
+                h = v + (x - (v - v_r)) / p["tau"]
+            else:
+                h = v - (v - v_r) / p["tau"] + x
+        else:
+            k = p["_sigmoid_w"]  # 1 / tau
+            if p["decay_input"]:
+                h = v + (x - (v - v_r)) * k
+            else:
+                h = v - (v - v_r) * k + x
+        return h, {}
+    if neuron == "qif":
+        v = st["v"]
+        return v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"])) \
+            / p["tau"], {}
+    if neuron == "eif":
+        v = st["v"]
+        dT = p["delta_T"]
+        return v + (x + p["v_rest"] - v
+                    + dT * ops.exp((v - p["theta_rh"]) / dT)) / p["tau"], {}
+    if neuron == "izhikevich":
+        v, w = st["v"], st["w"]
+        return v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"]) - w) \
+            / p["tau"], {}
+    if neuron == "cuba_lif":
+        c_next = st["c"] * p["c_decay"] + x
+        return st["v"] * p["v_decay"] + c_next, {"c": c_next}
+    raise KeyError(neuron)
+
+
+def step(ops, neuron, p, x, st):
+    """One step: (spike, new states, h - v_threshold)."""
+    h, extra = _charge(ops, neuron, p, x, st)
+    over = h - p["v_threshold"]
+    s = ops.heaviside(over)      # H(0) = 1; detach is the identity forward
+    if p["soft_reset"]:
+        v_next = h - s * p["v_threshold"]
+    else:
+        v_next = s * p["v_reset"] + (1.0 - s) * h
+    new = dict(st)
+    new.update(extra)
+    new["v"] = v_next
+    if neuron == "izhikevich":
+        w = st["w"]
+        new["w"] = w + (p["a"] * (h - p["v_rest"]) - w) / p["tau_w"] \
+            + p["b"] * s
+    return s, new, over
+
+
+def simulate(ops, gpu_neuron, params, x, states=None, near=NEAR):
+    """Runs the neuron over x ([T, N], float32 values) from `states` (list of
+    [N] or None entries; None = zeros). Returns spikes [T, N], state_seq
+    (list of [T, N]), final (list of [N]), first_near ([N] int: the first step
+    with |h - v_threshold| < near, T if none)."""
+    neuron = base_neuron(gpu_neuron)
+    raw = reference_params(gpu_neuron, params)
+    p = {}
+    for k, v in raw.items():
+        p[k] = bool(v) if k in FLAGS else ops.scalar(v)
+    if "w" in raw and neuron == "plif":
+        p["_sigmoid_w"] = ops.scalar(1.0 / (1.0 + math.exp(-float(raw["w"]))))
+    x = ops.f32(x)
+    T, N = int(x.shape[0]), int(x.shape[1])
+    names = STATES[neuron]
+    st = {}
+    for i, n in enumerate(names):
+        s0 = None if states is None else states[i]
+        st[n] = ops.zeros((N,)) if s0 is None else ops.clone(ops.f32(s0))
+    spikes = ops.zeros((T, N))
+    seq = [ops.zeros((T, N)) for _ in names]
+    first_near = ops.full_int((N,), T)
+    for t in range(T):
+        s, st, over = step(ops, neuron, p, x[t], st)
+        spikes[t] = s
+        for i, n in enumerate(names):
+            seq[i][t] = st[n]
+        hit = (ops.abs(over) < near) & (first_near == T)
+        first_near[hit] = t
+    return dict(spikes=spikes, state_seq=seq, final=[st[n] for n in names],
+                first_near=first_near)
+
+
+def reference_sane(ops, ref):
+    """None if every reference value is finite and below MAX_ABS."""
+    for a in [ref["spikes"]] + ref["state_seq"] + ref["final"]:
+        if min(tuple(a.shape) or (1,)) == 0:
+            continue
+        if not ops.all(ops.isfinite(a)) or ops.max(ops.abs(a)) >= MAX_ABS:
+            return "test design: the reference left |value| < %g" % MAX_ABS
+    return None
+
+# ---------------------------------------------------------------------------
+# bfloat16 on NumPy (as uint16 bit patterns)
+
+
+def f32_to_bf16_bits(a):
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounding = ((u >> 16) & 1) + np.uint32(0x7FFF)
+    return ((u + rounding) >> 16).astype(np.uint16)
+
+
+def bf16_bits_to_f32(b):
+    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16) \
+        .view(np.float32)
+
+
+def np_storage(a, dtype):
+    """float array -> NumPy storage array (bf16 as uint16 bits)."""
+    if dtype == "f32":
+        return np.asarray(a, dtype=np.float32)
+    if dtype == "f16":
+        return np.asarray(a, dtype=np.float16)
+    return f32_to_bf16_bits(np.asarray(a, dtype=np.float32))
+
+
+def np_to_f32(a, dtype):
+    if dtype == "bf16":
+        return bf16_bits_to_f32(a)
+    return np.asarray(a, dtype=np.float32)
+
+# ---------------------------------------------------------------------------
+# The bundle: manifests, statuses, the shared library
+
+
+CTYPES_SCALAR = {"f32": ctypes.c_float, "i1": ctypes.c_bool,
+                 "i32": ctypes.c_int32, "i64": ctypes.c_int64}
+
+
+class Arg(object):
+    def __init__(self, d):
+        self.name, self.role, self.dtype = d["name"], d["role"], d["dtype"]
+        self.optional = d.get("optional", False)
+
+
+class Kernel(object):
+    """One exported kernel function of the bundle."""
+
+    def __init__(self, spec, lib):
+        self.spec = spec
+        self.name = spec["name"]
+        self.neuron = spec["neuron"]
+        self.variant = spec["variant"].replace("-", "_")
+        self.dtype = spec["dtype"]
+        self.vector_width = spec.get("vector_width", 1)
+        args = [Arg(a) for a in spec["arguments"]]
+        self.buffers = [a for a in args if a.role not in ("size", "param")]
+        self.params = [a for a in args if a.role == "param"]
+        sizes = [a.name for a in args if a.role == "size"]
+        if sizes != ["T", "N", "ld"]:
+            raise ValueError("%s: size arguments %s" % (self.name, sizes))
+        self.fn = None
+        if lib is not None:
+            fn = getattr(lib, "fx_" + self.name)
+            fn.restype = ctypes.c_int
+            fn.argtypes = ([ctypes.c_void_p] + [ctypes.c_int64] * 3 +
+                           [ctypes.c_void_p] * len(self.buffers) +
+                           [CTYPES_SCALAR[p.dtype] for p in self.params])
+            self.fn = fn
+
+    def buffers_of(self, role):
+        return [b for b in self.buffers if b.role == role]
+
+    def __call__(self, stream, T, N, ld, pointers, params):
+        assert len(pointers) == len(self.buffers)
+        assert len(params) == len(self.params)
+        return self.fn(stream, T, N, ld, *(list(pointers) + list(params)))
+
+
+class Bundle(object):
+    def __init__(self, folder, load=True):
+        self.folder = folder
+        self.meta = json.load(open(os.path.join(folder, "bundle.json")))
+        self.statuses = dict(self.meta["statuses"])
+        self.status_names = {v: k for k, v in self.statuses.items()}
+        self.lib = None
+        if load:
+            self.lib = ctypes.CDLL(os.path.join(folder, self.meta["library"]))
+            self.lib.flexsn_status_message.restype = ctypes.c_char_p
+            self.lib.flexsn_status_message.argtypes = [ctypes.c_int]
+            self.lib.fx_unload_all.restype = ctypes.c_int
+        self.neurons = list(self.meta["neurons"])
+        self.neuron_defs = self.meta["neuron_defs"]
+        self.kernels = {}
+        for n in self.neurons:
+            man = json.load(open(os.path.join(folder, "manifests", n + ".json")))
+            for k in man["kernels"]:
+                kern = Kernel(k, self.lib)
+                self.kernels[(kern.neuron, kern.variant, kern.dtype)] = kern
+        idx = os.path.join(folder, self.meta.get("cpu_index") or "cpu/index.json")
+        self.cpu = json.load(open(idx))["entries"] if os.path.exists(idx) \
+            else []
+
+    def status(self, name):
+        """The value of FLEXSN_ERROR_<name>, FLEXSN_<name> or <name>."""
+        for full in ("FLEXSN_ERROR_" + name, "FLEXSN_" + name, name):
+            if full in self.statuses:
+                return self.statuses[full]
+        raise KeyError("no flexsn_status %s" % name)
+
+    def status_name(self, code):
+        return self.status_names.get(code, "status %d" % code)
+
+    def message(self, code):
+        if self.lib is None:
+            return ""
+        return self.lib.flexsn_status_message(code).decode()
+
+    def load_npy(self, rel):
+        return np.load(os.path.join(self.folder, rel), allow_pickle=False)
+
+    def runtime_params(self, kern, values=None):
+        """Values of the kernel's runtime parameters: `values`, else
+        RUNTIME_PARAMS, else the manifest default."""
+        nd = self.neuron_defs[kern.neuron]
+        defaults = {p["name"]: p["default"] for p in nd["params"]}
+        out = {}
+        for p in kern.params:
+            if values and p.name in values:
+                out[p.name] = values[p.name]
+            else:
+                out[p.name] = RUNTIME_PARAMS.get(p.name, defaults[p.name])
+        return out
+
+# ---------------------------------------------------------------------------
+# Buffers: a flat allocation of GUARD + offset + extent + GUARD elements, all
+# NaN, holding a [T, N] buffer (rows ld apart) or an [N] buffer.
+
+
+def seq_view(flat, start, T, N, L):
+    return flat[start:start + T * L].reshape(T, L)[:, :N]
+
+
+class Buf(object):
+    def __init__(self, env, arg, dtype, T, N, L, offset):
+        self.arg, self.dtype = arg, dtype
+        self.seq = arg.role in SEQ_ROLES
+        self.T, self.N, self.L = T, N, L
+        self.start = GUARD + offset
+        self.extent = T * L if self.seq else N
+        self.nelem = self.start + self.extent + GUARD
+        self.handle = env.alloc(self.nelem, dtype)
+        self.ptr = env.address(self.handle) + self.start * ELEM[dtype]
+
+    def view(self, flat):
+        if self.seq:
+            return seq_view(flat, self.start, self.T, self.N, self.L)
+        return flat[self.start:self.start + self.N]
+
+    def outside(self, flat):
+        """The parts that must stay NaN: guards and the gaps between rows."""
+        parts = [flat[:self.start], flat[self.start + self.extent:]]
+        if self.seq and self.L > self.N and self.T > 0:
+            parts.append(flat[self.start:self.start + self.extent]
+                         .reshape(self.T, self.L)[:, self.N:])
+        return parts
+
+
+class TorchEnv(object):
+    """Device memory and references with PyTorch on the current CUDA device."""
+    kind = "torch"
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.device = torch.device("cuda")
+        torch.cuda.init()
+        torch.zeros(1, device=self.device)  # makes the primary context current
+        self.ops = TorchOps(torch, self.device)
+        self.tdt = {"f32": torch.float32, "f16": torch.float16,
+                    "bf16": torch.bfloat16}
+        self.stream_override = None
+
+    def describe(self):
+        t = self.torch
+        return "%s, torch %s, CUDA %s" % (t.cuda.get_device_name(0),
+                                          t.__version__, t.version.cuda)
+
+    def stream(self):
+        if self.stream_override is not None:
+            return self.stream_override
+        return self.torch.cuda.current_stream().cuda_stream
+
+    def alloc(self, nelem, dtype):
+        return self.torch.full((nelem,), float("nan"), dtype=self.tdt[dtype],
+                               device=self.device)
+
+    def address(self, handle):
+        return handle.data_ptr()
+
+    def write(self, buf, data):
+        buf.view(buf.handle).copy_(data)
+
+    def fetch(self, buf):
+        return buf.handle
+
+    def free(self, buf):
+        buf.handle = None
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+    def to_f32(self, a, dtype):
+        return a.to(self.torch.float32)
+
+    def isnan_storage(self, a, dtype):
+        return self.torch.isnan(a)
+
+    def equal_bits(self, a, b, dtype):
+        return bool((a.contiguous().view(self.torch.int16 if dtype != "f32"
+                                         else self.torch.int32) ==
+                     b.contiguous().view(self.torch.int16 if dtype != "f32"
+                                         else self.torch.int32)).all().item())
+
+    def zeros_storage(self, n, dtype):
+        return self.torch.zeros((n,), dtype=self.tdt[dtype], device=self.device)
+
+    def from_numpy(self, arr, dtype):
+        """A NumPy storage array (bf16: f32 values) -> device tensor."""
+        t = self.torch.from_numpy(np.ascontiguousarray(arr))
+        if arr.dtype == np.uint8:
+            t = t.to(self.torch.float32)
+        return t.to(self.device).to(self.tdt[dtype])
+
+    def cpu_result(self, arr, dtype):
+        """A stored CPU result (storage dtype; spikes uint8) -> float32."""
+        t = self.torch.from_numpy(np.ascontiguousarray(arr)).to(self.device)
+        return t.to(self.torch.float32)
+
+    def random_inputs(self, neuron, dtype, T, N, seed):
+        torch = self.torch
+        g = torch.Generator(device=self.device)
+        g.manual_seed(seed)
+        mean, std = drive(neuron)
+        x = torch.randn((T, N), generator=g, device=self.device) * std + mean
+        inits = []
+        for s in STATES[base_neuron(neuron)]:
+            lo, hi = INIT[s]
+            inits.append((torch.rand((N,), generator=g, device=self.device)
+                          * (hi - lo) + lo).to(self.tdt[dtype]))
+        return x.to(self.tdt[dtype]), inits
+
+    def host_pointer_array(self, n):
+        return np.zeros(n, np.float32)
+
+
+class CudaDriver(object):
+    """The few CUDA driver calls the NumPy mode needs, through ctypes."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        L = self.lib
+        u64, vp, sz = ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t
+        sig = {
+            "cuInit": [ctypes.c_uint],
+            "cuDeviceGet": [ctypes.POINTER(ctypes.c_int), ctypes.c_int],
+            "cuDeviceGetName": [ctypes.c_char_p, ctypes.c_int, ctypes.c_int],
+            "cuDevicePrimaryCtxRetain": [ctypes.POINTER(vp), ctypes.c_int],
+            "cuCtxSetCurrent": [vp],
+            "cuCtxGetCurrent": [ctypes.POINTER(vp)],
+            "cuCtxSynchronize": [],
+            "cuMemAlloc_v2": [ctypes.POINTER(u64), sz],
+            "cuMemFree_v2": [u64],
+            "cuMemcpyHtoD_v2": [u64, vp, sz],
+            "cuMemcpyDtoH_v2": [vp, u64, sz],
+            "cuMemsetD8_v2": [u64, ctypes.c_ubyte, sz],
+            "cuStreamCreate": [ctypes.POINTER(vp), ctypes.c_uint],
+            "cuStreamSynchronize": [vp],
+            "cuStreamDestroy_v2": [vp],
+        }
+        for name, args in sig.items():
+            f = getattr(L, name)
+            f.argtypes = args
+            f.restype = ctypes.c_int
+        self.check(L.cuInit(0), "cuInit")
+        dev = ctypes.c_int()
+        self.check(L.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+        name = ctypes.create_string_buffer(256)
+        L.cuDeviceGetName(name, 256, dev)
+        self.name = name.value.decode()
+        ctx = ctypes.c_void_p()
+        self.check(L.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
+                   "cuDevicePrimaryCtxRetain")
+        self.check(L.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+    @staticmethod
+    def check(r, what):
+        if r != 0:
+            raise RuntimeError("%s failed with CUresult %d" % (what, r))
+
+    def alloc(self, nbytes):
+        p = ctypes.c_uint64()
+        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(p), max(int(nbytes), 1)),
+                   "cuMemAlloc")
+        return p.value
+
+    def free(self, p):
+        self.lib.cuMemFree_v2(p)
+
+    def htod(self, dst, host):
+        host = np.ascontiguousarray(host)
+        self.check(self.lib.cuMemcpyHtoD_v2(dst, host.ctypes.data, host.nbytes),
+                   "cuMemcpyHtoD")
+
+    def dtoh(self, host, src):
+        self.check(self.lib.cuMemcpyDtoH_v2(host.ctypes.data, src, host.nbytes),
+                   "cuMemcpyDtoH")
+
+    def memset8(self, p, value, nbytes):
+        self.check(self.lib.cuMemsetD8_v2(p, value, nbytes), "cuMemsetD8")
+
+    def create_stream(self):
+        s = ctypes.c_void_p()
+        self.check(self.lib.cuStreamCreate(ctypes.byref(s), 0),
+                   "cuStreamCreate")
+        return s.value
+
+    def sync(self):
+        self.check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+NP_STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
+
+
+class NumpyEnv(object):
+    """Device memory through a CudaDriver (or, for tests, any object with the
+    same alloc/free/htod/dtoh/memset8/sync methods); NumPy references."""
+    kind = "numpy"
+
+    def __init__(self, driver):
+        self.drv = driver
+        self.ops = NumpyOps()
+        self.stream_override = None
+        self._pending = {}
+
+    def describe(self):
+        return "%s, CUDA driver API + NumPy %s" % (
+            getattr(self.drv, "name", "?"), np.__version__)
+
+    def stream(self):
+        return self.stream_override  # None: the legacy default stream
+
+    def alloc(self, nelem, dtype):
+        nbytes = nelem * ELEM[dtype]
+        p = self.drv.alloc(nbytes)
+        self.drv.memset8(p, 0xFF, nbytes)  # all-ones: NaN in every dtype
+        return (p, nelem, dtype)
+
+    def address(self, handle):
+        return handle[0]
+
+    def write(self, buf, data):
+        p, nelem, dtype = buf.handle
+        host = np.empty(nelem, NP_STORAGE[dtype])
+        host.view(np.uint8)[:] = 0xFF   # NaN around the data, as on device
+        buf.view(host)[...] = data
+        self.drv.htod(p, host)
+
+    def fetch(self, buf):
+        p, nelem, dtype = buf.handle
+        host = np.empty(nelem, NP_STORAGE[dtype])
+        self.drv.dtoh(host, p)
+        return host
+
+    def free(self, buf):
+        if buf.handle is not None:
+            self.drv.free(buf.handle[0])
+            buf.handle = None
+
+    def sync(self):
+        self.drv.sync()
+
+    def to_f32(self, a, dtype):
+        return np_to_f32(a, dtype)
+
+    def isnan_storage(self, a, dtype):
+        return np.isnan(np_to_f32(a, dtype))
+
+    def equal_bits(self, a, b, dtype):
+        return bool(np.array_equal(np.ascontiguousarray(a).view(np.uint8),
+                                   np.ascontiguousarray(b).view(np.uint8)))
+
+    def zeros_storage(self, n, dtype):
+        return np.zeros(n, NP_STORAGE[dtype])
+
+    def from_numpy(self, arr, dtype):
+        if arr.dtype == np.uint8:
+            arr = arr.astype(np.float32)
+        return np_storage(arr, dtype)
+
+    def cpu_result(self, arr, dtype):
+        return np.asarray(arr, dtype=np.float32)
+
+    def random_inputs(self, neuron, dtype, T, N, seed):
+        rng = np.random.default_rng(seed)
+        mean, std = drive(neuron)
+        x = rng.normal(mean, std, (T, N)).astype(np.float32)
+        inits = []
+        for s in STATES[base_neuron(neuron)]:
+            lo, hi = INIT[s]
+            inits.append(np_storage(rng.uniform(lo, hi, N), dtype))
+        return np_storage(x, dtype), inits
+
+    def host_pointer_array(self, n):
+        return np.zeros(n, np.float32)
+
+# ---------------------------------------------------------------------------
+# Running one case and checking it
+
+
+class Case(object):
+    """One kernel call: inputs (storage arrays of the env), which buffers are
+    absent, offsets, ld; after run(): status and the written buffers."""
+
+    def __init__(self, env, kern, T, N, x, inits, ld=0, absent=(), offset=0,
+                 offsets=None, params=None):
+        self.env, self.kern = env, kern
+        self.T, self.N, self.ld = T, N, ld
+        self.L = ld if ld else N
+        self.x, self.inits = x, inits
+        self.absent = set(absent)
+        self.offset, self.offsets = offset, offsets or {}
+        self.params = params or {}
+        self.bufs = {}
+        self.status = None
+
+    def run(self):
+        env, kern = self.env, self.kern
+        pointers = []
+        k_init = 0
+        for a in kern.buffers:
+            init = None
+            if a.role == "initial_state":
+                init = self.inits[k_init] if self.inits is not None else None
+                k_init += 1
+                if init is None:
+                    self.absent.add(a.name)
+            if a.name in self.absent:
+                pointers.append(None)
+                continue
+            off = self.offsets.get(a.name, self.offset)
+            b = Buf(env, a, kern.dtype, self.T, self.N, self.L, off)
+            if a.role == "input_sequence":
+                env.write(b, self.x)
+            elif a.role == "initial_state":
+                env.write(b, init)
+            self.bufs[a.name] = b
+            pointers.append(b.ptr)
+        params = [self.params[p.name] for p in kern.params]
+        env.sync()  # the inputs are in place before the kernel, on any stream
+        self.status = env.launch(kern, env.stream(), self.T, self.N, self.ld,
+                                 pointers, params) \
+            if hasattr(env, "launch") else \
+            kern(env.stream(), self.T, self.N, self.ld, pointers, params)
+        env.sync()
+        self.flat = {n: env.fetch(b) for n, b in self.bufs.items()}
+        return self.status
+
+    def view(self, name):
+        return self.bufs[name].view(self.flat[name])
+
+    def release(self):
+        for b in self.bufs.values():
+            self.env.free(b)
+        self.flat = {}
+
+
+class Result(object):
+    def __init__(self):
+        self.errors = []
+        self.max_err = 0.0       # largest |got - want| compared
+        self.max_ratio = 0.0     # largest |got - want| / tolerance
+
+    def fail(self, msg):
+        self.errors.append(msg)
+
+    @property
+    def ok(self):
+        return not self.errors
+
+
+def tolerance(ops, want, dtype):
+    if dtype == "f32":
+        return TOL32 + TOL32 * ops.abs(want)
+    return ULPS * EPS[dtype] * ops.clamp_min(ops.abs(want), FLOOR)
+
+
+def compare(ops, res, what, got, want, valid, dtype, exact):
+    """got, want: float32 arrays; valid: bool mask (broadcastable)."""
+    if tuple(got.shape) != tuple(want.shape):
+        res.fail("%s: shape %s, expected %s" % (what, tuple(got.shape),
+                                                 tuple(want.shape)))
+        return
+    if min(tuple(got.shape) or (1,)) == 0:
+        return
+    diff = ops.abs(got - want)
+    if exact:
+        ok = got == want
+    else:
+        tol = tolerance(ops, want, dtype)
+        ok = diff <= tol
+        ratio = diff / tol
+        vr = valid & ops.isfinite(ratio)
+        if ops.count(vr):
+            res.max_ratio = max(res.max_ratio, ops.max(ratio[vr]))
+    bad = valid & ~ok
+    if ops.count(valid):
+        res.max_err = max(res.max_err, ops.max(diff[valid & ops.isfinite(diff)])
+                          if ops.count(valid & ops.isfinite(diff)) else 0.0)
+    nbad = ops.count(bad)
+    if nbad:
+        idx = ops.first(bad)
+        res.fail("%s: %d of %d compared differ%s; first at %s: got %r, "
+                 "expected %r" % (what, nbad, ops.count(valid),
+                                  "" if exact else " beyond tolerance",
+                                  list(idx), float(got[idx]),
+                                  float(want[idx])))
+
+
+def check_written(env, case, res):
+    """Every element of every written buffer written; guards and row gaps
+    untouched; input buffers untouched too."""
+    ops = env.ops
+    dtype = case.kern.dtype
+    for name, b in case.bufs.items():
+        flat = case.flat[name]
+        for part in b.outside(flat):
+            if tuple(part.shape) and min(part.shape) > 0:
+                n_written = ops.count(~env.isnan_storage(part, dtype))
+                if n_written:
+                    res.fail("%s: %d elements written outside the buffer "
+                             "(guards or row gaps)" % (name, n_written))
+        if b.arg.role in WRITTEN:
+            v = b.view(flat)
+            if tuple(v.shape) and min(v.shape) > 0:
+                n = ops.count(env.isnan_storage(v, dtype))
+                if n:
+                    res.fail("%s: %d of %d elements not written (still NaN)"
+                             % (name, n, int(np.prod(tuple(v.shape)))))
+
+
+def check_against(env, case, ref, res, label, cpu=None):
+    """Compares the written buffers with the reference (and a CPU result
+    dict name -> float32 array, if given)."""
+    ops = env.ops
+    kern, T, N, dtype = case.kern, case.T, case.N, case.kern.dtype
+    fn = ref["first_near"]
+    seq_valid = ops.arange(T).reshape(T, 1) < fn.reshape(1, N)
+    fin_valid = fn == T
+    outs = kern.buffers_of("output_sequence")
+    states = [a for a in kern.buffers
+              if a.role in ("state_sequence", "final_state")]
+    for a in outs:
+        if a.name not in case.bufs:
+            continue
+        got = env.to_f32(case.view(a.name), dtype)
+        if T > 0:
+            notbin = ~((got == 0) | (got == 1))
+            if ops.count(notbin):
+                idx = ops.first(notbin)
+                res.fail("%s: %s[%s] = %r is not 0 or 1"
+                         % (label, a.name, list(idx), float(got[idx])))
+        compare(ops, res, "%s %s vs reference" % (label, a.name), got,
+                ref["spikes"], seq_valid, dtype, exact=True)
+        if cpu is not None and a.name in cpu:
+            compare(ops, res, "%s %s vs CPU path" % (label, a.name), got,
+                    cpu[a.name], seq_valid, dtype, exact=True)
+    for i, a in enumerate(states):
+        if a.name not in case.bufs:
+            continue
+        got = env.to_f32(case.view(a.name), dtype)
+        if a.role == "state_sequence":
+            want, valid = ref["state_seq"][i], seq_valid
+        else:
+            want, valid = ref["final"][i], fin_valid
+            if T == 0:
+                init = case.inits[i] if case.inits is not None else None
+                if init is None:
+                    init = env.zeros_storage(N, dtype)
+                if not env.equal_bits(case.view(a.name), init, dtype):
+                    res.fail("%s: %s with T = 0 differs from the initial "
+                             "state" % (label, a.name))
+        compare(ops, res, "%s %s vs reference" % (label, a.name), got, want,
+                valid, dtype, exact=False)
+        if cpu is not None and a.name in cpu:
+            compare(ops, res, "%s %s vs CPU path" % (label, a.name), got,
+                    cpu[a.name], valid, dtype, exact=False)
+
+
+def cut_stats(ops, ref, T, N):
+    if T == 0:
+        return 0, 0
+    return ops.count(ref["first_near"] < T), N
+
+# ---------------------------------------------------------------------------
+# The checker: groups of checks, results, deadline
+
+
+class Checker(object):
+    def __init__(self, env, bundle, args):
+        self.env, self.bundle, self.args = env, bundle, args
+        self.ops = env.ops
+        self.groups = {}
+        self.order = []
+        self.records = []
+        self.t0 = time.time()
+        self.deadline = args.deadline
+
+    def group(self, name):
+        if name not in self.groups:
+            self.groups[name] = dict(name=name, passed=0, failed=0, skipped=0,
+                                     cut=0, neurons=0, max_err=0.0,
+                                     max_ratio=0.0, failures=[],
+                                     t0=time.time())
+            self.order.append(name)
+        return self.groups[name]
+
+    def out_of_time(self):
+        return self.deadline and time.time() - self.t0 > self.deadline
+
+    def record(self, group, case, res, status=None, extra=None):
+        g = self.group(group)
+        ok = res.ok
+        g["passed" if ok else "failed"] += 1
+        g["max_err"] = max(g["max_err"], res.max_err)
+        g["max_ratio"] = max(g["max_ratio"], res.max_ratio)
+        if not ok:
+            g["failures"].append("%s: %s" % (case, "; ".join(res.errors[:3])))
+        rec = dict(group=group, case=case, ok=ok, errors=res.errors[:5],
+                   max_err=res.max_err, max_ratio=res.max_ratio)
+        if status is not None:
+            rec["status"] = self.bundle.status_name(status)
+        if extra:
+            rec.update(extra)
+        self.records.append(rec)
+
+    def skip(self, group, case):
+        g = self.group(group)
+        g["skipped"] += 1
+        self.records.append(dict(group=group, case=case, ok=False,
+                                 skipped=True, errors=["deadline"]))
+
+    def run_group(self, name, fn, *args, **kwargs):
+        """Runs a group method; an exception outside its guarded checks (in
+        its setup) is recorded as a failure instead of ending the run."""
+        try:
+            fn(*args, **kwargs)
+        except Exception as e:
+            res = Result()
+            res.fail("exception in the group's setup: %s: %s"
+                     % (type(e).__name__, e))
+            self.record(name, "setup", res)
+
+    def run_guarded(self, group, case, fn):
+        """Runs fn() -> Result, turning exceptions into failures."""
+        if self.out_of_time():
+            self.skip(group, case)
+            return None
+        try:
+            res = fn()
+        except Exception as e:  # a crash of one check must not stop the rest
+            res = Result()
+            res.fail("exception: %s: %s" % (type(e).__name__, e))
+        if res is not None:
+            self.record(group, case, res, getattr(res, "status", None),
+                        getattr(res, "extra", None))
+        return res
+
+    # -- the basic check: one kernel on given inputs vs reference (+CPU) ----
+    def check_case(self, kern, T, N, x, inits, ref, params, label,
+                   cpu=None, ld=0, absent=(), offset=0, offsets=None,
+                   keep=False):
+        env = self.env
+        res = Result()
+        case = Case(env, kern, T, N, x, inits, ld=ld, absent=absent,
+                    offset=offset, offsets=offsets, params=params)
+        status = case.run()
+        res.status = status
+        if status != 0:
+            res.fail("%s: status %s (%s)" % (label,
+                                             self.bundle.status_name(status),
+                                             self.bundle.message(status)))
+        else:
+            check_written(env, case, res)
+            check_against(env, case, ref, res, label, cpu)
+        if keep:
+            res.case = case
+        else:
+            case.release()
+        return res
+
+    def reference(self, kern, x, inits, params):
+        ops, env = self.ops, self.env
+        dtype = kern.dtype
+        xs = env.to_f32(x, dtype)
+        ss = None if inits is None else \
+            [None if s is None else env.to_f32(s, dtype) for s in inits]
+        return simulate(ops, kern.neuron, params, xs, ss)
+
+    def consistency(self, inf, fin, T, N):
+        """Inference and final-state kernels on the same inputs agree bit for
+        bit: spikes, and the final state = the last state of the sequence."""
+        res = Result()
+        env = self.env
+        ki, kf = inf.case.kern, fin.case.kern
+        dtype = ki.dtype
+        for a, b in zip(ki.buffers_of("output_sequence"),
+                        kf.buffers_of("output_sequence")):
+            if a.name in inf.case.bufs and b.name in fin.case.bufs:
+                if not env.equal_bits(inf.case.view(a.name),
+                                      fin.case.view(b.name), dtype):
+                    res.fail("%s differs between inference and final-state"
+                             % a.name)
+        if T > 0:
+            for a, b in zip(ki.buffers_of("state_sequence"),
+                            kf.buffers_of("final_state")):
+                if a.name in inf.case.bufs and b.name in fin.case.bufs:
+                    last = inf.case.view(a.name)[T - 1]
+                    if not env.equal_bits(last, fin.case.view(b.name), dtype):
+                        res.fail("%s differs from the last row of %s"
+                                 % (b.name, a.name))
+        return res
+
+    # -- groups ---------------------------------------------------------------
+    def grid(self, neurons, dtypes, Ts, Ns):
+        for neuron in neurons:
+            for dtype in dtypes:
+                for T in Ts:
+                    for N in Ns:
+                        self._grid_point(neuron, dtype, T, N)
+            self._cpu_cases(neuron, dtypes)
+
+    def _grid_point(self, neuron, dtype, T, N):
+        b, ops = self.bundle, self.ops
+        label = "T=%d N=%d rand" % (T, N)
+        if self.out_of_time():
+            for v in VARIANTS:
+                self.skip("grid/%s/%s/%s" % (neuron, v, dtype), label)
+            return
+        kerns = {v: b.kernels[(neuron, v, dtype)] for v in VARIANTS}
+        params = b.runtime_params(kerns["inference"])
+        seed = zlib.crc32(("%s/%s/%d/%d/%d" % (neuron, dtype, T, N,
+                                               self.args.seed)).encode())
+        try:
+            x, inits = self.env.random_inputs(neuron, dtype, T, N, seed)
+            ref = self.reference(kerns["inference"], x, inits, params)
+            bad = reference_sane(ops, ref)
+        except Exception as e:
+            bad = "reference: %s: %s" % (type(e).__name__, e)
+        if bad:
+            for v in VARIANTS:
+                r = Result()
+                r.fail(bad)
+                self.record("grid/%s/%s/%s" % (neuron, v, dtype), label, r)
+            return
+        cut, n = cut_stats(ops, ref, T, N)
+        kept = {}
+        for v in VARIANTS:
+            g = "grid/%s/%s/%s" % (neuron, v, dtype)
+            gg = self.group(g)
+            gg["cut"] += cut
+            gg["neurons"] += n
+            kept[v] = self.run_guarded(
+                g, label, lambda v=v: self.check_case(
+                    kerns[v], T, N, x, inits, ref, params, label, keep=True))
+        if all(kept[v] is not None and hasattr(kept[v], "case")
+               for v in VARIANTS):
+            if kept["inference"].status == 0 and kept["final_state"].status == 0:
+                self.run_guarded(
+                    "grid/%s/final_state/%s" % (neuron, dtype),
+                    label + " == inference",
+                    lambda: self.consistency(kept["inference"],
+                                             kept["final_state"], T, N))
+        for v in VARIANTS:
+            if kept[v] is not None and hasattr(kept[v], "case"):
+                kept[v].case.release()
+
+    def _cpu_cases(self, neuron, dtypes):
+        b = self.bundle
+        max_T = self.args.cpu_max_T
+        for e in b.cpu:
+            if e["gpu_neuron"] != neuron or e["dtype"] not in dtypes:
+                continue
+            if max_T is not None and e["T"] > max_T:
+                continue
+            Ns = getattr(self.args, "cpu_Ns", None)
+            if Ns is not None and e["N"] not in Ns:
+                continue
+            dtype, T, N = e["dtype"], e["T"], e["N"]
+            label = "T=%d N=%d cpu-%s" % (T, N, e["reset"])
+            if self.out_of_time():
+                for v in VARIANTS:
+                    self.skip("grid/%s/%s/%s" % (neuron, v, dtype), label)
+                continue
+            kerns = {v: b.kernels[(neuron, v, dtype)] for v in VARIANTS}
+            params = dict(e["params"])
+            x = self.env.from_numpy(b.load_npy(list(e["inputs"].values())[0]),
+                                    dtype)
+            init_names = [a.name for a in kerns["inference"].buffers_of(
+                "initial_state")]
+            inits = [self.env.from_numpy(b.load_npy(e["initial_states"][n]),
+                                         dtype) for n in init_names]
+            ref = self.reference(kerns["inference"], x, inits, params)
+            for v in VARIANTS:
+                cpu = {n: self.env.cpu_result(b.load_npy(f), dtype)
+                       for n, f in e["results"][v].items()}
+                g = "grid/%s/%s/%s" % (neuron, v, dtype)
+                self.run_guarded(g, label, lambda v=v, cpu=cpu: self.check_case(
+                    kerns[v], T, N, x, inits, ref, params, label, cpu=cpu))
+
+    def absent_buffers(self, neurons, dtypes, N_list, T=16):
+        b = self.bundle
+        for neuron in neurons:
+            g = "absent/%s" % neuron
+            for dtype in dtypes:
+                for N in N_list:
+                    for v in VARIANTS:
+                        kern = b.kernels[(neuron, v, dtype)]
+                        params = b.runtime_params(kern)
+                        seed = zlib.crc32(("absent/%s/%s/%d/%s" % (
+                            neuron, dtype, N, v)).encode())
+                        x, inits = self.env.random_inputs(neuron, dtype, T, N,
+                                                          seed)
+                        ref0 = self.reference(kern, x, None, params)
+                        ref = self.reference(kern, x, inits, params)
+                        tag = "%s %s N=%d" % (v, dtype, N)
+                        self.run_guarded(g, tag + " init=NULL", lambda: self.check_case(
+                            kern, T, N, x, None, ref0, params, "init NULL"))
+                        x0 = x[:0]
+                        ref00 = self.reference(kern, x0, None, params)
+                        self.run_guarded(g, tag + " T=0 init=NULL", lambda: self.check_case(
+                            kern, 0, N, x0, None, ref00, params, "T=0 init NULL"))
+                        written = [a.name for a in kern.buffers
+                                   if a.role in WRITTEN]
+                        for name in written:
+                            self.run_guarded(
+                                g, tag + " %s=NULL" % name,
+                                lambda name=name: self.check_case(
+                                    kern, T, N, x, inits, ref, params,
+                                    "%s NULL" % name, absent=[name]))
+                        self.run_guarded(g, tag + " all outputs NULL",
+                                         lambda: self.check_case(
+                                             kern, T, N, x, inits, ref, params,
+                                             "all NULL", absent=written))
+
+    def strided(self, neurons, dtypes, shapes, variants=VARIANTS, T=16):
+        """shapes: (N, ld) pairs with ld > N."""
+        b = self.bundle
+        for neuron in neurons:
+            g = "strided/%s" % neuron
+            for dtype in dtypes:
+                for N, ld in shapes:
+                    kern0 = b.kernels[(neuron, "inference", dtype)]
+                    params = b.runtime_params(kern0)
+                    seed = zlib.crc32(("strided/%s/%s/%d/%d" % (
+                        neuron, dtype, N, ld)).encode())
+                    if self.out_of_time():
+                        for v in variants:
+                            self.skip(g, "%s %s N=%d ld=%d" % (v, dtype, N, ld))
+                        continue
+                    x, inits = self.env.random_inputs(neuron, dtype, T, N, seed)
+                    ref = self.reference(kern0, x, inits, params)
+                    for v in variants:
+                        kern = b.kernels[(neuron, v, dtype)]
+                        path = "vector" if ld % kern.vector_width == 0 \
+                            else "scalar"
+                        self.run_guarded(
+                            g, "%s %s N=%d ld=%d (%s)" % (v, dtype, N, ld, path),
+                            lambda kern=kern: self.check_case(
+                                kern, T, N, x, inits, ref, params,
+                                "ld=%d" % ld, ld=ld))
+
+    def misaligned(self, neurons, dtypes, N=1000, T=16):
+        b = self.bundle
+        for neuron in neurons:
+            g = "misaligned/%s" % neuron
+            for dtype in dtypes:
+                kern0 = b.kernels[(neuron, "inference", dtype)]
+                params = b.runtime_params(kern0)
+                seed = zlib.crc32(("misaligned/%s/%s" % (neuron, dtype))
+                                  .encode())
+                x, inits = self.env.random_inputs(neuron, dtype, T, N, seed)
+                ref = self.reference(kern0, x, inits, params)
+                for v in VARIANTS:
+                    kern = b.kernels[(neuron, v, dtype)]
+                    self.run_guarded(g, "%s %s all buffers +1 element" % (v, dtype),
+                                     lambda kern=kern: self.check_case(
+                                         kern, T, N, x, inits, ref, params,
+                                         "offset 1", offset=1))
+                    x_name = kern.buffers_of("input_sequence")[0].name
+                    self.run_guarded(g, "%s %s only %s +1 element" % (v, dtype, x_name),
+                                     lambda kern=kern, x_name=x_name: self.check_case(
+                                         kern, T, N, x, inits, ref, params,
+                                         "x offset 1", offsets={x_name: 1}))
+
+    def streams(self, neuron="lif", dtype="f32", T=16, N=1000):
+        """Launches on a non-default stream (and the legacy default one)."""
+        b, env = self.bundle, self.env
+        kern = b.kernels[(neuron, "inference", dtype)]
+        params = b.runtime_params(kern)
+        x, inits = env.random_inputs(neuron, dtype, T, N, 1234)
+        ref = self.reference(kern, x, inits, params)
+        handles = []
+        if env.kind == "torch":
+            side = env.torch.cuda.Stream()
+            handles.append(("side stream", side.cuda_stream))
+            handles.append(("legacy default stream", 0))
+        else:
+            handles.append(("created stream", env.drv.create_stream()))
+        for label, h in handles:
+            def fn(h=h):
+                env.stream_override = h
+                try:
+                    return self.check_case(kern, T, N, x, inits, ref, params,
+                                           label)
+                finally:
+                    env.stream_override = None
+            self.run_guarded("streams", label, fn)
+
+    def unload(self, neuron="lif", dtype="f16", T=4, N=100):
+        """fx_unload_all, then a launch loads the images again."""
+        b, env = self.bundle, self.env
+        kern = b.kernels[(neuron, "final_state", dtype)]
+        params = b.runtime_params(kern)
+        x, inits = env.random_inputs(neuron, dtype, T, N, 99)
+        ref = self.reference(kern, x, inits, params)
+
+        def fn():
+            r = Result()
+            s = b.lib.fx_unload_all()
+            if s != 0:
+                r.fail("fx_unload_all: %s" % b.status_name(s))
+            r2 = self.check_case(kern, T, N, x, inits, ref, params,
+                                 "after unload")
+            r.errors += r2.errors
+            r.status = getattr(r2, "status", None)
+            return r
+        self.run_guarded("unload", "unload all, launch again", fn)
+        self.run_guarded("unload", "second launch (cached module)",
+                         lambda: self.check_case(kern, T, N, x, inits, ref,
+                                                 params, "cached"))
+
+    def spec_defaults(self):
+        """The manifests' parameter defaults are SPEC section 7's."""
+        for name in self.bundle.neurons:
+            nd = self.bundle.neuron_defs.get(name)
+            res = Result()
+            base = base_neuron(name)
+            if base not in DEFAULTS:
+                res.fail("unknown neuron %s: no SPEC reference" % name)
+            elif nd is None:
+                res.fail("no neuron definition in the manifest")
+            else:
+                want = reference_params(name)
+                got = {p["name"]: p["default"] for p in nd["params"]}
+                if set(got) != set(want):
+                    res.fail("parameters %s, SPEC has %s"
+                             % (sorted(got), sorted(want)))
+                for k in want:
+                    if k in got and abs(float(got[k]) - float(want[k])) > 1e-6:
+                        res.fail("%s = %r, SPEC default %r" % (k, got[k],
+                                                               want[k]))
+                if nd.get("states") != STATES[base]:
+                    res.fail("states %s, SPEC %s" % (nd.get("states"),
+                                                     STATES[base]))
+            self.record("spec-defaults", name, res)
+
+    def bad_args(self, cases):
+        """cases: (neuron, variant, dtype) triples."""
+        for neuron, variant, dtype in cases:
+            kern = self.bundle.kernels[(neuron, variant, dtype)]
+            for label, fn, want in self._bad_arg_cases(kern):
+                def run(fn=fn, want=want, label=label, kern=kern):
+                    return self._bad_arg(kern, fn, want)
+                self.run_guarded("badargs", "%s: %s" % (kern.name, label), run)
+        # Afterwards the GPU must still work.
+        kern = self.bundle.kernels[("lif", "inference", "f32")]
+        params = self.bundle.runtime_params(kern)
+        x, inits = self.env.random_inputs("lif", "f32", 8, 1000, 7)
+        ref = self.reference(kern, x, inits, params)
+        self.run_guarded("badargs", "a good call afterwards",
+                         lambda: self.check_case(kern, 8, 1000, x, inits, ref,
+                                                 params, "after bad args"))
+
+    def _bad_arg_cases(self, kern):
+        """(label, mutate(pointers, sizes) -> None, expected status name)."""
+        names = [a.name for a in kern.buffers]
+        xi = names.index(kern.buffers_of("input_sequence")[0].name)
+        out = [i for i, a in enumerate(kern.buffers) if a.role in WRITTEN][0]
+        es = ELEM[kern.dtype]
+        cases = [
+            ("input NULL", lambda p, s: p.__setitem__(xi, None), "NULL_POINTER"),
+            ("T = -1", lambda p, s: s.__setitem__("T", -1), "NEGATIVE_SIZE"),
+            ("N = -5", lambda p, s: s.__setitem__("N", -5), "NEGATIVE_SIZE"),
+            ("ld = N - 1", lambda p, s: s.__setitem__("ld", s["N"] - 1),
+             "BAD_STRIDE"),
+            ("ld = -1", lambda p, s: s.__setitem__("ld", -1), "BAD_STRIDE"),
+            ("N = 2^62", lambda p, s: s.__setitem__("N", 1 << 62),
+             "SIZE_OVERFLOW"),
+            ("output misaligned by 1 byte",
+             lambda p, s: p.__setitem__(out, p[out] + 1), "INVALID_ARGUMENT"),
+            ("output a host pointer", "host-out", "CONTEXT_MISMATCH"),
+            ("input a host pointer", "host-in", "CONTEXT_MISMATCH"),
+            ("output too small (2 MiB allocation)", "small-out",
+             "BUFFER_TOO_SMALL"),
+            ("input too small (2 MiB allocation)", "small-in",
+             "BUFFER_TOO_SMALL"),
+        ]
+        self._bad_idx = (xi, out, es)
+        return cases
+
+    def _bad_arg(self, kern, mutate, want):
+        """A call with one bad argument on otherwise valid, poisoned buffers:
+        the expected status, nothing written, no error on the stream."""
+        env, b = self.env, self.bundle
+        xi, out, es = self._bad_idx
+        T, N = 4, 1 << 18          # [T, N] needs 4 MiB (f32) / 2 MiB (16-bit)
+        if es == 2:
+            T = 8                  # ... 4 MiB as well
+        res = Result()
+        x, inits = env.random_inputs(kern.neuron, kern.dtype, T, N, 5)
+        case = Case(env, kern, T, N, x, inits,
+                    params=b.runtime_params(kern))
+        # Allocate and fill the buffers as Case.run does, without launching.
+        pointers, k_init = [], 0
+        for a in kern.buffers:
+            bf = Buf(env, a, kern.dtype, T, N, N, 0)
+            if a.role == "input_sequence":
+                env.write(bf, x)
+            elif a.role == "initial_state":
+                env.write(bf, inits[k_init])
+                k_init += 1
+            case.bufs[a.name] = bf
+            pointers.append(bf.ptr)
+        sizes = {"T": T, "N": N, "ld": 0}
+        keep = []
+        raw = None
+        if callable(mutate):
+            mutate(pointers, sizes)
+        elif mutate.startswith("host"):
+            host = env.host_pointer_array(T * N + 64)
+            keep.append(host)
+            pointers[out if mutate == "host-out" else xi] = host.ctypes.data
+        elif mutate.startswith("small"):
+            raw = RawAlloc(env, 2 << 20)
+            pointers[out if mutate == "small-out" else xi] = raw.ptr
+        params = [b.runtime_params(kern)[p.name] for p in kern.params]
+        try:
+            status = kern(env.stream(), sizes["T"], sizes["N"], sizes["ld"],
+                          pointers, params)
+            env.sync()
+        finally:
+            if raw is not None:
+                raw.free()
+        res.status = status
+        if status != b.status(want):
+            res.fail("status %s (%s), expected FLEXSN_ERROR_%s"
+                     % (b.status_name(status), b.message(status), want))
+        case.flat = {n: env.fetch(bf) for n, bf in case.bufs.items()}
+        for a in kern.buffers:
+            if a.role in WRITTEN:
+                flat = case.flat[a.name]
+                n = env.ops.count(~env.isnan_storage(flat, kern.dtype))
+                if n:
+                    res.fail("%s: %d elements written by a call that failed"
+                             % (a.name, n))
+        case.release()
+        return res
+
+
+class RawAlloc(object):
+    """A plain cuMemAlloc allocation (its range is exactly its size, unlike
+    the caching allocator's pieces of larger segments)."""
+
+    def __init__(self, env, nbytes):
+        if env.kind == "torch":
+            self.drv = CudaDriverLite()
+        else:
+            self.drv = env.drv
+        self.ptr = self.drv.alloc(nbytes)
+
+    def free(self):
+        self.drv.free(self.ptr)
+
+
+class CudaDriverLite(object):
+    """cuMemAlloc / cuMemFree in the current context (PyTorch's)."""
+
+    def __init__(self):
+        L = ctypes.CDLL("libcuda.so.1")
+        L.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64),
+                                    ctypes.c_size_t]
+        L.cuMemAlloc_v2.restype = ctypes.c_int
+        L.cuMemFree_v2.argtypes = [ctypes.c_uint64]
+        L.cuMemFree_v2.restype = ctypes.c_int
+        self.lib = L
+
+    def alloc(self, nbytes):
+        p = ctypes.c_uint64()
+        r = self.lib.cuMemAlloc_v2(ctypes.byref(p), nbytes)
+        if r != 0:
+            raise RuntimeError("cuMemAlloc failed with CUresult %d" % r)
+        return p.value
+
+    def free(self, p):
+        self.lib.cuMemFree_v2(p)
+
+# ---------------------------------------------------------------------------
+# Main
+
+
+def summarize(checker, out_dir, extra, allow_skip=False):
+    passed = failed = skipped = 0
+    lines = []
+    groups = []
+    for name in checker.order:
+        g = checker.groups[name]
+        frac = g["cut"] / g["neurons"] if g["neurons"] else 0.0
+        too_many_cut = g["neurons"] >= 1000 and frac > MAX_CUT
+        if too_many_cut:
+            g["failed"] += 1
+            g["failures"].append("%.2f%% of the trajectories came within %g of "
+                                 "the threshold (limit %.0f%%)"
+                                 % (100 * frac, NEAR, 100 * MAX_CUT))
+        ok = g["failed"] == 0 and g["skipped"] == 0
+        passed += g["passed"]
+        failed += g["failed"]
+        skipped += g["skipped"]
+        line = "%s %-36s %4d passed %3d failed" % (
+            "PASS" if ok else "FAIL", name, g["passed"], g["failed"])
+        if g["skipped"]:
+            line += " %d skipped" % g["skipped"]
+        if g["max_err"] or g["max_ratio"]:
+            line += "  max|err| %.2e (%.2f of tol)" % (g["max_err"],
+                                                       g["max_ratio"])
+        if g["neurons"]:
+            line += "  cut %.2f%%" % (100 * frac)
+        lines.append(line)
+        for f in g["failures"][:3]:
+            lines.append("     " + f)
+        if len(g["failures"]) > 3:
+            lines.append("     ... %d more" % (len(g["failures"]) - 3))
+        groups.append(dict(name=name, ok=ok, passed=g["passed"],
+                           failed=g["failed"], skipped=g["skipped"],
+                           max_err=g["max_err"], max_ratio=g["max_ratio"],
+                           cut_fraction=frac, failures=g["failures"][:20]))
+    for l in lines:
+        print(l)
+    summary = "device_check: %d passed, %d failed" % (passed, failed)
+    if skipped:
+        summary += " (%d skipped: deadline)" % skipped
+    summary_d = dict(passed=passed, failed=failed, skipped=skipped,
+                     seconds=time.time() - checker.t0)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        doc = dict(summary=summary_d, line=summary, groups=groups,
+                   checks=checker.records)
+        doc.update(extra)
+        with open(os.path.join(out_dir, "results.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+    print(summary)
+    return 0 if failed == 0 and (skipped == 0 or allow_skip) else 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bundle", default=".device")
+    ap.add_argument("--out", default=None,
+                    help="folder for results.json (default: none)")
+    ap.add_argument("--quick", action="store_true",
+                    help="small subset, CUDA driver API + NumPy, no PyTorch")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="skip the checks left after this many seconds")
+    ap.add_argument("--neurons", default=None,
+                    help="comma-separated subset of the bundle's neurons")
+    ap.add_argument("--allow-skip", action="store_true",
+                    help="checks skipped by --deadline do not fail the run")
+    args = ap.parse_args(argv)
+
+    bundle = Bundle(args.bundle)
+    if args.quick:
+        env = NumpyEnv(CudaDriver())
+    else:
+        import torch
+        if not torch.cuda.is_available():
+            sys.exit("device_check: PyTorch sees no CUDA device")
+        env = TorchEnv(torch)
+    neurons = bundle.neurons
+    if args.neurons:
+        want = args.neurons.split(",")
+        neurons = [n for n in neurons if n in want]
+    base = [n for n in neurons if not n.endswith("_soft")]
+    print("device_check: %s; bundle %s (commit %s), %d kernels; %s mode"
+          % (env.describe(), args.bundle, bundle.meta.get("git_commit", "?")[:12],
+             len(bundle.kernels), "quick" if args.quick else "full"))
+    sys.stdout.flush()
+
+    c = Checker(env, bundle, args)
+    c.run_group("spec-defaults", c.spec_defaults)
+    some = [n for n in ("lif", "plif", "izhikevich", "cuba_lif")
+            if n in base] or base[:1]
+    if args.quick:
+        args.cpu_max_T = 16
+        args.cpu_Ns = (1000,)
+        c.run_group("grid", c.grid, neurons, DTYPES, (0, 1, 16), (1, 1000))
+        c.run_group("absent", c.absent_buffers, some, ("f32", "bf16"), (37,))
+        c.run_group("strided", c.strided, base, ("f32", "f16"),
+                    [(37, 40), (1000, 1003)])
+        c.run_group("misaligned", c.misaligned, some, ("f32", "f16"))
+        if "lif" in base and "plif" in base:
+            c.run_group("badargs", c.bad_args,
+                        [("lif", "inference", "f32"),
+                         ("plif", "final_state", "f16")])
+        if "lif" in base:
+            c.run_group("streams", c.streams)
+            c.run_group("unload", c.unload)
+    else:
+        args.cpu_max_T = None
+        args.cpu_Ns = None
+        big = (1 << 20) + 3
+        c.run_group("grid", c.grid, neurons, DTYPES, (0, 1, 16, 64),
+                    (1, 1000, big))
+        c.run_group("absent", c.absent_buffers, base, DTYPES, (37, 1000))
+        c.run_group("strided", c.strided, base, DTYPES,
+                    [(1000, 1003), (1000, 1024), (5, 8), (1003, 1008)])
+        # ld a multiple of the vector width with N not: the vector kernel
+        # with a ragged tail; an odd ld: the scalar kernel; large N.
+        c.run_group("strided", c.strided, some[:3], DTYPES,
+                    [(big, big + 5), (big, big + 6)], T=8)
+        c.run_group("misaligned", c.misaligned, base, DTYPES)
+        bad = [k for k in [("lif", "inference", "f32"),
+                           ("plif", "final_state", "f16"),
+                           ("izhikevich", "inference", "bf16")]
+               if k[0] in base]
+        if bad and "lif" in base:
+            c.run_group("badargs", c.bad_args, bad)
+        if "lif" in base:
+            c.run_group("streams", c.streams)
+            c.run_group("unload", c.unload)
+    extra = dict(device=env.describe(), mode="quick" if args.quick else "full",
+                 bundle=args.bundle, bundle_commit=bundle.meta.get("git_commit"))
+    return summarize(c, args.out, extra, args.allow_skip)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

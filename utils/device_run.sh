@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# The one command to run on the device machine (from the repository root,
+# with the bundle built here by utils/gpu_bundle.sh carried along):
+#
+#   bash utils/device_run.sh .device "$OUT"
+#
+# Steps, each with a time limit, all inside a total budget (default 450 s,
+# FLEXSN_DEVICE_BUDGET) so that the whole run ends well inside the device
+# tool's 10-minute limit:
+#   1. env          GPU, driver, python / torch versions
+#   2. smoke        the runtime's device smoke test (bundle/device_smoke), if built
+#   3. check        utils/device_check.py (full): every kernel vs PyTorch and
+#                   the CPU path, absent buffers, strides, misalignment, bad
+#                   arguments                                  -> $OUT/check/
+#   4. memcheck     compute-sanitizer --tool memcheck on device_check.py --quick
+#   5. racecheck    compute-sanitizer --tool racecheck on a smaller --quick
+#   6. initcheck    compute-sanitizer --tool initcheck on a smaller --quick
+#   7. bench        utils/bench_lif.py                        -> $OUT/bench/
+# Every step's output is tee'd to $OUT/<step>.log; a short summary table
+# comes last (also in $OUT/summary.txt). Exits non-zero if a check failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BUNDLE=${1:-.device}
+OUT=${2:-${OUT:-device-out}}
+PY=${PYTHON:-python3}
+TOTAL=${FLEXSN_DEVICE_BUDGET:-450}
+BENCH_RESERVE=${FLEXSN_BENCH_RESERVE:-220}
+export PYTHONDONTWRITEBYTECODE=1
+export PYTHONUNBUFFERED=1
+
+mkdir -p "$OUT"
+T0=$(date +%s)
+if [ ! -f "$BUNDLE/bundle.json" ]; then
+  echo "device_run: no bundle at $BUNDLE: run 'bash utils/gpu_bundle.sh' on the" \
+       "build machine and carry the folder" | tee "$OUT/summary.txt"
+  exit 2
+fi
+
+declare -A RC SECS
+STEPS=()
+left() { echo $((TOTAL - ($(date +%s) - T0))); }
+min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
+
+# run_step NAME LIMIT COMMAND... : runs with a time limit, logs, records rc.
+run_step() {
+  local name=$1 limit=$2 start rc
+  shift 2
+  STEPS+=("$name")
+  if [ "$limit" -lt 10 ]; then
+    echo "==> $name: skipped (time budget)" | tee "$OUT/$name.log"
+    RC[$name]=skipped
+    SECS[$name]=0
+    return
+  fi
+  echo "==> $name (limit ${limit} s): $*"
+  start=$(date +%s)
+  timeout -k 10 "$limit" "$@" 2>&1 | tee "$OUT/$name.log"
+  rc=${PIPESTATUS[0]}
+  SECS[$name]=$(($(date +%s) - start))
+  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && echo "==> $name: TIMED OUT after ${limit} s" | tee -a "$OUT/$name.log"
+  RC[$name]=$rc
+}
+
+# 1. Environment.
+run_step env 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1;
+  $PY -c 'import sys, numpy; print(\"python\", sys.version.split()[0], \"numpy\", numpy.__version__)';
+  $PY -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, torch.cuda.get_device_name(0))' 2>&1 | tail -n 1;
+  $PY -c 'import cupy; print(\"cupy\", cupy.__version__)' 2>&1 | tail -n 1;
+  command -v compute-sanitizer || echo 'compute-sanitizer: not on PATH';
+  $PY -c 'import json; b = json.load(open(\"$BUNDLE/bundle.json\")); print(\"bundle commit\", b[\"git_commit\"], \"dirty\" if b[\"git_dirty\"] else \"\", b[\"created\"], len(b[\"kernels\"]), \"kernels\")'"
+
+# 2. The runtime's device smoke test.
+if [ -x "$BUNDLE/device_smoke" ]; then
+  run_step smoke "$(min 45 $(($(left) - BENCH_RESERVE - 200)))" "$BUNDLE/device_smoke"
+fi
+
+# 3. Full correctness check.
+lim=$(min 180 $(($(left) - BENCH_RESERVE - 90)))
+run_step check "$lim" "$PY" utils/device_check.py --bundle "$BUNDLE" \
+  --out "$OUT/check" --deadline $((lim - 25))
+
+# 4-6. compute-sanitizer on the PyTorch-free quick check.
+if command -v compute-sanitizer >/dev/null; then
+  lim=$(min 100 $(($(left) - BENCH_RESERVE - 40)))
+  run_step memcheck "$lim" compute-sanitizer --tool memcheck \
+    --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
+    --bundle "$BUNDLE" --out "$OUT/memcheck" --deadline $((lim - 20))
+  lim=$(min 50 $(($(left) - BENCH_RESERVE - 20)))
+  run_step racecheck "$lim" compute-sanitizer --tool racecheck \
+    --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
+    --neurons lif,izhikevich,cuba_lif_soft \
+    --bundle "$BUNDLE" --out "$OUT/racecheck" --deadline $((lim - 15))
+  lim=$(min 50 $(($(left) - BENCH_RESERVE)))
+  run_step initcheck "$lim" compute-sanitizer --tool initcheck \
+    --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
+    --neurons lif,plif,izhikevich \
+    --bundle "$BUNDLE" --out "$OUT/initcheck" --deadline $((lim - 15))
+else
+  echo "==> compute-sanitizer is not on PATH: sanitizer steps skipped"
+fi
+
+# 7. Benchmark.
+lim=$(min 250 $(($(left) - 5)))
+run_step bench "$lim" "$PY" utils/bench_lif.py --bundle "$BUNDLE" \
+  --out "$OUT/bench" --budget $((lim - 45))
+
+# Summary table.
+STEP_INFO=""
+for s in "${STEPS[@]}"; do STEP_INFO+="$s=${RC[$s]}:${SECS[$s]} "; done
+"$PY" - "$OUT" "$STEP_INFO" "$(( $(date +%s) - T0 ))" <<'EOF' | tee "$OUT/summary.txt"
+import json, os, re, sys
+out, info, total = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
+steps = {}
+for item in info:
+    name, rest = item.split("=", 1)
+    rc, secs = rest.split(":")
+    steps[name] = (rc, int(secs))
+
+def log(name):
+    try:
+        return open(os.path.join(out, name + ".log"), errors="replace").read()
+    except OSError:
+        return ""
+
+def last(pattern, text):
+    m = re.findall(pattern, text, re.M)
+    return m[-1] if m else None
+
+lines = []
+bad = False
+def add(name, ok, what):
+    global bad
+    rc, secs = steps.get(name, ("-", 0))
+    state = "skipped" if rc == "skipped" else ("PASS" if ok else "FAIL")
+    if state == "FAIL":
+        bad = True
+    lines.append("%-10s %-7s %4ds  %s" % (name, state, secs, what))
+
+for name in ("env", "smoke", "check", "memcheck", "racecheck", "initcheck",
+             "bench"):
+    if name not in steps:
+        continue
+    rc, secs = steps[name]
+    text = log(name)
+    timed_out = rc in ("124", "137")
+    if name == "env":
+        dev = last(r"^torch .*$", text) or "?"
+        lines.append("%-10s %-7s %4ds  %s" % (name, "info", secs, dev))
+        continue
+    if name == "smoke":
+        fails = len(re.findall(r"^FAIL", text, re.M))
+        add(name, rc == "0", "rc %s%s; %s" % (rc, " (timed out)" if timed_out else "",
+                                             (text.strip().splitlines() or ["no output"])[-1][:90]))
+        continue
+    if name in ("check", "memcheck", "racecheck", "initcheck"):
+        summ = last(r"^device_check: \d+ passed, \d+ failed.*$", text) or "no summary"
+        what = summ
+        if name != "check":
+            err = last(r"ERROR SUMMARY: .*$", text) or \
+                last(r"RACECHECK SUMMARY: .*$", text) or "no sanitizer summary"
+            what = "%s; %s" % (err, summ.replace("device_check: ", ""))
+        if timed_out:
+            what = "TIMED OUT; " + what
+        add(name, rc == "0", what)
+        if name == "check":
+            fails = [l for l in text.splitlines() if l.startswith("FAIL ")]
+            for l in fails[:15]:
+                lines.append("           " + l[:110])
+            if len(fails) > 15:
+                lines.append("           ... %d more failing groups (check.log)"
+                             % (len(fails) - 15))
+        continue
+    if name == "bench":
+        path = os.path.join(out, "bench", "results.json")
+        ok = rc == "0"
+        if not os.path.exists(path):
+            add(name, False, "no results (rc %s)" % rc)
+            continue
+        doc = json.load(open(path))
+        meta, rows = doc["meta"], doc["rows"]
+        add(name, ok, "%d rows, copy %.0f GB/s, %s" % (
+            len(rows), meta["copy_gbs"], "see bench/results.md, bench.png"))
+        lines.append("")
+        lines.append("  N=2^24        dtype  T   FlexSN ms  %copy  %stream  x eager  x compile")
+        for r in rows:
+            if r["N"] != 1 << 24 or "flexsn_ms" not in r:
+                continue
+            def f(v, spec):
+                return "-" if v is None else format(v, spec)
+            lines.append("  %-12s  %-5s %3d  %9.3f  %5.1f  %7s  %7s  %9s" % (
+                r["variant"], r["dtype"], r["T"], r["flexsn_ms"],
+                100 * r["frac_copy"],
+                f(r.get("frac_stream") and 100 * r["frac_stream"], ".1f"),
+                f(r.get("speedup_eager"), ".2f"),
+                f(r.get("speedup_compile"), ".2f")))
+        small = [r for r in rows if r["N"] != 1 << 24 and "flexsn_ms" in r]
+        if small:
+            worst = min(small, key=lambda r: r.get("speedup_compile") or 1e9)
+            lines.append("  N<=2^20: %d rows; FlexSN %.1f%%-%.1f%% of copy; "
+                         "lowest x compile %s (%s %s T=%d N=2^%d)" % (
+                             len(small),
+                             100 * min(r["frac_copy"] for r in small),
+                             100 * max(r["frac_copy"] for r in small),
+                             "-" if worst.get("speedup_compile") is None
+                             else "%.2f" % worst["speedup_compile"],
+                             worst["variant"], worst["dtype"], worst["T"],
+                             worst["N"].bit_length() - 1))
+print("")
+print("== FlexSN device run: %s in %d s (logs and results in %s) =="
+      % ("FAILED" if bad else "all passed", total, out))
+for l in lines:
+    print(l)
+sys.exit(1 if bad else 0)
+EOF
+exit "${PIPESTATUS[0]}"
