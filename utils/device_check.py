@@ -24,8 +24,8 @@ must match:
 Tolerances: float32 rtol = atol = 1e-5; f16/bf16 2 ulps of the storage type
 (|got - want| <= 2 eps max(|want|, 2^-6)); spikes exactly. A neuron whose
 h came within 1e-4 of the threshold is compared only before that step (a
-1-ulp difference there may flip its spike), and at most 2% of the neuron
-trajectories of a group may be cut short so.
+1-ulp difference there may flip its spike), and at most 2% of the neurons
+of a group may actually diverge from the reference after such a step.
 
 Groups (one line each):
   grid/<neuron>/<variant>/<dtype>  every neuron (and its _soft copy) x
@@ -840,6 +840,9 @@ class Result(object):
         self.errors = []
         self.max_err = 0.0       # largest |got - want| compared
         self.max_ratio = 0.0     # largest |got - want| / tolerance
+        # Neurons whose spikes left the reference after coming near the
+        # threshold: legitimate (a 1-ulp difference flips a spike) but capped.
+        self.diverged = 0
 
     def fail(self, msg):
         self.errors.append(msg)
@@ -932,6 +935,10 @@ def check_against(env, case, ref, res, label, cpu=None):
                          % (label, a.name, list(idx), float(got[idx])))
         compare(ops, res, "%s %s vs reference" % (label, a.name), got,
                 ref["spikes"], seq_valid, dtype, exact=True)
+        if T > 0:
+            differs = (got != ref["spikes"]) & ~seq_valid
+            res.diverged = max(res.diverged,
+                               ops.count(differs.sum(0) > 0))
         if cpu is not None and a.name in cpu:
             compare(ops, res, "%s %s vs CPU path" % (label, a.name), got,
                     cpu[a.name], seq_valid, dtype, exact=True)
@@ -956,11 +963,6 @@ def check_against(env, case, ref, res, label, cpu=None):
             compare(ops, res, "%s %s vs CPU path" % (label, a.name), got,
                     cpu[a.name], valid, dtype, exact=False)
 
-
-def cut_stats(ops, ref, T, N):
-    if T == 0:
-        return 0, 0
-    return ops.count(ref["first_near"] < T), N
 
 # ---------------------------------------------------------------------------
 # The checker: groups of checks, results, deadline
@@ -992,6 +994,7 @@ class Checker(object):
         g = self.group(group)
         ok = res.ok
         g["passed" if ok else "failed"] += 1
+        g["cut"] += res.diverged
         g["max_err"] = max(g["max_err"], res.max_err)
         g["max_ratio"] = max(g["max_ratio"], res.max_ratio)
         if not ok:
@@ -1123,12 +1126,11 @@ class Checker(object):
                 r.fail(bad)
                 self.record("grid/%s/%s/%s" % (neuron, v, dtype), label, r)
             return
-        cut, n = cut_stats(ops, ref, T, N)
+        n = N if T > 0 else 0
         kept = {}
         for v in VARIANTS:
             g = "grid/%s/%s/%s" % (neuron, v, dtype)
             gg = self.group(g)
-            gg["cut"] += cut
             gg["neurons"] += n
             kept[v] = self.run_guarded(
                 g, label, lambda v=v: self.check_case(

@@ -213,4 +213,18 @@ for l in lines:
     print(l)
 sys.exit(1 if bad else 0)
 EOF
-exit "${PIPESTATUS[0]}"
+status=${PIPESTATUS[0]}
+
+# The device tool brings back at most 8 files, two folders deep: keep the
+# benchmark's results and the summary at the top, everything else in one
+# archive.
+if [ -d "$OUT/bench" ]; then
+  for f in results.json results.md bench.png; do
+    [ -f "$OUT/bench/$f" ] && cp "$OUT/bench/$f" "$OUT/bench_$f"
+  done
+fi
+[ -f "$OUT/check/results.json" ] && cp "$OUT/check/results.json" "$OUT/check_results.json"
+(cd "$OUT" && tar czf all.tar.gz --exclude=all.tar.gz -- * 2>/dev/null)
+find "$OUT" -mindepth 1 -maxdepth 1 ! -name 'bench_*' ! -name 'check_results.json' \
+  ! -name summary.txt ! -name all.tar.gz -exec rm -rf {} +
+exit "$status"
