@@ -29,13 +29,27 @@ using namespace mlir::flexsn;
 
 void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
                                            const LowerToCPUOptions &options) {
-  FlexSNGenerateKernelsOptions kernels;
-  kernels.variants.assign(options.variants.begin(), options.variants.end());
-  kernels.storageTypes.assign(options.storageTypes.begin(),
-                              options.storageTypes.end());
-  kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
-  if (options.generateKernels)
+  // Training variants come from autodiff, the others from kernel generation.
+  SmallVector<std::string> plain, training;
+  for (const std::string &variant : options.variants)
+    (variant == "forward" || variant == "backward" ? training : plain)
+        .push_back(variant);
+  if (options.generateKernels && (options.variants.empty() || !plain.empty())) {
+    FlexSNGenerateKernelsOptions kernels;
+    kernels.variants.assign(plain.begin(), plain.end());
+    kernels.storageTypes.assign(options.storageTypes.begin(),
+                                options.storageTypes.end());
+    kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
     pm.addPass(createFlexSNGenerateKernels(kernels));
+  }
+  if (options.generateKernels && !training.empty()) {
+    FlexSNAutodiffOptions autodiff;
+    autodiff.storageTypes.assign(options.storageTypes.begin(),
+                                 options.storageTypes.end());
+    autodiff.neurons.assign(options.neurons.begin(), options.neurons.end());
+    autodiff.storeAll = options.storeAll;
+    pm.addPass(createFlexSNAutodiff(autodiff));
+  }
   pm.addPass(createConvertFlexSNToSCF());
   pm.addPass(createFlexSNExpandSurrogates());
   pm.addPass(createCanonicalizerPass());

@@ -8,6 +8,7 @@
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Pipelines/Pipelines.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -23,7 +24,17 @@ using namespace mlir;
 using namespace mlir::flexsn;
 
 StringRef mlir::flexsn::getVariantName(KernelVariant variant) {
-  return variant == KernelVariant::Inference ? "inference" : "final-state";
+  switch (variant) {
+  case KernelVariant::Inference:
+    return "inference";
+  case KernelVariant::FinalState:
+    return "final-state";
+  case KernelVariant::Forward:
+    return "forward";
+  case KernelVariant::Backward:
+    return "backward";
+  }
+  llvm_unreachable("unknown kernel variant");
 }
 
 static llvm::Error makeError(const Twine &message) {
@@ -94,6 +105,16 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
     return makeError("lowering @" + neuronName + " to CPU code failed:\n" +
                      diagnostics);
 
+  // The kernel's signature and, for training variants, its save plan.
+  auto function = copy->lookupSymbol<LLVM::LLVMFuncOp>(kernel->functionName);
+  if (!function)
+    return makeError("lowering produced no function @" + kernel->functionName);
+  if (auto saved = function->getAttrOfType<IntegerAttr>("flexsn.saved"))
+    kernel->numSaved = saved.getInt();
+  if (auto reread = function->getAttrOfType<DenseI64ArrayAttr>("flexsn.reread"))
+    kernel->rereadInputs.assign(reread.asArrayRef().begin(),
+                                reread.asArrayRef().end());
+
   registerBuiltinDialectTranslation(*context);
   registerLLVMDialectTranslation(*context);
   ExecutionEngineOptions engineOptions;
@@ -111,42 +132,48 @@ CpuKernel::~CpuKernel() = default;
 
 llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
                            ArrayRef<TypedAttr> params) const {
-  unsigned numBuffers = numInputs + 2 * numStates + numOutputs;
-  if (buffers.size() != numBuffers)
-    return makeError("expected " + Twine(numBuffers) + " buffers, got " +
-                     Twine(buffers.size()));
   if (params.size() != paramTypes.size())
     return makeError("expected " + Twine(paramTypes.size()) +
                      " runtime parameters, got " + Twine(params.size()));
 
-  // Memref descriptors of the C interface: rank 2 for sequences, rank 1 for
-  // per-neuron buffers (the element type does not change the layout).
-  unsigned firstResultState = numInputs + numStates + numOutputs;
-  SmallVector<StridedMemRefType<char, 2>> sequences;
-  SmallVector<StridedMemRefType<char, 1>> perNeuron;
-  sequences.reserve(numBuffers);
-  perNeuron.reserve(numBuffers);
+  // Memref descriptors of the C interface, by rank (the element type does
+  // not change the layout).
+  SmallVector<StridedMemRefType<char, 0>> scalars0;
+  SmallVector<StridedMemRefType<char, 1>> ranked1;
+  SmallVector<StridedMemRefType<char, 2>> ranked2;
+  scalars0.reserve(buffers.size());
+  ranked1.reserve(buffers.size());
+  ranked2.reserve(buffers.size());
   SmallVector<void *> descriptors;
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
-    bool isInit = i >= numInputs && i < numInputs + numStates;
-    bool isFinal =
-        i >= firstResultState && variant == KernelVariant::FinalState;
     char *data = static_cast<char *>(buffer.data);
-    if (isInit || isFinal) {
-      if (buffer.shape.size() != 1)
-        return makeError("buffer #" + Twine(i) + " must have rank 1");
-      perNeuron.push_back({data, data, 0, {buffer.shape[0]}, {1}});
-      descriptors.push_back(&perNeuron.back());
-    } else {
-      if (buffer.shape.size() != 2)
-        return makeError("buffer #" + Twine(i) + " must have rank 2");
-      sequences.push_back({data,
-                           data,
-                           0,
-                           {buffer.shape[0], buffer.shape[1]},
-                           {buffer.shape[1], 1}});
-      descriptors.push_back(&sequences.back());
+    switch (buffer.shape.size()) {
+    case 0:
+      scalars0.push_back({data, data, 0});
+      descriptors.push_back(&scalars0.back());
+      break;
+    case 1:
+      ranked1.push_back({data, data, 0, {buffer.shape[0]}, {1}});
+      descriptors.push_back(&ranked1.back());
+      break;
+    case 2:
+      ranked2.push_back({data,
+                         data,
+                         0,
+                         {buffer.shape[0], buffer.shape[1]},
+                         {buffer.shape[1], 1}});
+      descriptors.push_back(&ranked2.back());
+      break;
+    default:
+      return makeError("buffer #" + Twine(i) + " must have rank 0, 1 or 2");
     }
+  }
+  if (variant == KernelVariant::Inference ||
+      variant == KernelVariant::FinalState) {
+    unsigned expected = numInputs + 2 * numStates + numOutputs;
+    if (buffers.size() != expected)
+      return makeError("expected " + Twine(expected) + " buffers, got " +
+                       Twine(buffers.size()));
   }
 
   // Scalars are passed by address: f32 as float, i1 as one byte, i32.
@@ -155,7 +182,7 @@ llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
     int8_t i1;
     int32_t i32;
   };
-  SmallVector<Scalar> scalars(params.size());
+  SmallVector<Scalar> values(params.size());
   SmallVector<void *> args;
   for (void *&descriptor : descriptors)
     args.push_back(&descriptor);
@@ -164,14 +191,14 @@ llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
       return makeError("runtime parameter #" + Twine(i) +
                        " has the wrong type");
     if (auto f = dyn_cast<FloatAttr>(param)) {
-      scalars[i].f32 = f.getValue().convertToFloat();
-      args.push_back(&scalars[i].f32);
+      values[i].f32 = f.getValue().convertToFloat();
+      args.push_back(&values[i].f32);
     } else if (type.isInteger(1)) {
-      scalars[i].i1 = cast<IntegerAttr>(param).getValue().getBoolValue();
-      args.push_back(&scalars[i].i1);
+      values[i].i1 = cast<IntegerAttr>(param).getValue().getBoolValue();
+      args.push_back(&values[i].i1);
     } else {
-      scalars[i].i32 = cast<IntegerAttr>(param).getValue().getSExtValue();
-      args.push_back(&scalars[i].i32);
+      values[i].i32 = cast<IntegerAttr>(param).getValue().getSExtValue();
+      args.push_back(&values[i].i32);
     }
   }
   return engine->invokePacked("_mlir_ciface_" + functionName, args);

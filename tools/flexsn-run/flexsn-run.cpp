@@ -7,13 +7,16 @@
 // JIT-compiles one kernel variant of a neuron for the CPU and runs it on
 // recorded input (.npy), modeled on IREE's iree-run-module:
 //
-//   flexsn-run FILE [--neuron=NAME] --variant=inference|final-state
+//   flexsn-run FILE [--neuron=NAME] --variant=inference|final-state|train
 //              --input=@x.npy... [--state=@v0.npy...] [--param=NAME=VALUE...]
+//              [--grad-output=@g.npy...] [--grad-state=@g.npy...]
 //              --output-dir=DIR
 //
 // Inputs are [T, N...], states [N...], all float32 or all float16. Writes
-// out<k>.npy, then state_seq<k>.npy (inference) or final_state<k>.npy
-// (final-state). Every argument is checked before anything is written.
+// out<k>.npy, then state_seq<k>.npy (inference, train) or final_state<k>.npy
+// (final-state); train also runs the backward kernel and writes
+// grad_in<k>.npy, grad_init<k>.npy and grad_param_<name>.npy. Every argument
+// is checked before anything is written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +46,8 @@ static cl::opt<std::string>
                                   "one neuron)"));
 static cl::opt<std::string>
     variantName("variant", cl::Required,
-                cl::desc("Kernel variant: inference or final-state"));
+                cl::desc("inference, final-state, or train (forward then "
+                         "backward)"));
 static cl::list<std::string>
     inputFlags("input", cl::desc("@file.npy of one input sequence [T, N...], "
                                  "in declaration order"));
@@ -52,6 +56,14 @@ static cl::list<std::string>
                                  "declaration order (absent: zeros)"));
 static cl::list<std::string>
     paramFlags("param", cl::desc("NAME=VALUE overriding a parameter default"));
+static cl::list<std::string>
+    gradOutputFlags("grad-output",
+                    cl::desc("train: @file.npy of the gradient of one output "
+                             "sequence, in order (absent: zeros)"));
+static cl::list<std::string>
+    gradStateFlags("grad-state",
+                   cl::desc("train: @file.npy of the gradient of one state "
+                            "sequence, in order (absent: zeros)"));
 static cl::opt<std::string> outputDir("output-dir", cl::Required,
                                       cl::desc("Directory for the results"));
 
@@ -129,8 +141,7 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     fail("cannot load neuron file '" + inputFile + "'");
 
@@ -145,14 +156,19 @@ int main(int argc, char **argv) {
   } else if (!(neuron = module->lookupSymbol<NeuronOp>(neuronName))) {
     fail("--neuron: no neuron named '" + neuronName + "' in " + inputFile);
   }
+  bool train = variantName == "train";
   std::optional<KernelVariant> variant =
       llvm::StringSwitch<std::optional<KernelVariant>>(variantName)
           .Case("inference", KernelVariant::Inference)
           .Case("final-state", KernelVariant::FinalState)
+          .Case("train", KernelVariant::Forward)
           .Default(std::nullopt);
   if (!variant)
-    fail("--variant: expected inference or final-state, got '" + variantName +
-         "'");
+    fail("--variant: expected inference, final-state or train, got '" +
+         variantName + "'");
+  if (!train && (!gradOutputFlags.empty() || !gradStateFlags.empty()))
+    fail(Twine(gradOutputFlags.empty() ? "--grad-state" : "--grad-output") +
+         ": gradients are for --variant=train");
 
   // Inputs and initial states.
   unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates();
@@ -183,6 +199,30 @@ int main(int argc, char **argv) {
       fail("--input #" + Twine(i) + ": shape " + shapeString(input.shape) +
            " differs from --input #0's " + shapeString(seqShape));
   }
+  // Incoming gradients (train): like the sequences they belong to.
+  unsigned numOutputs = neuron.getNumOutputs();
+  if (!gradOutputFlags.empty() && gradOutputFlags.size() != numOutputs)
+    fail("--grad-output: @" + neuron.getSymName() + " has " +
+         Twine(numOutputs) + " output(s), got " +
+         Twine(gradOutputFlags.size()) + " (give all or none)");
+  if (!gradStateFlags.empty() && gradStateFlags.size() != numStates)
+    fail("--grad-state: @" + neuron.getSymName() + " has " + Twine(numStates) +
+         " state(s), got " + Twine(gradStateFlags.size()) +
+         " (give all or none)");
+  SmallVector<NpyArray> gradOutputs, gradStates;
+  for (auto [flags, arrays, name] :
+       {std::make_tuple(&gradOutputFlags, &gradOutputs, "grad-output"),
+        std::make_tuple(&gradStateFlags, &gradStates, "grad-state")})
+    for (auto [i, flag] : llvm::enumerate(*flags)) {
+      arrays->push_back(readNpyFlag(name, flag, i));
+      const NpyArray &grad = arrays->back();
+      if (grad.dtype != first.dtype ||
+          ArrayRef<int64_t>(grad.shape) != seqShape)
+        fail("--" + Twine(name) + " #" + Twine(i) + ": expected " +
+             getDTypeName(first.dtype) + shapeString(seqShape) + ", got " +
+             getDTypeName(grad.dtype) + shapeString(grad.shape));
+    }
+
   for (auto [i, state] : llvm::enumerate(states)) {
     if (state.dtype != first.dtype)
       fail("--state #" + Twine(i) + ": dtype " + getDTypeName(state.dtype) +
@@ -219,31 +259,44 @@ int main(int argc, char **argv) {
   // Compile.
   Type storageType = first.dtype == NpyDType::F32 ? Type(builder.getF32Type())
                                                   : Type(builder.getF16Type());
-  auto kernel =
-      CpuKernel::compile(*module, neuron.getSymName(), *variant, storageType);
-  if (!kernel)
-    fail(llvm::toString(kernel.takeError()));
+  auto compile = [&](KernelVariant v) {
+    auto kernel =
+        CpuKernel::compile(*module, neuron.getSymName(), v, storageType);
+    if (!kernel)
+      fail(llvm::toString(kernel.takeError()));
+    return std::move(*kernel);
+  };
+  std::unique_ptr<CpuKernel> kernel = compile(*variant);
+  std::unique_ptr<CpuKernel> backward;
+  if (train)
+    backward = compile(KernelVariant::Backward);
 
-  // Results, and the ABI buffers: inputs, inits, outputs, state results.
   int64_t numSteps = seqShape.front();
   int64_t numNeurons = 1;
   for (int64_t d : neuronShape)
     numNeurons *= d;
   bool finalStates = *variant == KernelVariant::FinalState;
-  SmallVector<Result> results;
-  auto addResult = [&](std::string name, ArrayRef<int64_t> shape) {
+  auto makeArray = [&](NpyDType dtype, ArrayRef<int64_t> shape) {
     NpyArray array;
-    array.dtype = first.dtype;
+    array.dtype = dtype;
     array.shape.assign(shape.begin(), shape.end());
     array.bytes.resize(array.getNumElements() * getElementSize(array.dtype));
-    results.push_back({std::move(name), std::move(array)});
+    return array;
   };
-  for (unsigned k = 0; k < neuron.getNumOutputs(); ++k)
-    addResult("out" + std::to_string(k) + ".npy", seqShape);
+  SmallVector<Result> results;
+  auto addResult = [&](std::string name, ArrayRef<int64_t> shape,
+                       NpyDType dtype) -> NpyArray & {
+    results.push_back({std::move(name), makeArray(dtype, shape)});
+    return results.back().array;
+  };
+  results.reserve(2 * (numOutputs + numStates) + numInputs +
+                  neuron.getNumParams());
+  for (unsigned k = 0; k < numOutputs; ++k)
+    addResult("out" + std::to_string(k) + ".npy", seqShape, first.dtype);
   for (unsigned s = 0; s < numStates; ++s)
     addResult((finalStates ? "final_state" : "state_seq") + std::to_string(s) +
                   ".npy",
-              finalStates ? neuronShape : seqShape);
+              finalStates ? neuronShape : seqShape, first.dtype);
 
   // A null pointer marks an absent buffer, and std::vector::data() of an
   // empty array may be null: give empty arrays a valid address.
@@ -253,6 +306,9 @@ int main(int argc, char **argv) {
   };
   SmallVector<int64_t, 2> sequence = {numSteps, numNeurons};
   SmallVector<int64_t, 2> perNeuron = {numNeurons};
+  auto shapeOf = [&](const NpyArray &array) {
+    return array.shape.size() == seqShape.size() ? sequence : perNeuron;
+  };
   SmallVector<KernelBuffer> buffers;
   for (NpyArray &input : inputs)
     buffers.push_back({dataOf(input), sequence});
@@ -260,12 +316,52 @@ int main(int argc, char **argv) {
     buffers.push_back(
         {states.empty() ? nullptr : dataOf(states[s]), perNeuron});
   for (Result &result : results)
-    buffers.push_back(
-        {dataOf(result.array),
-         result.array.shape.size() == seqShape.size() ? sequence : perNeuron});
+    buffers.push_back({dataOf(result.array), shapeOf(result.array)});
+  // Training: the workspace of saved [T, N] f32 sequences.
+  SmallVector<NpyArray> saved;
+  for (unsigned i = 0; i < kernel->getNumSaved(); ++i)
+    saved.push_back(makeArray(NpyDType::F32, seqShape));
+  for (NpyArray &array : saved)
+    buffers.push_back({dataOf(array), sequence});
 
-  if (llvm::Error error = (*kernel)->run(buffers, runtimeParams))
+  if (llvm::Error error = kernel->run(buffers, runtimeParams))
     fail(llvm::toString(std::move(error)));
+
+  if (train) {
+    // Backward: incoming gradients, saved values, re-read inputs, final-state
+    // gradients (none), then the gradients it writes.
+    SmallVector<KernelBuffer> grads;
+    for (unsigned k = 0; k < numOutputs; ++k)
+      grads.push_back(
+          {gradOutputs.empty() ? nullptr : dataOf(gradOutputs[k]), sequence});
+    for (unsigned s = 0; s < numStates; ++s)
+      grads.push_back(
+          {gradStates.empty() ? nullptr : dataOf(gradStates[s]), sequence});
+    for (NpyArray &array : saved)
+      grads.push_back({dataOf(array), sequence});
+    for (int64_t input : backward->getRereadInputs())
+      grads.push_back({dataOf(inputs[input]), sequence});
+    for (unsigned s = 0; s < numStates; ++s)
+      grads.push_back({nullptr, perNeuron});
+    for (unsigned i = 0; i < numInputs; ++i)
+      grads.push_back({dataOf(addResult("grad_in" + std::to_string(i) + ".npy",
+                                        seqShape, first.dtype)),
+                       sequence});
+    for (unsigned s = 0; s < numStates; ++s)
+      grads.push_back(
+          {dataOf(addResult("grad_init" + std::to_string(s) + ".npy",
+                            neuronShape, first.dtype)),
+           perNeuron});
+    for (ParamAttr param : neuron.getRuntimeParamAttrs())
+      if (param.getKind() == ParamKind::Trainable)
+        grads.push_back(
+            {dataOf(addResult(
+                 ("grad_param_" + param.getName().getValue() + ".npy").str(),
+                 {}, NpyDType::F32)),
+             {}});
+    if (llvm::Error error = backward->run(grads, runtimeParams))
+      fail(llvm::toString(std::move(error)));
+  }
 
   // Write every result, or none.
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))

@@ -18,10 +18,15 @@ namespace flexsn {
 struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
   ListOption<std::string> variants{
       *this, "variants",
-      llvm::cl::desc("Kernel variants: inference, final-state (default both)")};
+      llvm::cl::desc("Kernel variants: inference, final-state (default "
+                     "both), forward, backward (training, by autodiff)")};
   ListOption<std::string> storageTypes{
       *this, "storage-types",
       llvm::cl::desc("Sequence storage types: f32, f16, bf16 (default f32)")};
+  Option<bool> storeAll{
+      *this, "store-all",
+      llvm::cl::desc("Training: save every value the backward step reads"),
+      llvm::cl::init(false)};
   ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
   Option<bool> generateKernels{

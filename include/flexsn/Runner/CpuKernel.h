@@ -26,14 +26,15 @@ namespace flexsn {
 class NeuronOp;
 
 /// The kernel variants of SPEC §4 the CPU path runs.
-enum class KernelVariant { Inference, FinalState };
+enum class KernelVariant { Inference, FinalState, Forward, Backward };
 
 /// The spelling used by pass options and kernel names ("final-state").
 StringRef getVariantName(KernelVariant variant);
 
-/// One buffer argument: contiguous, shape [T, N] (sequences) or [N]
-/// (per-neuron states). A null `data` marks the buffer absent: an absent
-/// initial state reads as zeros, an absent result is not written.
+/// One buffer argument: contiguous, shape [T, N] (sequences), [N]
+/// (per-neuron states) or [] (a reduced parameter gradient). A null `data`
+/// marks the buffer absent: an absent initial state or incoming gradient
+/// reads as zeros, an absent result is not written.
 struct KernelBuffer {
   void *data = nullptr;
   SmallVector<int64_t, 2> shape;
@@ -54,9 +55,11 @@ public:
           Type storageType);
   ~CpuKernel();
 
-  /// Runs the kernel. `buffers` come in ABI order — inputs, initial states,
-  /// outputs, state results — and `params` give the runtime parameters in
-  /// declaration order (FloatAttr for f32, IntegerAttr for i1 and i32).
+  /// Runs the kernel. `buffers` come in the kernel's argument order (for
+  /// inference and final-state: inputs, initial states, outputs, state
+  /// results; for the training variants see flexsn-autodiff), and `params`
+  /// give the runtime parameters in declaration order (FloatAttr for f32,
+  /// IntegerAttr for i1 and i32).
   llvm::Error run(ArrayRef<KernelBuffer> buffers,
                   ArrayRef<TypedAttr> params) const;
 
@@ -66,6 +69,10 @@ public:
   /// The runtime parameters' types, in order.
   ArrayRef<Type> getParamTypes() const { return paramTypes; }
   StringRef getFunctionName() const { return functionName; }
+  /// Training variants: the number of saved [T, N] f32 sequences (the
+  /// workspace) and the inputs the backward kernel reads again.
+  unsigned getNumSaved() const { return numSaved; }
+  ArrayRef<int64_t> getRereadInputs() const { return rereadInputs; }
 
 private:
   CpuKernel() = default;
@@ -73,7 +80,8 @@ private:
   std::unique_ptr<ExecutionEngine> engine;
   std::string functionName;
   KernelVariant variant = KernelVariant::Inference;
-  unsigned numInputs = 0, numStates = 0, numOutputs = 0;
+  unsigned numInputs = 0, numStates = 0, numOutputs = 0, numSaved = 0;
+  SmallVector<int64_t> rereadInputs;
   SmallVector<Type> paramTypes;
 };
 

@@ -49,6 +49,24 @@ Value isPresent(OpBuilder &b, Location loc, Value buffer) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointer, null);
 }
 
+Value f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+/// Loads `buffer[indices]` as f32 when `present` holds, else zero.
+Value loadIfPresent(OpBuilder &b, Location loc, Value present, Value buffer,
+                    ValueRange indices) {
+  auto load = scf::IfOp::create(
+      b, loc, present,
+      [&](OpBuilder &then, Location loc) {
+        scf::YieldOp::create(then, loc, loadAsF32(then, loc, buffer, indices));
+      },
+      [&](OpBuilder &otherwise, Location loc) {
+        scf::YieldOp::create(otherwise, loc, f32Constant(otherwise, loc, 0.0));
+      });
+  return load.getResult(0);
+}
+
 /// Stores `value` only when `present` holds.
 void storeIfPresent(OpBuilder &b, Location loc, Value present, Value value,
                     Value buffer, ValueRange indices) {
@@ -56,10 +74,6 @@ void storeIfPresent(OpBuilder &b, Location loc, Value present, Value value,
     storeFromF32(then, loc, value, buffer, indices);
     scf::YieldOp::create(then, loc);
   });
-}
-
-Value f32Constant(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
 /// Rewrites one scan into loops; the step body comes from the callee neuron
@@ -94,6 +108,10 @@ void lowerScan(ScanOp scan) {
     return llvm::map_to_vector(
         buffers, [&](Value buffer) { return isPresent(b, loc, buffer); });
   };
+  SmallVector<Value> inputPresent(scan.getInputs().size());
+  if (auto optional = scan.getOptionalInputs())
+    for (int64_t i : *optional)
+      inputPresent[i] = isPresent(b, loc, scan.getInputs()[i]);
   SmallVector<Value> initPresent = presence(scan.getInits());
   SmallVector<Value> outputPresent = presence(scan.getOutputs());
   SmallVector<Value> statePresent = presence(scan.getStates());
@@ -115,18 +133,8 @@ void lowerScan(ScanOp scan) {
             carries.push_back(f32Constant(nb, loc, 0.0));
             continue;
           }
-          auto load = scf::IfOp::create(
-              nb, loc, initPresent[s],
-              [&](OpBuilder &then, Location loc) {
-                scf::YieldOp::create(
-                    then, loc,
-                    loadAsF32(then, loc, scan.getInits()[s], neuronIndex));
-              },
-              [&](OpBuilder &otherwise, Location loc) {
-                scf::YieldOp::create(otherwise, loc,
-                                     f32Constant(otherwise, loc, 0.0));
-              });
-          carries.push_back(load.getResult(0));
+          carries.push_back(loadIfPresent(nb, loc, initPresent[s],
+                                          scan.getInits()[s], neuronIndex));
         }
         carries.append(numReductions, f32Constant(nb, loc, 0.0));
 
@@ -143,8 +151,11 @@ void lowerScan(ScanOp scan) {
               index.append(neuronIndex.begin(), neuronIndex.end());
 
               SmallVector<Value> args;
-              for (Value input : scan.getInputs())
-                args.push_back(loadAsF32(tb, loc, input, index));
+              for (auto [k, input] : llvm::enumerate(scan.getInputs()))
+                args.push_back(
+                    inputPresent[k]
+                        ? loadIfPresent(tb, loc, inputPresent[k], input, index)
+                        : loadAsF32(tb, loc, input, index));
               args.append(iterArgs.begin(), iterArgs.begin() + numStates);
               SmallVector<Value> results =
                   neuron

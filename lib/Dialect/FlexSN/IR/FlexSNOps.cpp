@@ -440,6 +440,11 @@ LogicalResult ScanOp::verify() {
     return emitOpError("reductions need an inline body: a neuron yields none");
   if (getInputs().empty())
     return emitOpError("needs at least one input sequence: T comes from it");
+  if (auto optional = getOptionalInputs())
+    for (int64_t i : *optional)
+      if (i < 0 || i >= static_cast<int64_t>(getInputs().size()))
+        return emitOpError() << "optional input #" << i << " is not one of its "
+                             << getInputs().size() << " inputs";
   if (getFinalStates() && getStates().empty())
     return emitOpError("'final_states' needs a 'states' group to write to");
   if (!getInits().empty() && !getStates().empty() &&

@@ -74,7 +74,7 @@ func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
   ScanOp::create(body, loc, FlatSymbolRefAttr::get(neuron.getSymNameAttr()),
                  inputs, inits, params, outputs, states,
                  /*reductions=*/ValueRange(), finalStates && numStates != 0,
-                 /*reverse=*/false);
+                 /*reverse=*/false, /*optional_inputs=*/DenseI64ArrayAttr());
   func::ReturnOp::create(body, loc);
   return func;
 }

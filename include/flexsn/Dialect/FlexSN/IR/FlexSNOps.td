@@ -147,7 +147,10 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
 
     A buffer whose base pointer is null is *absent*: an absent initial
     state reads as zeros, and an absent output or state result is not
-    written. Callers that want only spikes pass null state buffers.
+    written. Callers that want only spikes pass null state buffers. Input
+    sequences are required, except those listed in `optional_inputs`
+    (positions in `ins`), which read as zeros when absent — incoming
+    gradients of a backward scan, for instance.
 
     Sequences are stored as `f32`, `f16` or `bf16` (outputs also as `i8`,
     for 0/1 spikes); values convert to and from `f32` at the boundary only.
@@ -166,7 +169,8 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
                        Variadic<FlexSN_StateMemRef>:$states,
                        Variadic<FlexSN_ReductionMemRef>:$reductions,
                        UnitAttr:$final_states,
-                       UnitAttr:$reverse);
+                       UnitAttr:$reverse,
+                       OptionalAttr<DenseI64ArrayAttr>:$optional_inputs);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = [{
     (`reverse` $reverse^)? ($callee^)?

@@ -50,6 +50,56 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Generate training kernels: forward with saves, reverse-time backward";
+  let description = [{
+    For every neuron (or those named by `neurons`) and storage type, adds two
+    kernel functions:
+
+    * `@<neuron>_forward_<dtype>(inputs [T,N]..., inits [N]..., outputs
+      [T,N]..., state sequences [T,N]..., saved [T,N] f32..., runtime
+      params...)`: the inference step, also writing the values the
+      backward step reads (the workspace);
+    * `@<neuron>_backward_<dtype>(grad outputs [T,N]..., grad state
+      sequences [T,N]..., saved [T,N] f32..., re-read inputs [T,N]...,
+      grad final states [N]..., grad inputs [T,N]..., grad initial states
+      [N]..., grad trainable params (rank-0 f32)..., runtime params...)`: a
+      reverse-time scan whose carries are the states' gradients, whose
+      per-step outputs are the inputs' gradients and whose reductions are
+      the trainable parameters' gradients, summed over T and N.
+
+    The step body is first specialized (`const` parameters folded, applied
+    neurons inlined, canonicalized) so that flags such as `soft_reset` are
+    differentiated as the selected branch. Each op has a derivative rule;
+    `flexsn.spike` differentiates through its surrogate
+    (`flexsn.surrogate_grad`), `flexsn.detach` stops the gradient, and an op
+    without a rule gets a diagnostic naming it. Absent incoming gradients
+    (null buffers) are zeros.
+
+    Saving policy: the backward step needs the forward values its derivative
+    rules read. It saves the cheapest set of values from which all of those
+    can be recomputed — a minimum vertex cut between the step's inputs and
+    states and the needed values, where saving a value costs a write and a
+    read of a `[T, N]` f32 sequence, re-reading an input costs one read, and
+    parameters and constants are free — and recomputes the rest. LIF saves
+    its charge `h` alone. `store-all` saves every needed value instead.
+
+    Functions carry `flexsn.neuron`, `flexsn.variant` (`forward` or
+    `backward`), `flexsn.saved` (number of saved sequences: the workspace
+    is `saved * T * N * 4` bytes) and `flexsn.reread` (input positions).
+  }];
+  let options = [
+    ListOption<"storageTypes", "storage-types", "std::string",
+               "Sequence storage types: f32, f16, bf16 (default f32)">,
+    ListOption<"neurons", "neurons", "std::string",
+               "Neurons to differentiate (default: all)">,
+    Option<"storeAll", "store-all", "bool", "false",
+           "Save every value the backward step reads (debugging)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def FlexSNExpandSurrogates : Pass<"flexsn-expand-surrogates"> {
   let summary = "Expand spike, detach and surrogate ops into arith and math";
   let description = [{

@@ -1,0 +1,51 @@
+//===- Autodiff.h - Reverse-mode differentiation of step bodies -*- C++ -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// Training kernels come from the step body alone. The forward step is the
+// neuron's body (specialized: const parameters folded, applications
+// inlined) plus the values the backward step must not recompute; the
+// backward step recomputes what it needs from those saved values and runs the
+// reverse sweep of the body, op by op, with one derivative rule per op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_DIALECT_FLEXSN_TRANSFORMS_AUTODIFF_H
+#define FLEXSN_DIALECT_FLEXSN_TRANSFORMS_AUTODIFF_H
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+
+namespace mlir::flexsn {
+
+/// What the backward step reads besides incoming gradients: per step,
+/// `saved` values written by the forward step, and `rereadInputs`, inputs
+/// read again from the input sequences (cheaper than saving a copy).
+struct SavePlan {
+  SmallVector<Value> saved;           // values of the forward body
+  SmallVector<unsigned> rereadInputs; // input positions
+};
+
+/// Chooses what to save so the backward step moves the fewest bytes: a
+/// minimum vertex cut, in the forward body's dataflow graph, between the
+/// step's sources (inputs, states) and the values the derivative rules
+/// read. Saving a value costs a write and a read, re-reading an input one
+/// read; parameters and constants are free. `storeAll` saves every value
+/// the rules read instead.
+FailureOr<SavePlan> planSaves(Block &forwardBody, unsigned numInputs,
+                              unsigned numStates, unsigned numOutputs,
+                              ArrayRef<bool> trainable, bool storeAll);
+
+/// Emits the backward step into `backward`, whose arguments are
+/// (grad outputs..., grad state sequences..., saved..., reread inputs...,
+/// state-gradient carries..., params...), and yields
+/// (grad inputs..., new carries..., trainable-parameter contributions...).
+LogicalResult emitBackwardStep(Block &forwardBody, const SavePlan &plan,
+                               unsigned numInputs, unsigned numStates,
+                               unsigned numOutputs, ArrayRef<bool> trainable,
+                               Block &backward);
+
+} // namespace mlir::flexsn
+
+#endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_AUTODIFF_H

@@ -1,0 +1,548 @@
+//===- Autodiff.cpp - Reverse-mode differentiation of step bodies ---------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Dialect/FlexSN/Transforms/Autodiff.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <deque>
+
+using namespace mlir;
+using namespace mlir::flexsn;
+
+namespace {
+
+/// Which values carry derivatives: those that depend on an input, a state or
+/// a trainable parameter (varied) and reach a yielded value (useful).
+struct Activity {
+  llvm::DenseSet<Value> active;
+
+  Activity(Block &body, unsigned numInputs, unsigned numStates,
+           ArrayRef<bool> trainable) {
+    llvm::DenseSet<Value> varied, useful;
+    for (BlockArgument arg :
+         body.getArguments().take_front(numInputs + numStates))
+      varied.insert(arg);
+    for (auto [i, isTrainable] : llvm::enumerate(trainable))
+      if (isTrainable)
+        varied.insert(body.getArgument(numInputs + numStates + i));
+    for (Operation &op : body.without_terminator()) {
+      if (isa<DetachOp>(op))
+        continue; // the derivative stops here
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return varied.contains(v); }))
+        for (Value r : op.getResults())
+          if (r.getType().isF32())
+            varied.insert(r);
+    }
+    for (Value v : body.getTerminator()->getOperands())
+      useful.insert(v);
+    for (Operation &op : llvm::reverse(body.without_terminator()))
+      if (llvm::any_of(op.getResults(),
+                       [&](Value r) { return useful.contains(r); }))
+        for (Value operand : op.getOperands())
+          useful.insert(operand);
+    for (Value v : varied)
+      if (useful.contains(v))
+        active.insert(v);
+  }
+
+  bool isActive(Value v) const { return active.contains(v); }
+};
+
+/// Emits the reverse sweep. `forward(v)` gives the backward step's copy of
+/// forward value `v` (during planning it records `v` as needed).
+class AdjointEmitter {
+public:
+  AdjointEmitter(OpBuilder &b, Location loc, const Activity &activity,
+                 function_ref<Value(Value)> forward)
+      : b(b), loc(loc), activity(activity), forward(forward) {}
+
+  void accumulate(Value v, Value contribution) {
+    if (!activity.isActive(v))
+      return;
+    Value &slot = adjoints[v];
+    slot = slot ? arith::AddFOp::create(b, loc, slot, contribution).getResult()
+                : contribution;
+  }
+  Value lookup(Value v) const { return adjoints.lookup(v); }
+
+  Value constant(double c) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c));
+  }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value neg(Value x) { return arith::NegFOp::create(b, loc, x); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value cmp(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+
+  /// Adds the contributions of `op` to its operands' adjoints: the
+  /// derivative rule of `op`. Fails, naming the op, if there is none.
+  LogicalResult propagate(Operation &op) {
+    if (op.getNumResults() != 1 || !activity.isActive(op.getResult(0)))
+      return success();
+    Value a = lookup(op.getResult(0));
+    if (!a)
+      return success();
+    Value r = op.getResult(0);
+    auto operand = [&](unsigned i) { return op.getOperand(i); };
+    auto fwd = [&](Value v) { return forward(v); };
+    return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+        .Case<arith::AddFOp>([&](auto) {
+          accumulate(operand(0), a);
+          accumulate(operand(1), a);
+          return success();
+        })
+        .Case<arith::SubFOp>([&](auto) {
+          accumulate(operand(0), a);
+          if (isActive(operand(1)))
+            accumulate(operand(1), neg(a));
+          return success();
+        })
+        .Case<arith::MulFOp>([&](auto) {
+          if (isActive(operand(0)))
+            accumulate(operand(0), mul(a, fwd(operand(1))));
+          if (isActive(operand(1)))
+            accumulate(operand(1), mul(a, fwd(operand(0))));
+          return success();
+        })
+        .Case<arith::DivFOp>([&](auto) {
+          if (isActive(operand(0)))
+            accumulate(operand(0), div(a, fwd(operand(1))));
+          if (isActive(operand(1)))
+            accumulate(operand(1), neg(div(mul(a, fwd(r)), fwd(operand(1)))));
+          return success();
+        })
+        .Case<arith::NegFOp>([&](auto) {
+          accumulate(operand(0), neg(a));
+          return success();
+        })
+        .Case<arith::SelectOp>([&](auto) {
+          Value zero = constant(0.0), c = fwd(operand(0));
+          if (isActive(operand(1)))
+            accumulate(operand(1), select(c, a, zero));
+          if (isActive(operand(2)))
+            accumulate(operand(2), select(c, zero, a));
+          return success();
+        })
+        .Case<arith::MaximumFOp, arith::MaxNumFOp, arith::MinimumFOp,
+              arith::MinNumFOp>([&](Operation *) {
+          bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(op);
+          // Ties send the gradient to the first operand.
+          Value first =
+              cmp(isMax ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OLE,
+                  fwd(operand(0)), fwd(operand(1)));
+          Value zero = constant(0.0);
+          if (isActive(operand(0)))
+            accumulate(operand(0), select(first, a, zero));
+          if (isActive(operand(1)))
+            accumulate(operand(1), select(first, zero, a));
+          return success();
+        })
+        .Case<math::ExpOp>([&](auto) {
+          accumulate(operand(0), mul(a, fwd(r)));
+          return success();
+        })
+        .Case<math::LogOp>([&](auto) {
+          accumulate(operand(0), div(a, fwd(operand(0))));
+          return success();
+        })
+        .Case<math::Log1pOp>([&](auto) {
+          accumulate(operand(0), div(a, add(constant(1.0), fwd(operand(0)))));
+          return success();
+        })
+        .Case<math::SqrtOp>([&](auto) {
+          accumulate(operand(0), div(mul(a, constant(0.5)), fwd(r)));
+          return success();
+        })
+        .Case<math::TanhOp>([&](auto) {
+          Value t = fwd(r);
+          accumulate(operand(0), mul(a, arith::SubFOp::create(
+                                            b, loc, constant(1.0), mul(t, t))));
+          return success();
+        })
+        .Case<math::AbsFOp>([&](auto) {
+          Value positive =
+              cmp(arith::CmpFPredicate::OGE, fwd(operand(0)), constant(0.0));
+          accumulate(operand(0), select(positive, a, neg(a)));
+          return success();
+        })
+        .Case<math::SinOp>([&](auto) {
+          accumulate(operand(0),
+                     mul(a, math::CosOp::create(b, loc, fwd(operand(0)))));
+          return success();
+        })
+        .Case<math::CosOp>([&](auto) {
+          accumulate(operand(0),
+                     neg(mul(a, math::SinOp::create(b, loc, fwd(operand(0))))));
+          return success();
+        })
+        .Case<math::AtanOp>([&](auto) {
+          Value x = fwd(operand(0));
+          accumulate(operand(0), div(a, add(constant(1.0), mul(x, x))));
+          return success();
+        })
+        .Case<math::ErfOp>([&](auto) {
+          Value x = fwd(operand(0));
+          Value gauss = math::ExpOp::create(b, loc, neg(mul(x, x)));
+          accumulate(operand(0),
+                     mul(a, mul(constant(1.1283791670955126), gauss)));
+          return success();
+        })
+        .Case<math::PowFOp>([&](auto) {
+          Value x = fwd(operand(0)), y = fwd(operand(1));
+          if (isActive(operand(0))) {
+            Value ym1 = arith::SubFOp::create(b, loc, y, constant(1.0));
+            accumulate(operand(0),
+                       mul(a, mul(y, math::PowFOp::create(b, loc, x, ym1))));
+          }
+          if (isActive(operand(1)))
+            accumulate(operand(1),
+                       mul(a, mul(fwd(r), math::LogOp::create(b, loc, x))));
+          return success();
+        })
+        .Case<math::FmaOp>([&](auto) {
+          if (isActive(operand(0)))
+            accumulate(operand(0), mul(a, fwd(operand(1))));
+          if (isActive(operand(1)))
+            accumulate(operand(1), mul(a, fwd(operand(0))));
+          accumulate(operand(2), a);
+          return success();
+        })
+        .Case<SpikeOp>([&](SpikeOp spike) {
+          // The surrogate stands in for the Heaviside's derivative.
+          Value g = SurrogateGradOp::create(b, loc, fwd(spike.getInput()),
+                                            spike.getSurrogate());
+          accumulate(spike.getInput(), mul(a, g));
+          return success();
+        })
+        .Default([&](Operation *other) {
+          return other->emitOpError()
+                 << "has no derivative rule: flexsn-autodiff differentiates "
+                    "arith, math and flexsn.spike/detach ops";
+        });
+  }
+
+private:
+  bool isActive(Value v) const { return activity.isActive(v); }
+
+  OpBuilder &b;
+  Location loc;
+  const Activity &activity;
+  function_ref<Value(Value)> forward;
+  llvm::DenseMap<Value, Value> adjoints;
+};
+
+/// Seeds the adjoints of the yielded values and runs the reverse sweep.
+/// `seeds[i]` is the incoming gradient of yielded value i (null: none).
+LogicalResult reverseSweep(Block &body, AdjointEmitter &emitter,
+                           ArrayRef<Value> seeds) {
+  for (auto [value, seed] :
+       llvm::zip_equal(body.getTerminator()->getOperands(), seeds))
+    if (seed)
+      emitter.accumulate(value, seed);
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (failed(emitter.propagate(op)))
+      return failure();
+  return success();
+}
+
+/// Max-flow min-cut on the forward body's dataflow with vertex costs.
+class SaveCut {
+public:
+  static constexpr int64_t kInfinity = int64_t(1) << 40;
+
+  explicit SaveCut(unsigned numNodes) : adjacency(2 * numNodes + 2) {}
+
+  unsigned source() const { return adjacency.size() - 2; }
+  unsigned sink() const { return adjacency.size() - 1; }
+  static unsigned in(unsigned node) { return 2 * node; }
+  static unsigned out(unsigned node) { return 2 * node + 1; }
+
+  void addEdge(unsigned from, unsigned to, int64_t capacity) {
+    adjacency[from].push_back(edges.size());
+    edges.push_back({to, capacity});
+    adjacency[to].push_back(edges.size());
+    edges.push_back({from, 0});
+  }
+
+  /// Edmonds-Karp; bodies have tens of values.
+  void maxFlow() {
+    while (true) {
+      std::vector<int> parentEdge(adjacency.size(), -1);
+      std::deque<unsigned> queue = {source()};
+      std::vector<bool> seen(adjacency.size(), false);
+      seen[source()] = true;
+      while (!queue.empty() && !seen[sink()]) {
+        unsigned u = queue.front();
+        queue.pop_front();
+        for (unsigned e : adjacency[u])
+          if (edges[e].capacity > 0 && !seen[edges[e].to]) {
+            seen[edges[e].to] = true;
+            parentEdge[edges[e].to] = e;
+            queue.push_back(edges[e].to);
+          }
+      }
+      if (!seen[sink()])
+        return;
+      int64_t bottleneck = kInfinity;
+      for (unsigned v = sink(); v != source(); v = edges[parentEdge[v] ^ 1].to)
+        bottleneck = std::min(bottleneck, edges[parentEdge[v]].capacity);
+      for (unsigned v = sink(); v != source();
+           v = edges[parentEdge[v] ^ 1].to) {
+        edges[parentEdge[v]].capacity -= bottleneck;
+        edges[parentEdge[v] ^ 1].capacity += bottleneck;
+      }
+    }
+  }
+
+  /// Nodes reachable from the source in the residual graph.
+  std::vector<bool> sourceSide() const {
+    std::vector<bool> seen(adjacency.size(), false);
+    std::deque<unsigned> queue = {source()};
+    seen[source()] = true;
+    while (!queue.empty()) {
+      unsigned u = queue.front();
+      queue.pop_front();
+      for (unsigned e : adjacency[u])
+        if (edges[e].capacity > 0 && !seen[edges[e].to]) {
+          seen[edges[e].to] = true;
+          queue.push_back(edges[e].to);
+        }
+    }
+    return seen;
+  }
+
+private:
+  struct Edge {
+    unsigned to;
+    int64_t capacity;
+  };
+  std::vector<Edge> edges;
+  std::vector<std::vector<unsigned>> adjacency;
+};
+
+/// Values the backward step gets for free: parameters, and whatever is
+/// computed from parameters and constants alone.
+llvm::DenseSet<Value> freeValues(Block &body, unsigned numInputs,
+                                 unsigned numStates) {
+  llvm::DenseSet<Value> free;
+  for (BlockArgument arg :
+       body.getArguments().drop_front(numInputs + numStates))
+    free.insert(arg);
+  // Constants the canonicalizer hoisted out of the body.
+  for (Operation &op : body)
+    for (Value v : op.getOperands())
+      if (v.getParentBlock() != &body)
+        free.insert(v);
+  for (Operation &op : body.without_terminator())
+    if (llvm::all_of(op.getOperands(),
+                     [&](Value v) { return free.contains(v); }))
+      for (Value r : op.getResults())
+        free.insert(r);
+  return free;
+}
+
+} // namespace
+
+FailureOr<SavePlan> mlir::flexsn::planSaves(Block &body, unsigned numInputs,
+                                            unsigned numStates,
+                                            unsigned numOutputs,
+                                            ArrayRef<bool> trainable,
+                                            bool storeAll) {
+  Activity activity(body, numInputs, numStates, trainable);
+  llvm::SetVector<Value> needed;
+
+  // Dry run of the reverse sweep in a scratch block: every forward value a
+  // derivative rule reads is needed by the backward step.
+  OpBuilder b(body.getParentOp()->getContext());
+  Block scratch;
+  b.setInsertionPointToStart(&scratch);
+  Location loc = body.getParentOp()->getLoc();
+  auto record = [&](Value v) {
+    needed.insert(v);
+    return v;
+  };
+  AdjointEmitter emitter(b, loc, activity, record);
+  SmallVector<Value> seeds;
+  for (Value v : body.getTerminator()->getOperands())
+    seeds.push_back(v.getType().isF32() ? emitter.constant(1.0) : Value());
+  LogicalResult swept = reverseSweep(body, emitter, seeds);
+  // The scratch ops use forward values: drop them before anything else.
+  SmallVector<Operation *> scratchOps =
+      llvm::map_to_vector(scratch, [](Operation &op) { return &op; });
+  for (Operation *op : llvm::reverse(scratchOps))
+    op->erase();
+  if (failed(swept))
+    return failure();
+
+  llvm::DenseSet<Value> free = freeValues(body, numInputs, numStates);
+  SmallVector<Value> needs;
+  for (Value v : needed)
+    if (!free.contains(v))
+      needs.push_back(v);
+
+  // Number the body's values.
+  SmallVector<Value> values(body.getArguments());
+  for (Operation &op : body.without_terminator())
+    llvm::append_range(values, op.getResults());
+  llvm::DenseMap<Value, unsigned> index;
+  for (auto [i, v] : llvm::enumerate(values))
+    index[v] = i;
+
+  SavePlan plan;
+  auto addToPlan = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getArgNumber() < numInputs)
+      plan.rereadInputs.push_back(arg.getArgNumber());
+    else
+      plan.saved.push_back(v);
+  };
+  if (storeAll) {
+    // Save what the rules read; i1 values through their f32 operands.
+    llvm::SetVector<Value> work(needs.begin(), needs.end()), chosen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (free.contains(v) || chosen.contains(v))
+        continue;
+      if (v.getType().isF32()) {
+        chosen.insert(v);
+        continue;
+      }
+      for (Value operand : v.getDefiningOp()->getOperands())
+        work.insert(operand);
+    }
+    for (Value v : chosen)
+      addToPlan(v);
+    return plan;
+  }
+
+  // Vertex costs: re-reading an input 1, saving a value 2 (write + read);
+  // values that are not f32 cannot be saved in an f32 sequence.
+  SaveCut cut(values.size());
+  for (auto [i, v] : llvm::enumerate(values)) {
+    if (free.contains(v))
+      continue;
+    auto arg = dyn_cast<BlockArgument>(v);
+    int64_t cost = !v.getType().isF32()                    ? SaveCut::kInfinity
+                   : arg && arg.getArgNumber() < numInputs ? 1
+                                                           : 2;
+    cut.addEdge(SaveCut::in(i), SaveCut::out(i), cost);
+    if (arg)
+      cut.addEdge(cut.source(), SaveCut::in(i), SaveCut::kInfinity);
+  }
+  for (Operation &op : body.without_terminator())
+    for (Value operand : op.getOperands()) {
+      if (free.contains(operand))
+        continue;
+      for (Value r : op.getResults())
+        cut.addEdge(SaveCut::out(index[operand]), SaveCut::in(index[r]),
+                    SaveCut::kInfinity);
+    }
+  for (Value v : needs)
+    cut.addEdge(SaveCut::out(index[v]), cut.sink(), SaveCut::kInfinity);
+  cut.maxFlow();
+  std::vector<bool> reachable = cut.sourceSide();
+  for (auto [i, v] : llvm::enumerate(values))
+    if (reachable[SaveCut::in(i)] && !reachable[SaveCut::out(i)])
+      addToPlan(v);
+  return plan;
+}
+
+LogicalResult mlir::flexsn::emitBackwardStep(
+    Block &body, const SavePlan &plan, unsigned numInputs, unsigned numStates,
+    unsigned numOutputs, ArrayRef<bool> trainable, Block &backward) {
+  Activity activity(body, numInputs, numStates, trainable);
+  OpBuilder b = OpBuilder::atBlockEnd(&backward);
+  Location loc = body.getParentOp()->getLoc();
+  unsigned numParams = trainable.size();
+  unsigned numSaved = plan.saved.size(), numReread = plan.rereadInputs.size();
+
+  // Block arguments, in order.
+  ValueRange args = backward.getArguments();
+  ValueRange gradOutputs = args.take_front(numOutputs);
+  ValueRange gradStates = args.slice(numOutputs, numStates);
+  ValueRange saved = args.slice(numOutputs + numStates, numSaved);
+  ValueRange reread = args.slice(numOutputs + numStates + numSaved, numReread);
+  ValueRange carries =
+      args.slice(numOutputs + numStates + numSaved + numReread, numStates);
+  ValueRange params = args.take_back(numParams);
+
+  // Recompute what the rules read from the saved values: every forward op
+  // whose operands are available is cloned (unused clones fold away).
+  IRMapping mapping;
+  for (Operation &op : body)
+    for (Value v : op.getOperands()) {
+      if (v.getParentBlock() == &body || mapping.contains(v))
+        continue;
+      Operation *def = v.getDefiningOp();
+      if (!def || !def->hasTrait<OpTrait::ConstantLike>())
+        return body.getParentOp()->emitError(
+            "flexsn-autodiff: the step body uses a non-constant value "
+            "defined outside it");
+      b.clone(*def, mapping);
+    }
+  for (unsigned p = 0; p < numParams; ++p)
+    mapping.map(body.getArgument(numInputs + numStates + p), params[p]);
+  for (auto [value, arg] : llvm::zip_equal(plan.saved, saved))
+    mapping.map(value, arg);
+  for (auto [input, arg] : llvm::zip_equal(plan.rereadInputs, reread))
+    mapping.map(body.getArgument(input), arg);
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::all_of(op.getResults(),
+                     [&](Value r) { return mapping.contains(r); }))
+      continue;
+    if (llvm::all_of(op.getOperands(),
+                     [&](Value v) { return mapping.contains(v); }))
+      b.clone(op, mapping);
+  }
+
+  bool missing = false;
+  auto forward = [&](Value v) {
+    if (Value copy = mapping.lookupOrNull(v))
+      return copy;
+    missing = true;
+    return v;
+  };
+  AdjointEmitter emitter(b, loc, activity, forward);
+  SmallVector<Value> seeds(gradOutputs);
+  for (unsigned s = 0; s < numStates; ++s)
+    seeds.push_back(
+        arith::AddFOp::create(b, loc, gradStates[s], carries[s]).getResult());
+  if (failed(reverseSweep(body, emitter, seeds)))
+    return failure();
+  if (missing)
+    return body.getParentOp()->emitError(
+        "flexsn-autodiff: the save plan misses a value the backward step "
+        "needs");
+
+  SmallVector<Value> results;
+  Value zero = emitter.constant(0.0);
+  auto adjointOf = [&](Value v) {
+    Value a = emitter.lookup(v);
+    return a ? a : zero;
+  };
+  for (unsigned i = 0; i < numInputs; ++i)
+    results.push_back(adjointOf(body.getArgument(i)));
+  for (unsigned s = 0; s < numStates; ++s)
+    results.push_back(adjointOf(body.getArgument(numInputs + s)));
+  for (unsigned p = 0; p < numParams; ++p)
+    if (trainable[p])
+      results.push_back(adjointOf(body.getArgument(numInputs + numStates + p)));
+  YieldOp::create(b, loc, results);
+  return success();
+}

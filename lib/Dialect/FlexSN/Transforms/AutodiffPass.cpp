@@ -1,0 +1,216 @@
+//===- AutodiffPass.cpp - Forward and backward training kernels -----------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Dialect/FlexSN/Transforms/Autodiff.h"
+#include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
+#include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::flexsn {
+#define GEN_PASS_DEF_FLEXSNAUTODIFF
+#include "flexsn/Dialect/FlexSN/Transforms/Passes.h.inc"
+} // namespace mlir::flexsn
+
+using namespace mlir;
+using namespace mlir::flexsn;
+
+namespace {
+
+MemRefType sequenceType(Type element) {
+  return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, element);
+}
+MemRefType perNeuronType(Type element) {
+  return MemRefType::get({ShapedType::kDynamic}, element);
+}
+
+/// Folds what specialization made constant (flags, detach of constants...).
+LogicalResult canonicalize(Region &region) {
+  MLIRContext *ctx = region.getContext();
+  RewritePatternSet patterns(ctx);
+  for (Dialect *dialect : ctx->getLoadedDialects())
+    dialect->getCanonicalizationPatterns(patterns);
+  for (RegisteredOperationName op : ctx->getRegisteredOperations())
+    op.getCanonicalizationPatterns(patterns, ctx);
+  (void)applyPatternsGreedily(region, std::move(patterns));
+  return success();
+}
+
+struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
+  using Base::Base;
+
+  LogicalResult differentiate(ModuleOp module, NeuronOp neuron, Type dtype,
+                              StringRef dtypeName) {
+    Location loc = neuron.getLoc();
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    unsigned numInputs = neuron.getNumInputs();
+    unsigned numStates = neuron.getNumStates();
+    unsigned numOutputs = neuron.getNumOutputs();
+    SmallVector<ParamAttr> params = neuron.getRuntimeParamAttrs();
+    SmallVector<bool> trainable = llvm::map_to_vector(params, [](ParamAttr p) {
+      return p.getKind() == ParamKind::Trainable;
+    });
+    SmallVector<Type> paramTypes =
+        llvm::map_to_vector(params, [](ParamAttr p) { return p.getType(); });
+    Type f32 = builder.getF32Type();
+    std::string stem = (neuron.getSymName() + "_").str();
+
+    // Forward: the specialized step in an inline-body scan.
+    SmallVector<Type> fwdArgs;
+    fwdArgs.append(numInputs, sequenceType(dtype));
+    fwdArgs.append(numStates, perNeuronType(dtype));
+    fwdArgs.append(numOutputs, sequenceType(dtype));
+    fwdArgs.append(numStates, sequenceType(dtype));
+    llvm::append_range(fwdArgs, paramTypes);
+    auto forward =
+        func::FuncOp::create(builder, loc, stem + "forward_" + dtypeName.str(),
+                             builder.getFunctionType(fwdArgs, {}));
+    Block *entry = forward.addEntryBlock();
+    OpBuilder fb = OpBuilder::atBlockBegin(entry);
+    ValueRange a = entry->getArguments();
+    ValueRange fwdParams = a.take_back(params.size());
+    auto scan = ScanOp::create(
+        fb, loc, FlatSymbolRefAttr(), a.take_front(numInputs),
+        a.slice(numInputs, numStates), fwdParams,
+        a.slice(numInputs + numStates, numOutputs),
+        a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
+        /*final_states=*/false, /*reverse=*/false,
+        /*optional_inputs=*/DenseI64ArrayAttr());
+    func::ReturnOp::create(fb, loc);
+    SmallVector<Type> bodyTypes(numInputs + numStates, f32);
+    llvm::append_range(bodyTypes, paramTypes);
+    Block *body = new Block();
+    scan.getBody().push_back(body);
+    for (Type t : bodyTypes)
+      body->addArgument(t, loc);
+    {
+      OpBuilder bb = OpBuilder::atBlockBegin(body);
+      // All runtime params come in; const ones become constants.
+      SmallVector<Value> results = emitNeuronStep(
+          bb, loc, neuron,
+          body->getArguments().take_front(numInputs + numStates),
+          body->getArguments().drop_front(numInputs + numStates));
+      YieldOp::create(bb, loc, results);
+    }
+    (void)canonicalize(scan.getBody());
+
+    FailureOr<SavePlan> plan =
+        planSaves(*body, numInputs, numStates, numOutputs, trainable, storeAll);
+    if (failed(plan))
+      return failure();
+    unsigned numSaved = plan->saved.size();
+
+    auto annotate = [&](func::FuncOp f, StringRef variant) {
+      f->setAttr("flexsn.neuron", neuron.getSymNameAttr());
+      f->setAttr("flexsn.variant", builder.getStringAttr(variant));
+      f->setAttr("flexsn.saved", builder.getI64IntegerAttr(numSaved));
+      f->setAttr(
+          "flexsn.reread",
+          builder.getDenseI64ArrayAttr(llvm::map_to_vector(
+              plan->rereadInputs, [](unsigned i) { return int64_t(i); })));
+    };
+
+    // Backward: a reverse scan over the gradients.
+    unsigned numReread = plan->rereadInputs.size();
+    unsigned numTrainable = llvm::count(trainable, true);
+    SmallVector<Type> bwdArgs;
+    bwdArgs.append(numOutputs + numStates, sequenceType(dtype));
+    bwdArgs.append(numSaved, sequenceType(f32));
+    bwdArgs.append(numReread, sequenceType(dtype));
+    bwdArgs.append(numStates, perNeuronType(dtype));
+    bwdArgs.append(numInputs, sequenceType(dtype));
+    bwdArgs.append(numStates, perNeuronType(dtype));
+    bwdArgs.append(numTrainable, MemRefType::get({}, f32));
+    llvm::append_range(bwdArgs, paramTypes);
+    auto backward =
+        func::FuncOp::create(builder, loc, stem + "backward_" + dtypeName.str(),
+                             builder.getFunctionType(bwdArgs, {}));
+    Block *bentry = backward.addEntryBlock();
+    OpBuilder bb = OpBuilder::atBlockBegin(bentry);
+    ValueRange b = bentry->getArguments();
+    unsigned numIns = numOutputs + numStates + numSaved + numReread;
+    auto bscan = ScanOp::create(
+        bb, loc, FlatSymbolRefAttr(), b.take_front(numIns),
+        b.slice(numIns, numStates), b.take_back(params.size()),
+        b.slice(numIns + numStates, numInputs),
+        b.slice(numIns + numStates + numInputs, numStates),
+        b.slice(numIns + 2 * numStates + numInputs, numTrainable),
+        /*final_states=*/true, /*reverse=*/true,
+        /*optional_inputs=*/DenseI64ArrayAttr());
+    // Incoming gradients may be absent (zeros); saved values and inputs not.
+    SmallVector<int64_t> optional;
+    for (unsigned i = 0; i < numOutputs + numStates; ++i)
+      optional.push_back(i);
+    bscan.setOptionalInputsAttr(builder.getDenseI64ArrayAttr(optional));
+    func::ReturnOp::create(bb, loc);
+    Block *bbody = new Block();
+    bscan.getBody().push_back(bbody);
+    for (unsigned i = 0; i < numIns + numStates; ++i)
+      bbody->addArgument(f32, loc);
+    for (Type t : paramTypes)
+      bbody->addArgument(t, loc);
+    if (failed(emitBackwardStep(*body, *plan, numInputs, numStates, numOutputs,
+                                trainable, *bbody)))
+      return failure();
+    // The forward step also yields the saved values, after the outputs.
+    auto yield = cast<YieldOp>(body->getTerminator());
+    SmallVector<Value> yielded(yield.getValues().take_front(numOutputs));
+    llvm::append_range(yielded, plan->saved);
+    llvm::append_range(yielded, yield.getValues().drop_front(numOutputs));
+    OpBuilder yieldBuilder(yield);
+    YieldOp::create(yieldBuilder, loc, yielded);
+    yield.erase();
+    unsigned savedPos = numInputs + 2 * numStates + numOutputs + 0;
+    for (unsigned i = 0; i < numSaved; ++i)
+      (void)forward.insertArgument(savedPos + i, sequenceType(f32), {}, loc);
+    a = entry->getArguments();
+    SmallVector<Value> outs(a.slice(numInputs + numStates, numOutputs));
+    llvm::append_range(outs, a.slice(savedPos, numSaved));
+    fb.setInsertionPoint(scan);
+    auto fullScan = ScanOp::create(
+        fb, loc, FlatSymbolRefAttr(), a.take_front(numInputs),
+        a.slice(numInputs, numStates), a.take_back(params.size()), outs,
+        a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
+        false, false, DenseI64ArrayAttr());
+    fullScan.getBody().takeBody(scan.getBody());
+    scan.erase();
+    annotate(forward, "forward");
+    annotate(backward, "backward");
+    return success();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<std::string> types(storageTypes.begin(), storageTypes.end());
+    if (types.empty())
+      types = {"f32"};
+    for (NeuronOp neuron : llvm::to_vector(module.getOps<NeuronOp>())) {
+      if (!neurons.empty() && !llvm::is_contained(neurons, neuron.getSymName()))
+        continue;
+      for (StringRef name : types) {
+        Type type = llvm::StringSwitch<Type>(name)
+                        .Case("f32", Float32Type::get(ctx))
+                        .Case("f16", Float16Type::get(ctx))
+                        .Case("bf16", BFloat16Type::get(ctx))
+                        .Default(Type());
+        if (!type) {
+          module.emitError() << "unknown storage type '" << name
+                             << "'; expected f32, f16 or bf16";
+          return signalPassFailure();
+        }
+        if (failed(differentiate(module, neuron, type, name)))
+          return signalPassFailure();
+      }
+    }
+  }
+};
+
+} // namespace
