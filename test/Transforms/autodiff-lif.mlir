@@ -1,0 +1,46 @@
+// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff --canonicalize --cse | FileCheck %s
+// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff=store-all --canonicalize --cse | FileCheck %s --check-prefix=ALL
+// RUN: flexsn-opt %neurons/izhikevich.mlir --flexsn-autodiff | FileCheck %s --check-prefix=IZH
+// RUN: flexsn-opt %neurons/plif.mlir --flexsn-autodiff | FileCheck %s --check-prefix=PLIF
+
+// LIF (hard reset to 0, tau = 2) saves its charge h alone, and its backward
+// step recomputes the spike from h, then runs SPEC 7's BPTT recurrence:
+//   dv/dh = 1 - s + (V_r - h)·psi,  G = gS·psi + (gV + carry)·dv/dh,
+//   gX = G / tau,  carry' = G·(1 - 1/tau).
+
+// CHECK-LABEL: func.func @lif_forward_f32(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<?x?xf32>, %[[V0:[^:]*]]: memref<?xf32>, %[[S:[^:]*]]: memref<?x?xf32>, %[[VSEQ:[^:]*]]: memref<?x?xf32>, %[[H:[^:]*]]: memref<?x?xf32>)
+// CHECK-SAME:    flexsn.saved = 1
+// CHECK:         flexsn.scan ins(%[[X]] : {{.*}}) inits(%[[V0]] : {{.*}}) outs(%[[S]], %[[H]] : {{.*}}) states(%[[VSEQ]] : {{.*}})
+// CHECK:           %[[HV:.*]] = arith.addf
+// CHECK:           %[[SPIKE:.*]] = flexsn.spike
+// CHECK:           flexsn.yield %[[SPIKE]], %[[HV]], %{{.*}} : f32, f32, f32
+
+// CHECK-LABEL: func.func @lif_backward_f32(
+// CHECK-SAME:    %[[GS:[^:]*]]: memref<?x?xf32>, %[[GV:[^:]*]]: memref<?x?xf32>, %[[SAVED:[^:]*]]: memref<?x?xf32>, %[[GFIN:[^:]*]]: memref<?xf32>, %[[GX:[^:]*]]: memref<?x?xf32>, %[[GV0:[^:]*]]: memref<?xf32>)
+// CHECK-SAME:    flexsn.variant = "backward"
+// CHECK:         flexsn.scan reverse ins(%[[GS]], %[[GV]], %[[SAVED]] : {{.*}}) inits(%[[GFIN]] : {{.*}}) outs(%[[GX]] : {{.*}}) states(%[[GV0]] : {{.*}}) final_states {
+// CHECK-NEXT:    ^bb0(%[[gs:.*]]: f32, %[[gv:.*]]: f32, %[[h:.*]]: f32, %[[carry:.*]]: f32):
+// CHECK-DAG:       %[[over:.*]] = arith.subf %[[h]], %{{.*}} : f32
+// CHECK-DAG:       %[[s:.*]] = flexsn.spike %[[over]]
+// CHECK-DAG:       %[[total:.*]] = arith.addf %[[gv]], %[[carry]] : f32
+// CHECK-DAG:       %[[psi:.*]] = flexsn.surrogate_grad %[[over]] surrogate(#flexsn.sigmoid) : f32
+// CHECK:           %[[G:.*]] = arith.addf
+// CHECK:           %[[gx:.*]] = arith.divf %[[G]], %{{.*}} : f32
+// CHECK:           %[[next:.*]] = arith.addf %[[G]], %{{.*}} : f32
+// CHECK:           flexsn.yield %[[gx]], %[[next]] : f32, f32
+// CHECK:         } attributes {optional_inputs = array<i64: 0, 1>}
+
+// store-all saves every value the rules read (h, h - v_th and 1 - s).
+// ALL-LABEL: func.func @lif_forward_f32(
+// ALL-SAME:    flexsn.saved = 3
+
+// Izhikevich's quadratic term needs v itself: two saved sequences.
+// IZH-LABEL: func.func @izhikevich_backward_f32(
+// IZH-SAME:    flexsn.saved = 2
+
+// PLIF's trainable w gets a reduction; x is re-read rather than saved.
+// PLIF-LABEL: func.func @plif_backward_f32(
+// PLIF-SAME:    %{{[^:]*}}: memref<f32>, %{{[^:]*}}: f32)
+// PLIF-SAME:    flexsn.reread = array<i64: 0>, flexsn.saved = 1
+// PLIF:         flexsn.scan reverse {{.*}} reductions(%{{.*}} : memref<f32>)
