@@ -7,6 +7,7 @@
 #include "flexsn/Tools/Registration.h"
 #include "flexsn/Conversion/Passes.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNDialect.h"
+#include "flexsn/Dialect/FlexSN/Transforms/AdjointBuilder.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 #include "flexsn/Pipelines/Pipelines.h"
 
@@ -17,6 +18,7 @@
 
 void mlir::flexsn::registerFlexSNDialect(DialectRegistry &registry) {
   registry.insert<FlexSNDialect>();
+  registerDerivativeRules(registry);
 }
 
 void mlir::flexsn::registerAllDialects(DialectRegistry &registry) {

@@ -592,5 +592,7 @@ OpFoldResult SurrogateGradOp::fold(FoldAdaptor adaptor) {
       getType(), getSurrogate().evalDerivative(input.getValueAsDouble()));
 }
 
+#include "flexsn/Dialect/FlexSN/IR/FlexSNInterfaces.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.cpp.inc"

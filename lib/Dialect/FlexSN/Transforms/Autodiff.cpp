@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Dialect/FlexSN/Transforms/Autodiff.h"
+#include "flexsn/Dialect/FlexSN/Transforms/AdjointBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -12,7 +13,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 #include <deque>
 
@@ -59,205 +59,25 @@ struct Activity {
   bool isActive(Value v) const { return active.contains(v); }
 };
 
-/// Emits the reverse sweep. `forward(v)` gives the backward step's copy of
-/// forward value `v` (during planning it records `v` as needed).
-class AdjointEmitter {
-public:
-  AdjointEmitter(OpBuilder &b, Location loc, const Activity &activity,
-                 function_ref<Value(Value)> forward)
-      : b(b), loc(loc), activity(activity), forward(forward) {}
-
-  void accumulate(Value v, Value contribution) {
-    if (!activity.isActive(v))
-      return;
-    Value &slot = adjoints[v];
-    slot = slot ? arith::AddFOp::create(b, loc, slot, contribution).getResult()
-                : contribution;
-  }
-  Value lookup(Value v) const { return adjoints.lookup(v); }
-
-  Value constant(double c) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c));
-  }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value neg(Value x) { return arith::NegFOp::create(b, loc, x); }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value cmp(arith::CmpFPredicate p, Value x, Value y) {
-    return arith::CmpFOp::create(b, loc, p, x, y);
-  }
-
-  /// Adds the contributions of `op` to its operands' adjoints: the
-  /// derivative rule of `op`. Fails, naming the op, if there is none.
-  LogicalResult propagate(Operation &op) {
-    if (op.getNumResults() != 1 || !activity.isActive(op.getResult(0)))
-      return success();
-    Value a = lookup(op.getResult(0));
-    if (!a)
-      return success();
-    Value r = op.getResult(0);
-    auto operand = [&](unsigned i) { return op.getOperand(i); };
-    auto fwd = [&](Value v) { return forward(v); };
-    return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
-        .Case<arith::AddFOp>([&](auto) {
-          accumulate(operand(0), a);
-          accumulate(operand(1), a);
-          return success();
-        })
-        .Case<arith::SubFOp>([&](auto) {
-          accumulate(operand(0), a);
-          if (isActive(operand(1)))
-            accumulate(operand(1), neg(a));
-          return success();
-        })
-        .Case<arith::MulFOp>([&](auto) {
-          if (isActive(operand(0)))
-            accumulate(operand(0), mul(a, fwd(operand(1))));
-          if (isActive(operand(1)))
-            accumulate(operand(1), mul(a, fwd(operand(0))));
-          return success();
-        })
-        .Case<arith::DivFOp>([&](auto) {
-          if (isActive(operand(0)))
-            accumulate(operand(0), div(a, fwd(operand(1))));
-          if (isActive(operand(1)))
-            accumulate(operand(1), neg(div(mul(a, fwd(r)), fwd(operand(1)))));
-          return success();
-        })
-        .Case<arith::NegFOp>([&](auto) {
-          accumulate(operand(0), neg(a));
-          return success();
-        })
-        .Case<arith::SelectOp>([&](auto) {
-          Value zero = constant(0.0), c = fwd(operand(0));
-          if (isActive(operand(1)))
-            accumulate(operand(1), select(c, a, zero));
-          if (isActive(operand(2)))
-            accumulate(operand(2), select(c, zero, a));
-          return success();
-        })
-        .Case<arith::MaximumFOp, arith::MaxNumFOp, arith::MinimumFOp,
-              arith::MinNumFOp>([&](Operation *) {
-          bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(op);
-          // Ties send the gradient to the first operand.
-          Value first =
-              cmp(isMax ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OLE,
-                  fwd(operand(0)), fwd(operand(1)));
-          Value zero = constant(0.0);
-          if (isActive(operand(0)))
-            accumulate(operand(0), select(first, a, zero));
-          if (isActive(operand(1)))
-            accumulate(operand(1), select(first, zero, a));
-          return success();
-        })
-        .Case<math::ExpOp>([&](auto) {
-          accumulate(operand(0), mul(a, fwd(r)));
-          return success();
-        })
-        .Case<math::LogOp>([&](auto) {
-          accumulate(operand(0), div(a, fwd(operand(0))));
-          return success();
-        })
-        .Case<math::Log1pOp>([&](auto) {
-          accumulate(operand(0), div(a, add(constant(1.0), fwd(operand(0)))));
-          return success();
-        })
-        .Case<math::SqrtOp>([&](auto) {
-          accumulate(operand(0), div(mul(a, constant(0.5)), fwd(r)));
-          return success();
-        })
-        .Case<math::TanhOp>([&](auto) {
-          Value t = fwd(r);
-          accumulate(operand(0), mul(a, arith::SubFOp::create(
-                                            b, loc, constant(1.0), mul(t, t))));
-          return success();
-        })
-        .Case<math::AbsFOp>([&](auto) {
-          Value positive =
-              cmp(arith::CmpFPredicate::OGE, fwd(operand(0)), constant(0.0));
-          accumulate(operand(0), select(positive, a, neg(a)));
-          return success();
-        })
-        .Case<math::SinOp>([&](auto) {
-          accumulate(operand(0),
-                     mul(a, math::CosOp::create(b, loc, fwd(operand(0)))));
-          return success();
-        })
-        .Case<math::CosOp>([&](auto) {
-          accumulate(operand(0),
-                     neg(mul(a, math::SinOp::create(b, loc, fwd(operand(0))))));
-          return success();
-        })
-        .Case<math::AtanOp>([&](auto) {
-          Value x = fwd(operand(0));
-          accumulate(operand(0), div(a, add(constant(1.0), mul(x, x))));
-          return success();
-        })
-        .Case<math::ErfOp>([&](auto) {
-          Value x = fwd(operand(0));
-          Value gauss = math::ExpOp::create(b, loc, neg(mul(x, x)));
-          accumulate(operand(0),
-                     mul(a, mul(constant(1.1283791670955126), gauss)));
-          return success();
-        })
-        .Case<math::PowFOp>([&](auto) {
-          Value x = fwd(operand(0)), y = fwd(operand(1));
-          if (isActive(operand(0))) {
-            Value ym1 = arith::SubFOp::create(b, loc, y, constant(1.0));
-            accumulate(operand(0),
-                       mul(a, mul(y, math::PowFOp::create(b, loc, x, ym1))));
-          }
-          if (isActive(operand(1)))
-            accumulate(operand(1),
-                       mul(a, mul(fwd(r), math::LogOp::create(b, loc, x))));
-          return success();
-        })
-        .Case<math::FmaOp>([&](auto) {
-          if (isActive(operand(0)))
-            accumulate(operand(0), mul(a, fwd(operand(1))));
-          if (isActive(operand(1)))
-            accumulate(operand(1), mul(a, fwd(operand(0))));
-          accumulate(operand(2), a);
-          return success();
-        })
-        .Case<SpikeOp>([&](SpikeOp spike) {
-          // The surrogate stands in for the Heaviside's derivative.
-          Value g = SurrogateGradOp::create(b, loc, fwd(spike.getInput()),
-                                            spike.getSurrogate());
-          accumulate(spike.getInput(), mul(a, g));
-          return success();
-        })
-        .Default([&](Operation *other) {
-          return other->emitOpError()
-                 << "has no derivative rule: flexsn-autodiff differentiates "
-                    "arith, math and flexsn.spike/detach ops";
-        });
-  }
-
-private:
-  bool isActive(Value v) const { return activity.isActive(v); }
-
-  OpBuilder &b;
-  Location loc;
-  const Activity &activity;
-  function_ref<Value(Value)> forward;
-  llvm::DenseMap<Value, Value> adjoints;
-};
-
 /// Seeds the adjoints of the yielded values and runs the reverse sweep.
 /// `seeds[i]` is the incoming gradient of yielded value i (null: none).
-LogicalResult reverseSweep(Block &body, AdjointEmitter &emitter,
+LogicalResult reverseSweep(Block &body, AdjointBuilder &builder,
                            ArrayRef<Value> seeds) {
   for (auto [value, seed] :
        llvm::zip_equal(body.getTerminator()->getOperands(), seeds))
     if (seed)
-      emitter.accumulate(value, seed);
-  for (Operation &op : llvm::reverse(body.without_terminator()))
-    if (failed(emitter.propagate(op)))
+      builder.accumulate(value, seed);
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (op.getNumResults() != 1 || !builder.isActive(op.getResult(0)))
+      continue;
+    auto rule = dyn_cast<DifferentiableOpInterface>(op);
+    if (!rule)
+      return op.emitOpError()
+             << "has no derivative rule: flexsn-autodiff differentiates "
+                "arith, math and flexsn.spike/detach ops";
+    if (failed(rule.emitAdjoint(builder)))
       return failure();
+  }
   return success();
 }
 
@@ -377,7 +197,7 @@ FailureOr<SavePlan> mlir::flexsn::planSaves(Block &body, unsigned numInputs,
     needed.insert(v);
     return v;
   };
-  AdjointEmitter emitter(b, loc, activity, record);
+  AdjointBuilder emitter(b, loc, activity.active, record);
   SmallVector<Value> seeds;
   for (Value v : body.getTerminator()->getOperands())
     seeds.push_back(v.getType().isF32() ? emitter.constant(1.0) : Value());
@@ -518,7 +338,7 @@ LogicalResult mlir::flexsn::emitBackwardStep(
     missing = true;
     return v;
   };
-  AdjointEmitter emitter(b, loc, activity, forward);
+  AdjointBuilder emitter(b, loc, activity.active, forward);
   SmallVector<Value> seeds(gradOutputs);
   for (unsigned s = 0; s < numStates; ++s)
     seeds.push_back(
@@ -533,7 +353,7 @@ LogicalResult mlir::flexsn::emitBackwardStep(
   SmallVector<Value> results;
   Value zero = emitter.constant(0.0);
   auto adjointOf = [&](Value v) {
-    Value a = emitter.lookup(v);
+    Value a = emitter.adjoint(v);
     return a ? a : zero;
   };
   for (unsigned i = 0; i < numInputs; ++i)

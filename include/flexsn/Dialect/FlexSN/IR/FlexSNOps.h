@@ -18,6 +18,12 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::flexsn {
+class AdjointBuilder;
+} // namespace mlir::flexsn
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h.inc"
 

@@ -70,8 +70,9 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
 
     The step body is first specialized (`const` parameters folded, applied
     neurons inlined, canonicalized) so that flags such as `soft_reset` are
-    differentiated as the selected branch. Each op has a derivative rule;
-    `flexsn.spike` differentiates through its surrogate
+    differentiated as the selected branch. Each op's derivative rule comes
+    from its `DifferentiableOpInterface` (attached to the `arith` and `math`
+    ops a body may use); `flexsn.spike` differentiates through its surrogate
     (`flexsn.surrogate_grad`), `flexsn.detach` stops the gradient, and an op
     without a rule gets a diagnostic naming it. Absent incoming gradients
     (null buffers) are zeros.
