@@ -74,15 +74,28 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
   check.format = options.format;
   pm.addPass(createFlexSNCheckGPUOptions(check));
 
-  FlexSNGenerateKernelsOptions kernels;
-  kernels.variants.assign(options.variants.begin(), options.variants.end());
-  if (options.storageTypes.empty())
-    kernels.storageTypes = {"f32", "f16", "bf16"};
-  else
-    kernels.storageTypes.assign(options.storageTypes.begin(),
-                                options.storageTypes.end());
-  kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
-  pm.addPass(createFlexSNGenerateKernels(kernels));
+  SmallVector<std::string> storage(options.storageTypes.begin(),
+                                   options.storageTypes.end());
+  if (storage.empty())
+    storage = {"f32", "f16", "bf16"};
+  SmallVector<std::string> plain, training;
+  for (const std::string &variant : options.variants)
+    (variant == "forward" || variant == "backward" ? training : plain)
+        .push_back(variant);
+  if (options.variants.empty() || !plain.empty()) {
+    FlexSNGenerateKernelsOptions kernels;
+    kernels.variants.assign(plain.begin(), plain.end());
+    kernels.storageTypes.assign(storage.begin(), storage.end());
+    kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
+    pm.addPass(createFlexSNGenerateKernels(kernels));
+  }
+  if (!training.empty()) {
+    FlexSNAutodiffOptions autodiff;
+    autodiff.storageTypes.assign(storage.begin(), storage.end());
+    autodiff.neurons.assign(options.neurons.begin(), options.neurons.end());
+    autodiff.storeAll = options.storeAll;
+    pm.addPass(createFlexSNAutodiff(autodiff));
+  }
   pm.addPass(createConvertFlexSNToGPU());
   pm.addPass(createFlexSNExpandSurrogates());
   pm.addPass(createCanonicalizerPass());

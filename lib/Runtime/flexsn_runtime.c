@@ -348,12 +348,24 @@ flexsn_status flexsn_image_unload(flexsn_image *image) {
 
 static int is_sequence(flexsn_buffer_kind kind) {
   return kind == FLEXSN_INPUT_SEQUENCE || kind == FLEXSN_OUTPUT_SEQUENCE ||
-         kind == FLEXSN_STATE_SEQUENCE;
+         kind == FLEXSN_STATE_SEQUENCE ||
+         kind == FLEXSN_OPTIONAL_INPUT_SEQUENCE ||
+         kind == FLEXSN_SAVED_OUTPUT || kind == FLEXSN_SAVED_INPUT;
 }
 
 static int is_written(flexsn_buffer_kind kind) {
   return kind == FLEXSN_OUTPUT_SEQUENCE || kind == FLEXSN_STATE_SEQUENCE ||
-         kind == FLEXSN_FINAL_STATE;
+         kind == FLEXSN_FINAL_STATE || kind == FLEXSN_SAVED_OUTPUT ||
+         kind == FLEXSN_PARAM_GRADIENT;
+}
+
+static int is_required(flexsn_buffer_kind kind) {
+  return kind == FLEXSN_INPUT_SEQUENCE || kind == FLEXSN_SAVED_OUTPUT ||
+         kind == FLEXSN_SAVED_INPUT || kind == FLEXSN_PARAM_GRADIENT;
+}
+
+static int64_t element_size_of(const flexsn_kernel_desc *desc, int i) {
+  return desc->element_sizes ? desc->element_sizes[i] : desc->element_size;
 }
 
 static flexsn_status check_desc(const flexsn_image *image,
@@ -381,10 +393,17 @@ static flexsn_status check_desc(const flexsn_image *image,
     case FLEXSN_INPUT_SEQUENCE:
     case FLEXSN_OUTPUT_SEQUENCE:
     case FLEXSN_STATE_SEQUENCE:
+    case FLEXSN_OPTIONAL_INPUT_SEQUENCE:
+    case FLEXSN_SAVED_OUTPUT:
+    case FLEXSN_SAVED_INPUT:
+    case FLEXSN_PARAM_GRADIENT:
       break;
     default:
       return FLEXSN_ERROR_INVALID_ARGUMENT;
     }
+    if (desc->element_sizes && desc->element_sizes[i] != 2 &&
+        desc->element_sizes[i] != 4)
+      return FLEXSN_ERROR_INVALID_ARGUMENT;
   }
   /* Every final state needs an initial state to take its value for T == 0. */
   if (finals > initials)
@@ -559,6 +578,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
                             CUstream stream, int64_t T, int64_t N, int64_t ld,
                             void *const *buffers, const void *const *scalars) {
   CUdeviceptr pointers[FLEXSN_MAX_KERNEL_ARGS];
+  int64_t extents[FLEXSN_MAX_KERNEL_ARGS];
   void *params[FLEXSN_MAX_KERNEL_ARGS + 3];
   int64_t sizes[3], seq_bytes = 0, state_bytes = 0, per_block;
   int i, nb, vector;
@@ -580,20 +600,49 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
   if (ld == 0)
     ld = N;
   for (i = 0; i < nb; ++i)
-    if (desc->kinds[i] == FLEXSN_INPUT_SEQUENCE && !buffers[i])
+    if (is_required(desc->kinds[i]) && !buffers[i])
       return FLEXSN_ERROR_NULL_POINTER;
-  status =
-      compute_extents(T, N, ld, desc->element_size, &seq_bytes, &state_bytes);
+  /* Extents in elements, then in bytes per buffer (element sizes differ in
+     training kernels). */
+  status = compute_extents(T, N, ld, 1, &seq_bytes, &state_bytes);
   if (status != FLEXSN_SUCCESS)
     return status;
+  for (i = 0; i < nb; ++i) {
+    int64_t size = element_size_of(desc, i);
+    int64_t count = desc->kinds[i] == FLEXSN_PARAM_GRADIENT ? 1
+                    : is_sequence(desc->kinds[i])           ? seq_bytes
+                                                            : state_bytes;
+    if (count > INT64_MAX / size)
+      return FLEXSN_ERROR_SIZE_OVERFLOW;
+    extents[i] = desc->kinds[i] == FLEXSN_PARAM_GRADIENT ? 4 : count * size;
+  }
   for (i = 0; i < nb; ++i)
-    if ((uintptr_t)buffers[i] % (uintptr_t)desc->element_size != 0)
+    if ((uintptr_t)buffers[i] % (uintptr_t)element_size_of(desc, i) != 0)
       return FLEXSN_ERROR_INVALID_ARGUMENT;
 
-  if (N == 0)
-    return FLEXSN_SUCCESS;
-  if (T == 0)
-    return copy_initial_to_final(desc, stream, state_bytes, buffers);
+  if (N == 0 || T == 0) {
+    /* Parameter gradients of an empty problem are zero. */
+    int any = 0;
+    for (i = 0; i < nb; ++i)
+      any |= desc->kinds[i] == FLEXSN_PARAM_GRADIENT;
+    if (any) {
+      status = check_context(stream, &context);
+      if (status != FLEXSN_SUCCESS)
+        return status;
+      for (i = 0; i < nb; ++i)
+        if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT) {
+          r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
+                                    stream);
+          if (r != CUDA_SUCCESS)
+            return fail(r, FLEXSN_ERROR_CUDA);
+        }
+    }
+    if (N == 0)
+      return FLEXSN_SUCCESS;
+    return copy_initial_to_final(desc, stream,
+                                 state_bytes * element_size_of(desc, 0),
+                                 buffers);
+  }
 
   status = check_context(stream, &context);
   if (status != FLEXSN_SUCCESS)
@@ -601,8 +650,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
   for (i = 0; i < nb; ++i) {
     if (!buffers[i])
       continue;
-    status = check_buffer(context, buffers[i],
-                          is_sequence(desc->kinds[i]) ? seq_bytes : state_bytes,
+    status = check_buffer(context, buffers[i], extents[i],
                           is_written(desc->kinds[i]));
     if (status != FLEXSN_SUCCESS)
       return status;
@@ -617,6 +665,14 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
   if (status != FLEXSN_SUCCESS)
     return status;
 
+  /* Parameter gradients accumulate with atomics: zero them first. */
+  for (i = 0; i < nb; ++i)
+    if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT) {
+      r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
+                                stream);
+      if (r != CUDA_SUCCESS)
+        return fail(r, FLEXSN_ERROR_CUDA);
+    }
   for (i = 0; i < nb; ++i) {
     pointers[i] = (CUdeviceptr)(uintptr_t)buffers[i];
     params[i] = &pointers[i];

@@ -127,8 +127,9 @@ FailureOr<std::string> bundleFatbin(ModuleOp module,
 struct KernelInfo {
   std::string name, neuron, variant, vectorKernel, scalarKernel;
   Type dtype;
-  int64_t vectorWidth;
+  int64_t vectorWidth, saved = 0;
   SmallVector<std::string> roles, bufferNames;
+  SmallVector<Type> bufferTypes;
   SmallVector<std::pair<std::string, Type>> params;
 };
 
@@ -164,6 +165,15 @@ FailureOr<std::vector<KernelInfo>> readKernels(ModuleOp module) {
       info.roles.push_back(role.str());
       info.bufferNames.push_back(name.str());
     }
+    if (auto dtypes = dict.getAs<ArrayAttr>("buffer_dtypes"))
+      for (auto t : dtypes.getAsRange<TypeAttr>())
+        info.bufferTypes.push_back(t.getValue());
+    else
+      info.bufferTypes.assign(info.roles.size(), info.dtype);
+    if (info.bufferTypes.size() != info.roles.size())
+      return module.emitError("malformed flexsn.gpu_kernels entry");
+    if (auto saved = dict.getAs<IntegerAttr>("saved"))
+      info.saved = saved.getInt();
     for (auto param : params.getAsRange<DictionaryAttr>())
       info.params.push_back({param.getAs<StringAttr>("name").str(),
                              param.getAs<TypeAttr>("type").getValue()});
@@ -190,6 +200,10 @@ const char *runtimeKind(StringRef role) {
       .Case("initial_state", "FLEXSN_INITIAL_STATE")
       .Case("output_sequence", "FLEXSN_OUTPUT_SEQUENCE")
       .Case("state_sequence", "FLEXSN_STATE_SEQUENCE")
+      .Case("optional_input_sequence", "FLEXSN_OPTIONAL_INPUT_SEQUENCE")
+      .Case("saved_output", "FLEXSN_SAVED_OUTPUT")
+      .Case("saved_input", "FLEXSN_SAVED_INPUT")
+      .Case("param_gradient", "FLEXSN_PARAM_GRADIENT")
       .Default("FLEXSN_FINAL_STATE");
 }
 
@@ -200,26 +214,55 @@ const char *roleComment(StringRef role) {
       .Case("output_sequence", "[T, N] output (NULL: not written)")
       .Case("state_sequence",
             "[T, N] state after each step (NULL: not written)")
+      .Case("optional_input_sequence", "[T, N] incoming gradient (NULL: zeros)")
+      .Case("param_gradient",
+            "one float: the parameter's gradient, summed over T and N")
       .Default("[N] state after the last step (NULL: not written)");
 }
 
+bool isSavedRole(StringRef role) {
+  return role == "saved_output" || role == "saved_input";
+}
+
 void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
-  bool isInput = false;
+  // Saved sequences travel as one workspace: saved * T * ld floats.
+  bool hasWorkspace = k.saved > 0;
+  bool writesWorkspace = llvm::is_contained(k.roles, "saved_output");
+  if (hasWorkspace)
+    os << "/* Bytes of the workspace flexsn_" << k.name << " "
+       << (writesWorkspace ? "writes" : "reads") << ": " << k.saved
+       << " float sequence(s) of T x ld (ld = 0: N). */\n"
+       << "static inline size_t flexsn_" << k.name
+       << "_workspace_bytes(int64_t T, int64_t N, int64_t ld) {\n"
+       << "  return (size_t)" << k.saved
+       << " * (size_t)T * (size_t)(ld ? ld : N) * sizeof(float);\n}\n\n";
+
   os << "/* " << k.neuron << ", " << k.variant << ", storage " << k.dtype
      << ". T steps of N neurons; ld = time stride of the [T, N]\n"
      << " * buffers in elements (0: N).\n";
   for (auto [role, name] : llvm::zip(k.roles, k.bufferNames))
-    os << " *   " << name << ": " << roleComment(role) << "\n";
+    if (!isSavedRole(role))
+      os << " *   " << name << ": " << roleComment(role) << "\n";
+  if (hasWorkspace)
+    os << " *   workspace: "
+       << (writesWorkspace ? "written for" : "as written by")
+       << " the paired training kernel (see _workspace_bytes)\n";
   for (auto &[name, type] : k.params)
     os << " *   " << name << ": runtime parameter (" << type << ")\n";
   os << " */\n";
   os << "static inline flexsn_status flexsn_" << k.name
      << "(CUstream stream, int64_t T, int64_t N, int64_t ld";
-  for (auto [role, name] : llvm::zip(k.roles, k.bufferNames)) {
-    isInput = role == "input_sequence" || role == "initial_state";
-    os << ",\n    " << (isInput ? "const " : "") << cElementType(k.dtype)
-       << " *" << name;
+  for (auto [role, name, type] :
+       llvm::zip(k.roles, k.bufferNames, k.bufferTypes)) {
+    if (isSavedRole(role))
+      continue;
+    bool isInput = role == "input_sequence" || role == "initial_state" ||
+                   role == "optional_input_sequence";
+    os << ",\n    " << (isInput ? "const " : "") << cElementType(type) << " *"
+       << name;
   }
+  if (hasWorkspace)
+    os << ",\n    " << (writesWorkspace ? "" : "const ") << "float *workspace";
   for (auto &[name, type] : k.params)
     os << ",\n    " << cScalarType(type) << " " << name;
   os << ") {\n";
@@ -227,13 +270,30 @@ void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
   llvm::interleaveComma(k.roles, os,
                         [&](const std::string &r) { os << runtimeKind(r); });
   os << "};\n";
+  bool mixed = llvm::any_of(k.bufferTypes,
+                            [&](Type t) { return t != k.bufferTypes.front(); });
+  if (mixed) {
+    os << "  static const int element_sizes[] = {";
+    llvm::interleaveComma(k.bufferTypes, os,
+                          [&](Type t) { os << t.getIntOrFloatBitWidth() / 8; });
+    os << "};\n";
+  }
   os << "  static const flexsn_kernel_desc desc = {\"" << k.vectorKernel
      << "\", \"" << k.scalarKernel << "\", " << k.vectorWidth << ", "
      << k.dtype.getIntOrFloatBitWidth() / 8 << ", " << k.roles.size()
-     << ", kinds, " << k.params.size() << "};\n";
+     << ", kinds, " << k.params.size() << ", "
+     << (mixed ? "element_sizes" : "NULL") << "};\n";
+  if (hasWorkspace)
+    os << "  const size_t saved_stride = (size_t)T * (size_t)(ld ? ld : N);\n";
   os << "  void *const buffers[] = {";
-  llvm::interleaveComma(k.bufferNames, os, [&](const std::string &name) {
-    os << "(void *)(uintptr_t)" << name;
+  int savedIndex = 0;
+  llvm::interleaveComma(llvm::zip(k.roles, k.bufferNames), os, [&](auto rn) {
+    auto &[role, name] = rn;
+    if (isSavedRole(role))
+      os << "(void *)(uintptr_t)(workspace + " << savedIndex++
+         << " * saved_stride)";
+    else
+      os << "(void *)(uintptr_t)" << name;
   });
   os << "};\n";
   for (auto &[name, type] : k.params)

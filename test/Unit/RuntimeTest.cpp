@@ -142,7 +142,7 @@ TEST(RuntimeTest, MalformedImageOrDescriptor) {
        [](LifCall &c) { c.desc.num_scalars = FLEXSN_MAX_KERNEL_ARGS - 3; }},
       {"kinds NULL", [](LifCall &c) { c.desc.kinds = nullptr; }},
       {"kind out of range",
-       [](LifCall &c) { c.kinds[2] = static_cast<flexsn_buffer_kind>(7); }},
+       [](LifCall &c) { c.kinds[2] = static_cast<flexsn_buffer_kind>(99); }},
       {"final state without initial state",
        [](LifCall &c) { c.kinds[1] = FLEXSN_INPUT_SEQUENCE; }},
       {"a scalar pointer NULL", [](LifCall &c) { c.scalars[0] = nullptr; }},

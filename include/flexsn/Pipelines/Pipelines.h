@@ -58,10 +58,15 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("bin")};
   ListOption<std::string> variants{
       *this, "variants",
-      llvm::cl::desc("Kernel variants: inference, final-state (default both)")};
+      llvm::cl::desc("Kernel variants: inference, final-state (default "
+                     "both), forward, backward (training, by autodiff)")};
   ListOption<std::string> storageTypes{
       *this, "storage-types",
       llvm::cl::desc("Storage types (default f32,f16,bf16)")};
+  Option<bool> storeAll{
+      *this, "store-all",
+      llvm::cl::desc("Training: save every value the backward step reads"),
+      llvm::cl::init(false)};
   ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
 };

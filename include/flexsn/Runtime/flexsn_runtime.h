@@ -92,7 +92,12 @@ typedef enum flexsn_buffer_kind {
   FLEXSN_INITIAL_STATE,   /* [N] read, NULL = zeros */
   FLEXSN_OUTPUT_SEQUENCE, /* [T, N] written, NULL = not written */
   FLEXSN_STATE_SEQUENCE,  /* [T, N] written, NULL = not written */
-  FLEXSN_FINAL_STATE      /* [N] written, NULL = not written */
+  FLEXSN_FINAL_STATE,     /* [N] written, NULL = not written */
+  /* Training kernels: */
+  FLEXSN_OPTIONAL_INPUT_SEQUENCE, /* [T, N] read, NULL = zeros (gradients) */
+  FLEXSN_SAVED_OUTPUT,    /* [T, N] written, required (the workspace) */
+  FLEXSN_SAVED_INPUT,     /* [T, N] read, required (the workspace) */
+  FLEXSN_PARAM_GRADIENT   /* one float, zeroed then accumulated, required */
 } flexsn_buffer_kind;
 
 /* Upper bound on num_buffers + num_scalars (the kernel parameter array lives
@@ -111,6 +116,8 @@ typedef struct flexsn_kernel_desc {
   int num_buffers;
   const flexsn_buffer_kind *kinds;
   int num_scalars; /* runtime parameters, passed after T, N, ld */
+  const int *element_sizes; /* per buffer (training kernels mix f32 saved
+                               values with f16 data); NULL: element_size */
 } flexsn_kernel_desc;
 
 /* Validates, then launches one kernel on `stream` computing T steps of N

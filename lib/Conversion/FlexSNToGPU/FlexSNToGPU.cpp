@@ -23,37 +23,37 @@ using namespace mlir::flexsn;
 namespace {
 
 constexpr unsigned kAccessBytes = 16;
+constexpr unsigned kBlockSize = 256;
+constexpr unsigned kWarpSize = 32;
 
-/// What a kernel function's scan reads and writes, in ABI order.
+/// What a kernel function's scan reads and writes. Buffers are the scan's
+/// memref operands in order: inputs, inits, outputs, states, reductions.
 struct KernelPlan {
   // Op handles are cheap values; their accessors are not const.
   mutable func::FuncOp func;
   mutable ScanOp scan;
-  mutable NeuronOp neuron;
-  Type storage;
-  unsigned numInputs, numStates, numOutputs;
-  bool finalStates;
+  mutable NeuronOp neuron; // null for an inline body
+  Block *body;             // the step body (neuron's or the scan's)
+  unsigned numStates;      // carried states
+  SmallVector<Type> elementTypes;
+  SmallVector<StringRef> roles; // flexsn_buffer_kind, spelled
+  unsigned width;               // neurons per thread in the vector kernel
+
+  unsigned numInputs() const { return scan.getInputs().size(); }
+  unsigned numInits() const { return scan.getInits().size(); }
+  unsigned numOutputs() const { return scan.getOutputs().size(); }
+  unsigned numStateResults() const { return scan.getStates().size(); }
+  unsigned numReductions() const { return scan.getReductions().size(); }
+  unsigned numBuffers() const { return elementTypes.size(); }
 };
 
-/// The roles of the buffers, as the runtime (flexsn_buffer_kind) names them.
-SmallVector<StringRef> bufferRoles(const KernelPlan &plan) {
-  SmallVector<StringRef> roles;
-  roles.append(plan.numInputs, "input_sequence");
-  roles.append(plan.scan.getInits().size(), "initial_state");
-  roles.append(plan.numOutputs, "output_sequence");
-  roles.append(plan.scan.getStates().size(),
-               plan.finalStates ? "final_state" : "state_sequence");
-  return roles;
-}
-
-/// Emits kernel code for one thread over a contiguous group of neurons.
+/// Emits one thread's work over a contiguous group of neurons.
 class KernelEmitter {
 public:
   KernelEmitter(OpBuilder &b, Location loc, const KernelPlan &plan,
                 gpu::GPUFuncOp kernel)
       : b(b), loc(loc), plan(plan) {
-    unsigned numBuffers =
-        kernel.getNumArguments() - 3 - plan.scan.getParams().size();
+    unsigned numBuffers = plan.numBuffers();
     ValueRange args = kernel.getArguments();
     buffers.assign(args.begin(), args.begin() + numBuffers);
     numSteps = args[numBuffers];
@@ -61,54 +61,53 @@ public:
     timeStride = args[numBuffers + 2];
     params.assign(args.begin() + numBuffers + 3, args.end());
     ptrType = LLVM::LLVMPointerType::get(b.getContext());
-    i64 = b.getI64Type();
     f32 = b.getF32Type();
-  }
-
-  /// The thread's first neuron: (blockIdx * blockDim + threadIdx) * width.
-  Value firstNeuron(unsigned width) {
-    Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    Value blockDim = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
-    Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value linear = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, block, blockDim), thread);
-    Value id = arith::IndexCastUIOp::create(b, loc, i64, linear);
-    return arith::MulIOp::create(b, loc, id, constant(width));
+    for (int64_t i :
+         plan.scan.getOptionalInputs().value_or(ArrayRef<int64_t>()))
+      optionalInputs.insert(i);
   }
 
   Value constant(int64_t value) {
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
   }
+  Value zeroF32() {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  }
+  SmallVector<Value> zeroPartials() {
+    return SmallVector<Value>(plan.numReductions(), zeroF32());
+  }
+  Value getNumNeurons() const { return numNeurons; }
 
-  /// Runs neurons [first, first + width) through every step; `width` > 1
-  /// uses one vector access per buffer and step.
-  void emitNeurons(Value first, unsigned width) {
-    unsigned numInputs = plan.numInputs, numStates = plan.numStates;
-    bool hasInits = !plan.scan.getInits().empty();
-    bool hasStates = !plan.scan.getStates().empty();
-    unsigned initBase = numInputs;
-    unsigned outputBase = initBase + (hasInits ? numStates : 0);
-    unsigned stateBase = outputBase + plan.numOutputs;
+  /// The linear thread index as i64.
+  Value threadIndex() {
+    Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value blockDim = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
+    Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value linear = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, block, blockDim), thread);
+    return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), linear);
+  }
 
-    // Absent buffers are null: decided once per thread.
-    SmallVector<Value> present(buffers.size());
-    Value null = LLVM::ZeroOp::create(b, loc, ptrType);
-    for (unsigned i = numInputs; i < buffers.size(); ++i)
-      present[i] = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
-                                        buffers[i], null);
+  /// Runs neurons [first, first + width) through every step and returns the
+  /// thread's partial sums of the reductions.
+  SmallVector<Value> emitNeurons(Value first, unsigned width) {
+    unsigned numInputs = plan.numInputs(), numStates = plan.numStates;
+    unsigned initBase = numInputs, outputBase = initBase + plan.numInits();
+    unsigned stateBase = outputBase + plan.numOutputs();
+    bool finalStates = plan.scan.getFinalStates();
 
-    SmallVector<Value> carries; // [state][lane]
+    SmallVector<Value> carries; // [state][lane], then [reduction][lane]
     for (unsigned s = 0; s < numStates; ++s) {
-      SmallVector<Value> lanes =
-          hasInits ? loadIfPresent(buffers[initBase + s], present[initBase + s],
-                                   first, width)
-                   : splat(0.0, width);
+      SmallVector<Value> lanes = plan.numInits()
+                                     ? loadIfPresent(initBase + s, first, width)
+                                     : SmallVector<Value>(width, zeroF32());
       carries.append(lanes);
     }
+    carries.append(plan.numReductions() * width, zeroF32());
 
-    Value zero = constant(0), one = constant(1);
+    Value one = constant(1);
     auto loop = scf::ForOp::create(
-        b, loc, zero, numSteps, one, carries,
+        b, loc, constant(0), numSteps, one, carries,
         [&](OpBuilder &nested, Location, Value iteration, ValueRange iter) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
@@ -117,69 +116,122 @@ public:
             step = arith::SubIOp::create(
                 b, loc, arith::SubIOp::create(b, loc, numSteps, one),
                 iteration);
-          Value rowStart = arith::MulIOp::create(b, loc, step, timeStride);
-          Value index = arith::AddIOp::create(b, loc, rowStart, first);
+          Value index = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, step, timeStride), first);
 
           SmallVector<SmallVector<Value>> inputs; // [input][lane]
           for (unsigned k = 0; k < numInputs; ++k)
-            inputs.push_back(load(buffers[k], index, width));
+            inputs.push_back(optionalInputs.contains(k)
+                                 ? loadIfPresent(k, index, width)
+                                 : load(k, index, width));
 
-          SmallVector<SmallVector<Value>> results(plan.numOutputs +
-                                                  numStates); // [result][lane]
+          unsigned numResults =
+              plan.numOutputs() + numStates + plan.numReductions();
+          SmallVector<SmallVector<Value>> results(numResults);
           for (unsigned lane = 0; lane < width; ++lane) {
             SmallVector<Value> args;
             for (unsigned k = 0; k < numInputs; ++k)
               args.push_back(inputs[k][lane]);
             for (unsigned s = 0; s < numStates; ++s)
               args.push_back(iter[s * width + lane]);
-            SmallVector<Value> stepResults =
-                emitNeuronStep(b, loc, plan.neuron, args, ValueRange(params));
+            SmallVector<Value> stepResults;
+            if (plan.neuron) {
+              stepResults =
+                  emitNeuronStep(b, loc, plan.neuron, args, ValueRange(params));
+            } else {
+              args.append(params.begin(), params.end());
+              stepResults = emitStepBody(b, *plan.body, args);
+            }
             for (auto [r, value] : llvm::enumerate(stepResults))
               results[r].push_back(value);
           }
-          for (unsigned k = 0; k < plan.numOutputs; ++k)
-            storeIfPresent(buffers[outputBase + k], present[outputBase + k],
-                           index, results[k]);
-          if (hasStates && !plan.finalStates)
+          for (unsigned k = 0; k < plan.numOutputs(); ++k)
+            storeIfPresent(outputBase + k, index, results[k]);
+          if (plan.numStateResults() && !finalStates)
             for (unsigned s = 0; s < numStates; ++s)
-              storeIfPresent(buffers[stateBase + s], present[stateBase + s],
-                             index, results[plan.numOutputs + s]);
+              storeIfPresent(stateBase + s, index,
+                             results[plan.numOutputs() + s]);
           SmallVector<Value> next;
           for (unsigned s = 0; s < numStates; ++s)
-            next.append(results[plan.numOutputs + s]);
+            next.append(results[plan.numOutputs() + s]);
+          for (unsigned r = 0; r < plan.numReductions(); ++r)
+            for (unsigned lane = 0; lane < width; ++lane)
+              next.push_back(arith::AddFOp::create(
+                  b, loc, iter[(numStates + r) * width + lane],
+                  results[plan.numOutputs() + numStates + r][lane]));
           scf::YieldOp::create(b, loc, next);
         });
-    if (hasStates && plan.finalStates)
+    if (plan.numStateResults() && finalStates)
       for (unsigned s = 0; s < numStates; ++s)
-        storeIfPresent(buffers[stateBase + s], present[stateBase + s], first,
+        storeIfPresent(stateBase + s, first,
                        loop.getResults().slice(s * width, width));
+    SmallVector<Value> partials;
+    for (unsigned r = 0; r < plan.numReductions(); ++r) {
+      Value sum = loop.getResult((numStates + r) * width);
+      for (unsigned lane = 1; lane < width; ++lane)
+        sum = arith::AddFOp::create(
+            b, loc, sum, loop.getResult((numStates + r) * width + lane));
+      partials.push_back(sum);
+    }
+    return partials;
+  }
+
+  /// Adds every thread's partial sums into the reduction buffers: a warp
+  /// shuffle tree, then one atomic add per warp.
+  void emitReductions(ValueRange partials) {
+    if (partials.empty())
+      return;
+    unsigned reductionBase = plan.numBuffers() - plan.numReductions();
+    Value warpWidth =
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarpSize));
+    Value lane = arith::RemUIOp::create(
+        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+        arith::ConstantIndexOp::create(b, loc, kWarpSize));
+    Value leader =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    for (auto [r, partial] : llvm::enumerate(partials)) {
+      Value sum = partial;
+      for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
+        Value delta =
+            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offset));
+        auto shuffle = gpu::ShuffleOp::create(b, loc, sum, delta, warpWidth,
+                                              gpu::ShuffleMode::XOR);
+        sum = arith::AddFOp::create(b, loc, sum, shuffle.getShuffleResult());
+      }
+      Value target = buffers[reductionBase + r];
+      scf::IfOp::create(b, loc, leader, [&](OpBuilder &nested, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(nested.getInsertionBlock());
+        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, target, sum,
+                                  LLVM::AtomicOrdering::monotonic);
+        scf::YieldOp::create(b, loc);
+      });
+    }
   }
 
 private:
-  unsigned elementBytes() const {
-    return plan.storage.getIntOrFloatBitWidth() / 8;
+  Type elementType(unsigned buffer) const { return plan.elementTypes[buffer]; }
+  unsigned elementBytes(unsigned buffer) const {
+    return elementType(buffer).getIntOrFloatBitWidth() / 8;
   }
 
-  SmallVector<Value> splat(double value, unsigned width) {
-    Value c = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
-    return SmallVector<Value>(width, c);
+  Value address(unsigned buffer, Value index) {
+    return LLVM::GEPOp::create(b, loc, ptrType, elementType(buffer),
+                               buffers[buffer], ValueRange{index});
   }
 
-  Value address(Value base, Value index) {
-    return LLVM::GEPOp::create(b, loc, ptrType, plan.storage, base,
-                               ValueRange{index});
-  }
-
-  /// Loads `width` consecutive elements at `index` as f32 lanes.
-  SmallVector<Value> load(Value base, Value index, unsigned width) {
-    Value ptr = address(base, index);
+  /// Loads `width` consecutive elements at `index` as f32 lanes; vectors
+  /// are 16-byte aligned (the runtime checks) and split by LLVM as needed.
+  SmallVector<Value> load(unsigned buffer, Value index, unsigned width) {
+    Value ptr = address(buffer, index);
     SmallVector<Value> lanes;
     if (width == 1) {
-      Value v = LLVM::LoadOp::create(b, loc, plan.storage, ptr, elementBytes());
-      lanes.push_back(toF32(v));
+      lanes.push_back(toF32(LLVM::LoadOp::create(b, loc, elementType(buffer),
+                                                 ptr, elementBytes(buffer))));
       return lanes;
     }
-    auto vectorType = VectorType::get({width}, plan.storage);
+    auto vectorType = VectorType::get({width}, elementType(buffer));
     Value vector = LLVM::LoadOp::create(b, loc, vectorType, ptr, kAccessBytes);
     for (unsigned lane = 0; lane < width; ++lane) {
       Value position =
@@ -190,64 +242,70 @@ private:
     return lanes;
   }
 
-  SmallVector<Value> loadIfPresent(Value base, Value present, Value index,
+  SmallVector<Value> loadIfPresent(unsigned buffer, Value index,
                                    unsigned width) {
-    SmallVector<Type> types(width, f32);
+    SmallVector<Value> zeros(width, zeroF32());
     auto branch = scf::IfOp::create(
-        b, loc, present,
+        b, loc, present(buffer),
         [&](OpBuilder &nested, Location) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
-          scf::YieldOp::create(b, loc, load(base, index, width));
+          scf::YieldOp::create(b, loc, load(buffer, index, width));
         },
         [&](OpBuilder &nested, Location) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
-          scf::YieldOp::create(b, loc, splat(0.0, width));
+          scf::YieldOp::create(b, loc, zeros);
         });
     return SmallVector<Value>(branch.getResults());
   }
 
-  void storeIfPresent(Value base, Value present, Value index,
-                      ValueRange lanes) {
-    scf::IfOp::create(b, loc, present, [&](OpBuilder &nested, Location) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(nested.getInsertionBlock());
-      Value ptr = address(base, index);
-      if (lanes.size() == 1) {
-        LLVM::StoreOp::create(b, loc, fromF32(lanes.front()), ptr,
-                              elementBytes());
-      } else {
-        auto vectorType =
-            VectorType::get({int64_t(lanes.size())}, plan.storage);
-        Value vector = LLVM::PoisonOp::create(b, loc, vectorType);
-        for (auto [lane, value] : llvm::enumerate(lanes)) {
-          Value position =
-              arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(lane));
-          vector = LLVM::InsertElementOp::create(b, loc, vector, fromF32(value),
-                                                 position);
-        }
-        LLVM::StoreOp::create(b, loc, vector, ptr, kAccessBytes);
-      }
-      scf::YieldOp::create(b, loc);
-    });
+  void storeIfPresent(unsigned buffer, Value index, ValueRange lanes) {
+    scf::IfOp::create(
+        b, loc, present(buffer), [&](OpBuilder &nested, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          Value ptr = address(buffer, index);
+          Type type = elementType(buffer);
+          if (lanes.size() == 1) {
+            LLVM::StoreOp::create(b, loc, fromF32(lanes.front(), type), ptr,
+                                  elementBytes(buffer));
+          } else {
+            auto vectorType = VectorType::get({int64_t(lanes.size())}, type);
+            Value vector = LLVM::PoisonOp::create(b, loc, vectorType);
+            for (auto [lane, value] : llvm::enumerate(lanes)) {
+              Value position =
+                  arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(lane));
+              vector = LLVM::InsertElementOp::create(
+                  b, loc, vector, fromF32(value, type), position);
+            }
+            LLVM::StoreOp::create(b, loc, vector, ptr, kAccessBytes);
+          }
+          scf::YieldOp::create(b, loc);
+        });
+  }
+
+  /// The presence flag of a buffer: computed where first needed.
+  Value present(unsigned buffer) {
+    Value null = LLVM::ZeroOp::create(b, loc, ptrType);
+    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+                                buffers[buffer], null);
   }
 
   Value toF32(Value v) {
     return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
   }
-  Value fromF32(Value v) {
-    return plan.storage == f32
-               ? v
-               : arith::TruncFOp::create(b, loc, plan.storage, v);
+  Value fromF32(Value v, Type type) {
+    return type == f32 ? v : arith::TruncFOp::create(b, loc, type, v);
   }
 
   OpBuilder &b;
   Location loc;
   const KernelPlan &plan;
   SmallVector<Value> buffers, params;
+  llvm::DenseSet<int64_t> optionalInputs;
   Value numSteps, numNeurons, timeStride;
-  Type ptrType, i64, f32;
+  Type ptrType, f32;
 };
 
 /// Builds `<name>_vec` (width > 1) or `<name>_scalar` (width == 1).
@@ -257,7 +315,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   MLIRContext *ctx = moduleBuilder.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> argTypes(bufferRoles(plan).size(), ptrType);
+  SmallVector<Type> argTypes(plan.numBuffers(), ptrType);
   argTypes.append({i64, i64, i64});
   for (Value param : plan.scan.getParams())
     argTypes.push_back(param.getType());
@@ -268,93 +326,220 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
                                        FunctionType::get(ctx, argTypes, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
   // Every launch uses 256 threads per block (the runtime's choice).
-  kernel.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {256, 1, 1}));
+  kernel.setKnownBlockSizeAttr(
+      DenseI32ArrayAttr::get(ctx, {int32_t(kBlockSize), 1, 1}));
 
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
   KernelEmitter emitter(b, loc, plan, kernel);
-  Value first = emitter.firstNeuron(width);
-  Value numNeurons = kernel.getArgument(argTypes.size() - 3 -
-                                        plan.scan.getParams().size() + 1);
+  Value first = arith::MulIOp::create(b, loc, emitter.threadIndex(),
+                                      emitter.constant(width));
+  Value numNeurons = emitter.getNumNeurons();
   Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, first,
                                        numNeurons);
-  scf::IfOp::create(b, loc, active, [&](OpBuilder &nested, Location) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(nested.getInsertionBlock());
-    if (width == 1) {
-      emitter.emitNeurons(first, 1);
-    } else {
-      // A full group takes the vector path; the last, partial group walks
-      // its neurons one at a time.
-      Value end = arith::AddIOp::create(b, loc, first, emitter.constant(width));
-      Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, end,
-                                         numNeurons);
-      scf::IfOp::create(
-          b, loc, full,
-          [&](OpBuilder &thenBuilder, Location) {
-            OpBuilder::InsertionGuard inner(b);
-            b.setInsertionPointToStart(thenBuilder.getInsertionBlock());
-            emitter.emitNeurons(first, width);
-            scf::YieldOp::create(b, loc);
-          },
-          [&](OpBuilder &elseBuilder, Location) {
-            OpBuilder::InsertionGuard inner(b);
-            b.setInsertionPointToStart(elseBuilder.getInsertionBlock());
-            scf::ForOp::create(
-                b, loc, first, numNeurons, emitter.constant(1), ValueRange(),
-                [&](OpBuilder &loopBuilder, Location, Value neuron,
-                    ValueRange) {
-                  OpBuilder::InsertionGuard innermost(b);
-                  b.setInsertionPointToStart(loopBuilder.getInsertionBlock());
-                  emitter.emitNeurons(neuron, 1);
-                  scf::YieldOp::create(b, loc);
-                });
-            scf::YieldOp::create(b, loc);
-          });
-    }
-    scf::YieldOp::create(b, loc);
-  });
+  // Every thread (active or not) reaches the reductions' warp shuffles.
+  auto activeBranch = scf::IfOp::create(
+      b, loc, active,
+      [&](OpBuilder &nested, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(nested.getInsertionBlock());
+        if (width == 1) {
+          scf::YieldOp::create(b, loc, emitter.emitNeurons(first, 1));
+          return;
+        }
+        // A full group takes the vector path; the last, partial group walks
+        // its neurons one at a time.
+        Value end =
+            arith::AddIOp::create(b, loc, first, emitter.constant(width));
+        Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                           end, numNeurons);
+        auto fullBranch = scf::IfOp::create(
+            b, loc, full,
+            [&](OpBuilder &thenBuilder, Location) {
+              OpBuilder::InsertionGuard inner(b);
+              b.setInsertionPointToStart(thenBuilder.getInsertionBlock());
+              scf::YieldOp::create(b, loc, emitter.emitNeurons(first, width));
+            },
+            [&](OpBuilder &elseBuilder, Location) {
+              OpBuilder::InsertionGuard inner(b);
+              b.setInsertionPointToStart(elseBuilder.getInsertionBlock());
+              auto tail = scf::ForOp::create(
+                  b, loc, first, numNeurons, emitter.constant(1),
+                  emitter.zeroPartials(),
+                  [&](OpBuilder &loopBuilder, Location, Value neuron,
+                      ValueRange sums) {
+                    OpBuilder::InsertionGuard innermost(b);
+                    b.setInsertionPointToStart(loopBuilder.getInsertionBlock());
+                    SmallVector<Value> partials =
+                        emitter.emitNeurons(neuron, 1);
+                    for (auto [p, sum] : llvm::zip_equal(partials, sums))
+                      p = arith::AddFOp::create(b, loc, sum, p);
+                    scf::YieldOp::create(b, loc, partials);
+                  });
+              scf::YieldOp::create(b, loc, tail.getResults());
+            });
+        scf::YieldOp::create(b, loc, fullBranch.getResults());
+      },
+      [&](OpBuilder &nested, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(nested.getInsertionBlock());
+        scf::YieldOp::create(b, loc, emitter.zeroPartials());
+      });
+  emitter.emitReductions(activeBranch.getResults());
   gpu::ReturnOp::create(b, loc);
 }
 
 /// Describes a kernel for the header and manifest emitters.
-DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan,
-                              unsigned width) {
-  SmallVector<Attribute> roles =
-      llvm::map_to_vector(bufferRoles(plan), [&](StringRef r) -> Attribute {
-        return b.getStringAttr(r);
+DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan) {
+  SmallVector<Attribute> roles = llvm::map_to_vector(
+      plan.roles, [&](StringRef r) -> Attribute { return b.getStringAttr(r); });
+  SmallVector<Attribute> dtypes = llvm::map_to_vector(
+      plan.elementTypes, [&](Type t) -> Attribute { return TypeAttr::get(t); });
+  // Buffer names: the neuron's, derived by role; training kernels name them
+  // by position.
+  NeuronOp neuron = plan.neuron;
+  auto names = [&](ArrayAttr attr) {
+    return llvm::to_vector(attr.getAsValueRange<StringAttr>());
+  };
+  SmallVector<std::string> bufferNames;
+  auto neuronOf = plan.func->getAttrOfType<StringAttr>("flexsn.neuron");
+  StringRef variant =
+      plan.func->getAttrOfType<StringAttr>("flexsn.variant").getValue();
+  NeuronOp named = neuron;
+  if (!named && neuronOf)
+    named = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
+        plan.func, StringAttr::get(b.getContext(), neuronOf.getValue()));
+  auto numbered = [&](StringRef stem, unsigned count) {
+    for (unsigned i = 0; i < count; ++i)
+      bufferNames.push_back((stem + Twine(i)).str());
+  };
+  auto fromNeuron = [&](ArrayAttr attr, StringRef suffix) {
+    for (StringRef n : names(attr))
+      bufferNames.push_back((n + suffix).str());
+  };
+  if (named && (variant == "inference" || variant == "final-state" ||
+                variant == "forward")) {
+    fromNeuron(named.getInputNames(), "");
+    if (plan.numInits())
+      fromNeuron(named.getStateNames(), "_init");
+    fromNeuron(named.getOutputNames(), "");
+    unsigned saved = plan.numOutputs() - named.getNumOutputs();
+    numbered("saved", saved);
+    if (plan.numStateResults())
+      fromNeuron(named.getStateNames(),
+                 plan.scan.getFinalStates() ? "_final" : "_seq");
+  } else if (named && variant == "backward") {
+    fromNeuron(named.getOutputNames(), "_grad");
+    fromNeuron(named.getStateNames(), "_seq_grad");
+    auto saved = plan.func->getAttrOfType<IntegerAttr>("flexsn.saved");
+    numbered("saved", saved ? saved.getInt() : 0);
+    auto reread = plan.func->getAttrOfType<DenseI64ArrayAttr>("flexsn.reread");
+    for (int64_t i : reread ? reread.asArrayRef() : ArrayRef<int64_t>())
+      bufferNames.push_back(names(named.getInputNames())[i].str());
+    fromNeuron(named.getStateNames(), "_final_grad");
+    fromNeuron(named.getInputNames(), "_grad");
+    fromNeuron(named.getStateNames(), "_init_grad");
+    for (ParamAttr p : named.getRuntimeParamAttrs())
+      if (p.getKind() == ParamKind::Trainable)
+        bufferNames.push_back((p.getName().getValue() + "_grad").str());
+  } else {
+    numbered("buffer", plan.numBuffers());
+  }
+  SmallVector<Attribute> nameAttrs =
+      llvm::map_to_vector(bufferNames, [&](const std::string &n) -> Attribute {
+        return b.getStringAttr(n);
       });
-  SmallVector<Attribute> names;
-  for (StringRef n : plan.neuron.getInputNames().getAsValueRange<StringAttr>())
-    names.push_back(b.getStringAttr(n));
-  if (!plan.scan.getInits().empty())
-    for (StringRef n :
-         plan.neuron.getStateNames().getAsValueRange<StringAttr>())
-      names.push_back(b.getStringAttr(n + "_init"));
-  for (StringRef n : plan.neuron.getOutputNames().getAsValueRange<StringAttr>())
-    names.push_back(b.getStringAttr(n));
-  if (!plan.scan.getStates().empty())
-    for (StringRef n :
-         plan.neuron.getStateNames().getAsValueRange<StringAttr>())
-      names.push_back(
-          b.getStringAttr(n + (plan.finalStates ? "_final" : "_seq")));
+
   SmallVector<Attribute> params;
-  for (ParamAttr p : plan.neuron.getRuntimeParamAttrs())
+  SmallVector<ParamAttr> runtimeParams;
+  if (named)
+    runtimeParams = named.getRuntimeParamAttrs();
+  for (auto [i, value] : llvm::enumerate(plan.scan.getParams()))
     params.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", p.getName()),
-         b.getNamedAttr("type", TypeAttr::get(p.getType()))}));
+        {b.getNamedAttr("name", i < runtimeParams.size()
+                                    ? runtimeParams[i].getName()
+                                    : b.getStringAttr("param" + Twine(i))),
+         b.getNamedAttr("type", TypeAttr::get(value.getType()))}));
   std::string name = plan.func.getSymName().str();
+  auto saved = plan.func->getAttrOfType<IntegerAttr>("flexsn.saved");
+  // The storage type: that of the first buffer (never a saved one).
+  Type dtype = plan.elementTypes.front();
   return b.getDictionaryAttr({
       b.getNamedAttr("name", b.getStringAttr(name)),
-      b.getNamedAttr("neuron", plan.neuron.getSymNameAttr()),
-      b.getNamedAttr("variant", plan.func->getAttr("flexsn.variant")),
-      b.getNamedAttr("dtype", TypeAttr::get(plan.storage)),
+      b.getNamedAttr("neuron", b.getStringAttr(neuronOf ? neuronOf.getValue()
+                                                        : StringRef())),
+      b.getNamedAttr("variant", b.getStringAttr(variant)),
+      b.getNamedAttr("dtype", TypeAttr::get(dtype)),
       b.getNamedAttr("vector_kernel", b.getStringAttr(name + "_vec")),
       b.getNamedAttr("scalar_kernel", b.getStringAttr(name + "_scalar")),
-      b.getNamedAttr("vector_width", b.getI64IntegerAttr(width)),
+      b.getNamedAttr("vector_width", b.getI64IntegerAttr(plan.width)),
       b.getNamedAttr("buffer_roles", b.getArrayAttr(roles)),
-      b.getNamedAttr("buffer_names", b.getArrayAttr(names)),
+      b.getNamedAttr("buffer_names", b.getArrayAttr(nameAttrs)),
+      b.getNamedAttr("buffer_dtypes", b.getArrayAttr(dtypes)),
+      b.getNamedAttr("saved", b.getI64IntegerAttr(saved ? saved.getInt() : 0)),
       b.getNamedAttr("params", b.getArrayAttr(params)),
   });
+}
+
+/// Plans one kernel function: its scan, body and buffer roles.
+FailureOr<KernelPlan> planKernel(func::FuncOp func) {
+  auto scans = llvm::to_vector(func.getOps<ScanOp>());
+  if (scans.size() != 1)
+    return func.emitError("a kernel function must hold exactly one scan");
+  ScanOp scan = scans.front();
+  KernelPlan plan;
+  plan.func = func;
+  plan.scan = scan;
+  if (scan.getCallee()) {
+    plan.neuron = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
+        scan, scan.getCalleeAttr());
+    plan.body = &plan.neuron.getBodyBlock();
+    plan.numStates = plan.neuron.getNumStates();
+  } else {
+    plan.body = &scan.getBody().front();
+    plan.numStates = plan.body->getNumArguments() - scan.getInputs().size() -
+                     scan.getParams().size();
+  }
+  // Saved values (f32 sequences the forward kernel writes beyond the
+  // neuron's outputs, which the backward kernel reads) are workspace.
+  StringRef variant =
+      func->getAttrOfType<StringAttr>("flexsn.variant").getValue();
+  auto savedAttr = func->getAttrOfType<IntegerAttr>("flexsn.saved");
+  unsigned saved = savedAttr ? savedAttr.getInt() : 0;
+  DenseSet<int64_t> optional;
+  for (int64_t i : scan.getOptionalInputs().value_or(ArrayRef<int64_t>()))
+    optional.insert(i);
+  for (auto [i, v] : llvm::enumerate(scan.getInputs())) {
+    bool isSaved = variant == "backward" && i >= optional.size() &&
+                   i < optional.size() + saved;
+    plan.roles.push_back(optional.contains(i) ? "optional_input_sequence"
+                         : isSaved            ? "saved_input"
+                                              : "input_sequence");
+  }
+  plan.roles.append(scan.getInits().size(), "initial_state");
+  unsigned numOutputs = scan.getOutputs().size();
+  for (unsigned k = 0; k < numOutputs; ++k)
+    plan.roles.push_back(variant == "forward" && k >= numOutputs - saved
+                             ? "saved_output"
+                             : "output_sequence");
+  plan.roles.append(scan.getStates().size(),
+                    scan.getFinalStates() ? "final_state" : "state_sequence");
+  plan.roles.append(scan.getReductions().size(), "param_gradient");
+
+  unsigned smallest = kAccessBytes;
+  for (Value v :
+       llvm::concat<Value>(scan.getInputs(), scan.getInits(), scan.getOutputs(),
+                           scan.getStates(), scan.getReductions())) {
+    auto type = cast<MemRefType>(v.getType());
+    Type element = type.getElementType();
+    if (!element.isF32() && !element.isF16() && !element.isBF16())
+      return scan.emitError("GPU kernels store f32, f16 or bf16, got ")
+             << element;
+    plan.elementTypes.push_back(element);
+    if (type.getRank() > 0)
+      smallest = std::min(smallest, element.getIntOrFloatBitWidth() / 8);
+  }
+  plan.width = kAccessBytes / smallest;
+  return plan;
 }
 
 struct ConvertFlexSNToGPUPass
@@ -365,38 +550,10 @@ struct ConvertFlexSNToGPUPass
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func->hasAttr("flexsn.variant"))
         continue;
-      auto scans = llvm::to_vector(func.getOps<ScanOp>());
-      if (scans.size() != 1 || !scans.front().getCallee()) {
-        func.emitError("a kernel function must hold exactly one scan of a "
-                       "neuron");
+      FailureOr<KernelPlan> plan = planKernel(func);
+      if (failed(plan))
         return signalPassFailure();
-      }
-      ScanOp scan = scans.front();
-      if (!scan.getReductions().empty()) {
-        scan.emitError("reductions are not supported on the GPU yet");
-        return signalPassFailure();
-      }
-      auto neuron = module.lookupSymbol<NeuronOp>(*scan.getCallee());
-      Type storage =
-          cast<MemRefType>(scan.getInputs().front().getType()).getElementType();
-      auto sameStorage = [&](Value v) {
-        return cast<MemRefType>(v.getType()).getElementType() == storage;
-      };
-      if (!llvm::all_of(scan->getOperands().drop_back(scan.getParams().size() +
-                                                      scan.getOutputs().size() +
-                                                      scan.getStates().size()),
-                        [&](Value v) {
-                          return !isa<MemRefType>(v.getType()) ||
-                                 sameStorage(v);
-                        }) ||
-          !llvm::all_of(scan.getOutputs(), sameStorage) ||
-          !llvm::all_of(scan.getStates(), sameStorage)) {
-        scan.emitError("GPU kernels need one storage type for every buffer");
-        return signalPassFailure();
-      }
-      plans.push_back({func, scan, neuron, storage, neuron.getNumInputs(),
-                       neuron.getNumStates(), neuron.getNumOutputs(),
-                       scan.getFinalStates()});
+      plans.push_back(std::move(*plan));
     }
     if (plans.empty())
       return;
@@ -409,11 +566,9 @@ struct ConvertFlexSNToGPUPass
     OpBuilder kernelBuilder = OpBuilder::atBlockBegin(gpuModule.getBody());
     SmallVector<Attribute> descriptions;
     for (const KernelPlan &plan : plans) {
-      unsigned width =
-          kAccessBytes / (plan.storage.getIntOrFloatBitWidth() / 8);
-      buildKernel(kernelBuilder, plan, width);
+      buildKernel(kernelBuilder, plan, plan.width);
       buildKernel(kernelBuilder, plan, 1);
-      descriptions.push_back(describeKernel(builder, plan, width));
+      descriptions.push_back(describeKernel(builder, plan));
     }
     module->setAttr("flexsn.gpu_kernels", builder.getArrayAttr(descriptions));
 

@@ -17,6 +17,14 @@ SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
                                               ValueRange args) {
   IRMapping mapping;
   mapping.map(body.getArguments(), args);
+  // Constants hoisted out of the body (by canonicalization) are cloned
+  // along, so the step does not refer back to where the body came from.
+  for (Operation &op : body)
+    for (Value v : op.getOperands())
+      if (v.getParentBlock() != &body && !mapping.contains(v))
+        if (Operation *def = v.getDefiningOp();
+            def && def->hasTrait<OpTrait::ConstantLike>())
+          builder.clone(*def, mapping);
   for (Operation &op : body.without_terminator()) {
     auto apply = dyn_cast<ApplyOp>(op);
     if (!apply) {
