@@ -12,6 +12,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -86,26 +87,61 @@ static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
     json.attribute("scalar_kernel", str("scalar_kernel"));
     if (auto width = kernel.getAs<IntegerAttr>("vector_width"))
       json.attribute("vector_width", width.getInt());
-    // No variant needs scratch memory yet; training variants will.
-    json.attribute("workspace_bytes", 0);
+    // Saved sequences are one f32 workspace of saved * T * ld elements.
+    int64_t saved = 0;
+    if (auto attr = kernel.getAs<IntegerAttr>("saved"))
+      saved = attr.getInt();
+    json.attribute("workspace_sequences", saved);
+    json.attribute("workspace_bytes",
+                   saved ? llvm::formatv("{0} * T * ld * 4", saved).str()
+                         : std::string("0"));
+    // Arguments: the buffers, the workspace, then the kernel's T, N, ld and
+    // runtime parameters. The header's function takes the same buffers,
+    // workspace and parameters, after (stream, T, N, ld).
     json.attributeArray("arguments", [&] {
       auto roles = kernel.getAs<ArrayAttr>("buffer_roles");
       auto names = kernel.getAs<ArrayAttr>("buffer_names");
+      auto dtypes = kernel.getAs<ArrayAttr>("buffer_dtypes");
+      bool writesWorkspace = false;
       if (roles && names)
-        for (auto [role, name] : llvm::zip(roles.getAsValueRange<StringAttr>(),
-                                           names.getAsValueRange<StringAttr>()))
+        for (auto [i, role, name] :
+             llvm::enumerate(roles.getAsValueRange<StringAttr>(),
+                             names.getAsValueRange<StringAttr>())) {
+          if (role == "saved_output" || role == "saved_input") {
+            writesWorkspace |= role == "saved_output";
+            continue;
+          }
           json.object([&] {
             bool perNeuron = role == "initial_state" || role == "final_state";
+            bool scalar = role == "param_gradient";
             json.attribute("name", name);
             json.attribute("role", role);
-            json.attribute("dtype", dtypeName);
+            json.attribute(
+                "dtype", dtypes ? typeName(cast<TypeAttr>(dtypes[i]).getValue())
+                                : dtypeName);
             json.attributeArray("shape", [&] {
-              if (!perNeuron)
+              if (!perNeuron && !scalar)
                 json.value("T");
-              json.value("N");
+              if (!scalar)
+                json.value("N");
             });
-            json.attribute("optional", role != "input_sequence");
+            json.attribute("optional", role != "input_sequence" &&
+                                           role != "param_gradient");
           });
+        }
+      if (saved)
+        json.object([&] {
+          json.attribute("name", "workspace");
+          json.attribute("role",
+                         writesWorkspace ? "workspace_out" : "workspace_in");
+          json.attribute("dtype", "f32");
+          json.attributeArray("shape", [&] {
+            json.value(saved);
+            json.value("T");
+            json.value("ld");
+          });
+          json.attribute("optional", false);
+        });
       for (StringRef size : {"T", "N", "ld"})
         json.object([&] {
           json.attribute("name", size);
