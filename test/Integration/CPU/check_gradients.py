@@ -6,10 +6,10 @@
 
 For every combination of the neuron's i1 flags (soft_reset x detach_reset,
 x decay_input for lif/plif) x T in {0, 1, 7}, in float32, plus float16 at
-T = 7 for half of the flag combinations (and at T = 0 for one), it draws seeded random inputs,
-initial states (omitted in about a third of the runs: zeros) and incoming
-gradients of the spikes and of the state sequences (each omitted in about a
-quarter of the runs: zeros), and runs
+T = 7 for half of the flag combinations (and at T = 0 for one), it draws
+seeded random inputs, initial states (omitted in about a third of the runs:
+zeros) and incoming gradients of the spikes and of the state sequences (each
+omitted in about a quarter of the runs: zeros), and runs
 
     flexsn-run FILE [--neuron=NAME] --variant=train --input=@x.npy
         [--state=@s<i>.npy ...] [--grad-output=@gout.npy]

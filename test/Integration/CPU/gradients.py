@@ -16,7 +16,7 @@ SPEC's recurrence, G = dL/dh carried backwards from G_T = 0:
     G_t    = gS_t psi_t + (gV_t + G_{t+1} dh_{t+1}/dv_t) dv_t/dh_t
     gX_t   = G_t dh_t/dx_t
     gVinit = G_0 dh_0/dv_init
-    dL/dw  = sum_t sum_n G_t dh_t/dw                       (PLIF, k = sigmoid(w))
+    dL/dw  = sum_t sum_n G_t dh_t/dw            (PLIF, 1/tau = k = sigmoid(w))
 
     dv/dh = 1 - s + (v_reset - h) psi   hard, not detached
             1 - s                       hard, detached
