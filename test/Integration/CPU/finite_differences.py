@@ -122,23 +122,32 @@ flexsn.neuron @clamped inputs(%x: f32, %z: f32) states(%v: f32)
 """
 
 
+PAIRS = ("h vs floor", "max(h, floor) vs ceil", "z vs 0", "|z| vs hi",
+         "max(|z|, hi) vs 2", "z vs h")
+
+
 def clamped_margin(x, z, v0, floor=-0.3, ceil=1.2, decay=0.8):
-    """[N...] smallest distance between the operands of @clamped's
-    max/min/abs/cmpf over the steps (NumPy model of the body, float64)."""
+    """NumPy model of @clamped's body (float64). Returns ([N...] smallest
+    distance between the operands of its max/min/abs/cmpf over the steps,
+    {pair: [T, N...] signed difference of its operands}, [T, N...] v)."""
     v = v0.astype(np.float64)
     marg = np.full(v.shape, np.inf)
+    diffs = {p: [] for p in PAIRS}
+    vs = []
     for t in range(x.shape[0]):
         h = v * decay + x[t]
         lo = np.maximum(h, floor)
         hi = np.minimum(lo, ceil)
         a = np.abs(z[t])
         m1 = np.maximum(a, hi)
-        for p, q in ((h, floor), (lo, ceil), (z[t], 0.0), (a, hi),
-                     (m1, 2.0), (z[t], h)):
+        for name, (p, q) in zip(PAIRS, ((h, floor), (lo, ceil), (z[t], 0.0),
+                                        (a, hi), (m1, 2.0), (z[t], h))):
             marg = np.minimum(marg, np.abs(p - q))
+            diffs[name].append(p - q)
         sel = np.where(z[t] > h, z[t] * h, h - z[t])
         v = 0.1 * sel + hi * 0.9
-    return marg
+        vs.append(v)
+    return marg, {k: np.array(d) for k, d in diffs.items()}, np.array(vs)
 
 
 class Failure(Exception):
@@ -178,14 +187,19 @@ class Case:
             # Keep the neurons (1-D) whose max/min/abs/cmpf operands stay
             # MARGIN apart: the finite differences then see one branch.
             assert len(shape) == 1
-            keep = clamped_margin(self.inputs[0], self.inputs[1],
-                                  self.init[0], float(self.params["floor"]),
-                                  float(self.params["ceil"]),
-                                  float(self.params["decay"])) >= MARGIN
+            marg, diffs, _ = clamped_margin(
+                self.inputs[0], self.inputs[1], self.init[0],
+                float(self.params["floor"]), float(self.params["ceil"]),
+                float(self.params["decay"]))
+            keep = marg >= MARGIN
             if keep.mean() < MIN_COMPARED:
                 raise Failure("test design: only %d of %d neurons stay %g "
                               "away from ties" % (keep.sum(), keep.size,
                                                   MARGIN))
+            # Both sides of every max/min/abs/cmpf are taken.
+            for name, d in diffs.items():
+                if not (np.any(d[:, keep] > 0) and np.any(d[:, keep] < 0)):
+                    raise Failure("test design: %s: one side only" % name)
             self.inputs = [np.ascontiguousarray(a[:, keep])
                            for a in self.inputs]
             self.init = [a[keep] for a in self.init]
@@ -282,6 +296,16 @@ def check_case(tool, case, workdir):
         raise Failure("train wrote %s, expected %s\n  command: %s"
                       % (sorted(files), sorted(want), shlex.join(cmd)))
     valid = np.ones(c.shape, bool)
+    if c.name == "clamped":
+        # The NumPy model that chose the neurons away from ties is the body.
+        _, _, v = clamped_margin(c.inputs[0], c.inputs[1], c.init[0],
+                                 float(c.params["floor"]),
+                                 float(c.params["ceil"]),
+                                 float(c.params["decay"]))
+        got = files["state_seq0.npy"].astype(np.float64)
+        if not np.allclose(got, v, rtol=1e-5, atol=1e-5):
+            raise Failure("@clamped's v differs from its NumPy model by %g"
+                          % float(np.max(np.abs(got - v))))
     def richardson(loss_at):
         """Central differences at EPS and EPS/2, extrapolated:
         (4 D(EPS/2) - D(EPS)) / 3. loss_at(e) returns (L(+e), L(-e),
