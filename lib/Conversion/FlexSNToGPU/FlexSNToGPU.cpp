@@ -394,9 +394,8 @@ DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan) {
       plan.roles, [&](StringRef r) -> Attribute { return b.getStringAttr(r); });
   SmallVector<Attribute> dtypes = llvm::map_to_vector(
       plan.elementTypes, [&](Type t) -> Attribute { return TypeAttr::get(t); });
-  // Buffer names: the neuron's, derived by role; training kernels name them
-  // by position.
-  NeuronOp neuron = plan.neuron;
+  // Buffer names come from the neuron (training kernels' inline bodies name
+  // it in `flexsn.neuron`), suffixed by role; without one, by position.
   auto names = [&](ArrayAttr attr) {
     return llvm::to_vector(attr.getAsValueRange<StringAttr>());
   };
@@ -404,7 +403,7 @@ DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan) {
   auto neuronOf = plan.func->getAttrOfType<StringAttr>("flexsn.neuron");
   StringRef variant =
       plan.func->getAttrOfType<StringAttr>("flexsn.variant").getValue();
-  NeuronOp named = neuron;
+  NeuronOp named = plan.neuron;
   if (!named && neuronOf)
     named = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
         plan.func, StringAttr::get(b.getContext(), neuronOf.getValue()));
