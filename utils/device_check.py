@@ -28,7 +28,9 @@ h came within 1e-4 of the threshold is compared only before that step (a
 of a group may actually diverge from the reference after such a step.
 
 Groups (one line each):
-  grid/<neuron>/<variant>/<dtype>  every neuron (and its _soft copy) x
+  grid/<neuron>/<variant>/<dtype>  every neuron (and its _soft copy; the
+      training-only copies <neuron>_detach and <neuron>_soft_detach are
+      utils/device_train_check.py's) x
       {inference, final_state} x {f32, f16, bf16} x T in {0, 1, 16, 64} x
       N in {1, 1000, 2^20 + 3} on fresh seeded random inputs (torch on the
       GPU), plus the bundle's CPU-path cases; inference and final-state must
@@ -118,25 +120,40 @@ INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
 RUNTIME_PARAMS = {"w": 0.5}  # non-default values of runtime parameters
 
 
+def copy_flags(name):
+    """(base neuron, soft_reset, detach_reset) of a bundle neuron: utils/
+    gpu_bundle.sh names its copies <base>_soft, <base>_detach (hard reset,
+    detached) and <base>_soft_detach."""
+    soft = detach = False
+    if name.endswith("_detach"):
+        name, detach = name[:-len("_detach")], True
+    if name.endswith("_soft"):
+        name, soft = name[:-len("_soft")], True
+    return name, soft, detach
+
+
 def base_neuron(name):
-    return name[:-len("_soft")] if name.endswith("_soft") else name
+    return copy_flags(name)[0]
 
 
 def drive(gpu_neuron):
     """(mean, std) of the input drive for a kernel's neuron."""
-    base = base_neuron(gpu_neuron)
-    if gpu_neuron.endswith("_soft") and base in DRIVE_SOFT:
+    base, soft, _ = copy_flags(gpu_neuron)
+    if soft and base in DRIVE_SOFT:
         return DRIVE_SOFT[base]
     return DRIVE[base]
 
 
 def reference_params(gpu_neuron, runtime=None):
     """SPEC defaults of the neuron a kernel was built from (a _soft copy has
-    soft_reset = true), updated with the runtime parameter values."""
-    base = base_neuron(gpu_neuron)
+    soft_reset = true, a _detach copy detach_reset = true), updated with the
+    runtime parameter values."""
+    base, soft, detach = copy_flags(gpu_neuron)
     p = dict(DEFAULTS[base])
-    if gpu_neuron.endswith("_soft"):
+    if soft:
         p["soft_reset"] = True
+    if detach:
+        p["detach_reset"] = True
     for k, v in (runtime or {}).items():
         if k not in p:
             raise KeyError("neuron %s has no parameter %r" % (base, k))
@@ -1481,7 +1498,7 @@ class CudaDriverLite(object):
 # Main
 
 
-def summarize(checker, out_dir, extra, allow_skip=False):
+def summarize(checker, out_dir, extra, allow_skip=False, prog="device_check"):
     passed = failed = skipped = 0
     lines = []
     groups = []
@@ -1518,7 +1535,7 @@ def summarize(checker, out_dir, extra, allow_skip=False):
                            cut_fraction=frac, failures=g["failures"][:20]))
     for l in lines:
         print(l)
-    summary = "device_check: %d passed, %d failed" % (passed, failed)
+    summary = "%s: %d passed, %d failed" % (prog, passed, failed)
     if skipped:
         summary += " (%d skipped: deadline)" % skipped
     summary_d = dict(passed=passed, failed=failed, skipped=skipped,
@@ -1558,11 +1575,15 @@ def main(argv=None):
         if not torch.cuda.is_available():
             sys.exit("device_check: PyTorch sees no CUDA device")
         env = TorchEnv(torch)
-    neurons = bundle.neurons
+    # The inference / final-state kernels (the training-only copies, e.g.
+    # <neuron>_detach, are utils/device_train_check.py's).
+    neurons = [n for n in bundle.neurons
+               if all((n, v, d) in bundle.kernels
+                      for v in VARIANTS for d in DTYPES)]
     if args.neurons:
         want = args.neurons.split(",")
         neurons = [n for n in neurons if n in want]
-    base = [n for n in neurons if not n.endswith("_soft")]
+    base = [n for n in neurons if base_neuron(n) == n]
     print("device_check: %s; bundle %s (commit %s), %d kernels; %s mode"
           % (env.describe(), args.bundle, bundle.meta.get("git_commit", "?")[:12],
              len(bundle.kernels), "quick" if args.quick else "full"))

@@ -4,28 +4,39 @@
 #
 #   bash utils/device_run.sh .device "$OUT"
 #
-# Steps, each with a time limit, all inside a total budget (default 450 s,
-# FLEXSN_DEVICE_BUDGET) so that the whole run ends well inside the device
-# tool's 10-minute limit:
+# Steps, each with a time limit, all inside a total budget (default 470 s,
+# FLEXSN_DEVICE_BUDGET; the benchmark keeps FLEXSN_BENCH_RESERVE = 235 s of
+# it) so that the whole run ends well inside the device tool's 10-minute
+# limit:
 #   1. env          GPU, driver, python / torch versions
 #   2. smoke        the runtime's device smoke test (bundle/device_smoke), if built
-#   3. check        utils/device_check.py (full): every kernel vs PyTorch and
-#                   the CPU path, absent buffers, strides, misalignment, bad
-#                   arguments                                  -> $OUT/check/
-#   4. memcheck     compute-sanitizer --tool memcheck on device_check.py --quick
-#   5. racecheck    compute-sanitizer --tool racecheck on a smaller --quick
-#   6. initcheck    compute-sanitizer --tool initcheck on a smaller --quick
-#   7. bench        utils/bench_lif.py                        -> $OUT/bench/
+#   3. check        utils/device_check.py (full): every inference / final-state
+#                   kernel vs PyTorch and the CPU path, absent buffers,
+#                   strides, misalignment, bad arguments    -> $OUT/check/
+#   4. train        utils/device_train_check.py (full): every training
+#                   forward/backward pair vs PyTorch autograd and the CPU
+#                   path, T = 0, NULL gradients, strides, misalignment, a
+#                   too-small workspace                      -> $OUT/train/
+#   5. memcheck     compute-sanitizer --tool memcheck on device_check.py --quick
+#   6. trainmem     compute-sanitizer --tool memcheck on device_train_check.py
+#                   --quick (a subset of the neurons)
+#   7. racecheck    compute-sanitizer --tool racecheck on a smaller --quick
+#   8. initcheck    compute-sanitizer --tool initcheck on a smaller --quick
+#   9. bench        utils/bench_lif.py (inference, final state, training
+#                   forward + backward)                      -> $OUT/bench/
 # Every step's output is tee'd to $OUT/<step>.log; a short summary table
 # comes last (also in $OUT/summary.txt). Exits non-zero if a check failed.
+# Brought back (the device tool returns at most 8 files): summary.txt,
+# bench_results.{json,md}, bench_plot.png, bench_train.png,
+# check_results.json, train_results.json and all.tar.gz (everything).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 BUNDLE=${1:-.device}
 OUT=${2:-${OUT:-device-out}}
 PY=${PYTHON:-python3}
-TOTAL=${FLEXSN_DEVICE_BUDGET:-450}
-BENCH_RESERVE=${FLEXSN_BENCH_RESERVE:-220}
+TOTAL=${FLEXSN_DEVICE_BUDGET:-470}
+BENCH_RESERVE=${FLEXSN_BENCH_RESERVE:-235}
 export PYTHONDONTWRITEBYTECODE=1
 export PYTHONUNBUFFERED=1
 
@@ -75,17 +86,27 @@ if [ -x "$BUNDLE/device_smoke" ]; then
   run_step smoke "$(min 45 $(($(left) - BENCH_RESERVE - 200)))" "$BUNDLE/device_smoke"
 fi
 
-# 3. Full correctness check.
-lim=$(min 180 $(($(left) - BENCH_RESERVE - 90)))
+# 3. Full correctness check of the inference / final-state kernels.
+lim=$(min 120 $(($(left) - BENCH_RESERVE - 160)))
 run_step check "$lim" "$PY" utils/device_check.py --bundle "$BUNDLE" \
-  --out "$OUT/check" --deadline $((lim - 25))
+  --out "$OUT/check" --deadline $((lim - 20))
 
-# 4-6. compute-sanitizer on the PyTorch-free quick check.
+# 4. Full correctness check of the training kernels.
+lim=$(min 150 $(($(left) - BENCH_RESERVE - 80)))
+run_step train "$lim" "$PY" utils/device_train_check.py --bundle "$BUNDLE" \
+  --out "$OUT/train" --deadline $((lim - 20))
+
+# 5-8. compute-sanitizer on the PyTorch-free quick checks.
 if command -v compute-sanitizer >/dev/null; then
-  lim=$(min 100 $(($(left) - BENCH_RESERVE - 40)))
+  lim=$(min 80 $(($(left) - BENCH_RESERVE - 60)))
   run_step memcheck "$lim" compute-sanitizer --tool memcheck \
     --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
     --bundle "$BUNDLE" --out "$OUT/memcheck" --deadline $((lim - 20))
+  lim=$(min 80 $(($(left) - BENCH_RESERVE - 40)))
+  run_step trainmem "$lim" compute-sanitizer --tool memcheck \
+    --error-exitcode 99 "$PY" utils/device_train_check.py --quick --allow-skip \
+    --neurons lif,plif,izhikevich,cuba_lif,qif,lif_soft,plif_detach,izhikevich_soft_detach \
+    --bundle "$BUNDLE" --out "$OUT/trainmem" --deadline $((lim - 20))
   lim=$(min 50 $(($(left) - BENCH_RESERVE - 20)))
   run_step racecheck "$lim" compute-sanitizer --tool racecheck \
     --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
@@ -100,10 +121,11 @@ else
   echo "==> compute-sanitizer is not on PATH: sanitizer steps skipped"
 fi
 
-# 7. Benchmark.
-lim=$(min 250 $(($(left) - 5)))
+# 9. Benchmark (its budget: rows, then waiting for the torch.compile
+# workers; the end-of-run copy and the plots come after it).
+lim=$(min 260 $(($(left) - 5)))
 run_step bench "$lim" "$PY" utils/bench_lif.py --bundle "$BUNDLE" \
-  --out "$OUT/bench" --budget $((lim - 45))
+  --out "$OUT/bench" --budget $((lim - 35))
 
 # Summary table.
 STEP_INFO=""
@@ -137,8 +159,8 @@ def add(name, ok, what):
         bad = True
     lines.append("%-10s %-7s %4ds  %s" % (name, state, secs, what))
 
-for name in ("env", "smoke", "check", "memcheck", "racecheck", "initcheck",
-             "bench"):
+for name in ("env", "smoke", "check", "train", "memcheck", "trainmem",
+             "racecheck", "initcheck", "bench"):
     if name not in steps:
         continue
     rc, secs = steps[name]
@@ -153,23 +175,30 @@ for name in ("env", "smoke", "check", "memcheck", "racecheck", "initcheck",
         add(name, rc == "0", "rc %s%s; %s" % (rc, " (timed out)" if timed_out else "",
                                              (text.strip().splitlines() or ["no output"])[-1][:90]))
         continue
-    if name in ("check", "memcheck", "racecheck", "initcheck"):
-        summ = last(r"^device_check: \d+ passed, \d+ failed.*$", text) or "no summary"
+    if name in ("check", "train", "memcheck", "trainmem", "racecheck",
+                "initcheck"):
+        prog = "device_train_check" if name in ("train", "trainmem") \
+            else "device_check"
+        summ = last(r"^%s: \d+ passed, \d+ failed.*$" % prog, text) or \
+            "no summary"
         what = summ
-        if name != "check":
+        if name not in ("check", "train"):
             err = last(r"ERROR SUMMARY: .*$", text) or \
                 last(r"RACECHECK SUMMARY: .*$", text) or "no sanitizer summary"
-            what = "%s; %s" % (err, summ.replace("device_check: ", ""))
+            what = "%s; %s" % (err, summ.replace(prog + ": ", ""))
         if timed_out:
             what = "TIMED OUT; " + what
         add(name, rc == "0", what)
-        if name == "check":
-            fails = [l for l in text.splitlines() if l.startswith("FAIL ")]
-            for l in fails[:15]:
-                lines.append("           " + l[:110])
-            if len(fails) > 15:
-                lines.append("           ... %d more failing groups (check.log)"
-                             % (len(fails) - 15))
+        if name in ("check", "train"):
+            all_lines = text.splitlines()
+            fails = [i for i, l in enumerate(all_lines) if l.startswith("FAIL ")]
+            for i in fails[:12]:
+                lines.append("           " + all_lines[i][:110])
+                if i + 1 < len(all_lines) and all_lines[i + 1].startswith("     "):
+                    lines.append("             " + all_lines[i + 1].strip()[:150])
+            if len(fails) > 12:
+                lines.append("           ... %d more failing groups (%s.log)"
+                             % (len(fails) - 12, name))
         continue
     if name == "bench":
         path = os.path.join(out, "bench", "results.json")
@@ -180,7 +209,8 @@ for name in ("env", "smoke", "check", "memcheck", "racecheck", "initcheck",
         doc = json.load(open(path))
         meta, rows = doc["meta"], doc["rows"]
         add(name, ok, "%d rows, copy %.0f GB/s, %s" % (
-            len(rows), meta["copy_gbs"], "see bench/results.md, bench.png"))
+            len(rows), meta["copy_gbs"],
+            "see bench_results.md, bench_plot.png, bench_train.png"))
         lines.append("")
         lines.append("  N=2^24        dtype  T   FlexSN ms  %copy  %stream  x eager  x compile")
         for r in rows:
@@ -216,15 +246,18 @@ EOF
 status=${PIPESTATUS[0]}
 
 # The device tool brings back at most 8 files, two folders deep: keep the
-# benchmark's results and the summary at the top, everything else in one
-# archive.
+# benchmark's results, the checks' results and the summary at the top (7
+# files), everything else in one archive (the 8th).
 if [ -d "$OUT/bench" ]; then
-  for f in results.json results.md bench.png; do
-    [ -f "$OUT/bench/$f" ] && cp "$OUT/bench/$f" "$OUT/bench_$f"
+  for pair in results.json:bench_results.json results.md:bench_results.md \
+              bench.png:bench_plot.png bench_train.png:bench_train.png; do
+    [ -f "$OUT/bench/${pair%%:*}" ] && cp "$OUT/bench/${pair%%:*}" "$OUT/${pair#*:}"
   done
 fi
 [ -f "$OUT/check/results.json" ] && cp "$OUT/check/results.json" "$OUT/check_results.json"
+[ -f "$OUT/train/results.json" ] && cp "$OUT/train/results.json" "$OUT/train_results.json"
 (cd "$OUT" && tar czf all.tar.gz --exclude=all.tar.gz -- * 2>/dev/null)
 find "$OUT" -mindepth 1 -maxdepth 1 ! -name 'bench_*' ! -name 'check_results.json' \
-  ! -name summary.txt ! -name all.tar.gz -exec rm -rf {} +
+  ! -name 'train_results.json' ! -name summary.txt ! -name all.tar.gz \
+  -exec rm -rf {} +
 exit "$status"

@@ -6,25 +6,40 @@
 #
 # Into DIR (git-ignored; at most ~60 MiB so that it fits the device tool's
 # `carry`):
-#   gpu/<neuron>.{gpu.mlir,h,cubin}   flexsn-opt --flexsn-lower-to-nvvm, then
-#                                     flexsn-translate --flexsn-to-{header,cubin}
-#                                     for every lib/Neurons/*.mlir, plus a
-#                                     <neuron>_soft copy (soft_reset = true,
-#                                     generated into src/) of each neuron that
-#                                     has a soft_reset flag;
+#   gpu/<neuron>.{cubin,h.gz}         flexsn-opt --flexsn-lower-to-nvvm with
+#                                     variants=inference,final-state,forward,
+#                                     backward, then flexsn-translate
+#                                     --flexsn-to-{header,cubin} (headers
+#                                     gzipped: they embed the cubin as hex) for
+#                                     every lib/Neurons/*.mlir, plus copies
+#                                     generated into src/: <neuron>_soft
+#                                     (soft_reset = true; all four variants),
+#                                     <neuron>_detach and <neuron>_soft_detach
+#                                     (detach_reset = true; forward and
+#                                     backward only) of each neuron with those
+#                                     flags;
 #   manifests/<neuron>.json           flexsn-translate --flexsn-to-manifest;
 #   bundle.c, libflexsn_bundle.so     a C shim including every header and
 #                                     exporting fx_<neuron>_<variant>_<dtype>
-#                                     (same parameters as the header's
-#                                     flexsn_<...> function), compiled with
-#                                     lib/Runtime/flexsn_runtime.c; loads
-#                                     libcuda with dlopen (no -lcuda);
+#                                     (the header's flexsn_<...> function: the
+#                                     manifest's buffers, workspace included,
+#                                     then its parameters) and, for training
+#                                     kernels, fx_<...>_workspace_bytes,
+#                                     compiled with lib/Runtime/
+#                                     flexsn_runtime.c; loads libcuda with
+#                                     dlopen (no -lcuda);
 #   cpu/...npy, cpu/index.json        CPU-path results (build/bin/flexsn-run) on
 #                                     seeded random inputs, for every neuron x
 #                                     {inference, final-state} x {f32, f16} x
 #                                     T in {0, 1, 16, 64} x N in {1, 1000},
 #                                     hard reset, plus soft reset at T = 16; the
 #                                     inputs are stored too (spikes as uint8);
+#   cpu/train/...npy,                 flexsn-run --variant=train (forward
+#   cpu/train_index.json              values and gradients) for every neuron at
+#                                     N = 256: hard reset f32 T in {1, 16}, f16
+#                                     T = 16; soft, detach, soft+detach f32
+#                                     T = 16; random output and state-sequence
+#                                     gradients;
 #   device_smoke                      test/Runtime/device_smoke.c, if present,
 #                                     linked against the libcuda stub;
 #   bundle.json                       what is where: kernels, functions,
@@ -98,34 +113,63 @@ DIR=$(cd "$DIR" && pwd)
 START=$(date +%s)
 
 # --- 1. GPU artifacts -------------------------------------------------------
+# Every neuron gets all four kernel variants (inference, final-state and the
+# training pair forward/backward); its soft-reset copy too; the detach_reset
+# copies (<neuron>_detach: hard reset, <neuron>_soft_detach: soft reset) only
+# the training pair (detach changes gradients, not the forward values). The
+# .gpu.mlir modules are intermediate (the header embeds the cubin): they stay
+# in a temporary folder, out of the bundle.
+ALL_VARIANTS=inference,final-state,forward,backward
+TRAIN_VARIANTS=forward,backward
 log "compiling neurons for $CHIP"
 NEURONS=()
-compile_neuron() { # compile_neuron FILE NAME
-  local file=$1 name=$2 t0 t1
+MLIR_TMP=$(mktemp -d)
+trap 'rm -rf "$MLIR_TMP"' EXIT
+compile_neuron() { # compile_neuron FILE NAME VARIANTS
+  local file=$1 name=$2 variants=$3 t0 t1
   t0=$(date +%s.%N)
-  "$OPT" "$file" "--flexsn-lower-to-nvvm=chip=$CHIP toolkit=$CUDA_TOOLKIT" \
-    -o "$DIR/gpu/$name.gpu.mlir"
-  "$TRANSLATE" --flexsn-to-header "$DIR/gpu/$name.gpu.mlir" -o "$DIR/gpu/$name.h"
-  "$TRANSLATE" --flexsn-to-manifest "$DIR/gpu/$name.gpu.mlir" \
+  "$OPT" "$file" \
+    "--flexsn-lower-to-nvvm=chip=$CHIP toolkit=$CUDA_TOOLKIT variants=$variants" \
+    -o "$MLIR_TMP/$name.gpu.mlir"
+  "$TRANSLATE" --flexsn-to-header "$MLIR_TMP/$name.gpu.mlir" -o "$DIR/gpu/$name.h"
+  "$TRANSLATE" --flexsn-to-manifest "$MLIR_TMP/$name.gpu.mlir" \
     -o "$DIR/manifests/$name.json"
-  "$TRANSLATE" --flexsn-to-cubin "$DIR/gpu/$name.gpu.mlir" -o "$DIR/gpu/$name.cubin"
+  "$TRANSLATE" --flexsn-to-cubin "$MLIR_TMP/$name.gpu.mlir" -o "$DIR/gpu/$name.cubin"
+  rm -f "$MLIR_TMP/$name.gpu.mlir"
   t1=$(date +%s.%N)
   NEURONS+=("$name")
-  printf '    %-16s %6.2f s  cubin %7d bytes\n' "$name" \
-    "$(echo "$t1 - $t0" | bc)" "$(stat -c %s "$DIR/gpu/$name.cubin")"
+  printf '    %-20s %6.2f s  cubin %7d bytes  (%s)\n' "$name" \
+    "$(echo "$t1 - $t0" | bc)" "$(stat -c %s "$DIR/gpu/$name.cubin")" "$variants"
+}
+# copy_neuron FILE NAME SUFFIX SOFT DETACH: a copy of the neuron whose flag
+# defaults are changed (the GPU pipeline specializes const parameters to
+# their defaults), named <name><suffix>, generated into src/.
+copy_neuron() {
+  local file=$1 name=$2 suffix=$3 soft=$4 detach=$5
+  sed -e "s/flexsn\.neuron @$name\b/flexsn.neuron @${name}${suffix}/" \
+      -e "s/%soft_reset: i1 = false/%soft_reset: i1 = $soft/" \
+      -e "s/%detach_reset: i1 = false/%detach_reset: i1 = $detach/" \
+      "$file" >"$DIR/src/${name}${suffix}.mlir"
+  echo "$DIR/src/${name}${suffix}.mlir"
 }
 for file in lib/Neurons/*.mlir; do
   name=$(sed -n 's/^ *flexsn\.neuron @\([A-Za-z0-9_]*\).*/\1/p' "$file" | head -n 1)
   [ -n "$name" ] || die "$file defines no flexsn.neuron"
-  compile_neuron "$file" "$name"
-  # The GPU pipeline specializes const parameters to their defaults, so a
-  # soft-reset kernel needs a copy of the neuron whose soft_reset defaults to
-  # true (its name gets a _soft suffix).
-  if grep -q '%soft_reset: i1 = false' "$file"; then
-    sed -e "s/flexsn\.neuron @$name\b/flexsn.neuron @${name}_soft/" \
-        -e 's/%soft_reset: i1 = false/%soft_reset: i1 = true/' \
-        "$file" >"$DIR/src/${name}_soft.mlir"
-    compile_neuron "$DIR/src/${name}_soft.mlir" "${name}_soft"
+  compile_neuron "$file" "$name" "$ALL_VARIANTS"
+  has_soft=0 has_detach=0
+  grep -q '%soft_reset: i1 = false' "$file" && has_soft=1
+  grep -q '%detach_reset: i1 = false' "$file" && has_detach=1
+  if [ $has_soft -eq 1 ]; then
+    compile_neuron "$(copy_neuron "$file" "$name" _soft true false)" \
+      "${name}_soft" "$ALL_VARIANTS"
+  fi
+  if [ $has_detach -eq 1 ]; then
+    compile_neuron "$(copy_neuron "$file" "$name" _detach false true)" \
+      "${name}_detach" "$TRAIN_VARIANTS"
+    if [ $has_soft -eq 1 ]; then
+      compile_neuron "$(copy_neuron "$file" "$name" _soft_detach true true)" \
+        "${name}_soft_detach" "$TRAIN_VARIANTS"
+    fi
   fi
 done
 
@@ -163,13 +207,20 @@ import json, os, sys
 out, names = sys.argv[1], sys.argv[2:]
 CTYPE = {"f32": "float", "f16": "uint16_t", "bf16": "uint16_t"}
 SCALAR = {"f32": "float", "i1": "bool", "i32": "int32_t", "i64": "int64_t"}
-READ = ("input_sequence", "initial_state")
+# Buffers the kernel only reads (const pointers in the header).
+READ = ("input_sequence", "initial_state", "optional_input_sequence",
+        "workspace_in")
+ROLES = READ + ("output_sequence", "state_sequence", "final_state",
+                "param_gradient", "workspace_out")
 lines = [
     "/* Generated by utils/gpu_bundle.sh. Do not edit.",
     " * Includes every FlexSN header and exports one non-static wrapper per",
     " * kernel function, fx_<neuron>_<variant>_<dtype>, with the parameters of",
-    " * the header's static inline flexsn_<neuron>_<variant>_<dtype>. */",
+    " * the header's static inline flexsn_<neuron>_<variant>_<dtype> (the",
+    " * manifest's arguments: buffers, workspace included, then parameters),",
+    " * and, for the training kernels, fx_<kernel>_workspace_bytes. */",
     "#include <stdbool.h>",
+    "#include <stddef.h>",
     "#include <stdint.h>",
     '#include "flexsn_runtime.h"',
 ]
@@ -192,13 +243,28 @@ for n in names:
             if role == "param":
                 params.append("%s %s" % (SCALAR[a["dtype"]], a["name"]))
             else:
+                assert role in ROLES, (k["name"], a)
                 const = "const " if role in READ else ""
                 params.append("%s%s *%s" % (const, CTYPE[a["dtype"]], a["name"]))
             args.append(a["name"])
+        # The header orders buffers (workspace included) as the manifest does,
+        # then the parameters; check that the workspace is where it says.
+        roles = [a["role"] for a in k["arguments"]]
+        ws = [r for r in roles if r.startswith("workspace")]
+        if k.get("workspace_sequences", 0):
+            assert ws == ["workspace_out" if k["variant"] == "forward"
+                          else "workspace_in"], (k["name"], roles)
+        else:
+            assert not ws, (k["name"], roles)
         lines.append("flexsn_status fx_%s(%s) {" % (k["name"], ", ".join(params)))
         lines.append("  return %s(%s);" % (fn, ", ".join(args)))
         lines.append("}")
         count += 1
+        if ws:
+            lines.append("size_t fx_%s_workspace_bytes(int64_t T, int64_t N, "
+                         "int64_t ld) {" % k["name"])
+            lines.append("  return %s_workspace_bytes(T, N, ld);" % fn)
+            lines.append("}")
     unloads.append("flexsn_%s_unload" % n)
 lines.append("")
 lines.append("/* Unloads every image; returns the first failing status. */")
@@ -232,6 +298,11 @@ if [ -f test/Runtime/device_smoke.c ]; then
     log "device_smoke did not build (skipped)"
 fi
 
+# The headers embed the cubins as hex text (~6x their size): compress them
+# (only libflexsn_bundle.so is needed on the device; `gunzip -k` to build
+# against a header there).
+gzip -9n "$DIR"/gpu/*.h
+
 # --- 4. CPU-path reference results ------------------------------------------
 log "CPU-path results with flexsn-run"
 "$PY" - "$DIR" "$RUN" "${NEURONS[@]}" <<'EOF'
@@ -255,7 +326,7 @@ INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
 # Runtime (trainable) parameters: a non-default value, so that it matters.
 RUNTIME_PARAMS = {"w": 0.5}
 
-base = [n for n in names if not n.endswith("_soft")]
+base = [n for n in names if not n.endswith(("_soft", "_detach"))]
 entries = []
 total = 0
 for neuron in base:
@@ -363,6 +434,135 @@ json.dump(index, open(os.path.join(out, "cpu", "index.json"), "w"), indent=1)
 print("    %d flexsn-run calls, %d input sets" % (total, len(entries)))
 EOF
 
+log "CPU-path training results with flexsn-run --variant=train"
+"$PY" - "$DIR" "$RUN" "${NEURONS[@]}" <<'EOF'
+import json, os, subprocess, sys, zlib
+import numpy as np
+
+out, run_tool, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+N = 256
+DRIVE = {"if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
+         "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
+         "cuba_lif": (0.3, 0.6)}
+DRIVE_SOFT = {"qif": (0.4, 0.4), "eif": (0.4, 0.4), "izhikevich": (0.4, 0.4)}
+INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
+RUNTIME_PARAMS = {"w": 0.5}
+DTYPES = {"f32": np.float32, "f16": np.float16}
+RESETS = {"hard": ("", False, False), "soft": ("_soft", True, False),
+          "detach": ("_detach", False, True),
+          "soft_detach": ("_soft_detach", True, True)}
+
+base = [n for n in names if not n.endswith(("_soft", "_detach"))]
+entries = []
+calls = 0
+for neuron in base:
+    man = json.load(open(os.path.join(out, "manifests", neuron + ".json")))
+    nd = [x for x in man["neurons"] if x["name"] == neuron][0]
+    assert len(nd["inputs"]) == 1 and len(nd["outputs"]) == 1, nd
+    bwd = {k["dtype"]: k for k in man["kernels"] if k["variant"] == "backward"}
+    fwd = {k["dtype"]: k for k in man["kernels"] if k["variant"] == "forward"}
+    runtime = {p["name"]: RUNTIME_PARAMS.get(p["name"], p["default"])
+               for p in nd["params"] if p["kind"] != "const"}
+    configs = [("hard", "f32", 1), ("hard", "f32", 16), ("hard", "f16", 16)]
+    configs += [(r, "f32", 16) for r in ("soft", "detach", "soft_detach")
+                if neuron + RESETS[r][0] in names]
+    for reset, dname, T in configs:
+        suffix, soft, detach = RESETS[reset]
+        dt = DTYPES[dname]
+        mean, std = DRIVE[neuron]
+        if soft:
+            mean, std = DRIVE_SOFT.get(neuron, (mean, std))
+        seed = [zlib.crc32(("train/" + neuron).encode()),
+                list(RESETS).index(reset), list(DTYPES).index(dname), T, N]
+        rng = np.random.default_rng(seed)
+        d = os.path.join("cpu", "train", neuron, "%s_%s_T%d_N%d"
+                         % (reset, dname, T, N))
+        os.makedirs(os.path.join(out, d))
+        def save(name, arr):
+            f = os.path.join(d, name + ".npy")
+            np.save(os.path.join(out, f), arr)
+            return f
+        kf, kb = fwd[dname], bwd[dname]
+        x_name = [a["name"] for a in kf["arguments"]
+                  if a["role"] == "input_sequence"][0]
+        init_names = [a["name"] for a in kf["arguments"]
+                      if a["role"] == "initial_state"]
+        inputs = {x_name: save(x_name, rng.normal(mean, std, (T, N)).astype(dt))}
+        inits = {}
+        for s, arg in zip(nd["states"], init_names):
+            lo, hi = INIT.get(s, (-0.2, 0.5))
+            inits[arg] = save(arg, rng.uniform(lo, hi, (N,)).astype(dt))
+        # Incoming gradients: every output's and every state sequence's
+        # (flexsn-run has no final-state gradient: zeros).
+        grads = {}
+        for a in kb["arguments"]:
+            if a["role"] == "optional_input_sequence":
+                grads[a["name"]] = save(a["name"],
+                                        rng.normal(0.0, 1.0, (T, N)).astype(dt))
+        out_grads = [g for g in grads if g[:-len("_grad")] in nd["outputs"]]
+        state_grads = [g for g in grads if g not in out_grads]
+        assert out_grads == [o + "_grad" for o in nd["outputs"]], grads
+        assert state_grads == [s + "_seq_grad" for s in nd["states"]], grads
+        odir = os.path.join(out, d, "run")
+        cmd = [run_tool, os.path.join("lib", "Neurons", neuron + ".mlir"),
+               "--neuron=" + neuron, "--variant=train",
+               "--input=@" + os.path.join(out, inputs[x_name])]
+        cmd += ["--state=@" + os.path.join(out, inits[a]) for a in init_names]
+        cmd += ["--grad-output=@" + os.path.join(out, grads[g]) for g in out_grads]
+        cmd += ["--grad-state=@" + os.path.join(out, grads[g])
+                for g in state_grads]
+        if soft:
+            cmd.append("--param=soft_reset=true")
+        if detach:
+            cmd.append("--param=detach_reset=true")
+        for pn, pv in runtime.items():
+            cmd.append("--param=%s=%r" % (pn, float(pv)))
+        cmd.append("--output-dir=" + odir)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        calls += 1
+        if p.returncode != 0:
+            sys.exit("flexsn-run failed (%d): %s\n%s"
+                     % (p.returncode, " ".join(cmd), p.stdout))
+        # flexsn-run's files -> the GPU kernels' argument names.
+        names_of = {"out0.npy": nd["outputs"][0],
+                    "grad_in0.npy": x_name + "_grad"}
+        for i, s in enumerate(nd["states"]):
+            names_of["state_seq%d.npy" % i] = s + "_seq"
+            names_of["grad_init%d.npy" % i] = s + "_init_grad"
+        for pn in runtime:
+            names_of["grad_param_%s.npy" % pn] = pn + "_grad"
+        got = sorted(os.listdir(odir))
+        if got != sorted(names_of):
+            sys.exit("flexsn-run wrote %s, expected %s" % (got, sorted(names_of)))
+        res = {}
+        for tf, arg in names_of.items():
+            arr = np.load(os.path.join(odir, tf))
+            if arg == nd["outputs"][0]:
+                assert np.all((arr == 0) | (arr == 1)), tf
+                arr = arr.astype(np.uint8)
+            res[arg] = save("cpu_" + arg, arr)
+            os.remove(os.path.join(odir, tf))
+        os.rmdir(odir)
+        entries.append(dict(
+            neuron=neuron, gpu_neuron=neuron + suffix, reset=reset,
+            soft_reset=soft, detach_reset=detach, dtype=dname, T=T, N=N,
+            seed=seed, drive=dict(mean=mean, std=std), params=runtime,
+            inputs=inputs, initial_states=inits, grads=grads, results=res))
+index = dict(
+    format="flexsn-cpu-train-results", version=1,
+    note="CPU-path (flexsn-run --variant=train) forward values and gradients "
+         "of L = <spike_grad, spike> + sum <state_seq_grad, state_seq> (no "
+         "final-state gradient), on the stored seeded inputs; files named by "
+         "the GPU kernels' argument names; spikes stored as uint8, parameter "
+         "gradients as float32 scalars, the rest in the storage dtype; paths "
+         "relative to the bundle folder",
+    entries=entries)
+json.dump(index, open(os.path.join(out, "cpu", "train_index.json"), "w"),
+          indent=1)
+print("    %d flexsn-run --variant=train calls" % calls)
+EOF
+
 # --- 5. bundle.json ----------------------------------------------------------
 log "writing bundle.json"
 "$PY" - "$DIR" "$ROOT" "$CHIP" "$CUDA_TOOLKIT" "${NEURONS[@]}" <<'EOF'
@@ -381,7 +581,17 @@ neurons = {}
 for n in names:
     m = json.load(open(os.path.join(out, "manifests", n + ".json")))
     for nd in m["neurons"]:
-        neurons[nd["name"]] = dict(nd, soft_copy_of=(n[:-5] if n.endswith("_soft") else None))
+        base, soft, detach = n, False, False
+        if base.endswith("_detach"):
+            base, detach = base[:-len("_detach")], True
+        if base.endswith("_soft"):
+            base, soft = base[:-len("_soft")], True
+        variants = sorted({k["variant"].replace("-", "_")
+                           for k in m["kernels"] if k["neuron"] == nd["name"]})
+        neurons[nd["name"]] = dict(
+            nd, soft_copy_of=(base if soft and not detach else None),
+            copy_of=(base if soft or detach else None), soft_reset=soft,
+            detach_reset=detach, variants=variants)
     for k in m["kernels"]:
         kernels.append(dict(name=k["name"], export="fx_" + k["name"],
                             neuron=k["neuron"],
@@ -398,7 +608,7 @@ b = dict(format="flexsn-device-bundle", version=1,
          library="libflexsn_bundle.so", neurons=names,
          neuron_defs=neurons, kernels=kernels,
          statuses=json.load(open(os.path.join(out, "statuses.json"))),
-         cpu_index="cpu/index.json",
+         cpu_index="cpu/index.json", cpu_train_index="cpu/train_index.json",
          device_smoke="device_smoke" if os.path.exists(
              os.path.join(out, "device_smoke")) else None)
 json.dump(b, open(os.path.join(out, "bundle.json"), "w"), indent=1)

@@ -1,0 +1,1619 @@
+#!/usr/bin/env python3
+"""Checks FlexSN's GPU training kernels (forward + backward) on the device.
+
+    python3 utils/device_train_check.py [--bundle .device] [--out DIR]
+                                        [--quick | --reference-only]
+                                        [--seed S] [--deadline SECONDS]
+                                        [--neurons lif,plif_detach,...]
+
+Runs from the repository root with the folder utils/gpu_bundle.sh built.
+Every training kernel pair fx_<neuron>_forward_<dtype> /
+fx_<neuron>_backward_<dtype> is called through ctypes (argument lists from the
+manifests, the f32 workspace included) on buffers poisoned with NaN and
+surrounded by NaN guards, on the current stream (PyTorch's in full mode); the
+forward's workspace goes to the backward. Then:
+
+  forward   spikes and state sequences equal, bit for bit, those of the
+            inference kernel of the same forward step (<neuron>, or
+            <neuron>_soft for the soft copies; detach changes no value) on the
+            same inputs; every element written, guards and row gaps intact,
+            inputs untouched, the workspace written;
+  backward  the gradients of L = <spike_grad, spike> + sum <v_seq_grad, v_seq>
+            + sum <v_final_grad, v_T> w.r.t. x, the initial states and the
+            trainable parameters (PLIF's w) against automatic differentiation
+            of the step loop written here from SPEC section 7 (float32, on the
+            storage-rounded inputs and incoming gradients; Heaviside forward,
+            sigmoid(alpha = 4) surrogate backward, the reset's spike detached
+            for the _detach copies): PyTorch autograd on the GPU (full mode;
+            the Heaviside a torch.autograd.Function), or a small reverse-mode
+            tape on NumPy (--quick, --reference-only).
+
+Tolerances. Spikes may differ from the reference only for neurons whose h
+came within 1e-4 of the threshold (a 1-ulp difference there flips a spike and
+the trajectory after it); such neurons are left out of the gradient
+comparisons (all that came that near when the spikes were not stored), and
+at most 2% of a group's neurons may be left out. Per neuron n, with S_n =
+max |reference gradient| over its x_grad column and initial-state gradients:
+  f32        |got - want| <= 1e-4 |want| + 1e-5 max(1, S_n);
+  f16/bf16   |got - want| <= 4 ulps of the storage type at S_n (plus 4
+             subnormal steps): the kernels compute in f32 and round once;
+  parameter gradients (one float, summed over T and N):
+             |got - want| <= 1e-3 max(|want|, 0.01 sum_n |c_n|) (c_n: the
+             reference's per-neuron contributions), plus sum_n |c_n| + max |c|
+             over the neurons left out.
+Where the gradients explode over T (QIF / Izhikevich with a detached soft
+reset) and would overflow f16, the incoming gradients are scaled down by a
+power of two (the backward is linear in them; the record says so).
+T = 0: nothing written but the initial-state gradients, which equal the
+final-state gradients bit for bit (zeros when those are NULL), and the
+parameter gradients, which are exactly 0.
+
+Groups (one line each):
+  grid/<neuron>/<dtype>  every training neuron of the bundle (hard reset, its
+      _soft, _detach and _soft_detach copies) x {f32, f16, bf16} x T in
+      {0, 1, 16, 64} x N in {1, 1000, 2^20 + 3} (copies with detach: T in
+      {0, 16, 64}, N in {1000, 2^20 + 3}); incoming gradients and initial
+      states sometimes NULL (four patterns), v_seq sometimes not stored.
+  absent/<neuron>     each incoming gradient NULL, all NULL (zero gradients),
+                      each optional output NULL, initial states NULL.
+  strided/<neuron>    ld > N (scalar and vector kernels), workspace T x ld.
+  misaligned/<neuron> every buffer one element off (the scalar kernels) vs
+                      aligned (the vector kernels): both vs the reference and
+                      vs each other.
+  workspace/<neuron>  fx_..._workspace_bytes; a too-small workspace (forward
+                      and backward): FLEXSN_ERROR_BUFFER_TOO_SMALL, nothing
+                      written; NULL workspace / parameter gradient:
+                      FLEXSN_ERROR_NULL_POINTER; then a good call.
+  cpu-path/<neuron>   the bundle's flexsn-run --variant=train results (the
+                      CPU path) vs the GPU kernels on the same inputs.
+  reference/<neuron>  the reference of this script vs those CPU results (no
+                      GPU needed: --reference-only runs only this group).
+
+Prints one line per group, then `device_train_check: N passed, M failed`;
+writes results.json to --out; exits 1 on any failure (or a check skipped by
+--deadline, unless --allow-skip).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import zlib
+
+import numpy as np
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import device_check as dc  # noqa: E402
+
+np.seterr(all="ignore")
+
+DTYPES = ("f32", "f16", "bf16")
+ELEM = dc.ELEM
+GUARD = dc.GUARD
+NEAR = 1e-4                  # |h - v_threshold| < NEAR: neuron left out
+MAX_CUT = dc.MAX_CUT         # fraction of neurons that may be left out
+F32_RTOL, F32_ATOL = 1e-4, 1e-5
+GRAD_ULPS = 4                # f16 / bf16: storage ulps at the column max
+SUBNORMAL = {"f16": 2.0 ** -24, "bf16": 2.0 ** -133}
+PARAM_RTOL = 1e-3
+PARAM_CANCEL = 1e-2          # ... of sum |c_n| when the sum cancels
+MAX_VALUE = 1e30             # reference values must stay below (design)
+F16_GRAD_MAX = 1.6e4         # f16 gradients: scale the incoming ones down
+BIG_N = (1 << 20) + 3
+ALPHA = 4.0                  # the sigmoid surrogate of every shipped neuron
+
+# ---------------------------------------------------------------------------
+# Reverse-mode differentiation on NumPy: just what the step loops need.
+
+
+def _f32(c):
+    return np.float32(c)
+
+
+def _one(g):
+    return g
+
+
+def _neg(g):
+    return -g
+
+
+class Var(object):
+    """A float32 NumPy array with the operations that made it (a tape)."""
+    __slots__ = ("value", "parents", "grad")
+    __array_priority__ = 1000  # numpy scalars defer to Var's reflected ops
+
+    def __init__(self, value, parents=()):
+        self.value = value
+        self.parents = parents   # ((Var, vector-Jacobian product), ...)
+        self.grad = None
+
+    def __add__(self, o):
+        if isinstance(o, Var):
+            return Var(self.value + o.value, ((self, _one), (o, _one)))
+        return Var(self.value + _f32(o), ((self, _one),))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        if isinstance(o, Var):
+            return Var(self.value - o.value, ((self, _one), (o, _neg)))
+        return Var(self.value - _f32(o), ((self, _one),))
+
+    def __rsub__(self, o):
+        return Var(_f32(o) - self.value, ((self, _neg),))
+
+    def __mul__(self, o):
+        if isinstance(o, Var):
+            a, b = self.value, o.value
+            return Var(a * b, ((self, lambda g: g * b), (o, lambda g: g * a)))
+        c = _f32(o)
+        return Var(self.value * c, ((self, lambda g: g * c),))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        if isinstance(o, Var):
+            a, b = self.value, o.value
+            q = a / b
+            return Var(q, ((self, lambda g: g / b),
+                           (o, lambda g: -(g * q) / b)))
+        c = _f32(o)
+        return Var(self.value / c, ((self, lambda g: g / c),))
+
+    def __rtruediv__(self, o):
+        b = self.value
+        q = _f32(o) / b
+        return Var(q, ((self, lambda g: -(g * q) / b),))
+
+    def __neg__(self):
+        return Var(-self.value, ((self, _neg),))
+
+
+def tape_backward(pairs):
+    """pairs: (Var, seed gradient). Accumulates .grad on every Var reached."""
+    order, seen = [], set()
+    stack = [(v, False) for v, _ in pairs]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for p, _ in node.parents:
+            if id(p) not in seen:
+                stack.append((p, False))
+    for v, g in pairs:
+        v.grad = g if v.grad is None else v.grad + g
+    for node in reversed(order):      # outputs before what they were made of
+        if node.grad is None:
+            continue
+        for p, vjp in node.parents:
+            c = vjp(node.grad)
+            p.grad = c if p.grad is None else p.grad + c
+
+
+def surrogate_sigmoid(over, xp_exp):
+    """g(x) = a sigma(a x) (1 - sigma(a x)), a = 4 (float32)."""
+    sg = 1.0 / (1.0 + xp_exp(-ALPHA * over))
+    return ALPHA * sg * (1.0 - sg)
+
+
+class NumpyAD(object):
+    """The reference's backend on NumPy (float32) with the tape above."""
+    name = "numpy"
+
+    def leaf(self, a):
+        return Var(np.array(a, dtype=np.float32, copy=True))
+
+    def rows(self, x):
+        """A [T, N] input: (handle for grads(), list of per-step leaves)."""
+        leaves = [self.leaf(x[t]) for t in range(x.shape[0])]
+        return leaves, leaves
+
+    def exp(self, a):
+        v = np.exp(a.value)
+        return Var(v, ((a, lambda g: g * v),))
+
+    def spike(self, over):
+        o = over.value
+        return Var((o >= 0).astype(np.float32),
+                   ((over, lambda g: g * surrogate_sigmoid(o, np.exp)),))
+
+    def detach(self, a):
+        return Var(a.value)
+
+    def value(self, a):
+        return a.value
+
+    def near(self, over):
+        return np.abs(over.value) < NEAR
+
+    def stack(self, vals, T, N):
+        if not vals:
+            return np.zeros((T, N), np.float32)
+        return np.stack(vals)
+
+    def zeros(self, shape):
+        return np.zeros(shape, np.float32)
+
+    def param_leaf(self, n, v):
+        return Var(np.full((n,), v, np.float32))
+
+    def falses(self, n):
+        return np.zeros((n,), bool)
+
+    def grads(self, pairs, handles):
+        tape_backward(pairs)
+        out = []
+        for h in handles:
+            if isinstance(h, list):
+                out.append(np.stack([z.grad if z.grad is not None else
+                                     np.zeros_like(z.value) for z in h])
+                           if h else None)
+            else:
+                out.append(h.grad if h.grad is not None else
+                           np.zeros_like(h.value))
+        return out
+
+
+class TorchAD(object):
+    """The reference's backend on PyTorch autograd (float32, on the GPU)."""
+    name = "torch"
+
+    def __init__(self, torch, device):
+        self.torch, self.device = torch, device
+
+        class Spike(torch.autograd.Function):
+            """Heaviside forward (H(0) = 1); sigmoid(4) surrogate backward."""
+            @staticmethod
+            def forward(ctx, over):
+                ctx.save_for_backward(over)
+                return (over >= 0).to(over.dtype)
+
+            @staticmethod
+            def backward(ctx, g):
+                (over,) = ctx.saved_tensors
+                return g * surrogate_sigmoid(over, torch.exp)
+
+        self.Spike = Spike
+
+    def leaf(self, a):
+        return a.detach().to(self.torch.float32).clone().requires_grad_(True)
+
+    def rows(self, x):
+        h = self.leaf(x)
+        return h, list(h.unbind(0))
+
+    def exp(self, a):
+        return self.torch.exp(a)
+
+    def spike(self, over):
+        return self.Spike.apply(over)
+
+    def detach(self, a):
+        return a.detach()
+
+    def value(self, a):
+        return a.detach()
+
+    def near(self, over):
+        return over.detach().abs() < NEAR
+
+    def stack(self, vals, T, N):
+        if not vals:
+            return self.zeros((T, N))
+        return self.torch.stack(vals)
+
+    def zeros(self, shape):
+        return self.torch.zeros(shape, dtype=self.torch.float32,
+                                device=self.device)
+
+    def param_leaf(self, n, v):
+        return self.torch.full((n,), float(v), dtype=self.torch.float32,
+                               device=self.device, requires_grad=True)
+
+    def falses(self, n):
+        return self.torch.zeros((n,), dtype=self.torch.bool,
+                                device=self.device)
+
+    def grads(self, pairs, handles):
+        torch = self.torch
+        outs = [v for v, _ in pairs]
+        gouts = [g for _, g in pairs]
+        got = torch.autograd.grad(outs, handles, gouts, allow_unused=True)
+        return [g if g is not None else torch.zeros_like(h)
+                for g, h in zip(got, handles)]
+
+
+def step(ad, neuron, p, tw, x, st):
+    """One step of SPEC section 7: (spike, new states, h - v_threshold).
+    p: parameter values (flags as bools); tw: trainable parameter leaves."""
+    new = {}
+    if neuron == "if":
+        h = st["v"] + x
+    elif neuron in ("lif", "plif"):
+        v = st["v"]
+        v_r = 0.0 if p["soft_reset"] else p["v_reset"]
+        if neuron == "lif":
+            if p["decay_input"]:
+                h = v + (x - (v - v_r)) / p["tau"]
+            else:
+                h = v - (v - v_r) / p["tau"] + x
+        else:
+            k = 1.0 / (1.0 + ad.exp(-tw["w"]))      # 1 / tau = sigmoid(w)
+            if p["decay_input"]:
+                h = v + (x - (v - v_r)) * k
+            else:
+                h = v - (v - v_r) * k + x
+    elif neuron == "qif":
+        v = st["v"]
+        h = v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"])) / p["tau"]
+    elif neuron == "eif":
+        v = st["v"]
+        dT = p["delta_T"]
+        h = v + (x + p["v_rest"] - v
+                 + dT * ad.exp((v - p["theta_rh"]) / dT)) / p["tau"]
+    elif neuron == "izhikevich":
+        v, w = st["v"], st["w"]
+        h = v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"]) - w) \
+            / p["tau"]
+    elif neuron == "cuba_lif":
+        c = st["c"] * p["c_decay"] + x
+        new["c"] = c
+        h = st["v"] * p["v_decay"] + c
+    else:
+        raise KeyError("no SPEC reference for neuron %r" % neuron)
+    over = h - p["v_threshold"]
+    s = ad.spike(over)
+    s_d = ad.detach(s) if p["detach_reset"] else s
+    if p["soft_reset"]:
+        new["v"] = h - s_d * p["v_threshold"]
+    else:
+        new["v"] = s_d * p["v_reset"] + (1.0 - s_d) * h
+    if neuron == "izhikevich":
+        w = st["w"]
+        new["w"] = w + (p["a"] * (h - p["v_rest"]) - w) / p["tau_w"] \
+            + p["b"] * s
+    return s, new, over
+
+
+def reference(ad, gpu_neuron, params, trainable, x, inits, gin):
+    """Forward values and gradients of the neuron a kernel was built from.
+
+    x: [T, N] float32 (backend array); inits: per state an [N] float32 array
+    or None (zeros), or None; gin: dict(out=[T, N] or None,
+    seq=[per state [T, N] or None], final=[per state [N] or None]) incoming
+    gradients (float32 values). Returns dict(spikes, seqs, finals, near [N]
+    bool, x_grad [T, N], init_grads [per state [N]], params {name: [N]
+    per-neuron contributions}).
+    """
+    base = dc.base_neuron(gpu_neuron)
+    raw = dc.reference_params(gpu_neuron, params)
+    p = {k: (bool(v) if k in dc.FLAGS else float(v)) for k, v in raw.items()}
+    names = dc.STATES[base]
+    T, N = int(x.shape[0]), int(x.shape[1])
+    x_handle, x_rows = ad.rows(x)
+    init_leaves = []
+    for i in range(len(names)):
+        s0 = None if inits is None else inits[i]
+        init_leaves.append(ad.leaf(s0) if s0 is not None else
+                           ad.leaf(ad.zeros((N,))))
+    # A trainable parameter as one leaf per neuron (same value): its
+    # gradient gives the per-neuron contributions of the sum.
+    tw = {name: ad.param_leaf(N, p[name]) for name in trainable}
+    st = dict(zip(names, init_leaves))
+    spikes, seqs = [], [[] for _ in names]
+    pairs = {}
+
+    def seed(var, g):
+        if g is None:
+            return
+        k = id(var)
+        pairs[k] = (var, g) if k not in pairs else (var, pairs[k][1] + g)
+
+    near = ad.falses(N)
+    for t in range(T):
+        s, st, over = step(ad, base, p, tw, x_rows[t], st)
+        near = near | ad.near(over)
+        spikes.append(ad.value(s))
+        if gin.get("out") is not None:
+            seed(s, gin["out"][t])
+        for i, n in enumerate(names):
+            seqs[i].append(ad.value(st[n]))
+            g = gin["seq"][i] if gin.get("seq") else None
+            if g is not None:
+                seed(st[n], g[t])
+    finals = [st[n] for n in names]
+    out = dict(spikes=ad.stack(spikes, T, N),
+               seqs=[ad.stack(q, T, N) for q in seqs],
+               finals=[ad.value(f) for f in finals], near=near)
+    gfin = gin.get("final") or [None] * len(names)
+    if T == 0:
+        # Nothing to differentiate: the initial-state gradients are the
+        # final-state ones, everything else is zero.
+        out["x_grad"] = ad.zeros((0, N))
+        out["init_grads"] = [g if g is not None else ad.zeros((N,))
+                             for g in gfin]
+        out["params"] = {n: ad.zeros((N,)) for n in trainable}
+        return out
+    for f, g in zip(finals, gfin):
+        seed(f, g)
+    handles = [x_handle] + init_leaves + [tw[n] for n in trainable]
+    if pairs:
+        grads = ad.grads(list(pairs.values()), handles)
+    else:
+        grads = [ad.zeros((T, N))] + [ad.zeros((N,)) for _ in handles[1:]]
+    out["x_grad"] = grads[0]
+    out["init_grads"] = grads[1:1 + len(names)]
+    out["params"] = dict(zip(trainable, grads[1 + len(names):]))
+    return out
+
+# ---------------------------------------------------------------------------
+# Backend-neutral array helpers for the checks
+
+
+class Xp(object):
+    def __init__(self, env):
+        self.env = env
+        self.torch = getattr(env, "torch", None) if env.kind == "torch" \
+            else None
+
+    def col_absmax(self, a):
+        """[T, N] -> [N] max |a| over T (zeros for T = 0)."""
+        if self.torch is not None:
+            if a.shape[0] == 0:
+                return self.torch.zeros(a.shape[1], device=a.device)
+            return a.abs().amax(0)
+        if a.shape[0] == 0:
+            return np.zeros(a.shape[1], np.float32)
+        return np.abs(a).max(0)
+
+    def maximum(self, a, b):
+        if self.torch is not None:
+            return self.torch.maximum(a, b)
+        return np.maximum(a, b)
+
+    def sum64(self, a):
+        if self.torch is not None:
+            return float(a.double().sum().item())
+        return float(np.asarray(a, np.float64).sum())
+
+    def abssum64(self, a):
+        if self.torch is not None:
+            return float(a.double().abs().sum().item())
+        return float(np.abs(np.asarray(a, np.float64)).sum())
+
+    def masked_abssum64(self, a, mask):
+        if self.torch is not None:
+            return float(a[mask].double().abs().sum().item())
+        return float(np.abs(np.asarray(a[mask], np.float64)).sum())
+
+    def any_rows(self, mask):
+        """[T, N] bool -> [N]: any over T."""
+        if self.torch is not None:
+            if mask.shape[0] == 0:
+                return self.torch.zeros(mask.shape[1], dtype=self.torch.bool,
+                                        device=mask.device)
+            return mask.any(0)
+        if mask.shape[0] == 0:
+            return np.zeros(mask.shape[1], bool)
+        return mask.any(0)
+
+    def to_storage(self, a, dtype):
+        """float32 array -> the env's storage array of dtype."""
+        if self.torch is not None:
+            return a.to(self.env.tdt[dtype])
+        return dc.np_storage(a, dtype)
+
+    def f32_from_numpy(self, arr):
+        if self.torch is not None:
+            return self.torch.from_numpy(
+                np.ascontiguousarray(arr, dtype=np.float32)).to(
+                    self.env.device)
+        return np.asarray(arr, dtype=np.float32)
+
+
+def grad_tolerance(xp, ops, want, scale, dtype):
+    """Tolerance of a gradient array; scale: per-neuron S_n broadcast."""
+    if dtype == "f32":
+        return F32_RTOL * ops.abs(want) + F32_ATOL * ops.clamp_min(scale, 1.0)
+    return GRAD_ULPS * (dc.EPS[dtype] * scale + SUBNORMAL[dtype])
+
+
+def compare(env, res, what, got, want, tol, valid, exact=False):
+    """got, want: float32 arrays of one shape; tol broadcastable (ignored if
+    exact); valid: bool mask broadcastable. NaN in got always fails."""
+    ops = env.ops
+    if tuple(got.shape) != tuple(want.shape):
+        res.fail("%s: shape %s, expected %s" % (what, tuple(got.shape),
+                                                 tuple(want.shape)))
+        return
+    if min(tuple(got.shape) or (1,)) == 0:
+        return
+    diff = ops.abs(got - want)
+    if exact:
+        ok = got == want
+    else:
+        ok = diff <= tol
+        ratio = diff / tol
+        vr = valid & ops.isfinite(ratio)
+        if ops.count(vr):
+            res.max_ratio = max(res.max_ratio, ops.max(ratio[vr]))
+    fin = valid & ops.isfinite(diff)
+    if ops.count(fin):
+        res.max_err = max(res.max_err, ops.max(diff[fin]))
+    bad = valid & ~ok
+    nbad = ops.count(bad)
+    if nbad:
+        idx = ops.first(bad)
+        res.fail("%s: %d of %d compared differ%s; first at %s: got %r, "
+                 "expected %r" % (what, nbad,
+                                  ops.count(valid & (want == want)),
+                                  "" if exact else " beyond tolerance",
+                                  list(idx), float(got[idx]),
+                                  float(want[idx])))
+
+# ---------------------------------------------------------------------------
+# Buffers of a training call
+
+
+class TBuf(object):
+    """A flat NaN-poisoned allocation: GUARD + offset + extent + GUARD
+    elements. kind: seq ([T, N], rows L apart), state ([N]), ws (saved f32
+    sequences of T x L), param (one f32)."""
+
+    def __init__(self, env, kind, dtype, T, N, L, offset=0, saved=1,
+                 extent=None):
+        self.kind, self.dtype = kind, dtype
+        self.T, self.N, self.L, self.saved = T, N, L, saved
+        self.start = GUARD + offset
+        if extent is not None:
+            self.extent = extent
+        elif kind == "seq":
+            self.extent = T * L
+        elif kind == "state":
+            self.extent = N
+        elif kind == "ws":
+            self.extent = saved * T * L
+        else:
+            self.extent = 1
+        self.nelem = self.start + self.extent + GUARD
+        self.handle = env.alloc(self.nelem, dtype)
+        self.ptr = env.address(self.handle) + self.start * ELEM[dtype]
+        self.data = None          # what was written (inputs)
+
+    def view(self, flat):
+        s = self.start
+        if self.kind == "seq":
+            return dc.seq_view(flat, s, self.T, self.N, self.L)
+        if self.kind == "ws":
+            return flat[s:s + self.saved * self.T * self.L].reshape(
+                self.saved, self.T, self.L)[:, :, :self.N]
+        if self.kind == "state":
+            return flat[s:s + self.N]
+        return flat[s:s + 1]
+
+    def outside(self, flat):
+        """What must stay NaN: the guards and the gaps between rows."""
+        parts = [flat[:self.start], flat[self.start + self.extent:]]
+        if self.L > self.N and self.T > 0 and self.kind in ("seq", "ws"):
+            rows = (self.saved if self.kind == "ws" else 1) * self.T
+            parts.append(flat[self.start:self.start + rows * self.L]
+                         .reshape(rows, self.L)[:, self.N:])
+        return parts
+
+
+def fwd_roles(kf, nd):
+    """Per forward buffer: (what, index)."""
+    out = []
+    i_init = i_seq = i_out = 0
+    for a in kf.buffers:
+        if a.role == "input_sequence":
+            out.append(("x", 0))
+        elif a.role == "initial_state":
+            out.append(("init", i_init))
+            i_init += 1
+        elif a.role == "output_sequence":
+            out.append(("out", i_out))
+            i_out += 1
+        elif a.role == "state_sequence":
+            out.append(("seq", i_seq))
+            i_seq += 1
+        elif a.role == "workspace_out":
+            out.append(("ws", 0))
+        else:
+            raise ValueError("%s: unexpected role %s of %s"
+                             % (kf.name, a.role, a.name))
+    if i_init != len(nd["states"]) or i_seq != len(nd["states"]):
+        raise ValueError("%s: %d initial states, %d state sequences for "
+                         "states %s" % (kf.name, i_init, i_seq, nd["states"]))
+    return out
+
+
+def bwd_roles(kb, nd):
+    """Per backward buffer: (what, index or name), from the argument names
+    (<output>_grad, <state>_seq_grad, <state>_final_grad, <input>_grad,
+    <state>_init_grad, <param>_grad) and roles."""
+    states, outs, ins = nd["states"], nd["outputs"], nd["inputs"]
+    out = []
+    for a in kb.buffers:
+        n, r = a.name, a.role
+        if r == "optional_input_sequence" and n[:-5] in outs and \
+                n.endswith("_grad"):
+            out.append(("gout", outs.index(n[:-5])))
+        elif r == "optional_input_sequence" and n.endswith("_seq_grad") and \
+                n[:-9] in states:
+            out.append(("gseq", states.index(n[:-9])))
+        elif r == "input_sequence" and n in ins:
+            out.append(("x", ins.index(n)))
+        elif r == "initial_state" and n.endswith("_final_grad") and \
+                n[:-11] in states:
+            out.append(("gfin", states.index(n[:-11])))
+        elif r == "output_sequence" and n.endswith("_grad") and \
+                n[:-5] in ins:
+            out.append(("xgrad", ins.index(n[:-5])))
+        elif r == "final_state" and n.endswith("_init_grad") and \
+                n[:-10] in states:
+            out.append(("igrad", states.index(n[:-10])))
+        elif r == "param_gradient" and n.endswith("_grad"):
+            out.append(("pgrad", n[:-5]))
+        elif r == "workspace_in":
+            out.append(("ws", 0))
+        else:
+            raise ValueError("%s: unexpected argument %s (%s)"
+                             % (kb.name, n, r))
+    return out
+
+
+class TrainCase(object):
+    """One forward + backward call on given inputs.
+
+    data: dict(x=[T, N] storage, inits=[per state storage or None] or None,
+    gout=[per output storage or None], gseq=[per state ...], gfin=[per
+    state [N] ...] or None). ld; offset (elements, every buffer);
+    fwd_absent / bwd_absent: argument names passed as NULL. run_forward and
+    run_backward take ws_ptr (another workspace pointer, 0 = NULL) to test
+    bad workspaces; the backward re-reads the forward's x buffer and its
+    workspace.
+    """
+
+    def __init__(self, env, bundle, gpu_neuron, dtype, T, N, data, params,
+                 ld=0, offset=0, fwd_absent=(), bwd_absent=()):
+        self.env, self.bundle = env, bundle
+        self.neuron, self.dtype, self.T, self.N = gpu_neuron, dtype, T, N
+        self.kf = bundle.kernels[(gpu_neuron, "forward", dtype)]
+        self.kb = bundle.kernels[(gpu_neuron, "backward", dtype)]
+        self.nd = bundle.neuron_defs[gpu_neuron]
+        self.ld, self.L = ld, (ld if ld else N)
+        self.offset = offset
+        self.data, self.params = data, params
+        self.fwd_absent, self.bwd_absent = set(fwd_absent), set(bwd_absent)
+        self.fbufs, self.bbufs = {}, {}
+        self.fstatus = self.bstatus = None
+        self.saved = int(self.kf.spec.get("workspace_sequences", 1))
+
+    def _buf(self, kind, dtype, saved=1):
+        return TBuf(self.env, kind, dtype, self.T, self.N, self.L,
+                    self.offset, saved)
+
+    def launch(self, kern, pointers, params):
+        env = self.env
+        if hasattr(env, "launch"):
+            return env.launch(kern, env.stream(), self.T, self.N, self.ld,
+                              pointers, params)
+        return kern(env.stream(), self.T, self.N, self.ld, pointers, params)
+
+    def run_forward(self, ws_ptr=None):
+        env, d = self.env, self.data
+        pointers = []
+        for a, (what, i) in zip(self.kf.buffers, fwd_roles(self.kf, self.nd)):
+            if what == "ws" and ws_ptr is not None:
+                pointers.append(ws_ptr)
+                continue
+            src = None
+            if what == "x":
+                src = d["x"]
+            elif what == "init":
+                src = d["inits"][i] if d.get("inits") is not None else None
+                if src is None:
+                    self.fwd_absent.add(a.name)
+            if a.name in self.fwd_absent:
+                pointers.append(None)
+                continue
+            if what == "ws":
+                b = self._buf("ws", "f32", self.saved)
+            else:
+                b = self._buf("state" if what == "init" else "seq", self.dtype)
+            if src is not None:
+                env.write(b, src)
+                b.data = src
+            b.role, b.index = what, i
+            self.fbufs[a.name] = b
+            pointers.append(b.ptr)
+        params = [self.params[p.name] for p in self.kf.params]
+        env.sync()
+        self.fstatus = self.launch(self.kf, pointers, params)
+        env.sync()
+        return self.fstatus
+
+    def run_backward(self, ws_ptr=None, pgrad_null=False):
+        env, d = self.env, self.data
+        pointers = []
+        x_buf = [b for b in self.fbufs.values() if b.role == "x"]
+        ws_buf = [b for b in self.fbufs.values() if b.role == "ws"]
+        for a, (what, i) in zip(self.kb.buffers, bwd_roles(self.kb, self.nd)):
+            if what == "ws":
+                pointers.append(ws_ptr if ws_ptr is not None else
+                                (ws_buf[0].ptr if ws_buf else None))
+                continue
+            if what == "x":             # re-read input: the forward's buffer
+                pointers.append(x_buf[0].ptr if x_buf else None)
+                continue
+            if what == "pgrad" and pgrad_null:
+                pointers.append(None)
+                continue
+            src = None
+            if what in ("gout", "gseq", "gfin"):
+                lst = d.get(what)
+                src = lst[i] if lst is not None else None
+                if src is None:
+                    self.bwd_absent.add(a.name)
+            if a.name in self.bwd_absent:
+                pointers.append(None)
+                continue
+            if what == "pgrad":
+                b = TBuf(env, "param", "f32", self.T, self.N, self.L,
+                         self.offset)
+            elif what in ("gfin", "igrad"):
+                b = self._buf("state", self.dtype)
+            else:
+                b = self._buf("seq", self.dtype)
+            if src is not None:
+                env.write(b, src)
+                b.data = src
+            b.role, b.index = what, i
+            self.bbufs[a.name] = b
+            pointers.append(b.ptr)
+        params = [self.params[p.name] for p in self.kb.params]
+        env.sync()
+        self.bstatus = self.launch(self.kb, pointers, params)
+        env.sync()
+        return self.bstatus
+
+    def fetch(self):
+        self.flat = {}
+        for n, b in list(self.fbufs.items()) + list(self.bbufs.items()):
+            self.flat[id(b)] = self.env.fetch(b)
+
+    def view(self, b):
+        return b.view(self.flat[id(b)])
+
+    def bufs(self, role, where="b"):
+        src = self.bbufs if where == "b" else self.fbufs
+        return [b for b in src.values() if b.role == role]
+
+    def release(self):
+        for b in list(self.fbufs.values()) + list(self.bbufs.values()):
+            self.env.free(b)
+        self.flat = {}
+
+# ---------------------------------------------------------------------------
+# The checker
+
+
+class TrainChecker(dc.Checker):
+    def __init__(self, env, bundle, args, ad):
+        dc.Checker.__init__(self, env, bundle, args)
+        self.ad = ad
+        self.xp = Xp(env)
+
+    def record(self, group, case, res, status=None, extra=None):
+        """As dc.Checker.record; messages lose the case's label, which the
+        record shows already."""
+        res.errors = [e[len(case):].lstrip(": ") if e.startswith(case) else e
+                      for e in res.errors]
+        dc.Checker.record(self, group, case, res, status, extra)
+
+    # -- inputs ---------------------------------------------------------------
+    def trainable(self, gpu_neuron):
+        nd = self.bundle.neuron_defs[gpu_neuron]
+        return [p["name"] for p in nd["params"] if p["kind"] == "trainable"]
+
+    def make_data(self, gpu_neuron, dtype, T, N, seed, pattern=0):
+        """Random storage inputs and incoming gradients. pattern: 0 all
+        given; 1 spike gradient only (v_seq not stored either); 2 spike and
+        final-state gradients, NULL initial states; 3 state-sequence and
+        final-state gradients, no spike gradient."""
+        env = self.env
+        base = dc.base_neuron(gpu_neuron)
+        states = dc.STATES[base]
+        mean, std = dc.drive(gpu_neuron)
+        if env.kind == "torch":
+            torch = env.torch
+            g = torch.Generator(device=env.device)
+            g.manual_seed(seed)
+
+            def normal(shape, m, s):
+                return torch.randn(shape, generator=g, device=env.device) \
+                    * s + m
+
+            def uniform(shape, lo, hi):
+                return torch.rand(shape, generator=g, device=env.device) \
+                    * (hi - lo) + lo
+        else:
+            rng = np.random.default_rng(seed)
+
+            def normal(shape, m, s):
+                return rng.normal(m, s, shape).astype(np.float32)
+
+            def uniform(shape, lo, hi):
+                return rng.uniform(lo, hi, shape).astype(np.float32)
+        st = self.xp.to_storage
+        d = dict(x=st(normal((T, N), mean, std), dtype))
+        d["inits"] = [st(uniform((N,), *dc.INIT[s]), dtype) for s in states]
+        d["gout"] = [st(normal((T, N), 0.0, 1.0), dtype)]
+        d["gseq"] = [st(normal((T, N), 0.0, 1.0), dtype) for _ in states]
+        d["gfin"] = [st(normal((N,), 0.0, 1.0), dtype) for _ in states]
+        fwd_absent = []
+        if pattern == 1:
+            d["gseq"] = [None] * len(states)
+            d["gfin"] = [None] * len(states)
+            fwd_absent = ["%s_seq" % s for s in states]
+        elif pattern == 2:
+            d["gseq"] = [None] * len(states)
+            d["inits"] = None
+        elif pattern == 3:
+            d["gout"] = [None]
+        return d, fwd_absent
+
+    def ref_for(self, gpu_neuron, dtype, data, params):
+        def to(a):
+            return None if a is None else self.env.to_f32(a, dtype)
+        inits = None if data.get("inits") is None else \
+            [to(s) for s in data["inits"]]
+        gin = dict(out=to(data["gout"][0]) if data.get("gout") else None,
+                   seq=[to(g) for g in data["gseq"]] if data.get("gseq")
+                   else None,
+                   final=[to(g) for g in data["gfin"]] if data.get("gfin")
+                   else None)
+        ref = reference(self.ad, gpu_neuron, params,
+                        self.trainable(gpu_neuron), to(data["x"]), inits, gin)
+        return ref
+
+    def ref_sane(self, ref):
+        ops = self.ops
+        arrs = [ref["spikes"], ref["x_grad"]] + ref["seqs"] + ref["finals"] \
+            + ref["init_grads"] + list(ref["params"].values())
+        for a in arrs:
+            if min(tuple(a.shape) or (1,)) == 0:
+                continue
+            if not ops.all(ops.isfinite(a)):
+                return "test design: the reference is not finite"
+            if ops.max(ops.abs(a)) >= MAX_VALUE:
+                return "test design: a reference value reached %g" % MAX_VALUE
+        return None
+
+    def grad_max(self, ref):
+        ops = self.ops
+        m = 0.0
+        for a in [ref["x_grad"]] + ref["init_grads"]:
+            if min(tuple(a.shape) or (1,)) > 0:
+                m = max(m, ops.max(ops.abs(a)))
+        return m
+
+    def fit_f16(self, gpu_neuron, dtype, data, params, ref):
+        """Gradients that explode over T (e.g. QIF with a detached soft
+        reset) would overflow f16 storage: the backward is linear in the
+        incoming gradients, so scale those down by a power of two (then
+        recompute the reference on the stored values). Returns (data, ref,
+        scale exponent)."""
+        m = self.grad_max(ref)
+        if dtype != "f16" or not m < MAX_VALUE or m < F16_GRAD_MAX:
+            return data, ref, 0
+        k = 1
+        while m * 2.0 ** -k >= F16_GRAD_MAX:
+            k += 1
+        env, xp = self.env, self.xp
+
+        def scale(a):
+            if a is None:
+                return None
+            return xp.to_storage(env.to_f32(a, dtype) * 2.0 ** -k, dtype)
+        d = dict(data)
+        for key in ("gout", "gseq", "gfin"):
+            if d.get(key) is not None:
+                d[key] = [scale(a) for a in d[key]]
+        return d, self.ref_for(gpu_neuron, dtype, d, params), k
+
+    # -- running and checking one case ----------------------------------------
+    def twin(self, gpu_neuron, dtype):
+        """The inference kernel computing the same forward values."""
+        base, soft, _ = dc.copy_flags(gpu_neuron)
+        name = base + ("_soft" if soft else "")
+        return self.bundle.kernels.get((name, "inference", dtype))
+
+    def run_case(self, gpu_neuron, dtype, T, N, data, params, ref, label,
+                 fwd_absent=(), bwd_absent=(), ld=0, offset=0, twin=True,
+                 cpu=None, keep=False):
+        env = self.env
+        res = dc.Result()
+        case = TrainCase(env, self.bundle, gpu_neuron, dtype, T, N, data,
+                         params, ld=ld, offset=offset, fwd_absent=fwd_absent,
+                         bwd_absent=bwd_absent)
+        try:
+            s = case.run_forward()
+            res.status = s
+            if s != 0:
+                res.fail("%s: forward status %s (%s)"
+                         % (label, self.bundle.status_name(s),
+                            self.bundle.message(s)))
+                return res
+            s = case.run_backward()
+            res.status = s
+            if s != 0:
+                res.fail("%s: backward status %s (%s)"
+                         % (label, self.bundle.status_name(s),
+                            self.bundle.message(s)))
+                return res
+            case.fetch()
+            self.check_buffers(case, res, label)
+            inf = None
+            if twin and T > 0:
+                kt = self.twin(gpu_neuron, dtype)
+                if kt is not None:
+                    inits = data.get("inits")
+                    inf = dc.Case(env, kt, T, N, data["x"],
+                                  None if inits is None else list(inits),
+                                  ld=ld, offset=offset, params=dict(
+                                      (p.name, params[p.name])
+                                      for p in kt.params))
+                    st = inf.run()
+                    if st != 0:
+                        res.fail("%s: inference kernel %s: status %s"
+                                 % (label, kt.name,
+                                    self.bundle.status_name(st)))
+                        inf = None
+            self.check_values(case, res, ref, label, inf, cpu)
+            if inf is not None:
+                inf.release()
+        finally:
+            if keep and res.ok:
+                res.case = case
+            else:
+                case.release()
+        return res
+
+    def check_buffers(self, case, res, label):
+        """Guards and row gaps untouched, inputs unchanged, outputs and the
+        workspace completely written."""
+        env, ops = self.env, self.ops
+        for b in list(case.fbufs.values()) + list(case.bbufs.values()):
+            flat = case.flat[id(b)]
+            name = [n for n, x in list(case.fbufs.items()) +
+                    list(case.bbufs.items()) if x is b][0]
+            for part in b.outside(flat):
+                if tuple(part.shape) and min(part.shape) > 0:
+                    n = ops.count(~env.isnan_storage(part, b.dtype))
+                    if n:
+                        res.fail("%s: %s: %d elements written outside the "
+                                 "buffer (guards or row gaps)"
+                                 % (label, name, n))
+            v = b.view(flat)
+            empty = min(tuple(v.shape) or (1,)) == 0
+            if b.data is not None:
+                if not empty and not env.equal_bits(v, b.data, b.dtype):
+                    res.fail("%s: input %s was modified" % (label, name))
+            elif b.role in ("out", "seq", "ws", "xgrad", "igrad", "pgrad") \
+                    and not empty:
+                n = ops.count(env.isnan_storage(v, b.dtype))
+                if n:
+                    res.fail("%s: %s: %d of %d elements not written (NaN)"
+                             % (label, name, n, int(np.prod(tuple(v.shape)))))
+
+    def check_values(self, case, res, ref, label, inf, cpu):
+        env, ops, xp = self.env, self.ops, self.xp
+        T, N, dtype = case.T, case.N, case.dtype
+        f32 = lambda a: env.to_f32(a, dtype)  # noqa: E731
+        near = ref["near"]
+        # Forward: vs the inference kernel (bits) and the reference spikes.
+        spikes = case.bufs("out", "f")
+        fseq = dict((b.index, b) for b in case.bufs("seq", "f"))
+        if inf is not None and T > 0:
+            ko = inf.kern.buffers_of("output_sequence")
+            ks = inf.kern.buffers_of("state_sequence")
+            for b, a in zip(spikes, ko):
+                if a.name in inf.bufs and not env.equal_bits(
+                        case.view(b), inf.view(a.name), dtype):
+                    res.fail("%s: forward %s differs from %s's (bits)"
+                             % (label, a.name, inf.kern.name))
+            for i, a in enumerate(ks):
+                if i in fseq and a.name in inf.bufs and not env.equal_bits(
+                        case.view(fseq[i]), inf.view(a.name), dtype):
+                    res.fail("%s: forward %s differs from %s's (bits)"
+                             % (label, a.name, inf.kern.name))
+        diverged = None
+        if spikes and T > 0:
+            got = f32(case.view(spikes[0]))
+            differs = got != ref["spikes"]
+            diverged = xp.any_rows(differs)
+            bad = diverged & ~near
+            if ops.count(bad):
+                n = ops.first(bad)[0]
+                res.fail("%s: spikes of %d neurons differ from the reference "
+                         "away from the threshold (first: neuron %d)"
+                         % (label, ops.count(bad), n))
+        # Left out of the gradient comparisons: the neurons whose spikes
+        # left the reference's (after nearing the threshold); all that came
+        # near it when the spikes were not stored.
+        ndiv = ops.count(diverged) if diverged is not None else None
+        if diverged is None:
+            diverged = near
+        valid = ~diverged
+        res.diverged = ops.count(diverged) if T > 0 else 0
+        res.extra = dict(near=ops.count(near) if T > 0 else 0,
+                         diverged=ndiv)
+        # Backward.
+        want_x = ref["x_grad"]
+        scale = xp.col_absmax(want_x)
+        for g in ref["init_grads"]:
+            scale = xp.maximum(scale, ops.abs(g))
+        for b in case.bufs("xgrad"):
+            got = f32(case.view(b))
+            tol = grad_tolerance(xp, ops, want_x, scale.reshape(1, N), dtype)
+            compare(env, res, "%s x_grad vs reference" % label, got, want_x,
+                    tol, valid.reshape(1, N))
+            if cpu is not None and "x_grad" in cpu:
+                compare(env, res, "%s x_grad vs CPU path" % label, got,
+                        cpu["x_grad"], tol, valid.reshape(1, N))
+        gfin = case.data.get("gfin")
+        for b in case.bufs("igrad"):
+            i = b.index
+            got = f32(case.view(b))
+            want = ref["init_grads"][i]
+            if T == 0:
+                src = gfin[i] if gfin is not None else None
+                if src is None:
+                    src = env.zeros_storage(N, dtype)
+                if not env.equal_bits(case.view(b), src, dtype):
+                    res.fail("%s: %s with T = 0 differs from the final-state "
+                             "gradient (bits)" % (label, "init_grad[%d]" % i))
+                continue
+            tol = grad_tolerance(xp, ops, want, scale, dtype)
+            compare(env, res, "%s init_grad[%d] vs reference" % (label, i),
+                    got, want, tol, valid)
+            key = "%s_init_grad" % case.nd["states"][i]
+            if cpu is not None and key in cpu:
+                compare(env, res, "%s %s vs CPU path" % (label, key), got,
+                        cpu[key], tol, valid)
+        for b in case.bufs("pgrad"):
+            name = b.index
+            got = float(env.to_f32(case.view(b), "f32")[0])
+            c = ref["params"][name]
+            if T == 0:
+                if got != 0.0:
+                    res.fail("%s: %s_grad = %r with T = 0, expected 0"
+                             % (label, name, got))
+                continue
+            self.check_param(res, label, name, got, c, diverged, cpu)
+
+    def check_param(self, res, label, name, got, c, diverged, cpu=None):
+        xp, ops = self.xp, self.ops
+        want = xp.sum64(c)
+        tol = PARAM_RTOL * max(abs(want), PARAM_CANCEL * xp.abssum64(c))
+        if diverged is not None and ops.count(diverged):
+            tol += xp.masked_abssum64(c, diverged) + \
+                ops.count(diverged) * ops.max(ops.abs(c))
+        tol = max(tol, 1e-30)
+        err = abs(got - want)
+        res.max_err = max(res.max_err, err)
+        res.max_ratio = max(res.max_ratio, err / tol)
+        if not err <= tol:
+            res.fail("%s: %s_grad = %r, reference %r (|diff| %.3g > tol %.3g)"
+                     % (label, name, got, want, err, tol))
+        if cpu is not None and name + "_grad" in cpu:
+            cg = float(cpu[name + "_grad"])
+            if not abs(got - cg) <= tol:
+                res.fail("%s: %s_grad = %r, CPU path %r (tol %.3g)"
+                         % (label, name, got, cg, tol))
+
+    # -- groups -----------------------------------------------------------------
+    def grid(self, neurons, dtypes, Ts, Ns, Ts_copy=None, Ns_copy=None):
+        for neuron in neurons:
+            _, soft, detach = dc.copy_flags(neuron)
+            ts, ns = Ts, Ns
+            if detach:
+                ts, ns = Ts_copy or Ts, Ns_copy or Ns
+            for di, dtype in enumerate(dtypes):
+                for ti, T in enumerate(ts):
+                    for ni, N in enumerate(ns):
+                        self._grid_point(neuron, dtype, T, N,
+                                         (di + ti + ni) % 4)
+
+    def _grid_point(self, neuron, dtype, T, N, pattern):
+        g = "grid/%s/%s" % (neuron, dtype)
+        label = "T=%d N=%d pattern %d" % (T, N, pattern)
+        if self.out_of_time():
+            self.skip(g, label)
+            return
+        kern = self.bundle.kernels[(neuron, "forward", dtype)]
+        params = self.bundle.runtime_params(kern)
+        seed = zlib.crc32(("train/%s/%s/%d/%d/%d" % (
+            neuron, dtype, T, N, self.args.seed)).encode())
+
+        def fn():
+            data, fwd_absent = self.make_data(neuron, dtype, T, N, seed,
+                                              pattern)
+            ref = self.ref_for(neuron, dtype, data, params)
+            data, ref, k = self.fit_f16(neuron, dtype, data, params, ref)
+            bad = self.ref_sane(ref)
+            if bad:
+                r = dc.Result()
+                r.fail(bad)
+                return r
+            if T > 0:
+                self.group(g)["neurons"] += N
+            r = self.run_case(neuron, dtype, T, N, data, params, ref,
+                              label, fwd_absent=fwd_absent)
+            if k:
+                r.extra = dict(getattr(r, "extra", None) or {},
+                               incoming_grads_scaled_by="2^-%d" % k)
+            return r
+        self.run_guarded(g, label, fn)
+
+    def absent(self, neurons, dtypes, T=16, N=1000):
+        for neuron in neurons:
+            g = "absent/%s" % neuron
+            for dtype in dtypes:
+                kf = self.bundle.kernels[(neuron, "forward", dtype)]
+                kb = self.bundle.kernels[(neuron, "backward", dtype)]
+                nd = self.bundle.neuron_defs[neuron]
+                params = self.bundle.runtime_params(kf)
+                seed = zlib.crc32(("absent/%s/%s" % (neuron, dtype)).encode())
+                if self.out_of_time():
+                    self.skip(g, "%s" % dtype)
+                    continue
+                data, _ = self.make_data(neuron, dtype, T, N, seed, 0)
+                roles = bwd_roles(kb, nd)
+                cases = []
+                # Each incoming gradient NULL alone.
+                for a, (what, i) in zip(kb.buffers, roles):
+                    if what in ("gout", "gseq", "gfin"):
+                        d = dict(data)
+                        d[what] = list(d[what])
+                        d[what][i] = None
+                        cases.append(("%s NULL" % a.name, d, (), ()))
+                # All of them NULL: every gradient zero.
+                d = dict(data, gout=[None], gseq=[None] * len(nd["states"]),
+                         gfin=[None] * len(nd["states"]))
+                cases.append(("all incoming gradients NULL", d, (), ()))
+                # Optional outputs NULL.
+                for a, (what, i) in zip(kb.buffers, roles):
+                    if what in ("xgrad", "igrad"):
+                        cases.append(("%s NULL" % a.name, data, (), (a.name,)))
+                fwd_opt = [a.name for a, (w, i) in zip(kf.buffers,
+                                                       fwd_roles(kf, nd))
+                           if w in ("out", "seq")]
+                cases.append(("forward outputs NULL", data, fwd_opt, ()))
+                cases.append(("initial states NULL", dict(data, inits=None),
+                              (), ()))
+                for label, d, fa, ba in cases:
+                    def fn(d=d, fa=fa, ba=ba, label=label):
+                        ref = self.ref_for(neuron, dtype, d, params)
+                        r = self.run_case(neuron, dtype, T, N, d, params, ref,
+                                          label, fwd_absent=fa, bwd_absent=ba)
+                        if label == "all incoming gradients NULL":
+                            self._all_zero(r, ref)
+                        return r
+                    self.run_guarded(g, "%s %s" % (dtype, label), fn)
+
+    def _all_zero(self, r, ref):
+        ops = self.ops
+        for a in [ref["x_grad"]] + ref["init_grads"] + \
+                list(ref["params"].values()):
+            if ops.count(a != 0):
+                r.fail("reference gradients with no incoming gradient are "
+                       "not all zero")
+
+    def strided(self, neurons, dtypes, shapes, T=16):
+        for neuron in neurons:
+            g = "strided/%s" % neuron
+            for dtype in dtypes:
+                kf = self.bundle.kernels[(neuron, "forward", dtype)]
+                params = self.bundle.runtime_params(kf)
+                for N, ld in shapes:
+                    label = "%s N=%d ld=%d (%s)" % (
+                        dtype, N, ld, "vector" if ld % kf.vector_width == 0
+                        else "scalar")
+                    if self.out_of_time():
+                        self.skip(g, label)
+                        continue
+                    seed = zlib.crc32(("strided/%s/%s/%d/%d" % (
+                        neuron, dtype, N, ld)).encode())
+
+                    def fn(N=N, ld=ld, seed=seed, label=label, dtype=dtype,
+                           params=params):
+                        data, _ = self.make_data(neuron, dtype, T, N, seed, 0)
+                        ref = self.ref_for(neuron, dtype, data, params)
+                        self.group(g)["neurons"] += N
+                        return self.run_case(neuron, dtype, T, N, data, params,
+                                             ref, label, ld=ld)
+                    self.run_guarded(g, label, fn)
+
+    def misaligned(self, neurons, dtypes, T=16, N=1000):
+        """The scalar kernels (every buffer one element off) and the vector
+        ones (aligned) against the reference and against each other."""
+        for neuron in neurons:
+            g = "misaligned/%s" % neuron
+            for dtype in dtypes:
+                if self.out_of_time():
+                    self.skip(g, dtype)
+                    continue
+                kf = self.bundle.kernels[(neuron, "forward", dtype)]
+                params = self.bundle.runtime_params(kf)
+                seed = zlib.crc32(("misaligned/%s/%s" % (neuron, dtype))
+                                  .encode())
+                data, _ = self.make_data(neuron, dtype, T, N, seed, 0)
+                ref = self.ref_for(neuron, dtype, data, params)
+                kept = {}
+                for off in (0, 1):
+                    label = "%s %s" % (dtype, "aligned (vector)" if off == 0
+                                       else "all buffers +1 element (scalar)")
+
+                    def fn(off=off, label=label):
+                        return self.run_case(neuron, dtype, T, N, data, params,
+                                             ref, label, offset=off,
+                                             keep=True)
+                    kept[off] = self.run_guarded(g, label, fn)
+                if all(kept.get(o) is not None and hasattr(kept[o], "case")
+                       for o in (0, 1)):
+                    self.run_guarded(g, "%s scalar == vector" % dtype,
+                                     lambda: self._agree(kept[0].case,
+                                                         kept[1].case, ref))
+                for o in (0, 1):
+                    if kept.get(o) is not None and hasattr(kept[o], "case"):
+                        kept[o].case.release()
+
+    def _agree(self, a, b, ref):
+        env, ops, xp = self.env, self.ops, self.xp
+        res = dc.Result()
+        dtype, N = a.dtype, a.N
+        valid = ~ref["near"]
+        scale = xp.col_absmax(ref["x_grad"])
+        for g in ref["init_grads"]:
+            scale = xp.maximum(scale, ops.abs(g))
+        for role, where in (("out", "f"), ("seq", "f")):
+            for x, y in zip(a.bufs(role, where), b.bufs(role, where)):
+                if not env.equal_bits(a.view(x), b.view(y), dtype):
+                    res.fail("forward %s: vector and scalar kernels differ "
+                             "(bits)" % role)
+        for role in ("xgrad", "igrad"):
+            for x, y in zip(a.bufs(role), b.bufs(role)):
+                gx = env.to_f32(a.view(x), dtype)
+                gy = env.to_f32(b.view(y), dtype)
+                sc = scale.reshape(1, N) if role == "xgrad" else scale
+                compare(env, res, "%s vector vs scalar" % role, gy, gx,
+                        grad_tolerance(xp, ops, gx, sc, dtype),
+                        valid.reshape(1, N) if role == "xgrad" else valid)
+        for x, y in zip(a.bufs("pgrad"), b.bufs("pgrad")):
+            gx = float(env.to_f32(a.view(x), "f32")[0])
+            gy = float(env.to_f32(b.view(y), "f32")[0])
+            c = ref["params"][x.index]
+            tol = PARAM_RTOL * max(abs(gx), PARAM_CANCEL * xp.abssum64(c))
+            if not abs(gx - gy) <= max(tol, 1e-30):
+                res.fail("%s_grad: vector %r, scalar %r" % (x.index, gx, gy))
+        return res
+
+    def workspace(self, neurons, dtypes):
+        b = self.bundle
+        for neuron in neurons:
+            g = "workspace/%s" % neuron
+            for dtype in dtypes:
+                kf = b.kernels[(neuron, "forward", dtype)]
+                kb = b.kernels[(neuron, "backward", dtype)]
+                self.run_guarded(g, "%s workspace_bytes" % dtype,
+                                 lambda kf=kf, kb=kb: self._ws_bytes(kf, kb))
+                for label, kind in (
+                        ("forward workspace too small", "fwd-small"),
+                        ("backward workspace too small", "bwd-small"),
+                        ("forward workspace NULL", "fwd-null"),
+                        ("backward workspace NULL", "bwd-null"),
+                        ("parameter gradient NULL", "pgrad-null"),
+                        ("a good call afterwards", "good")):
+                    if kind == "pgrad-null" and not any(
+                            a.role == "param_gradient" for a in kb.buffers):
+                        continue
+                    self.run_guarded(
+                        g, "%s %s" % (dtype, label),
+                        lambda kind=kind, dtype=dtype:
+                            self._ws_case(neuron, dtype, kind))
+
+    def _ws_bytes(self, kf, kb):
+        res = dc.Result()
+        lib = self.bundle.lib
+        import ctypes
+        for k in (kf, kb):
+            fn = getattr(lib, "fx_%s_workspace_bytes" % k.name)
+            fn.restype = ctypes.c_size_t
+            fn.argtypes = [ctypes.c_int64] * 3
+            saved = int(k.spec.get("workspace_sequences", 1))
+            for T, N, ld in ((0, 5, 0), (16, 1000, 0), (16, 1000, 1003),
+                             (64, BIG_N, 0)):
+                want = saved * T * (ld if ld else N) * 4
+                got = fn(T, N, ld)
+                if got != want:
+                    res.fail("%s_workspace_bytes(%d, %d, %d) = %d, expected "
+                             "%d" % (k.name, T, N, ld, got, want))
+        return res
+
+    def _ws_case(self, neuron, dtype, kind):
+        """A bad workspace / parameter gradient: its status, nothing written;
+        or ('good') a normal call."""
+        env, b = self.env, self.bundle
+        T, N = 4, 1 << 18              # a 4 MiB workspace (f32)
+        res = dc.Result()
+        kf = b.kernels[(neuron, "forward", dtype)]
+        params = b.runtime_params(kf)
+        data, _ = self.make_data(neuron, dtype, T, N, 11, 0)
+        if kind == "good":
+            ref = self.ref_for(neuron, dtype, data, params)
+            self.group("workspace/%s" % neuron)["neurons"] += N
+            return self.run_case(neuron, dtype, T, N, data, params, ref,
+                                 "good call")
+        case = TrainCase(env, b, neuron, dtype, T, N, data, params)
+        raw = None
+        try:
+            want = "BUFFER_TOO_SMALL" if kind.endswith("small") else \
+                "NULL_POINTER"
+            if kind.endswith("small"):
+                raw = dc.RawAlloc(env, 2 << 20)   # half of what T x N needs
+            if kind.startswith("fwd"):
+                s = case.run_forward(ws_ptr=raw.ptr if raw else 0)
+                which = "forward"
+            else:
+                s = case.run_forward()
+                if s != 0:
+                    res.fail("forward: status %s" % b.status_name(s))
+                    return res
+                s = case.run_backward(
+                    ws_ptr=(raw.ptr if raw else (0 if kind == "bwd-null"
+                                                 else None)),
+                    pgrad_null=kind == "pgrad-null")
+                which = "backward"
+            res.status = s
+            if s != b.status(want):
+                res.fail("%s status %s (%s), expected FLEXSN_ERROR_%s"
+                         % (which, b.status_name(s), b.message(s), want))
+            case.fetch()
+            bufs = case.fbufs if which == "forward" else case.bbufs
+            for name, buf in bufs.items():
+                if buf.data is not None:
+                    continue
+                if which == "forward" or buf.role in ("xgrad", "igrad",
+                                                      "pgrad"):
+                    v = case.view(buf)
+                    n = self.ops.count(~env.isnan_storage(v, buf.dtype))
+                    if n:
+                        res.fail("%s: %d elements written by a call that "
+                                 "failed" % (name, n))
+        finally:
+            if raw is not None:
+                raw.free()
+            case.release()
+        return res
+
+    def cpu_entries(self, neurons):
+        b = self.bundle
+        idx = os.path.join(b.folder, b.meta.get("cpu_train_index") or
+                           "cpu/train_index.json")
+        if not os.path.exists(idx):
+            return []
+        return [e for e in json.load(open(idx))["entries"]
+                if e["gpu_neuron"] in neurons]
+
+    def load_cpu(self, e):
+        """(data, cpu results as float32 arrays, params) of an entry."""
+        b, env = self.bundle, self.env
+        dtype = e["dtype"]
+        nd = b.neuron_defs[e["gpu_neuron"]]
+        x = env.from_numpy(b.load_npy(list(e["inputs"].values())[0]), dtype)
+        kf = b.kernels.get((e["gpu_neuron"], "forward", dtype))
+        init_names = [a.name for a in kf.buffers_of("initial_state")] if kf \
+            else ["%s_init" % s for s in nd["states"]]
+        inits = [env.from_numpy(b.load_npy(e["initial_states"][n]), dtype)
+                 for n in init_names]
+        gr = e["grads"]
+        data = dict(
+            x=x, inits=inits,
+            gout=[env.from_numpy(b.load_npy(gr["%s_grad" % o]), dtype)
+                  if "%s_grad" % o in gr else None for o in nd["outputs"]],
+            gseq=[env.from_numpy(b.load_npy(gr["%s_seq_grad" % s]), dtype)
+                  if "%s_seq_grad" % s in gr else None for s in nd["states"]],
+            gfin=None)
+        cpu = {}
+        for k, f in e["results"].items():
+            arr = b.load_npy(f)
+            if arr.ndim == 0:
+                cpu[k] = float(arr)
+            else:
+                cpu[k] = self.xp.f32_from_numpy(
+                    dc.np_to_f32(arr, "f32") if arr.dtype != np.uint16
+                    else dc.bf16_bits_to_f32(arr))
+        return data, cpu, dict(e["params"])
+
+    def reference_vs_cpu(self, neurons):
+        """This script's reference against flexsn-run --variant=train."""
+        ops, xp = self.ops, self.xp
+        for e in self.cpu_entries(neurons):
+            g = "reference/%s" % dc.base_neuron(e["gpu_neuron"])
+            label = "%s %s T=%d N=%d" % (e["gpu_neuron"], e["dtype"], e["T"],
+                                         e["N"])
+
+            def fn(e=e, label=label):
+                res = dc.Result()
+                data, cpu, params = self.load_cpu(e)
+                dtype, T, N = e["dtype"], e["T"], e["N"]
+                ref = self.ref_for(e["gpu_neuron"], dtype, data, params)
+                nd = self.bundle.neuron_defs[e["gpu_neuron"]]
+                near = ref["near"]
+                out = nd["outputs"][0]
+                differs = near
+                if out in cpu:
+                    differs = xp.any_rows(cpu[out] != ref["spikes"])
+                    bad = differs & ~near
+                    if ops.count(bad):
+                        res.fail("spikes of %d neurons differ from the CPU "
+                                 "path away from the threshold"
+                                 % ops.count(bad))
+                valid = ~differs
+                res.diverged = ops.count(differs)
+                res.extra = dict(near=ops.count(near))
+                self.group(g)["neurons"] += N
+                for i, s in enumerate(nd["states"]):
+                    k = "%s_seq" % s
+                    if k in cpu:
+                        compare(self.env, res, "%s vs CPU path" % k, cpu[k],
+                                ref["seqs"][i],
+                                dc.tolerance(ops, ref["seqs"][i], dtype),
+                                valid.reshape(1, N))
+                scale = xp.col_absmax(ref["x_grad"])
+                for gi in ref["init_grads"]:
+                    scale = xp.maximum(scale, ops.abs(gi))
+                x_name = nd["inputs"][0] + "_grad"
+                compare(self.env, res, "%s: CPU path vs reference" % x_name,
+                        cpu[x_name], ref["x_grad"],
+                        grad_tolerance(xp, ops, ref["x_grad"],
+                                       scale.reshape(1, N), dtype),
+                        valid.reshape(1, N))
+                for i, s in enumerate(nd["states"]):
+                    k = "%s_init_grad" % s
+                    compare(self.env, res, "%s: CPU path vs reference" % k,
+                            cpu[k], ref["init_grads"][i],
+                            grad_tolerance(xp, ops, ref["init_grads"][i],
+                                           scale, dtype), valid)
+                for name in ref["params"]:
+                    self.check_param(res, "CPU path", name,
+                                     cpu[name + "_grad"], ref["params"][name],
+                                     differs)
+                return res
+            self.run_guarded(g, label, fn)
+
+    def cpu_path(self, neurons):
+        """The GPU kernels on the CPU path's inputs vs its results."""
+        for e in self.cpu_entries(neurons):
+            n = e["gpu_neuron"]
+            if (n, "forward", e["dtype"]) not in self.bundle.kernels:
+                continue
+            g = "cpu-path/%s" % dc.base_neuron(n)
+            label = "%s %s T=%d N=%d" % (n, e["dtype"], e["T"], e["N"])
+
+            def fn(e=e, n=n, label=label):
+                data, cpu, params = self.load_cpu(e)
+                ref = self.ref_for(n, e["dtype"], data, params)
+                self.group(g)["neurons"] += e["N"]
+                return self.run_case(n, e["dtype"], e["T"], e["N"], data,
+                                     params, ref, label, cpu=cpu)
+            self.run_guarded(g, label, fn)
+
+# ---------------------------------------------------------------------------
+# Main
+
+
+def training_neurons(bundle):
+    return [n for n in bundle.neurons
+            if all((n, v, d) in bundle.kernels
+                   for v in ("forward", "backward") for d in DTYPES)]
+
+
+def run_groups(c, neurons, mode):
+    """The groups of a mode (full, quick, reference-only) on a checker; the
+    big grid last (a --deadline skips the end of it rather than whole
+    groups)."""
+    base = [n for n in neurons if dc.base_neuron(n) == n]
+    some = [n for n in ("lif", "plif", "izhikevich", "cuba_lif")
+            if n in base] or base[:2]
+    c.run_group("reference", c.reference_vs_cpu, neurons)
+    if mode == "reference-only":
+        return
+    c.run_group("cpu-path", c.cpu_path, neurons)
+    if mode == "quick":
+        c.run_group("workspace", c.workspace, some[:2], ("f32",))
+        c.run_group("absent", c.absent, some[:2], ("f32",), 16, 100)
+        c.run_group("misaligned", c.misaligned, some[:2], ("f32", "f16"))
+        c.run_group("strided", c.strided, some[:2], ("f16",),
+                    [(37, 40), (100, 104)])
+        c.run_group("grid", c.grid, neurons, ("f32", "bf16"), (0, 1, 16),
+                    (1, 37, 1000), Ts_copy=(0, 16), Ns_copy=(1000,))
+        return
+    c.run_group("workspace", c.workspace, some[:2], DTYPES)
+    c.run_group("absent", c.absent, some, DTYPES)
+    c.run_group("misaligned", c.misaligned, base, DTYPES)
+    c.run_group("strided", c.strided, some[:3], DTYPES,
+                [(1000, 1005), (1000, 1008), (BIG_N, BIG_N + 5)])
+    c.run_group("grid", c.grid, neurons, DTYPES, (0, 1, 16, 64),
+                (1, 1000, BIG_N), Ts_copy=(0, 16, 64), Ns_copy=(1000, BIG_N))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bundle", default=".device")
+    ap.add_argument("--out", default=None,
+                    help="folder for results.json (default: none)")
+    ap.add_argument("--quick", action="store_true",
+                    help="small subset, CUDA driver API + NumPy, no PyTorch")
+    ap.add_argument("--reference-only", action="store_true",
+                    help="no GPU: the NumPy reference vs the CPU-path results")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="skip the checks left after this many seconds")
+    ap.add_argument("--neurons", default=None,
+                    help="comma-separated subset of the bundle's neurons")
+    ap.add_argument("--allow-skip", action="store_true",
+                    help="checks skipped by --deadline do not fail the run")
+    args = ap.parse_args(argv)
+
+    bundle = dc.Bundle(args.bundle, load=not args.reference_only)
+    if args.reference_only:
+        env = dc.NumpyEnv(None)
+        ad = NumpyAD()
+    elif args.quick:
+        env = dc.NumpyEnv(dc.CudaDriver())
+        ad = NumpyAD()
+    else:
+        import torch
+        if not torch.cuda.is_available():
+            sys.exit("device_train_check: PyTorch sees no CUDA device")
+        env = dc.TorchEnv(torch)
+        ad = TorchAD(torch, env.device)
+    neurons = training_neurons(bundle)
+    if args.neurons:
+        want = args.neurons.split(",")
+        neurons = [n for n in neurons if n in want]
+    mode = "reference-only" if args.reference_only else \
+        ("quick" if args.quick else "full")
+    print("device_train_check: %s; bundle %s (commit %s), %d training "
+          "neurons; %s mode"
+          % ("no GPU" if args.reference_only else env.describe(), args.bundle,
+             (bundle.meta.get("git_commit") or "?")[:12], len(neurons), mode))
+    sys.stdout.flush()
+
+    c = TrainChecker(env, bundle, args, ad)
+    run_groups(c, neurons, mode)
+    extra = dict(device=None if args.reference_only else env.describe(),
+                 mode=mode, bundle=args.bundle,
+                 bundle_commit=bundle.meta.get("git_commit"),
+                 tolerances=dict(near=NEAR, max_cut=MAX_CUT,
+                                 f32_rtol=F32_RTOL, f32_atol=F32_ATOL,
+                                 grad_ulps=GRAD_ULPS, param_rtol=PARAM_RTOL))
+    return dc.summarize(c, args.out, extra, args.allow_skip,
+                        prog="device_train_check")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
