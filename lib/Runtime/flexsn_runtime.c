@@ -574,6 +574,27 @@ static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
   return FLEXSN_SUCCESS;
 }
 
+/* Validates and zeroes every parameter gradient (one float each). */
+static flexsn_status zero_param_gradients(const flexsn_kernel_desc *desc,
+                                          CUcontext context, CUstream stream,
+                                          void *const *buffers) {
+  int i;
+  for (i = 0; i < desc->num_buffers; ++i) {
+    flexsn_status status;
+    CUresult r;
+    if (desc->kinds[i] != FLEXSN_PARAM_GRADIENT)
+      continue;
+    status = check_buffer(context, buffers[i], 4, 1);
+    if (status != FLEXSN_SUCCESS)
+      return status;
+    r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
+                              stream);
+    if (r != CUDA_SUCCESS)
+      return fail(r, FLEXSN_ERROR_CUDA);
+  }
+  return FLEXSN_SUCCESS;
+}
+
 flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
                             CUstream stream, int64_t T, int64_t N, int64_t ld,
                             void *const *buffers, const void *const *scalars) {
@@ -627,15 +648,10 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
       any |= desc->kinds[i] == FLEXSN_PARAM_GRADIENT;
     if (any) {
       status = check_context(stream, &context);
+      if (status == FLEXSN_SUCCESS)
+        status = zero_param_gradients(desc, context, stream, buffers);
       if (status != FLEXSN_SUCCESS)
         return status;
-      for (i = 0; i < nb; ++i)
-        if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT) {
-          r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
-                                    stream);
-          if (r != CUDA_SUCCESS)
-            return fail(r, FLEXSN_ERROR_CUDA);
-        }
     }
     if (N == 0)
       return FLEXSN_SUCCESS;
@@ -666,13 +682,9 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     return status;
 
   /* Parameter gradients accumulate with atomics: zero them first. */
-  for (i = 0; i < nb; ++i)
-    if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT) {
-      r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
-                                stream);
-      if (r != CUDA_SUCCESS)
-        return fail(r, FLEXSN_ERROR_CUDA);
-    }
+  status = zero_param_gradients(desc, context, stream, buffers);
+  if (status != FLEXSN_SUCCESS)
+    return status;
   for (i = 0; i < nb; ++i) {
     pointers[i] = (CUdeviceptr)(uintptr_t)buffers[i];
     params[i] = &pointers[i];
