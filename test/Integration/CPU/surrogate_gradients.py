@@ -22,7 +22,6 @@ left out, as those near the threshold are.
 import argparse
 import itertools
 import os
-import shutil
 import sys
 
 import numpy as np
@@ -33,8 +32,8 @@ import check_gradients as cg  # noqa: E402
 import check_neurons as cn  # noqa: E402
 import gradients  # noqa: E402
 import reference  # noqa: E402
+import surrogates  # noqa: E402
 
-ORIGINAL = "#flexsn.sigmoid<alpha = 4.0>"
 DRIVE = (0.6, 3.0)
 # fake_numerical_gradient's branch |x| > 1/0.3 needs a wider spread.
 DRIVE_FOR = {"fake_numerical_gradient": (1.0, 9.0)}
@@ -71,22 +70,15 @@ def main():
     args = ap.parse_args()
 
     tool = cn.find_tool()
-    text = open(args.neuron_file).read()
-    if text.count(ORIGINAL) != 1:
-        sys.exit("error: %s does not use %s exactly once"
-                 % (args.neuron_file, ORIGINAL))
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    os.makedirs(args.workdir)
+    copies = surrogates.surrogate_copies(args.neuron_file, args.workdir,
+                                         gradients.SURROGATES)
     rng = np.random.default_rng(1717)
     flags = reference.flags_of("lif")
     combos = list(itertools.product((False, True), repeat=len(flags)))
     stats = cg.new_stats()
     failures = []
     assert len(gradients.SURROGATES) == 17
-    for i, name in enumerate(gradients.SURROGATES):
-        path = os.path.join(args.workdir, "lif_%s.mlir" % name)
-        with open(path, "w") as f:
-            f.write(text.replace(ORIGINAL, "#flexsn." + name))
+    for i, (name, path) in enumerate(copies):
         run = cg.GRun("lif", path, dict(zip(flags, combos[i % len(combos)])),
                       cn.CUSTOM["lif"] if i % 2 else {}, 7,
                       SHAPES[i % len(SHAPES)],

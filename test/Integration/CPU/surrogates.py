@@ -34,6 +34,24 @@ SURROGATES = [
 ORIGINAL = "#flexsn.sigmoid<alpha = 4.0>"
 
 
+def surrogate_copies(neuron_file, workdir, names):
+    """Writes one copy of `neuron_file` per surrogate in `names`, its
+    sigmoid surrogate replaced, into a fresh `workdir`: [(name, path)]."""
+    text = open(neuron_file).read()
+    if text.count(ORIGINAL) != 1:
+        sys.exit("error: %s does not use %s exactly once"
+                 % (neuron_file, ORIGINAL))
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    copies = []
+    for name in names:
+        path = os.path.join(workdir, "lif_%s.mlir" % name)
+        with open(path, "w") as f:
+            f.write(text.replace(ORIGINAL, "#flexsn." + name))
+        copies.append((name, path))
+    return copies
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--neuron-file", required=True)
@@ -41,21 +59,13 @@ def main():
     args = ap.parse_args()
 
     tool = cn.find_tool()
-    text = open(args.neuron_file).read()
-    if text.count(ORIGINAL) != 1:
-        sys.exit("error: %s does not use %s exactly once"
-                 % (args.neuron_file, ORIGINAL))
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    os.makedirs(args.workdir)
+    copies = surrogate_copies(args.neuron_file, args.workdir, SURROGATES)
     rng = np.random.default_rng(17)
     flags = reference.flags_of("lif")
     combos = list(itertools.product((False, True), repeat=len(flags)))
     stats = {"neurons": 0, "cut": 0}
     failures = []
-    for i, name in enumerate(SURROGATES):
-        path = os.path.join(args.workdir, "lif_%s.mlir" % name)
-        with open(path, "w") as f:
-            f.write(text.replace(ORIGINAL, "#flexsn." + name))
+    for i, (name, path) in enumerate(copies):
         run = cn.Run("lif", path, dict(zip(flags, combos[i % len(combos)])),
                      cn.CUSTOM["lif"] if i % 2 else {}, 7,
                      cn.SHAPES[i % len(cn.SHAPES)],
