@@ -428,7 +428,10 @@ class Kernel(object):
         self.spec = spec
         self.name = spec["name"]
         self.neuron = spec["neuron"]
-        self.variant = spec["variant"].replace("-", "_")
+        # The deterministic backward is its own key: (neuron,
+        # "backward_deterministic", dtype).
+        self.variant = spec["variant"].replace("-", "_") + \
+            ("_deterministic" if spec.get("deterministic") else "")
         self.dtype = spec["dtype"]
         self.vector_width = spec.get("vector_width", 1)
         args = [Arg(a) for a in spec["arguments"]]

@@ -17,7 +17,8 @@ through its workspace pointer). Both must pass.
 With --faults, the emulated kernels are then broken one way at a time (a
 gradient off by 1%, a write into a guard, an element left unwritten, the
 T = 0 gradient copy missing, a forward value 1 ulp off the inference
-kernel's, a too-small workspace accepted, ...) and each run must fail.
+kernel's, a too-small workspace accepted, parameter gradients whose last bit
+changes from call to call, ...) and each run must fail.
 
 This checks the scripts, not the kernels: it is for changing them here.
 """
@@ -39,6 +40,7 @@ import device_train_check as dtc  # noqa: E402
 INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
 FAULTS = set()
+CALLS = [0]      # backward calls (the nondeterministic fault)
 
 
 class FakeDriver(object):
@@ -94,7 +96,8 @@ NP = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
 
 
 def elem_size(arg, dtype):
-    if arg.role in ("workspace_out", "workspace_in", "param_gradient"):
+    if arg.role in ("workspace_out", "workspace_in", "workspace_inout",
+                    "param_gradient"):
         return 4
     return dc.ELEM[dtype]
 
@@ -147,7 +150,7 @@ def fake_launch(env, kern, stream, T, N, ld, pointers, params):
     st = BUNDLE.status
     bufs = kern.buffers
     required = ("input_sequence", "workspace_out", "workspace_in",
-                "param_gradient")
+                "workspace_inout", "param_gradient")
     if T < 0 or N < 0:
         return st("NEGATIVE_SIZE")
     if ld < 0 or (ld != 0 and ld < N):
@@ -174,6 +177,11 @@ def fake_launch(env, kern, stream, T, N, ld, pointers, params):
             count = 1
         elif a.role in ("workspace_out", "workspace_in"):
             count = (saved - 1) * T * ld + seq if seq else 0
+        elif a.role == "workspace_inout":
+            # The saved values, then the deterministic reduction scratch.
+            slots = int(kern.spec.get("reduction_slots", 0))
+            count = saved * T * ld + 1 + slots * ((N + 255) // 256) \
+                if seq else 0
         elif a.role in ("initial_state", "final_state"):
             count = N
         else:
@@ -304,6 +312,9 @@ def emulate_backward(kern, T, N, ld, ptrs, P):
             v = np.float32(ref["params"][i].sum())
             if "pgrad" in FAULTS:
                 v = v * np.float32(1.01) + np.float32(1e-3)
+            if "nondeterministic" in FAULTS:   # a different last bit per call
+                CALLS[0] += 1
+                v = np.nextafter(v, np.float32(np.inf)) if CALLS[0] % 2 else v
             write_vec(p, np.array([v], np.float32), "f32")
     return 0
 
@@ -396,7 +407,8 @@ def main():
         cases = [("xgrad", dtc.main), ("pgrad", dtc.main),
                  ("guard", dtc.main), ("unwritten", dtc.main),
                  ("t0", dtc.main), ("fwd-bits", dtc.main),
-                 ("ws-small-ok", dtc.main), ("inference", dc.main),
+                 ("ws-small-ok", dtc.main), ("nondeterministic", dtc.main),
+                 ("inference", dc.main),
                  ("t0", dc.main)]
         for fault, fn in cases:
             FAULTS.clear()

@@ -61,9 +61,16 @@ Groups (one line each):
                       aligned (the vector kernels): both vs the reference and
                       vs each other.
   workspace/<neuron>  fx_..._workspace_bytes; a too-small workspace (forward
-                      and backward): FLEXSN_ERROR_BUFFER_TOO_SMALL, nothing
-                      written; NULL workspace / parameter gradient:
+                      and backward; the deterministic backward given room
+                      for the saved values but not its reduction scratch):
+                      FLEXSN_ERROR_BUFFER_TOO_SMALL, nothing written; NULL
+                      workspace / parameter gradient:
                       FLEXSN_ERROR_NULL_POINTER; then a good call.
+  deterministic/<neuron>  the deterministic backward kernels (neurons with
+                      trainable parameters) x {f32, f16, bf16} x (T, N) in
+                      {(0, 1000), (1, 1), (64, 1000), (16, 2^20 + 3)}, vector
+                      and scalar: against the reference as above, then run
+                      three more times: every gradient the same bit for bit.
   cpu-path/<neuron>   the bundle's flexsn-run --variant=train results (the
                       CPU path) vs the GPU kernels on the same inputs.
   reference/<neuron>  the reference of this script vs those CPU results (no
@@ -570,7 +577,7 @@ class TBuf(object):
     sequences of T x L), param (one f32)."""
 
     def __init__(self, env, kind, dtype, T, N, L, offset=0, saved=1,
-                 extent=None):
+                 extent=None, scratch=0):
         self.kind, self.dtype = kind, dtype
         self.T, self.N, self.L, self.saved = T, N, L, saved
         self.start = GUARD + offset
@@ -581,7 +588,10 @@ class TBuf(object):
         elif kind == "state":
             self.extent = N
         elif kind == "ws":
-            self.extent = saved * T * L
+            # The saved sequences, then the deterministic reduction scratch
+            # (a counter and one float per parameter and 256-neuron block).
+            self.extent = saved * T * L + \
+                (1 + scratch * ((N + 255) // 256) if scratch else 0)
         else:
             self.extent = 1
         self.nelem = self.start + self.extent + GUARD
@@ -664,7 +674,7 @@ def bwd_roles(kb, nd):
             out.append(("igrad", states.index(n[:-10])))
         elif r == "param_gradient" and n.endswith("_grad"):
             out.append(("pgrad", n[:-5]))
-        elif r == "workspace_in":
+        elif r in ("workspace_in", "workspace_inout"):
             out.append(("ws", 0))
         else:
             raise ValueError("%s: unexpected argument %s (%s)"
@@ -685,11 +695,13 @@ class TrainCase(object):
     """
 
     def __init__(self, env, bundle, gpu_neuron, dtype, T, N, data, params,
-                 ld=0, offset=0, fwd_absent=(), bwd_absent=()):
+                 ld=0, offset=0, fwd_absent=(), bwd_absent=(),
+                 deterministic=False):
         self.env, self.bundle = env, bundle
         self.neuron, self.dtype, self.T, self.N = gpu_neuron, dtype, T, N
         self.kf = bundle.kernels[(gpu_neuron, "forward", dtype)]
-        self.kb = bundle.kernels[(gpu_neuron, "backward", dtype)]
+        self.kb = bundle.kernels[(gpu_neuron, "backward_deterministic"
+                                  if deterministic else "backward", dtype)]
         self.nd = bundle.neuron_defs[gpu_neuron]
         self.ld, self.L = ld, (ld if ld else N)
         self.offset = offset
@@ -698,10 +710,11 @@ class TrainCase(object):
         self.fbufs, self.bbufs = {}, {}
         self.fstatus = self.bstatus = None
         self.saved = int(self.kf.spec.get("workspace_sequences", 1))
+        self.slots = int(self.kf.spec.get("reduction_slots", 0))
 
     def _buf(self, kind, dtype, saved=1):
         return TBuf(self.env, kind, dtype, self.T, self.N, self.L,
-                    self.offset, saved)
+                    self.offset, saved, scratch=self.slots)
 
     def launch(self, kern, pointers, params):
         env = self.env
@@ -941,12 +954,12 @@ class TrainChecker(dc.Checker):
 
     def run_case(self, gpu_neuron, dtype, T, N, data, params, ref, label,
                  fwd_absent=(), bwd_absent=(), ld=0, offset=0, twin=True,
-                 cpu=None, keep=False):
+                 cpu=None, keep=False, deterministic=False):
         env = self.env
         res = dc.Result()
         case = TrainCase(env, self.bundle, gpu_neuron, dtype, T, N, data,
                          params, ld=ld, offset=offset, fwd_absent=fwd_absent,
-                         bwd_absent=bwd_absent)
+                         bwd_absent=bwd_absent, deterministic=deterministic)
         try:
             s = case.run_forward()
             res.status = s
@@ -1317,35 +1330,44 @@ class TrainChecker(dc.Checker):
             for dtype in dtypes:
                 kf = b.kernels[(neuron, "forward", dtype)]
                 kb = b.kernels[(neuron, "backward", dtype)]
+                kd = b.kernels.get((neuron, "backward_deterministic", dtype))
+                ks = [k for k in (kf, kb, kd) if k is not None]
                 self.run_guarded(g, "%s workspace_bytes" % dtype,
-                                 lambda kf=kf, kb=kb: self._ws_bytes(kf, kb))
+                                 lambda ks=ks: self._ws_bytes(ks))
                 for label, kind in (
                         ("forward workspace too small", "fwd-small"),
                         ("backward workspace too small", "bwd-small"),
                         ("forward workspace NULL", "fwd-null"),
                         ("backward workspace NULL", "bwd-null"),
                         ("parameter gradient NULL", "pgrad-null"),
+                        ("deterministic backward, workspace without the "
+                         "scratch", "det-no-scratch"),
                         ("a good call afterwards", "good")):
                     if kind == "pgrad-null" and not any(
                             a.role == "param_gradient" for a in kb.buffers):
+                        continue
+                    if kind == "det-no-scratch" and kd is None:
                         continue
                     self.run_guarded(
                         g, "%s %s" % (dtype, label),
                         lambda kind=kind, dtype=dtype:
                             self._ws_case(neuron, dtype, kind))
 
-    def _ws_bytes(self, kf, kb):
+    def _ws_bytes(self, kernels):
         res = dc.Result()
         lib = self.bundle.lib
         import ctypes
-        for k in (kf, kb):
+        for k in kernels:
             fn = getattr(lib, "fx_%s_workspace_bytes" % k.name)
             fn.restype = ctypes.c_size_t
             fn.argtypes = [ctypes.c_int64] * 3
             saved = int(k.spec.get("workspace_sequences", 1))
+            slots = int(k.spec.get("reduction_slots", 0))
             for T, N, ld in ((0, 5, 0), (16, 1000, 0), (16, 1000, 1003),
                              (64, BIG_N, 0)):
                 want = saved * T * (ld if ld else N) * 4
+                if slots:
+                    want += 4 * (1 + slots * ((N + 255) // 256))
                 got = fn(T, N, ld)
                 if got != want:
                     res.fail("%s_workspace_bytes(%d, %d, %d) = %d, expected "
@@ -1366,13 +1388,16 @@ class TrainChecker(dc.Checker):
             self.group("workspace/%s" % neuron)["neurons"] += N
             return self.run_case(neuron, dtype, T, N, data, params, ref,
                                  "good call")
-        case = TrainCase(env, b, neuron, dtype, T, N, data, params)
+        case = TrainCase(env, b, neuron, dtype, T, N, data, params,
+                         deterministic=kind.startswith("det"))
         raw = None
         try:
-            want = "BUFFER_TOO_SMALL" if kind.endswith("small") else \
-                "NULL_POINTER"
+            want = "BUFFER_TOO_SMALL" if kind.endswith(("small", "scratch")) \
+                else "NULL_POINTER"
             if kind.endswith("small"):
                 raw = dc.RawAlloc(env, 2 << 20)   # half of what T x N needs
+            elif kind == "det-no-scratch":        # exactly the saved values
+                raw = dc.RawAlloc(env, case.saved * T * N * 4)
             if kind.startswith("fwd"):
                 s = case.run_forward(ws_ptr=raw.ptr if raw else 0)
                 which = "forward"
@@ -1407,6 +1432,62 @@ class TrainChecker(dc.Checker):
                 raw.free()
             case.release()
         return res
+
+    def deterministic(self, neurons, dtypes, shapes, reruns=3):
+        """The deterministic backward kernels: against the reference like
+        the atomic ones, then run again on the same inputs: every gradient
+        (parameter gradients included) the same bit for bit."""
+        b = self.bundle
+        for neuron in neurons:
+            g = "deterministic/%s" % neuron
+            for dtype in dtypes:
+                if (neuron, "backward_deterministic", dtype) not in b.kernels:
+                    continue
+                params = b.runtime_params(
+                    b.kernels[(neuron, "forward", dtype)])
+                for T, N, off in shapes:
+                    label = "%s T=%d N=%d %s" % (
+                        dtype, T, N, "scalar (+1 element)" if off
+                        else "vector")
+
+                    def fn(dtype=dtype, T=T, N=N, off=off, label=label,
+                           params=params):
+                        seed = zlib.crc32(("deterministic/%s/%s/%d/%d" % (
+                            neuron, dtype, T, N)).encode())
+                        data, _ = self.make_data(neuron, dtype, T, N, seed, 0)
+                        ref = self.ref_for(neuron, dtype, data, params)
+                        self.group(g)["neurons"] += N
+                        return self._rerun_same(neuron, dtype, T, N, data,
+                                                params, ref, label, off,
+                                                reruns)
+                    self.run_guarded(g, label, fn)
+
+    def _rerun_same(self, neuron, dtype, T, N, data, params, ref, label, off,
+                    reruns):
+        first = self.run_case(neuron, dtype, T, N, data, params, ref, label,
+                              offset=off, keep=True, deterministic=True)
+        if not hasattr(first, "case"):
+            return first
+        try:
+            for k in range(reruns):
+                again = self.run_case(neuron, dtype, T, N, data, params, ref,
+                                      "%s rerun %d" % (label, k + 1),
+                                      offset=off, keep=True,
+                                      deterministic=True)
+                if not hasattr(again, "case"):
+                    return again
+                a, c = first.case, again.case
+                for name, x in a.bbufs.items():
+                    if x.data is not None:         # an input
+                        continue
+                    y = c.bbufs[name]
+                    if not self.env.equal_bits(a.view(x), c.view(y), x.dtype):
+                        first.fail("%s: rerun %d: %s differs (bits)"
+                                   % (label, k + 1, name))
+                again.case.release()
+        finally:
+            first.case.release()
+        return first
 
     def cpu_entries(self, neurons):
         b = self.bundle
@@ -1544,6 +1625,8 @@ def run_groups(c, neurons, mode):
     c.run_group("cpu-path", c.cpu_path, neurons)
     if mode == "quick":
         c.run_group("workspace", c.workspace, some[:2], ("f32",))
+        c.run_group("deterministic", c.deterministic, base, ("f32", "f16"),
+                    [(0, 37, 0), (16, 1000, 0), (16, 1000, 1)], reruns=1)
         c.run_group("absent", c.absent, some[:2], ("f32",), 16, 100)
         c.run_group("misaligned", c.misaligned, some[:2], ("f32", "f16"))
         c.run_group("strided", c.strided, some[:2], ("f16",),
@@ -1552,6 +1635,9 @@ def run_groups(c, neurons, mode):
                     (1, 37, 1000), Ts_copy=(0, 16), Ns_copy=(1000,))
         return
     c.run_group("workspace", c.workspace, some[:2], DTYPES)
+    c.run_group("deterministic", c.deterministic, neurons, DTYPES,
+                [(0, 1000, 0), (1, 1, 0), (64, 1000, 0), (16, BIG_N, 0),
+                 (16, BIG_N, 1)])
     c.run_group("absent", c.absent, some, DTYPES)
     c.run_group("misaligned", c.misaligned, base, DTYPES)
     c.run_group("strided", c.strided, some[:3], DTYPES,

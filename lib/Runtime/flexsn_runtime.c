@@ -356,12 +356,25 @@ static int is_sequence(flexsn_buffer_kind kind) {
 static int is_written(flexsn_buffer_kind kind) {
   return kind == FLEXSN_OUTPUT_SEQUENCE || kind == FLEXSN_STATE_SEQUENCE ||
          kind == FLEXSN_FINAL_STATE || kind == FLEXSN_SAVED_OUTPUT ||
-         kind == FLEXSN_PARAM_GRADIENT;
+         kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH;
 }
 
 static int is_required(flexsn_buffer_kind kind) {
   return kind == FLEXSN_INPUT_SEQUENCE || kind == FLEXSN_SAVED_OUTPUT ||
-         kind == FLEXSN_SAVED_INPUT || kind == FLEXSN_PARAM_GRADIENT;
+         kind == FLEXSN_SAVED_INPUT || kind == FLEXSN_PARAM_GRADIENT ||
+         kind == FLEXSN_REDUCTION_SCRATCH;
+}
+
+/* Buffers the kernel touches one element at a time (no 16-byte vectors). */
+static int is_scalar_access(flexsn_buffer_kind kind) {
+  return kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH;
+}
+
+static int count_kind(const flexsn_kernel_desc *desc, flexsn_buffer_kind kind) {
+  int i, count = 0;
+  for (i = 0; i < desc->num_buffers; ++i)
+    count += desc->kinds[i] == kind;
+  return count;
 }
 
 static int64_t element_size_of(const flexsn_kernel_desc *desc, int i) {
@@ -397,6 +410,7 @@ static flexsn_status check_desc(const flexsn_image *image,
     case FLEXSN_SAVED_OUTPUT:
     case FLEXSN_SAVED_INPUT:
     case FLEXSN_PARAM_GRADIENT:
+    case FLEXSN_REDUCTION_SCRATCH:
       break;
     default:
       return FLEXSN_ERROR_INVALID_ARGUMENT;
@@ -406,7 +420,7 @@ static flexsn_status check_desc(const flexsn_image *image,
       return FLEXSN_ERROR_INVALID_ARGUMENT;
   }
   /* Every final state needs an initial state to take its value for T == 0. */
-  if (finals > initials)
+  if (finals > initials || count_kind(desc, FLEXSN_REDUCTION_SCRATCH) > 1)
     return FLEXSN_ERROR_INVALID_ARGUMENT;
   if (desc->num_scalars > 0 && !scalars)
     return FLEXSN_ERROR_INVALID_ARGUMENT;
@@ -630,12 +644,16 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     return status;
   for (i = 0; i < nb; ++i) {
     int64_t size = element_size_of(desc, i);
-    int64_t count = desc->kinds[i] == FLEXSN_PARAM_GRADIENT ? 1
-                    : is_sequence(desc->kinds[i])           ? seq_bytes
-                                                            : state_bytes;
+    int64_t count = is_sequence(desc->kinds[i]) ? seq_bytes : state_bytes;
     if (count > INT64_MAX / size)
       return FLEXSN_ERROR_SIZE_OVERFLOW;
-    extents[i] = desc->kinds[i] == FLEXSN_PARAM_GRADIENT ? 4 : count * size;
+    extents[i] = count * size;
+    if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT)
+      extents[i] = 4;
+    /* Bounded by 4 + 4 * 128 * 2^31 (compute_extents checked the grid). */
+    if (desc->kinds[i] == FLEXSN_REDUCTION_SCRATCH)
+      extents[i] = 4 + 4 * (int64_t)count_kind(desc, FLEXSN_PARAM_GRADIENT) *
+                           ((N + 255) / 256);
   }
   for (i = 0; i < nb; ++i)
     if ((uintptr_t)buffers[i] % (uintptr_t)element_size_of(desc, i) != 0)
@@ -674,17 +692,27 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
 
   vector = ld % desc->vector_width == 0;
   for (i = 0; i < nb; ++i)
-    vector &= (uintptr_t)buffers[i] % 16 == 0;
+    vector &= is_scalar_access(desc->kinds[i]) ||
+              (uintptr_t)buffers[i] % 16 == 0;
   status = get_function(image, context,
                         vector ? desc->vector_kernel : desc->scalar_kernel,
                         &function);
   if (status != FLEXSN_SUCCESS)
     return status;
 
-  /* Parameter gradients accumulate with atomics: zero them first. */
+  /* Parameter gradients accumulate with atomics: zero them first; the
+     deterministic mode's ticket counter starts at zero too. */
   status = zero_param_gradients(desc, context, stream, buffers);
   if (status != FLEXSN_SUCCESS)
     return status;
+  for (i = 0; i < nb; ++i) {
+    if (desc->kinds[i] != FLEXSN_REDUCTION_SCRATCH)
+      continue;
+    r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
+                              stream);
+    if (r != CUDA_SUCCESS)
+      return fail(r, FLEXSN_ERROR_CUDA);
+  }
   for (i = 0; i < nb; ++i) {
     pointers[i] = (CUdeviceptr)(uintptr_t)buffers[i];
     params[i] = &pointers[i];

@@ -127,7 +127,8 @@ FailureOr<std::string> bundleFatbin(ModuleOp module,
 struct KernelInfo {
   std::string name, neuron, variant, vectorKernel, scalarKernel;
   Type dtype;
-  int64_t vectorWidth, saved = 0;
+  int64_t vectorWidth, saved = 0, reductionSlots = 0;
+  bool deterministic = false;
   SmallVector<std::string> roles, bufferNames;
   SmallVector<Type> bufferTypes;
   SmallVector<std::pair<std::string, Type>> params;
@@ -174,6 +175,10 @@ FailureOr<std::vector<KernelInfo>> readKernels(ModuleOp module) {
       return module.emitError("malformed flexsn.gpu_kernels entry");
     if (auto saved = dict.getAs<IntegerAttr>("saved"))
       info.saved = saved.getInt();
+    if (auto slots = dict.getAs<IntegerAttr>("reduction_slots"))
+      info.reductionSlots = slots.getInt();
+    if (auto deterministic = dict.getAs<BoolAttr>("deterministic"))
+      info.deterministic = deterministic.getValue();
     for (auto param : params.getAsRange<DictionaryAttr>())
       info.params.push_back({param.getAs<StringAttr>("name").str(),
                              param.getAs<TypeAttr>("type").getValue()});
@@ -204,49 +209,84 @@ const char *runtimeKind(StringRef role) {
       .Case("saved_output", "FLEXSN_SAVED_OUTPUT")
       .Case("saved_input", "FLEXSN_SAVED_INPUT")
       .Case("param_gradient", "FLEXSN_PARAM_GRADIENT")
+      .Case("reduction_scratch", "FLEXSN_REDUCTION_SCRATCH")
       .Default("FLEXSN_FINAL_STATE");
 }
 
-const char *roleComment(StringRef role) {
+const char *roleComment(StringRef role, StringRef variant) {
+  // A backward kernel's buffers are gradients (and the re-read inputs).
+  if (variant == "backward")
+    return llvm::StringSwitch<const char *>(role)
+        .Case("optional_input_sequence",
+              "[T, N] incoming gradient (NULL: zeros)")
+        .Case("input_sequence",
+              "[T, N] the input the forward call read (required)")
+        .Case("initial_state", "[N] gradient of the final state (NULL: zeros)")
+        .Case("output_sequence",
+              "[T, N] gradient of the input (NULL: not written)")
+        .Case("final_state",
+              "[N] gradient of the initial state (NULL: not written)")
+        .Case("param_gradient",
+              "one float: the parameter's gradient, summed over T and N")
+        .Default("");
   return llvm::StringSwitch<const char *>(role)
       .Case("input_sequence", "[T, N] input sequence (required)")
       .Case("initial_state", "[N] initial state (NULL: zeros)")
       .Case("output_sequence", "[T, N] output (NULL: not written)")
       .Case("state_sequence",
             "[T, N] state after each step (NULL: not written)")
-      .Case("optional_input_sequence", "[T, N] incoming gradient (NULL: zeros)")
-      .Case("param_gradient",
-            "one float: the parameter's gradient, summed over T and N")
       .Default("[N] state after the last step (NULL: not written)");
 }
 
-bool isSavedRole(StringRef role) {
-  return role == "saved_output" || role == "saved_input";
+/// Buffers that live in the training workspace rather than being arguments.
+bool isWorkspaceRole(StringRef role) {
+  return role == "saved_output" || role == "saved_input" ||
+         role == "reduction_scratch";
 }
 
 void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
-  // Saved sequences travel as one workspace: saved * T * ld floats.
-  bool hasWorkspace = k.saved > 0;
-  bool writesWorkspace = llvm::is_contained(k.roles, "saved_output");
-  if (hasWorkspace)
-    os << "/* Bytes of the workspace flexsn_" << k.name << " "
-       << (writesWorkspace ? "writes" : "reads") << ": " << k.saved
-       << " float sequence(s) of T x ld (ld = 0: N). */\n"
+  // The training workspace: the saved sequences (saved * T * ld floats),
+  // then, for a neuron with trainable parameters, the deterministic
+  // reduction scratch (a counter and one float per parameter and block).
+  bool hasWorkspace = k.saved > 0 || k.reductionSlots > 0;
+  bool writesWorkspace = llvm::is_contained(k.roles, "saved_output") ||
+                         llvm::is_contained(k.roles, "reduction_scratch");
+  if (hasWorkspace) {
+    os << "/* Bytes of the training workspace of flexsn_" << k.name << ": "
+       << k.saved << " float sequence(s) of T x ld (ld = 0: N)";
+    if (k.reductionSlots)
+      os << ", then the\n * deterministic reduction scratch (4 + 4 * "
+         << k.reductionSlots << " * ceil(N / 256) bytes)";
+    os << ". Every\n * training kernel of " << k.neuron
+       << " reports the same size: one allocation serves them all. */\n"
        << "static inline size_t flexsn_" << k.name
        << "_workspace_bytes(int64_t T, int64_t N, int64_t ld) {\n"
        << "  return (size_t)" << k.saved
-       << " * (size_t)T * (size_t)(ld ? ld : N) * sizeof(float);\n}\n\n";
+       << " * (size_t)T * (size_t)(ld ? ld : N) * sizeof(float)";
+    if (k.reductionSlots)
+      os << " +\n         (1 + (size_t)" << k.reductionSlots
+         << " * (((size_t)N + 255) / 256)) * sizeof(float)";
+    os << ";\n}\n\n";
+  }
 
   os << "/* " << k.neuron << ", " << k.variant << ", storage " << k.dtype
      << ". T steps of N neurons; ld = time stride of the [T, N]\n"
      << " * buffers in elements (0: N).\n";
+  if (k.deterministic)
+    os << " * Deterministic mode: the parameter gradients are summed in an "
+          "order that\n * depends only on the inputs and the launch shape, so "
+          "reruns give the same\n * bits (the plain function adds them with "
+          "atomics).\n";
   for (auto [role, name] : llvm::zip(k.roles, k.bufferNames))
-    if (!isSavedRole(role))
-      os << " *   " << name << ": " << roleComment(role) << "\n";
+    if (!isWorkspaceRole(role))
+      os << " *   " << name << ": " << roleComment(role, k.variant) << "\n";
   if (hasWorkspace)
     os << " *   workspace: "
-       << (writesWorkspace ? "written for" : "as written by")
-       << " the paired training kernel (see _workspace_bytes)\n";
+       << (k.deterministic    ? "as written by the forward kernel, and "
+                                "scratch space"
+           : writesWorkspace ? "written for the backward kernel"
+                             : "as written by the forward kernel")
+       << " (see _workspace_bytes)\n";
   for (auto &[name, type] : k.params)
     os << " *   " << name << ": runtime parameter (" << type << ")\n";
   os << " */\n";
@@ -254,7 +294,7 @@ void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
      << "(CUstream stream, int64_t T, int64_t N, int64_t ld";
   for (auto [role, name, type] :
        llvm::zip(k.roles, k.bufferNames, k.bufferTypes)) {
-    if (isSavedRole(role))
+    if (isWorkspaceRole(role))
       continue;
     bool isInput = role == "input_sequence" || role == "initial_state" ||
                    role == "optional_input_sequence";
@@ -289,7 +329,10 @@ void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
   int savedIndex = 0;
   llvm::interleaveComma(llvm::zip(k.roles, k.bufferNames), os, [&](auto rn) {
     auto &[role, name] = rn;
-    if (isSavedRole(role))
+    if (role == "reduction_scratch")
+      os << "(void *)(uintptr_t)(workspace + " << k.saved
+         << " * saved_stride)";
+    else if (isWorkspaceRole(role))
       os << "(void *)(uintptr_t)(workspace + " << savedIndex++
          << " * saved_stride)";
     else

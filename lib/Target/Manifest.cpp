@@ -20,7 +20,7 @@ using namespace mlir;
 using namespace mlir::flexsn;
 
 /// Bumped whenever a consumer would misread the new layout.
-static constexpr int kManifestVersion = 1;
+static constexpr int kManifestVersion = 2;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -87,14 +87,25 @@ static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
     json.attribute("scalar_kernel", str("scalar_kernel"));
     if (auto width = kernel.getAs<IntegerAttr>("vector_width"))
       json.attribute("vector_width", width.getInt());
-    // Saved sequences are one f32 workspace of saved * T * ld elements.
-    int64_t saved = 0;
-    if (auto attr = kernel.getAs<IntegerAttr>("saved"))
-      saved = attr.getInt();
+    // The training workspace: saved * T * ld f32, then the deterministic
+    // reduction scratch of a neuron with trainable parameters.
+    auto integer = [&](StringRef key) -> int64_t {
+      auto attr = kernel.getAs<IntegerAttr>(key);
+      return attr ? attr.getInt() : 0;
+    };
+    int64_t saved = integer("saved"), slots = integer("reduction_slots");
+    auto deterministic = kernel.getAs<BoolAttr>("deterministic");
+    json.attribute("deterministic", deterministic && deterministic.getValue());
     json.attribute("workspace_sequences", saved);
+    json.attribute("reduction_slots", slots);
+    SmallVector<std::string> terms;
+    if (saved)
+      terms.push_back(llvm::formatv("{0} * T * ld * 4", saved).str());
+    if (slots)
+      terms.push_back(
+          llvm::formatv("4 + 4 * {0} * ceil(N / 256)", slots).str());
     json.attribute("workspace_bytes",
-                   saved ? llvm::formatv("{0} * T * ld * 4", saved).str()
-                         : std::string("0"));
+                   terms.empty() ? "0" : llvm::join(terms, " + "));
     // Arguments: the buffers, the workspace, then the kernel's T, N, ld and
     // runtime parameters. The header's function takes the same buffers,
     // workspace and parameters, after (stream, T, N, ld).
@@ -102,13 +113,17 @@ static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
       auto roles = kernel.getAs<ArrayAttr>("buffer_roles");
       auto names = kernel.getAs<ArrayAttr>("buffer_names");
       auto dtypes = kernel.getAs<ArrayAttr>("buffer_dtypes");
-      bool writesWorkspace = false;
+      bool readsWorkspace = false, writesWorkspace = false;
       if (roles && names)
         for (auto [i, role, name] :
              llvm::enumerate(roles.getAsValueRange<StringAttr>(),
                              names.getAsValueRange<StringAttr>())) {
-          if (role == "saved_output" || role == "saved_input") {
-            writesWorkspace |= role == "saved_output";
+          if (role == "saved_output" || role == "reduction_scratch") {
+            writesWorkspace = true;
+            continue;
+          }
+          if (role == "saved_input") {
+            readsWorkspace = true;
             continue;
           }
           json.object([&] {
@@ -129,17 +144,15 @@ static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
                                            role != "param_gradient");
           });
         }
-      if (saved)
+      if (saved || slots)
         json.object([&] {
           json.attribute("name", "workspace");
-          json.attribute("role",
-                         writesWorkspace ? "workspace_out" : "workspace_in");
+          json.attribute("role", readsWorkspace && writesWorkspace
+                                     ? "workspace_inout"
+                                 : readsWorkspace ? "workspace_in"
+                                                  : "workspace_out");
           json.attribute("dtype", "f32");
-          json.attributeArray("shape", [&] {
-            json.value(saved);
-            json.value("T");
-            json.value("ld");
-          });
+          json.attribute("bytes", llvm::join(terms, " + "));
           json.attribute("optional", false);
         });
       for (StringRef size : {"T", "N", "ld"})

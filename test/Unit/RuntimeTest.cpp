@@ -398,6 +398,58 @@ TEST(RuntimeTest, ConcurrentCallsAgree) {
 // Unload
 //===----------------------------------------------------------------------===//
 
+// Shaped like a deterministic backward kernel: an incoming gradient, the
+// saved workspace, a re-read input, the input gradient, one parameter
+// gradient and the reduction scratch.
+struct DeterministicBackwardCall {
+  flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
+  flexsn_buffer_kind kinds[6] = {
+      FLEXSN_OPTIONAL_INPUT_SEQUENCE, FLEXSN_SAVED_INPUT,
+      FLEXSN_INPUT_SEQUENCE,          FLEXSN_OUTPUT_SEQUENCE,
+      FLEXSN_PARAM_GRADIENT,          FLEXSN_REDUCTION_SCRATCH};
+  flexsn_kernel_desc desc = {"k_deterministic_vec", "k_deterministic_scalar",
+                             4, 4, 6, kinds, 0};
+  void *buffers[6] = {fakePtr(0x100000), fakePtr(0x200000),
+                      fakePtr(0x300000), fakePtr(0x400000),
+                      fakePtr(0x500000), fakePtr(0x600004)};
+  int64_t T = 8, N = 1000;
+
+  flexsn_status launch() {
+    return flexsn_launch(&image, &desc, nullptr, T, N, 0, buffers, nullptr);
+  }
+};
+
+TEST(RuntimeTest, ReductionScratch) {
+  // Well formed, with the scratch only 4-byte aligned (it is accessed one
+  // element at a time): the call reaches the driver.
+  EXPECT_TRUE(isDriverStatus(DeterministicBackwardCall().launch()));
+  {
+    // The scratch, the parameter gradient and the saved values are required,
+    // even when nothing would be launched.
+    for (int buffer : {1, 4, 5}) {
+      DeterministicBackwardCall call;
+      call.buffers[buffer] = nullptr;
+      EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER) << buffer;
+      call.T = 0;
+      EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER) << buffer;
+    }
+    // The incoming gradient is optional.
+    DeterministicBackwardCall call;
+    call.buffers[0] = nullptr;
+    EXPECT_TRUE(isDriverStatus(call.launch()));
+  }
+  {
+    DeterministicBackwardCall call; // two scratches: which one?
+    call.kinds[0] = FLEXSN_REDUCTION_SCRATCH;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT);
+  }
+  {
+    DeterministicBackwardCall call; // the counter is an int32
+    call.buffers[5] = fakePtr(0x600002);
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT);
+  }
+}
+
 TEST(RuntimeTest, UnloadNeverLoadedImage) {
   flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
   EXPECT_EQ(flexsn_image_unload(&image), FLEXSN_SUCCESS);

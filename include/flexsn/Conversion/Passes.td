@@ -62,10 +62,27 @@ def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {
     kernel's interface in its `flexsn.gpu_kernels` attribute for the header
     and manifest emitters.
 
+    Reductions (the parameter gradients of a backward kernel) are summed per
+    thread over its steps and neurons, then over threads in one of two modes:
+
+    * atomic (`<name>_vec` / `_scalar`): a warp shuffle tree, then one
+      `atomicAdd` per warp into the (runtime-zeroed) result;
+    * deterministic (`<name>_deterministic_vec` / `_scalar`, built only for
+      kernels with reductions): each block adds its warps' sums in order
+      into its own slot of a reduction scratch (an extra pointer after the
+      buffers: an i32 ticket counter, then `reductions x blocks` f32), and
+      the block that draws the last ticket adds every block's slot in a
+      fixed order. The result depends only on the inputs and the launch
+      shape (T, N, ld, and vector or scalar kernel), never on scheduling.
+
     Rationale:
     * Bare pointers instead of memref descriptors: with run-time `T` and
       `N` the descriptor ABI would need five words per buffer, and the host
       stubs would have to build them.
+    * The deterministic mode finishes in the same launch (a last-block
+      reduction) rather than a second kernel, so every variant stays one
+      launch per call; its cost is one scratch write per block and a read
+      of all slots by one block.
     * Two kernels rather than a run-time alignment branch in one: the stub
       checks alignment once per call, and the fast kernel has no fallback
       code on its hot path.
@@ -73,6 +90,8 @@ def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect"];
 }
 

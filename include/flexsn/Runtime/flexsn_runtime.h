@@ -97,7 +97,13 @@ typedef enum flexsn_buffer_kind {
   FLEXSN_OPTIONAL_INPUT_SEQUENCE, /* [T, N] read, NULL = zeros (gradients) */
   FLEXSN_SAVED_OUTPUT,    /* [T, N] written, required (the workspace) */
   FLEXSN_SAVED_INPUT,     /* [T, N] read, required (the workspace) */
-  FLEXSN_PARAM_GRADIENT   /* one float, zeroed then accumulated, required */
+  FLEXSN_PARAM_GRADIENT,  /* one float, zeroed then accumulated, required */
+  /* Deterministic kernels (at most one per kernel): an int32 ticket counter,
+     then one float per parameter gradient and block. Required, written; its
+     extent is 4 + 4 * P * ceil(N / 256) bytes for P FLEXSN_PARAM_GRADIENT
+     buffers; the runtime zeroes the counter before each launch. Any
+     4-byte alignment (the header places it in the training workspace). */
+  FLEXSN_REDUCTION_SCRATCH
 } flexsn_buffer_kind;
 
 /* Upper bound on num_buffers + num_scalars (the kernel parameter array lives
@@ -140,11 +146,13 @@ typedef struct flexsn_kernel_desc {
      - image, its data, desc malformed (NULL names, width < 1, element_size not
        2 or 4, negative counts, num_buffers + num_scalars >
        FLEXSN_MAX_KERNEL_ARGS, kinds or buffers NULL when num_buffers > 0, a
-       kind out of range, more final states than initial states, scalars or a
+       kind out of range, more final states than initial states, more than
+       one FLEXSN_REDUCTION_SCRATCH, scalars or a
        scalars[i] NULL when num_scalars > 0)       -> INVALID_ARGUMENT
      - T < 0 or N < 0                              -> NEGATIVE_SIZE
      - ld < 0 or (ld != 0 and ld < N)              -> BAD_STRIDE
-     - a FLEXSN_INPUT_SEQUENCE buffer NULL         -> NULL_POINTER
+     - a required buffer NULL (input sequence,
+       saved values, parameter gradient, scratch)  -> NULL_POINTER
      - ((T-1)*ld + N) * element_size or N * element_size overflowing int64, or
        ceil(N / 256) > 2^31-1                      -> SIZE_OVERFLOW
      - a buffer not aligned to element_size        -> INVALID_ARGUMENT

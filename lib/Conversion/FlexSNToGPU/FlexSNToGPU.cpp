@@ -9,6 +9,8 @@
 #include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -25,6 +27,7 @@ namespace {
 constexpr unsigned kAccessBytes = 16;
 constexpr unsigned kBlockSize = 256;
 constexpr unsigned kWarpSize = 32;
+constexpr unsigned kWarpsPerBlock = kBlockSize / kWarpSize;
 
 /// What a kernel function's scan reads and writes. Buffers are the scan's
 /// memref operands in order: inputs, inits, outputs, states, reductions.
@@ -50,12 +53,16 @@ struct KernelPlan {
 /// Emits one thread's work over a contiguous group of neurons.
 class KernelEmitter {
 public:
+  /// A deterministic kernel takes one more pointer after the buffers: the
+  /// reduction scratch.
   KernelEmitter(OpBuilder &b, Location loc, const KernelPlan &plan,
-                gpu::GPUFuncOp kernel)
+                gpu::GPUFuncOp kernel, bool deterministic)
       : b(b), loc(loc), plan(plan) {
     unsigned numBuffers = plan.numBuffers();
     ValueRange args = kernel.getArguments();
     buffers.assign(args.begin(), args.begin() + numBuffers);
+    if (deterministic)
+      scratch = args[numBuffers++];
     numSteps = args[numBuffers];
     numNeurons = args[numBuffers + 1];
     timeStride = args[numBuffers + 2];
@@ -178,40 +185,175 @@ public:
 
   /// Adds every thread's partial sums into the reduction buffers: a warp
   /// shuffle tree, then one atomic add per warp.
-  void emitReductions(ValueRange partials) {
-    if (partials.empty())
-      return;
-    unsigned reductionBase = plan.numBuffers() - plan.numReductions();
-    Value warpWidth =
-        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarpSize));
-    Value lane = arith::RemUIOp::create(
-        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-        arith::ConstantIndexOp::create(b, loc, kWarpSize));
-    Value leader =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                              arith::ConstantIndexOp::create(b, loc, 0));
+  void emitAtomicReductions(ValueRange partials) {
+    Value leader = isZero(laneIndex());
     for (auto [r, partial] : llvm::enumerate(partials)) {
-      Value sum = partial;
-      for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
-        Value delta =
-            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offset));
-        auto shuffle = gpu::ShuffleOp::create(b, loc, sum, delta, warpWidth,
-                                              gpu::ShuffleMode::XOR);
-        sum = arith::AddFOp::create(b, loc, sum, shuffle.getShuffleResult());
-      }
-      Value target = buffers[reductionBase + r];
-      scf::IfOp::create(b, loc, leader, [&](OpBuilder &nested, Location) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(nested.getInsertionBlock());
+      Value sum = warpSum(partial);
+      Value target = reductionBuffer(r);
+      emitIf(leader, [&] {
         LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, target, sum,
                                   LLVM::AtomicOrdering::monotonic);
-        scf::YieldOp::create(b, loc);
       });
     }
   }
 
+  /// Adds every thread's partial sums into the reduction buffers in an order
+  /// that depends only on the launch shape, so reruns give the same bits.
+  /// Each block adds its threads' sums (a warp shuffle tree, then its warps
+  /// in order) into its own slot of the scratch: [ticket counter (i32, zeroed
+  /// by the runtime)][reduction][block]. The block that draws the last ticket
+  /// adds the slots of every block, strided over its threads in a fixed
+  /// order, and stores the totals.
+  ///
+  /// `warpSums` is workgroup memory of numReductions * kWarpsPerBlock f32,
+  /// `lastFlag` one workgroup i32.
+  void emitDeterministicReductions(ValueRange partials, Value warpSums,
+                                   Value lastFlag) {
+    auto index = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value lane = laneIndex();
+    Value warp = arith::DivUIOp::create(b, loc, thread, index(kWarpSize));
+    Value firstThread = isZero(thread);
+    Value i32One = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+    Value numBlocks = arith::IndexCastUIOp::create(
+        b, loc, b.getI64Type(),
+        gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
+    Value block = arith::IndexCastUIOp::create(
+        b, loc, b.getI64Type(),
+        gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+    // Slot (r, block) of the scratch, after the 4-byte counter.
+    auto slot = [&](unsigned r, Value blockIndex) {
+      Value offset = arith::AddIOp::create(
+          b, loc,
+          arith::AddIOp::create(
+              b, loc, constant(1),
+              arith::MulIOp::create(b, loc, constant(r), numBlocks)),
+          blockIndex);
+      return LLVM::GEPOp::create(b, loc, ptrType, f32, scratch,
+                                 ValueRange{offset});
+    };
+    // Stores each warp's sums into workgroup memory; after a barrier, the
+    // first thread adds a reduction's warps in order.
+    auto storeWarpSums = [&](ValueRange sums) {
+      Value leader = isZero(lane);
+      for (auto [r, partial] : llvm::enumerate(sums)) {
+        Value sum = warpSum(partial);
+        Value position = arith::AddIOp::create(
+            b, loc, index(r * kWarpsPerBlock), warp);
+        emitIf(leader, [&] {
+          memref::StoreOp::create(b, loc, sum, warpSums,
+                                ValueRange{position});
+        });
+      }
+      gpu::BarrierOp::create(b, loc);
+    };
+    auto blockSum = [&](unsigned r) {
+      Value sum = memref::LoadOp::create(
+          b, loc, warpSums, ValueRange{index(r * kWarpsPerBlock)});
+      for (unsigned w = 1; w < kWarpsPerBlock; ++w)
+        sum = arith::AddFOp::create(
+            b, loc, sum,
+            memref::LoadOp::create(
+                b, loc, warpSums, ValueRange{index(r * kWarpsPerBlock + w)}));
+      return sum;
+    };
+
+    storeWarpSums(partials);
+    emitIf(firstThread, [&] {
+      for (unsigned r = 0; r < partials.size(); ++r)
+        LLVM::StoreOp::create(b, loc, blockSum(r), slot(r, block), 4);
+      // Publish the slots before drawing a ticket (__threadfence()).
+      NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+      Value ticket = LLVM::AtomicRMWOp::create(
+          b, loc, LLVM::AtomicBinOp::add, scratch, i32One,
+          LLVM::AtomicOrdering::monotonic);
+      Value lastTicket = arith::TruncIOp::create(
+          b, loc, b.getI32Type(),
+          arith::SubIOp::create(b, loc, numBlocks, constant(1)));
+      Value last = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         ticket, lastTicket);
+      memref::StoreOp::create(
+          b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), last),
+          lastFlag, ValueRange{index(0)});
+    });
+    gpu::BarrierOp::create(b, loc);
+    Value isLast = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        memref::LoadOp::create(b, loc, lastFlag, ValueRange{index(0)}),
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
+    // Block-uniform: the whole last block enters, so its barriers are safe.
+    emitIf(isLast, [&] {
+      NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+      Value first =
+          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), thread);
+      SmallVector<Value> sums;
+      for (unsigned r = 0; r < partials.size(); ++r) {
+        // Volatile: the slots were written by other blocks, past this SM's
+        // L1.
+        auto loop = scf::ForOp::create(
+            b, loc, first, numBlocks, constant(kBlockSize), ValueRange{zeroF32()},
+            [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPointToStart(nested.getInsertionBlock());
+              Value value = LLVM::LoadOp::create(b, loc, f32, slot(r, i), 4,
+                                                 /*isVolatile=*/true);
+              scf::YieldOp::create(
+                  b, loc, ValueRange{arith::AddFOp::create(b, loc, acc[0], value)});
+            });
+        sums.push_back(loop.getResult(0));
+      }
+      storeWarpSums(sums);
+      emitIf(firstThread, [&] {
+        for (unsigned r = 0; r < partials.size(); ++r)
+          LLVM::StoreOp::create(b, loc, blockSum(r), reductionBuffer(r), 4);
+      });
+    });
+  }
+
 private:
   Type elementType(unsigned buffer) const { return plan.elementTypes[buffer]; }
+
+  Value reductionBuffer(unsigned r) const {
+    return buffers[plan.numBuffers() - plan.numReductions() + r];
+  }
+
+  Value laneIndex() {
+    return arith::RemUIOp::create(
+        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+        arith::ConstantIndexOp::create(b, loc, kWarpSize));
+  }
+
+  Value isZero(Value indexValue) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, indexValue,
+                                 arith::ConstantIndexOp::create(b, loc, 0));
+  }
+
+  /// The sum of `value` over the warp, in every lane (an XOR butterfly: the
+  /// same order in every run).
+  Value warpSum(Value value) {
+    Value warpWidth =
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarpSize));
+    for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
+      Value delta =
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(offset));
+      auto shuffle = gpu::ShuffleOp::create(b, loc, value, delta, warpWidth,
+                                            gpu::ShuffleMode::XOR);
+      value = arith::AddFOp::create(b, loc, value, shuffle.getShuffleResult());
+    }
+    return value;
+  }
+
+  /// `scf.if` without results around what `body` emits.
+  void emitIf(Value condition, llvm::function_ref<void()> body) {
+    scf::IfOp::create(b, loc, condition, [&](OpBuilder &nested, Location) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(nested.getInsertionBlock());
+      body();
+      scf::YieldOp::create(b, loc);
+    });
+  }
   unsigned elementBytes(unsigned buffer) const {
     return elementType(buffer).getIntOrFloatBitWidth() / 8;
   }
@@ -303,34 +445,50 @@ private:
   Location loc;
   const KernelPlan &plan;
   SmallVector<Value> buffers, params;
+  Value scratch; // deterministic kernels only
   llvm::DenseSet<int64_t> optionalInputs;
   Value numSteps, numNeurons, timeStride;
   Type ptrType, f32;
 };
 
-/// Builds `<name>_vec` (width > 1) or `<name>_scalar` (width == 1).
+/// Builds `<name>_vec` (width > 1) or `<name>_scalar` (width == 1); with
+/// `deterministic`, `<name>_deterministic_vec` / `_scalar`, which take the
+/// reduction scratch after the buffers.
 void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
-                 unsigned width) {
+                 unsigned width, bool deterministic) {
   Location loc = plan.func.getLoc();
   MLIRContext *ctx = moduleBuilder.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> argTypes(plan.numBuffers(), ptrType);
+  SmallVector<Type> argTypes(plan.numBuffers() + deterministic, ptrType);
   argTypes.append({i64, i64, i64});
   for (Value param : plan.scan.getParams())
     argTypes.push_back(param.getType());
 
-  std::string name =
-      (plan.func.getSymName() + (width > 1 ? "_vec" : "_scalar")).str();
-  auto kernel = gpu::GPUFuncOp::create(moduleBuilder, loc, name,
-                                       FunctionType::get(ctx, argTypes, {}));
+  // Workgroup memory of the deterministic block sums.
+  SmallVector<Type> workgroup;
+  if (deterministic) {
+    auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    workgroup.push_back(MemRefType::get(
+        {int64_t(plan.numReductions() * kWarpsPerBlock)}, Float32Type::get(ctx),
+        MemRefLayoutAttrInterface(), space));
+    workgroup.push_back(MemRefType::get({1}, IntegerType::get(ctx, 32),
+                                        MemRefLayoutAttrInterface(), space));
+  }
+
+  std::string name = (plan.func.getSymName() +
+                      (deterministic ? "_deterministic" : "") +
+                      (width > 1 ? "_vec" : "_scalar"))
+                         .str();
+  auto kernel = gpu::GPUFuncOp::create(
+      moduleBuilder, loc, name, FunctionType::get(ctx, argTypes, {}), workgroup);
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
   // Every launch uses 256 threads per block (the runtime's choice).
   kernel.setKnownBlockSizeAttr(
       DenseI32ArrayAttr::get(ctx, {int32_t(kBlockSize), 1, 1}));
 
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  KernelEmitter emitter(b, loc, plan, kernel);
+  KernelEmitter emitter(b, loc, plan, kernel, deterministic);
   Value first = arith::MulIOp::create(b, loc, emitter.threadIndex(),
                                       emitter.constant(width));
   Value numNeurons = emitter.getNumNeurons();
@@ -384,16 +542,27 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
         b.setInsertionPointToStart(nested.getInsertionBlock());
         scf::YieldOp::create(b, loc, emitter.zeroPartials());
       });
-  emitter.emitReductions(activeBranch.getResults());
+  if (deterministic)
+    emitter.emitDeterministicReductions(activeBranch.getResults(),
+                                        kernel.getWorkgroupAttributions()[0],
+                                        kernel.getWorkgroupAttributions()[1]);
+  else if (plan.numReductions())
+    emitter.emitAtomicReductions(activeBranch.getResults());
   gpu::ReturnOp::create(b, loc);
 }
 
-/// Describes a kernel for the header and manifest emitters.
-DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan) {
+/// Describes a kernel for the header and manifest emitters; a deterministic
+/// one has the reduction scratch as its last buffer.
+DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan,
+                              bool deterministic) {
   SmallVector<Attribute> roles = llvm::map_to_vector(
       plan.roles, [&](StringRef r) -> Attribute { return b.getStringAttr(r); });
   SmallVector<Attribute> dtypes = llvm::map_to_vector(
       plan.elementTypes, [&](Type t) -> Attribute { return TypeAttr::get(t); });
+  if (deterministic) {
+    roles.push_back(b.getStringAttr("reduction_scratch"));
+    dtypes.push_back(TypeAttr::get(b.getF32Type()));
+  }
   // Buffer names come from the neuron (training kernels' inline bodies name
   // it in `flexsn.neuron`), suffixed by role; without one, by position.
   auto names = [&](ArrayAttr attr) {
@@ -443,6 +612,8 @@ DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan) {
   } else {
     numbered("buffer", plan.numBuffers());
   }
+  if (deterministic)
+    bufferNames.push_back("reduction_scratch");
   SmallVector<Attribute> nameAttrs =
       llvm::map_to_vector(bufferNames, [&](const std::string &n) -> Attribute {
         return b.getStringAttr(n);
@@ -458,8 +629,17 @@ DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan) {
                                     ? runtimeParams[i].getName()
                                     : b.getStringAttr("param" + Twine(i))),
          b.getNamedAttr("type", TypeAttr::get(value.getType()))}));
-  std::string name = plan.func.getSymName().str();
+  std::string name =
+      (plan.func.getSymName() + (deterministic ? "_deterministic" : "")).str();
   auto saved = plan.func->getAttrOfType<IntegerAttr>("flexsn.saved");
+  // The training workspace of a neuron with trainable parameters ends with
+  // the deterministic reduction scratch: its forward and backward kernels
+  // report the same size, so one allocation serves every mode.
+  int64_t reductionSlots = plan.numReductions();
+  if (named && variant == "forward")
+    reductionSlots = llvm::count_if(named.getRuntimeParamAttrs(), [](ParamAttr p) {
+      return p.getKind() == ParamKind::Trainable;
+    });
   // The storage type: that of the first buffer (never a saved one).
   Type dtype = plan.elementTypes.front();
   return b.getDictionaryAttr({
@@ -475,6 +655,8 @@ DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan) {
       b.getNamedAttr("buffer_names", b.getArrayAttr(nameAttrs)),
       b.getNamedAttr("buffer_dtypes", b.getArrayAttr(dtypes)),
       b.getNamedAttr("saved", b.getI64IntegerAttr(saved ? saved.getInt() : 0)),
+      b.getNamedAttr("reduction_slots", b.getI64IntegerAttr(reductionSlots)),
+      b.getNamedAttr("deterministic", b.getBoolAttr(deterministic)),
       b.getNamedAttr("params", b.getArrayAttr(params)),
   });
 }
@@ -565,9 +747,16 @@ struct ConvertFlexSNToGPUPass
     OpBuilder kernelBuilder = OpBuilder::atBlockBegin(gpuModule.getBody());
     SmallVector<Attribute> descriptions;
     for (const KernelPlan &plan : plans) {
-      buildKernel(kernelBuilder, plan, plan.width);
-      buildKernel(kernelBuilder, plan, 1);
-      descriptions.push_back(describeKernel(builder, plan));
+      buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/false);
+      buildKernel(kernelBuilder, plan, 1, /*deterministic=*/false);
+      descriptions.push_back(describeKernel(builder, plan, false));
+      // Kernels with reductions (parameter gradients) also come in a
+      // deterministic mode.
+      if (plan.numReductions()) {
+        buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/true);
+        buildKernel(kernelBuilder, plan, 1, /*deterministic=*/true);
+        descriptions.push_back(describeKernel(builder, plan, true));
+      }
     }
     module->setAttr("flexsn.gpu_kernels", builder.getArrayAttr(descriptions));
 

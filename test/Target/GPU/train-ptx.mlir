@@ -14,3 +14,18 @@
 // CHECK:         atom.global.add.f32
 // CHECK-LABEL: .visible .entry plif_backward_f32_scalar(
 // CHECK:         atom.global.add.f32
+// The deterministic mode: block sums through shared memory, a fence before
+// the ticket (an integer atomic), volatile reads of the other blocks' slots
+// by the last block; no float atomics.
+// CHECK-LABEL: .visible .entry plif_backward_f32_deterministic_vec(
+// CHECK-NOT:     atom.global.add.f32
+// CHECK:         st.shared
+// CHECK:         bar.sync
+// CHECK:         membar.gl
+// CHECK-NEXT:    atom.global.add.u32
+// CHECK:         ld.volatile.global
+// CHECK-NOT:     atom.global.add.f32
+// CHECK-LABEL: .visible .entry plif_backward_f32_deterministic_scalar(
+// CHECK-NOT:     atom.global.add.f32
+// CHECK:         membar.gl
+// CHECK-NEXT:    atom.global.add.u32
