@@ -52,6 +52,7 @@ import argparse
 import contextlib
 import fcntl
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -539,6 +540,60 @@ def flexsn_pointers(kern, bufs):
     return out
 
 
+def bench_deterministic(torch, bundle, timer, N, Ts=(4, 16)):
+    """PLIF's backward, f32: the atomic and the deterministic reduction of
+    w's gradient on the same inputs. Returns one record per T: both times,
+    the deterministic result's spread over 5 calls (must be 0) and its
+    distance from the atomic one."""
+    out = []
+    if ("plif", "backward_deterministic", "f32") not in bundle.kernels:
+        return out
+    kf = bundle.kernels[("plif", "forward", "f32")]
+    kb = bundle.kernels[("plif", "backward", "f32")]
+    kd = bundle.kernels[("plif", "backward_deterministic", "f32")]
+    handle = torch.cuda.current_stream().cuda_stream
+    w = [-math.log(2.0 - 1.0)]                  # init_tau = 2
+    for T in Ts:
+        gen = torch.Generator(device="cuda").manual_seed(T)
+        x = torch.randn((T, N), device="cuda", generator=gen) * 0.5 + 0.8
+        gs = torch.randn((T, N), device="cuda", generator=gen)
+        ws = torch.empty(kf.workspace_bytes(T, N, 0) // 4, device="cuda")
+        spike, xg = torch.empty_like(x), torch.empty_like(x)
+        wg = torch.zeros(1, device="cuda")
+        s = kf(handle, T, N, 0, flexsn_pointers(
+            kf, {"input_sequence": x, "output_sequence": spike,
+                 "workspace_out": ws}), w)
+        ptrs = {k: flexsn_pointers(k, {
+            "spike_grad": gs, "input_sequence": x, "output_sequence": xg,
+            "param_gradient": wg, "workspace_in": ws,
+            "workspace_inout": ws}) for k in (kb, kd)}
+        rec = dict(T=T, N=N, status=bundle.status_name(s))
+        for k, name in ((kb, "atomic"), (kd, "deterministic")):
+            values = []
+            for _ in range(5):
+                s = s or k(handle, T, N, 0, ptrs[k], w)
+                torch.cuda.synchronize()
+                values.append(float(wg.item()))
+            ms, _ = timer.gpu_ms(lambda k=k: k(handle, T, N, 0, ptrs[k], w))
+            rec[name] = dict(ms=ms, values=values)
+        rec["status"] = bundle.status_name(s)
+        d = rec["deterministic"]["values"]
+        rec["deterministic_spread"] = max(d) - min(d)
+        rec["overhead"] = rec["deterministic"]["ms"] / rec["atomic"]["ms"] - 1
+        print("bench_lif: PLIF backward f32 T=%d N=%d: atomic %.3f ms, "
+              "deterministic %.3f ms (%+.1f%%); w_grad over 5 calls: atomic "
+              "spread %.3g, deterministic spread %.3g"
+              % (T, N, rec["atomic"]["ms"], rec["deterministic"]["ms"],
+                 100 * rec["overhead"],
+                 max(rec["atomic"]["values"]) - min(rec["atomic"]["values"]),
+                 rec["deterministic_spread"]))
+        sys.stdout.flush()
+        out.append(rec)
+        del x, gs, ws, spike, xg
+        torch.cuda.empty_cache()
+    return out
+
+
 def run_bench(args):
     import torch
     import device_check as dc
@@ -636,6 +691,12 @@ def run_bench(args):
                  wall))
         for row in rows:
             print_row(row)
+
+    # The deterministic reduction's price (PLIF: LIF has no trainable
+    # parameter), when the bundle has it and time is left.
+    if time.time() - t_start < args.budget - reserve:
+        meta["deterministic"] = bench_deterministic(torch, bundle, timer,
+                                                    ns[0])
 
     # The copy again at the end: drift check.
     src = torch.rand(COPY_BYTES // 4, device=dev)

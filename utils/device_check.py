@@ -440,7 +440,7 @@ class Kernel(object):
         sizes = [a.name for a in args if a.role == "size"]
         if sizes != ["T", "N", "ld"]:
             raise ValueError("%s: size arguments %s" % (self.name, sizes))
-        self.fn = None
+        self.fn, self.lib = None, lib
         if lib is not None:
             fn = getattr(lib, "fx_" + self.name)
             fn.restype = ctypes.c_int
@@ -448,6 +448,13 @@ class Kernel(object):
                            [ctypes.c_void_p] * len(self.buffers) +
                            [CTYPES_SCALAR[p.dtype] for p in self.params])
             self.fn = fn
+
+    def workspace_bytes(self, T, N, ld):
+        """The header's flexsn_<kernel>_workspace_bytes (training kernels)."""
+        fn = getattr(self.lib, "fx_%s_workspace_bytes" % self.name)
+        fn.restype = ctypes.c_size_t
+        fn.argtypes = [ctypes.c_int64] * 3
+        return int(fn(T, N, ld))
 
     def buffers_of(self, role):
         return [b for b in self.buffers if b.role == role]

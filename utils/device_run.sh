@@ -22,6 +22,9 @@
 #                   --quick (a subset of the neurons)
 #   7. racecheck    compute-sanitizer --tool racecheck on a smaller --quick
 #   8. initcheck    compute-sanitizer --tool initcheck on a smaller --quick
+#   8b. trainrace / trainsync  compute-sanitizer --tool racecheck / synccheck
+#                   on device_train_check.py --quick for PLIF (the
+#                   deterministic reduction's shared memory and barriers)
 #   9. bench        utils/bench_lif.py (inference, final state, training
 #                   forward + backward)                      -> $OUT/bench/
 # Every step's output is tee'd to $OUT/<step>.log; a short summary table
@@ -117,6 +120,13 @@ if command -v compute-sanitizer >/dev/null; then
     --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
     --neurons lif,plif,izhikevich \
     --bundle "$BUNDLE" --out "$OUT/initcheck" --deadline $((lim - 15))
+  for step in trainrace:racecheck trainsync:synccheck; do
+    lim=$(min 60 $(($(left) - BENCH_RESERVE)))
+    run_step "${step%%:*}" "$lim" compute-sanitizer --tool "${step#*:}" \
+      --error-exitcode 99 "$PY" utils/device_train_check.py --quick \
+      --allow-skip --neurons plif \
+      --bundle "$BUNDLE" --out "$OUT/${step%%:*}" --deadline $((lim - 15))
+  done
 else
   echo "==> compute-sanitizer is not on PATH: sanitizer steps skipped"
 fi
@@ -160,7 +170,7 @@ def add(name, ok, what):
     lines.append("%-10s %-7s %4ds  %s" % (name, state, secs, what))
 
 for name in ("env", "smoke", "check", "train", "memcheck", "trainmem",
-             "racecheck", "initcheck", "bench"):
+             "racecheck", "initcheck", "trainrace", "trainsync", "bench"):
     if name not in steps:
         continue
     rc, secs = steps[name]
@@ -176,8 +186,8 @@ for name in ("env", "smoke", "check", "train", "memcheck", "trainmem",
                                              (text.strip().splitlines() or ["no output"])[-1][:90]))
         continue
     if name in ("check", "train", "memcheck", "trainmem", "racecheck",
-                "initcheck"):
-        prog = "device_train_check" if name in ("train", "trainmem") \
+                "initcheck", "trainrace", "trainsync"):
+        prog = "device_train_check" if name.startswith("train") \
             else "device_check"
         summ = last(r"^%s: \d+ passed, \d+ failed.*$" % prog, text) or \
             "no summary"

@@ -242,7 +242,6 @@ def fake_launch(env, kern, stream, T, N, ld, pointers, params):
 
 def emulate_forward(kern, T, N, ld, ptrs, P):
     d = kern.dtype
-    names = dc.STATES[dc.base_neuron(kern.neuron)]
     by = {}
     for a, p in zip(kern.buffers, ptrs):
         by.setdefault(a.role, []).append(p)
