@@ -43,7 +43,12 @@ max |reference gradient| over its x_grad column and initial-state gradients:
              over the neurons left out.
 Where the gradients explode over T (QIF / Izhikevich with a detached soft
 reset) and would overflow f16, the incoming gradients are scaled down by a
-power of two (the backward is linear in them; the record says so).
+power of two (the backward is linear in them; the record says so). There,
+two correct float32 evaluation orders can differ beyond the f32 tolerance:
+an f32 gradient that misses it is arbitrated by float64 autograd (full mode):
+it passes when it is no further from float64 than PyTorch's float32 autograd
+(at most 5% more elements beyond the tolerance, plus 10; a max error at most
+2x); the record's "arbitrated" field holds both sides' numbers.
 T = 0: nothing written but the initial-state gradients, which equal the
 final-state gradients bit for bit (zeros when those are NULL), and the
 parameter gradients, which are exactly 0.
@@ -104,7 +109,8 @@ MAX_CUT = dc.MAX_CUT         # fraction of neurons that may be left out
 F32_RTOL, F32_ATOL = 1e-4, 1e-5
 GRAD_ULPS = 4                # f16 / bf16: storage ulps at the column max
 SUBNORMAL = {"f16": 2.0 ** -24, "bf16": 2.0 ** -133}
-ARBITER_MAX = 2.0             # float64 arbitration: max error vs PyTorch's
+ARBITER_COUNT = 1.05          # float64 arbitration: elements beyond the
+ARBITER_MAX = 2.0             # tolerance, and max error, vs PyTorch float32
 PARAM_RTOL = 1e-3
 PARAM_CANCEL = 1e-2          # ... of sum |c_n| when the sum cancels
 MAX_VALUE = 1e30             # reference values must stay below (design)
@@ -1129,9 +1135,10 @@ class TrainChecker(dc.Checker):
     def compare_grad(self, case, res, what, got, ref, pick, tol, valid):
         """compare() against the float32 reference. An f32 gradient that
         misses it goes to float64: it passes when FlexSN is no further from
-        the float64 gradient than PyTorch's own float32 autograd is (no more
-        elements beyond the tolerance, and a max error at most ARBITER_MAX
-        times PyTorch's). This is where a neuron's gradients grow over T
+        the float64 gradient than PyTorch's own float32 autograd is: at most
+        ARBITER_COUNT times as many elements beyond the tolerance (plus 10),
+        and a max error at most ARBITER_MAX times PyTorch's. This is where a
+        neuron's gradients grow over T
         (QIF / Izhikevich with a detached soft reset: dh/dv > 1), so two
         correct float32 evaluation orders differ by more than any fixed
         tolerance; float64 says which one is wrong."""
@@ -1163,7 +1170,8 @@ class TrainChecker(dc.Checker):
         res.extra = dict(getattr(res, "extra", None) or {}, arbitrated=dict(
             what=what, beyond=[n_ours, n_theirs], max_err=[m_ours, m_theirs],
             other_trajectory=ops.count(other) if other is not None else 0))
-        if n_ours > n_theirs or m_ours > ARBITER_MAX * m_theirs:
+        if n_ours > ARBITER_COUNT * n_theirs + 10 or \
+                m_ours > ARBITER_MAX * m_theirs:
             res.fail("%s; against float64: %d elements beyond tolerance, max "
                      "error %.3g (PyTorch float32: %d, %.3g)"
                      % (first.errors[0], n_ours, m_ours, n_theirs, m_theirs))
@@ -1448,8 +1456,11 @@ class TrainChecker(dc.Checker):
                 else "NULL_POINTER"
             if kind.endswith("small"):
                 raw = dc.RawAlloc(env, 2 << 20)   # half of what T x N needs
-            elif kind == "det-no-scratch":        # exactly the saved values
-                raw = dc.RawAlloc(env, case.saved * T * N * 4)
+            elif kind == "det-no-scratch":
+                # The saved values and the scratch's counter, not its slots
+                # (a scratch starting past the allocation's end would be
+                # CONTEXT_MISMATCH: no allocation holds it).
+                raw = dc.RawAlloc(env, case.saved * T * N * 4 + 4)
             if kind.startswith("fwd"):
                 s = case.run_forward(ws_ptr=raw.ptr if raw else 0)
                 which = "forward"

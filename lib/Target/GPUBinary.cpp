@@ -282,8 +282,8 @@ void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
       os << " *   " << name << ": " << roleComment(role, k.variant) << "\n";
   if (hasWorkspace)
     os << " *   workspace: "
-       << (k.deterministic    ? "as written by the forward kernel, and "
-                                "scratch space"
+       << (k.deterministic   ? "as written by the forward kernel, and "
+                               "scratch space"
            : writesWorkspace ? "written for the backward kernel"
                              : "as written by the forward kernel")
        << " (see _workspace_bytes)\n";
@@ -330,8 +330,7 @@ void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
   llvm::interleaveComma(llvm::zip(k.roles, k.bufferNames), os, [&](auto rn) {
     auto &[role, name] = rn;
     if (role == "reduction_scratch")
-      os << "(void *)(uintptr_t)(workspace + " << k.saved
-         << " * saved_stride)";
+      os << "(void *)(uintptr_t)(workspace + " << k.saved << " * saved_stride)";
     else if (isWorkspaceRole(role))
       os << "(void *)(uintptr_t)(workspace + " << savedIndex++
          << " * saved_stride)";

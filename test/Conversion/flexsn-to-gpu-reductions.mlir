@@ -1,10 +1,12 @@
 // RUN: flexsn-opt %s --flexsn-autodiff=storage-types=f32 --convert-flexsn-to-gpu --cse | FileCheck %s
 
 // A backward kernel with a reduction (the trainable k's gradient) comes in
-// two modes. The atomic kernels add each warp's sum with one float atomic;
-// the deterministic ones take the reduction scratch after the buffers, write
-// each block's sum (its warps in order) to the block's slot, and let the
-// block that draws the last ticket add the slots in a fixed order.
+// two modes. Both add a block's threads by a warp shuffle tree, then its
+// warps in order through workgroup memory. The atomic kernels then add each
+// block's sum with one float atomic; the deterministic ones take the
+// reduction scratch after the buffers, write each block's sum to the block's
+// slot, and let the block that draws the last ticket add the slots in a
+// fixed order.
 // CHECK-LABEL: module attributes {flexsn.gpu_kernels = [
 // CHECK-SAME:    deterministic = false, dtype = f32, name = "leaky_forward_f32", neuron = "leaky", params = [{name = "k", type = f32}], reduction_slots = 1 : i64
 // CHECK-SAME:    deterministic = false, dtype = f32, name = "leaky_backward_f32", neuron = "leaky", params = [{name = "k", type = f32}], reduction_slots = 1 : i64
@@ -14,9 +16,14 @@
 // CHECK-SAME:    scalar_kernel = "leaky_backward_f32_deterministic_scalar", variant = "backward", vector_kernel = "leaky_backward_f32_deterministic_vec"
 
 // CHECK:       gpu.func @leaky_backward_f32_vec(
+// CHECK-SAME:      %[[GRAD:arg7]]: !llvm.ptr, %{{.*}}: i64
+// CHECK-SAME:      workgroup(%[[SUMS:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT:     gpu.func
 // CHECK:         gpu.shuffle xor
-// CHECK:         llvm.atomicrmw fadd %[[GRAD:.*]], %{{.*}} monotonic : !llvm.ptr, f32
+// CHECK:         memref.store %{{.*}}, %[[SUMS]]
+// CHECK:         gpu.barrier
+// CHECK-COUNT-8: memref.load %[[SUMS]]
+// CHECK:         llvm.atomicrmw fadd %[[GRAD]], %{{.*}} monotonic : !llvm.ptr, f32
 // CHECK:       gpu.func @leaky_backward_f32_scalar(
 // CHECK:         llvm.atomicrmw fadd
 

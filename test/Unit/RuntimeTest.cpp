@@ -407,11 +407,10 @@ struct DeterministicBackwardCall {
       FLEXSN_OPTIONAL_INPUT_SEQUENCE, FLEXSN_SAVED_INPUT,
       FLEXSN_INPUT_SEQUENCE,          FLEXSN_OUTPUT_SEQUENCE,
       FLEXSN_PARAM_GRADIENT,          FLEXSN_REDUCTION_SCRATCH};
-  flexsn_kernel_desc desc = {"k_deterministic_vec", "k_deterministic_scalar",
-                             4, 4, 6, kinds, 0};
-  void *buffers[6] = {fakePtr(0x100000), fakePtr(0x200000),
-                      fakePtr(0x300000), fakePtr(0x400000),
-                      fakePtr(0x500000), fakePtr(0x600004)};
+  flexsn_kernel_desc desc = {
+      "k_deterministic_vec", "k_deterministic_scalar", 4, 4, 6, kinds, 0};
+  void *buffers[6] = {fakePtr(0x100000), fakePtr(0x200000), fakePtr(0x300000),
+                      fakePtr(0x400000), fakePtr(0x500000), fakePtr(0x600004)};
   int64_t T = 8, N = 1000;
 
   flexsn_status launch() {

@@ -63,17 +63,19 @@ def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {
     and manifest emitters.
 
     Reductions (the parameter gradients of a backward kernel) are summed per
-    thread over its steps and neurons, then over threads in one of two modes:
+    thread over its steps and neurons, then per block (a warp shuffle tree,
+    then the block's warps in order through workgroup memory), then over
+    blocks in one of two modes:
 
-    * atomic (`<name>_vec` / `_scalar`): a warp shuffle tree, then one
-      `atomicAdd` per warp into the (runtime-zeroed) result;
+    * atomic (`<name>_vec` / `_scalar`): one `atomicAdd` per block into the
+      (runtime-zeroed) result;
     * deterministic (`<name>_deterministic_vec` / `_scalar`, built only for
-      kernels with reductions): each block adds its warps' sums in order
-      into its own slot of a reduction scratch (an extra pointer after the
-      buffers: an i32 ticket counter, then `reductions x blocks` f32), and
-      the block that draws the last ticket adds every block's slot in a
-      fixed order. The result depends only on the inputs and the launch
-      shape (T, N, ld, and vector or scalar kernel), never on scheduling.
+      kernels with reductions): each block stores its sum into its own slot
+      of a reduction scratch (an extra pointer after the buffers: an i32
+      ticket counter, then `reductions x blocks` f32), and the block that
+      draws the last ticket adds every block's slot in a fixed order. The
+      result depends only on the inputs and the launch shape (T, N, ld, and
+      vector or scalar kernel), never on scheduling.
 
     Rationale:
     * Bare pointers instead of memref descriptors: with run-time `T` and

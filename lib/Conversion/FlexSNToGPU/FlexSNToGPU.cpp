@@ -183,39 +183,30 @@ public:
     return partials;
   }
 
-  /// Adds every thread's partial sums into the reduction buffers: a warp
-  /// shuffle tree, then one atomic add per warp.
-  void emitAtomicReductions(ValueRange partials) {
-    Value leader = isZero(laneIndex());
-    for (auto [r, partial] : llvm::enumerate(partials)) {
-      Value sum = warpSum(partial);
-      Value target = reductionBuffer(r);
-      emitIf(leader, [&] {
-        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, target, sum,
+  /// Adds every thread's partial sums into the reduction buffers: each
+  /// block adds its threads' sums (a warp shuffle tree, then its warps in
+  /// workgroup memory), then one atomic add per block.
+  void emitAtomicReductions(ValueRange partials, Value warpSums) {
+    storeWarpSums(partials, warpSums);
+    emitIf(isZero(threadId()), [&] {
+      for (unsigned r = 0; r < partials.size(); ++r)
+        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd,
+                                  reductionBuffer(r), blockSum(r, warpSums),
                                   LLVM::AtomicOrdering::monotonic);
-      });
-    }
+    });
   }
 
   /// Adds every thread's partial sums into the reduction buffers in an order
   /// that depends only on the launch shape, so reruns give the same bits.
-  /// Each block adds its threads' sums (a warp shuffle tree, then its warps
-  /// in order) into its own slot of the scratch: [ticket counter (i32, zeroed
-  /// by the runtime)][reduction][block]. The block that draws the last ticket
-  /// adds the slots of every block, strided over its threads in a fixed
-  /// order, and stores the totals.
-  ///
-  /// `warpSums` is workgroup memory of numReductions * kWarpsPerBlock f32,
-  /// `lastFlag` one workgroup i32.
+  /// Each block adds its threads' sums (as above) into its own slot of the
+  /// scratch: [ticket counter (i32, zeroed by the runtime)][reduction]
+  /// [block]. The block that draws the last ticket adds the slots of every
+  /// block, strided over its threads in a fixed order, and stores the totals.
+  /// `lastFlag` is one workgroup i32.
   void emitDeterministicReductions(ValueRange partials, Value warpSums,
                                    Value lastFlag) {
-    auto index = [&](int64_t v) -> Value {
-      return arith::ConstantIndexOp::create(b, loc, v);
-    };
-    Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value lane = laneIndex();
-    Value warp = arith::DivUIOp::create(b, loc, thread, index(kWarpSize));
-    Value firstThread = isZero(thread);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value firstThread = isZero(threadId());
     Value i32One = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
     Value numBlocks = arith::IndexCastUIOp::create(
         b, loc, b.getI64Type(),
@@ -234,41 +225,16 @@ public:
       return LLVM::GEPOp::create(b, loc, ptrType, f32, scratch,
                                  ValueRange{offset});
     };
-    // Stores each warp's sums into workgroup memory; after a barrier, the
-    // first thread adds a reduction's warps in order.
-    auto storeWarpSums = [&](ValueRange sums) {
-      Value leader = isZero(lane);
-      for (auto [r, partial] : llvm::enumerate(sums)) {
-        Value sum = warpSum(partial);
-        Value position = arith::AddIOp::create(
-            b, loc, index(r * kWarpsPerBlock), warp);
-        emitIf(leader, [&] {
-          memref::StoreOp::create(b, loc, sum, warpSums,
-                                ValueRange{position});
-        });
-      }
-      gpu::BarrierOp::create(b, loc);
-    };
-    auto blockSum = [&](unsigned r) {
-      Value sum = memref::LoadOp::create(
-          b, loc, warpSums, ValueRange{index(r * kWarpsPerBlock)});
-      for (unsigned w = 1; w < kWarpsPerBlock; ++w)
-        sum = arith::AddFOp::create(
-            b, loc, sum,
-            memref::LoadOp::create(
-                b, loc, warpSums, ValueRange{index(r * kWarpsPerBlock + w)}));
-      return sum;
-    };
 
-    storeWarpSums(partials);
+    storeWarpSums(partials, warpSums);
     emitIf(firstThread, [&] {
       for (unsigned r = 0; r < partials.size(); ++r)
-        LLVM::StoreOp::create(b, loc, blockSum(r), slot(r, block), 4);
+        LLVM::StoreOp::create(b, loc, blockSum(r, warpSums), slot(r, block), 4);
       // Publish the slots before drawing a ticket (__threadfence()).
       NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-      Value ticket = LLVM::AtomicRMWOp::create(
-          b, loc, LLVM::AtomicBinOp::add, scratch, i32One,
-          LLVM::AtomicOrdering::monotonic);
+      Value ticket =
+          LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, scratch,
+                                    i32One, LLVM::AtomicOrdering::monotonic);
       Value lastTicket = arith::TruncIOp::create(
           b, loc, b.getI32Type(),
           arith::SubIOp::create(b, loc, numBlocks, constant(1)));
@@ -276,38 +242,41 @@ public:
                                          ticket, lastTicket);
       memref::StoreOp::create(
           b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), last),
-          lastFlag, ValueRange{index(0)});
+          lastFlag, ValueRange{zero});
     });
     gpu::BarrierOp::create(b, loc);
     Value isLast = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ne,
-        memref::LoadOp::create(b, loc, lastFlag, ValueRange{index(0)}),
+        memref::LoadOp::create(b, loc, lastFlag, ValueRange{zero}),
         arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
     // Block-uniform: the whole last block enters, so its barriers are safe.
     emitIf(isLast, [&] {
       NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
       Value first =
-          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), thread);
+          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), threadId());
       SmallVector<Value> sums;
       for (unsigned r = 0; r < partials.size(); ++r) {
         // Volatile: the slots were written by other blocks, past this SM's
         // L1.
         auto loop = scf::ForOp::create(
-            b, loc, first, numBlocks, constant(kBlockSize), ValueRange{zeroF32()},
+            b, loc, first, numBlocks, constant(kBlockSize),
+            ValueRange{zeroF32()},
             [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
               OpBuilder::InsertionGuard guard(b);
               b.setInsertionPointToStart(nested.getInsertionBlock());
               Value value = LLVM::LoadOp::create(b, loc, f32, slot(r, i), 4,
                                                  /*isVolatile=*/true);
               scf::YieldOp::create(
-                  b, loc, ValueRange{arith::AddFOp::create(b, loc, acc[0], value)});
+                  b, loc,
+                  ValueRange{arith::AddFOp::create(b, loc, acc[0], value)});
             });
         sums.push_back(loop.getResult(0));
       }
-      storeWarpSums(sums);
+      storeWarpSums(sums, warpSums);
       emitIf(firstThread, [&] {
         for (unsigned r = 0; r < partials.size(); ++r)
-          LLVM::StoreOp::create(b, loc, blockSum(r), reductionBuffer(r), 4);
+          LLVM::StoreOp::create(b, loc, blockSum(r, warpSums),
+                                reductionBuffer(r), 4);
       });
     });
   }
@@ -319,10 +288,43 @@ private:
     return buffers[plan.numBuffers() - plan.numReductions() + r];
   }
 
-  Value laneIndex() {
-    return arith::RemUIOp::create(
-        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-        arith::ConstantIndexOp::create(b, loc, kWarpSize));
+  Value threadId() {
+    return gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  }
+
+  /// Stores each warp's sums (reduction r of warp w at r * kWarpsPerBlock +
+  /// w) into `warpSums`, workgroup memory of numReductions * kWarpsPerBlock
+  /// f32, then waits for the block.
+  void storeWarpSums(ValueRange sums, Value warpSums) {
+    Value thread = threadId();
+    Value lane = arith::RemUIOp::create(
+        b, loc, thread, arith::ConstantIndexOp::create(b, loc, kWarpSize));
+    Value warp = arith::DivUIOp::create(
+        b, loc, thread, arith::ConstantIndexOp::create(b, loc, kWarpSize));
+    Value leader = isZero(lane);
+    for (auto [r, partial] : llvm::enumerate(sums)) {
+      Value sum = warpSum(partial);
+      Value position = arith::AddIOp::create(
+          b, loc, arith::ConstantIndexOp::create(b, loc, r * kWarpsPerBlock),
+          warp);
+      emitIf(leader, [&] {
+        memref::StoreOp::create(b, loc, sum, warpSums, ValueRange{position});
+      });
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+
+  /// The block's sum of reduction r: its warps' sums in order.
+  Value blockSum(unsigned r, Value warpSums) {
+    Value sum;
+    for (unsigned w = 0; w < kWarpsPerBlock; ++w) {
+      Value position =
+          arith::ConstantIndexOp::create(b, loc, r * kWarpsPerBlock + w);
+      Value value =
+          memref::LoadOp::create(b, loc, warpSums, ValueRange{position});
+      sum = sum ? arith::AddFOp::create(b, loc, sum, value).getResult() : value;
+    }
+    return sum;
   }
 
   Value isZero(Value indexValue) {
@@ -465,23 +467,25 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   for (Value param : plan.scan.getParams())
     argTypes.push_back(param.getType());
 
-  // Workgroup memory of the deterministic block sums.
+  // Workgroup memory: the warps' sums of each reduction, and the
+  // deterministic mode's last-block flag.
   SmallVector<Type> workgroup;
-  if (deterministic) {
-    auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  if (plan.numReductions())
     workgroup.push_back(MemRefType::get(
         {int64_t(plan.numReductions() * kWarpsPerBlock)}, Float32Type::get(ctx),
         MemRefLayoutAttrInterface(), space));
+  if (deterministic)
     workgroup.push_back(MemRefType::get({1}, IntegerType::get(ctx, 32),
                                         MemRefLayoutAttrInterface(), space));
-  }
 
-  std::string name = (plan.func.getSymName() +
-                      (deterministic ? "_deterministic" : "") +
-                      (width > 1 ? "_vec" : "_scalar"))
-                         .str();
-  auto kernel = gpu::GPUFuncOp::create(
-      moduleBuilder, loc, name, FunctionType::get(ctx, argTypes, {}), workgroup);
+  std::string name =
+      (plan.func.getSymName() + (deterministic ? "_deterministic" : "") +
+       (width > 1 ? "_vec" : "_scalar"))
+          .str();
+  auto kernel =
+      gpu::GPUFuncOp::create(moduleBuilder, loc, name,
+                             FunctionType::get(ctx, argTypes, {}), workgroup);
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
   // Every launch uses 256 threads per block (the runtime's choice).
   kernel.setKnownBlockSizeAttr(
@@ -547,7 +551,8 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
                                         kernel.getWorkgroupAttributions()[0],
                                         kernel.getWorkgroupAttributions()[1]);
   else if (plan.numReductions())
-    emitter.emitAtomicReductions(activeBranch.getResults());
+    emitter.emitAtomicReductions(activeBranch.getResults(),
+                                 kernel.getWorkgroupAttributions()[0]);
   gpu::ReturnOp::create(b, loc);
 }
 
@@ -637,9 +642,10 @@ DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan,
   // report the same size, so one allocation serves every mode.
   int64_t reductionSlots = plan.numReductions();
   if (named && variant == "forward")
-    reductionSlots = llvm::count_if(named.getRuntimeParamAttrs(), [](ParamAttr p) {
-      return p.getKind() == ParamKind::Trainable;
-    });
+    reductionSlots =
+        llvm::count_if(named.getRuntimeParamAttrs(), [](ParamAttr p) {
+          return p.getKind() == ParamKind::Trainable;
+        });
   // The storage type: that of the first buffer (never a saved one).
   Type dtype = plan.elementTypes.front();
   return b.getDictionaryAttr({
