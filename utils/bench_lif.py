@@ -896,6 +896,20 @@ def write_outputs(out, meta, rows, with_plot=True):
         lines += ["", "## " + title] + head
         for r in rs:
             lines.append(md_row(r))
+    if meta.get("deterministic"):
+        lines += ["", "## Parameter gradients: atomic vs deterministic", "",
+                  "PLIF backward (w trainable), f32, same inputs; w_grad over "
+                  "5 calls.", "",
+                  "| N | T | atomic ms | deterministic ms | overhead "
+                  "| atomic spread | deterministic spread |",
+                  "|---|---|---|---|---|---|---|"]
+        for d in meta["deterministic"]:
+            a = d["atomic"]["values"]
+            lines.append("| 2^%d | %d | %.4f | %.4f | %+.1f%% | %.3g | %.3g |"
+                         % (d["N"].bit_length() - 1, d["T"],
+                            d["atomic"]["ms"], d["deterministic"]["ms"],
+                            100 * d["overhead"], max(a) - min(a),
+                            d["deterministic_spread"]))
     if meta.get("skipped"):
         lines += ["", "%d rows skipped (time budget)." % len(meta["skipped"])]
     with open(os.path.join(out, "results.md"), "w") as f:

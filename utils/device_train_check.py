@@ -1167,7 +1167,8 @@ class TrainChecker(dc.Checker):
         n_theirs = ops.count(keep & (theirs > tol))
         m_ours = float(ours[keep].max()) if ops.count(keep) else 0.0
         m_theirs = float(theirs[keep].max()) if ops.count(keep) else 0.0
-        res.extra = dict(getattr(res, "extra", None) or {}, arbitrated=dict(
+        res.extra = dict(getattr(res, "extra", None) or {})
+        res.extra.setdefault("arbitrated", []).append(dict(
             what=what, beyond=[n_ours, n_theirs], max_err=[m_ours, m_theirs],
             other_trajectory=ops.count(other) if other is not None else 0))
         if n_ours > ARBITER_COUNT * n_theirs + 10 or \
