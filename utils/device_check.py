@@ -1561,8 +1561,9 @@ def summarize(checker, out_dir, extra, allow_skip=False, prog="device_check"):
     return 0 if failed == 0 and (skipped == 0 or allow_skip) else 1
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def checker_arguments(doc):
+    """The options device_check.py and device_train_check.py share."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--bundle", default=".device")
     ap.add_argument("--out", default=None,
                     help="folder for results.json (default: none)")
@@ -1575,7 +1576,11 @@ def main(argv=None):
                     help="comma-separated subset of the bundle's neurons")
     ap.add_argument("--allow-skip", action="store_true",
                     help="checks skipped by --deadline do not fail the run")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    args = checker_arguments(__doc__).parse_args(argv)
 
     bundle = Bundle(args.bundle)
     if args.quick:

@@ -86,7 +86,6 @@ writes results.json to --out; exits 1 on any failure (or a check skipped by
 --deadline, unless --allow-skip).
 """
 
-import argparse
 import json
 import os
 import sys
@@ -1711,21 +1710,9 @@ def run_groups(c, neurons, mode):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bundle", default=".device")
-    ap.add_argument("--out", default=None,
-                    help="folder for results.json (default: none)")
-    ap.add_argument("--quick", action="store_true",
-                    help="small subset, CUDA driver API + NumPy, no PyTorch")
+    ap = dc.checker_arguments(__doc__)
     ap.add_argument("--reference-only", action="store_true",
                     help="no GPU: the NumPy reference vs the CPU-path results")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--deadline", type=float, default=None,
-                    help="skip the checks left after this many seconds")
-    ap.add_argument("--neurons", default=None,
-                    help="comma-separated subset of the bundle's neurons")
-    ap.add_argument("--allow-skip", action="store_true",
-                    help="checks skipped by --deadline do not fail the run")
     args = ap.parse_args(argv)
 
     bundle = dc.Bundle(args.bundle, load=not args.reference_only)

@@ -316,17 +316,11 @@ TS = (0, 1, 16, 64)
 NS = (1, 1000)
 DTYPES = {"f32": np.float32, "f16": np.float16}
 SOFT_T = 16
-# Input drive x ~ normal(mean, std) and initial states ~ uniform(lo, hi), as
-# in test/Integration/CPU/check_neurons.py: many neurons spike, none runs away.
-DRIVE = {"if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
-         "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
-         "cuba_lif": (0.3, 0.6)}
-# With a soft reset the quadratic / exponential neurons can run away after a
-# large input: a milder drive (as in utils/device_check.py).
-DRIVE_SOFT = {"qif": (0.4, 0.4), "eif": (0.4, 0.4), "izhikevich": (0.4, 0.4)}
-INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
-# Runtime (trainable) parameters: a non-default value, so that it matters.
-RUNTIME_PARAMS = {"w": 0.5}
+# Input drive, initial-state ranges and runtime-parameter values: the device
+# checks' (many neurons spike, none runs away).
+sys.dont_write_bytecode = True
+sys.path.insert(0, "utils")
+from device_check import DRIVE, DRIVE_SOFT, INIT, RUNTIME_PARAMS  # noqa: E402
 
 base = [n for n in names if not n.endswith(("_soft", "_detach"))]
 entries = []
@@ -443,12 +437,11 @@ import numpy as np
 
 out, run_tool, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 N = 256
-DRIVE = {"if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
-         "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
-         "cuba_lif": (0.3, 0.6)}
-DRIVE_SOFT = {"qif": (0.4, 0.4), "eif": (0.4, 0.4), "izhikevich": (0.4, 0.4)}
-INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
-RUNTIME_PARAMS = {"w": 0.5}
+# Input drive, initial-state ranges and runtime-parameter values: the device
+# checks' (many neurons spike, none runs away).
+sys.dont_write_bytecode = True
+sys.path.insert(0, "utils")
+from device_check import DRIVE, DRIVE_SOFT, INIT, RUNTIME_PARAMS  # noqa: E402
 DTYPES = {"f32": np.float32, "f16": np.float16}
 RESETS = {"hard": ("", False, False), "soft": ("_soft", True, False),
           "detach": ("_detach", False, True),

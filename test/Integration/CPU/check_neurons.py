@@ -58,16 +58,8 @@ NEAR = 1e-4          # |h - v_threshold| below this: compare up to that step
 MAX_NEAR_FRACTION = 0.02
 MAX_REFERENCE_ABS = 1000.0  # inputs are drawn so the states stay well inside
 
-# Input drive x ~ normal(mean, std) per neuron, chosen (with the reference)
-# so that a good fraction of the neurons spike and no state runs away, for
-# the default and the custom parameters below.
-DRIVE = {
-    "if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
-    "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
-    "cuba_lif": (0.3, 0.6),
-}
-# Initial states ~ uniform(low, high), by state name.
-INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
+# Input drive and initial-state ranges (shared with the gradient tests).
+DRIVE, INIT = reference.DRIVE, reference.INIT
 
 # Non-default numeric parameters, as spelled on the command line.
 CUSTOM = {

@@ -443,10 +443,7 @@ CUSTOM = {  # non-default parameters used by the self-test (and drivers)
     "cuba_lif": {"c_decay": 0.6, "v_decay": 0.7, "v_threshold": 0.6,
                  "v_reset": -0.1},
 }
-DRIVE = {"if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
-         "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
-         "cuba_lif": (0.3, 0.6)}
-INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
+DRIVE, INIT = reference.DRIVE, reference.INIT
 
 
 def flag_combos(neuron):

@@ -61,6 +61,17 @@ STATES = {
 
 FLAGS = ("soft_reset", "detach_reset", "decay_input")
 
+# Test inputs: x ~ normal(mean, std) per neuron, chosen so that a good
+# fraction of the neurons spike and no state runs away for the default and
+# the tests' custom parameters; initial states ~ uniform(low, high), by state
+# name.
+DRIVE = {
+    "if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
+    "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
+    "cuba_lif": (0.3, 0.6),
+}
+INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
+
 
 def flags_of(neuron):
     """The i1 parameters of `neuron`, in a fixed order."""
