@@ -886,7 +886,14 @@ def tolerance(ops, want, dtype):
 
 
 def compare(ops, res, what, got, want, valid, dtype, exact):
-    """got, want: float32 arrays; valid: bool mask (broadcastable)."""
+    """compare_within at the storage type's tolerance."""
+    tol = None if exact else tolerance(ops, want, dtype)
+    compare_within(ops, res, what, got, want, tol, valid, exact)
+
+
+def compare_within(ops, res, what, got, want, tol, valid, exact=False):
+    """got, want: float32 arrays of one shape; tol broadcastable (ignored if
+    exact); valid: bool mask broadcastable. NaN in got always fails."""
     if tuple(got.shape) != tuple(want.shape):
         res.fail("%s: shape %s, expected %s" % (what, tuple(got.shape),
                                                  tuple(want.shape)))
@@ -897,21 +904,21 @@ def compare(ops, res, what, got, want, valid, dtype, exact):
     if exact:
         ok = got == want
     else:
-        tol = tolerance(ops, want, dtype)
         ok = diff <= tol
         ratio = diff / tol
         vr = valid & ops.isfinite(ratio)
         if ops.count(vr):
             res.max_ratio = max(res.max_ratio, ops.max(ratio[vr]))
+    fin = valid & ops.isfinite(diff)
+    if ops.count(fin):
+        res.max_err = max(res.max_err, ops.max(diff[fin]))
     bad = valid & ~ok
-    if ops.count(valid):
-        res.max_err = max(res.max_err, ops.max(diff[valid & ops.isfinite(diff)])
-                          if ops.count(valid & ops.isfinite(diff)) else 0.0)
     nbad = ops.count(bad)
     if nbad:
         idx = ops.first(bad)
         res.fail("%s: %d of %d compared differ%s; first at %s: got %r, "
-                 "expected %r" % (what, nbad, ops.count(valid),
+                 "expected %r" % (what, nbad,
+                                  ops.count(valid & (want == want)),
                                   "" if exact else " beyond tolerance",
                                   list(idx), float(got[idx]),
                                   float(want[idx])))

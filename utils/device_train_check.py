@@ -543,40 +543,8 @@ def grad_tolerance(xp, ops, want, scale, dtype):
 
 
 def compare(env, res, what, got, want, tol, valid, exact=False):
-    """got, want: float32 arrays of one shape; tol broadcastable (ignored if
-    exact); valid: bool mask broadcastable. NaN in got always fails."""
-    ops = env.ops
-    if tuple(got.shape) != tuple(want.shape):
-        res.fail("%s: shape %s, expected %s" % (what, tuple(got.shape),
-                                                 tuple(want.shape)))
-        return
-    if min(tuple(got.shape) or (1,)) == 0:
-        return
-    diff = ops.abs(got - want)
-    if exact:
-        ok = got == want
-    else:
-        ok = diff <= tol
-        ratio = diff / tol
-        vr = valid & ops.isfinite(ratio)
-        if ops.count(vr):
-            res.max_ratio = max(res.max_ratio, ops.max(ratio[vr]))
-    fin = valid & ops.isfinite(diff)
-    if ops.count(fin):
-        res.max_err = max(res.max_err, ops.max(diff[fin]))
-    bad = valid & ~ok
-    nbad = ops.count(bad)
-    if nbad:
-        idx = ops.first(bad)
-        res.fail("%s: %d of %d compared differ%s; first at %s: got %r, "
-                 "expected %r" % (what, nbad,
-                                  ops.count(valid & (want == want)),
-                                  "" if exact else " beyond tolerance",
-                                  list(idx), float(got[idx]),
-                                  float(want[idx])))
-
-# ---------------------------------------------------------------------------
-# Buffers of a training call
+    """device_check.compare_within on the env's array ops."""
+    dc.compare_within(env.ops, res, what, got, want, tol, valid, exact)
 
 
 class TBuf(object):
