@@ -2,6 +2,7 @@
 # lit configuration for the FlexSN regression tests.
 
 import os
+import shutil
 
 import lit.formats
 import lit.util
@@ -25,6 +26,9 @@ if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
     config.available_features.add("cuda-toolkit")
 if os.path.exists(os.path.join(config.cuda_toolkit, "include", "cuda.h")):
     config.available_features.add("cuda-headers")
+# Ahead-of-time CPU kernels are linked into shared libraries by cc.
+if shutil.which("cc"):
+    config.available_features.add("c-compiler")
 config.substitutions.append(("%flexsn_runtime_lib", config.flexsn_runtime_lib))
 if os.path.exists(config.flexsn_runtime_lib):
     config.available_features.add("flexsn-runtime")

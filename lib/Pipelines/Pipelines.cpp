@@ -15,6 +15,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -55,6 +56,12 @@ void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
+  // bf16 conversions as integer ops: LLVM would call __truncsfbf2, which
+  // older C runtimes (libgcc before GCC 13) lack, so an ahead-of-time
+  // compiled library could not be loaded.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   // Math ops LLVM has intrinsics for, then libm calls for the rest (atan,
   // erf), which the JIT resolves in the host process.

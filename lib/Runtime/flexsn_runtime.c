@@ -34,8 +34,65 @@
 #endif
 
 static FLEXSN_THREAD_LOCAL int g_last_error;
+/* The buffer a failed flexsn_launch on this thread blamed; -1 for none. */
+static FLEXSN_THREAD_LOCAL int g_failed_buffer = -1;
 
 int flexsn_last_cuda_error(void) { return g_last_error; }
+
+int flexsn_last_failed_buffer(void) { return g_failed_buffer; }
+
+/* Records which buffer a failing check is about. */
+static flexsn_status blame(int buffer, flexsn_status status) {
+  g_failed_buffer = buffer;
+  return status;
+}
+
+const char *flexsn_status_name(flexsn_status status) {
+  switch (status) {
+#define FLEXSN_STATUS_NAME(name)                                               \
+  case name:                                                                   \
+    return #name;
+    FLEXSN_STATUS_NAME(FLEXSN_SUCCESS)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_NULL_POINTER)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_NEGATIVE_SIZE)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_BAD_STRIDE)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_SIZE_OVERFLOW)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_INVALID_ARGUMENT)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_NO_DRIVER)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_NO_CONTEXT)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_CONTEXT_MISMATCH)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_BUFFER_TOO_SMALL)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_MODULE_LOAD)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_KERNEL_NOT_FOUND)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_LAUNCH)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_CUDA)
+#undef FLEXSN_STATUS_NAME
+  }
+  return "FLEXSN_UNKNOWN_STATUS";
+}
+
+int flexsn_buffer_kind_from_role(const char *role) {
+  static const struct {
+    const char *role;
+    flexsn_buffer_kind kind;
+  } kinds[] = {{"input_sequence", FLEXSN_INPUT_SEQUENCE},
+               {"initial_state", FLEXSN_INITIAL_STATE},
+               {"output_sequence", FLEXSN_OUTPUT_SEQUENCE},
+               {"state_sequence", FLEXSN_STATE_SEQUENCE},
+               {"final_state", FLEXSN_FINAL_STATE},
+               {"optional_input_sequence", FLEXSN_OPTIONAL_INPUT_SEQUENCE},
+               {"saved_output", FLEXSN_SAVED_OUTPUT},
+               {"saved_input", FLEXSN_SAVED_INPUT},
+               {"param_gradient", FLEXSN_PARAM_GRADIENT},
+               {"reduction_scratch", FLEXSN_REDUCTION_SCRATCH}};
+  size_t i;
+  if (!role)
+    return -1;
+  for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i)
+    if (strcmp(role, kinds[i].role) == 0)
+      return (int)kinds[i].kind;
+  return -1;
+}
 
 /* Records a failed driver call and returns the status to report for it. */
 static flexsn_status fail(CUresult result, flexsn_status status) {
@@ -624,6 +681,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
 
   /* Everything that needs no driver comes first, so it also fails cleanly on
      machines without one. */
+  g_failed_buffer = -1;
   status = check_desc(image, desc, buffers, scalars);
   if (status != FLEXSN_SUCCESS)
     return status;
@@ -636,7 +694,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     ld = N;
   for (i = 0; i < nb; ++i)
     if (is_required(desc->kinds[i]) && !buffers[i])
-      return FLEXSN_ERROR_NULL_POINTER;
+      return blame(i, FLEXSN_ERROR_NULL_POINTER);
   /* Extents in elements, then in bytes per buffer (element sizes differ in
      training kernels). */
   status = compute_extents(T, N, ld, 1, &seq_bytes, &state_bytes);
@@ -657,7 +715,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
   }
   for (i = 0; i < nb; ++i)
     if ((uintptr_t)buffers[i] % (uintptr_t)element_size_of(desc, i) != 0)
-      return FLEXSN_ERROR_INVALID_ARGUMENT;
+      return blame(i, FLEXSN_ERROR_INVALID_ARGUMENT);
 
   if (N == 0 || T == 0) {
     /* Parameter gradients of an empty problem are zero. */
@@ -687,7 +745,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     status = check_buffer(context, buffers[i], extents[i],
                           is_written(desc->kinds[i]));
     if (status != FLEXSN_SUCCESS)
-      return status;
+      return blame(i, status);
   }
 
   vector = ld % desc->vector_width == 0;

@@ -20,7 +20,7 @@ using namespace mlir;
 using namespace mlir::flexsn;
 
 /// Bumped whenever a consumer would misread the new layout.
-static constexpr int kManifestVersion = 2;
+static constexpr int kManifestVersion = 3;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -69,8 +69,22 @@ static void writeNeuron(llvm::json::OStream &json, NeuronOp neuron) {
   });
 }
 
-/// One kernel: its entry points, then every argument in launch order.
-static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
+/// The shape of a buffer of `role`, as names of run-time sizes.
+static SmallVector<StringRef, 2> bufferShape(StringRef role) {
+  if (role == "param_gradient")
+    return {};
+  if (role == "initial_state" || role == "final_state")
+    return {"N"};
+  if (role == "reduction_scratch")
+    return {"scratch"};
+  return {"T", "N"};
+}
+
+/// One kernel: its entry points, every argument of its C function (GPU:
+/// the header's; CPU: the C interface's), and the buffers the kernel itself
+/// takes, with where each workspace part lies.
+static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel,
+                        bool cpu) {
   auto str = [&](StringRef key) {
     auto attr = kernel.getAs<StringAttr>(key);
     return attr ? attr.getValue() : StringRef();
@@ -79,14 +93,18 @@ static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
   std::string dtypeName = dtype ? typeName(dtype.getValue()) : "";
   json.object([&] {
     json.attribute("name", str("name"));
-    json.attribute("function", ("flexsn_" + str("name")).str());
+    json.attribute("function", ((cpu ? "_mlir_ciface_" : "flexsn_") +
+                                str("name"))
+                                   .str());
     json.attribute("neuron", str("neuron"));
     json.attribute("variant", str("variant"));
     json.attribute("dtype", dtypeName);
-    json.attribute("vector_kernel", str("vector_kernel"));
-    json.attribute("scalar_kernel", str("scalar_kernel"));
-    if (auto width = kernel.getAs<IntegerAttr>("vector_width"))
-      json.attribute("vector_width", width.getInt());
+    if (!cpu) {
+      json.attribute("vector_kernel", str("vector_kernel"));
+      json.attribute("scalar_kernel", str("scalar_kernel"));
+      if (auto width = kernel.getAs<IntegerAttr>("vector_width"))
+        json.attribute("vector_width", width.getInt());
+    }
     // The training workspace: saved * T * ld f32, then the deterministic
     // reduction scratch of a neuron with trainable parameters.
     auto integer = [&](StringRef key) -> int64_t {
@@ -106,13 +124,44 @@ static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
           llvm::formatv("4 + 4 * {0} * ceil(N / 256)", slots).str());
     json.attribute("workspace_bytes",
                    terms.empty() ? "0" : llvm::join(terms, " + "));
+    auto roles = kernel.getAs<ArrayAttr>("buffer_roles");
+    auto names = kernel.getAs<ArrayAttr>("buffer_names");
+    auto dtypes = kernel.getAs<ArrayAttr>("buffer_dtypes");
+    auto bufferDtype = [&](size_t i) {
+      return dtypes ? typeName(cast<TypeAttr>(dtypes[i]).getValue())
+                    : dtypeName;
+    };
+    // The kernel's own buffers, in order: what a caller of the runtime's
+    // flexsn_launch (or of a CPU function) passes. Workspace parts name
+    // their byte offset in the workspace; the rest are arguments.
+    json.attributeArray("buffers", [&] {
+      if (!roles || !names)
+        return;
+      int64_t savedIndex = 0;
+      for (auto [i, role, name] :
+           llvm::enumerate(roles.getAsValueRange<StringAttr>(),
+                           names.getAsValueRange<StringAttr>()))
+        json.object([&] {
+          json.attribute("name", name);
+          json.attribute("role", role);
+          json.attribute("dtype", bufferDtype(i));
+          json.attributeArray("shape", [&] {
+            for (StringRef size : bufferShape(role))
+              json.value(size);
+          });
+          if (role == "saved_output" || role == "saved_input")
+            json.attribute(
+                "workspace_offset",
+                llvm::formatv("{0} * T * ld * 4", savedIndex++).str());
+          else if (role == "reduction_scratch")
+            json.attribute("workspace_offset",
+                           llvm::formatv("{0} * T * ld * 4", saved).str());
+        });
+    });
     // Arguments: the buffers, the workspace, then the kernel's T, N, ld and
     // runtime parameters. The header's function takes the same buffers,
     // workspace and parameters, after (stream, T, N, ld).
     json.attributeArray("arguments", [&] {
-      auto roles = kernel.getAs<ArrayAttr>("buffer_roles");
-      auto names = kernel.getAs<ArrayAttr>("buffer_names");
-      auto dtypes = kernel.getAs<ArrayAttr>("buffer_dtypes");
       bool readsWorkspace = false, writesWorkspace = false;
       if (roles && names)
         for (auto [i, role, name] :
@@ -127,18 +176,12 @@ static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel) {
             continue;
           }
           json.object([&] {
-            bool perNeuron = role == "initial_state" || role == "final_state";
-            bool scalar = role == "param_gradient";
             json.attribute("name", name);
             json.attribute("role", role);
-            json.attribute(
-                "dtype", dtypes ? typeName(cast<TypeAttr>(dtypes[i]).getValue())
-                                : dtypeName);
+            json.attribute("dtype", bufferDtype(i));
             json.attributeArray("shape", [&] {
-              if (!perNeuron && !scalar)
-                json.value("T");
-              if (!scalar)
-                json.value("N");
+              for (StringRef size : bufferShape(role))
+                json.value(size);
             });
             json.attribute("optional", role != "input_sequence" &&
                                            role != "param_gradient");
@@ -183,13 +226,17 @@ LogicalResult mlir::flexsn::translateToManifest(ModuleOp module,
       for (auto neuron : module.getOps<NeuronOp>())
         writeNeuron(json, neuron);
     });
-    // GPU kernels, as convert-flexsn-to-gpu described them.
-    auto kernels = module->getAttrOfType<ArrayAttr>("flexsn.gpu_kernels");
-    json.attributeArray("kernels", [&] {
-      if (kernels)
-        for (auto kernel : kernels.getAsRange<DictionaryAttr>())
-          writeKernel(json, kernel);
-    });
+    // GPU and CPU kernels, as convert-flexsn-to-gpu / -to-scf described them.
+    for (auto [key, attr, cpu] :
+         {std::make_tuple("kernels", "flexsn.gpu_kernels", false),
+          std::make_tuple("cpu_kernels", "flexsn.cpu_kernels", true)}) {
+      auto kernels = module->getAttrOfType<ArrayAttr>(attr);
+      json.attributeArray(key, [&] {
+        if (kernels)
+          for (auto kernel : kernels.getAsRange<DictionaryAttr>())
+            writeKernel(json, kernel, cpu);
+      });
+    }
     json.attributeArray("targets", [&] {
       for (auto binary : module.getOps<gpu::BinaryOp>())
         for (auto object : binary.getObjects().getAsRange<gpu::ObjectAttr>())

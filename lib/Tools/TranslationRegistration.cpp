@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Target/GPUBinary.h"
+#include "flexsn/Target/HostObject.h"
 #include "flexsn/Target/Manifest.h"
 #include "flexsn/Tools/Registration.h"
 
@@ -14,4 +15,5 @@ void mlir::flexsn::registerAllTranslations() {
   mlir::registerAllTranslations();
   registerToManifestTranslation();
   registerGPUBinaryTranslations();
+  registerHostObjectTranslation();
 }

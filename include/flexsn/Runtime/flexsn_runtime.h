@@ -64,6 +64,17 @@ typedef enum flexsn_status {
    outside the enum). */
 const char *flexsn_status_message(flexsn_status status);
 
+/* The enumerator's name ("FLEXSN_ERROR_NULL_POINTER"); never NULL
+   ("FLEXSN_UNKNOWN_STATUS" for a value outside the enum). For bindings that
+   turn statuses into exceptions. */
+const char *flexsn_status_name(flexsn_status status);
+
+/* The index (in the kernel's buffer order) of the buffer that the last
+   failed flexsn_launch on this thread was about: a required one that was
+   NULL, a misaligned one, one of another context or too small. -1 when the
+   failure concerned no single buffer, or the last launch succeeded. */
+int flexsn_last_failed_buffer(void);
+
 /* The CUresult of the last failed driver call on this thread (0 when none
    failed yet): the cause behind FLEXSN_ERROR_CUDA / _LAUNCH / _MODULE_LOAD /
    _NO_DRIVER (cuInit), for diagnostics. */
@@ -105,6 +116,11 @@ typedef enum flexsn_buffer_kind {
      4-byte alignment (the header places it in the training workspace). */
   FLEXSN_REDUCTION_SCRATCH
 } flexsn_buffer_kind;
+
+/* The kind whose role name (as the manifest spells it: "input_sequence",
+   "initial_state", ..., "reduction_scratch") is `role`; -1 for none. Lets
+   bindings read kinds from a manifest without copying this enum. */
+int flexsn_buffer_kind_from_role(const char *role);
 
 /* Upper bound on num_buffers + num_scalars (the kernel parameter array lives
    on the stack: launches allocate nothing). */

@@ -6,6 +6,7 @@
 
 #include "flexsn/Conversion/Passes.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,8 +30,8 @@ constexpr unsigned kBlockSize = 256;
 constexpr unsigned kWarpSize = 32;
 constexpr unsigned kWarpsPerBlock = kBlockSize / kWarpSize;
 
-/// What a kernel function's scan reads and writes. Buffers are the scan's
-/// memref operands in order: inputs, inits, outputs, states, reductions.
+/// What a kernel function's scan reads and writes (classified once, in
+/// KernelInterface), and how the GPU kernel walks it.
 struct KernelPlan {
   // Op handles are cheap values; their accessors are not const.
   mutable func::FuncOp func;
@@ -38,16 +39,15 @@ struct KernelPlan {
   mutable NeuronOp neuron; // null for an inline body
   Block *body;             // the step body (neuron's or the scan's)
   unsigned numStates;      // carried states
-  SmallVector<Type> elementTypes;
-  SmallVector<StringRef> roles; // flexsn_buffer_kind, spelled
-  unsigned width;               // neurons per thread in the vector kernel
+  KernelBuffers buffers; // roles and element types, in buffer order
+  unsigned width; // neurons per thread in the vector kernel
 
   unsigned numInputs() const { return scan.getInputs().size(); }
   unsigned numInits() const { return scan.getInits().size(); }
   unsigned numOutputs() const { return scan.getOutputs().size(); }
   unsigned numStateResults() const { return scan.getStates().size(); }
   unsigned numReductions() const { return scan.getReductions().size(); }
-  unsigned numBuffers() const { return elementTypes.size(); }
+  unsigned numBuffers() const { return buffers.size(); }
 };
 
 /// Emits one thread's work over a contiguous group of neurons.
@@ -282,7 +282,7 @@ public:
   }
 
 private:
-  Type elementType(unsigned buffer) const { return plan.elementTypes[buffer]; }
+  Type elementType(unsigned buffer) const { return plan.buffers.elementTypes[buffer]; }
 
   Value reductionBuffer(unsigned r) const {
     return buffers[plan.numBuffers() - plan.numReductions() + r];
@@ -556,176 +556,39 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   gpu::ReturnOp::create(b, loc);
 }
 
-/// Describes a kernel for the header and manifest emitters; a deterministic
-/// one has the reduction scratch as its last buffer.
-DictionaryAttr describeKernel(Builder &b, const KernelPlan &plan,
-                              bool deterministic) {
-  SmallVector<Attribute> roles = llvm::map_to_vector(
-      plan.roles, [&](StringRef r) -> Attribute { return b.getStringAttr(r); });
-  SmallVector<Attribute> dtypes = llvm::map_to_vector(
-      plan.elementTypes, [&](Type t) -> Attribute { return TypeAttr::get(t); });
-  if (deterministic) {
-    roles.push_back(b.getStringAttr("reduction_scratch"));
-    dtypes.push_back(TypeAttr::get(b.getF32Type()));
-  }
-  // Buffer names come from the neuron (training kernels' inline bodies name
-  // it in `flexsn.neuron`), suffixed by role; without one, by position.
-  auto names = [&](ArrayAttr attr) {
-    return llvm::to_vector(attr.getAsValueRange<StringAttr>());
-  };
-  SmallVector<std::string> bufferNames;
-  auto neuronOf = plan.func->getAttrOfType<StringAttr>("flexsn.neuron");
-  StringRef variant =
-      plan.func->getAttrOfType<StringAttr>("flexsn.variant").getValue();
-  NeuronOp named = plan.neuron;
-  if (!named && neuronOf)
-    named = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
-        plan.func, StringAttr::get(b.getContext(), neuronOf.getValue()));
-  auto numbered = [&](StringRef stem, unsigned count) {
-    for (unsigned i = 0; i < count; ++i)
-      bufferNames.push_back((stem + Twine(i)).str());
-  };
-  auto fromNeuron = [&](ArrayAttr attr, StringRef suffix) {
-    for (StringRef n : names(attr))
-      bufferNames.push_back((n + suffix).str());
-  };
-  if (named && (variant == "inference" || variant == "final-state" ||
-                variant == "forward")) {
-    fromNeuron(named.getInputNames(), "");
-    if (plan.numInits())
-      fromNeuron(named.getStateNames(), "_init");
-    fromNeuron(named.getOutputNames(), "");
-    unsigned saved = plan.numOutputs() - named.getNumOutputs();
-    numbered("saved", saved);
-    if (plan.numStateResults())
-      fromNeuron(named.getStateNames(),
-                 plan.scan.getFinalStates() ? "_final" : "_seq");
-  } else if (named && variant == "backward") {
-    fromNeuron(named.getOutputNames(), "_grad");
-    fromNeuron(named.getStateNames(), "_seq_grad");
-    auto saved = plan.func->getAttrOfType<IntegerAttr>("flexsn.saved");
-    numbered("saved", saved ? saved.getInt() : 0);
-    auto reread = plan.func->getAttrOfType<DenseI64ArrayAttr>("flexsn.reread");
-    for (int64_t i : reread ? reread.asArrayRef() : ArrayRef<int64_t>())
-      bufferNames.push_back(names(named.getInputNames())[i].str());
-    fromNeuron(named.getStateNames(), "_final_grad");
-    fromNeuron(named.getInputNames(), "_grad");
-    fromNeuron(named.getStateNames(), "_init_grad");
-    for (ParamAttr p : named.getRuntimeParamAttrs())
-      if (p.getKind() == ParamKind::Trainable)
-        bufferNames.push_back((p.getName().getValue() + "_grad").str());
-  } else {
-    numbered("buffer", plan.numBuffers());
-  }
-  if (deterministic)
-    bufferNames.push_back("reduction_scratch");
-  SmallVector<Attribute> nameAttrs =
-      llvm::map_to_vector(bufferNames, [&](const std::string &n) -> Attribute {
-        return b.getStringAttr(n);
-      });
-
-  SmallVector<Attribute> params;
-  SmallVector<ParamAttr> runtimeParams;
-  if (named)
-    runtimeParams = named.getRuntimeParamAttrs();
-  for (auto [i, value] : llvm::enumerate(plan.scan.getParams()))
-    params.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", i < runtimeParams.size()
-                                    ? runtimeParams[i].getName()
-                                    : b.getStringAttr("param" + Twine(i))),
-         b.getNamedAttr("type", TypeAttr::get(value.getType()))}));
-  std::string name =
-      (plan.func.getSymName() + (deterministic ? "_deterministic" : "")).str();
-  auto saved = plan.func->getAttrOfType<IntegerAttr>("flexsn.saved");
-  // The training workspace of a neuron with trainable parameters ends with
-  // the deterministic reduction scratch: its forward and backward kernels
-  // report the same size, so one allocation serves every mode.
-  int64_t reductionSlots = plan.numReductions();
-  if (named && variant == "forward")
-    reductionSlots =
-        llvm::count_if(named.getRuntimeParamAttrs(), [](ParamAttr p) {
-          return p.getKind() == ParamKind::Trainable;
-        });
-  // The storage type: that of the first buffer (never a saved one).
-  Type dtype = plan.elementTypes.front();
-  return b.getDictionaryAttr({
-      b.getNamedAttr("name", b.getStringAttr(name)),
-      b.getNamedAttr("neuron", b.getStringAttr(neuronOf ? neuronOf.getValue()
-                                                        : StringRef())),
-      b.getNamedAttr("variant", b.getStringAttr(variant)),
-      b.getNamedAttr("dtype", TypeAttr::get(dtype)),
-      b.getNamedAttr("vector_kernel", b.getStringAttr(name + "_vec")),
-      b.getNamedAttr("scalar_kernel", b.getStringAttr(name + "_scalar")),
-      b.getNamedAttr("vector_width", b.getI64IntegerAttr(plan.width)),
-      b.getNamedAttr("buffer_roles", b.getArrayAttr(roles)),
-      b.getNamedAttr("buffer_names", b.getArrayAttr(nameAttrs)),
-      b.getNamedAttr("buffer_dtypes", b.getArrayAttr(dtypes)),
-      b.getNamedAttr("saved", b.getI64IntegerAttr(saved ? saved.getInt() : 0)),
-      b.getNamedAttr("reduction_slots", b.getI64IntegerAttr(reductionSlots)),
-      b.getNamedAttr("deterministic", b.getBoolAttr(deterministic)),
-      b.getNamedAttr("params", b.getArrayAttr(params)),
-  });
-}
-
 /// Plans one kernel function: its scan, body and buffer roles.
 FailureOr<KernelPlan> planKernel(func::FuncOp func) {
-  auto scans = llvm::to_vector(func.getOps<ScanOp>());
-  if (scans.size() != 1)
-    return func.emitError("a kernel function must hold exactly one scan");
-  ScanOp scan = scans.front();
+  FailureOr<KernelBuffers> buffers = classifyKernelBuffers(func);
+  if (failed(buffers))
+    return failure();
   KernelPlan plan;
   plan.func = func;
-  plan.scan = scan;
-  if (scan.getCallee()) {
-    plan.neuron = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
-        scan, scan.getCalleeAttr());
+  plan.scan = buffers->scan;
+  plan.neuron = buffers->neuron;
+  if (plan.neuron) {
     plan.body = &plan.neuron.getBodyBlock();
     plan.numStates = plan.neuron.getNumStates();
   } else {
-    plan.body = &scan.getBody().front();
-    plan.numStates = plan.body->getNumArguments() - scan.getInputs().size() -
-                     scan.getParams().size();
+    plan.body = &plan.scan.getBody().front();
+    plan.numStates = plan.body->getNumArguments() -
+                     plan.scan.getInputs().size() -
+                     plan.scan.getParams().size();
   }
-  // Saved values (f32 sequences the forward kernel writes beyond the
-  // neuron's outputs, which the backward kernel reads) are workspace.
-  StringRef variant =
-      func->getAttrOfType<StringAttr>("flexsn.variant").getValue();
-  auto savedAttr = func->getAttrOfType<IntegerAttr>("flexsn.saved");
-  unsigned saved = savedAttr ? savedAttr.getInt() : 0;
-  DenseSet<int64_t> optional;
-  for (int64_t i : scan.getOptionalInputs().value_or(ArrayRef<int64_t>()))
-    optional.insert(i);
-  for (auto [i, v] : llvm::enumerate(scan.getInputs())) {
-    bool isSaved = variant == "backward" && i >= optional.size() &&
-                   i < optional.size() + saved;
-    plan.roles.push_back(optional.contains(i) ? "optional_input_sequence"
-                         : isSaved            ? "saved_input"
-                                              : "input_sequence");
-  }
-  plan.roles.append(scan.getInits().size(), "initial_state");
-  unsigned numOutputs = scan.getOutputs().size();
-  for (unsigned k = 0; k < numOutputs; ++k)
-    plan.roles.push_back(variant == "forward" && k >= numOutputs - saved
-                             ? "saved_output"
-                             : "output_sequence");
-  plan.roles.append(scan.getStates().size(),
-                    scan.getFinalStates() ? "final_state" : "state_sequence");
-  plan.roles.append(scan.getReductions().size(), "param_gradient");
-
   unsigned smallest = kAccessBytes;
-  for (Value v :
-       llvm::concat<Value>(scan.getInputs(), scan.getInits(), scan.getOutputs(),
-                           scan.getStates(), scan.getReductions())) {
-    auto type = cast<MemRefType>(v.getType());
-    Type element = type.getElementType();
+  ScanOp scan = plan.scan;
+  for (auto [element, value] : llvm::zip_equal(
+           buffers->elementTypes,
+           llvm::concat<Value>(scan.getInputs(), scan.getInits(),
+                               scan.getOutputs(), scan.getStates(),
+                               scan.getReductions()))) {
     if (!element.isF32() && !element.isF16() && !element.isBF16())
-      return scan.emitError("GPU kernels store f32, f16 or bf16, got ")
+      return plan.scan.emitError("GPU kernels store f32, f16 or bf16, got ")
              << element;
-    plan.elementTypes.push_back(element);
-    if (type.getRank() > 0)
+    if (cast<MemRefType>(value.getType()).getRank() > 0)
       smallest = std::min(smallest, element.getIntOrFloatBitWidth() / 8);
   }
   plan.width = kAccessBytes / smallest;
+  plan.buffers = std::move(*buffers);
   return plan;
 }
 
@@ -733,7 +596,7 @@ struct ConvertFlexSNToGPUPass
     : flexsn::impl::ConvertFlexSNToGPUBase<ConvertFlexSNToGPUPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<KernelPlan> plans;
+    std::vector<KernelPlan> plans;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func->hasAttr("flexsn.variant"))
         continue;
@@ -755,13 +618,13 @@ struct ConvertFlexSNToGPUPass
     for (const KernelPlan &plan : plans) {
       buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/false);
       buildKernel(kernelBuilder, plan, 1, /*deterministic=*/false);
-      descriptions.push_back(describeKernel(builder, plan, false));
+      descriptions.push_back(describeKernel(builder, plan.buffers, plan.width, false));
       // Kernels with reductions (parameter gradients) also come in a
       // deterministic mode.
       if (plan.numReductions()) {
         buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/true);
         buildKernel(kernelBuilder, plan, 1, /*deterministic=*/true);
-        descriptions.push_back(describeKernel(builder, plan, true));
+        descriptions.push_back(describeKernel(builder, plan.buffers, plan.width, true));
       }
     }
     module->setAttr("flexsn.gpu_kernels", builder.getArrayAttr(descriptions));

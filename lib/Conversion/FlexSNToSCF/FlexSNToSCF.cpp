@@ -6,6 +6,7 @@
 
 #include "flexsn/Conversion/Passes.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
 
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -205,6 +206,23 @@ struct ConvertFlexSNToSCFPass
     : flexsn::impl::ConvertFlexSNToSCFBase<ConvertFlexSNToSCFPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Kernel functions keep their interface on the module, for the manifest
+    // and the runtimes that call the compiled functions.
+    Builder builder(module.getContext());
+    SmallVector<Attribute> descriptions;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!func->hasAttr("flexsn.variant"))
+        continue;
+      FailureOr<KernelBuffers> buffers = classifyKernelBuffers(func);
+      if (failed(buffers))
+        return signalPassFailure();
+      descriptions.push_back(
+          describeKernel(builder, *buffers, /*vectorWidth=*/0, false));
+    }
+    if (!descriptions.empty())
+      module->setAttr("flexsn.cpu_kernels",
+                      builder.getArrayAttr(descriptions));
+
     SmallVector<ScanOp> scans;
     module.walk([&](ScanOp scan) { scans.push_back(scan); });
     for (ScanOp scan : scans)

@@ -101,6 +101,45 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FlexSNSetParams : Pass<"flexsn-set-params", "::mlir::ModuleOp"> {
+  let summary = "Set neuron parameters' defaults, bindings and surrogate";
+  let description = [{
+    Configures neurons before kernel generation, so one neuron file serves
+    every configuration (the Python layer's `compile(..., params=...)` and
+    drop-in neurons use it):
+
+    * `values=tau=3.0,soft_reset=true`: new defaults. A `const` parameter
+      is then specialized to its new value; a `runtime` one only changes
+      the value callers get by default.
+    * `kinds=v_threshold=runtime,w=trainable`: new bindings (`const`,
+      `runtime`, `trainable`).
+    * `surrogate=#flexsn.atan<alpha=3.0>`: the surrogate of every
+      `flexsn.spike` in the neurons. Write it without spaces, or quote
+      the option.
+
+    `neurons` restricts it to the named neurons (default: all). A name that
+    no selected neuron has, a value that is not of the parameter's type
+    (`f32`: a finite number; `i1`: true, false, 1, 0; `i32`: an integer),
+    an unknown binding, a non-`f32` trainable parameter and a text that is
+    not a surrogate attribute are errors; the surrogate's own range checks
+    apply.
+
+    Rationale:
+    * Specializing in IR rather than editing neuron text keeps every
+      diagnostic on the user's file and its verifiers in charge.
+  }];
+  let options = [
+    ListOption<"values", "values", "std::string",
+               "Parameter defaults, as name=value">,
+    ListOption<"kinds", "kinds", "std::string",
+               "Parameter bindings, as name=const|runtime|trainable">,
+    Option<"surrogate", "surrogate", "std::string", "\"\"",
+           "Surrogate attribute for every spike, e.g. #flexsn.atan<alpha=2.0>">,
+    ListOption<"neurons", "neurons", "std::string",
+               "Neurons to configure (default: all)">,
+  ];
+}
+
 def FlexSNExpandSurrogates : Pass<"flexsn-expand-surrogates"> {
   let summary = "Expand spike, detach and surrogate ops into arith and math";
   let description = [{
