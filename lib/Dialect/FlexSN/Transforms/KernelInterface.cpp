@@ -9,6 +9,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::flexsn;
 
@@ -134,6 +136,35 @@ DictionaryAttr mlir::flexsn::describeKernel(Builder &b,
       llvm::map_to_vector(bufferNames, [&](const std::string &n) -> Attribute {
         return b.getStringAttr(n);
       });
+
+  // A CPU kernel is called as its function: buffers in argument order (a
+  // forward function takes its saved sequences last, its scan writes them
+  // among the outputs). GPU kernels take them in the scan's order.
+  if (vectorWidth == 0) {
+    SmallVector<unsigned> order(buffers.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto operands = llvm::to_vector(llvm::concat<Value>(
+        scan.getInputs(), scan.getInits(), scan.getOutputs(),
+        scan.getStates(), scan.getReductions()));
+    auto argNumber = [&](unsigned i) -> unsigned {
+      auto arg = dyn_cast<BlockArgument>(operands[i]);
+      return arg && arg.getOwner()->getParentOp() == func
+                 ? arg.getArgNumber()
+                 : ~0u;
+    };
+    llvm::stable_sort(order, [&](unsigned a, unsigned c) {
+      return argNumber(a) < argNumber(c);
+    });
+    auto permute = [&](SmallVector<Attribute> &attrs) {
+      SmallVector<Attribute> sorted;
+      for (unsigned i : order)
+        sorted.push_back(attrs[i]);
+      attrs = std::move(sorted);
+    };
+    permute(roles);
+    permute(dtypes);
+    permute(nameAttrs);
+  }
 
   SmallVector<Attribute> params;
   SmallVector<ParamAttr> runtimeParams;

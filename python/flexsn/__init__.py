@@ -1,0 +1,24 @@
+"""FlexSN from Python: compile spiking neurons ahead of time and run them.
+
+    import flexsn
+    lif = flexsn.compile("lif", params={"tau": 3.0})   # cached by content
+    from flexsn.torch import LIFNode                  # PyTorch modules
+
+See docs/Python.md.
+"""
+
+from . import surrogate
+from ._manifest import Kernel, Manifest, ManifestError, NeuronInfo, Param
+from ._runtime import RuntimeStatusError
+from ._tools import CompileError, ToolNotFoundError
+from .compiler import (ALL_VARIANTS, STORAGE_TYPES, CompiledNeuron, cache_dir,
+                       compile, shipped_neurons)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ALL_VARIANTS", "STORAGE_TYPES", "CompileError", "CompiledNeuron",
+    "Kernel", "Manifest", "ManifestError", "NeuronInfo", "Param",
+    "RuntimeStatusError", "ToolNotFoundError", "cache_dir", "compile",
+    "shipped_neurons", "surrogate",
+]

@@ -1,0 +1,188 @@
+"""Kernel interfaces as the compiler describes them (the JSON manifest).
+
+Everything the package knows about a kernel -- its buffers in launch order,
+their roles and dtypes, where each workspace part lies, its runtime
+parameters -- is read here from `flexsn-translate --flexsn-to-manifest`
+output. Nothing about a neuron or an argument position is hard-coded.
+"""
+
+import ast
+import dataclasses
+import fractions
+from typing import Dict, List, Optional, Sequence, Tuple
+
+MANIFEST_FORMAT = "flexsn-manifest"
+MANIFEST_VERSION = 3
+
+#: Bytes per element of each storage dtype the compiler emits.
+ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i1": 1, "i32": 4}
+
+
+class ManifestError(ValueError):
+    """A manifest that this package cannot read (wrong format or version)."""
+
+
+def evaluate_size(formula: str, **sizes: int) -> int:
+    """Evaluates a manifest size formula such as
+    `1 * T * ld * 4 + 4 + 4 * 1 * ceil(N / 256)` exactly, over integers.
+
+    Only numbers, the given names, `+ - * /` and `ceil` are accepted, so a
+    manifest cannot run code."""
+
+    def visit(node):
+        if isinstance(node, ast.Expression):
+            return visit(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return fractions.Fraction(node.value)
+        if isinstance(node, ast.Name) and node.id in sizes:
+            return fractions.Fraction(sizes[node.id])
+        if isinstance(node, ast.BinOp):
+            left, right = visit(node.left), visit(node.right)
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.Div):
+                return left / right
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "ceil" and len(node.args) == 1
+                and not node.keywords):
+            value = visit(node.args[0])
+            return fractions.Fraction(-(-value.numerator // value.denominator))
+        raise ManifestError(f"unsupported size formula {formula!r}")
+
+    value = visit(ast.parse(formula, mode="eval"))
+    if value.denominator != 1:
+        raise ManifestError(f"size formula {formula!r} is not an integer")
+    return int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # "f32", "i1", "i32"
+    default: object
+    kind: str  # "const", "runtime", "trainable"
+
+
+@dataclasses.dataclass(frozen=True)
+class NeuronInfo:
+    name: str
+    inputs: Tuple[str, ...]
+    states: Tuple[str, ...]
+    outputs: Tuple[str, ...]
+    params: Tuple[Param, ...]
+
+    @property
+    def runtime_params(self) -> Tuple[Param, ...]:
+        return tuple(p for p in self.params if p.kind != "const")
+
+    @property
+    def trainable_params(self) -> Tuple[Param, ...]:
+        return tuple(p for p in self.params if p.kind == "trainable")
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffer:
+    """One buffer a kernel takes, in launch order."""
+    name: str
+    role: str  # the runtime's buffer kind, spelled as in flexsn_runtime.h
+    dtype: str
+    shape: Tuple[str, ...]  # names of run-time sizes: ("T", "N"), ("N",), ()
+    workspace_offset: Optional[str] = None  # a size formula, for workspace parts
+
+    @property
+    def element_bytes(self) -> int:
+        return ELEMENT_BYTES[self.dtype]
+
+    @property
+    def in_workspace(self) -> bool:
+        return self.workspace_offset is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """One compiled kernel: a GPU entry pair or a CPU function."""
+    name: str
+    function: str
+    neuron: str
+    variant: str
+    dtype: str
+    buffers: Tuple[Buffer, ...]
+    params: Tuple[Tuple[str, str], ...]  # (name, type) of runtime parameters
+    workspace_bytes: str
+    deterministic: bool = False
+    vector_kernel: str = ""
+    scalar_kernel: str = ""
+    vector_width: int = 1
+
+    def workspace_size(self, T: int, N: int, ld: int) -> int:
+        return evaluate_size(self.workspace_bytes, T=T, N=N, ld=ld or N)
+
+    def buffers_with_role(self, *roles: str) -> List[Buffer]:
+        return [b for b in self.buffers if b.role in roles]
+
+
+def _neuron(entry: dict) -> NeuronInfo:
+    return NeuronInfo(
+        name=entry["name"], inputs=tuple(entry["inputs"]),
+        states=tuple(entry["states"]), outputs=tuple(entry["outputs"]),
+        params=tuple(Param(p["name"], p["type"], p["default"], p["kind"])
+                     for p in entry["params"]))
+
+
+def _kernel(entry: dict) -> Kernel:
+    buffers = tuple(
+        Buffer(b["name"], b["role"], b["dtype"], tuple(b["shape"]),
+               b.get("workspace_offset")) for b in entry["buffers"])
+    params = tuple((a["name"], a["dtype"]) for a in entry["arguments"]
+                   if a["role"] == "param")
+    return Kernel(
+        name=entry["name"], function=entry["function"],
+        neuron=entry["neuron"], variant=entry["variant"],
+        dtype=entry["dtype"], buffers=buffers, params=params,
+        workspace_bytes=entry["workspace_bytes"],
+        deterministic=entry.get("deterministic", False),
+        vector_kernel=entry.get("vector_kernel", ""),
+        scalar_kernel=entry.get("scalar_kernel", ""),
+        vector_width=entry.get("vector_width", 1))
+
+
+@dataclasses.dataclass
+class Manifest:
+    neurons: Dict[str, NeuronInfo]
+    gpu_kernels: List[Kernel]
+    cpu_kernels: List[Kernel]
+    targets: List[str]
+
+    @classmethod
+    def from_json(cls, documents: Sequence[dict]) -> "Manifest":
+        """Merges the manifests of one neuron's modules (its definition, its
+        CPU and its GPU lowering)."""
+        manifest = cls({}, [], [], [])
+        for doc in documents:
+            if doc.get("format") != MANIFEST_FORMAT:
+                raise ManifestError("not a FlexSN manifest")
+            if doc.get("version") != MANIFEST_VERSION:
+                raise ManifestError(
+                    f"manifest version {doc.get('version')}, this package "
+                    f"reads version {MANIFEST_VERSION}: recompile")
+            for entry in doc["neurons"]:
+                manifest.neurons[entry["name"]] = _neuron(entry)
+            manifest.gpu_kernels += [_kernel(k) for k in doc["kernels"]]
+            manifest.cpu_kernels += [_kernel(k) for k in doc["cpu_kernels"]]
+            manifest.targets += doc["targets"]
+        return manifest
+
+    def find(self, device: str, variant: str, dtype: str,
+             deterministic: bool = False, neuron: Optional[str] = None
+             ) -> Optional[Kernel]:
+        kernels = self.gpu_kernels if device == "cuda" else self.cpu_kernels
+        for k in kernels:
+            if (k.variant == variant and k.dtype == dtype
+                    and (neuron is None or k.neuron == neuron)
+                    and k.deterministic == (deterministic and device == "cuda")):
+                return k
+        return None

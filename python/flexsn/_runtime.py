@@ -1,0 +1,236 @@
+"""Calling compiled kernels: the C runtime on CUDA, the shared library on CPU.
+
+Buffers are passed as raw addresses, so this module needs no framework; the
+PyTorch layer (flexsn.torch) allocates, checks shapes and passes
+`data_ptr()`s. A kernel's buffer list comes from the manifest:
+`Kernel.buffers` in launch order, workspace parts at their offsets.
+"""
+
+import ctypes
+import threading
+from typing import Dict, Optional, Sequence
+
+from . import _tools
+from ._manifest import Kernel
+
+
+class RuntimeStatusError(RuntimeError):
+    """A kernel launch refused its arguments or failed: `status` is the
+    runtime's status name (FLEXSN_ERROR_...), `argument` the buffer it
+    blamed, if any."""
+
+    def __init__(self, kernel: str, status: str, message: str,
+                 argument: Optional[str] = None, cuda_error: int = 0):
+        where = f" (argument '{argument}')" if argument else ""
+        cause = f" [CUresult {cuda_error}]" if cuda_error else ""
+        super().__init__(f"{kernel}: {status}: {message}{where}{cause}")
+        self.kernel, self.status, self.argument = kernel, status, argument
+        self.cuda_error = cuda_error
+
+
+class _Image(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t),
+                ("state", ctypes.c_void_p)]
+
+
+class _KernelDesc(ctypes.Structure):
+    _fields_ = [("vector_kernel", ctypes.c_char_p),
+                ("scalar_kernel", ctypes.c_char_p),
+                ("vector_width", ctypes.c_int), ("element_size", ctypes.c_int),
+                ("num_buffers", ctypes.c_int),
+                ("kinds", ctypes.POINTER(ctypes.c_int)),
+                ("num_scalars", ctypes.c_int),
+                ("element_sizes", ctypes.POINTER(ctypes.c_int))]
+
+
+_SCALAR_TYPES = {"f32": ctypes.c_float, "i1": ctypes.c_int8,
+                 "i32": ctypes.c_int32}
+
+_runtime_lock = threading.Lock()
+_runtime_lib = None
+
+
+def runtime_library() -> ctypes.CDLL:
+    """libflexsn_runtime.so, loaded once."""
+    global _runtime_lib
+    with _runtime_lock:
+        if _runtime_lib is None:
+            path = _tools.find_runtime_library()
+            if path is None:
+                raise _tools.ToolNotFoundError(
+                    "libflexsn_runtime.so not found: build FlexSN, or set "
+                    "$FLEXSN_RUNTIME_LIB")
+            lib = ctypes.CDLL(str(path))
+            lib.flexsn_launch.restype = ctypes.c_int
+            lib.flexsn_launch.argtypes = [
+                ctypes.POINTER(_Image), ctypes.POINTER(_KernelDesc),
+                ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+            for name in ("flexsn_status_message", "flexsn_status_name"):
+                getattr(lib, name).restype = ctypes.c_char_p
+                getattr(lib, name).argtypes = [ctypes.c_int]
+            lib.flexsn_buffer_kind_from_role.restype = ctypes.c_int
+            lib.flexsn_buffer_kind_from_role.argtypes = [ctypes.c_char_p]
+            lib.flexsn_last_failed_buffer.restype = ctypes.c_int
+            lib.flexsn_last_cuda_error.restype = ctypes.c_int
+            lib.flexsn_image_unload.argtypes = [ctypes.POINTER(_Image)]
+            _runtime_lib = lib
+        return _runtime_lib
+
+
+class GpuImage:
+    """A cubin/fatbin, loaded by the runtime lazily once per CUDA context."""
+
+    def __init__(self, path):
+        self.data = ctypes.create_string_buffer(path.read_bytes())
+        self.image = _Image(ctypes.cast(self.data, ctypes.c_void_p),
+                            len(self.data.raw) - 1, None)
+
+    def unload(self):
+        runtime_library().flexsn_image_unload(ctypes.byref(self.image))
+
+
+class GpuKernel:
+    """One GPU kernel: `launch(stream, T, N, ld, buffers, params)` with
+    `buffers` the kernel's arguments (not workspace parts) in manifest
+    order and `workspace` the workspace address."""
+
+    def __init__(self, spec: Kernel, image: GpuImage):
+        self.spec, self.image = spec, image
+        lib = runtime_library()
+        kinds = []
+        for b in spec.buffers:
+            kind = lib.flexsn_buffer_kind_from_role(b.role.encode())
+            if kind < 0:
+                raise _tools.CompileError(
+                    f"{spec.name}: the runtime has no buffer kind "
+                    f"'{b.role}': rebuild libflexsn_runtime")
+            kinds.append(kind)
+        n = len(kinds)
+        self._kinds = (ctypes.c_int * n)(*kinds)
+        self._sizes = (ctypes.c_int * n)(*(b.element_bytes
+                                           for b in spec.buffers))
+        self._names = [spec.vector_kernel.encode(), spec.scalar_kernel.encode()]
+        self.desc = _KernelDesc(
+            self._names[0], self._names[1], spec.vector_width,
+            2 if spec.dtype in ("f16", "bf16") else 4, n, self._kinds,
+            len(spec.params), self._sizes)
+        self._scalar_types = [_SCALAR_TYPES[t] for _, t in spec.params]
+        self._buffer_type = ctypes.c_void_p * n
+        self._scalars_type = ctypes.c_void_p * max(1, len(spec.params))
+        self._offsets = [b.workspace_offset for b in spec.buffers]
+
+    def launch(self, stream: int, T: int, N: int, ld: int,
+               buffers: Sequence[int], workspace: int,
+               params: Sequence = ()) -> None:
+        from ._manifest import evaluate_size
+        addresses, args = [], iter(buffers)
+        for offset in self._offsets:
+            if offset is None:
+                addresses.append(next(args) or None)
+            else:
+                addresses.append(workspace + evaluate_size(
+                    offset, T=T, N=N, ld=ld or N) if workspace else None)
+        values = [t(v) for t, v in zip(self._scalar_types, params)]
+        scalars = self._scalars_type(
+            *(ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values))
+        lib = runtime_library()
+        status = lib.flexsn_launch(
+            ctypes.byref(self.image.image), ctypes.byref(self.desc),
+            stream or None, T, N, ld, self._buffer_type(*addresses), scalars)
+        if status != 0:
+            failed = lib.flexsn_last_failed_buffer()
+            raise RuntimeStatusError(
+                self.spec.name, lib.flexsn_status_name(status).decode(),
+                lib.flexsn_status_message(status).decode(),
+                self.spec.buffers[failed].name if failed >= 0 else None,
+                lib.flexsn_last_cuda_error())
+
+
+class _Descriptor:
+    """StridedMemRefType<T, rank> of MLIR's C interface, by rank."""
+    types: Dict[int, type] = {}
+
+    @classmethod
+    def of_rank(cls, rank: int) -> type:
+        if rank not in cls.types:
+            fields = [("allocated", ctypes.c_void_p),
+                      ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64)]
+            if rank:
+                fields += [("sizes", ctypes.c_int64 * rank),
+                           ("strides", ctypes.c_int64 * rank)]
+            cls.types[rank] = type(f"MemRef{rank}", (ctypes.Structure,),
+                                   {"_fields_": fields})
+        return cls.types[rank]
+
+
+class CpuKernel:
+    """One CPU kernel of the ahead-of-time compiled library. Buffers are
+    contiguous: `[T, N]` sequences, `[N]` states, rank-0 gradients."""
+
+    def __init__(self, spec: Kernel, library: ctypes.CDLL):
+        self.spec = spec
+        self.function = getattr(library, spec.function)
+        self.function.restype = None
+        scalar_types = [ctypes.c_bool if t == "i1" else _SCALAR_TYPES[t]
+                        for _, t in spec.params]
+        self._types = [_Descriptor.of_rank(len(b.shape)) for b in spec.buffers]
+        self.function.argtypes = ([ctypes.c_void_p] * len(spec.buffers)
+                                  + scalar_types)
+        self._scalar_types = scalar_types
+        self._offsets = [b.workspace_offset for b in spec.buffers]
+
+    def launch(self, T: int, N: int, buffers: Sequence[int], workspace: int,
+               params: Sequence = ()) -> None:
+        from ._manifest import evaluate_size
+        descriptors, args = [], iter(buffers)
+        for offset, desc_type, spec in zip(self._offsets, self._types,
+                                           self.spec.buffers):
+            if offset is None:
+                address = next(args) or None
+            else:
+                address = workspace + evaluate_size(offset, T=T, N=N, ld=N)
+            d = desc_type(address, address, 0)
+            if spec.shape == ("T", "N"):
+                d.sizes[0], d.sizes[1], d.strides[0], d.strides[1] = T, N, N, 1
+            elif spec.shape == ("N",):
+                d.sizes[0], d.strides[0] = N, 1
+            descriptors.append(d)
+        self.function(*(ctypes.addressof(d) for d in descriptors),
+                      *(t(v) for t, v in zip(self._scalar_types, params)))
+
+
+_loaded: Dict[tuple, object] = {}
+_load_lock = threading.Lock()
+
+
+def load_kernel(compiled, device: str, variant: str, dtype: str,
+                deterministic: bool = False):
+    key = (str(compiled.directory), device, variant, dtype, deterministic)
+    with _load_lock:
+        if key in _loaded:
+            return _loaded[key]
+        manifest = compiled.manifest
+        spec = manifest.find(device, variant, dtype, deterministic,
+                             compiled.name)
+        if spec is None and deterministic:
+            # Without parameter gradients every kernel is deterministic.
+            spec = manifest.find(device, variant, dtype, False, compiled.name)
+            if spec is not None and spec.buffers_with_role("param_gradient"):
+                spec = None
+        if spec is None:
+            raise KeyError(
+                f"{compiled.name} was not compiled for {device}, variant "
+                f"'{variant}', storage {dtype}: compile it with that variant, "
+                f"storage type and target")
+        if device == "cuda":
+            images = _loaded.setdefault(("image", str(compiled.directory)),
+                                        GpuImage(compiled.gpu_image))
+            kernel = GpuKernel(spec, images)
+        else:
+            libraries = _loaded.setdefault(
+                ("library", str(compiled.directory)),
+                ctypes.CDLL(str(compiled.cpu_library)))
+            kernel = CpuKernel(spec, libraries)
+        _loaded[key] = kernel
+        return kernel

@@ -1,0 +1,142 @@
+"""Finding and running the FlexSN tools (flexsn-opt, flexsn-translate).
+
+Search order for the tools: $FLEXSN_TOOLS_DIR, the build tree next to this
+package (`build/bin`), an install prefix (`<prefix>/bin` when the package is
+installed under `<prefix>/lib/python3/...`), then PATH. The neuron library
+is found the same way ($FLEXSN_NEURONS_DIR, `lib/Neurons`,
+`<prefix>/share/flexsn/neurons`).
+"""
+
+import functools
+import hashlib
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+from typing import List, Optional, Sequence
+
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
+SOURCE_ROOT = PACKAGE_DIR.parent.parent  # python/flexsn -> the repository
+
+
+class CompileError(RuntimeError):
+    """A tool rejected a neuron or failed. `diagnostics` holds the MLIR
+    diagnostics (`file:line:col: error: ...`), `command` the tool's argv."""
+
+    def __init__(self, message: str, diagnostics: str = "",
+                 command: Sequence[str] = ()):
+        text = message + (":\n" + diagnostics.rstrip() if diagnostics else "")
+        super().__init__(text)
+        self.diagnostics = diagnostics
+        self.command = list(command)
+
+    @property
+    def locations(self) -> List[tuple]:
+        """(file, line, column) of every error diagnostic."""
+        return [(m.group(1), int(m.group(2)), int(m.group(3)))
+                for m in re.finditer(r"^(.*?):(\d+):(\d+): error:",
+                                     self.diagnostics, re.M)]
+
+
+class ToolNotFoundError(CompileError):
+    pass
+
+
+def _prefix_candidates(*parts: str) -> List[pathlib.Path]:
+    candidates = []
+    build = os.environ.get("FLEXSN_BUILD_DIR", "build")
+    candidates.append(SOURCE_ROOT / build / pathlib.Path(*parts))
+    # Installed: <prefix>/lib/python3*/site-packages/flexsn -> <prefix>.
+    for parent in PACKAGE_DIR.parents:
+        if parent.name == "lib":
+            candidates.append(parent.parent / pathlib.Path(*parts))
+            break
+    return candidates
+
+
+def find_tool(name: str) -> pathlib.Path:
+    override = os.environ.get("FLEXSN_TOOLS_DIR")
+    if override:
+        path = pathlib.Path(override) / name
+        if path.is_file():
+            return path
+        raise ToolNotFoundError(
+            f"{name} not found in $FLEXSN_TOOLS_DIR ({override})")
+    for path in _prefix_candidates("bin", name):
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    found = shutil.which(name)
+    if found:
+        return pathlib.Path(found)
+    raise ToolNotFoundError(
+        f"{name} not found: build FlexSN (bash utils/setup.sh build), or set "
+        f"$FLEXSN_TOOLS_DIR to the directory holding it")
+
+
+def tools_available() -> bool:
+    try:
+        find_tool("flexsn-opt")
+        find_tool("flexsn-translate")
+        return True
+    except ToolNotFoundError:
+        return False
+
+
+def neurons_dir() -> pathlib.Path:
+    override = os.environ.get("FLEXSN_NEURONS_DIR")
+    if override:
+        return pathlib.Path(override)
+    in_tree = SOURCE_ROOT / "lib" / "Neurons"
+    if in_tree.is_dir():
+        return in_tree
+    for path in _prefix_candidates("share", "flexsn", "neurons"):
+        if path.is_dir():
+            return path
+    return in_tree
+
+
+def find_runtime_library() -> Optional[pathlib.Path]:
+    """libflexsn_runtime.so: $FLEXSN_RUNTIME_LIB, the build tree, a prefix."""
+    override = os.environ.get("FLEXSN_RUNTIME_LIB")
+    if override:
+        return pathlib.Path(override)
+    for path in (_prefix_candidates("lib", "Runtime", "libflexsn_runtime.so")
+                 + _prefix_candidates("lib", "libflexsn_runtime.so")):
+        if path.is_file():
+            return path
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_id() -> str:
+    """Identifies the tools: a compile with other tools is another cache
+    entry. The tools link libMLIR dynamically, so its version is part of it."""
+    digest = hashlib.sha256()
+    for name in ("flexsn-opt", "flexsn-translate"):
+        digest.update(find_tool(name).read_bytes())
+    digest.update(run([find_tool("flexsn-opt"), "--version"]).encode())
+    return digest.hexdigest()[:16]
+
+
+def run(argv: Sequence, what: str = "", cwd=None) -> str:
+    """Runs a tool; a failure raises CompileError with its diagnostics."""
+    argv = [str(a) for a in argv]
+    result = subprocess.run(argv, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=cwd)
+    if result.returncode != 0:
+        diagnostics = result.stderr.decode(errors="replace")
+        raise CompileError(
+            what or f"{pathlib.Path(argv[0]).name} failed "
+            f"(exit {result.returncode})", diagnostics, argv)
+    return result.stdout.decode(errors="replace")
+
+
+def c_compiler() -> str:
+    """The driver that links CPU kernels into a shared library: $CC, cc."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        raise ToolNotFoundError(
+            "no C compiler driver (cc) to link the CPU kernels: install gcc, "
+            "or set $CC")
+    return compiler

@@ -1,0 +1,308 @@
+"""`flexsn.compile`: a neuron to CPU and GPU kernels, cached by content.
+
+A compile runs the tools once and stores, in one cache entry:
+
+    neuron.mlir    the source as given
+    neuron.json    the neurons (names, parameters with defaults and kinds)
+    cpu.json, kernels.so       CPU kernels (shared library, C interface)
+    gpu.json, kernels.cubin    GPU kernels (cubin, or a fatbin for several chips)
+
+An entry lives at `<cache>/<key>/<toolchain>/`, where `key` hashes the
+neuron text and every option, and `toolchain` hashes the tools: other tools
+compile a new entry. Where no tools exist (a machine that only runs
+kernels), the newest entry for `key` is used as is. Entries are built in a
+temporary directory and renamed into place, so processes compiling the same
+neuron at once never see a half-written entry.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+import threading
+from typing import Dict, Iterable, Mapping, Optional, Sequence, Union
+
+from . import _tools
+from ._manifest import Manifest, NeuronInfo
+from ._tools import CompileError
+
+ALL_VARIANTS = ("inference", "final-state", "forward", "backward")
+STORAGE_TYPES = ("f32", "f16", "bf16")
+TARGETS = ("cpu", "cuda")
+CACHE_FORMAT = 1  # bumped when an entry's layout changes
+
+
+def cache_dir() -> pathlib.Path:
+    """$FLEXSN_CACHE_DIR, else $XDG_CACHE_HOME/flexsn, else ~/.cache/flexsn."""
+    override = os.environ.get("FLEXSN_CACHE_DIR")
+    if override:
+        return pathlib.Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+    return pathlib.Path(base) / "flexsn"
+
+
+def cuda_toolkit() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("FLEXSN_CUDA_TOOLKIT")
+                        or os.environ.get("CUDA_HOME") or "/usr/local/cuda")
+
+
+def shipped_neurons() -> Dict[str, pathlib.Path]:
+    """The neuron library: name -> .mlir file."""
+    directory = _tools.neurons_dir()
+    return {p.stem: p for p in sorted(directory.glob("*.mlir"))}
+
+
+def read_source(source: Union[str, os.PathLike]) -> (str, str):
+    """(text, file name for diagnostics) of a path, neuron text or shipped
+    neuron name."""
+    if isinstance(source, os.PathLike):
+        path = pathlib.Path(source)
+        return path.read_text(), str(path)
+    if not isinstance(source, str):
+        raise TypeError("source must be a path, MLIR text or a shipped "
+                        f"neuron name, not {type(source).__name__}")
+    if "flexsn." in source or "{" in source:
+        return source, "<neuron>.mlir"
+    shipped = shipped_neurons()
+    if source in shipped:
+        return shipped[source].read_text(), str(shipped[source])
+    path = pathlib.Path(source)
+    if path.suffix == ".mlir" or os.sep in source:
+        if not path.is_file():
+            raise FileNotFoundError(f"no neuron file {source}")
+        return path.read_text(), str(path)
+    raise ValueError(f"'{source}' is neither a neuron file, MLIR text, nor "
+                     f"a shipped neuron (those are: "
+                     f"{', '.join(shipped) or 'none found'})")
+
+
+def _format_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    raise TypeError(f"parameter values are bool, int or float, not "
+                    f"{type(value).__name__}")
+
+
+def _surrogate_text(surrogate) -> str:
+    if surrogate is None:
+        return ""
+    text = surrogate if isinstance(surrogate, str) else surrogate.mlir()
+    if " " in text:
+        raise ValueError("write the surrogate attribute without spaces: "
+                         f"{text!r}")
+    return text
+
+
+@dataclasses.dataclass
+class CompiledNeuron:
+    """The artifacts of one compile; kernels are loaded on first use."""
+    name: str
+    directory: pathlib.Path
+    manifest: Manifest
+    variants: tuple
+    storage_types: tuple
+    targets: tuple
+
+    @property
+    def info(self) -> NeuronInfo:
+        return self.manifest.neurons[self.name]
+
+    @property
+    def cpu_library(self) -> Optional[pathlib.Path]:
+        path = self.directory / "kernels.so"
+        return path if path.is_file() else None
+
+    @property
+    def gpu_image(self) -> Optional[pathlib.Path]:
+        for name in ("kernels.cubin", "kernels.fatbin"):
+            if (self.directory / name).is_file():
+                return self.directory / name
+        return None
+
+    def kernel(self, device: str, variant: str, dtype: str,
+               deterministic: bool = False):
+        """The runnable kernel (see flexsn._runtime), loaded once."""
+        from . import _runtime
+        return _runtime.load_kernel(self, device, variant, dtype,
+                                    deterministic)
+
+
+_memo: Dict[str, CompiledNeuron] = {}
+_memo_lock = threading.Lock()
+
+
+def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
+            storage_types: Iterable[str] = ("f32",),
+            targets: Optional[Iterable[str]] = None,
+            chip: Union[str, Sequence[str]] = "sm_90",
+            params: Optional[Mapping[str, object]] = None,
+            kinds: Optional[Mapping[str, str]] = None,
+            surrogate=None, neuron: Optional[str] = None) -> CompiledNeuron:
+    """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
+    to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
+    when a CUDA toolkit is installed).
+
+    `params` sets parameter defaults (a `const` parameter is specialized to
+    it), `kinds` re-binds parameters (`const`, `runtime`, `trainable`),
+    `surrogate` (a `flexsn.surrogate` object or attribute text) replaces
+    every spike's surrogate. A second compile of the same neuron and
+    options runs no tool. A neuron that does not verify raises CompileError
+    carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
+    text, filename = read_source(source)
+    variants = tuple(dict.fromkeys(variants))
+    storage_types = tuple(dict.fromkeys(storage_types))
+    for v in variants:
+        if v not in ALL_VARIANTS:
+            raise ValueError(f"unknown variant '{v}' (one of: "
+                             f"{', '.join(ALL_VARIANTS)})")
+    for t in storage_types:
+        if t not in STORAGE_TYPES:
+            raise ValueError(f"unknown storage type '{t}' (one of: "
+                             f"{', '.join(STORAGE_TYPES)})")
+    chips = (chip,) if isinstance(chip, str) else tuple(chip)
+    if targets is None:
+        targets = ("cpu", "cuda") if (cuda_toolkit() / "bin" / "ptxas"
+                                      ).is_file() or not _tools.tools_available(
+                                      ) else ("cpu",)
+    targets = tuple(dict.fromkeys(targets))
+    for t in targets:
+        if t not in TARGETS:
+            raise ValueError(f"unknown target '{t}' (cpu or cuda)")
+    options = {
+        "variants": variants, "storage_types": storage_types,
+        "targets": targets, "chips": chips if "cuda" in targets else (),
+        "values": sorted((k, _format_value(v))
+                         for k, v in (params or {}).items()),
+        "kinds": sorted((kinds or {}).items()),
+        "surrogate": _surrogate_text(surrogate), "neuron": neuron or "",
+        "cache_format": CACHE_FORMAT,
+    }
+    key = hashlib.sha256(
+        json.dumps([text, options], sort_keys=True).encode()).hexdigest()[:24]
+    with _memo_lock:
+        if key in _memo:
+            return _memo[key]
+
+    entry_root = cache_dir() / key
+    if _tools.tools_available():
+        entry = entry_root / _tools.toolchain_id()
+        if not (entry / "done").is_file():
+            _build(entry, text, filename, options)
+    else:
+        built = sorted((p for p in entry_root.glob("*/done")),
+                       key=lambda p: p.stat().st_mtime)
+        if not built:
+            raise _tools.ToolNotFoundError(
+                "the FlexSN tools are not installed and the cache "
+                f"({cache_dir()}) holds no compiled copy of this neuron with "
+                "these options: compile it where the tools are, then copy "
+                "the cache (set $FLEXSN_CACHE_DIR)")
+        entry = built[-1].parent
+
+    compiled = _load(entry, options)
+    with _memo_lock:
+        _memo[key] = compiled
+    return compiled
+
+
+def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
+    documents = [json.loads((entry / name).read_text())
+                 for name in ("neuron.json", "cpu.json", "gpu.json")
+                 if (entry / name).is_file()]
+    manifest = Manifest.from_json(documents)
+    names = list(manifest.neurons)
+    name = options["neuron"] or (names[0] if len(names) == 1 else None)
+    if name is None:
+        raise ValueError("the source defines several neurons "
+                         f"({', '.join(names)}): pass neuron=")
+    return CompiledNeuron(name, entry, manifest, options["variants"],
+                          options["storage_types"], options["targets"])
+
+
+def _build(entry: pathlib.Path, text: str, filename: str,
+           options: dict) -> None:
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    work = pathlib.Path(tempfile.mkdtemp(prefix=".build-", dir=entry.parent))
+    try:
+        _run_tools(work, text, filename, options)
+        (work / "done").write_text("")
+        try:
+            os.rename(work, entry)
+        except OSError:
+            # Another process finished the same entry first: keep theirs.
+            if not (entry / "done").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_tools(work: pathlib.Path, text: str, filename: str,
+               options: dict) -> None:
+    opt, translate = _tools.find_tool("flexsn-opt"), _tools.find_tool(
+        "flexsn-translate")
+    # The source keeps the user's file name, so diagnostics point at it.
+    source = work / pathlib.Path(filename).name
+    if not source.name.endswith(".mlir"):
+        source = work / "neuron.mlir"
+    source.write_text(text)
+    configure = []
+    if options["neuron"]:
+        configure.append("neurons=" + options["neuron"])
+    if options["values"]:
+        configure.append("values=" + ",".join(
+            f"{k}={v}" for k, v in options["values"]))
+    if options["kinds"]:
+        configure.append("kinds=" + ",".join(
+            f"{k}={v}" for k, v in options["kinds"]))
+    if options["surrogate"]:
+        configure.append("surrogate=" + options["surrogate"])
+    argv = [opt, source, "-o", work / "configured.mlir"]
+    if configure:
+        argv.append("--flexsn-set-params=" + " ".join(configure))
+    try:
+        _tools.run(argv, f"{filename} does not compile")
+    except CompileError as error:
+        # Report the user's path, not the build directory's copy.
+        raise CompileError(f"{filename} does not compile",
+                           error.diagnostics.replace(str(source), filename),
+                           error.command) from None
+    configured = work / "configured.mlir"
+    _tools.run([translate, "--flexsn-to-manifest", configured,
+                "-o", work / "neuron.json"])
+
+    neurons = ("neurons=" + options["neuron"] + " ") if options["neuron"] else ""
+    variants = ",".join(options["variants"])
+    storage = ",".join(options["storage_types"])
+    if "cpu" in options["targets"]:
+        lowered = work / "cpu.mlir"
+        _tools.run([opt, configured, "-o", lowered,
+                    f"--flexsn-lower-to-cpu={neurons}variants={variants} "
+                    f"storage-types={storage}"])
+        _tools.run([translate, "--flexsn-to-manifest", lowered,
+                    "-o", work / "cpu.json"])
+        _tools.run([translate, "--flexsn-to-host-object", lowered,
+                    "-o", work / "kernels.o"])
+        _tools.run([_tools.c_compiler(), "-shared", "-o", work / "kernels.so",
+                    work / "kernels.o", "-lm"], "linking the CPU kernels failed")
+        (work / "kernels.o").unlink()
+        lowered.unlink()
+    if "cuda" in options["targets"]:
+        toolkit = cuda_toolkit()
+        lowered = work / "gpu.mlir"
+        _tools.run([opt, configured, "-o", lowered,
+                    f"--flexsn-lower-to-nvvm={neurons}variants={variants} "
+                    f"storage-types={storage} chip={','.join(options['chips'])} "
+                    f"toolkit={toolkit}"])
+        _tools.run([translate, "--flexsn-to-manifest", lowered,
+                    "-o", work / "gpu.json"])
+        image = "kernels.cubin" if len(options["chips"]) == 1 else "kernels.fatbin"
+        _tools.run([translate, "--flexsn-to-" + image.split(".")[1], lowered,
+                    "-o", work / image])
+        lowered.unlink()

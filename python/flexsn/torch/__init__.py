@@ -1,0 +1,12 @@
+"""PyTorch integration: modules, autograd and the `flexsn::scan` custom op.
+
+    from flexsn.torch import LIFNode, FlexSN
+    lif = LIFNode(tau=2.0, surrogate_function=flexsn.surrogate.ATan())
+    spikes = lif(x_seq)            # x_seq: [T, N...], CPU or CUDA
+"""
+
+from ._function import Handle, has_custom_op, scan
+from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
+
+__all__ = ["FlexSN", "Handle", "IFNode", "LIFNode", "ParametricLIFNode",
+           "has_custom_op", "scan"]

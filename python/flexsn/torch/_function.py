@@ -1,0 +1,307 @@
+"""Autograd over the generated training kernels, and the torch.library op.
+
+`scan(...)` is the one entry point the modules call. With torch >= 2.4 it
+is the custom op `flexsn::scan` (fake and autograd registrations), so
+`torch.compile(fullgraph=True)` traces it without a graph break; with older
+torch (Debian's 1.13) it is a torch.autograd.Function.
+"""
+
+import itertools
+import threading
+from typing import Dict, List, Optional, Sequence
+
+import torch
+
+from ._kernels import NeuronKernels
+
+# Kernels by handle: the custom op takes an int, which torch.compile guards on.
+_registry: Dict[int, "Handle"] = {}
+_registry_lock = threading.Lock()
+_next_handle = itertools.count(1)
+
+
+class Handle:
+    """A compiled neuron and how a module calls it."""
+
+    def __init__(self, compiled, deterministic: bool = False):
+        self.compiled = compiled
+        self.info = compiled.info
+        self.deterministic = deterministic
+        self._kernels = {}
+        with _registry_lock:
+            self.id = next(_next_handle)
+            _registry[self.id] = self
+
+    def kernels(self, device: torch.device) -> NeuronKernels:
+        kind = device.type
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"{self.info.name}: FlexSN runs on CPU and CUDA "
+                               f"tensors, not {kind}")
+        if kind not in self._kernels:
+            self._kernels[kind] = NeuronKernels(self.compiled, kind)
+        return self._kernels[kind]
+
+    def is_deterministic(self) -> bool:
+        return (self.deterministic
+                or torch.are_deterministic_algorithms_enabled())
+
+
+def _runtime_values(handle: Handle, trainable: Sequence[torch.Tensor],
+                    runtime: Sequence[float]) -> List:
+    """The kernel's runtime parameters in declaration order: trainable ones
+    from their tensors, the rest from `runtime` (converted to their type)."""
+    values, t, r = [], iter(trainable), iter(runtime)
+    for p in handle.info.runtime_params:
+        if p.kind == "trainable":
+            values.append(float(next(t)))
+        else:
+            v = next(r)
+            values.append(bool(v) if p.type == "i1" else
+                          int(v) if p.type == "i32" else float(v))
+    return values
+
+
+def _check_inputs(handle: Handle, inputs, inits):
+    info = handle.info
+    if len(inputs) != len(info.inputs):
+        raise ValueError(f"{info.name} takes {len(info.inputs)} input "
+                         f"sequence(s) ({', '.join(info.inputs)}), got "
+                         f"{len(inputs)}")
+    x0 = inputs[0]
+    if x0.dim() < 2:
+        raise ValueError(f"{info.name}: inputs are [T, N...] sequences, got "
+                         f"shape {tuple(x0.shape)}")
+    for name, x in zip(info.inputs, inputs):
+        if x.shape != x0.shape:
+            raise ValueError(f"{info.name}: input '{name}' has shape "
+                             f"{tuple(x.shape)}, '{info.inputs[0]}' has "
+                             f"{tuple(x0.shape)}")
+        if x.device != x0.device:
+            raise ValueError(f"{info.name}: input '{name}' is on {x.device}, "
+                             f"'{info.inputs[0]}' on {x0.device}")
+    for name, s in zip(info.states, inits):
+        if s is None:
+            continue
+        if s.shape != x0.shape[1:]:
+            raise ValueError(f"{info.name}: state '{name}' has shape "
+                             f"{tuple(s.shape)}, expected the neuron shape "
+                             f"{tuple(x0.shape[1:])}")
+        if s.device != x0.device:
+            raise ValueError(f"{info.name}: state '{name}' is on {s.device}, "
+                             f"the inputs on {x0.device}")
+        if s.dtype != x0.dtype:
+            raise TypeError(f"{info.name}: state '{name}' is {s.dtype}, the "
+                            f"inputs {x0.dtype}")
+
+
+def _inference(handle, inputs, inits, runtime_values, store_state_seqs):
+    kernels = handle.kernels(inputs[0].device)
+    outputs, states = kernels.inference(list(inputs), list(inits),
+                                        runtime_values, store_state_seqs)
+    return outputs, states
+
+
+class _ScanFunction(torch.autograd.Function):
+    """Forward kernel with saves; backward kernel in reverse time."""
+
+    @staticmethod
+    def forward(ctx, handle_id, runtime, num_inputs, present, *tensors):
+        handle = _registry[handle_id]
+        inputs = list(tensors[:num_inputs])
+        given = iter(tensors[num_inputs:num_inputs + sum(present)])
+        inits = [next(given) if p else None for p in present]
+        num_inits = sum(present)
+        trainable = tensors[num_inputs + num_inits:]
+        values = _runtime_values(handle, trainable, runtime)
+        kernels = handle.kernels(inputs[0].device)
+        outputs, states, workspace = kernels.forward(inputs, inits, values)
+        ctx.handle, ctx.values = handle, values
+        ctx.present = present
+        ctx.trainable_like = [t for t in trainable]
+        ctx.save_for_backward(workspace, *inputs)
+        ctx.mark_non_differentiable(workspace)
+        return tuple(outputs) + tuple(states)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        workspace, *inputs = ctx.saved_tensors
+        handle = ctx.handle
+        kernels = handle.kernels(inputs[0].device)
+        n_out = kernels.num_outputs
+        grad_inputs, grad_inits, grad_params = kernels.backward(
+            grads[:n_out], grads[n_out:], workspace, inputs, ctx.values,
+            handle.is_deterministic(), inputs[0])
+        grad_params = [g.to(t.dtype).reshape(t.shape)
+                       for g, t in zip(grad_params, ctx.trainable_like)]
+        grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
+        return ((None, None, None, None) + tuple(grad_inputs)
+                + tuple(grad_inits) + tuple(grad_params))
+
+
+def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
+                  store_state_seqs: bool):
+    """Outputs and states (sequences, or final states when not
+    `store_state_seqs`), differentiable through the training kernels when
+    any tensor needs a gradient."""
+    _check_inputs(handle, inputs, inits)
+    needs_grad = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad
+        for t in itertools.chain(inputs, inits, trainable))
+    if not needs_grad:
+        values = _runtime_values(handle, trainable, runtime)
+        return _inference(handle, inputs, inits, values, store_state_seqs)
+    present = tuple(s is not None for s in inits)
+    results = _ScanFunction.apply(handle.id, tuple(runtime), len(inputs),
+                                  present, *inputs,
+                                  *(s for s in inits if s is not None),
+                                  *trainable)
+    n_out = len(handle.info.outputs)
+    outputs, states = list(results[:n_out]), list(results[n_out:])
+    if not store_state_seqs:
+        # The final state is the last of the sequence (the initial one when
+        # T == 0): its gradient reaches the kernel as the sequence's.
+        shape = inputs[0].shape[1:]
+        states = [s[-1] if s.shape[0] else
+                  (init if init is not None else s.new_zeros(shape))
+                  for s, init in zip(states, inits)]
+    return outputs, states
+
+
+def has_custom_op() -> bool:
+    """Whether this torch has torch.library.custom_op (2.4 and newer)."""
+    return hasattr(torch, "library") and hasattr(torch.library, "custom_op")
+
+
+if has_custom_op():
+    from torch import Tensor
+
+    def _split(handle, tensors, num_inputs, present):
+        inputs = list(tensors[:num_inputs])
+        given = iter(tensors[num_inputs:num_inputs + sum(present)])
+        inits = [next(given) if p else None for p in present]
+        return inputs, inits, list(tensors[num_inputs + sum(present):])
+
+    @torch.library.custom_op("flexsn::scan", mutates_args=())
+    def _scan_op(handle_id: int, tensors: List[Tensor], num_inputs: int,
+                 present: List[bool], runtime: List[float],
+                 training: bool, store_state_seqs: bool) -> List[Tensor]:
+        """Outputs, then states (sequences when training or
+        store_state_seqs, else final states), then the workspace when
+        training."""
+        handle = _registry[handle_id]
+        inputs, inits, trainable = _split(handle, tensors, num_inputs, present)
+        values = _runtime_values(handle, trainable, runtime)
+        kernels = handle.kernels(inputs[0].device)
+        if training:
+            outputs, states, workspace = kernels.forward(inputs, inits, values)
+            return outputs + states + [workspace]
+        outputs, states = kernels.inference(inputs, inits, values,
+                                            store_state_seqs)
+        return outputs + states
+
+    @_scan_op.register_fake
+    def _(handle_id, tensors, num_inputs, present, runtime, training,
+          store_state_seqs):
+        handle = _registry[handle_id]
+        x = tensors[0]
+        info = handle.info
+        outputs = [torch.empty_like(x, memory_format=torch.contiguous_format)
+                   for _ in info.outputs]
+        if training or store_state_seqs:
+            states = [torch.empty_like(x, memory_format=torch.contiguous_format)
+                      for _ in info.states]
+        else:
+            states = [x.new_empty(x.shape[1:]) for _ in info.states]
+        if not training:
+            return outputs + states
+        kernels = handle.kernels(x.device)
+        spec = kernels.kernel("forward", _dtype_name(x)).spec
+        n = 1
+        for d in x.shape[1:]:
+            n = n * d
+        nbytes = spec.workspace_size(x.shape[0], n, n) if isinstance(
+            n, int) and isinstance(x.shape[0], int) else None
+        if nbytes is None:
+            raise RuntimeError("flexsn::scan needs static shapes under "
+                               "torch.compile (dynamic=False)")
+        return outputs + states + [x.new_empty(((nbytes + 3) // 4,),
+                                               dtype=torch.float32)]
+
+    @torch.library.custom_op("flexsn::scan_backward", mutates_args=())
+    def _scan_backward_op(handle_id: int, grads: List[Optional[Tensor]],
+                          workspace: Tensor, inputs: List[Tensor],
+                          trainable: List[Tensor], present: List[bool],
+                          runtime: List[float]) -> List[Tensor]:
+        handle = _registry[handle_id]
+        kernels = handle.kernels(inputs[0].device)
+        values = _runtime_values(handle, trainable, runtime)
+        n_out = kernels.num_outputs
+        gi, gs, gp = kernels.backward(grads[:n_out], grads[n_out:], workspace,
+                                      inputs, values,
+                                      handle.is_deterministic(), inputs[0])
+        gs = [g for g, p in zip(gs, present) if p]
+        gp = [g.to(t.dtype).reshape(t.shape) for g, t in zip(gp, trainable)]
+        return gi + gs + gp
+
+    @_scan_backward_op.register_fake
+    def _(handle_id, grads, workspace, inputs, trainable, present, runtime):
+        x = inputs[0]
+        handle = _registry[handle_id]
+        return ([torch.empty_like(x, memory_format=torch.contiguous_format)
+                 for _ in inputs]
+                + [x.new_empty(x.shape[1:]) for p in present if p]
+                + [torch.empty_like(t) for t in trainable])
+
+    def _setup_context(ctx, inputs, output):
+        (handle_id, tensors, num_inputs, present, runtime, training,
+         store_state_seqs) = inputs
+        handle = _registry[handle_id]
+        ins, _, trainable = _split(handle, tensors, num_inputs, present)
+        ctx.handle_id, ctx.present, ctx.runtime = handle_id, present, runtime
+        ctx.num_inputs, ctx.num_trainable = num_inputs, len(trainable)
+        ctx.num_results = len(output) - 1
+        ctx.save_for_backward(output[-1], *ins, *trainable)
+
+    def _backward(ctx, grads):
+        workspace, *rest = ctx.saved_tensors
+        inputs, trainable = rest[:ctx.num_inputs], rest[ctx.num_inputs:]
+        results = _scan_backward_op(ctx.handle_id,
+                                    list(grads[:ctx.num_results]), workspace,
+                                    list(inputs), list(trainable),
+                                    list(ctx.present), list(ctx.runtime))
+        return None, results, None, None, None, None, None
+
+    _scan_op.register_autograd(_backward, setup_context=_setup_context)
+
+    def _dtype_name(x):
+        from ._kernels import DTYPES
+        return DTYPES[x.dtype]
+
+
+def scan(handle: Handle, inputs, inits, trainable, runtime,
+         store_state_seqs: bool):
+    """Runs a neuron over sequences: (outputs, states), differentiable
+    through the generated training kernels. States are sequences with
+    `store_state_seqs`, else final states."""
+    if not has_custom_op():
+        return scan_autograd(handle, inputs, inits, trainable, runtime,
+                             store_state_seqs)
+    _check_inputs(handle, inputs, inits)
+    training = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad
+        for t in itertools.chain(inputs, inits, trainable))
+    present = [s is not None for s in inits]
+    tensors = (list(inputs) + [s for s in inits if s is not None]
+               + list(trainable))
+    results = _scan_op(handle.id, tensors, len(inputs), present,
+                       [float(v) for v in runtime], training,
+                       store_state_seqs)
+    n_out = len(handle.info.outputs)
+    outputs = list(results[:n_out])
+    states = list(results[n_out:n_out + len(handle.info.states)])
+    if training and not store_state_seqs:
+        shape = inputs[0].shape[1:]
+        states = [s[-1] if s.shape[0] else
+                  (init if init is not None else s.new_zeros(shape))
+                  for s, init in zip(states, inits)]
+    return outputs, states

@@ -1,0 +1,209 @@
+"""A compiled neuron's kernels called on torch tensors.
+
+Buffers are matched to tensors by their manifest roles, in order within a
+role: inputs, initial states, outputs, state results, incoming gradients
+(outputs', then state sequences'), re-read inputs (named after the input),
+gradients of final states, of inputs, of initial states, of trainable
+parameters.
+"""
+
+import math
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+
+from .._manifest import Kernel
+
+DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def storage_type(tensors: Sequence[torch.Tensor], what: str) -> str:
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) != 1:
+        raise TypeError(f"{what}: every input and state must have one dtype, "
+                        f"got {sorted(str(d) for d in dtypes)}")
+    dtype = dtypes.pop()
+    if dtype not in DTYPES:
+        raise TypeError(f"{what}: FlexSN kernels store float32, float16 or "
+                        f"bfloat16 sequences, got {dtype}")
+    return DTYPES[dtype]
+
+
+def time_stride(x: torch.Tensor, allow_strided: bool) -> Optional[int]:
+    """The time stride of `x` [T, ...] in elements when each step is
+    contiguous and the layout is one the kernel reads in place; else None
+    (the caller copies)."""
+    if x.dim() < 1:
+        return None
+    step = x[0] if x.shape[0] else x.new_empty(x.shape[1:])
+    if x.shape[0] and not step.is_contiguous():
+        return None
+    n = step.numel()
+    ld = x.stride(0) if x.shape[0] > 1 else n
+    if ld == n or (allow_strided and ld > n):
+        return ld
+    return None
+
+
+class NeuronKernels:
+    """Runs one compiled neuron on tensors of one device."""
+
+    def __init__(self, compiled, device_type: str):
+        self.compiled = compiled
+        self.info = compiled.info
+        self.device_type = device_type
+        self.num_inputs = len(self.info.inputs)
+        self.num_states = len(self.info.states)
+        self.num_outputs = len(self.info.outputs)
+
+    def kernel(self, variant: str, dtype: str,
+               deterministic: bool = False) -> Kernel:
+        return self.compiled.kernel(self.device_type, variant, dtype,
+                                    deterministic)
+
+    # -- launching ---------------------------------------------------------
+
+    def _launch(self, kernel, T, N, ld, buffers, workspace, params, device):
+        if self.device_type == "cuda":
+            stream = torch.cuda.current_stream(device).cuda_stream
+            kernel.launch(stream, T, N, ld, buffers, workspace, params)
+        else:
+            kernel.launch(T, N, buffers, workspace, params)
+
+    @staticmethod
+    def _address(t: Optional[torch.Tensor]) -> int:
+        return 0 if t is None else t.data_ptr()
+
+    def _workspace(self, kernel, T, N, ld, device) -> torch.Tensor:
+        nbytes = kernel.spec.workspace_size(T, N, ld)
+        # The caching allocator on CUDA; 16-byte alignment either way.
+        return torch.empty((nbytes + 3) // 4, dtype=torch.float32,
+                           device=device)
+
+    # -- the variants ------------------------------------------------------
+
+    def inference(self, inputs: List[torch.Tensor],
+                  inits: List[Optional[torch.Tensor]], params: Sequence,
+                  store_state_seqs: bool, allow_strided: bool = True
+                  ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
+        """Outputs and (state sequences or final states), with no graph."""
+        x0 = inputs[0]
+        dtype = storage_type(inputs + [s for s in inits if s is not None],
+                             self.info.name)
+        T, shape = x0.shape[0], x0.shape[1:]
+        N = math.prod(shape)
+        lds = {time_stride(x, allow_strided and self.device_type == "cuda")
+               for x in inputs}
+        ld = lds.pop() if len(lds) == 1 else None
+        if ld is None:
+            inputs = [x.contiguous() for x in inputs]
+            ld = N
+        inits = [None if s is None else s.contiguous() for s in inits]
+        device = x0.device
+
+        def sequence():
+            if ld == N:
+                return torch.empty((T,) + tuple(shape), dtype=x0.dtype,
+                                   device=device)
+            return torch.empty((T, ld), dtype=x0.dtype,
+                               device=device)[:, :N].view((T,) + tuple(shape))
+
+        outputs = [sequence() for _ in range(self.num_outputs)]
+        if store_state_seqs:
+            states = [sequence() for _ in range(self.num_states)]
+        else:
+            states = [torch.empty(shape, dtype=x0.dtype, device=device)
+                      for _ in range(self.num_states)]
+        kernel = self.kernel("inference" if store_state_seqs
+                             else "final-state", dtype)
+        if T == 0 or N == 0:
+            # No launch: a final state is the initial one (zeros if absent).
+            if not store_state_seqs:
+                states = [torch.zeros_like(s) if init is None else init.clone()
+                          for s, init in zip(states, inits)]
+            return outputs, states
+        buffers = ([self._address(x) for x in inputs]
+                   + [self._address(s) for s in inits]
+                   + [self._address(y) for y in outputs]
+                   + [self._address(s) for s in states])
+        self._launch(kernel, T, N, ld if ld != N else 0, buffers, 0, params,
+                     device)
+        return outputs, states
+
+    def forward(self, inputs, inits, params):
+        """Training forward: outputs, state sequences and the workspace."""
+        x0 = inputs[0]
+        dtype = storage_type(inputs + [s for s in inits if s is not None],
+                             self.info.name)
+        inputs = [x.contiguous() for x in inputs]
+        inits = [None if s is None else s.contiguous() for s in inits]
+        T, shape = x0.shape[0], tuple(x0.shape[1:])
+        N = math.prod(shape)
+        device = x0.device
+        outputs = [torch.empty((T,) + shape, dtype=x0.dtype, device=device)
+                   for _ in range(self.num_outputs)]
+        states = [torch.empty((T,) + shape, dtype=x0.dtype, device=device)
+                  for _ in range(self.num_states)]
+        kernel = self.kernel("forward", dtype)
+        workspace = self._workspace(kernel, T, N, N, device)
+        if T == 0 or N == 0:
+            return outputs, states, workspace
+        buffers = ([x.data_ptr() for x in inputs]
+                   + [self._address(s) for s in inits]
+                   + [y.data_ptr() for y in outputs]
+                   + [s.data_ptr() for s in states])
+        self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
+                     device)
+        return outputs, states, workspace
+
+    def backward(self, grad_outputs, grad_states, workspace, inputs,
+                 params, deterministic, dtype_like: torch.Tensor):
+        """Gradients of inputs, initial states and trainable parameters;
+        absent (None) incoming gradients are zeros."""
+        dtype = DTYPES[dtype_like.dtype]
+        kernel = self.kernel("backward", dtype, deterministic)
+        spec = kernel.spec
+        T, shape = dtype_like.shape[0], tuple(dtype_like.shape[1:])
+        N = math.prod(shape)
+        device = dtype_like.device
+        grad_inputs = [torch.empty((T,) + shape, dtype=dtype_like.dtype,
+                                   device=device)
+                       for _ in range(self.num_inputs)]
+        grad_inits = [torch.empty(shape, dtype=dtype_like.dtype, device=device)
+                      for _ in range(self.num_states)]
+        grad_params = [torch.zeros((), dtype=torch.float32, device=device)
+                       for _ in spec.buffers_with_role("param_gradient")]
+        if T == 0 or N == 0:
+            for g in grad_inits + grad_params:
+                g.zero_()
+            return grad_inputs, grad_inits, grad_params
+        incoming = [None if g is None else g.contiguous()
+                    for g in list(grad_outputs) + list(grad_states)]
+        # Contiguous copies stay referenced until the launch is queued.
+        by_name = {name: x.contiguous()
+                   for name, x in zip(self.info.inputs, inputs)}
+        buffers = []
+        optional, finals = iter(incoming), iter(())
+        outs, inits_, params_ = iter(grad_inputs), iter(grad_inits), iter(
+            grad_params)
+        for b in spec.buffers:
+            if b.in_workspace:
+                continue
+            if b.role == "optional_input_sequence":
+                buffers.append(self._address(next(optional)))
+            elif b.role == "input_sequence":
+                buffers.append(by_name[b.name].data_ptr())
+            elif b.role == "initial_state":
+                buffers.append(self._address(next(finals, None)))
+            elif b.role == "output_sequence":
+                buffers.append(next(outs).data_ptr())
+            elif b.role == "final_state":
+                buffers.append(next(inits_).data_ptr())
+            elif b.role == "param_gradient":
+                buffers.append(next(params_).data_ptr())
+            else:
+                raise RuntimeError(f"{spec.name}: unexpected buffer role "
+                                   f"'{b.role}' in a backward kernel")
+        self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
+                     device)
+        return grad_inputs, grad_inits, grad_params

@@ -1,0 +1,209 @@
+"""PyTorch modules over compiled neurons: FlexSN and the drop-in nodes."""
+
+import math
+from typing import Mapping, Optional, Sequence
+
+import torch
+from torch import nn
+
+from .. import compiler
+from .. import surrogate as surrogates
+from ._function import Handle, scan
+
+
+class FlexSN(nn.Module):
+    """A compiled neuron in multi-step mode.
+
+    `neuron` is a `.mlir` path, neuron text, or a shipped neuron name
+    ("lif", "plif", ...). Calling the module with `[T, N...]` input
+    sequences returns the output sequences (one tensor for one output) and
+    keeps the final states for the next call (`reset()` clears them,
+    `detach()` cuts their graph). `store_state_seqs=True` also keeps every
+    step's states in `state_seqs`.
+
+    Parameters: `const` ones are compiled in (`params` sets their values,
+    recompiling once, cached); `runtime` ones are attributes of the module;
+    `trainable` ones are `nn.Parameter`s. `deterministic=True` (or
+    `torch.use_deterministic_algorithms(True)`) sums parameter gradients in
+    a fixed order on the GPU.
+    """
+
+    def __init__(self, neuron, num_inputs: Optional[int] = None,
+                 num_states: Optional[int] = None,
+                 num_outputs: Optional[int] = None,
+                 store_state_seqs: bool = False,
+                 params: Optional[Mapping[str, object]] = None,
+                 kinds: Optional[Mapping[str, str]] = None,
+                 surrogate_function=None, deterministic: bool = False,
+                 step_mode: str = "m",
+                 storage_types: Sequence[str] = ("f32", "f16", "bf16"),
+                 neuron_name: Optional[str] = None, **compile_options):
+        super().__init__()
+        if step_mode not in ("m", "s"):
+            raise ValueError("step_mode is 'm' (multi-step, [T, N...]) or "
+                             "'s' (single step, [N...])")
+        params = dict(params or {})
+        # Const parameters are compiled in; the others are module state.
+        probe = compiler.compile(neuron, targets=(), kinds=kinds,
+                                 neuron=neuron_name)
+        info = probe.info
+        const = {p.name for p in info.params if p.kind == "const"}
+        unknown = set(params) - {p.name for p in info.params}
+        if unknown:
+            raise ValueError(
+                f"{info.name} has no parameter {', '.join(sorted(unknown))} "
+                f"(it has: {', '.join(p.name for p in info.params)})")
+        self.compiled = compiler.compile(
+            neuron, storage_types=storage_types, kinds=kinds,
+            params={k: v for k, v in params.items() if k in const},
+            surrogate=surrogate_function, neuron=neuron_name,
+            **compile_options)
+        self.info = info = self.compiled.info
+        for what, expected, actual in (("inputs", num_inputs, info.inputs),
+                                       ("states", num_states, info.states),
+                                       ("outputs", num_outputs, info.outputs)):
+            if expected is not None and expected != len(actual):
+                raise ValueError(
+                    f"{info.name} has {len(actual)} {what} "
+                    f"({', '.join(actual) or 'none'}), not {expected}")
+        self.handle = Handle(self.compiled, deterministic)
+        self.store_state_seqs = store_state_seqs
+        self.step_mode = step_mode
+        self._runtime_names = []
+        for p in info.runtime_params:
+            value = params.get(p.name, p.default)
+            if p.kind == "trainable":
+                self.register_parameter(p.name, nn.Parameter(
+                    torch.tensor(float(value), dtype=torch.float32)))
+            else:
+                setattr(self, p.name, value)
+                self._runtime_names.append(p.name)
+        self.states = [None] * len(info.states)
+        self.state_seqs = None
+
+    @property
+    def deterministic(self) -> bool:
+        return self.handle.deterministic
+
+    @deterministic.setter
+    def deterministic(self, value: bool):
+        self.handle.deterministic = bool(value)
+
+    def reset(self):
+        """Forgets the states: the next call starts from zeros."""
+        self.states = [None] * len(self.info.states)
+        self.state_seqs = None
+
+    def detach(self):
+        """Cuts the states' autograd history (truncated BPTT)."""
+        self.states = [None if s is None else s.detach() for s in self.states]
+
+    def extra_repr(self) -> str:
+        return (f"neuron={self.info.name}, inputs={list(self.info.inputs)}, "
+                f"states={list(self.info.states)}, "
+                f"outputs={list(self.info.outputs)}, "
+                f"store_state_seqs={self.store_state_seqs}, "
+                f"step_mode={self.step_mode!r}")
+
+    def forward(self, *inputs: torch.Tensor):
+        if len(inputs) != len(self.info.inputs):
+            raise ValueError(
+                f"{self.info.name} takes {len(self.info.inputs)} input(s) "
+                f"({', '.join(self.info.inputs)}), got {len(inputs)}")
+        if self.step_mode == "s":
+            inputs = tuple(x.unsqueeze(0) for x in inputs)
+        trainable = [getattr(self, p.name) for p in self.info.trainable_params]
+        runtime = [getattr(self, name) for name in self._runtime_names]
+        inits = [s if s is None or s.shape == inputs[0].shape[1:] else None
+                 for s in self.states]
+        outputs, states = scan(self.handle, list(inputs), inits, trainable,
+                               runtime, self.store_state_seqs)
+        if self.store_state_seqs:
+            self.state_seqs = states
+            self.states = [s[-1] if s.shape[0] else init
+                           for s, init in zip(states, inits)]
+        else:
+            self.states = states
+        if self.step_mode == "s":
+            outputs = [y[0] for y in outputs]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _surrogate(surrogate_function):
+    if surrogate_function is None:
+        return surrogates.Sigmoid()
+    if isinstance(surrogate_function, (surrogates.Surrogate, str)):
+        return surrogate_function
+    raise TypeError("surrogate_function is a flexsn.surrogate object (e.g. "
+                    "flexsn.surrogate.ATan(alpha=2.0)) or attribute text")
+
+
+class _NodeBase(FlexSN):
+    """SpikingJelly-style neurons with one state `v`."""
+
+    def __init__(self, neuron: str, params: dict, v_reset, detach_reset,
+                 surrogate_function, store_v_seq, step_mode, **options):
+        params.update(v_reset=0.0 if v_reset is None else float(v_reset),
+                      soft_reset=v_reset is None,
+                      detach_reset=bool(detach_reset))
+        super().__init__(neuron, params=params,
+                         surrogate_function=_surrogate(surrogate_function),
+                         store_state_seqs=store_v_seq, step_mode=step_mode,
+                         **options)
+
+    @property
+    def v(self):
+        return self.states[0]
+
+    @v.setter
+    def v(self, value):
+        self.states[0] = value
+
+    @property
+    def v_seq(self):
+        return None if self.state_seqs is None else self.state_seqs[0]
+
+
+class IFNode(_NodeBase):
+    """Integrate-and-fire: h = v + x (SpikingJelly's IFNode)."""
+
+    def __init__(self, v_threshold: float = 1.0,
+                 v_reset: Optional[float] = 0.0, surrogate_function=None,
+                 detach_reset: bool = False, step_mode: str = "m",
+                 store_v_seq: bool = False, **options):
+        super().__init__("if", {"v_threshold": float(v_threshold)}, v_reset,
+                         detach_reset, surrogate_function, store_v_seq,
+                         step_mode, **options)
+
+
+class LIFNode(_NodeBase):
+    """Leaky integrate-and-fire (SpikingJelly's LIFNode)."""
+
+    def __init__(self, tau: float = 2.0, decay_input: bool = True,
+                 v_threshold: float = 1.0, v_reset: Optional[float] = 0.0,
+                 surrogate_function=None, detach_reset: bool = False,
+                 step_mode: str = "m", store_v_seq: bool = False, **options):
+        if not tau > 1.0:
+            raise ValueError(f"tau must be > 1, got {tau}")
+        super().__init__("lif", {"tau": float(tau),
+                                 "decay_input": bool(decay_input),
+                                 "v_threshold": float(v_threshold)},
+                         v_reset, detach_reset, surrogate_function,
+                         store_v_seq, step_mode, **options)
+
+
+class ParametricLIFNode(_NodeBase):
+    """LIF with a learned leak 1/tau = sigmoid(w), w0 = -ln(init_tau - 1)
+    (SpikingJelly's ParametricLIFNode)."""
+
+    def __init__(self, init_tau: float = 2.0, decay_input: bool = True,
+                 v_threshold: float = 1.0, v_reset: Optional[float] = 0.0,
+                 surrogate_function=None, detach_reset: bool = False,
+                 step_mode: str = "m", store_v_seq: bool = False, **options):
+        if not init_tau > 1.0:
+            raise ValueError(f"init_tau must be > 1, got {init_tau}")
+        super().__init__("plif", {"w": -math.log(init_tau - 1.0),
+                                  "decay_input": bool(decay_input),
+                                  "v_threshold": float(v_threshold)},
+                         v_reset, detach_reset, surrogate_function,
+                         store_v_seq, step_mode, **options)
