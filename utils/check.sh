@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets FlexSN up if needed, then runs every test (the check-flexsn target:
-# lit + FileCheck tests and the GoogleTest unit tests).
+# Sets FlexSN up if needed, then runs every test: the check-flexsn target
+# (lit + FileCheck tests and the GoogleTest unit tests), then the Python
+# layer's pytest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
@@ -10,12 +11,28 @@ log_file="$BUILD_DIR/check-flexsn.log"
 status=0
 cmake --build "$BUILD_DIR" --target check-flexsn 2>&1 | tee "$log_file" || status=$?
 
-# One closing line that any CI can read.
 passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log_file" | tail -n 1)
 failed=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$log_file" | tail -n 1)
 echo "check-flexsn: ${passed:-0} passed, ${failed:-0} failed"
 if [ "$status" -eq 0 ] && [ "${passed:-0}" -eq 0 ]; then
   echo "check-flexsn ran no test" >&2
-  exit 1
+  status=1
 fi
-exit "$status"
+
+# The Python layer (python/tests), with Debian's python3 and torch; tests on
+# CUDA tensors skip without a GPU.
+py_log="$BUILD_DIR/pytest.log"
+py_status=0
+FLEXSN_BUILD_DIR="$BUILD_DIR" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  python/tests 2>&1 | tee "$py_log" || py_status=$?
+py_passed=$(grep -Eo '[0-9]+ passed' "$py_log" | tail -n 1 | cut -d' ' -f1)
+py_failed=$(grep -Eo '[0-9]+ failed' "$py_log" | tail -n 1 | cut -d' ' -f1)
+if [ "$py_status" -eq 0 ] && [ "${py_passed:-0}" -eq 0 ]; then
+  echo "pytest ran no test" >&2
+  py_status=1
+fi
+
+# One closing line that any CI can read.
+echo "all: $(( ${passed:-0} + ${py_passed:-0} )) passed, $(( ${failed:-0} + ${py_failed:-0} )) failed"
+[ "$status" -eq 0 ] || exit "$status"
+exit "$py_status"

@@ -17,7 +17,7 @@ LLVM_VERSION=22
 LLVM_DEB_VERSION="1:22.1.8-1~deb12u1"
 LLVM_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools)
 OTHER_PACKAGES=(cmake ninja-build g++ libgtest-dev libzstd-dev python3
-                python3-numpy python3-pytest)
+                python3-numpy python3-pytest python3-torch)
 LLVM_PREFIX=/usr/lib/llvm-${LLVM_VERSION}
 BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
 CUDA_TOOLKIT=${FLEXSN_CUDA_TOOLKIT:-/usr/local/cuda}
@@ -120,8 +120,18 @@ PY
   log "Done"
 }
 
+# Makes `import flexsn` work for Debian's python3: a .pth file in the user
+# site directory points at python/ (no package index needed).
+install_python_package() {
+  local site
+  site=$(/usr/bin/python3 -m site --user-site)
+  mkdir -p "$site"
+  echo "$PWD/python" > "$site/flexsn.pth"
+}
+
 install_packages
 configure_and_build
+install_python_package
 case "${1:-all}" in
   build) ;;
   all) run_main_job ;;

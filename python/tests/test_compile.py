@@ -1,0 +1,190 @@
+"""flexsn.compile: sources, options, the cache, diagnostics."""
+
+import json
+import multiprocessing.pool
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import flexsn
+from flexsn import _tools
+
+LEAK = """
+// A leaky integrator whose output is its state.
+flexsn.neuron @leak inputs(%x: f32) states(%v: f32) outputs(y)
+    params(%a: f32 = 0.5 runtime) {
+  %av = arith.mulf %a, %v : f32
+  %h = arith.addf %av, %x : f32
+  flexsn.yield %h, %h : f32, f32
+}
+"""
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path / "cache"))
+    flexsn.compiler._memo.clear()
+    yield tmp_path / "cache"
+    flexsn.compiler._memo.clear()
+
+
+def count_tool_runs(monkeypatch):
+    calls = []
+    real = _tools.run
+
+    def counting(argv, *args, **kwargs):
+        calls.append([str(a) for a in argv])
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(_tools, "run", counting)
+    return calls
+
+
+def test_sources_path_text_and_name(cache, tmp_path):
+    path = tmp_path / "leak.mlir"
+    path.write_text(LEAK)
+    for source in (path, str(path), LEAK):
+        compiled = flexsn.compile(source, targets=("cpu",),
+                                  variants=("inference",))
+        assert compiled.name == "leak"
+        assert compiled.info.inputs == ("x",)
+        assert [p.name for p in compiled.info.runtime_params] == ["a"]
+    lif = flexsn.compile("lif", targets=("cpu",), variants=("inference",))
+    assert lif.info.states == ("v",)
+    assert set(flexsn.shipped_neurons()) >= {"if", "lif", "plif", "qif",
+                                             "eif", "izhikevich", "cuba_lif"}
+
+
+def test_second_compile_runs_no_tool(cache, monkeypatch):
+    calls = count_tool_runs(monkeypatch)
+    first = flexsn.compile(LEAK, targets=("cpu",), variants=("inference",))
+    assert any("flexsn-opt" in c[0] for c in calls)
+    ran = len(calls)
+    # A new process's view: the in-memory memo is gone, the cache stays.
+    flexsn.compiler._memo.clear()
+    again = flexsn.compile(LEAK, targets=("cpu",), variants=("inference",))
+    assert len(calls) == ran
+    assert again.directory == first.directory
+    # Another option is another entry.
+    other = flexsn.compile(LEAK, targets=("cpu",), variants=("inference",),
+                           params={"a": 0.25})
+    assert other.directory != first.directory and len(calls) > ran
+
+
+def test_cache_layout_and_manifest(cache):
+    compiled = flexsn.compile("plif", targets=("cpu",),
+                              variants=("forward", "backward"),
+                              storage_types=("f32", "f16"))
+    assert compiled.directory.parent.parent == cache
+    assert (compiled.directory / "kernels.so").is_file()
+    cpu = json.loads((compiled.directory / "cpu.json").read_text())
+    names = sorted(k["name"] for k in cpu["cpu_kernels"])
+    assert names == ["plif_backward_f16", "plif_backward_f32",
+                     "plif_forward_f16", "plif_forward_f32"]
+    backward = compiled.manifest.find("cpu", "backward", "f16")
+    assert [b.role for b in backward.buffers_with_role("param_gradient")] == [
+        "param_gradient"]
+    assert backward.params == (("w", "f32"),)
+    # The workspace formula is evaluated from the manifest: one f32 [T, N].
+    assert backward.workspace_size(T=3, N=10, ld=0) == 3 * 10 * 4
+
+
+def _compile_in_subprocess(cache_dir):
+    env = dict(os.environ, FLEXSN_CACHE_DIR=str(cache_dir),
+               PYTHONPATH=str(pathlib.Path(flexsn.__file__).parent.parent))
+    code = ("import flexsn; c = flexsn.compile('if', targets=('cpu',), "
+            "variants=('final-state',), params={'v_threshold': 0.75}); "
+            "print(c.directory)")
+    return subprocess.run([sys.executable, "-c", code], env=env,
+                          capture_output=True, text=True)
+
+
+def test_concurrent_compiles_share_one_entry(cache):
+    with multiprocessing.pool.ThreadPool(4) as pool:
+        results = pool.map(_compile_in_subprocess, [cache] * 4)
+    for r in results:
+        assert r.returncode == 0, r.stderr
+    dirs = {r.stdout.strip() for r in results}
+    assert len(dirs) == 1
+    entry = pathlib.Path(dirs.pop())
+    assert (entry / "done").is_file() and (entry / "kernels.so").is_file()
+    # No temporary build directories are left behind.
+    assert not list(entry.parent.glob(".build-*"))
+
+
+def test_invalid_neuron_reports_line_and_column(cache, tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(LEAK.replace("arith.addf %av, %x", "arith.addf %av, %nope"))
+    with pytest.raises(flexsn.CompileError) as error:
+        flexsn.compile(bad, targets=("cpu",))
+    assert error.value.locations, error.value.diagnostics
+    file, line, column = error.value.locations[0]
+    assert file == str(bad)
+    assert line == 6 and column > 1
+    assert "nope" in str(error.value)
+
+
+def test_bad_options_are_clear_errors(cache):
+    with pytest.raises(ValueError, match="unknown variant 'train'"):
+        flexsn.compile("lif", variants=("train",))
+    with pytest.raises(ValueError, match="unknown storage type 'f64'"):
+        flexsn.compile("lif", storage_types=("f64",))
+    with pytest.raises(ValueError, match="shipped neuron"):
+        flexsn.compile("no_such_neuron")
+    with pytest.raises(flexsn.CompileError, match="has no parameter 'tauu'"):
+        flexsn.compile("lif", targets=("cpu",), params={"tauu": 2.0})
+    with pytest.raises(flexsn.CompileError, match="expected true, false"):
+        flexsn.compile("lif", targets=("cpu",), kinds={"soft_reset": "runtime"},
+                       params={"soft_reset": 3})
+    with pytest.raises(flexsn.CompileError, match="alpha"):
+        flexsn.compile("lif", targets=("cpu",),
+                       surrogate="#flexsn.sigmoid<alpha=-1.0>")
+    with pytest.raises(ValueError):
+        flexsn.surrogate.Sigmoid(alpha=-1.0)
+
+
+def test_params_are_specialized(cache):
+    compiled = flexsn.compile("lif", targets=("cpu",),
+                              variants=("inference",),
+                              params={"tau": 4.0, "soft_reset": True},
+                              kinds={"v_threshold": "runtime"})
+    params = {p.name: p for p in compiled.info.params}
+    assert params["tau"].default == 4.0 and params["tau"].kind == "const"
+    assert params["soft_reset"].default is True
+    assert params["v_threshold"].kind == "runtime"
+    kernel = compiled.manifest.find("cpu", "inference", "f32")
+    assert kernel.params == (("v_threshold", "f32"),)
+
+
+def test_without_tools_the_cache_serves(cache, monkeypatch):
+    flexsn.compile("if", targets=("cpu",), variants=("inference",))
+    flexsn.compiler._memo.clear()
+    monkeypatch.setenv("FLEXSN_TOOLS_DIR", str(cache / "no-tools"))
+    monkeypatch.setattr(_tools, "shutil", None, raising=False)
+    assert not _tools.tools_available()
+    served = flexsn.compile("if", targets=("cpu",), variants=("inference",))
+    assert served.cpu_library is not None
+    flexsn.compiler._memo.clear()
+    with pytest.raises(flexsn.ToolNotFoundError, match="holds no compiled"):
+        flexsn.compile("if", targets=("cpu",), variants=("final-state",))
+
+
+def test_manifest_version_is_checked():
+    with pytest.raises(flexsn.ManifestError, match="version 2"):
+        flexsn.Manifest.from_json([{"format": "flexsn-manifest",
+                                    "version": 2}])
+    with pytest.raises(flexsn.ManifestError, match="not a FlexSN manifest"):
+        flexsn.Manifest.from_json([{"format": "other"}])
+
+
+def test_size_formulas_are_evaluated_safely():
+    from flexsn._manifest import evaluate_size
+    assert evaluate_size("1 * T * ld * 4 + 4 + 4 * 1 * ceil(N / 256)",
+                         T=3, N=257, ld=300) == 3 * 300 * 4 + 4 + 4 * 2
+    assert evaluate_size("0", T=1, N=1, ld=1) == 0
+    for hostile in ("__import__('os')", "T ** 2", "open('x')", "N / 3"):
+        with pytest.raises(flexsn.ManifestError):
+            evaluate_size(hostile, T=2, N=2, ld=2)
