@@ -119,18 +119,22 @@ class GpuKernel:
         self._buffer_type = ctypes.c_void_p * n
         self._scalars_type = ctypes.c_void_p * max(1, len(spec.params))
         self._offsets = [b.workspace_offset for b in spec.buffers]
+        self._has_workspace = any(o is not None for o in self._offsets)
 
     def launch(self, stream: int, T: int, N: int, ld: int,
                buffers: Sequence[int], workspace: int,
                params: Sequence = ()) -> None:
-        from ._manifest import evaluate_size
-        addresses, args = [], iter(buffers)
-        for offset in self._offsets:
-            if offset is None:
-                addresses.append(next(args) or None)
-            else:
-                addresses.append(workspace + evaluate_size(
-                    offset, T=T, N=N, ld=ld or N) if workspace else None)
+        if self._has_workspace:
+            from ._manifest import evaluate_size
+            addresses, args = [], iter(buffers)
+            for offset in self._offsets:
+                if offset is None:
+                    addresses.append(next(args) or None)
+                else:
+                    addresses.append(workspace + evaluate_size(
+                        offset, T=T, N=N, ld=ld or N) if workspace else None)
+        else:
+            addresses = [a or None for a in buffers]
         values = [t(v) for t, v in zip(self._scalar_types, params)]
         scalars = self._scalars_type(
             *(ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values))

@@ -55,11 +55,16 @@ class NeuronKernels:
         self.num_inputs = len(self.info.inputs)
         self.num_states = len(self.info.states)
         self.num_outputs = len(self.info.outputs)
+        self._cache = {}
 
     def kernel(self, variant: str, dtype: str,
                deterministic: bool = False) -> Kernel:
-        return self.compiled.kernel(self.device_type, variant, dtype,
-                                    deterministic)
+        key = (variant, dtype, deterministic)
+        kernel = self._cache.get(key)
+        if kernel is None:
+            kernel = self._cache[key] = self.compiled.kernel(
+                self.device_type, variant, dtype, deterministic)
+        return kernel
 
     # -- launching ---------------------------------------------------------
 
