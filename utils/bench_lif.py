@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmarks FlexSN's LIF kernels on the device machine (SPEC section 8).
+"""Benchmarks FlexSN's LIF kernels on a GPU machine (targets: docs/Reference.md).
 
     python3 utils/bench_lif.py [--bundle .device] [--out DIR] [--reps 20]
                                [--budget SECONDS] [--workers K] [--ns 24,20]

@@ -84,7 +84,7 @@ SEQ_ROLES = ("input_sequence", "output_sequence", "state_sequence")
 WRITTEN = ("output_sequence", "state_sequence", "final_state")
 
 # ---------------------------------------------------------------------------
-# SPEC section 7: parameter defaults, states, and the step of every neuron.
+# docs/Reference.md: parameter defaults, states, and the step of every neuron.
 
 DEFAULTS = {
     "if": dict(v_threshold=1.0, v_reset=0.0,
@@ -1347,7 +1347,7 @@ class Checker(object):
                                                  params, "cached"))
 
     def spec_defaults(self):
-        """The manifests' parameter defaults are SPEC section 7's."""
+        """The manifests' parameter defaults are docs/Reference.md's."""
         for name in self.bundle.neurons:
             nd = self.bundle.neuron_defs.get(name)
             res = Result()

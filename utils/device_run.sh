@@ -6,7 +6,7 @@
 #
 # Steps, each with a time limit, all inside a total budget (default 470 s,
 # FLEXSN_DEVICE_BUDGET; the benchmark keeps FLEXSN_BENCH_RESERVE = 235 s of
-# it) so that the whole run ends well inside the device tool's 10-minute
+# it) so that the whole run ends well inside the GPU runner's 10-minute
 # limit:
 #   1. env          GPU, driver, python / torch versions
 #   2. smoke        the runtime's device smoke test (bundle/device_smoke), if built
@@ -29,7 +29,7 @@
 #                   forward + backward)                      -> $OUT/bench/
 # Every step's output is tee'd to $OUT/<step>.log; a short summary table
 # comes last (also in $OUT/summary.txt). Exits non-zero if a check failed.
-# Brought back (the device tool returns at most 8 files): summary.txt,
+# Brought back (the GPU runner returns at most 8 files): summary.txt,
 # bench_results.{json,md}, bench_plot.png, bench_train.png,
 # check_results.json, train_results.json and all.tar.gz (everything).
 set -uo pipefail
@@ -255,7 +255,7 @@ sys.exit(1 if bad else 0)
 EOF
 status=${PIPESTATUS[0]}
 
-# The device tool brings back at most 8 files, two folders deep: keep the
+# The GPU runner brings back at most 8 files, two folders deep: keep the
 # benchmark's results, the checks' results and the summary at the top (7
 # files), everything else in one archive (the 8th).
 if [ -d "$OUT/bench" ]; then

@@ -21,7 +21,7 @@ forward's workspace goes to the backward. Then:
   backward  the gradients of L = <spike_grad, spike> + sum <v_seq_grad, v_seq>
             + sum <v_final_grad, v_T> w.r.t. x, the initial states and the
             trainable parameters (PLIF's w) against automatic differentiation
-            of the step loop written here from SPEC section 7 (float32, on the
+            of the step loop written here from docs/Reference.md (float32, on the
             storage-rounded inputs and incoming gradients; Heaviside forward,
             sigmoid(alpha = 4) surrogate backward, the reset's spike detached
             for the _detach copies): PyTorch autograd on the GPU (full mode;
@@ -345,7 +345,7 @@ class TorchAD(object):
 
 
 def step(ad, neuron, p, tw, x, st):
-    """One step of SPEC section 7: (spike, new states, h - v_threshold).
+    """One step of docs/Reference.md: (spike, new states, h - v_threshold).
     p: parameter values (flags as bools); tw: trainable parameter leaves."""
     new = {}
     if neuron == "if":

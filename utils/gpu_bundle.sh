@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds, on this (GPU-less) machine, everything the device machine needs to
-# check and benchmark the GPU kernels (see /work/shared/DEVICE.md):
+# check and benchmark the GPU kernels (see docs/GPU.md):
 #
 #   bash utils/gpu_bundle.sh [DIR]          DIR defaults to .device
 #
-# Into DIR (git-ignored; at most ~60 MiB so that it fits the device tool's
+# Into DIR (git-ignored; at most ~60 MiB so that it fits the GPU runner's
 # `carry`):
 #   gpu/<neuron>.{cubin,h.gz}         flexsn-opt --flexsn-lower-to-nvvm with
 #                                     variants=inference,final-state,forward,

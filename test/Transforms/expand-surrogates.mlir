@@ -10,7 +10,7 @@
 // RUN: | FileCheck %s --check-prefix=FOLD
 
 // The splits below check the shape of the expansion; the last one runs every
-// surrogate's g(x) and compares it with values computed from SPEC section 7.
+// surrogate's g(x) and compares it with values computed from docs/Reference.md.
 // The runner lowers the whole file as one module, so function names are
 // unique across splits.
 
@@ -204,7 +204,7 @@ func.func @folded() -> (f32, f32, f32) {
 
 // -----
 
-// Running the expansion of all 17 surrogates gives the SPEC section 7 values.
+// Running the expansion of all 17 surrogates gives the docs/Reference.md values.
 // CHECK-LABEL: func.func @main
 //
 // g(x) at x = -1, -0.3, 0, 0.5, 1, 1.5 for every surrogate (defaults, and a

@@ -25,7 +25,7 @@ class ExecutionEngine;
 namespace flexsn {
 class NeuronOp;
 
-/// The kernel variants of SPEC §4 the CPU path runs.
+/// The kernel variants of docs/ABI.md the CPU path runs.
 enum class KernelVariant { Inference, FinalState, Forward, Backward };
 
 /// The spelling used by pass options and kernel names ("final-state").

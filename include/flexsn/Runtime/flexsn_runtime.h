@@ -4,7 +4,7 @@
  *
  *===----------------------------------------------------------------------===//
  *
- * The C runtime behind the generated host stubs (SPEC section 5, docs/ABI.md).
+ * The C runtime behind the generated host stubs (docs/ABI.md).
  * It depends only on the CUDA driver API, which it loads at run time with
  * dlopen("libcuda.so.1"): a program linking the runtime starts, and argument
  * validation works, on a machine without a GPU or driver. It needs a CUDA
