@@ -25,8 +25,8 @@ py_log="$BUILD_DIR/pytest.log"
 py_status=0
 FLEXSN_BUILD_DIR="$BUILD_DIR" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
   python/tests 2>&1 | tee "$py_log" || py_status=$?
-py_passed=$(grep -Eo '[0-9]+ passed' "$py_log" | tail -n 1 | cut -d' ' -f1)
-py_failed=$(grep -Eo '[0-9]+ failed' "$py_log" | tail -n 1 | cut -d' ' -f1)
+py_passed=$(grep -Eo '[0-9]+ passed' "$py_log" | tail -n 1 | cut -d' ' -f1 || true)
+py_failed=$(grep -Eo '[0-9]+ failed' "$py_log" | tail -n 1 | cut -d' ' -f1 || true)
 if [ "$py_status" -eq 0 ] && [ "${py_passed:-0}" -eq 0 ]; then
   echo "pytest ran no test" >&2
   py_status=1
