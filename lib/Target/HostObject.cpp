@@ -12,6 +12,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -24,6 +27,63 @@
 #include <memory>
 
 using namespace mlir;
+
+/// A target without native bf16 keeps a bfloat value that lives across
+/// basic blocks widened to f32 and rounds it back for the store through
+/// `__truncsfbf2`, which older compiler runtimes (libgcc 12) lack. The
+/// pipeline only moves bf16 bits (the rounding is integer arithmetic), so
+/// carrying those bits as i16 between blocks changes nothing but the
+/// missing call: phis of bfloat become phis of i16, and a bfloat used in
+/// another block crosses as i16 and is bitcast back where it is used.
+static void carryBF16AsIntegers(llvm::Module &module) {
+  auto isBF16 = [](llvm::Type *type) {
+    return type->getScalarType()->isBFloatTy();
+  };
+  for (llvm::Function &function : module) {
+    llvm::SmallVector<llvm::PHINode *> phis;
+    for (llvm::Instruction &inst : llvm::instructions(function))
+      if (auto *phi = llvm::dyn_cast<llvm::PHINode>(&inst))
+        if (isBF16(phi->getType()))
+          phis.push_back(phi);
+    for (llvm::PHINode *phi : phis) {
+      llvm::Type *bits = phi->getType()->getWithNewType(
+          llvm::Type::getInt16Ty(module.getContext()));
+      llvm::IRBuilder<> builder(phi);
+      llvm::PHINode *bitsPhi =
+          builder.CreatePHI(bits, phi->getNumIncomingValues());
+      for (unsigned i = 0, e = phi->getNumIncomingValues(); i != e; ++i) {
+        llvm::BasicBlock *from = phi->getIncomingBlock(i);
+        builder.SetInsertPoint(from->getTerminator());
+        bitsPhi->addIncoming(
+            builder.CreateBitCast(phi->getIncomingValue(i), bits), from);
+      }
+      builder.SetInsertPoint(phi->getParent()->getFirstNonPHIIt());
+      phi->replaceAllUsesWith(builder.CreateBitCast(bitsPhi, phi->getType()));
+      phi->eraseFromParent();
+    }
+
+    llvm::SmallVector<llvm::Instruction *> crossing;
+    for (llvm::Instruction &inst : llvm::instructions(function))
+      if (isBF16(inst.getType()) && llvm::any_of(inst.users(), [&](auto *u) {
+            return llvm::cast<llvm::Instruction>(u)->getParent() !=
+                   inst.getParent();
+          }))
+        crossing.push_back(&inst);
+    for (llvm::Instruction *inst : crossing) {
+      llvm::IRBuilder<> builder(inst->getParent(),
+                                std::next(inst->getIterator()));
+      llvm::Value *bits = builder.CreateBitCast(
+          inst, inst->getType()->getWithNewType(builder.getInt16Ty()));
+      for (llvm::Use &use : llvm::make_early_inc_range(inst->uses())) {
+        auto *user = llvm::cast<llvm::Instruction>(use.getUser());
+        if (user == bits || user->getParent() == inst->getParent())
+          continue;
+        builder.SetInsertPoint(user);
+        use.set(builder.CreateBitCast(bits, inst->getType()));
+      }
+    }
+  }
+}
 
 /// Translates `module` (LLVM dialect) and writes a PIC object for the host
 /// triple. The CPU is the triple's generic one, not the build machine's, so
@@ -61,6 +121,7 @@ static LogicalResult translateToHostObject(ModuleOp module,
   if (llvm::Error err = optimize(llvmModule.get()))
     return module.emitError("optimizing the CPU kernels failed: ")
            << llvm::toString(std::move(err));
+  carryBF16AsIntegers(*llvmModule);
 
   llvm::SmallString<0> object;
   llvm::raw_svector_ostream objectStream(object);

@@ -42,8 +42,11 @@ DEVICES = [
         pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]),
 ]
 AVAILABLE_DEVICES = ("cpu", "cuda") if HAS_CUDA else ("cpu",)
-# CPU cases compile only CPU kernels, CUDA cases only GPU kernels.
-TARGETS = {"cpu": ("cpu",), "cuda": ("cuda",)}
+# Both devices compile with flexsn.compile's default targets (CPU, plus
+# CUDA where the toolkit is installed): one cache entry serves both, so a
+# cache filled by running these tests on a machine with the tools also
+# serves a GPU machine without them (which then has the same default).
+TARGETS = {"cpu": None, "cuda": None}
 
 NEURONS = ("if", "lif", "plif", "qif", "eif", "izhikevich", "cuba_lif")
 # State names in the order of lib/Neurons/*.mlir (and of reference.py).
@@ -97,30 +100,6 @@ LOW_TOL = {torch.float16: dict(rtol=1e-3, atol=1e-4),
 LOW_GRAD_TOL = {torch.float16: 2e-3, torch.bfloat16: 1.5e-2}
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-
-# The CPU kernels of `if` with soft_reset or detach_reset (constants) do not
-# load when bf16 kernels are compiled: see
-# test_if_cpu_kernels_load_with_bf16. The other cases compile those
-# configurations without bf16, so that the rest of their behaviour is still
-# checked.
-BF16_LINK_BUG = ("flexsn-translate --flexsn-to-host-object emits a call to "
-                 "__truncsfbf2 in if_backward_bf16 (soft_reset or "
-                 "detach_reset), which libgcc 12 (Debian's cc) does not "
-                 "define: kernels.so fails to dlopen (undefined symbol "
-                 "__truncsfbf2), so none of the entry's kernels run")
-
-
-def bf16_link_bug(neuron, params, kinds=None):
-    params = params or {}
-    return neuron == "if" and not kinds and bool(
-        params.get("soft_reset") or params.get("detach_reset"))
-
-
-def storage_for(neuron, params, kinds=None):
-    if bf16_link_bug(neuron, params, kinds):
-        return ("f32", "f16")
-    return ("f32", "f16", "bf16")
-
 
 # ---------------------------------------------------------------------------
 # The configurations the tests compile
@@ -187,8 +166,7 @@ def flexsn_module(neuron, device, params=None, surrogate=None,
                   store_state_seqs=True, kinds=None):
     return FlexSN(neuron, params=params, surrogate_function=surrogate,
                   store_state_seqs=store_state_seqs, kinds=kinds,
-                  targets=TARGETS[device],
-                  storage_types=storage_for(neuron, params, kinds))
+                  targets=TARGETS[device])
 
 
 SMOOTH = """
@@ -238,8 +216,7 @@ NODE_CASES = [
      "if", dict(v_threshold=1.2, v_reset=-0.3)),
     ("if-soft-detach-atan", IFNode,
      dict(v_threshold=0.8, v_reset=None, detach_reset=True,
-          surrogate_function=sg.ATan(alpha=3.0),
-          storage_types=("f32", "f16")),  # BF16_LINK_BUG
+          surrogate_function=sg.ATan(alpha=3.0)),
      "if", dict(v_threshold=0.8, v_reset=None, detach_reset=True,
                 surrogate=("atan", {"alpha": 3.0}))),
     ("lif", LIFNode, {}, "lif", {}),
@@ -987,13 +964,8 @@ def test_node_single_step_mode(case, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("store", [
-    False,
-    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-        "FlexSN.forward with store_state_seqs=True and T == 0 leaves "
-        "module.states = [None] (no initial state given) where "
-        "store_state_seqs=False gives zeros")))],
-    ids=["final_states", "state_seqs"])
+@pytest.mark.parametrize("store", [False, True],
+                         ids=["final_states", "state_seqs"])
 @pytest.mark.parametrize("neuron", NEURONS)
 def test_empty_sequence_without_initial_states(neuron, store, device):
     module = flexsn_module(neuron, device, store_state_seqs=store)
@@ -1062,18 +1034,16 @@ def test_empty_sequence_with_initial_states(neuron, store, device):
 
 
 # ---------------------------------------------------------------------------
-# Known problem: bf16 CPU kernels that do not link
+# bf16 CPU kernels of every flag combination link and load
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("flags", [
-    pytest.param(f, marks=pytest.mark.xfail(
-        strict=True, raises=OSError, reason=BF16_LINK_BUG))
-    if bf16_link_bug("if", FLAGS[f]) else f for f in FLAGS])
+@pytest.mark.parametrize("flags", list(FLAGS))
 def test_if_cpu_kernels_load_with_bf16(flags):
     """`if` with FlexSN's default storage types (f32, f16, bf16): every
-    variant and dtype of the CPU library loads, and the module runs.
-    (Every other neuron loads its bf16 kernels in the cases above.)"""
+    variant and dtype of the CPU library loads (no call to a conversion
+    routine the C runtime lacks, such as __truncsfbf2), and the module
+    runs."""
     params = FLAGS[flags]
     module = FlexSN("if", params=params, targets=("cpu",),
                     store_state_seqs=True)

@@ -120,7 +120,10 @@ class FlexSN(nn.Module):
                                runtime, self.store_state_seqs)
         if self.store_state_seqs:
             self.state_seqs = states
-            self.states = [s[-1] if s.shape[0] else init
+            # T == 0 leaves the initial states (zeros where none was given).
+            self.states = [s[-1] if s.shape[0] else
+                           init if init is not None else
+                           s.new_zeros(s.shape[1:])
                            for s, init in zip(states, inits)]
         else:
             self.states = states
