@@ -9,6 +9,7 @@ output. Nothing about a neuron or an argument position is hard-coded.
 import ast
 import dataclasses
 import fractions
+import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 MANIFEST_FORMAT = "flexsn-manifest"
@@ -27,15 +28,22 @@ def evaluate_size(formula: str, **sizes: int) -> int:
     `1 * T * ld * 4 + 4 + 4 * 1 * ceil(N / 256)` exactly, over integers.
 
     Only numbers, the given names, `+ - * /` and `ceil` are accepted, so a
-    manifest cannot run code."""
+    manifest cannot run code. Launches evaluate the same few formulas at the
+    same sizes over and over: results are memoized."""
+    return _evaluate(formula, tuple(sorted(sizes.items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _evaluate(formula: str, sizes: Tuple[Tuple[str, int], ...]) -> int:
+    names = dict(sizes)
 
     def visit(node):
         if isinstance(node, ast.Expression):
             return visit(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return fractions.Fraction(node.value)
-        if isinstance(node, ast.Name) and node.id in sizes:
-            return fractions.Fraction(sizes[node.id])
+        if isinstance(node, ast.Name) and node.id in names:
+            return fractions.Fraction(names[node.id])
         if isinstance(node, ast.BinOp):
             left, right = visit(node.left), visit(node.right)
             if isinstance(node.op, ast.Add):
@@ -53,10 +61,18 @@ def evaluate_size(formula: str, **sizes: int) -> int:
             return fractions.Fraction(-(-value.numerator // value.denominator))
         raise ManifestError(f"unsupported size formula {formula!r}")
 
-    value = visit(ast.parse(formula, mode="eval"))
+    value = visit(_parse(formula))
     if value.denominator != 1:
         raise ManifestError(f"size formula {formula!r} is not an integer")
     return int(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(formula: str) -> ast.Expression:
+    try:
+        return ast.parse(formula, mode="eval")
+    except SyntaxError:
+        raise ManifestError(f"unsupported size formula {formula!r}") from None
 
 
 @dataclasses.dataclass(frozen=True)

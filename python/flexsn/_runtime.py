@@ -120,6 +120,27 @@ class GpuKernel:
         self._scalars_type = ctypes.c_void_p * max(1, len(spec.params))
         self._offsets = [b.workspace_offset for b in spec.buffers]
         self._has_workspace = any(o is not None for o in self._offsets)
+        self._image_ref = ctypes.byref(image.image)
+        self._desc_ref = ctypes.byref(self.desc)
+        # Scalar slots per thread: the launch releases the GIL, so another
+        # thread must not overwrite values this one is passing.
+        self._slots = threading.local()
+
+    def _scalars(self, params: Sequence):
+        if len(params) != len(self._scalar_types):
+            raise ValueError(
+                f"{self.spec.name} takes {len(self._scalar_types)} runtime "
+                f"parameter(s) ({', '.join(n for n, _ in self.spec.params)}),"
+                f" got {len(params)}")
+        local = self._slots
+        values = getattr(local, "values", None)
+        if values is None:
+            values = local.values = [t() for t in self._scalar_types]
+            local.array = self._scalars_type(
+                *(ctypes.addressof(v) for v in values))
+        for slot, value in zip(values, params):
+            slot.value = value
+        return local.array
 
     def launch(self, stream: int, T: int, N: int, ld: int,
                buffers: Sequence[int], workspace: int,
@@ -134,14 +155,11 @@ class GpuKernel:
                     addresses.append(workspace + evaluate_size(
                         offset, T=T, N=N, ld=ld or N) if workspace else None)
         else:
-            addresses = [a or None for a in buffers]
-        values = [t(v) for t, v in zip(self._scalar_types, params)]
-        scalars = self._scalars_type(
-            *(ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values))
+            addresses = buffers
         lib = runtime_library()
         status = lib.flexsn_launch(
-            ctypes.byref(self.image.image), ctypes.byref(self.desc),
-            stream or None, T, N, ld, self._buffer_type(*addresses), scalars)
+            self._image_ref, self._desc_ref, stream or None, T, N, ld,
+            self._buffer_type(*addresses), self._scalars(params))
         if status != 0:
             failed = lib.flexsn_last_failed_buffer()
             raise RuntimeStatusError(

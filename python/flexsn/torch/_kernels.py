@@ -7,6 +7,7 @@ gradients of final states, of inputs, of initial states, of trainable
 parameters.
 """
 
+import functools
 import math
 from typing import List, Optional, Sequence, Tuple
 
@@ -35,14 +36,33 @@ def time_stride(x: torch.Tensor, allow_strided: bool) -> Optional[int]:
     (the caller copies)."""
     if x.dim() < 1:
         return None
-    step = x[0] if x.shape[0] else x.new_empty(x.shape[1:])
-    if x.shape[0] and not step.is_contiguous():
-        return None
-    n = step.numel()
-    ld = x.stride(0) if x.shape[0] > 1 else n
-    if ld == n or (allow_strided and ld > n):
+    n, ld = _step_layout(x.shape, x.stride())
+    if ld is not None and (ld == n or (allow_strided and ld > n)):
         return ld
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _step_layout(shape: torch.Size, stride: Tuple[int, ...]):
+    """(elements per step, time stride), the stride None unless every step
+    is contiguous. Memoized: a training loop sees a handful of layouts."""
+    n = 1
+    for size, step in zip(reversed(shape[1:]), reversed(stride[1:])):
+        if size != 1 and step != n:
+            return math.prod(shape[1:]), None
+        n *= size
+    return n, stride[0] if shape[0] > 1 else n
+
+
+# The raw stream handle without building a torch.cuda.Stream object (the
+# accessor torch.compile's generated code uses); older torch: the object.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def current_stream(device_index: int) -> int:
+    if _raw_stream is not None:
+        return _raw_stream(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
 
 
 class NeuronKernels:
@@ -70,8 +90,8 @@ class NeuronKernels:
 
     def _launch(self, kernel, T, N, ld, buffers, workspace, params, device):
         if self.device_type == "cuda":
-            stream = torch.cuda.current_stream(device).cuda_stream
-            kernel.launch(stream, T, N, ld, buffers, workspace, params)
+            kernel.launch(current_stream(device.index), T, N, ld, buffers,
+                          workspace, params)
         else:
             kernel.launch(T, N, buffers, workspace, params)
 
@@ -108,8 +128,8 @@ class NeuronKernels:
 
         def sequence():
             if ld == N:
-                return torch.empty((T,) + tuple(shape), dtype=x0.dtype,
-                                   device=device)
+                # Contiguous like the (possibly copied) inputs.
+                return torch.empty_like(inputs[0])
             return torch.empty((T, ld), dtype=x0.dtype,
                                device=device)[:, :N].view((T,) + tuple(shape))
 
@@ -117,8 +137,7 @@ class NeuronKernels:
         if store_state_seqs:
             states = [sequence() for _ in range(self.num_states)]
         else:
-            states = [torch.empty(shape, dtype=x0.dtype, device=device)
-                      for _ in range(self.num_states)]
+            states = [x0.new_empty(shape) for _ in range(self.num_states)]
         kernel = self.kernel("inference" if store_state_seqs
                              else "final-state", dtype)
         if T == 0 or N == 0:
