@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from ._kernels import NeuronKernels
+from ._kernels import NeuronKernels, check_inputs
 
 # Kernels by handle: the custom op takes an int, which torch.compile guards on.
 _registry: Dict[int, "Handle"] = {}
@@ -62,36 +62,7 @@ def _runtime_values(handle: Handle, trainable: Sequence[torch.Tensor],
 
 
 def _check_inputs(handle: Handle, inputs, inits):
-    info = handle.info
-    if len(inputs) != len(info.inputs):
-        raise ValueError(f"{info.name} takes {len(info.inputs)} input "
-                         f"sequence(s) ({', '.join(info.inputs)}), got "
-                         f"{len(inputs)}")
-    x0 = inputs[0]
-    if x0.dim() < 2:
-        raise ValueError(f"{info.name}: inputs are [T, N...] sequences, got "
-                         f"shape {tuple(x0.shape)}")
-    for name, x in zip(info.inputs[1:], inputs[1:]):
-        if x.shape != x0.shape:
-            raise ValueError(f"{info.name}: input '{name}' has shape "
-                             f"{tuple(x.shape)}, '{info.inputs[0]}' has "
-                             f"{tuple(x0.shape)}")
-        if x.device != x0.device:
-            raise ValueError(f"{info.name}: input '{name}' is on {x.device}, "
-                             f"'{info.inputs[0]}' on {x0.device}")
-    for name, s in zip(info.states, inits):
-        if s is None:
-            continue
-        if s.shape != x0.shape[1:]:
-            raise ValueError(f"{info.name}: state '{name}' has shape "
-                             f"{tuple(s.shape)}, expected the neuron shape "
-                             f"{tuple(x0.shape[1:])}")
-        if s.device != x0.device:
-            raise ValueError(f"{info.name}: state '{name}' is on {s.device}, "
-                             f"the inputs on {x0.device}")
-        if s.dtype != x0.dtype:
-            raise TypeError(f"{info.name}: state '{name}' is {s.dtype}, the "
-                            f"inputs {x0.dtype}")
+    check_inputs(handle.info, inputs, inits)
 
 
 def _inference(handle, inputs, inits, runtime_values, store_state_seqs):
@@ -102,10 +73,17 @@ def _inference(handle, inputs, inits, runtime_values, store_state_seqs):
 
 
 class _ScanFunction(torch.autograd.Function):
-    """Forward kernel with saves; backward kernel in reverse time."""
+    """Forward kernel with saves; backward kernel in reverse time.
+
+    With `finals`, the state results are final states rather than
+    sequences: their gradients reach the backward kernel as gradients of
+    the final states (`[N...]`), not as `[T, N...]` sequences that are
+    zero but for the last step. Absent gradients stay absent (NULL
+    buffers)."""
 
     @staticmethod
-    def forward(ctx, handle_id, runtime, num_inputs, present, *tensors):
+    def forward(ctx, handle_id, runtime, num_inputs, present, finals,
+                *tensors):
         handle = _registry[handle_id]
         inputs = list(tensors[:num_inputs])
         given = iter(tensors[num_inputs:num_inputs + sum(present)])
@@ -115,11 +93,18 @@ class _ScanFunction(torch.autograd.Function):
         values = _runtime_values(handle, trainable, runtime)
         kernels = handle.kernels(inputs[0].device)
         outputs, states, workspace = kernels.forward(inputs, inits, values)
-        ctx.handle, ctx.values = handle, values
+        if finals:
+            # The last step's states (the initial ones when T == 0).
+            shape = inputs[0].shape[1:]
+            states = [s[-1].clone() if s.shape[0] else
+                      init.clone() if init is not None else s.new_zeros(shape)
+                      for s, init in zip(states, inits)]
+        ctx.handle, ctx.values, ctx.finals = handle, values, finals
         ctx.present = present
         ctx.trainable_like = [t for t in trainable]
         ctx.save_for_backward(workspace, *inputs)
         ctx.mark_non_differentiable(workspace)
+        ctx.set_materialize_grads(False)
         return tuple(outputs) + tuple(states)
 
     @staticmethod
@@ -128,13 +113,16 @@ class _ScanFunction(torch.autograd.Function):
         handle = ctx.handle
         kernels = handle.kernels(inputs[0].device)
         n_out = kernels.num_outputs
+        grad_outputs, grad_states = grads[:n_out], grads[n_out:]
+        none = [None] * kernels.num_states
         grad_inputs, grad_inits, grad_params = kernels.backward(
-            grads[:n_out], grads[n_out:], workspace, inputs, ctx.values,
-            handle.is_deterministic(), inputs[0])
+            grad_outputs, none if ctx.finals else grad_states, workspace,
+            inputs, ctx.values, handle.is_deterministic(), inputs[0],
+            grad_finals=grad_states if ctx.finals else none)
         grad_params = [g.to(t.dtype).reshape(t.shape)
                        for g, t in zip(grad_params, ctx.trainable_like)]
         grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
-        return ((None, None, None, None) + tuple(grad_inputs)
+        return ((None, None, None, None, None) + tuple(grad_inputs)
                 + tuple(grad_inits) + tuple(grad_params))
 
 
@@ -143,28 +131,21 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
     """Outputs and states (sequences, or final states when not
     `store_state_seqs`), differentiable through the training kernels when
     any tensor needs a gradient."""
-    _check_inputs(handle, inputs, inits)
     needs_grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
         for t in itertools.chain(inputs, inits, trainable))
     if not needs_grad:
+        # The inference path checks the inputs once per layout it plans.
         values = _runtime_values(handle, trainable, runtime)
         return _inference(handle, inputs, inits, values, store_state_seqs)
+    _check_inputs(handle, inputs, inits)
     present = tuple(s is not None for s in inits)
     results = _ScanFunction.apply(handle.id, tuple(runtime), len(inputs),
-                                  present, *inputs,
+                                  present, not store_state_seqs, *inputs,
                                   *(s for s in inits if s is not None),
                                   *trainable)
     n_out = len(handle.info.outputs)
-    outputs, states = list(results[:n_out]), list(results[n_out:])
-    if not store_state_seqs:
-        # The final state is the last of the sequence (the initial one when
-        # T == 0): its gradient reaches the kernel as the sequence's.
-        shape = inputs[0].shape[1:]
-        states = [s[-1] if s.shape[0] else
-                  (init if init is not None else s.new_zeros(shape))
-                  for s, init in zip(states, inits)]
-    return outputs, states
+    return list(results[:n_out]), list(results[n_out:])
 
 
 def _compiling() -> bool:
@@ -287,7 +268,9 @@ if has_custom_op():
                                     list(grads[:ctx.num_results]), workspace,
                                     list(inputs), list(trainable),
                                     ctx.present_mask, ctx.runtime)
-        return None, results, None, None, None, None, None
+        # Non-tensor arguments get None; a list argument, a list of them.
+        return (None, results, None, None, [None] * len(ctx.runtime), None,
+                None)
 
     _scan_op.register_autograd(_backward, setup_context=_setup_context)
 

@@ -59,6 +59,40 @@ def _step_layout(shape: torch.Size, stride: Tuple[int, ...]):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
+def check_inputs(info, inputs, inits):
+    """Clear errors for inputs and initial states that do not fit the
+    neuron: counts, ranks, shapes, devices and dtypes."""
+    if len(inputs) != len(info.inputs):
+        raise ValueError(f"{info.name} takes {len(info.inputs)} input "
+                         f"sequence(s) ({', '.join(info.inputs)}), got "
+                         f"{len(inputs)}")
+    x0 = inputs[0]
+    if x0.dim() < 2:
+        raise ValueError(f"{info.name}: inputs are [T, N...] sequences, got "
+                         f"shape {tuple(x0.shape)}")
+    for name, x in zip(info.inputs[1:], inputs[1:]):
+        if x.shape != x0.shape:
+            raise ValueError(f"{info.name}: input '{name}' has shape "
+                             f"{tuple(x.shape)}, '{info.inputs[0]}' has "
+                             f"{tuple(x0.shape)}")
+        if x.device != x0.device:
+            raise ValueError(f"{info.name}: input '{name}' is on {x.device}, "
+                             f"'{info.inputs[0]}' on {x0.device}")
+    for name, s in zip(info.states, inits):
+        if s is None:
+            continue
+        if s.shape != x0.shape[1:]:
+            raise ValueError(f"{info.name}: state '{name}' has shape "
+                             f"{tuple(s.shape)}, expected the neuron shape "
+                             f"{tuple(x0.shape[1:])}")
+        if s.device != x0.device:
+            raise ValueError(f"{info.name}: state '{name}' is on {s.device}, "
+                             f"the inputs on {x0.device}")
+        if s.dtype != x0.dtype:
+            raise TypeError(f"{info.name}: state '{name}' is {s.dtype}, the "
+                            f"inputs {x0.dtype}")
+
+
 def current_stream(device_index: int) -> int:
     if _raw_stream is not None:
         return _raw_stream(device_index)
@@ -76,6 +110,7 @@ class NeuronKernels:
         self.num_states = len(self.info.states)
         self.num_outputs = len(self.info.outputs)
         self._cache = {}
+        self._plans = {}
 
     def kernel(self, variant: str, dtype: str,
                deterministic: bool = False) -> Kernel:
@@ -112,47 +147,68 @@ class NeuronKernels:
                   store_state_seqs: bool, allow_strided: bool = True
                   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
         """Outputs and (state sequences or final states), with no graph."""
-        x0 = inputs[0]
-        dtype = storage_type(inputs + [s for s in inits if s is not None],
-                             self.info.name)
-        T, shape = x0.shape[0], x0.shape[1:]
-        N = math.prod(shape)
-        lds = {time_stride(x, allow_strided and self.device_type == "cuda")
-               for x in inputs}
-        ld = lds.pop() if len(lds) == 1 else None
-        if ld is None:
+        # Everything that depends only on the layout is worked out (and
+        # checked) once per layout: a module is called with few of them.
+        key = (store_state_seqs, allow_strided,
+               *[(x.shape, x.stride(), x.dtype, x.device) for x in inputs],
+               *[None if s is None else (s.shape, s.stride(), s.dtype,
+                                         s.device) for s in inits])
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan_inference(inputs, inits, store_state_seqs,
+                                        allow_strided)
+            if len(self._plans) >= 64:
+                self._plans.clear()
+            self._plans[key] = plan
+        kernel, T, N, ld, copy_inputs, seq_shape = plan
+        if copy_inputs:
             inputs = [x.contiguous() for x in inputs]
-            ld = N
         inits = [None if s is None else s.contiguous() for s in inits]
-        device = x0.device
+        x0 = inputs[0]
 
         def sequence():
             if ld == N:
                 # Contiguous like the (possibly copied) inputs.
-                return torch.empty_like(inputs[0])
-            return torch.empty((T, ld), dtype=x0.dtype,
-                               device=device)[:, :N].view((T,) + tuple(shape))
+                return torch.empty_like(x0)
+            return x0.new_empty((T, ld))[:, :N].view(seq_shape)
 
         outputs = [sequence() for _ in range(self.num_outputs)]
         if store_state_seqs:
             states = [sequence() for _ in range(self.num_states)]
         else:
-            states = [x0.new_empty(shape) for _ in range(self.num_states)]
-        kernel = self.kernel("inference" if store_state_seqs
-                             else "final-state", dtype)
+            states = [x0.new_empty(seq_shape[1:])
+                      for _ in range(self.num_states)]
         if T == 0 or N == 0:
             # No launch: a final state is the initial one (zeros if absent).
             if not store_state_seqs:
                 states = [torch.zeros_like(s) if init is None else init.clone()
                           for s, init in zip(states, inits)]
             return outputs, states
-        buffers = ([self._address(x) for x in inputs]
+        buffers = ([x.data_ptr() for x in inputs]
                    + [self._address(s) for s in inits]
-                   + [self._address(y) for y in outputs]
-                   + [self._address(s) for s in states])
+                   + [y.data_ptr() for y in outputs]
+                   + [s.data_ptr() for s in states])
         self._launch(kernel, T, N, ld if ld != N else 0, buffers, 0, params,
-                     device)
+                     x0.device)
         return outputs, states
+
+    def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided):
+        """(kernel, T, N, ld, whether to copy the inputs, sequence shape)."""
+        check_inputs(self.info, inputs, inits)
+        dtype = storage_type(inputs + [s for s in inits if s is not None],
+                             self.info.name)
+        x0 = inputs[0]
+        T, shape = x0.shape[0], x0.shape[1:]
+        N = math.prod(shape)
+        lds = {time_stride(x, allow_strided and self.device_type == "cuda")
+               for x in inputs}
+        ld = lds.pop() if len(lds) == 1 else None
+        copy_inputs = ld is None
+        if copy_inputs:
+            ld = N
+        kernel = self.kernel("inference" if store_state_seqs
+                             else "final-state", dtype)
+        return kernel, T, N, ld, copy_inputs, (T,) + tuple(shape)
 
     def forward(self, inputs, inits, params):
         """Training forward: outputs, state sequences and the workspace."""
@@ -181,9 +237,12 @@ class NeuronKernels:
         return outputs, states, workspace
 
     def backward(self, grad_outputs, grad_states, workspace, inputs,
-                 params, deterministic, dtype_like: torch.Tensor):
-        """Gradients of inputs, initial states and trainable parameters;
-        absent (None) incoming gradients are zeros."""
+                 params, deterministic, dtype_like: torch.Tensor,
+                 grad_finals=None):
+        """Gradients of inputs, initial states and trainable parameters
+        from those of the outputs, the state sequences (`grad_states`) and
+        the final states (`grad_finals`); absent (None) incoming gradients
+        are zeros."""
         dtype = DTYPES[dtype_like.dtype]
         kernel = self.kernel("backward", dtype, deterministic)
         spec = kernel.spec
@@ -197,8 +256,16 @@ class NeuronKernels:
                       for _ in range(self.num_states)]
         grad_params = [torch.zeros((), dtype=torch.float32, device=device)
                        for _ in spec.buffers_with_role("param_gradient")]
+        finals = [None if g is None else g.contiguous()
+                  for g in (grad_finals or [None] * self.num_states)]
         if T == 0 or N == 0:
-            for g in grad_inits + grad_params:
+            # Each initial state is the final one (when T == 0).
+            for g, final in zip(grad_inits, finals):
+                if T == 0 and final is not None:
+                    g.copy_(final)
+                else:
+                    g.zero_()
+            for g in grad_params:
                 g.zero_()
             return grad_inputs, grad_inits, grad_params
         incoming = [None if g is None else g.contiguous()
@@ -207,7 +274,7 @@ class NeuronKernels:
         by_name = {name: x.contiguous()
                    for name, x in zip(self.info.inputs, inputs)}
         buffers = []
-        optional, finals = iter(incoming), iter(())
+        optional, finals = iter(incoming), iter(finals)
         outs, inits_, params_ = iter(grad_inputs), iter(grad_inits), iter(
             grad_params)
         for b in spec.buffers:
