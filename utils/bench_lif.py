@@ -1,18 +1,29 @@
 #!/usr/bin/env python3
-"""Benchmarks FlexSN's LIF kernels on a GPU machine (targets: docs/Reference.md).
+"""Benchmarks FlexSN's LIF kernels and PyTorch modules on a GPU machine
+(targets: docs/Reference.md).
 
-    python3 utils/bench_lif.py [--bundle .device] [--out DIR] [--reps 20]
-                               [--budget SECONDS] [--workers K] [--ns 24,20]
-                               [--quick] [--no-compile]
+    python3 utils/bench_lif.py [--out DIR] [--reps 20] [--budget SECONDS]
+                               [--workers K] [--ns 24,20] [--quick]
+                               [--no-compile] [--no-modules]
+    python3 utils/bench_lif.py --compile-only      # fill the kernel cache
+
+Kernels come from the package, as users get them: flexsn.compile("lif",
+all four variants, f32/f16/bf16, targets cpu and cuda, sm_90) and
+CompiledNeuron.kernel("cuda", variant, dtype) -> flexsn._runtime.GpuKernel,
+launched with GpuKernel.launch. The GPU machine has no FlexSN tools: run
+--compile-only where they are with FLEXSN_CACHE_DIR set, carry that cache,
+and set FLEXSN_CACHE_DIR (and FLEXSN_RUNTIME_LIB, libflexsn_runtime.so) on
+the GPU machine; every compile here has fixed arguments, so both runs use
+the same cache keys.
 
 For N in {2^24, 2^20} (--ns) x T in {4, 16, 64} x {f32, f16, bf16} x
 {inference, final_state, train} it times, with CUDA events (warm-up, then the
 median of --reps runs, each queued behind a short GPU sleep so that launch
 latency is not counted), on fresh random inputs (never zeros):
 
-  FlexSN   fx_lif_<variant>_<dtype> from the bundle (ctypes), v_init given;
-           train = fx_lif_forward (x -> spike, v_seq NULL, the f32
-           workspace) then fx_lif_backward (spike_grad given, v_seq_grad and
+  FlexSN   the <variant> kernel of the compiled LIF, v_init given;
+           train = the forward kernel (x -> spike, v_seq NULL, the f32
+           workspace) then the backward (spike_grad given, v_seq_grad and
            v_final_grad NULL -> x_grad, v_init_grad), timed as one pair;
   stream   a same-mix stream (CuPy RawKernels, 16-byte accesses) moving the
            same arrays: inference reads one [T, N] array and writes two,
@@ -43,6 +54,22 @@ spike, workspace (f32); backward: spike_grad, workspace, x_grad; v_init and
 v_init_grad). FlexSN's spikes (f32: and state, x_grad) are compared with
 eager's.
 
+The PyTorch modules (flexsn.torch.LIFNode and FlexSN("lif"), f32, after the
+compile workers are done so that the host is quiet) against direct
+GpuKernel.launch calls of the same kernels on preallocated buffers, each
+module call from a reset state (inference under torch.no_grad: the
+final-state kernel; train: forward + torch.autograd.grad of the spikes;
+the direct train launches pass the buffers the module passes):
+
+  host     T = 4, N = 1024 (the kernel is negligible): host time per call
+           of back-to-back calls; target: module - direct < 20 us (train:
+           module - autograd floor, a bare autograd.Function over the same
+           two launches);
+  wall     T = 16, N = 2^24: CUDA-event time of one call (GPU idle before
+           it, so the call's host work counts) and of back-to-back calls;
+           target: module <= 1.03 x direct back to back (a single call
+           also counts the host time, reported).
+
 Writes results.json, results.md, bench.png (inference and final-state) and
 bench_train.png (train) to --out. Stops adding rows when --budget seconds
 have passed (the rows done are still written).
@@ -70,7 +97,7 @@ os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 NS = (1 << 24, 1 << 20)
 TS = (4, 16, 64)
@@ -89,8 +116,25 @@ COST = {"inference": {4: 2.0, 16: 4.0, 64: 18.0},
         "train": {4: 6.0, 16: 18.0, 64: 70.0}}
 MEM_PER_ELEM = {"inference": 3, "final_state": 2, "train": 7}
 
-# The loop every peer runs: SPEC 7 LIF (decay_input, v_reset = 0, hard reset
-# not detached) written the way a PyTorch user would, in the storage dtype.
+# Every flexsn.compile of the run, with fixed arguments whatever the flags:
+# the GPU machine has no tools and finds the entries by a key of them. The
+# targets are explicit because their default depends on the machine (a CUDA
+# toolkit or not).
+COMPILE_OPTIONS = dict(targets=("cpu", "cuda"), chip="sm_90")
+LIF_COMPILE = dict(variants=("inference", "final-state", "forward",
+                             "backward"),
+                   storage_types=DTYPES, **COMPILE_OPTIONS)
+PLIF_COMPILE = dict(variants=("forward", "backward"), storage_types=("f32",),
+                    **COMPILE_OPTIONS)
+KERNEL_VARIANT = {"inference": "inference", "final_state": "final-state"}
+# The module measurements: host overhead at a negligible kernel, wall time at
+# a large one.
+HOST_T, HOST_N, HOST_TARGET_US = 4, 1024, 20.0
+WALL_T, WALL_N, WALL_TARGET = 16, 1 << 24, 0.03
+
+# The loop every peer runs: LIF (docs/Reference.md; decay_input, v_reset =
+# 0, hard reset not detached) written the way a PyTorch user would, in the
+# storage dtype.
 # One copy of the source per (variant, dtype, T, N), so that each has its own
 # code object (its own Dynamo cache).
 LOOP_SRC = {
@@ -517,6 +561,50 @@ class Stream(object):
         return run, moved
 
 # ---------------------------------------------------------------------------
+# The package: compiling and launching
+
+
+def compile_all():
+    """Every flexsn.compile the benchmark makes: the LIF kernels, PLIF's
+    (the deterministic rows) and the modules' (their constructors compile).
+    Returns (lif, plif, {name: module})."""
+    import flexsn
+    from flexsn.torch import FlexSN, LIFNode
+    lif = flexsn.compile("lif", **LIF_COMPILE)
+    plif = flexsn.compile("plif", **PLIF_COMPILE)
+    modules = {"LIFNode": LIFNode(tau=TAU, v_threshold=V_TH,
+                                  **COMPILE_OPTIONS),
+               "FlexSN(lif)": FlexSN("lif", **COMPILE_OPTIONS)}
+    return lif, plif, modules
+
+
+def entry_name(compiled):
+    """A cache entry as <key>/<toolchain>: no machine path in the results."""
+    d = compiled.directory
+    return "%s/%s" % (d.parent.name, d.name)
+
+
+def addresses(kernel, tensors):
+    """GpuKernel.launch's buffer list: the addresses of the kernel's buffers
+    (workspace parts left out) in manifest order, from a buffer name ->
+    tensor map; names not given are NULL."""
+    names = [b.name for b in kernel.spec.buffers if not b.in_workspace]
+    unknown = set(tensors) - set(names)
+    if unknown:
+        raise KeyError("%s has no buffer %s (it has %s)"
+                       % (kernel.spec.name, ", ".join(sorted(unknown)),
+                          ", ".join(names)))
+    return [0 if tensors.get(n) is None else tensors[n].data_ptr()
+            for n in names]
+
+
+def new_workspace(torch, kernels, T, N):
+    """An f32 workspace for all of `kernels`; NaN, so unwritten parts show."""
+    nbytes = max(k.spec.workspace_size(T, N, 0) for k in kernels)
+    return torch.full(((nbytes + 3) // 4,), float("nan"),
+                      dtype=torch.float32, device="cuda")
+
+# ---------------------------------------------------------------------------
 # Main benchmark
 
 
@@ -530,53 +618,52 @@ def row_bytes(variant, T, N, es):
     return T * N * (4 * es + 8) + 2 * N * es
 
 
-def flexsn_pointers(kern, bufs):
-    """Pointers in the kernel's argument order from a role/name -> tensor
-    map (None: NULL)."""
-    out = []
-    for a in kern.buffers:
-        t = bufs.get(a.name, bufs.get(a.role))
-        out.append(None if t is None else t.data_ptr())
-    return out
-
-
-def bench_deterministic(torch, bundle, timer, N, Ts=(4, 16)):
+def bench_deterministic(torch, plif, timer, N, Ts=(4, 16)):
     """PLIF's backward, f32: the atomic and the deterministic reduction of
     w's gradient on the same inputs. Returns one record per T: both times,
     the deterministic result's spread over 5 calls (must be 0) and its
     distance from the atomic one."""
+    import flexsn
     out = []
-    if ("plif", "backward_deterministic", "f32") not in bundle.kernels:
+    try:
+        kf = plif.kernel("cuda", "forward", "f32")
+        kb = plif.kernel("cuda", "backward", "f32")
+        kd = plif.kernel("cuda", "backward", "f32", deterministic=True)
+    except KeyError as e:
+        print("bench_lif: no deterministic rows: %s" % e)
         return out
-    kf = bundle.kernels[("plif", "forward", "f32")]
-    kb = bundle.kernels[("plif", "backward", "f32")]
-    kd = bundle.kernels[("plif", "backward_deterministic", "f32")]
-    handle = torch.cuda.current_stream().cuda_stream
+    stream = torch.cuda.current_stream().cuda_stream
     w = [-math.log(2.0 - 1.0)]                  # init_tau = 2
     for T in Ts:
         gen = torch.Generator(device="cuda").manual_seed(T)
         x = torch.randn((T, N), device="cuda", generator=gen) * 0.5 + 0.8
         gs = torch.randn((T, N), device="cuda", generator=gen)
-        ws = torch.empty(kf.workspace_bytes(T, N, 0) // 4, device="cuda")
+        ws = new_workspace(torch, (kf, kb, kd), T, N)
         spike, xg = torch.empty_like(x), torch.empty_like(x)
         wg = torch.zeros(1, device="cuda")
-        s = kf(handle, T, N, 0, flexsn_pointers(
-            kf, {"input_sequence": x, "output_sequence": spike,
-                 "workspace_out": ws}), w)
-        ptrs = {k: flexsn_pointers(k, {
-            "spike_grad": gs, "input_sequence": x, "output_sequence": xg,
-            "param_gradient": wg, "workspace_in": ws,
-            "workspace_inout": ws}) for k in (kb, kd)}
-        rec = dict(T=T, N=N, status=bundle.status_name(s))
-        for k, name in ((kb, "atomic"), (kd, "deterministic")):
-            values = []
-            for _ in range(5):
-                s = s or k(handle, T, N, 0, ptrs[k], w)
-                torch.cuda.synchronize()
-                values.append(float(wg.item()))
-            ms, _ = timer.gpu_ms(lambda k=k: k(handle, T, N, 0, ptrs[k], w))
-            rec[name] = dict(ms=ms, values=values)
-        rec["status"] = bundle.status_name(s)
+        wp = ws.data_ptr()
+        rec = dict(T=T, N=N, status="FLEXSN_SUCCESS")
+        try:
+            kf.launch(stream, T, N, 0,
+                      addresses(kf, {"x": x, "spike": spike}), wp, w)
+            for k, name in ((kb, "atomic"), (kd, "deterministic")):
+                ptrs = addresses(k, {"spike_grad": gs, "x": x, "x_grad": xg,
+                                     "w_grad": wg})
+
+                def call(k=k, ptrs=ptrs):
+                    k.launch(stream, T, N, 0, ptrs, wp, w)
+                values = []
+                for _ in range(5):
+                    call()
+                    torch.cuda.synchronize()
+                    values.append(float(wg.item()))
+                ms, _ = timer.gpu_ms(call)
+                rec[name] = dict(ms=ms, values=values)
+        except flexsn.RuntimeStatusError as e:
+            rec.update(status=e.status, error=str(e))
+            print("bench_lif: PLIF backward f32 T=%d: %s" % (T, e))
+            out.append(rec)
+            continue
         d = rec["deterministic"]["values"]
         rec["deterministic_spread"] = max(d) - min(d)
         rec["overhead"] = rec["deterministic"]["ms"] / rec["atomic"]["ms"] - 1
@@ -593,10 +680,253 @@ def bench_deterministic(torch, bundle, timer, N, Ts=(4, 16)):
         torch.cuda.empty_cache()
     return out
 
+# ---------------------------------------------------------------------------
+# The PyTorch modules against direct launches of the same kernels
 
-def run_bench(args):
+
+def module_calls(torch, module, T, N):
+    """Callables for one module at [T, N] f32, every call from a reset
+    state: name -> fn for (direct | module) x (inference | train), the
+    direct ones on preallocated buffers with the module's own kernels and
+    the buffers the module passes (its training forward writes v_seq: the
+    final state comes from it), plus direct_train_min (the forward without
+    v_seq: what a forward with a final-state output would move). Returns
+    (calls, check) with check() comparing module and direct results."""
+    stream = torch.cuda.current_stream().cuda_stream
+    compiled = module.compiled
+    kfs = compiled.kernel("cuda", "final-state", "f32")
+    kf = compiled.kernel("cuda", "forward", "f32")
+    kb = compiled.kernel("cuda", "backward", "f32")
+    g = torch.Generator(device="cuda").manual_seed(1000 * T + N % 997)
+    x = torch.randn((T, N), generator=g, device="cuda") * 0.9 + 0.8
+    gs = torch.randn((T, N), generator=g, device="cuda")
+    xr = x.detach().requires_grad_(True)
+    spike, xg = torch.empty_like(x), torch.empty_like(x)
+    vf, vg = torch.empty(N, device="cuda"), torch.empty(N, device="cuda")
+    vseq = torch.empty_like(x)
+    workspace = new_workspace(torch, (kf, kb), T, N)
+    wp = workspace.data_ptr()
+    p_inf = addresses(kfs, {"x": x, "spike": spike, "v_final": vf})
+    p_fwd = addresses(kf, {"x": x, "spike": spike, "v_seq": vseq})
+    p_fwd_min = addresses(kf, {"x": x, "spike": spike})
+    p_bwd = addresses(kb, {"spike_grad": gs, "x_grad": xg,
+                           "v_init_grad": vg})
+
+    def direct_inference():
+        kfs.launch(stream, T, N, 0, p_inf, 0)
+
+    def direct_train():
+        kf.launch(stream, T, N, 0, p_fwd, wp)
+        kb.launch(stream, T, N, 0, p_bwd, wp)
+
+    def direct_train_min():
+        kf.launch(stream, T, N, 0, p_fwd_min, wp)
+        kb.launch(stream, T, N, 0, p_bwd, wp)
+
+    class FloorFunction(torch.autograd.Function):
+        """The least a custom autograd op over the same two kernels costs:
+        PyTorch's autograd plus the launches, no checks, no bookkeeping."""
+
+        @staticmethod
+        def forward(ctx, xin):
+            kf.launch(stream, T, N, 0, p_fwd, wp)
+            return torch.empty_like(xin)
+
+        @staticmethod
+        def backward(ctx, grad):
+            kb.launch(stream, T, N, 0, p_bwd, wp)
+            return torch.empty_like(grad)
+
+    def floor_train():
+        s = FloorFunction.apply(xr)
+        return torch.autograd.grad(s, (xr,), gs)[0]
+
+    def module_inference():
+        module.reset()
+        with torch.no_grad():
+            return module(x)
+
+    def module_train():
+        module.reset()
+        s = module(xr)
+        return s, torch.autograd.grad(s, (xr,), gs)[0]
+
+    def check():
+        direct_inference()
+        s = module_inference()
+        torch.cuda.synchronize()
+        ok_inf = bool(torch.equal(s, spike) and
+                      torch.equal(module.states[0], vf))
+        direct_train()
+        s, gx = module_train()
+        torch.cuda.synchronize()
+        diff = float((gx - xg).abs().max())
+        return dict(inference_equal=ok_inf,
+                    train_spikes_equal=bool(torch.equal(s, spike)),
+                    train_x_grad_maxdiff=diff)
+
+    calls = dict(direct_inference=direct_inference,
+                 direct_train=direct_train, direct_train_min=direct_train_min,
+                 floor_train=floor_train,
+                 module_inference=module_inference, module_train=module_train)
+    calls["keep"] = (x, gs, xr, spike, xg, vf, vg, vseq, workspace)
+    return calls, check
+
+
+def host_times(torch, fns, calls, rounds=5, warmup=20):
+    """Per-call host time (until the last of `calls` back-to-back calls has
+    returned) and wall time (until the GPU is done too), in us, medians over
+    `rounds`; the callables take turns within a round, so that drift hits
+    them alike. Returns name -> (host_us, wall_us)."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    torch.cuda.synchronize()
+    got = dict((name, ([], [])) for name in fns)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            got[name][0].append((t1 - t0) / calls * 1e6)
+            got[name][1].append((t2 - t0) / calls * 1e6)
+    return dict((name, (statistics.median(h), statistics.median(w)))
+                for name, (h, w) in got.items())
+
+
+def event_times(torch, fns, reps=30, calls=10, rounds=3, warmup=3):
+    """name -> (ms of one call between two CUDA events with the GPU idle
+    before it, so that the call's host work counts: median of `reps`;
+    ms per call of `calls` back-to-back calls between two events: median
+    of `rounds`)."""
+    out = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        single = []
+        for _ in range(reps):
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            single.append(s.elapsed_time(e))
+        b2b = []
+        for _ in range(rounds):
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(calls):
+                fn()
+            e.record()
+            e.synchronize()
+            b2b.append(s.elapsed_time(e) / calls)
+        out[name] = (statistics.median(single), statistics.median(b2b))
+    return out
+
+
+def bench_modules(torch, modules, timer):
+    """The modules' host overhead (tiny N) and wall time (N = 2^24) against
+    direct launches; see the module docstring. Returns a record for
+    results.json (meta["modules"])."""
+    res = dict(host=[], wall=[], checks=[], host_target_us=HOST_TARGET_US,
+               wall_target=WALL_TARGET)
+    for name, module in modules.items():
+        calls, check = module_calls(torch, module, HOST_T, HOST_N)
+        res["checks"].append(dict(module=name, T=HOST_T, N=HOST_N, **check()))
+        with timer._held():
+            for mode, n in (("inference", 1000), ("train", 300)):
+                fns = {"direct": calls["direct_" + mode],
+                       "module": calls["module_" + mode]}
+                if mode == "train":
+                    fns["floor"] = calls["floor_train"]
+                t = host_times(torch, fns, n)
+                (dh, dw), (mh, mw) = t["direct"], t["module"]
+                # Training's baseline is the autograd floor: PyTorch's own
+                # cost of any custom op, which no module can avoid.
+                base = t["floor"][0] if mode == "train" else dh
+                rec = dict(module=name, mode=mode, T=HOST_T, N=HOST_N,
+                           calls=n, direct_host_us=dh, module_host_us=mh,
+                           overhead_us=mh - dh, direct_wall_us=dw,
+                           module_wall_us=mw, overhead_wall_us=mw - dw,
+                           ok=mh - base < HOST_TARGET_US)
+                if mode == "train":
+                    rec.update(floor_host_us=base, own_us=mh - base)
+                res["host"].append(rec)
+                print("bench_lif: host %-11s %-9s T=%d N=%d: direct %.1f us, "
+                      "module %.1f us per call: %+.1f us (wall %+.1f us)%s; "
+                      "target < %.0f us: %s"
+                      % (name, mode, HOST_T, HOST_N, dh, mh, mh - dh,
+                         mw - dw, "" if mode != "train" else
+                         "; autograd floor %.1f us, module %+.1f us over it"
+                         % (base, mh - base), HOST_TARGET_US,
+                         "PASS" if rec["ok"] else "FAIL"))
+                sys.stdout.flush()
+        del calls, check
+        torch.cuda.empty_cache()
+
+        calls, check = module_calls(torch, module, WALL_T, WALL_N)
+        res["checks"].append(dict(module=name, T=WALL_T, N=WALL_N, **check()))
+        with timer._held():
+            for mode in ("inference", "train"):
+                fns = {"direct": calls["direct_" + mode],
+                       "module": calls["module_" + mode]}
+                if mode == "train":
+                    fns["direct_min"] = calls["direct_train_min"]
+                t = event_times(torch, fns)
+                (d1, db), (m1, mb) = t["direct"], t["module"]
+                rec = dict(module=name, mode=mode, T=WALL_T, N=WALL_N,
+                           direct_ms=d1, module_ms=m1, ratio=m1 / d1,
+                           direct_b2b_ms=db, module_b2b_ms=mb,
+                           ratio_b2b=mb / db,
+                           # Back-to-back is what a training loop sees;
+                           # one call after an idle GPU adds the host time.
+                           ok=mb / db <= 1 + WALL_TARGET)
+                if "direct_min" in t:
+                    rec["direct_min_ms"], rec["direct_min_b2b_ms"] = \
+                        t["direct_min"]
+                res["wall"].append(rec)
+                print("bench_lif: wall %-11s %-9s T=%d N=2^%d: direct %.3f "
+                      "ms, module %.3f ms (%+.1f%%; back-to-back %.3f vs "
+                      "%.3f ms, %+.1f%%)%s; target <= +%.0f%%: %s"
+                      % (name, mode, WALL_T, WALL_N.bit_length() - 1, d1, m1,
+                         100 * (m1 / d1 - 1), db, mb, 100 * (mb / db - 1),
+                         "" if "direct_min" not in t else
+                         "; direct without v_seq %.3f ms"
+                         % t["direct_min"][0],
+                         100 * WALL_TARGET, "PASS" if rec["ok"] else "FAIL"))
+                sys.stdout.flush()
+        del calls, check
+        torch.cuda.empty_cache()
+    for c in res["checks"]:
+        if not check_ok(c):
+            print("bench_lif: %s T=%d N=%d: module and direct results differ: "
+                  "%s" % (c["module"], c["T"], c["N"], c))
+    res["ok"] = all(r["ok"] for r in res["host"] + res["wall"])
+    return res
+
+
+def check_ok(c):
+    """Whether a module gave the direct launches' results."""
+    return (c["inference_equal"] and c["train_spikes_equal"]
+            and c["train_x_grad_maxdiff"] <= 1e-6)
+
+
+def modules_consistent(res):
+    """Whether the module measurements ran and every module call gave the
+    direct launches' results."""
+    return bool(res) and "error" not in res and all(
+        check_ok(c) for c in res["checks"])
+
+
+def run_bench(args, lif, plif, modules):
     import torch
-    import device_check as dc
+    import flexsn
 
     t_start = time.time()
     ns = args.ns_list
@@ -613,7 +943,6 @@ def run_bench(args):
 
     dev = torch.device("cuda")
     torch.zeros(1, device=dev)
-    bundle = dc.Bundle(args.bundle)
     lock = GpuLock(args.lock)
     timer = Timer(torch, args.reps, 3, lock)
     try:
@@ -641,7 +970,10 @@ def run_bench(args):
     meta = dict(
         device=torch.cuda.get_device_name(0), torch=torch.__version__,
         cuda=torch.version.cuda, stream=stream_note,
-        bundle_commit=bundle.meta.get("git_commit"),
+        flexsn=flexsn.__version__,
+        flexsn_entries=dict(lif=entry_name(lif), plif=entry_name(plif),
+                            **{k: entry_name(m.compiled)
+                               for k, m in modules.items()}),
         copy_bytes=2 * COPY_BYTES, copy_ms=copy_ms, copy_gbs=copy_gbs,
         copy_end_gbs=None, reps=args.reps, compile_workers=len(workers.procs),
         compile_wall_s=None, skipped=[], complete=False)
@@ -653,7 +985,7 @@ def run_bench(args):
                     if time.time() - t_start > args.budget - reserve:
                         skipped.append((N, variant, dtype, T))
                         continue
-                    row = bench_row(torch, bundle, timer, stream, variant,
+                    row = bench_row(torch, lif, timer, stream, variant,
                                     dtype, T, N, copy_gbs)
                     rows.append(row)
                     print_row(row)
@@ -692,10 +1024,22 @@ def run_bench(args):
         for row in rows:
             print_row(row)
 
+    # 4. The modules, with the workers gone (host overhead is CPU time).
+    if not args.no_modules:
+        try:
+            meta["modules"] = bench_modules(torch, modules, timer)
+        except Exception as e:  # reported; the rest of the run goes on
+            import traceback
+            traceback.print_exc()
+            meta["modules"] = dict(error="%s: %s" % (type(e).__name__,
+                                                     str(e)[:500]))
+        torch.cuda.empty_cache()
+        write_outputs(args.out, meta, rows, with_plot=False)
+
     # The deterministic reduction's price (PLIF: LIF has no trainable
-    # parameter), when the bundle has it and time is left.
+    # parameter), when time is left.
     if time.time() - t_start < args.budget - reserve:
-        meta["deterministic"] = bench_deterministic(torch, bundle, timer,
+        meta["deterministic"] = bench_deterministic(torch, plif, timer,
                                                     ns[0])
 
     # The copy again at the end: drift check.
@@ -710,7 +1054,8 @@ def run_bench(args):
     return meta, rows
 
 
-def bench_row(torch, bundle, timer, stream, variant, dtype, T, N, copy_gbs):
+def bench_row(torch, lif, timer, stream, variant, dtype, T, N, copy_gbs):
+    import flexsn
     es = ELEM[dtype]
     tdt = tdtypes(torch)[dtype]
     nbytes = row_bytes(variant, T, N, es)
@@ -724,51 +1069,42 @@ def bench_row(torch, bundle, timer, stream, variant, dtype, T, N, copy_gbs):
 
     # FlexSN.
     if variant == "train":
-        kf = bundle.kernels[("lif", "forward", dtype)]
-        kb = bundle.kernels[("lif", "backward", dtype)]
-        saved = int(kf.spec.get("workspace_sequences", 1))
+        kf = lif.kernel("cuda", "forward", dtype)
+        kb = lif.kernel("cuda", "backward", dtype)
         spike, xg, vg = seq(), seq(), vec()
-        ws = torch.full((saved * T * N,), nan, dtype=torch.float32,
-                        device="cuda")
-        pf = flexsn_pointers(kf, {"input_sequence": x, "initial_state": v0,
-                                  "output_sequence": spike,
-                                  "workspace_out": ws})
-        pb = flexsn_pointers(kb, {"spike_grad": gs, "output_sequence": xg,
-                                  "final_state": vg, "workspace_in": ws,
-                                  "input_sequence": x})
-        assert [a.role for a in kb.buffers if a.name == "spike_grad"] == \
-            ["optional_input_sequence"], [a.name for a in kb.buffers]
+        ws = new_workspace(torch, (kf, kb), T, N)
+        wp = ws.data_ptr()
+        pf = addresses(kf, {"x": x, "v_init": v0, "spike": spike})
+        pb = addresses(kb, {"spike_grad": gs, "x_grad": xg,
+                            "v_init_grad": vg})
         outs = (spike, xg, vg)
 
-        def flexsn():
-            s = kf(handle, T, N, 0, pf, [])
-            if s == 0:
-                s = kb(handle, T, N, 0, pb, [])
-            return s
+        def flexsn_call():
+            kf.launch(handle, T, N, 0, pf, wp)
+            kb.launch(handle, T, N, 0, pb, wp)
     else:
-        kern = bundle.kernels[("lif", variant, dtype)]
+        kern = lif.kernel("cuda", KERNEL_VARIANT[variant], dtype)
         spike = seq()
         state = seq() if variant == "inference" else vec()
-        ptrs = flexsn_pointers(kern, {"input_sequence": x,
-                                      "initial_state": v0,
-                                      "output_sequence": spike,
-                                      "state_sequence": state,
-                                      "final_state": state})
+        ptrs = addresses(kern, {"x": x, "v_init": v0, "spike": spike,
+                                ("v_seq" if variant == "inference"
+                                 else "v_final"): state})
         outs = (spike, state)
 
-        def flexsn():
-            return kern(handle, T, N, 0, ptrs, [])
-    status = flexsn()
-    torch.cuda.synchronize()
-    row["status"] = bundle.status_name(status)
-    if status != 0:
-        row["error"] = bundle.message(status)
+        def flexsn_call():
+            kern.launch(handle, T, N, 0, ptrs, 0)
+    try:
+        flexsn_call()
+        torch.cuda.synchronize()
+    except flexsn.RuntimeStatusError as e:
+        row.update(status=e.status, error=str(e))
         return row
+    row["status"] = "FLEXSN_SUCCESS"
     row["unwritten"] = int(sum(torch.isnan(o).sum().item() for o in outs))
-    ms, mn = timer.gpu_ms(flexsn)
+    ms, mn = timer.gpu_ms(flexsn_call)
     row.update(flexsn_ms=ms, flexsn_min_ms=mn)
     if N <= (1 << 20):
-        row["flexsn_wall_us"] = timer.wall_us(flexsn)
+        row["flexsn_wall_us"] = timer.wall_us(flexsn_call)
 
     # Eager (also the correctness yardstick).
     loop = make_loop(torch, variant, dtype, T)
@@ -795,7 +1131,7 @@ def bench_row(torch, bundle, timer, stream, variant, dtype, T, N, copy_gbs):
             row["state_maxdiff_vs_eager"] = float(
                 (res[1].float() - state.float()).abs().max().item())
     # FlexSN's buffers go before eager's timing (memory).
-    del res, e_spike, flexsn, outs
+    del res, e_spike, flexsn_call, outs
     if variant == "train":
         del spike, xg, vg, ws
     else:
@@ -904,12 +1240,19 @@ def write_outputs(out, meta, rows, with_plot=True):
                   "| atomic spread | deterministic spread |",
                   "|---|---|---|---|---|---|---|"]
         for d in meta["deterministic"]:
+            if d.get("status") != "FLEXSN_SUCCESS":
+                lines.append("| 2^%d | %d | %s | | | | |"
+                             % (d["N"].bit_length() - 1, d["T"],
+                                d.get("status")))
+                continue
             a = d["atomic"]["values"]
             lines.append("| 2^%d | %d | %.4f | %.4f | %+.1f%% | %.3g | %.3g |"
                          % (d["N"].bit_length() - 1, d["T"],
                             d["atomic"]["ms"], d["deterministic"]["ms"],
                             100 * d["overhead"], max(a) - min(a),
                             d["deterministic_spread"]))
+    if meta.get("modules"):
+        lines += module_md(meta["modules"])
     if meta.get("skipped"):
         lines += ["", "%d rows skipped (time budget)." % len(meta["skipped"])]
     with open(os.path.join(out, "results.md"), "w") as f:
@@ -923,6 +1266,65 @@ def write_outputs(out, meta, rows, with_plot=True):
                 plot(out, meta, rows, which, name)
         except Exception as e:
             print("bench_lif: no %s: %s: %s" % (name, type(e).__name__, e))
+
+
+def module_md(m):
+    """results.md's section on the modules (meta["modules"])."""
+    lines = ["", "## PyTorch modules vs direct kernel launches", ""]
+    if "error" in m:
+        return lines + ["Not measured: %s" % m["error"]]
+    lines += ["flexsn.torch modules (f32, every call from a reset state; "
+              "inference under torch.no_grad, train = forward + "
+              "autograd.grad of the spikes) against GpuKernel.launch of the "
+              "same kernels on preallocated buffers.", "",
+              "Host time per call of back-to-back calls (until the last call "
+              "returns; wall: until the GPU is done), median of 5 rounds. "
+              "Target: module - baseline < %.0f us, the baseline being the "
+              "direct launch for inference and, for training, the autograd "
+              "floor (a bare torch.autograd.Function launching the same two "
+              "kernels, plus autograd.grad: PyTorch's own cost of any custom "
+              "op)." % m["host_target_us"], "",
+              "| module | mode | T | N | direct us | floor us | module us "
+              "| module - direct us | module - baseline us | target |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in m["host"]:
+        base = r.get("floor_host_us", r["direct_host_us"])
+        lines.append("| %s | %s | %d | %d | %.1f | %s | %.1f | %+.1f | %+.1f "
+                     "| %s |" % (r["module"], r["mode"], r["T"], r["N"],
+                                 r["direct_host_us"],
+                                 fmt(r.get("floor_host_us"), ".1f"),
+                                 r["module_host_us"], r["overhead_us"],
+                                 r["module_host_us"] - base,
+                                 "pass" if r["ok"] else "**fail**"))
+    lines += ["", "Wall time, CUDA events: one call with the GPU idle before "
+              "it (its host work counts; median of 30) and back-to-back "
+              "calls (per call, median of 3 x 10). Target: module <= "
+              "%.2f x direct back to back (one call after an idle GPU also "
+              "counts the host time above). Direct train launches pass the module's "
+              "buffers (the forward writes v_seq, which the final state comes "
+              "from); direct- leaves v_seq out (what a forward with a "
+              "final-state output would move)."
+              % (1 + m["wall_target"]), "",
+              "| module | mode | T | N | direct ms | module ms | ratio "
+              "| direct b2b ms | module b2b ms | ratio b2b | direct- ms "
+              "| target |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in m["wall"]:
+        lines.append("| %s | %s | %d | 2^%d | %.3f | %.3f | %.3f | %.3f "
+                     "| %.3f | %.3f | %s | %s |"
+                     % (r["module"], r["mode"], r["T"],
+                        r["N"].bit_length() - 1, r["direct_ms"],
+                        r["module_ms"], r["ratio"], r["direct_b2b_ms"],
+                        r["module_b2b_ms"], r["ratio_b2b"],
+                        fmt(r.get("direct_min_ms"), ".3f"),
+                        "pass" if r["ok"] else "**fail**"))
+    bad = [c for c in m["checks"] if not check_ok(c)]
+    lines += ["", "Module results equal to the direct launches' (spikes, "
+              "final state, x_grad): %s." % (
+                  "yes" if not bad else "**no**: " + "; ".join(
+                      "%s T=%d N=%d %s" % (c["module"], c["T"], c["N"], c)
+                      for c in bad))]
+    return lines
 
 
 def md_row(r):
@@ -984,7 +1386,8 @@ def plot(out, meta, rows, variants, name):
     handles, labels = axes[0][0].get_legend_handles_labels()
     top = 1.0 - 0.3 / fig.get_figheight()
     fig.suptitle("FlexSN LIF on %s: fraction of copy bandwidth (%.0f GB/s); "
-                 "dashed: SPEC target" % (meta["device"], meta["copy_gbs"]),
+                 "dashed: target (docs/Reference.md)"
+                 % (meta["device"], meta["copy_gbs"]),
                  x=0.02, y=0.995, ha="left")
     fig.legend(handles, labels, loc="upper right", ncol=len(peers),
                fontsize=9, bbox_to_anchor=(0.995, top))
@@ -995,7 +1398,14 @@ def plot(out, meta, rows, variants, name):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bundle", default=".device")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="run every flexsn.compile of the benchmark (fills "
+                    "$FLEXSN_CACHE_DIR for a machine without the tools), "
+                    "then exit")
+    ap.add_argument("--no-modules", action="store_true",
+                    help="skip the PyTorch module measurements")
+    # Accepted and ignored: older callers pass the gpu_bundle.sh folder.
+    ap.add_argument("--bundle", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--budget", type=float, default=200.0,
@@ -1026,6 +1436,27 @@ def main():
     if args.worker is not None:
         tasks = [tuple(k) for k in json.loads(args.worker)]
         return worker_main(tasks, args)
+    import flexsn
+    t0 = time.time()
+    try:
+        lif, plif, modules = compile_all()
+        if not args.compile_only:
+            lif.kernel("cuda", "inference", "f32")  # loads the runtime
+    except flexsn.CompileError as e:
+        # ToolNotFoundError included: no tools and no cached entry, or no
+        # libflexsn_runtime.so.
+        print("bench_lif: %s\n(on a machine without the FlexSN tools: run "
+              "'utils/bench_lif.py --compile-only' where they are, with "
+              "FLEXSN_CACHE_DIR set, carry that cache and set "
+              "FLEXSN_CACHE_DIR and FLEXSN_RUNTIME_LIB here)" % e)
+        return 2
+    if args.compile_only:
+        print("bench_lif: compiled in %.1f s into %s:" % (
+            time.time() - t0, flexsn.cache_dir()))
+        for name, c in [("lif", lif), ("plif", plif)] + [
+                (k, m.compiled) for k, m in modules.items()]:
+            print("  %-12s %s" % (name, entry_name(c)))
+        return 0
     if os.path.exists(args.ledger):
         os.remove(args.ledger)
     args.reps = max(args.reps, 20)
@@ -1033,7 +1464,7 @@ def main():
         args.ns_list = tuple(1 << int(n) for n in args.ns.split(","))
     else:
         args.ns_list = NS if not args.quick else (1 << 20,)
-    meta, rows = run_bench(args)
+    meta, rows = run_bench(args, lif, plif, modules)
     write_outputs(args.out, meta, rows)
     big = [r for r in rows if r["N"] == NS[0] and "frac_copy" in r]
     for variant in VARIANTS:
@@ -1044,9 +1475,28 @@ def main():
                   "%s T=%d)" % (variant, 100 * worst["frac_copy"],
                                 100 * max(r["frac_copy"] for r in vb),
                                 worst["dtype"], worst["T"]))
+    m = meta.get("modules")
+    if m and "error" not in m:
+        for r in m["host"]:
+            print("bench_lif: module host overhead %s %s: %+.1f us per call "
+                  "(target < %.0f): %s"
+                  % (r["module"], r["mode"], r["overhead_us"],
+                     m["host_target_us"], "PASS" if r["ok"] else "FAIL"))
+        for r in m["wall"]:
+            print("bench_lif: module wall %s %s N=2^%d T=%d: x%.3f, "
+                  "back-to-back x%.3f of direct (target <= x%.2f): %s"
+                  % (r["module"], r["mode"], r["N"].bit_length() - 1, r["T"],
+                     r["ratio"], r["ratio_b2b"], 1 + m["wall_target"],
+                     "PASS" if r["ok"] else "FAIL"))
+    elif m:
+        print("bench_lif: module measurements failed: %s" % m["error"])
     print("bench_lif: results in %s" % args.out)
     bad = [r for r in rows if r.get("status") != "FLEXSN_SUCCESS" or
            r.get("unwritten")]
+    # Missed targets are results; a module giving other results than the
+    # kernels, or failing, is an error.
+    if m is not None and not modules_consistent(m):
+        bad.append(m)
     return 1 if bad else 0
 
 

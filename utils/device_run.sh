@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The one command to run on the device machine (from the repository root,
-# with the bundle built here by utils/gpu_bundle.sh carried along):
+# with the folder built here by utils/gpu_bundle.sh carried along):
 #
 #   bash utils/device_run.sh .device "$OUT"
+#
+# The machine has no FlexSN tools: flexsn.compile serves the kernels from the
+# folder's cache (FLEXSN_CACHE_DIR=<folder>/cache) and launches them through
+# FLEXSN_RUNTIME_LIB (<folder>/libflexsn_runtime.so, else the build's).
 #
 # Steps, each with a time limit, all inside a total budget (default 470 s,
 # FLEXSN_DEVICE_BUDGET; the benchmark keeps FLEXSN_BENCH_RESERVE = 235 s of
@@ -10,22 +14,27 @@
 # limit:
 #   1. env          GPU, driver, python / torch versions
 #   2. smoke        the runtime's device smoke test (bundle/device_smoke), if built
-#   3. check        utils/device_check.py (full): every inference / final-state
-#                   kernel vs PyTorch and the CPU path, absent buffers,
-#                   strides, misalignment, bad arguments    -> $OUT/check/
-#   4. train        utils/device_train_check.py (full): every training
+#   3. check        python/tests/kernel_checks.py (full): every inference /
+#                   final-state kernel vs PyTorch and the CPU kernels, absent
+#                   buffers, strides, misalignment, bad arguments
+#                                                            -> $OUT/check/
+#   4. train        python/tests/train_kernel_checks.py (full): every training
 #                   forward/backward pair vs PyTorch autograd and the CPU
-#                   path, T = 0, NULL gradients, strides, misalignment, a
+#                   kernels, T = 0, NULL gradients, strides, misalignment, a
 #                   too-small workspace                      -> $OUT/train/
-#   5. memcheck     compute-sanitizer --tool memcheck on device_check.py --quick
-#   6. trainmem     compute-sanitizer --tool memcheck on device_train_check.py
+#   5. memcheck     compute-sanitizer --tool memcheck on kernel_checks.py --quick
+#   6. trainmem     compute-sanitizer --tool memcheck on train_kernel_checks.py
 #                   --quick (a subset of the neurons)
 #   7. racecheck    compute-sanitizer --tool racecheck on a smaller --quick
 #   8. initcheck    compute-sanitizer --tool initcheck on a smaller --quick
 #   8b. trainrace / trainsync  compute-sanitizer --tool racecheck / synccheck
-#                   on device_train_check.py --quick for PLIF (the
+#                   on train_kernel_checks.py --quick for PLIF (the
 #                   deterministic reduction's shared memory and barriers)
-#   9. bench        utils/bench_lif.py (inference, final state, training
+#   9. pytest       python -m pytest -m cuda python/tests: the tests that need
+#                   a GPU (test_cuda_kernels.py: every check group per neuron;
+#                   the PyTorch layer on CUDA tensors). The others need the
+#                   FlexSN tools and run where those are.
+#  10. bench        utils/bench_lif.py (inference, final state, training
 #                   forward + backward)                      -> $OUT/bench/
 # Every step's output is tee'd to $OUT/<step>.log; a short summary table
 # comes last (also in $OUT/summary.txt). Exits non-zero if a check failed.
@@ -45,10 +54,19 @@ export PYTHONUNBUFFERED=1
 
 mkdir -p "$OUT"
 T0=$(date +%s)
-if [ ! -f "$BUNDLE/bundle.json" ]; then
+if [ ! -f "$BUNDLE/bundle.json" ] || [ ! -d "$BUNDLE/cache" ]; then
   echo "device_run: no bundle at $BUNDLE: run 'bash utils/gpu_bundle.sh' on the" \
        "build machine and carry the folder" | tee "$OUT/summary.txt"
   exit 2
+fi
+BUNDLE=$(cd "$BUNDLE" && pwd)
+export FLEXSN_CACHE_DIR=$BUNDLE/cache
+if [ -z "${FLEXSN_RUNTIME_LIB:-}" ]; then
+  if [ -f "$BUNDLE/libflexsn_runtime.so" ]; then
+    export FLEXSN_RUNTIME_LIB=$BUNDLE/libflexsn_runtime.so
+  else
+    export FLEXSN_RUNTIME_LIB=$(pwd)/build/lib/Runtime/libflexsn_runtime.so
+  fi
 fi
 
 declare -A RC SECS
@@ -82,7 +100,8 @@ run_step env 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total
   $PY -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, torch.cuda.get_device_name(0))' 2>&1 | tail -n 1;
   $PY -c 'import cupy; print(\"cupy\", cupy.__version__)' 2>&1 | tail -n 1;
   command -v compute-sanitizer || echo 'compute-sanitizer: not on PATH';
-  $PY -c 'import json; b = json.load(open(\"$BUNDLE/bundle.json\")); print(\"bundle commit\", b[\"git_commit\"], \"dirty\" if b[\"git_dirty\"] else \"\", b[\"created\"], len(b[\"kernels\"]), \"kernels\")'"
+  $PY -c 'import json; b = json.load(open(\"$BUNDLE/bundle.json\")); print(\"bundle commit\", b[\"git_commit\"], \"dirty\" if b[\"git_dirty\"] else \"\", b[\"created\"], b[\"cache_entries\"], \"cache entries\")';
+  echo \"FLEXSN_CACHE_DIR=$FLEXSN_CACHE_DIR FLEXSN_RUNTIME_LIB=$FLEXSN_RUNTIME_LIB\""
 
 # 2. The runtime's device smoke test.
 if [ -x "$BUNDLE/device_smoke" ]; then
@@ -91,50 +110,56 @@ fi
 
 # 3. Full correctness check of the inference / final-state kernels.
 lim=$(min 120 $(($(left) - BENCH_RESERVE - 160)))
-run_step check "$lim" "$PY" utils/device_check.py --bundle "$BUNDLE" \
+run_step check "$lim" "$PY" python/tests/kernel_checks.py \
   --out "$OUT/check" --deadline $((lim - 20))
 
 # 4. Full correctness check of the training kernels.
 lim=$(min 150 $(($(left) - BENCH_RESERVE - 80)))
-run_step train "$lim" "$PY" utils/device_train_check.py --bundle "$BUNDLE" \
+run_step train "$lim" "$PY" python/tests/train_kernel_checks.py \
   --out "$OUT/train" --deadline $((lim - 20))
 
 # 5-8. compute-sanitizer on the PyTorch-free quick checks.
 if command -v compute-sanitizer >/dev/null; then
   lim=$(min 80 $(($(left) - BENCH_RESERVE - 60)))
   run_step memcheck "$lim" compute-sanitizer --tool memcheck \
-    --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
-    --bundle "$BUNDLE" --out "$OUT/memcheck" --deadline $((lim - 20))
+    --error-exitcode 99 "$PY" python/tests/kernel_checks.py --quick \
+    --allow-skip --out "$OUT/memcheck" --deadline $((lim - 20))
   lim=$(min 80 $(($(left) - BENCH_RESERVE - 40)))
   run_step trainmem "$lim" compute-sanitizer --tool memcheck \
-    --error-exitcode 99 "$PY" utils/device_train_check.py --quick --allow-skip \
+    --error-exitcode 99 "$PY" python/tests/train_kernel_checks.py --quick \
+    --allow-skip \
     --neurons lif,plif,izhikevich,cuba_lif,qif,lif_soft,plif_detach,izhikevich_soft_detach \
-    --bundle "$BUNDLE" --out "$OUT/trainmem" --deadline $((lim - 20))
+    --out "$OUT/trainmem" --deadline $((lim - 20))
   lim=$(min 50 $(($(left) - BENCH_RESERVE - 20)))
   run_step racecheck "$lim" compute-sanitizer --tool racecheck \
-    --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
-    --neurons lif,izhikevich,cuba_lif_soft \
-    --bundle "$BUNDLE" --out "$OUT/racecheck" --deadline $((lim - 15))
+    --error-exitcode 99 "$PY" python/tests/kernel_checks.py --quick \
+    --allow-skip --neurons lif,izhikevich,cuba_lif_soft \
+    --out "$OUT/racecheck" --deadline $((lim - 15))
   lim=$(min 50 $(($(left) - BENCH_RESERVE)))
   run_step initcheck "$lim" compute-sanitizer --tool initcheck \
-    --error-exitcode 99 "$PY" utils/device_check.py --quick --allow-skip \
-    --neurons lif,plif,izhikevich \
-    --bundle "$BUNDLE" --out "$OUT/initcheck" --deadline $((lim - 15))
+    --error-exitcode 99 "$PY" python/tests/kernel_checks.py --quick \
+    --allow-skip --neurons lif,plif,izhikevich \
+    --out "$OUT/initcheck" --deadline $((lim - 15))
   for step in trainrace:racecheck trainsync:synccheck; do
     lim=$(min 60 $(($(left) - BENCH_RESERVE)))
     run_step "${step%%:*}" "$lim" compute-sanitizer --tool "${step#*:}" \
-      --error-exitcode 99 "$PY" utils/device_train_check.py --quick \
+      --error-exitcode 99 "$PY" python/tests/train_kernel_checks.py --quick \
       --allow-skip --neurons plif \
-      --bundle "$BUNDLE" --out "$OUT/${step%%:*}" --deadline $((lim - 15))
+      --out "$OUT/${step%%:*}" --deadline $((lim - 15))
   done
 else
   echo "==> compute-sanitizer is not on PATH: sanitizer steps skipped"
 fi
 
-# 9. Benchmark (its budget: rows, then waiting for the torch.compile
+# 9. The pytest tests that need a GPU (the rest run where the tools are).
+lim=$(min 150 $(($(left) - BENCH_RESERVE)))
+run_step pytest "$lim" "$PY" -m pytest -q -p no:cacheprovider -m cuda \
+  python/tests
+
+# 10. Benchmark (its budget: rows, then waiting for the torch.compile
 # workers; the end-of-run copy and the plots come after it).
 lim=$(min 260 $(($(left) - 5)))
-run_step bench "$lim" "$PY" utils/bench_lif.py --bundle "$BUNDLE" \
+run_step bench "$lim" "$PY" utils/bench_lif.py \
   --out "$OUT/bench" --budget $((lim - 35))
 
 # Summary table.
@@ -170,7 +195,8 @@ def add(name, ok, what):
     lines.append("%-10s %-7s %4ds  %s" % (name, state, secs, what))
 
 for name in ("env", "smoke", "check", "train", "memcheck", "trainmem",
-             "racecheck", "initcheck", "trainrace", "trainsync", "bench"):
+             "racecheck", "initcheck", "trainrace", "trainsync", "pytest",
+             "bench"):
     if name not in steps:
         continue
     rc, secs = steps[name]
@@ -187,8 +213,8 @@ for name in ("env", "smoke", "check", "train", "memcheck", "trainmem",
         continue
     if name in ("check", "train", "memcheck", "trainmem", "racecheck",
                 "initcheck", "trainrace", "trainsync"):
-        prog = "device_train_check" if name.startswith("train") \
-            else "device_check"
+        prog = "train_kernel_checks" if name.startswith("train") \
+            else "kernel_checks"
         summ = last(r"^%s: \d+ passed, \d+ failed.*$" % prog, text) or \
             "no summary"
         what = summ
@@ -209,6 +235,18 @@ for name in ("env", "smoke", "check", "train", "memcheck", "trainmem",
             if len(fails) > 12:
                 lines.append("           ... %d more failing groups (%s.log)"
                              % (len(fails) - 12, name))
+        continue
+    if name == "pytest":
+        summ = last(r"^=*\s*\d+ (?:passed|failed|skipped|deselected|error).*$",
+                    text) or "no summary"
+        add(name, rc == "0", ("TIMED OUT; " if timed_out else "") +
+            summ.strip("= "))
+        fails = re.findall(r"^(?:FAILED|ERROR) .*$", text, re.M)
+        for l in fails[:12]:
+            lines.append("           " + l[:150])
+        if len(fails) > 12:
+            lines.append("           ... %d more (pytest.log)"
+                         % (len(fails) - 12))
         continue
     if name == "bench":
         path = os.path.join(out, "bench", "results.json")

@@ -1,17 +1,19 @@
-"""The PyTorch layer on a GPU: correctness, torch.compile, overhead, training.
+"""The PyTorch layer on a GPU: correctness, torch.compile, training.
 
     python3 utils/device_torch.py --compile-only   # here: fill the cache
     python3 utils/device_torch.py --out DIR        # on the GPU machine
 
 The GPU machine has no FlexSN tools: set FLEXSN_CACHE_DIR to a cache filled
 by --compile-only and FLEXSN_RUNTIME_LIB to libflexsn_runtime.so. Prints a
-table and writes DIR/torch_results.json.
+table and writes DIR/torch_results.json and DIR/digits_training.png (the
+digits training's loss curves and test accuracy, FlexSN vs eager; needs
+matplotlib). The modules' host overhead and wall time are measured by
+utils/bench_lif.py.
 """
 
 import argparse
 import json
 import math
-import os
 import pathlib
 import sys
 import time
@@ -124,71 +126,13 @@ def check_compile(results):
                     "graph_breaks": explain.graph_break_count})
 
 
-def timed(fn, repeat=200):
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(True), torch.cuda.Event(True)
-    times = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
-
-
-def host_time(fn, repeat=2000):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(repeat):
-        fn()
-    elapsed = (time.perf_counter() - t) / repeat
-    torch.cuda.synchronize()
-    return elapsed * 1e6
-
-
-def measure_overhead(results):
-    """Host time per call of the module vs the bare kernel (tiny N), and
-    wall time at N = 2^24."""
-    lif = LIFNode()
-    compiled = lif.compiled
-    kernel = compiled.kernel("cuda", "final-state", "f32")
-    stream = torch.cuda.current_stream().cuda_stream
-    for N in (1024, 1 << 24):
-        T = 16
-        x = torch.randn(T, N, device="cuda")
-        spikes, v = torch.empty_like(x), torch.empty(N, device="cuda")
-
-        def bare():
-            kernel.launch(stream, T, N, 0, [x.data_ptr(), 0,
-                                             spikes.data_ptr(), v.data_ptr()],
-                          0)
-
-        def module():
-            lif.reset()
-            with torch.no_grad():
-                lif(x)
-
-        if N == 1024:
-            bare_us, module_us = host_time(bare), host_time(module)
-            results.append({"check": f"host overhead N={N}",
-                            "ok": module_us - bare_us < 20,
-                            "bare_us": bare_us, "module_us": module_us})
-        else:
-            bare_ms, module_ms = timed(bare), timed(module)
-            results.append({"check": f"wall time N=2^24 T={T}",
-                            "ok": module_ms <= 1.03 * bare_ms,
-                            "bare_ms": bare_ms, "module_ms": module_ms})
-
-
-def train_digits(results, epochs=30):
+def train_digits(results, out=None, epochs=30, compile_epochs=2):
     """Conv-BN-LIF x2 + linear readout, T = 8, on scikit-learn's digits,
-    with FlexSN's LIFNode and with an eager LIF (same seed, same data)."""
+    with FlexSN's LIFNode and with an eager LIF (same seed, same data, same
+    batch order): per-epoch loss and test accuracy, median step time; and
+    the step time of torch.compile of the eager model over compile_epochs
+    (its first step, which compiles, reported apart). Plots the curves to
+    out/digits_training.png."""
     try:
         from sklearn.datasets import load_digits
     except ImportError:
@@ -228,21 +172,25 @@ def train_digits(results, epochs=30):
         h = net["n2"](h.view(T, B, 32, 8, 8))
         return net["fc"](h.flatten(2)).mean(0)
 
-    curves = {}
-    for label, node in (("flexsn", LIFNode), ("eager", EagerLIF)):
-        net = make(node)
+    xs, ys = data[train].unsqueeze(1).cuda(), target[train].cuda()
+    x_test = data[test].unsqueeze(1).cuda()
+
+    def fit(net, forward, num_epochs, evaluate):
+        """Adam, batches of 100 in a seeded order (the same for every
+        model): per-epoch mean loss, per-epoch test accuracy (if evaluate)
+        and every step's wall time (s, GPU finished)."""
         opt = torch.optim.Adam(net.parameters(), lr=2e-3)
-        losses, step_times = [], []
-        xs, ys = data[train].unsqueeze(1).cuda(), target[train].cuda()
-        for epoch in range(epochs):
-            perm = torch.randperm(len(xs), generator=g)
+        perms = torch.Generator().manual_seed(1)
+        losses, accuracies, step_times = [], [], []
+        for epoch in range(num_epochs):
+            perm = torch.randperm(len(xs), generator=perms)
             total = 0.0
             for i in range(0, len(xs), 100):
                 idx = perm[i:i + 100]
                 torch.cuda.synchronize()
                 t = time.perf_counter()
                 loss = torch.nn.functional.cross_entropy(
-                    run(net, xs[idx]), ys[idx])
+                    forward(xs[idx]), ys[idx])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -250,19 +198,106 @@ def train_digits(results, epochs=30):
                 step_times.append(time.perf_counter() - t)
                 total += float(loss)
             losses.append(total / math.ceil(len(xs) / 100))
-        net.eval()
-        with torch.no_grad():
-            pred = run(net, data[test].unsqueeze(1).cuda()).argmax(1).cpu()
-        accuracy = float((pred == target[test]).float().mean())
-        step_times.sort()
-        curves[label] = {"loss": losses, "accuracy": accuracy,
-                         "step_ms": 1e3 * step_times[len(step_times) // 2]}
-    results.append({"check": "digits training (FlexSN LIFNode)",
-                    "ok": curves["flexsn"]["accuracy"] >= 0.95,
-                    **{f"{k}_{m}": v[m] for k, v in curves.items()
-                       for m in ("accuracy", "step_ms")},
-                    "loss_flexsn": curves["flexsn"]["loss"],
-                    "loss_eager": curves["eager"]["loss"]})
+            if evaluate:
+                net.eval()
+                with torch.no_grad():
+                    pred = forward(x_test).argmax(1).cpu()
+                net.train()
+                accuracies.append(float((pred == target[test]).float()
+                                        .mean()))
+        return losses, accuracies, step_times
+
+    def median_ms(times):
+        times = sorted(times)
+        return 1e3 * times[len(times) // 2] if times else None
+
+    curves = {}
+    for label, node in (("flexsn", LIFNode), ("eager", EagerLIF)):
+        net = make(node)
+        losses, accuracies, step_times = fit(
+            net, lambda x, net=net: run(net, x), epochs, True)
+        curves[label] = {"loss": losses, "test_accuracy": accuracies,
+                         "accuracy": accuracies[-1],
+                         "step_ms": median_ms(step_times)}
+
+    # torch.compile of the eager model: the first step compiles forward and
+    # backward; the steps after it are timed as the others.
+    compiled = {}
+    if not hasattr(torch, "compile"):
+        compiled["compile_error"] = "torch has no torch.compile"
+    else:
+        try:
+            net = make(EagerLIF)
+            forward = torch.compile(lambda x, net=net: run(net, x))
+            losses, _, step_times = fit(net, forward, compile_epochs, False)
+            compiled.update(compile_s=step_times[0],
+                            compile_step_ms=median_ms(step_times[1:]),
+                            loss_compile=losses)
+        except Exception as error:  # reported; FlexSN's numbers stand
+            compiled["compile_error"] = "%s: %s" % (type(error).__name__,
+                                                    str(error)[:300])
+    record = {"check": "digits training (FlexSN LIFNode)",
+              "ok": curves["flexsn"]["accuracy"] >= 0.95,
+              **{f"{k}_{m}": v[m] for k, v in curves.items()
+                 for m in ("accuracy", "step_ms")},
+              **{k: v for k, v in compiled.items() if k != "loss_compile"},
+              "epochs": epochs,
+              "loss_flexsn": curves["flexsn"]["loss"],
+              "loss_eager": curves["eager"]["loss"],
+              "test_accuracy_flexsn": curves["flexsn"]["test_accuracy"],
+              "test_accuracy_eager": curves["eager"]["test_accuracy"]}
+    if "loss_compile" in compiled:
+        record["loss_compile"] = compiled["loss_compile"]
+    if out is not None:
+        try:
+            plot_digits(out / "digits_training.png", curves, compiled)
+            record["plot"] = "digits_training.png"
+        except Exception as error:  # e.g. no matplotlib: the numbers stand
+            record["plot"] = "none: %s: %s" % (type(error).__name__, error)
+            print(f"device_torch: no digits_training.png: {record['plot']}")
+    results.append(record)
+
+
+def plot_digits(path, curves, compiled):
+    """Loss per epoch (log scale) and test accuracy per epoch, FlexSN vs
+    eager; the step times in the title."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.2))
+    # Dashed over solid: the curves may coincide.
+    for label, name, style in (("flexsn", "FlexSN LIFNode",
+                                dict(color="tab:red", lw=2.5)),
+                               ("eager", "eager LIF",
+                                dict(color="tab:green", lw=1.5, ls="--"))):
+        c = curves[label]
+        epochs = range(1, len(c["loss"]) + 1)
+        ax_loss.plot(epochs, c["loss"], **style,
+                     label=f"{name} ({c['step_ms']:.2f} ms/step)")
+        ax_acc.plot(epochs, [100 * a for a in c["test_accuracy"]], **style,
+                    label=f"{name} (final {100 * c['accuracy']:.1f}%)")
+    ax_loss.set_yscale("log")
+    ax_loss.set_xlabel("epoch")
+    ax_loss.set_ylabel("training loss (cross-entropy)")
+    ax_loss.set_title("loss")
+    ax_loss.legend()
+    ax_acc.set_xlabel("epoch")
+    ax_acc.set_ylabel("test accuracy (%)")
+    ax_acc.set_title("test accuracy (held-out digits)")
+    ax_acc.legend(loc="lower right")
+    if compiled.get("compile_step_ms") is not None:
+        comp = (f"torch.compile(eager) {compiled['compile_step_ms']:.2f} "
+                f"ms/step (compile {compiled['compile_s']:.0f} s)")
+    else:
+        comp = "torch.compile(eager): " + compiled.get("compile_error", "-")
+    fig.suptitle("Conv-BN-LIF x2 SNN on scikit-learn's digits (T = 8, batch "
+                 "100)\nstep time: FlexSN "
+                 f"{curves['flexsn']['step_ms']:.2f} ms, eager "
+                 f"{curves['eager']['step_ms']:.2f} ms, {comp[:80]}",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main():
@@ -275,21 +310,25 @@ def main():
             make()
             print("compiled", name)
         return 0
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     results = []
-    for step in (check_neurons, check_compile, measure_overhead, train_digits):
+    steps = (("check_neurons", check_neurons),
+             ("check_compile", check_compile),
+             ("train_digits", lambda results: train_digits(results, out)))
+    for name, step in steps:
         try:
             step(results)
         except Exception as error:  # report, and go on with the next step
             import traceback
             traceback.print_exc()
-            results.append({"check": step.__name__, "ok": False,
+            results.append({"check": name, "ok": False,
                             "error": repr(error)})
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "torch_results.json").write_text(json.dumps(results, indent=1))
     for r in results:
         extra = {k: v for k, v in r.items()
-                 if k not in ("check", "ok") and not k.startswith("loss")}
+                 if k not in ("check", "ok")
+                 and not k.startswith(("loss", "test_accuracy"))}
         print(f"{'PASS' if r['ok'] else 'FAIL'}  {r['check']}  {extra}")
     failed = sum(not r["ok"] for r in results)
     print(f"device_torch: {len(results) - failed} passed, {failed} failed")

@@ -11,21 +11,31 @@ import threading
 from typing import Dict, Optional, Sequence
 
 from . import _tools
-from ._manifest import Kernel
+from ._manifest import Kernel, evaluate_size
 
 
 class RuntimeStatusError(RuntimeError):
     """A kernel launch refused its arguments or failed: `status` is the
-    runtime's status name (FLEXSN_ERROR_...), `argument` the buffer it
-    blamed, if any."""
+    runtime's status name (FLEXSN_ERROR_...), `code` its value, `argument`
+    the buffer it blamed, if any."""
 
     def __init__(self, kernel: str, status: str, message: str,
-                 argument: Optional[str] = None, cuda_error: int = 0):
+                 argument: Optional[str] = None, cuda_error: int = 0,
+                 code: int = 0):
         where = f" (argument '{argument}')" if argument else ""
         cause = f" [CUresult {cuda_error}]" if cuda_error else ""
         super().__init__(f"{kernel}: {status}: {message}{where}{cause}")
         self.kernel, self.status, self.argument = kernel, status, argument
-        self.cuda_error = cuda_error
+        self.cuda_error, self.code = cuda_error, code
+
+
+def _status_error(what: str, status: int, argument: Optional[str] = None
+                  ) -> RuntimeStatusError:
+    lib = runtime_library()
+    return RuntimeStatusError(
+        what, lib.flexsn_status_name(status).decode(),
+        lib.flexsn_status_message(status).decode(), argument,
+        lib.flexsn_last_cuda_error(), status)
 
 
 class _Image(ctypes.Structure):
@@ -73,6 +83,7 @@ def runtime_library() -> ctypes.CDLL:
             lib.flexsn_buffer_kind_from_role.argtypes = [ctypes.c_char_p]
             lib.flexsn_last_failed_buffer.restype = ctypes.c_int
             lib.flexsn_last_cuda_error.restype = ctypes.c_int
+            lib.flexsn_image_unload.restype = ctypes.c_int
             lib.flexsn_image_unload.argtypes = [ctypes.POINTER(_Image)]
             _runtime_lib = lib
         return _runtime_lib
@@ -87,7 +98,12 @@ class GpuImage:
                             len(self.data.raw) - 1, None)
 
     def unload(self):
-        runtime_library().flexsn_image_unload(ctypes.byref(self.image))
+        """Unloads the image from every context it was loaded into (a later
+        launch loads it again); raises RuntimeStatusError if the driver
+        failed to unload it somewhere."""
+        status = runtime_library().flexsn_image_unload(ctypes.byref(self.image))
+        if status != 0:
+            raise _status_error("unloading the kernel image", status)
 
 
 class GpuKernel:
@@ -120,6 +136,7 @@ class GpuKernel:
         self._scalars_type = ctypes.c_void_p * max(1, len(spec.params))
         self._offsets = [b.workspace_offset for b in spec.buffers]
         self._has_workspace = any(o is not None for o in self._offsets)
+        self._workspace_parts = {}
         self._image_ref = ctypes.byref(image.image)
         self._desc_ref = ctypes.byref(self.desc)
         # Scalar slots per thread: the launch releases the GIL, so another
@@ -146,14 +163,8 @@ class GpuKernel:
                buffers: Sequence[int], workspace: int,
                params: Sequence = ()) -> None:
         if self._has_workspace:
-            from ._manifest import evaluate_size
-            addresses, args = [], iter(buffers)
-            for offset in self._offsets:
-                if offset is None:
-                    addresses.append(next(args) or None)
-                else:
-                    addresses.append(workspace + evaluate_size(
-                        offset, T=T, N=N, ld=ld or N) if workspace else None)
+            addresses = _with_workspace(self._offsets, self._workspace_parts,
+                                        buffers, workspace, T, N, ld or N)
         else:
             addresses = buffers
         lib = runtime_library()
@@ -162,11 +173,25 @@ class GpuKernel:
             self._buffer_type(*addresses), self._scalars(params))
         if status != 0:
             failed = lib.flexsn_last_failed_buffer()
-            raise RuntimeStatusError(
-                self.spec.name, lib.flexsn_status_name(status).decode(),
-                lib.flexsn_status_message(status).decode(),
-                self.spec.buffers[failed].name if failed >= 0 else None,
-                lib.flexsn_last_cuda_error())
+            raise _status_error(
+                self.spec.name, status,
+                self.spec.buffers[failed].name if failed >= 0 else None)
+
+
+def _with_workspace(offsets, memo, buffers, workspace, T, N, ld):
+    """The kernel's buffer addresses: `buffers` in order, with the
+    workspace parts (None where a buffer is not one) at their offsets into
+    `workspace`. The offsets depend on the sizes only: memoized."""
+    parts = memo.get((T, N, ld))
+    if parts is None:
+        if len(memo) >= 256:
+            memo.clear()
+        parts = memo[(T, N, ld)] = [
+            None if o is None else evaluate_size(o, T=T, N=N, ld=ld)
+            for o in offsets]
+    args = iter(buffers)
+    return [next(args) if part is None else
+            (workspace + part if workspace else None) for part in parts]
 
 
 class _Descriptor:
@@ -201,17 +226,15 @@ class CpuKernel:
                                   + scalar_types)
         self._scalar_types = scalar_types
         self._offsets = [b.workspace_offset for b in spec.buffers]
+        self._workspace_parts = {}
 
     def launch(self, T: int, N: int, buffers: Sequence[int], workspace: int,
                params: Sequence = ()) -> None:
-        from ._manifest import evaluate_size
-        descriptors, args = [], iter(buffers)
-        for offset, desc_type, spec in zip(self._offsets, self._types,
-                                           self.spec.buffers):
-            if offset is None:
-                address = next(args) or None
-            else:
-                address = workspace + evaluate_size(offset, T=T, N=N, ld=N)
+        addresses = _with_workspace(self._offsets, self._workspace_parts,
+                                    buffers, workspace, T, N, N)
+        descriptors = []
+        for address, desc_type, spec in zip(addresses, self._types,
+                                            self.spec.buffers):
             d = desc_type(address, address, 0)
             if spec.shape == ("T", "N"):
                 d.sizes[0], d.sizes[1], d.strides[0], d.strides[1] = T, N, N, 1

@@ -1,25 +1,31 @@
 #!/usr/bin/env python3
-"""Checks FlexSN's GPU kernels on the device machine.
+"""Checks FlexSN's GPU inference and final-state kernels through the package.
 
-    python3 utils/device_check.py [--bundle .device] [--out DIR] [--quick]
-                                  [--seed S] [--deadline SECONDS]
-                                  [--neurons lif,plif,...]
+    python3 python/tests/kernel_checks.py [--out DIR] [--quick] [--seed S]
+                                          [--deadline SECONDS]
+                                          [--neurons lif,plif,...]
+    python3 python/tests/kernel_checks.py --compile-only [--neurons ...]
 
-Runs from the repository root on a machine with a GPU, with the folder that
-utils/gpu_bundle.sh built (libflexsn_bundle.so, manifests, CPU-path results).
-Every kernel function is called through ctypes (fx_<neuron>_<variant>_<dtype>,
-argument types from the manifests) on freshly allocated buffers poisoned with
-NaN and surrounded by NaN guards; after each call the stream is synchronized,
-every element of every written buffer must have been written, the guards (and
-the gaps between rows of a strided buffer) must still be NaN, and the values
-must match:
+Every kernel is compiled with flexsn.compile (every shipped neuron, and a
+copy with soft_reset = true, `<neuron>_soft`, for those with the flag) and
+launched through flexsn._runtime.GpuKernel, the path flexsn.torch takes, on
+freshly allocated buffers poisoned with NaN and surrounded by NaN guards;
+after each call the stream is synchronized, every element of every written
+buffer must have been written, the guards (and the gaps between rows of a
+strided buffer) must still be NaN, and the values must match:
 
-  (a) an independent reference of the neuron's step loop written from SPEC
-      section 7 (the formulas of test/Integration/CPU/reference.py), in
-      float32 on the storage-rounded inputs: PyTorch on the GPU (full mode)
+  (a) an independent reference of the neuron's step loop written from
+      docs/Reference.md (the formulas of test/Integration/CPU/reference.py),
+      in float32 on the storage-rounded inputs: PyTorch on the GPU (full mode)
       or NumPy (--quick);
-  (b) the CPU-path results of flexsn-run stored in the bundle, on the same
-      stored inputs.
+  (b) the package's CPU kernels (flexsn._runtime.CpuKernel), run here on the
+      same inputs.
+
+A machine without the FlexSN tools (the GPU machine) takes the kernels from
+the compile cache: fill it where the tools are with --compile-only and
+FLEXSN_CACHE_DIR set, carry it, and set FLEXSN_CACHE_DIR (and
+FLEXSN_RUNTIME_LIB, libflexsn_runtime.so) to the same cache there. The
+compile calls do not depend on the other options, so both sides agree.
 
 Tolerances: float32 rtol = atol = 1e-5; f16/bf16 2 ulps of the storage type
 (|got - want| <= 2 eps max(|want|, 2^-6)); spikes exactly. A neuron whose
@@ -28,42 +34,54 @@ h came within 1e-4 of the threshold is compared only before that step (a
 of a group may actually diverge from the reference after such a step.
 
 Groups (one line each):
-  grid/<neuron>/<variant>/<dtype>  every neuron (and its _soft copy; the
+  grid/<neuron>/<variant>/<dtype>  every neuron and its _soft copy (the
       training-only copies <neuron>_detach and <neuron>_soft_detach are
-      utils/device_train_check.py's) x
+      train_kernel_checks.py's) x
       {inference, final_state} x {f32, f16, bf16} x T in {0, 1, 16, 64} x
       N in {1, 1000, 2^20 + 3} on fresh seeded random inputs (torch on the
-      GPU), plus the bundle's CPU-path cases; inference and final-state must
-      agree bit for bit; T = 0 final state = initial state bit for bit.
+      GPU), plus CPU-path cases (T in {0, 1, 16, 64}, N in {1, 1000}; the
+      _soft copies T = 16); inference and final-state must agree bit for
+      bit; T = 0 final state = initial state bit for bit.
   absent/<neuron>     NULL initial states (zeros), each NULL output, all NULL.
   strided/<neuron>    ld > N (views of wider tensors), on the scalar and on the
                       vector kernel (ld a multiple of the vector width, N not).
   misaligned/<neuron> buffers offset by one element (the scalar kernel).
   badargs             null input, negative T/N, ld < N, a host pointer, a
                       too-small buffer, a misaligned pointer, an overflowing N:
-                      each its status, nothing written, the GPU still healthy.
-  streams, unload, spec-defaults.
+                      each its status (RuntimeStatusError.status) and blamed
+                      buffer (.argument), nothing written, the GPU still
+                      healthy.
+  streams             a side stream and the legacy default stream.
+  unload              every loaded GpuImage unloaded, then launched again.
+  spec-defaults       the manifests' parameter defaults and states are
+                      docs/Reference.md's.
 
 --quick: a small subset without PyTorch (CUDA driver API through ctypes and
 NumPy only), fast under compute-sanitizer. Prints one line per group, then
-`device_check: N passed, M failed`; writes results.json to --out; exits 1 on
+`kernel_checks: N passed, M failed`; writes results.json to --out; exits 1 on
 any failure (or a check skipped by --deadline).
 """
 
 import argparse
+import collections
+import concurrent.futures
 import ctypes
 import json
 import math
 import os
+import pathlib
 import sys
 import time
 import zlib
 
 import numpy as np
 
-np.seterr(all="ignore")  # inf/NaN are detected explicitly, not warned about
+# Run as a script: the package of this tree.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import flexsn  # noqa: E402
+from flexsn import _runtime  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+np.seterr(all="ignore")  # inf/NaN are detected explicitly, not warned about
 
 # ---------------------------------------------------------------------------
 # Constants
@@ -82,6 +100,20 @@ GUARD = 64                   # NaN elements before and after every buffer
 
 SEQ_ROLES = ("input_sequence", "output_sequence", "state_sequence")
 WRITTEN = ("output_sequence", "state_sequence", "final_state")
+
+# The compile calls. They are the cache key under which a machine without
+# the tools finds the kernels, so nothing but the neuron and the copy may
+# change them (not --quick, --neurons or the environment).
+CHIP = "sm_90"
+TARGETS = ("cpu", "cuda")
+ALL_VARIANTS = ("inference", "final-state", "forward", "backward")
+TRAIN_VARIANTS = ("forward", "backward")
+# Copies of a neuron with its const flags specialized (suffix -> params).
+# detach_reset changes gradients only: those copies are training kernels.
+COPIES = {"": {}, "_soft": {"soft_reset": True},
+          "_detach": {"detach_reset": True},
+          "_soft_detach": {"soft_reset": True, "detach_reset": True}}
+INFERENCE_COPIES = ("", "_soft")
 
 # ---------------------------------------------------------------------------
 # docs/Reference.md: parameter defaults, states, and the step of every neuron.
@@ -121,8 +153,8 @@ RUNTIME_PARAMS = {"w": 0.5}  # non-default values of runtime parameters
 
 
 def copy_flags(name):
-    """(base neuron, soft_reset, detach_reset) of a bundle neuron: utils/
-    gpu_bundle.sh names its copies <base>_soft, <base>_detach (hard reset,
+    """(base neuron, soft_reset, detach_reset) of a checked neuron: the
+    copies (COPIES) are named <base>_soft, <base>_detach (hard reset,
     detached) and <base>_soft_detach."""
     soft = detach = False
     if name.endswith("_detach"):
@@ -145,9 +177,9 @@ def drive(gpu_neuron):
 
 
 def reference_params(gpu_neuron, runtime=None):
-    """SPEC defaults of the neuron a kernel was built from (a _soft copy has
-    soft_reset = true, a _detach copy detach_reset = true), updated with the
-    runtime parameter values."""
+    """docs/Reference.md defaults of the neuron a kernel was built from (a
+    _soft copy has soft_reset = true, a _detach copy detach_reset = true),
+    updated with the runtime parameter values."""
     base, soft, detach = copy_flags(gpu_neuron)
     p = dict(DEFAULTS[base])
     if soft:
@@ -280,7 +312,8 @@ class TorchOps:
 
 
 def _charge(ops, neuron, p, x, st):
-    """h of one step from SPEC 7; returns (h, other updated states)."""
+    """h of one step (docs/Reference.md); returns (h, other updated
+    states)."""
     if neuron == "if":
         return st["v"] + x, {}
     if neuron in ("lif", "plif"):
@@ -408,110 +441,174 @@ def np_to_f32(a, dtype):
     return np.asarray(a, dtype=np.float32)
 
 # ---------------------------------------------------------------------------
-# The bundle: manifests, statuses, the shared library
+# The kernels: flexsn.compile, then the package's GPU and CPU kernels
 
 
-CTYPES_SCALAR = {"f32": ctypes.c_float, "i1": ctypes.c_bool,
-                 "i32": ctypes.c_int32, "i64": ctypes.c_int64}
+def compile_copy(base, suffix):
+    """The flexsn.compile call of one copy of a shipped neuron."""
+    variants = TRAIN_VARIANTS if "detach" in suffix else ALL_VARIANTS
+    return flexsn.compile(base, variants=variants, storage_types=DTYPES,
+                          targets=TARGETS, chip=CHIP, params=COPIES[suffix])
 
 
-class Arg(object):
-    def __init__(self, d):
-        self.name, self.role, self.dtype = d["name"], d["role"], d["dtype"]
-        self.optional = d.get("optional", False)
+def compile_neurons(bases, suffixes):
+    """Compiles every neuron of `bases` and the copies `suffixes` that its
+    const flags allow, a few compiles at a time. Returns {label: compiled},
+    each neuron followed by its copies."""
+    def has_flags(info, suffix):
+        consts = {p.name for p in info.params if p.kind == "const"}
+        return all(flag in consts for flag in COPIES[suffix])
+
+    jobs = max(1, min(8, os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        base = dict(zip(bases, pool.map(lambda n: compile_copy(n, ""),
+                                        bases)))
+        wanted = [(n, s) for n in bases for s in suffixes
+                  if s and has_flags(base[n].info, s)]
+        copies = dict(zip(wanted, pool.map(lambda w: compile_copy(*w),
+                                           wanted)))
+    out = {}
+    for n in bases:
+        out[n] = base[n]
+        for s in suffixes:
+            if (n, s) in copies:
+                out[n + s] = copies[(n, s)]
+    return out
+
+
+_STATUSES = {}
+
+
+def statuses():
+    """flexsn_status name -> value, as the runtime library names them."""
+    if not _STATUSES:
+        lib = _runtime.runtime_library()
+        for code in range(256):
+            name = lib.flexsn_status_name(code).decode()
+            if name == "FLEXSN_UNKNOWN_STATUS":
+                break
+            _STATUSES[name] = code
+    return _STATUSES
+
+
+Param = collections.namedtuple("Param", "name type")
 
 
 class Kernel(object):
-    """One exported kernel function of the bundle."""
+    """One GPU kernel of a checked neuron: its manifest entry (`spec`, a
+    flexsn.Kernel), its flexsn._runtime.GpuKernel (`gpu`) and its neuron
+    (`info`, a flexsn.NeuronInfo).
 
-    def __init__(self, spec, lib):
-        self.spec = spec
-        self.name = spec["name"]
-        self.neuron = spec["neuron"]
+    Called with the buffers that are not workspace parts (`buffers`, in
+    manifest order; None for NULL) and the workspace address, it returns
+    the launch's status value (0: success); `blamed` is then the buffer
+    that the RuntimeStatusError named."""
+
+    def __init__(self, label, spec, gpu, info=None):
+        self.spec, self.gpu, self.info = spec, gpu, info
+        self.neuron, self.dtype = label, spec.dtype
         # The deterministic backward is its own key: (neuron,
         # "backward_deterministic", dtype).
-        self.variant = spec["variant"].replace("-", "_") + \
-            ("_deterministic" if spec.get("deterministic") else "")
-        self.dtype = spec["dtype"]
-        self.vector_width = spec.get("vector_width", 1)
-        args = [Arg(a) for a in spec["arguments"]]
-        self.buffers = [a for a in args if a.role not in ("size", "param")]
-        self.params = [a for a in args if a.role == "param"]
-        sizes = [a.name for a in args if a.role == "size"]
-        if sizes != ["T", "N", "ld"]:
-            raise ValueError("%s: size arguments %s" % (self.name, sizes))
-        self.fn, self.lib = None, lib
-        if lib is not None:
-            fn = getattr(lib, "fx_" + self.name)
-            fn.restype = ctypes.c_int
-            fn.argtypes = ([ctypes.c_void_p] + [ctypes.c_int64] * 3 +
-                           [ctypes.c_void_p] * len(self.buffers) +
-                           [CTYPES_SCALAR[p.dtype] for p in self.params])
-            self.fn = fn
+        self.variant = spec.variant.replace("-", "_") + \
+            ("_deterministic" if spec.deterministic else "")
+        self.name = label + spec.name[len(spec.neuron):]
+        self.vector_width = spec.vector_width
+        self.buffers = [b for b in spec.buffers if not b.in_workspace]
+        self.workspace_parts = [b for b in spec.buffers if b.in_workspace]
+        self.params = [Param(n, t) for n, t in spec.params]
+        self.blamed = None
 
     def workspace_bytes(self, T, N, ld):
-        """The header's flexsn_<kernel>_workspace_bytes (training kernels)."""
-        fn = getattr(self.lib, "fx_%s_workspace_bytes" % self.name)
-        fn.restype = ctypes.c_size_t
-        fn.argtypes = [ctypes.c_int64] * 3
-        return int(fn(T, N, ld))
+        return self.spec.workspace_size(T, N, ld)
 
     def buffers_of(self, role):
         return [b for b in self.buffers if b.role == role]
 
-    def __call__(self, stream, T, N, ld, pointers, params):
+    def __call__(self, stream, T, N, ld, pointers, params, workspace=0):
         assert len(pointers) == len(self.buffers)
         assert len(params) == len(self.params)
-        return self.fn(stream, T, N, ld, *(list(pointers) + list(params)))
+        self.blamed = None
+        try:
+            self.gpu.launch(stream, T, N, ld, [p or 0 for p in pointers],
+                            workspace or 0, list(params))
+        except _runtime.RuntimeStatusError as e:
+            self.blamed = e.argument
+            return e.code
+        return 0
 
 
-class Bundle(object):
-    def __init__(self, folder, load=True):
-        self.folder = folder
-        self.meta = json.load(open(os.path.join(folder, "bundle.json")))
-        self.statuses = dict(self.meta["statuses"])
-        self.status_names = {v: k for k, v in self.statuses.items()}
-        self.lib = None
-        if load:
-            self.lib = ctypes.CDLL(os.path.join(folder, self.meta["library"]))
-            self.lib.flexsn_status_message.restype = ctypes.c_char_p
-            self.lib.flexsn_status_message.argtypes = [ctypes.c_int]
-            self.lib.fx_unload_all.restype = ctypes.c_int
-        self.neurons = list(self.meta["neurons"])
-        self.neuron_defs = self.meta["neuron_defs"]
+class KernelSet(object):
+    """The checked neurons: label -> CompiledNeuron (`compiled`), and every
+    GPU kernel by (label, variant, dtype). load=False reads the manifests
+    only (no runtime library needed)."""
+
+    def __init__(self, bases=None, suffixes=INFERENCE_COPIES, load=True):
+        bases = list(bases if bases is not None else flexsn.shipped_neurons())
+        self.compiled = compile_neurons(bases, suffixes)
+        self.neurons = list(self.compiled)
         self.kernels = {}
-        for n in self.neurons:
-            man = json.load(open(os.path.join(folder, "manifests", n + ".json")))
-            for k in man["kernels"]:
-                kern = Kernel(k, self.lib)
-                self.kernels[(kern.neuron, kern.variant, kern.dtype)] = kern
-        idx = os.path.join(folder, self.meta.get("cpu_index") or "cpu/index.json")
-        self.cpu = json.load(open(idx))["entries"] if os.path.exists(idx) \
-            else []
+        for label, c in self.compiled.items():
+            for spec in c.manifest.gpu_kernels:
+                if spec.neuron != c.name:
+                    continue
+                gpu = c.kernel("cuda", spec.variant, spec.dtype,
+                               spec.deterministic) if load else None
+                k = Kernel(label, spec, gpu, c.info)
+                self.kernels[(label, k.variant, k.dtype)] = k
+
+    def __getitem__(self, key):
+        return self.kernels[key]
+
+    def __contains__(self, key):
+        return key in self.kernels
+
+    def get(self, key, default=None):
+        return self.kernels.get(key, default)
+
+    def info(self, label):
+        """The neuron's flexsn.NeuronInfo (inputs, states, params)."""
+        return self.compiled[label].info
+
+    def cpu(self, label, variant, dtype):
+        """The CPU kernel (flexsn._runtime.CpuKernel) of the same compile."""
+        return self.compiled[label].kernel("cpu", variant.replace("_", "-"),
+                                           dtype)
+
+    def describe(self):
+        return "%d neurons, %d GPU kernels, cache %s" % (
+            len(self.neurons), len(self.kernels), flexsn.cache_dir())
 
     def status(self, name):
         """The value of FLEXSN_ERROR_<name>, FLEXSN_<name> or <name>."""
+        table = statuses()
         for full in ("FLEXSN_ERROR_" + name, "FLEXSN_" + name, name):
-            if full in self.statuses:
-                return self.statuses[full]
+            if full in table:
+                return table[full]
         raise KeyError("no flexsn_status %s" % name)
 
     def status_name(self, code):
-        return self.status_names.get(code, "status %d" % code)
+        return _runtime.runtime_library().flexsn_status_name(code).decode()
 
     def message(self, code):
-        if self.lib is None:
-            return ""
-        return self.lib.flexsn_status_message(code).decode()
+        return _runtime.runtime_library().flexsn_status_message(code).decode()
 
-    def load_npy(self, rel):
-        return np.load(os.path.join(self.folder, rel), allow_pickle=False)
+    def unload_all(self):
+        """Unloads the image of every loaded kernel; returns the first
+        failing status."""
+        images = {id(k.gpu.image): k.gpu.image
+                  for k in self.kernels.values() if k.gpu is not None}
+        status = 0
+        for image in images.values():
+            try:
+                image.unload()
+            except _runtime.RuntimeStatusError as e:
+                status = status or e.code
+        return status
 
     def runtime_params(self, kern, values=None):
         """Values of the kernel's runtime parameters: `values`, else
         RUNTIME_PARAMS, else the manifest default."""
-        nd = self.neuron_defs[kern.neuron]
-        defaults = {p["name"]: p["default"] for p in nd["params"]}
+        defaults = {p.name: p.default for p in self.info(kern.neuron).params}
         out = {}
         for p in kern.params:
             if values and p.name in values:
@@ -519,6 +616,35 @@ class Bundle(object):
             else:
                 out[p.name] = RUNTIME_PARAMS.get(p.name, defaults[p.name])
         return out
+
+
+NP_STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
+
+
+def run_cpu(kernel, T, N, inputs, params, workspace=None):
+    """Runs a CPU kernel (flexsn._runtime.CpuKernel) on contiguous NumPy
+    storage arrays (bf16 as uint16 bits). inputs: buffer name -> array; the
+    other buffers are allocated NaN-filled. Returns (name -> array for every
+    buffer, the workspace): a forward's workspace goes to its backward."""
+    spec = kernel.spec
+    arrays, addresses = {}, []
+    for b in spec.buffers:
+        if b.in_workspace:
+            continue
+        if b.name in inputs:
+            a = np.ascontiguousarray(inputs[b.name], NP_STORAGE[b.dtype])
+        else:
+            shape = {("T", "N"): (T, N), ("N",): (N,), (): (1,)}[b.shape]
+            a = np.empty(shape, NP_STORAGE[b.dtype])
+            a.view(np.uint8)[...] = 0xFF          # NaN in every dtype
+        arrays[b.name] = a
+        addresses.append(a.ctypes.data)
+    if workspace is None:
+        workspace = np.empty(max(1, (spec.workspace_size(T, N, N) + 3) // 4),
+                             np.float32)
+    kernel.launch(T, N, addresses, workspace.ctypes.data,
+                  [params[name] for name, _ in spec.params])
+    return arrays, workspace
 
 # ---------------------------------------------------------------------------
 # Buffers: a flat allocation of GUARD + offset + extent + GUARD elements, all
@@ -612,17 +738,15 @@ class TorchEnv(object):
     def zeros_storage(self, n, dtype):
         return self.torch.zeros((n,), dtype=self.tdt[dtype], device=self.device)
 
-    def from_numpy(self, arr, dtype):
-        """A NumPy storage array (bf16: f32 values) -> device tensor."""
-        t = self.torch.from_numpy(np.ascontiguousarray(arr))
-        if arr.dtype == np.uint8:
-            t = t.to(self.torch.float32)
-        return t.to(self.device).to(self.tdt[dtype])
-
-    def cpu_result(self, arr, dtype):
-        """A stored CPU result (storage dtype; spikes uint8) -> float32."""
-        t = self.torch.from_numpy(np.ascontiguousarray(arr)).to(self.device)
-        return t.to(self.torch.float32)
+    def from_storage(self, arr, dtype):
+        """A NumPy storage array (bf16 as uint16 bits) -> device tensor."""
+        arr = np.ascontiguousarray(arr)
+        if dtype == "bf16":  # torch has no uint16: the same bits as int16
+            t = self.torch.from_numpy(arr.view(np.int16)).view(
+                self.torch.bfloat16)
+        else:
+            t = self.torch.from_numpy(arr)
+        return t.to(self.device)
 
     def random_inputs(self, neuron, dtype, T, N, seed):
         torch = self.torch
@@ -716,9 +840,6 @@ class CudaDriver(object):
         self.check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize")
 
 
-NP_STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
-
-
 class NumpyEnv(object):
     """Device memory through a CudaDriver (or, for tests, any object with the
     same alloc/free/htod/dtoh/memset8/sync methods); NumPy references."""
@@ -780,13 +901,8 @@ class NumpyEnv(object):
     def zeros_storage(self, n, dtype):
         return np.zeros(n, NP_STORAGE[dtype])
 
-    def from_numpy(self, arr, dtype):
-        if arr.dtype == np.uint8:
-            arr = arr.astype(np.float32)
-        return np_storage(arr, dtype)
-
-    def cpu_result(self, arr, dtype):
-        return np.asarray(arr, dtype=np.float32)
+    def from_storage(self, arr, dtype):
+        return np.array(arr, dtype=NP_STORAGE[dtype], copy=True)
 
     def random_inputs(self, neuron, dtype, T, N, seed):
         rng = np.random.default_rng(seed)
@@ -845,10 +961,8 @@ class Case(object):
             pointers.append(b.ptr)
         params = [self.params[p.name] for p in kern.params]
         env.sync()  # the inputs are in place before the kernel, on any stream
-        self.status = env.launch(kern, env.stream(), self.T, self.N, self.ld,
-                                 pointers, params) \
-            if hasattr(env, "launch") else \
-            kern(env.stream(), self.T, self.N, self.ld, pointers, params)
+        self.status = kern(env.stream(), self.T, self.N, self.ld, pointers,
+                           params)
         env.sync()
         self.flat = {n: env.fetch(b) for n, b in self.bufs.items()}
         return self.status
@@ -1003,14 +1117,15 @@ def check_against(env, case, ref, res, label, cpu=None):
 
 
 class Checker(object):
-    def __init__(self, env, bundle, args):
-        self.env, self.bundle, self.args = env, bundle, args
+    def __init__(self, env, kernels, args):
+        self.env, self.kernels, self.args = env, kernels, args
         self.ops = env.ops
         self.groups = {}
         self.order = []
         self.records = []
         self.t0 = time.time()
         self.deadline = args.deadline
+        self.cpu_max_T = self.cpu_Ns = None   # CPU-path cases: all
 
     def group(self, name):
         if name not in self.groups:
@@ -1036,7 +1151,7 @@ class Checker(object):
         rec = dict(group=group, case=case, ok=ok, errors=res.errors[:5],
                    max_err=res.max_err, max_ratio=res.max_ratio)
         if status is not None:
-            rec["status"] = self.bundle.status_name(status)
+            rec["status"] = self.kernels.status_name(status)
         if extra:
             rec.update(extra)
         self.records.append(rec)
@@ -1085,8 +1200,8 @@ class Checker(object):
         res.status = status
         if status != 0:
             res.fail("%s: status %s (%s)" % (label,
-                                             self.bundle.status_name(status),
-                                             self.bundle.message(status)))
+                                             self.kernels.status_name(status),
+                                             self.kernels.message(status)))
         else:
             check_written(env, case, res)
             check_against(env, case, ref, res, label, cpu)
@@ -1138,13 +1253,13 @@ class Checker(object):
             self._cpu_cases(neuron, dtypes)
 
     def _grid_point(self, neuron, dtype, T, N):
-        b, ops = self.bundle, self.ops
+        b, ops = self.kernels, self.ops
         label = "T=%d N=%d rand" % (T, N)
         if self.out_of_time():
             for v in VARIANTS:
                 self.skip("grid/%s/%s/%s" % (neuron, v, dtype), label)
             return
-        kerns = {v: b.kernels[(neuron, v, dtype)] for v in VARIANTS}
+        kerns = {v: b[(neuron, v, dtype)] for v in VARIANTS}
         params = b.runtime_params(kerns["inference"])
         seed = zlib.crc32(("%s/%s/%d/%d/%d" % (neuron, dtype, T, N,
                                                self.args.seed)).encode())
@@ -1182,46 +1297,64 @@ class Checker(object):
                 kept[v].case.release()
 
     def _cpu_cases(self, neuron, dtypes):
-        b = self.bundle
-        max_T = self.args.cpu_max_T
-        for e in b.cpu:
-            if e["gpu_neuron"] != neuron or e["dtype"] not in dtypes:
-                continue
-            if max_T is not None and e["T"] > max_T:
-                continue
-            Ns = getattr(self.args, "cpu_Ns", None)
-            if Ns is not None and e["N"] not in Ns:
-                continue
-            dtype, T, N = e["dtype"], e["T"], e["N"]
-            label = "T=%d N=%d cpu-%s" % (T, N, e["reset"])
-            if self.out_of_time():
-                for v in VARIANTS:
-                    self.skip("grid/%s/%s/%s" % (neuron, v, dtype), label)
-                continue
-            kerns = {v: b.kernels[(neuron, v, dtype)] for v in VARIANTS}
-            params = dict(e["params"])
-            x = self.env.from_numpy(b.load_npy(list(e["inputs"].values())[0]),
-                                    dtype)
-            init_names = [a.name for a in kerns["inference"].buffers_of(
-                "initial_state")]
-            inits = [self.env.from_numpy(b.load_npy(e["initial_states"][n]),
-                                         dtype) for n in init_names]
-            ref = self.reference(kerns["inference"], x, inits, params)
-            for v in VARIANTS:
-                cpu = {n: self.env.cpu_result(b.load_npy(f), dtype)
-                       for n, f in e["results"][v].items()}
-                g = "grid/%s/%s/%s" % (neuron, v, dtype)
-                self.run_guarded(g, label, lambda v=v, cpu=cpu: self.check_case(
-                    kerns[v], T, N, x, inits, ref, params, label, cpu=cpu))
+        """The package's CPU kernels and the GPU kernels on the same seeded
+        inputs (T in {0, 1, 16, 64}, N in {1, 1000}; copies T = 16)."""
+        base, soft, _ = copy_flags(neuron)
+        Ts = (0, 1, 16, 64) if neuron == base else (16,)
+        if self.cpu_max_T is not None:
+            Ts = [T for T in Ts if T <= self.cpu_max_T]
+        Ns = self.cpu_Ns or (1, 1000)
+        reset = "soft" if soft else "hard"
+        for dtype in dtypes:
+            for T in Ts:
+                for N in Ns:
+                    label = "T=%d N=%d cpu-%s" % (T, N, reset)
+                    if self.out_of_time():
+                        for v in VARIANTS:
+                            self.skip("grid/%s/%s/%s" % (neuron, v, dtype),
+                                      label)
+                        continue
+                    seed = [zlib.crc32(neuron.encode()), DTYPES.index(dtype),
+                            T, N, self.args.seed]
+                    self._cpu_case(neuron, dtype, T, N, seed, label)
+
+    def _cpu_case(self, neuron, dtype, T, N, seed, label):
+        b, env = self.kernels, self.env
+        kerns = {v: b[(neuron, v, dtype)] for v in VARIANTS}
+        params = b.runtime_params(kerns["inference"])
+        rng = np.random.default_rng(seed)
+        mean, std = drive(neuron)
+        x = np_storage(rng.normal(mean, std, (T, N)).astype(np.float32), dtype)
+        init_names = [a.name for a in kerns["inference"].buffers_of(
+            "initial_state")]
+        inits = [np_storage(rng.uniform(*INIT[s], N).astype(np.float32),
+                            dtype) for s in STATES[base_neuron(neuron)]]
+        x_name = kerns["inference"].buffers_of("input_sequence")[0].name
+        host = dict(zip(init_names, inits), **{x_name: x})
+        gx = env.from_storage(x, dtype)
+        ginits = [env.from_storage(s, dtype) for s in inits]
+        ref = self.reference(kerns["inference"], gx, ginits, params)
+        for v in VARIANTS:
+            g = "grid/%s/%s/%s" % (neuron, v, dtype)
+
+            def fn(v=v):
+                arrays, _ = run_cpu(b.cpu(neuron, v, dtype), T, N, host,
+                                    params)
+                cpu = {a.name: env.to_f32(env.from_storage(
+                    arrays[a.name], dtype), dtype)
+                    for a in kerns[v].buffers if a.role in WRITTEN}
+                return self.check_case(kerns[v], T, N, gx, ginits, ref,
+                                       params, label, cpu=cpu)
+            self.run_guarded(g, label, fn)
 
     def absent_buffers(self, neurons, dtypes, N_list, T=16):
-        b = self.bundle
+        b = self.kernels
         for neuron in neurons:
             g = "absent/%s" % neuron
             for dtype in dtypes:
                 for N in N_list:
                     for v in VARIANTS:
-                        kern = b.kernels[(neuron, v, dtype)]
+                        kern = b[(neuron, v, dtype)]
                         params = b.runtime_params(kern)
                         seed = zlib.crc32(("absent/%s/%s/%d/%s" % (
                             neuron, dtype, N, v)).encode())
@@ -1251,12 +1384,12 @@ class Checker(object):
 
     def strided(self, neurons, dtypes, shapes, variants=VARIANTS, T=16):
         """shapes: (N, ld) pairs with ld > N."""
-        b = self.bundle
+        b = self.kernels
         for neuron in neurons:
             g = "strided/%s" % neuron
             for dtype in dtypes:
                 for N, ld in shapes:
-                    kern0 = b.kernels[(neuron, "inference", dtype)]
+                    kern0 = b[(neuron, "inference", dtype)]
                     params = b.runtime_params(kern0)
                     seed = zlib.crc32(("strided/%s/%s/%d/%d" % (
                         neuron, dtype, N, ld)).encode())
@@ -1267,7 +1400,7 @@ class Checker(object):
                     x, inits = self.env.random_inputs(neuron, dtype, T, N, seed)
                     ref = self.reference(kern0, x, inits, params)
                     for v in variants:
-                        kern = b.kernels[(neuron, v, dtype)]
+                        kern = b[(neuron, v, dtype)]
                         path = "vector" if ld % kern.vector_width == 0 \
                             else "scalar"
                         self.run_guarded(
@@ -1277,18 +1410,18 @@ class Checker(object):
                                 "ld=%d" % ld, ld=ld))
 
     def misaligned(self, neurons, dtypes, N=1000, T=16):
-        b = self.bundle
+        b = self.kernels
         for neuron in neurons:
             g = "misaligned/%s" % neuron
             for dtype in dtypes:
-                kern0 = b.kernels[(neuron, "inference", dtype)]
+                kern0 = b[(neuron, "inference", dtype)]
                 params = b.runtime_params(kern0)
                 seed = zlib.crc32(("misaligned/%s/%s" % (neuron, dtype))
                                   .encode())
                 x, inits = self.env.random_inputs(neuron, dtype, T, N, seed)
                 ref = self.reference(kern0, x, inits, params)
                 for v in VARIANTS:
-                    kern = b.kernels[(neuron, v, dtype)]
+                    kern = b[(neuron, v, dtype)]
                     self.run_guarded(g, "%s %s all buffers +1 element" % (v, dtype),
                                      lambda kern=kern: self.check_case(
                                          kern, T, N, x, inits, ref, params,
@@ -1301,8 +1434,8 @@ class Checker(object):
 
     def streams(self, neuron="lif", dtype="f32", T=16, N=1000):
         """Launches on a non-default stream (and the legacy default one)."""
-        b, env = self.bundle, self.env
-        kern = b.kernels[(neuron, "inference", dtype)]
+        b, env = self.kernels, self.env
+        kern = b[(neuron, "inference", dtype)]
         params = b.runtime_params(kern)
         x, inits = env.random_inputs(neuron, dtype, T, N, 1234)
         ref = self.reference(kern, x, inits, params)
@@ -1324,18 +1457,18 @@ class Checker(object):
             self.run_guarded("streams", label, fn)
 
     def unload(self, neuron="lif", dtype="f16", T=4, N=100):
-        """fx_unload_all, then a launch loads the images again."""
-        b, env = self.bundle, self.env
-        kern = b.kernels[(neuron, "final_state", dtype)]
+        """Every loaded image unloaded, then a launch loads it again."""
+        b, env = self.kernels, self.env
+        kern = b[(neuron, "final_state", dtype)]
         params = b.runtime_params(kern)
         x, inits = env.random_inputs(neuron, dtype, T, N, 99)
         ref = self.reference(kern, x, inits, params)
 
         def fn():
             r = Result()
-            s = b.lib.fx_unload_all()
+            s = b.unload_all()
             if s != 0:
-                r.fail("fx_unload_all: %s" % b.status_name(s))
+                r.fail("flexsn_image_unload: %s" % b.status_name(s))
             r2 = self.check_case(kern, T, N, x, inits, ref, params,
                                  "after unload")
             r.errors += r2.errors
@@ -1346,42 +1479,40 @@ class Checker(object):
                          lambda: self.check_case(kern, T, N, x, inits, ref,
                                                  params, "cached"))
 
-    def spec_defaults(self):
+    def spec_defaults(self, neurons):
         """The manifests' parameter defaults are docs/Reference.md's."""
-        for name in self.bundle.neurons:
-            nd = self.bundle.neuron_defs.get(name)
+        for name in neurons:
+            nd = self.kernels.info(name)
             res = Result()
             base = base_neuron(name)
             if base not in DEFAULTS:
-                res.fail("unknown neuron %s: no SPEC reference" % name)
-            elif nd is None:
-                res.fail("no neuron definition in the manifest")
+                res.fail("unknown neuron %s: not in docs/Reference.md" % name)
             else:
                 want = reference_params(name)
-                got = {p["name"]: p["default"] for p in nd["params"]}
+                got = {p.name: p.default for p in nd.params}
                 if set(got) != set(want):
-                    res.fail("parameters %s, SPEC has %s"
+                    res.fail("parameters %s, docs/Reference.md has %s"
                              % (sorted(got), sorted(want)))
                 for k in want:
                     if k in got and abs(float(got[k]) - float(want[k])) > 1e-6:
-                        res.fail("%s = %r, SPEC default %r" % (k, got[k],
-                                                               want[k]))
-                if nd.get("states") != STATES[base]:
-                    res.fail("states %s, SPEC %s" % (nd.get("states"),
-                                                     STATES[base]))
+                        res.fail("%s = %r, docs/Reference.md's default %r"
+                                 % (k, got[k], want[k]))
+                if list(nd.states) != STATES[base]:
+                    res.fail("states %s, docs/Reference.md's %s"
+                             % (list(nd.states), STATES[base]))
             self.record("spec-defaults", name, res)
 
     def bad_args(self, cases):
         """cases: (neuron, variant, dtype) triples."""
         for neuron, variant, dtype in cases:
-            kern = self.bundle.kernels[(neuron, variant, dtype)]
-            for label, fn, want in self._bad_arg_cases(kern):
-                def run(fn=fn, want=want, label=label, kern=kern):
-                    return self._bad_arg(kern, fn, want)
+            kern = self.kernels[(neuron, variant, dtype)]
+            for label, fn, want, blamed in self._bad_arg_cases(kern):
+                def run(fn=fn, want=want, blamed=blamed, kern=kern):
+                    return self._bad_arg(kern, fn, want, blamed)
                 self.run_guarded("badargs", "%s: %s" % (kern.name, label), run)
         # Afterwards the GPU must still work.
-        kern = self.bundle.kernels[("lif", "inference", "f32")]
-        params = self.bundle.runtime_params(kern)
+        kern = self.kernels[("lif", "inference", "f32")]
+        params = self.kernels.runtime_params(kern)
         x, inits = self.env.random_inputs("lif", "f32", 8, 1000, 7)
         ref = self.reference(kern, x, inits, params)
         self.run_guarded("badargs", "a good call afterwards",
@@ -1389,36 +1520,45 @@ class Checker(object):
                                                  params, "after bad args"))
 
     def _bad_arg_cases(self, kern):
-        """(label, mutate(pointers, sizes) -> None, expected status name)."""
+        """(label, mutate(pointers, sizes) -> None, expected status name,
+        the buffer the error must name or None)."""
         names = [a.name for a in kern.buffers]
         xi = names.index(kern.buffers_of("input_sequence")[0].name)
         out = [i for i, a in enumerate(kern.buffers) if a.role in WRITTEN][0]
         es = ELEM[kern.dtype]
+        x_name, out_name = names[xi], names[out]
         cases = [
-            ("input NULL", lambda p, s: p.__setitem__(xi, None), "NULL_POINTER"),
-            ("T = -1", lambda p, s: s.__setitem__("T", -1), "NEGATIVE_SIZE"),
-            ("N = -5", lambda p, s: s.__setitem__("N", -5), "NEGATIVE_SIZE"),
+            ("input NULL", lambda p, s: p.__setitem__(xi, None),
+             "NULL_POINTER", x_name),
+            ("T = -1", lambda p, s: s.__setitem__("T", -1), "NEGATIVE_SIZE",
+             None),
+            ("N = -5", lambda p, s: s.__setitem__("N", -5), "NEGATIVE_SIZE",
+             None),
             ("ld = N - 1", lambda p, s: s.__setitem__("ld", s["N"] - 1),
-             "BAD_STRIDE"),
-            ("ld = -1", lambda p, s: s.__setitem__("ld", -1), "BAD_STRIDE"),
+             "BAD_STRIDE", None),
+            ("ld = -1", lambda p, s: s.__setitem__("ld", -1), "BAD_STRIDE",
+             None),
             ("N = 2^62", lambda p, s: s.__setitem__("N", 1 << 62),
-             "SIZE_OVERFLOW"),
+             "SIZE_OVERFLOW", None),
             ("output misaligned by 1 byte",
-             lambda p, s: p.__setitem__(out, p[out] + 1), "INVALID_ARGUMENT"),
-            ("output a host pointer", "host-out", "CONTEXT_MISMATCH"),
-            ("input a host pointer", "host-in", "CONTEXT_MISMATCH"),
+             lambda p, s: p.__setitem__(out, p[out] + 1), "INVALID_ARGUMENT",
+             out_name),
+            ("output a host pointer", "host-out", "CONTEXT_MISMATCH",
+             out_name),
+            ("input a host pointer", "host-in", "CONTEXT_MISMATCH", x_name),
             ("output too small (2 MiB allocation)", "small-out",
-             "BUFFER_TOO_SMALL"),
+             "BUFFER_TOO_SMALL", out_name),
             ("input too small (2 MiB allocation)", "small-in",
-             "BUFFER_TOO_SMALL"),
+             "BUFFER_TOO_SMALL", x_name),
         ]
         self._bad_idx = (xi, out, es)
         return cases
 
-    def _bad_arg(self, kern, mutate, want):
+    def _bad_arg(self, kern, mutate, want, blamed):
         """A call with one bad argument on otherwise valid, poisoned buffers:
-        the expected status, nothing written, no error on the stream."""
-        env, b = self.env, self.bundle
+        the expected status and blamed buffer, nothing written, no error on
+        the stream."""
+        env, b = self.env, self.kernels
         xi, out, es = self._bad_idx
         T, N = 4, 1 << 18          # [T, N] needs 4 MiB (f32) / 2 MiB (16-bit)
         if es == 2:
@@ -1462,6 +1602,9 @@ class Checker(object):
         if status != b.status(want):
             res.fail("status %s (%s), expected FLEXSN_ERROR_%s"
                      % (b.status_name(status), b.message(status), want))
+        elif kern.blamed != blamed:
+            res.fail("the error names argument %r, expected %r"
+                     % (kern.blamed, blamed))
         case.flat = {n: env.fetch(bf) for n, bf in case.bufs.items()}
         for a in kern.buffers:
             if a.role in WRITTEN:
@@ -1515,7 +1658,8 @@ class CudaDriverLite(object):
 # Main
 
 
-def summarize(checker, out_dir, extra, allow_skip=False, prog="device_check"):
+def summarize(checker, out_dir, extra, allow_skip=False,
+              prog="kernel_checks"):
     passed = failed = skipped = 0
     lines = []
     groups = []
@@ -1569,92 +1713,128 @@ def summarize(checker, out_dir, extra, allow_skip=False, prog="device_check"):
 
 
 def checker_arguments(doc):
-    """The options device_check.py and device_train_check.py share."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--bundle", default=".device")
+    """The options kernel_checks.py and train_kernel_checks.py share."""
+    ap = argparse.ArgumentParser(
+        description=doc.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(doc.splitlines()[1:]))
     ap.add_argument("--out", default=None,
                     help="folder for results.json (default: none)")
     ap.add_argument("--quick", action="store_true",
                     help="small subset, CUDA driver API + NumPy, no PyTorch")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="only make the flexsn.compile calls of the checks "
+                    "(fills the cache for a machine without the tools)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--deadline", type=float, default=None,
                     help="skip the checks left after this many seconds")
     ap.add_argument("--neurons", default=None,
-                    help="comma-separated subset of the bundle's neurons")
+                    help="comma-separated subset: shipped neurons and their "
+                    "copies (lif, lif_soft, ...)")
     ap.add_argument("--allow-skip", action="store_true",
                     help="checks skipped by --deadline do not fail the run")
     return ap
 
 
-def main(argv=None):
-    args = checker_arguments(__doc__).parse_args(argv)
+def requested(names):
+    """(shipped neurons to compile, labels to check or None for all) of a
+    --neurons value."""
+    if not names:
+        return list(flexsn.shipped_neurons()), None
+    labels = names.split(",")
+    bases = list(dict.fromkeys(base_neuron(n) for n in labels))
+    return bases, labels
 
-    bundle = Bundle(args.bundle)
-    if args.quick:
-        env = NumpyEnv(CudaDriver())
-    else:
-        import torch
-        if not torch.cuda.is_available():
-            sys.exit("device_check: PyTorch sees no CUDA device")
-        env = TorchEnv(torch)
-    # The inference / final-state kernels (the training-only copies, e.g.
-    # <neuron>_detach, are utils/device_train_check.py's).
-    neurons = [n for n in bundle.neurons
-               if all((n, v, d) in bundle.kernels
-                      for v in VARIANTS for d in DTYPES)]
-    if args.neurons:
-        want = args.neurons.split(",")
-        neurons = [n for n in neurons if n in want]
+
+def select(kernels, labels, variants):
+    """The labels of `kernels` that have every variant in every dtype,
+    restricted to `labels` (None: all)."""
+    return [n for n in kernels.neurons
+            if all((n, v, d) in kernels for v in variants for d in DTYPES)
+            and (labels is None or n in labels)]
+
+
+def make_env(quick, prog="kernel_checks"):
+    """NumPy and the CUDA driver API (--quick), else PyTorch."""
+    if quick:
+        return NumpyEnv(CudaDriver())
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("%s: PyTorch sees no CUDA device" % prog)
+    return TorchEnv(torch)
+
+
+def run_groups(c, neurons, mode, only=None):
+    """The groups of a mode ("full" or "quick") on a checker; `only`: the
+    one group to run."""
+    def run(name, fn, *args, **kwargs):
+        if only is None or only == name:
+            c.run_group(name, fn, *args, **kwargs)
+
     base = [n for n in neurons if base_neuron(n) == n]
-    print("device_check: %s; bundle %s (commit %s), %d kernels; %s mode"
-          % (env.describe(), args.bundle, bundle.meta.get("git_commit", "?")[:12],
-             len(bundle.kernels), "quick" if args.quick else "full"))
-    sys.stdout.flush()
-
-    c = Checker(env, bundle, args)
-    c.run_group("spec-defaults", c.spec_defaults)
     some = [n for n in ("lif", "plif", "izhikevich", "cuba_lif")
             if n in base] or base[:1]
-    if args.quick:
-        args.cpu_max_T = 16
-        args.cpu_Ns = (1000,)
-        c.run_group("grid", c.grid, neurons, DTYPES, (0, 1, 16), (1, 1000))
-        c.run_group("absent", c.absent_buffers, some, ("f32", "bf16"), (37,))
-        c.run_group("strided", c.strided, base, ("f32", "f16"),
-                    [(37, 40), (1000, 1003)])
-        c.run_group("misaligned", c.misaligned, some, ("f32", "f16"))
+    run("spec-defaults", c.spec_defaults, neurons)
+    if mode == "quick":
+        c.cpu_max_T = 16
+        c.cpu_Ns = (1000,)
+        run("grid", c.grid, neurons, DTYPES, (0, 1, 16), (1, 1000))
+        run("absent", c.absent_buffers, some, ("f32", "bf16"), (37,))
+        run("strided", c.strided, base, ("f32", "f16"),
+            [(37, 40), (1000, 1003)])
+        run("misaligned", c.misaligned, some, ("f32", "f16"))
         if "lif" in base and "plif" in base:
-            c.run_group("badargs", c.bad_args,
-                        [("lif", "inference", "f32"),
-                         ("plif", "final_state", "f16")])
+            run("badargs", c.bad_args, [("lif", "inference", "f32"),
+                                        ("plif", "final_state", "f16")])
         if "lif" in base:
-            c.run_group("streams", c.streams)
-            c.run_group("unload", c.unload)
-    else:
-        args.cpu_max_T = None
-        args.cpu_Ns = None
-        big = (1 << 20) + 3
-        c.run_group("grid", c.grid, neurons, DTYPES, (0, 1, 16, 64),
-                    (1, 1000, big))
-        c.run_group("absent", c.absent_buffers, base, DTYPES, (37, 1000))
-        c.run_group("strided", c.strided, base, DTYPES,
-                    [(1000, 1003), (1000, 1024), (5, 8), (1003, 1008)])
-        # ld a multiple of the vector width with N not: the vector kernel
-        # with a ragged tail; an odd ld: the scalar kernel; large N.
-        c.run_group("strided", c.strided, some[:3], DTYPES,
-                    [(big, big + 5), (big, big + 6)], T=8)
-        c.run_group("misaligned", c.misaligned, base, DTYPES)
-        bad = [k for k in [("lif", "inference", "f32"),
-                           ("plif", "final_state", "f16"),
-                           ("izhikevich", "inference", "bf16")]
-               if k[0] in base]
-        if bad and "lif" in base:
-            c.run_group("badargs", c.bad_args, bad)
-        if "lif" in base:
-            c.run_group("streams", c.streams)
-            c.run_group("unload", c.unload)
-    extra = dict(device=env.describe(), mode="quick" if args.quick else "full",
-                 bundle=args.bundle, bundle_commit=bundle.meta.get("git_commit"))
+            run("streams", c.streams)
+            run("unload", c.unload)
+        return
+    c.cpu_max_T = None
+    c.cpu_Ns = None
+    big = (1 << 20) + 3
+    run("grid", c.grid, neurons, DTYPES, (0, 1, 16, 64), (1, 1000, big))
+    run("absent", c.absent_buffers, base, DTYPES, (37, 1000))
+    run("strided", c.strided, base, DTYPES,
+        [(1000, 1003), (1000, 1024), (5, 8), (1003, 1008)])
+    # ld a multiple of the vector width with N not: the vector kernel with
+    # a ragged tail; an odd ld: the scalar kernel; large N.
+    run("strided", c.strided, some[:3], DTYPES,
+        [(big, big + 5), (big, big + 6)], T=8)
+    run("misaligned", c.misaligned, base, DTYPES)
+    bad = [k for k in [("lif", "inference", "f32"),
+                       ("plif", "final_state", "f16"),
+                       ("izhikevich", "inference", "bf16")]
+           if k[0] in base]
+    if bad and "lif" in base:
+        run("badargs", c.bad_args, bad)
+    if "lif" in base:
+        run("streams", c.streams)
+        run("unload", c.unload)
+
+
+def main(argv=None):
+    args = checker_arguments(__doc__).parse_args(argv)
+    bases, labels = requested(args.neurons)
+    if args.compile_only:
+        t0 = time.time()
+        compiled = compile_neurons(bases, INFERENCE_COPIES)
+        print("kernel_checks: %d compiles in %.0f s (cache %s)"
+              % (len(compiled), time.time() - t0, flexsn.cache_dir()))
+        return 0
+
+    kernels = KernelSet(bases, INFERENCE_COPIES)
+    env = make_env(args.quick)
+    neurons = select(kernels, labels, VARIANTS)
+    mode = "quick" if args.quick else "full"
+    print("kernel_checks: %s; %s; %s mode"
+          % (env.describe(), kernels.describe(), mode))
+    sys.stdout.flush()
+
+    c = Checker(env, kernels, args)
+    run_groups(c, neurons, mode)
+    extra = dict(device=env.describe(), mode=mode,
+                 neurons=neurons, cache=str(flexsn.cache_dir()))
     return summarize(c, args.out, extra, args.allow_skip)
 
 

@@ -1,46 +1,53 @@
-#!/usr/bin/env python3
-"""Runs the device scripts' checking logic without a GPU, on an emulated one.
+"""The GPU kernel checks' own logic, without a GPU.
 
-    python3 utils/device_selftest.py [--bundle .device] [--faults]
+kernel_checks.py --quick and train_kernel_checks.py --quick run as they do
+on a GPU machine (the package's compiles, manifests and CPU kernels), but
+with the CUDA driver replaced by a fake one (device memory = NumPy byte
+arrays at made-up addresses) and every GPU launch replaced by an emulation:
+the runtime's argument validation (lib/Runtime/flexsn_runtime.c: statuses
+and blamed buffers, T = 0 and N = 0, buffer extents and contexts, the
+workspace parts at their manifest offsets), then the kernel's effect in
+NumPy (kernel_checks.simulate for the forward step; for the training pair,
+train_kernel_checks.reference on the inputs the forward call saw, found
+again through its workspace address). Both must pass; then the emulated
+kernels are broken one way at a time (a gradient off by 1%, a write into a
+guard, an element left unwritten, the T = 0 copy missing, a forward value
+1 ulp off the inference kernel's, a too-small workspace accepted, parameter
+gradients whose last bit changes from call to call, an error naming the
+wrong buffer, ...) and each run must fail.
 
-utils/device_check.py --quick and utils/device_train_check.py --quick run as
-they do on the device machine (the bundle's manifests, its shim library's
-exports, the CPU-path results), but with the CUDA driver replaced by a fake
-one (device memory = NumPy byte arrays at made-up addresses) and every kernel
-call replaced by an emulation: the runtime's argument validation
-(lib/Runtime/flexsn_runtime.c: statuses, T = 0 and N = 0, buffer extents and
-contexts), then the kernel's effect computed in NumPy (the inference step
-loop of device_check.simulate; for the training pair,
-device_train_check.reference on the inputs the forward call saw, found again
-through its workspace pointer). Both must pass.
-
-With --faults, the emulated kernels are then broken one way at a time (a
-gradient off by 1%, a write into a guard, an element left unwritten, the
-T = 0 gradient copy missing, a forward value 1 ulp off the inference
-kernel's, a too-small workspace accepted, parameter gradients whose last bit
-changes from call to call, ...) and each run must fail.
-
-This checks the scripts, not the kernels: it is for changing them here.
+This checks the checks, not the kernels. FLEXSN_SELFTEST_FULL=lif,plif
+also runs train_kernel_checks' full-mode groups on NumPy for those neurons
+(minutes).
 """
 
 import argparse
+import contextlib
 import io
 import os
-import sys
-import contextlib
+import time
 
 import numpy as np
+import pytest
 
-sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import device_check as dc  # noqa: E402
-import device_train_check as dtc  # noqa: E402
+import kernel_checks as kc
+import train_kernel_checks as tkc
+from flexsn._manifest import evaluate_size
 
+# Neurons (with their copies) of the runs: few, as each costs compiles.
+NEURONS = "lif,plif,lif_soft,lif_detach,plif_soft_detach"
 INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
+REQUIRED = ("input_sequence", "saved_output", "saved_input", "param_gradient",
+            "reduction_scratch")
+SEQUENCES = ("input_sequence", "output_sequence", "state_sequence",
+             "optional_input_sequence", "saved_output", "saved_input")
+NP = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
+
 FAULTS = set()
+REGISTRY = {}    # workspace address -> what the forward call saw
 CALLS = [0]      # backward calls (the nondeterministic fault)
+DRV = None
 
 
 class FakeDriver(object):
@@ -90,41 +97,29 @@ class FakeDriver(object):
         return 1
 
 
-DRV = None
-REGISTRY = {}    # workspace pointer -> what the forward call saw
-NP = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
-
-
-def elem_size(arg, dtype):
-    if arg.role in ("workspace_out", "workspace_in", "workspace_inout",
-                    "param_gradient"):
-        return 4
-    return dc.ELEM[dtype]
-
-
 def read_seq(p, T, N, ld, dtype):
-    es = dc.ELEM[dtype]
+    es = kc.ELEM[dtype]
     out = np.zeros((T, N), np.float32)
     for t in range(T):
         raw = np.frombuffer(DRV.bytes_at(p + t * ld * es, N * es).tobytes(),
                             NP[dtype])
-        out[t] = dc.np_to_f32(raw, dtype)
+        out[t] = kc.np_to_f32(raw, dtype)
     return out
 
 
 def read_vec(p, N, dtype):
-    es = dc.ELEM[dtype]
+    es = kc.ELEM[dtype]
     raw = np.frombuffer(DRV.bytes_at(p, N * es).tobytes(), NP[dtype])
-    return dc.np_to_f32(raw, dtype)
+    return kc.np_to_f32(raw, dtype)
 
 
 def encode(a, dtype):
-    return np.ascontiguousarray(dc.np_storage(np.asarray(a, np.float32),
+    return np.ascontiguousarray(kc.np_storage(np.asarray(a, np.float32),
                                               dtype)).view(np.uint8)
 
 
 def write_seq(p, a, ld, dtype, skip_last=False):
-    es = dc.ELEM[dtype]
+    es = kc.ELEM[dtype]
     T, N = a.shape
     for t in range(T):
         row = encode(a[t], dtype)
@@ -140,85 +135,88 @@ def write_vec(p, a, dtype):
 
 def bump_ulp(v, d):
     """The value one storage ulp above v (float32 result)."""
-    st = dc.np_storage(np.array([v], np.float32), d)
+    st = kc.np_storage(np.array([v], np.float32), d)
     bits = st.view(np.uint32 if d == "f32" else np.uint16) + 1
-    return dc.np_to_f32(bits.view(NP[d]), d)[0]
+    return kc.np_to_f32(bits.view(NP[d]), d)[0]
 
 
-def fake_launch(env, kern, stream, T, N, ld, pointers, params):
-    """flexsn_launch's validation, then the kernel's effect."""
-    st = BUNDLE.status
-    bufs = kern.buffers
-    required = ("input_sequence", "workspace_out", "workspace_in",
-                "workspace_inout", "param_gradient")
+def fake_call(kern, stream, T, N, ld, pointers, params, workspace=0):
+    """kernel_checks.Kernel.__call__ on the fake GPU: flexsn_launch's
+    validation, then the kernel's effect."""
+    codes = kc.statuses()
+    specs = kern.spec.buffers
+    kern.blamed = None
+
+    def fail(name, i=None):
+        if i is not None and "blame" not in FAULTS:
+            kern.blamed = specs[i].name
+        return codes["FLEXSN_ERROR_" + name]
+
     if T < 0 or N < 0:
-        return st("NEGATIVE_SIZE")
+        return fail("NEGATIVE_SIZE")
     if ld < 0 or (ld != 0 and ld < N):
-        return st("BAD_STRIDE")
+        return fail("BAD_STRIDE")
     ld = ld or N
-    ptrs = [int(p) if p else 0 for p in pointers]
-    for a, p in zip(bufs, ptrs):
-        if a.role in required and not p:
-            return st("NULL_POINTER")
-    if N > INT64_MAX:
-        return st("SIZE_OVERFLOW")
+    # The addresses as GpuKernel.launch passes them: workspace parts at
+    # their offsets.
+    args, ptrs = iter(pointers), []
+    for b in specs:
+        if b.in_workspace:
+            ptrs.append(workspace + evaluate_size(b.workspace_offset, T=T,
+                                                  N=N, ld=ld)
+                        if workspace else 0)
+        else:
+            ptrs.append(int(next(args) or 0))
+    for i, (b, p) in enumerate(zip(specs, ptrs)):
+        if b.role in REQUIRED and not p:
+            return fail("NULL_POINTER", i)
     seq = 0
     if T > 0 and N > 0:
         if T - 1 > (INT64_MAX - N) // ld:
-            return st("SIZE_OVERFLOW")
+            return fail("SIZE_OVERFLOW")
         seq = (T - 1) * ld + N
     if N > 0 and (N - 1) // 256 + 1 > INT32_MAX:
-        return st("SIZE_OVERFLOW")
-    saved = int(kern.spec.get("workspace_sequences", 0) or 0)
+        return fail("SIZE_OVERFLOW")
+    slots = len([b for b in specs if b.role == "param_gradient"])
     extents = []
-    for a in bufs:
-        es = elem_size(a, kern.dtype)
-        if a.role == "param_gradient":
-            count = 1
-        elif a.role in ("workspace_out", "workspace_in"):
-            count = (saved - 1) * T * ld + seq if seq else 0
-        elif a.role == "workspace_inout":
-            # The saved values, then the deterministic reduction scratch.
-            slots = int(kern.spec.get("reduction_slots", 0))
-            count = saved * T * ld + 1 + slots * ((N + 255) // 256) \
-                if seq else 0
-        elif a.role in ("initial_state", "final_state"):
-            count = N
-        else:
-            count = seq
-        if count > INT64_MAX // es:
-            return st("SIZE_OVERFLOW")
-        extents.append(count * es)
-    for a, p in zip(bufs, ptrs):
-        if p % elem_size(a, kern.dtype):
-            return st("INVALID_ARGUMENT")
+    for b in specs:
+        count = seq if b.role in SEQUENCES else N
+        if count > INT64_MAX // b.element_bytes:
+            return fail("SIZE_OVERFLOW")
+        extents.append(4 if b.role == "param_gradient" else
+                       4 + 4 * slots * ((N + 255) // 256)
+                       if b.role == "reduction_scratch" else
+                       count * b.element_bytes)
+    for i, (b, p) in enumerate(zip(specs, ptrs)):
+        if p % b.element_bytes:
+            return fail("INVALID_ARGUMENT", i)
 
-    def check(p, nbytes):
+    def check(p, nbytes, i=None):
         hit = DRV.find(p)
         if hit is None:
-            return st("CONTEXT_MISMATCH")
+            return fail("CONTEXT_MISMATCH", i)
         base, arr = hit
         if p - base + nbytes > arr.size:
             if "ws-small-ok" in FAULTS:
                 return "accept"       # a runtime that checks nothing
-            return st("BUFFER_TOO_SMALL")
+            return fail("BUFFER_TOO_SMALL", i)
         return 0
 
-    pg = [p for a, p in zip(bufs, ptrs) if a.role == "param_gradient"]
+    roles = [b.role for b in specs]
     if T == 0 or N == 0:
-        for p in pg:
-            write_vec(p, np.zeros(1, np.float32), "f32")
+        for r, p in zip(roles, ptrs):
+            if r == "param_gradient":
+                write_vec(p, np.zeros(1, np.float32), "f32")
         if N == 0:
             return 0
-        inits = [p for a, p in zip(bufs, ptrs) if a.role == "initial_state"]
-        finals = [p for a, p in zip(bufs, ptrs) if a.role == "final_state"]
-        nb = N * dc.ELEM[kern.dtype]
+        inits = [p for r, p in zip(roles, ptrs) if r == "initial_state"]
+        finals = [p for r, p in zip(roles, ptrs) if r == "final_state"]
+        nb = N * kc.ELEM[kern.dtype]
         for k, p in enumerate(finals):
-            if not p:
-                continue
-            s = check(p, nb) or (check(inits[k], nb) if inits[k] else 0)
-            if s:
-                return s
+            if p:
+                s = check(p, nb) or (check(inits[k], nb) if inits[k] else 0)
+                if s:
+                    return s
         for k, p in enumerate(finals):
             if not p:
                 continue
@@ -227,27 +225,27 @@ def fake_launch(env, kern, stream, T, N, ld, pointers, params):
             else:
                 DRV.bytes_at(p, nb)[:] = 0
         return 0
-    for a, p, nbytes in zip(bufs, ptrs, extents):
+    for i, (p, nbytes) in enumerate(zip(ptrs, extents)):
         if p:
-            s = check(p, nbytes)
+            s = check(p, nbytes, i)
             if s == "accept":
                 return 0              # (and the kernel would overrun)
             if s:
                 return s
+    by = {}
+    for r, p in zip(roles, ptrs):
+        by.setdefault(r, []).append(p)
     P = dict(zip([q.name for q in kern.params], params))
     if kern.variant in ("inference", "final_state", "forward"):
-        return emulate_forward(kern, T, N, ld, ptrs, P)
-    return emulate_backward(kern, T, N, ld, ptrs, P)
+        return emulate_forward(kern, T, N, ld, by, P, workspace)
+    return emulate_backward(kern, T, N, ld, pointers, P, workspace)
 
 
-def emulate_forward(kern, T, N, ld, ptrs, P):
+def emulate_forward(kern, T, N, ld, by, P, workspace):
     d = kern.dtype
-    by = {}
-    for a, p in zip(kern.buffers, ptrs):
-        by.setdefault(a.role, []).append(p)
     x = read_seq(by["input_sequence"][0], T, N, ld, d)
     inits = [read_vec(p, N, d) if p else None for p in by["initial_state"]]
-    ref = dc.simulate(dc.NumpyOps(), kern.neuron, P, x, inits)
+    ref = kc.simulate(kc.NumpyOps(), kern.neuron, P, x, inits)
     spikes = ref["spikes"]
     if "inference" in FAULTS and kern.variant == "inference":
         ref["state_seq"][0][T - 1, N - 1] += 1e-3
@@ -263,25 +261,23 @@ def emulate_forward(kern, T, N, ld, ptrs, P):
     for i, p in enumerate(by.get("final_state", [])):
         if p:
             write_vec(p, ref["final"][i], d)
+    for p in by.get("saved_output", []):
+        write_seq(p, spikes + 0.5, ld, "f32")
     if kern.variant == "forward":
-        ws = by["workspace_out"][0]
-        saved = int(kern.spec.get("workspace_sequences", 1))
-        for k in range(saved):
-            write_seq(ws + k * T * ld * 4, spikes + 0.5, ld, "f32")
-        REGISTRY[ws] = dict(x=x, inits=inits, params=P, T=T, N=N)
+        REGISTRY[workspace] = dict(x=x, inits=inits, T=T, N=N)
     return 0
 
 
-def emulate_backward(kern, T, N, ld, ptrs, P):
+def emulate_backward(kern, T, N, ld, pointers, P, workspace):
     d = kern.dtype
-    nd = BUNDLE.neuron_defs[kern.neuron]
-    roles = dtc.bwd_roles(kern, nd)
-    ws = [p for (w, i), p in zip(roles, ptrs) if w == "ws"][0]
-    saw = REGISTRY.get(ws)
+    nd = kern.info
+    roles = tkc.bwd_roles(kern, nd)
+    saw = REGISTRY.get(workspace)
     if saw is None or saw["T"] != T or saw["N"] != N:
-        return BUNDLE.status("INVALID_ARGUMENT")
-    gin = dict(out=None, seq=[None] * len(nd["states"]),
-               final=[None] * len(nd["states"]))
+        return kc.statuses()["FLEXSN_ERROR_INVALID_ARGUMENT"]
+    gin = dict(out=None, seq=[None] * len(nd.states),
+               final=[None] * len(nd.states))
+    ptrs = [int(p or 0) for p in pointers]
     for (w, i), p in zip(roles, ptrs):
         if not p:
             continue
@@ -291,8 +287,8 @@ def emulate_backward(kern, T, N, ld, ptrs, P):
             gin["seq"][i] = read_seq(p, T, N, ld, d)
         elif w == "gfin":
             gin["final"][i] = read_vec(p, N, d)
-    trainable = [p["name"] for p in nd["params"] if p["kind"] == "trainable"]
-    ref = dtc.reference(dtc.NumpyAD(), kern.neuron, P, trainable, saw["x"],
+    trainable = [p.name for p in nd.params if p.kind == "trainable"]
+    ref = tkc.reference(tkc.NumpyAD(), kern.neuron, P, trainable, saw["x"],
                         saw["inits"], gin)
     for (w, i), p in zip(roles, ptrs):
         if not p:
@@ -303,7 +299,7 @@ def emulate_backward(kern, T, N, ld, ptrs, P):
                 g[T - 1, N - 1] = g[T - 1, N - 1] * 1.01 + 1e-3
             write_seq(p, g, ld, d, skip_last="unwritten" in FAULTS)
             if "guard" in FAULTS:
-                es = dc.ELEM[d]
+                es = kc.ELEM[d]
                 write_vec(p + ((T - 1) * ld + N) * es, np.zeros(1), d)
         elif w == "igrad":
             write_vec(p, ref["init_grads"][i], d)
@@ -318,108 +314,71 @@ def emulate_backward(kern, T, N, ld, ptrs, P):
     return 0
 
 
-BUNDLE = None
-
-
-def BUNDLE_LOADED(folder):
-    return dc.Bundle(folder)
-
-
-def install(bundle_folder):
-    """Patches device_check's driver, environment and kernel calls."""
-    global DRV, BUNDLE
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """The checks' CUDA driver, GPU launches and image unloading faked."""
+    global DRV
     DRV = FakeDriver()
-    BUNDLE = dc.Bundle(bundle_folder, load=False)
-    dc.CudaDriver = lambda: DRV
-    dc.NumpyEnv.launch = fake_launch
-    dc.Kernel.__call__ = lambda self, stream, T, N, ld, pointers, params: \
-        fake_launch(None, self, stream, T, N, ld, pointers, params)
-
-    orig_init = dc.Bundle.__init__
-
-    def init(self, folder, load=True):
-        orig_init(self, folder, load=load)
-        if self.lib is not None:
-            self.lib.fx_unload_all = lambda: 0
-    dc.Bundle.__init__ = init
+    monkeypatch.setattr(kc, "CudaDriver", lambda: DRV)
+    monkeypatch.setattr(kc.Kernel, "__call__", fake_call)
+    monkeypatch.setattr(kc.KernelSet, "unload_all", lambda self: 0)
+    FAULTS.clear()
+    REGISTRY.clear()
+    yield DRV
+    FAULTS.clear()
+    REGISTRY.clear()
 
 
-def run(label, fn, argv, want_ok):
+def run(main, argv):
+    """(exit status, the failing groups' lines, all output) of a check."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        rc = fn(argv)
+        rc = main(argv)
     text = out.getvalue()
-    summary = [l for l in text.splitlines() if " passed, " in l and
-               l.startswith(("device_check:", "device_train_check:"))]
-    ok = (rc == 0) == want_ok
-    print("%s %-44s rc %d  %s" % ("ok  " if ok else "BAD ", label, rc,
-                                  summary[-1] if summary else "no summary"))
-    if not ok:
-        print("\n".join(["      " + l for l in text.splitlines()
-                         if l.startswith(("FAIL", "     "))][:12]))
-    return ok
+    failing = "\n".join(line for line in text.splitlines()
+                        if line.startswith(("FAIL", "     ")))
+    return rc, failing, text
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bundle", default=".device")
-    ap.add_argument("--faults", action="store_true")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--full", default=None, metavar="NEURONS",
-                    help="also device_train_check's full-mode groups on "
-                    "NumPy for these neurons (slow)")
-    args = ap.parse_args()
-    install(args.bundle)
-    out = lambda n: ["--out", os.path.join(args.out, n)] \
-        if args.out else []  # noqa: E731
-    good = True
-    good &= run("device_check --quick", dc.main,
-                ["--quick", "--bundle", args.bundle] + out("check"), True)
-    good &= run("device_train_check --quick", dtc.main,
-                ["--quick", "--bundle", args.bundle] + out("train"), True)
-    if args.full:
-        # The full mode's groups on NumPy (PyTorch is the device's), with
-        # N = 2^20 + 3 replaced by a smaller odd N.
-        import time
-        t0 = time.time()
-        dtc.BIG_N = 2053
-        cargs = argparse.Namespace(deadline=None, seed=0)
-        c = dtc.TrainChecker(dc.NumpyEnv(DRV), BUNDLE_LOADED(args.bundle),
-                             cargs, dtc.NumpyAD())
-        neurons = args.full.split(",")
-        out_ = io.StringIO()
-        with contextlib.redirect_stdout(out_):
-            dtc.run_groups(c, neurons, "full")
-            rc = dc.summarize(c, args.out and os.path.join(args.out, "full"),
-                              {}, prog="device_train_check")
-        text = out_.getvalue()
-        print("%s device_train_check full (NumPy)            rc %d  %s  "
-              "(%.0f s)" % ("ok  " if rc == 0 else "BAD ", rc,
-                            text.strip().splitlines()[-1], time.time() - t0))
-        if rc:
-            print("\n".join(["      " + l for l in text.splitlines()
-                             if l.startswith(("FAIL", "     "))][:12]))
-        good &= rc == 0
-    if args.faults:
-        sub = ["--quick", "--bundle", args.bundle, "--neurons",
-               "lif,plif,lif_detach"]
-        cases = [("xgrad", dtc.main), ("pgrad", dtc.main),
-                 ("guard", dtc.main), ("unwritten", dtc.main),
-                 ("t0", dtc.main), ("fwd-bits", dtc.main),
-                 ("ws-small-ok", dtc.main), ("nondeterministic", dtc.main),
-                 ("inference", dc.main),
-                 ("t0", dc.main)]
-        for fault, fn in cases:
-            FAULTS.clear()
-            FAULTS.add(fault)
-            good &= run("fault %-12s -> %s" % (fault, fn.__module__), fn,
-                        sub if fn is dtc.main else
-                        ["--quick", "--bundle", args.bundle, "--neurons",
-                         "lif,plif"], False)
-        FAULTS.clear()
-    print("device_selftest: %s" % ("all as expected" if good else "FAILED"))
-    return 0 if good else 1
+@pytest.mark.parametrize("main", [kc.main, tkc.main],
+                         ids=["kernel_checks", "train_kernel_checks"])
+def test_quick_checks_pass_on_correct_kernels(fake_gpu, main):
+    rc, failing, text = run(main, ["--quick", "--neurons", NEURONS])
+    assert rc == 0, "the checks fail on correct (emulated) kernels:\n" + \
+        (failing or text)
+    assert " 0 failed" in text.splitlines()[-1]
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.parametrize("fault, main, neurons", [
+    ("xgrad", tkc.main, "lif"), ("pgrad", tkc.main, "plif"),
+    ("guard", tkc.main, "lif"), ("unwritten", tkc.main, "lif"),
+    ("t0", tkc.main, "lif"), ("fwd-bits", tkc.main, "lif"),
+    ("ws-small-ok", tkc.main, "lif"), ("nondeterministic", tkc.main, "plif"),
+    ("blame", tkc.main, "lif"), ("inference", kc.main, "lif"),
+    ("t0", kc.main, "lif"), ("blame", kc.main, "lif,plif")],
+    ids=lambda v: v.__module__ if callable(v) else None)
+def test_quick_checks_catch_a_broken_kernel(fake_gpu, fault, main, neurons):
+    FAULTS.add(fault)
+    rc, _, text = run(main, ["--quick", "--neurons", neurons])
+    assert rc != 0, "the checks missed the fault %r:\n%s" % (fault, text)
+
+
+@pytest.mark.skipif(not os.environ.get("FLEXSN_SELFTEST_FULL"),
+                    reason="set FLEXSN_SELFTEST_FULL=lif,plif,... (minutes)")
+def test_train_full_mode_on_numpy(fake_gpu, monkeypatch):
+    """train_kernel_checks' full-mode groups on NumPy (PyTorch is the GPU
+    machine's), with N = 2^20 + 3 replaced by a smaller odd N."""
+    monkeypatch.setattr(tkc, "BIG_N", 2053)
+    bases, labels = kc.requested(os.environ["FLEXSN_SELFTEST_FULL"])
+    kernels = kc.KernelSet(bases, tuple(kc.COPIES))
+    neurons = kc.select(kernels, labels, ("forward", "backward"))
+    c = tkc.TrainChecker(kc.NumpyEnv(DRV), kernels,
+                         argparse.Namespace(deadline=None, seed=0),
+                         tkc.NumpyAD())
+    t0 = time.time()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        tkc.run_groups(c, neurons, "full")
+        rc = kc.summarize(c, None, {}, prog="train_kernel_checks")
+    assert rc == 0, out.getvalue()
+    print("%.0f s: %s" % (time.time() - t0, out.getvalue().splitlines()[-1]))

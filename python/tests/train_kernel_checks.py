@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
-"""Checks FlexSN's GPU training kernels (forward + backward) on the device.
+"""Checks FlexSN's GPU training kernels (forward + backward) through the
+package.
 
-    python3 utils/device_train_check.py [--bundle .device] [--out DIR]
-                                        [--quick | --reference-only]
-                                        [--seed S] [--deadline SECONDS]
-                                        [--neurons lif,plif_detach,...]
+    python3 python/tests/train_kernel_checks.py [--out DIR]
+                                                [--quick | --reference-only]
+                                                [--seed S] [--deadline SECONDS]
+                                                [--neurons lif,plif_detach,...]
+    python3 python/tests/train_kernel_checks.py --compile-only [--neurons ...]
 
-Runs from the repository root with the folder utils/gpu_bundle.sh built.
-Every training kernel pair fx_<neuron>_forward_<dtype> /
-fx_<neuron>_backward_<dtype> is called through ctypes (argument lists from the
-manifests, the f32 workspace included) on buffers poisoned with NaN and
-surrounded by NaN guards, on the current stream (PyTorch's in full mode); the
+The kernels come from flexsn.compile as kernel_checks.py describes (the
+same compile calls, cache included), plus the copies with detach_reset =
+true: <neuron>_detach and <neuron>_soft_detach. Every forward / backward
+pair (flexsn._runtime.GpuKernel) is launched on buffers poisoned with NaN
+and surrounded by NaN guards, with one workspace allocation of the size the
+manifest gives, on the current stream (PyTorch's in full mode); the
 forward's workspace goes to the backward. Then:
 
   forward   spikes and state sequences equal, bit for bit, those of the
             inference kernel of the same forward step (<neuron>, or
             <neuron>_soft for the soft copies; detach changes no value) on the
             same inputs; every element written, guards and row gaps intact,
-            inputs untouched, the workspace written;
+            inputs untouched, the workspace's saved values written;
   backward  the gradients of L = <spike_grad, spike> + sum <v_seq_grad, v_seq>
             + sum <v_final_grad, v_T> w.r.t. x, the initial states and the
             trainable parameters (PLIF's w) against automatic differentiation
@@ -54,7 +57,7 @@ final-state gradients bit for bit (zeros when those are NULL), and the
 parameter gradients, which are exactly 0.
 
 Groups (one line each):
-  grid/<neuron>/<dtype>  every training neuron of the bundle (hard reset, its
+  grid/<neuron>/<dtype>  every shipped neuron (hard reset, its
       _soft, _detach and _soft_detach copies) x {f32, f16, bf16} x T in
       {0, 1, 16, 64} x N in {1, 1000, 2^20 + 3} (copies with detach: T in
       {0, 16, 64}, N in {1000, 2^20 + 3}); incoming gradients and initial
@@ -65,46 +68,50 @@ Groups (one line each):
   misaligned/<neuron> every buffer one element off (the scalar kernels) vs
                       aligned (the vector kernels): both vs the reference and
                       vs each other.
-  workspace/<neuron>  fx_..._workspace_bytes; a too-small workspace (forward
+  workspace/<neuron>  the manifests' workspace sizes and part offsets
+                      (saved sequences, then the deterministic reduction
+                      scratch); a too-small workspace (forward
                       and backward; the deterministic backward given room
                       for the saved values but not its reduction scratch):
                       FLEXSN_ERROR_BUFFER_TOO_SMALL, nothing written; NULL
                       workspace / parameter gradient:
-                      FLEXSN_ERROR_NULL_POINTER; then a good call.
+                      FLEXSN_ERROR_NULL_POINTER; each naming the buffer;
+                      then a good call.
   deterministic/<neuron>  the deterministic backward kernels (neurons with
                       trainable parameters) x {f32, f16, bf16} x (T, N) in
                       {(0, 1000), (1, 1), (64, 1000), (16, 2^20 + 3)}, vector
                       and scalar: against the reference as above, then run
                       three more times: every gradient the same bit for bit.
-  cpu-path/<neuron>   the bundle's flexsn-run --variant=train results (the
-                      CPU path) vs the GPU kernels on the same inputs.
+  cpu-path/<neuron>   the package's CPU forward and backward kernels (run
+                      here at N = 256: f32 T in {1, 16}, f16 and bf16
+                      T = 16; the copies f32 T = 16) vs the GPU kernels on
+                      the same inputs.
   reference/<neuron>  the reference of this script vs those CPU results (no
                       GPU needed: --reference-only runs only this group).
 
-Prints one line per group, then `device_train_check: N passed, M failed`;
+Prints one line per group, then `train_kernel_checks: N passed, M failed`;
 writes results.json to --out; exits 1 on any failure (or a check skipped by
 --deadline, unless --allow-skip).
 """
 
-import json
 import os
 import sys
+import time
 import zlib
 
 import numpy as np
 
-sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import device_check as dc  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_checks as kc  # noqa: E402
+from flexsn._manifest import evaluate_size  # noqa: E402
 
 np.seterr(all="ignore")
 
 DTYPES = ("f32", "f16", "bf16")
-ELEM = dc.ELEM
-GUARD = dc.GUARD
+ELEM = kc.ELEM
+GUARD = kc.GUARD
 NEAR = 1e-4                  # |h - v_threshold| < NEAR: neuron left out
-MAX_CUT = dc.MAX_CUT         # fraction of neurons that may be left out
+MAX_CUT = kc.MAX_CUT         # fraction of neurons that may be left out
 F32_RTOL, F32_ATOL = 1e-4, 1e-5
 GRAD_ULPS = 4                # f16 / bf16: storage ulps at the column max
 SUBNORMAL = {"f16": 2.0 ** -24, "bf16": 2.0 ** -133}
@@ -115,6 +122,7 @@ PARAM_CANCEL = 1e-2          # ... of sum |c_n| when the sum cancels
 MAX_VALUE = 1e30             # reference values must stay below (design)
 F16_GRAD_MAX = 1.6e4         # f16 gradients: scale the incoming ones down
 BIG_N = (1 << 20) + 3
+CPU_N = 256                  # neurons of the CPU-path cases
 ALPHA = 4.0                  # the sigmoid surrogate of every shipped neuron
 
 # ---------------------------------------------------------------------------
@@ -381,7 +389,7 @@ def step(ad, neuron, p, tw, x, st):
         new["c"] = c
         h = st["v"] * p["v_decay"] + c
     else:
-        raise KeyError("no SPEC reference for neuron %r" % neuron)
+        raise KeyError("no docs/Reference.md step for neuron %r" % neuron)
     over = h - p["v_threshold"]
     s = ad.spike(over)
     s_d = ad.detach(s) if p["detach_reset"] else s
@@ -406,13 +414,13 @@ def reference(ad, gpu_neuron, params, trainable, x, inits, gin):
     bool, x_grad [T, N], init_grads [per state [N]], params {name: [N]
     per-neuron contributions}).
     """
-    base = dc.base_neuron(gpu_neuron)
-    raw = dc.reference_params(gpu_neuron, params)
+    base = kc.base_neuron(gpu_neuron)
+    raw = kc.reference_params(gpu_neuron, params)
     # The kernels' parameters are float32 values: so are these, also for a
     # float64 reference.
-    p = {k: (bool(v) if k in dc.FLAGS else float(np.float32(v)))
+    p = {k: (bool(v) if k in kc.FLAGS else float(np.float32(v)))
          for k, v in raw.items()}
-    names = dc.STATES[base]
+    names = kc.STATES[base]
     T, N = int(x.shape[0]), int(x.shape[1])
     x_handle, x_rows = ad.rows(x)
     init_leaves = []
@@ -525,7 +533,7 @@ class Xp(object):
         """float32 array -> the env's storage array of dtype."""
         if self.torch is not None:
             return a.to(self.env.tdt[dtype])
-        return dc.np_storage(a, dtype)
+        return kc.np_storage(a, dtype)
 
     def f32_from_numpy(self, arr):
         if self.torch is not None:
@@ -539,21 +547,23 @@ def grad_tolerance(xp, ops, want, scale, dtype):
     """Tolerance of a gradient array; scale: per-neuron S_n broadcast."""
     if dtype == "f32":
         return F32_RTOL * ops.abs(want) + F32_ATOL * ops.clamp_min(scale, 1.0)
-    return GRAD_ULPS * (dc.EPS[dtype] * scale + SUBNORMAL[dtype])
+    return GRAD_ULPS * (kc.EPS[dtype] * scale + SUBNORMAL[dtype])
 
 
 def compare(env, res, what, got, want, tol, valid, exact=False):
-    """device_check.compare_within on the env's array ops."""
-    dc.compare_within(env.ops, res, what, got, want, tol, valid, exact)
+    """kernel_checks.compare_within on the env's array ops."""
+    kc.compare_within(env.ops, res, what, got, want, tol, valid, exact)
 
 
 class TBuf(object):
     """A flat NaN-poisoned allocation: GUARD + offset + extent + GUARD
-    elements. kind: seq ([T, N], rows L apart), state ([N]), ws (saved f32
-    sequences of T x L), param (one f32)."""
+    elements. kind: seq ([T, N], rows L apart), state ([N]), ws (the
+    workspace, f32: `saved` sequences of T x L, then whatever else the
+    manifest's size holds, e.g. the deterministic reduction scratch; extent
+    given), param (one f32)."""
 
     def __init__(self, env, kind, dtype, T, N, L, offset=0, saved=1,
-                 extent=None, scratch=0):
+                 extent=None):
         self.kind, self.dtype = kind, dtype
         self.T, self.N, self.L, self.saved = T, N, L, saved
         self.start = GUARD + offset
@@ -563,11 +573,6 @@ class TBuf(object):
             self.extent = T * L
         elif kind == "state":
             self.extent = N
-        elif kind == "ws":
-            # The saved sequences, then the deterministic reduction scratch
-            # (a counter and one float per parameter and 256-neuron block).
-            self.extent = saved * T * L + \
-                (1 + scratch * ((N + 255) // 256) if scratch else 0)
         else:
             self.extent = 1
         self.nelem = self.start + self.extent + GUARD
@@ -578,7 +583,7 @@ class TBuf(object):
     def view(self, flat):
         s = self.start
         if self.kind == "seq":
-            return dc.seq_view(flat, s, self.T, self.N, self.L)
+            return kc.seq_view(flat, s, self.T, self.N, self.L)
         if self.kind == "ws":
             return flat[s:s + self.saved * self.T * self.L].reshape(
                 self.saved, self.T, self.L)[:, :, :self.N]
@@ -597,7 +602,7 @@ class TBuf(object):
 
 
 def fwd_roles(kf, nd):
-    """Per forward buffer: (what, index)."""
+    """Per forward buffer (workspace parts aside): (what, index)."""
     out = []
     i_init = i_seq = i_out = 0
     for a in kf.buffers:
@@ -612,22 +617,21 @@ def fwd_roles(kf, nd):
         elif a.role == "state_sequence":
             out.append(("seq", i_seq))
             i_seq += 1
-        elif a.role == "workspace_out":
-            out.append(("ws", 0))
         else:
             raise ValueError("%s: unexpected role %s of %s"
                              % (kf.name, a.role, a.name))
-    if i_init != len(nd["states"]) or i_seq != len(nd["states"]):
+    if i_init != len(nd.states) or i_seq != len(nd.states):
         raise ValueError("%s: %d initial states, %d state sequences for "
-                         "states %s" % (kf.name, i_init, i_seq, nd["states"]))
+                         "states %s" % (kf.name, i_init, i_seq, nd.states))
     return out
 
 
 def bwd_roles(kb, nd):
-    """Per backward buffer: (what, index or name), from the argument names
+    """Per backward buffer (workspace parts aside): (what, index or name),
+    from the buffer names
     (<output>_grad, <state>_seq_grad, <state>_final_grad, <input>_grad,
     <state>_init_grad, <param>_grad) and roles."""
-    states, outs, ins = nd["states"], nd["outputs"], nd["inputs"]
+    states, outs, ins = nd.states, nd.outputs, nd.inputs
     out = []
     for a in kb.buffers:
         n, r = a.name, a.role
@@ -650,8 +654,6 @@ def bwd_roles(kb, nd):
             out.append(("igrad", states.index(n[:-10])))
         elif r == "param_gradient" and n.endswith("_grad"):
             out.append(("pgrad", n[:-5]))
-        elif r in ("workspace_in", "workspace_inout"):
-            out.append(("ws", 0))
         else:
             raise ValueError("%s: unexpected argument %s (%s)"
                              % (kb.name, n, r))
@@ -664,48 +666,45 @@ class TrainCase(object):
     data: dict(x=[T, N] storage, inits=[per state storage or None] or None,
     gout=[per output storage or None], gseq=[per state ...], gfin=[per
     state [N] ...] or None). ld; offset (elements, every buffer);
-    fwd_absent / bwd_absent: argument names passed as NULL. run_forward and
-    run_backward take ws_ptr (another workspace pointer, 0 = NULL) to test
+    fwd_absent / bwd_absent: buffer names passed as NULL. run_forward and
+    run_backward take ws_ptr (another workspace address, 0 = NULL) to test
     bad workspaces; the backward re-reads the forward's x buffer and its
     workspace.
     """
 
-    def __init__(self, env, bundle, gpu_neuron, dtype, T, N, data, params,
+    def __init__(self, env, kernels, gpu_neuron, dtype, T, N, data, params,
                  ld=0, offset=0, fwd_absent=(), bwd_absent=(),
                  deterministic=False):
-        self.env, self.bundle = env, bundle
+        self.env, self.kernels = env, kernels
         self.neuron, self.dtype, self.T, self.N = gpu_neuron, dtype, T, N
-        self.kf = bundle.kernels[(gpu_neuron, "forward", dtype)]
-        self.kb = bundle.kernels[(gpu_neuron, "backward_deterministic"
-                                  if deterministic else "backward", dtype)]
-        self.nd = bundle.neuron_defs[gpu_neuron]
+        self.kf = kernels[(gpu_neuron, "forward", dtype)]
+        self.kb = kernels[(gpu_neuron, "backward_deterministic"
+                           if deterministic else "backward", dtype)]
+        self.nd = kernels.info(gpu_neuron)
         self.ld, self.L = ld, (ld if ld else N)
         self.offset = offset
         self.data, self.params = data, params
         self.fwd_absent, self.bwd_absent = set(fwd_absent), set(bwd_absent)
         self.fbufs, self.bbufs = {}, {}
         self.fstatus = self.bstatus = None
-        self.saved = int(self.kf.spec.get("workspace_sequences", 1))
-        self.slots = int(self.kf.spec.get("reduction_slots", 0))
+        self.saved = len([p for p in self.kf.workspace_parts
+                          if p.role == "saved_output"])
+        # One workspace for both calls: the manifests' sizes (f32 elements).
+        self.ws_elems = (max(k.workspace_bytes(T, N, ld)
+                             for k in (self.kf, self.kb)) + 3) // 4
 
-    def _buf(self, kind, dtype, saved=1):
+    def _buf(self, kind, dtype, saved=1, extent=None):
         return TBuf(self.env, kind, dtype, self.T, self.N, self.L,
-                    self.offset, saved, scratch=self.slots)
+                    self.offset, saved, extent)
 
-    def launch(self, kern, pointers, params):
-        env = self.env
-        if hasattr(env, "launch"):
-            return env.launch(kern, env.stream(), self.T, self.N, self.ld,
-                              pointers, params)
-        return kern(env.stream(), self.T, self.N, self.ld, pointers, params)
+    def launch(self, kern, pointers, params, workspace):
+        return kern(self.env.stream(), self.T, self.N, self.ld, pointers,
+                    params, workspace)
 
     def run_forward(self, ws_ptr=None):
         env, d = self.env, self.data
         pointers = []
         for a, (what, i) in zip(self.kf.buffers, fwd_roles(self.kf, self.nd)):
-            if what == "ws" and ws_ptr is not None:
-                pointers.append(ws_ptr)
-                continue
             src = None
             if what == "x":
                 src = d["x"]
@@ -716,19 +715,21 @@ class TrainCase(object):
             if a.name in self.fwd_absent:
                 pointers.append(None)
                 continue
-            if what == "ws":
-                b = self._buf("ws", "f32", self.saved)
-            else:
-                b = self._buf("state" if what == "init" else "seq", self.dtype)
+            b = self._buf("state" if what == "init" else "seq", self.dtype)
             if src is not None:
                 env.write(b, src)
                 b.data = src
             b.role, b.index = what, i
             self.fbufs[a.name] = b
             pointers.append(b.ptr)
+        if ws_ptr is None:
+            b = self._buf("ws", "f32", self.saved, self.ws_elems)
+            b.role, b.index = "ws", 0
+            self.fbufs["workspace"] = b
+            ws_ptr = b.ptr
         params = [self.params[p.name] for p in self.kf.params]
         env.sync()
-        self.fstatus = self.launch(self.kf, pointers, params)
+        self.fstatus = self.launch(self.kf, pointers, params, ws_ptr)
         env.sync()
         return self.fstatus
 
@@ -737,11 +738,9 @@ class TrainCase(object):
         pointers = []
         x_buf = [b for b in self.fbufs.values() if b.role == "x"]
         ws_buf = [b for b in self.fbufs.values() if b.role == "ws"]
+        if ws_ptr is None:
+            ws_ptr = ws_buf[0].ptr if ws_buf else 0
         for a, (what, i) in zip(self.kb.buffers, bwd_roles(self.kb, self.nd)):
-            if what == "ws":
-                pointers.append(ws_ptr if ws_ptr is not None else
-                                (ws_buf[0].ptr if ws_buf else None))
-                continue
             if what == "x":             # re-read input: the forward's buffer
                 pointers.append(x_buf[0].ptr if x_buf else None)
                 continue
@@ -772,7 +771,7 @@ class TrainCase(object):
             pointers.append(b.ptr)
         params = [self.params[p.name] for p in self.kb.params]
         env.sync()
-        self.bstatus = self.launch(self.kb, pointers, params)
+        self.bstatus = self.launch(self.kb, pointers, params, ws_ptr)
         env.sync()
         return self.bstatus
 
@@ -797,9 +796,9 @@ class TrainCase(object):
 # The checker
 
 
-class TrainChecker(dc.Checker):
-    def __init__(self, env, bundle, args, ad):
-        dc.Checker.__init__(self, env, bundle, args)
+class TrainChecker(kc.Checker):
+    def __init__(self, env, kernels, args, ad):
+        kc.Checker.__init__(self, env, kernels, args)
         self.ad = ad
         # float64 autograd, which arbitrates f32 gradients that miss the
         # float32 reference's tolerance (PyTorch only).
@@ -808,16 +807,16 @@ class TrainChecker(dc.Checker):
         self.xp = Xp(env)
 
     def record(self, group, case, res, status=None, extra=None):
-        """As dc.Checker.record; messages lose the case's label, which the
+        """As kc.Checker.record; messages lose the case's label, which the
         record shows already."""
         res.errors = [e[len(case):].lstrip(": ") if e.startswith(case) else e
                       for e in res.errors]
-        dc.Checker.record(self, group, case, res, status, extra)
+        kc.Checker.record(self, group, case, res, status, extra)
 
     # -- inputs ---------------------------------------------------------------
     def trainable(self, gpu_neuron):
-        nd = self.bundle.neuron_defs[gpu_neuron]
-        return [p["name"] for p in nd["params"] if p["kind"] == "trainable"]
+        return [p.name for p in self.kernels.info(gpu_neuron).params
+                if p.kind == "trainable"]
 
     def make_data(self, gpu_neuron, dtype, T, N, seed, pattern=0):
         """Random storage inputs and incoming gradients. pattern: 0 all
@@ -825,9 +824,9 @@ class TrainChecker(dc.Checker):
         final-state gradients, NULL initial states; 3 state-sequence and
         final-state gradients, no spike gradient."""
         env = self.env
-        base = dc.base_neuron(gpu_neuron)
-        states = dc.STATES[base]
-        mean, std = dc.drive(gpu_neuron)
+        base = kc.base_neuron(gpu_neuron)
+        states = kc.STATES[base]
+        mean, std = kc.drive(gpu_neuron)
         if env.kind == "torch":
             torch = env.torch
             g = torch.Generator(device=env.device)
@@ -850,7 +849,7 @@ class TrainChecker(dc.Checker):
                 return rng.uniform(lo, hi, shape).astype(np.float32)
         st = self.xp.to_storage
         d = dict(x=st(normal((T, N), mean, std), dtype))
-        d["inits"] = [st(uniform((N,), *dc.INIT[s]), dtype) for s in states]
+        d["inits"] = [st(uniform((N,), *kc.INIT[s]), dtype) for s in states]
         d["gout"] = [st(normal((T, N), 0.0, 1.0), dtype)]
         d["gseq"] = [st(normal((T, N), 0.0, 1.0), dtype) for _ in states]
         d["gfin"] = [st(normal((N,), 0.0, 1.0), dtype) for _ in states]
@@ -928,16 +927,16 @@ class TrainChecker(dc.Checker):
     # -- running and checking one case ----------------------------------------
     def twin(self, gpu_neuron, dtype):
         """The inference kernel computing the same forward values."""
-        base, soft, _ = dc.copy_flags(gpu_neuron)
+        base, soft, _ = kc.copy_flags(gpu_neuron)
         name = base + ("_soft" if soft else "")
-        return self.bundle.kernels.get((name, "inference", dtype))
+        return self.kernels.get((name, "inference", dtype))
 
     def run_case(self, gpu_neuron, dtype, T, N, data, params, ref, label,
                  fwd_absent=(), bwd_absent=(), ld=0, offset=0, twin=True,
                  cpu=None, keep=False, deterministic=False):
         env = self.env
-        res = dc.Result()
-        case = TrainCase(env, self.bundle, gpu_neuron, dtype, T, N, data,
+        res = kc.Result()
+        case = TrainCase(env, self.kernels, gpu_neuron, dtype, T, N, data,
                          params, ld=ld, offset=offset, fwd_absent=fwd_absent,
                          bwd_absent=bwd_absent, deterministic=deterministic)
         try:
@@ -945,15 +944,15 @@ class TrainChecker(dc.Checker):
             res.status = s
             if s != 0:
                 res.fail("%s: forward status %s (%s)"
-                         % (label, self.bundle.status_name(s),
-                            self.bundle.message(s)))
+                         % (label, self.kernels.status_name(s),
+                            self.kernels.message(s)))
                 return res
             s = case.run_backward()
             res.status = s
             if s != 0:
                 res.fail("%s: backward status %s (%s)"
-                         % (label, self.bundle.status_name(s),
-                            self.bundle.message(s)))
+                         % (label, self.kernels.status_name(s),
+                            self.kernels.message(s)))
                 return res
             case.fetch()
             self.check_buffers(case, res, label)
@@ -962,7 +961,7 @@ class TrainChecker(dc.Checker):
                 kt = self.twin(gpu_neuron, dtype)
                 if kt is not None:
                     inits = data.get("inits")
-                    inf = dc.Case(env, kt, T, N, data["x"],
+                    inf = kc.Case(env, kt, T, N, data["x"],
                                   None if inits is None else list(inits),
                                   ld=ld, offset=offset, params=dict(
                                       (p.name, params[p.name])
@@ -971,7 +970,7 @@ class TrainChecker(dc.Checker):
                     if st != 0:
                         res.fail("%s: inference kernel %s: status %s"
                                  % (label, kt.name,
-                                    self.bundle.status_name(st)))
+                                    self.kernels.status_name(st)))
                         inf = None
             self.check_values(case, res, ref, label, inf, cpu)
             if inf is not None:
@@ -1084,7 +1083,7 @@ class TrainChecker(dc.Checker):
                               "%s init_grad[%d] vs reference" % (label, i),
                               got, ref, lambda r, i=i: r["init_grads"][i],
                               tol, valid)
-            key = "%s_init_grad" % case.nd["states"][i]
+            key = "%s_init_grad" % case.nd.states[i]
             if cpu is not None and key in cpu:
                 compare(env, res, "%s %s vs CPU path" % (label, key), got,
                         cpu[key], tol, valid)
@@ -1109,7 +1108,7 @@ class TrainChecker(dc.Checker):
         (QIF / Izhikevich with a detached soft reset: dh/dv > 1), so two
         correct float32 evaluation orders differ by more than any fixed
         tolerance; float64 says which one is wrong."""
-        first = dc.Result()
+        first = kc.Result()
         compare(self.env, first, what, got, pick(ref), tol, valid)
         res.max_err = max(res.max_err, first.max_err)
         res.max_ratio = max(res.max_ratio, first.max_ratio)
@@ -1167,7 +1166,7 @@ class TrainChecker(dc.Checker):
     # -- groups -----------------------------------------------------------------
     def grid(self, neurons, dtypes, Ts, Ns, Ts_copy=None, Ns_copy=None):
         for neuron in neurons:
-            _, soft, detach = dc.copy_flags(neuron)
+            _, soft, detach = kc.copy_flags(neuron)
             ts, ns = Ts, Ns
             if detach:
                 ts, ns = Ts_copy or Ts, Ns_copy or Ns
@@ -1183,8 +1182,8 @@ class TrainChecker(dc.Checker):
         if self.out_of_time():
             self.skip(g, label)
             return
-        kern = self.bundle.kernels[(neuron, "forward", dtype)]
-        params = self.bundle.runtime_params(kern)
+        kern = self.kernels[(neuron, "forward", dtype)]
+        params = self.kernels.runtime_params(kern)
         seed = zlib.crc32(("train/%s/%s/%d/%d/%d" % (
             neuron, dtype, T, N, self.args.seed)).encode())
 
@@ -1195,7 +1194,7 @@ class TrainChecker(dc.Checker):
             data, ref, k = self.fit_f16(neuron, dtype, data, params, ref)
             bad = self.ref_sane(ref)
             if bad:
-                r = dc.Result()
+                r = kc.Result()
                 r.fail(bad)
                 return r
             if T > 0:
@@ -1212,10 +1211,10 @@ class TrainChecker(dc.Checker):
         for neuron in neurons:
             g = "absent/%s" % neuron
             for dtype in dtypes:
-                kf = self.bundle.kernels[(neuron, "forward", dtype)]
-                kb = self.bundle.kernels[(neuron, "backward", dtype)]
-                nd = self.bundle.neuron_defs[neuron]
-                params = self.bundle.runtime_params(kf)
+                kf = self.kernels[(neuron, "forward", dtype)]
+                kb = self.kernels[(neuron, "backward", dtype)]
+                nd = self.kernels.info(neuron)
+                params = self.kernels.runtime_params(kf)
                 seed = zlib.crc32(("absent/%s/%s" % (neuron, dtype)).encode())
                 if self.out_of_time():
                     self.skip(g, "%s" % dtype)
@@ -1231,8 +1230,8 @@ class TrainChecker(dc.Checker):
                         d[what][i] = None
                         cases.append(("%s NULL" % a.name, d, (), ()))
                 # All of them NULL: every gradient zero.
-                d = dict(data, gout=[None], gseq=[None] * len(nd["states"]),
-                         gfin=[None] * len(nd["states"]))
+                d = dict(data, gout=[None], gseq=[None] * len(nd.states),
+                         gfin=[None] * len(nd.states))
                 cases.append(("all incoming gradients NULL", d, (), ()))
                 # Optional outputs NULL.
                 for a, (what, i) in zip(kb.buffers, roles):
@@ -1266,8 +1265,8 @@ class TrainChecker(dc.Checker):
         for neuron in neurons:
             g = "strided/%s" % neuron
             for dtype in dtypes:
-                kf = self.bundle.kernels[(neuron, "forward", dtype)]
-                params = self.bundle.runtime_params(kf)
+                kf = self.kernels[(neuron, "forward", dtype)]
+                params = self.kernels.runtime_params(kf)
                 for N, ld in shapes:
                     label = "%s N=%d ld=%d (%s)" % (
                         dtype, N, ld, "vector" if ld % kf.vector_width == 0
@@ -1296,8 +1295,8 @@ class TrainChecker(dc.Checker):
                 if self.out_of_time():
                     self.skip(g, dtype)
                     continue
-                kf = self.bundle.kernels[(neuron, "forward", dtype)]
-                params = self.bundle.runtime_params(kf)
+                kf = self.kernels[(neuron, "forward", dtype)]
+                params = self.kernels.runtime_params(kf)
                 seed = zlib.crc32(("misaligned/%s/%s" % (neuron, dtype))
                                   .encode())
                 data, _ = self.make_data(neuron, dtype, T, N, seed, 0)
@@ -1323,7 +1322,7 @@ class TrainChecker(dc.Checker):
 
     def _agree(self, a, b, ref):
         env, ops, xp = self.env, self.ops, self.xp
-        res = dc.Result()
+        res = kc.Result()
         dtype, N = a.dtype, a.N
         valid = ~ref["near"]
         scale = xp.col_absmax(ref["x_grad"])
@@ -1352,15 +1351,15 @@ class TrainChecker(dc.Checker):
         return res
 
     def workspace(self, neurons, dtypes):
-        b = self.bundle
+        b = self.kernels
         for neuron in neurons:
             g = "workspace/%s" % neuron
             for dtype in dtypes:
-                kf = b.kernels[(neuron, "forward", dtype)]
-                kb = b.kernels[(neuron, "backward", dtype)]
-                kd = b.kernels.get((neuron, "backward_deterministic", dtype))
+                kf = b[(neuron, "forward", dtype)]
+                kb = b[(neuron, "backward", dtype)]
+                kd = b.get((neuron, "backward_deterministic", dtype))
                 ks = [k for k in (kf, kb, kd) if k is not None]
-                self.run_guarded(g, "%s workspace_bytes" % dtype,
+                self.run_guarded(g, "%s workspace sizes and offsets" % dtype,
                                  lambda ks=ks: self._ws_bytes(ks))
                 for label, kind in (
                         ("forward workspace too small", "fwd-small"),
@@ -1382,33 +1381,56 @@ class TrainChecker(dc.Checker):
                             self._ws_case(neuron, dtype, kind))
 
     def _ws_bytes(self, kernels):
-        res = dc.Result()
-        lib = self.bundle.lib
-        import ctypes
+        """Each kernel's workspace size and part offsets (the manifest's
+        formulas, which the runtime wrapper and flexsn.torch use): the saved
+        f32 sequences, T x ld each, from offset 0; then, where the neuron
+        has a deterministic backward, the reduction scratch (a counter and
+        one float per parameter gradient and 256-neuron block), which
+        every training kernel's size leaves room for."""
+        res = kc.Result()
+        kf, kb = kernels[0], kernels[1]
+        det = len(kernels) > 2
+        slots = len(kb.buffers_of("param_gradient")) if det else 0
+        saved = len([p for p in kf.workspace_parts
+                     if p.role == "saved_output"])
         for k in kernels:
-            fn = getattr(lib, "fx_%s_workspace_bytes" % k.name)
-            fn.restype = ctypes.c_size_t
-            fn.argtypes = [ctypes.c_int64] * 3
-            saved = int(k.spec.get("workspace_sequences", 1))
-            slots = int(k.spec.get("reduction_slots", 0))
+            seqs = [p for p in k.workspace_parts
+                    if p.role in ("saved_output", "saved_input")]
+            scratch = [p for p in k.workspace_parts
+                       if p.role == "reduction_scratch"]
+            if len(seqs) != saved:
+                res.fail("%s: %d saved sequences, the forward %d"
+                         % (k.name, len(seqs), saved))
+            if len(scratch) != (k.variant == "backward_deterministic"):
+                res.fail("%s: %d reduction scratch parts"
+                         % (k.name, len(scratch)))
             for T, N, ld in ((0, 5, 0), (16, 1000, 0), (16, 1000, 1003),
                              (64, BIG_N, 0)):
-                want = saved * T * (ld if ld else N) * 4
+                L = ld if ld else N
+                want = saved * T * L * 4
                 if slots:
                     want += 4 * (1 + slots * ((N + 255) // 256))
-                got = fn(T, N, ld)
+                got = k.workspace_bytes(T, N, ld)
                 if got != want:
-                    res.fail("%s_workspace_bytes(%d, %d, %d) = %d, expected "
-                             "%d" % (k.name, T, N, ld, got, want))
+                    res.fail("%s workspace bytes (T=%d, N=%d, ld=%d) = %d, "
+                             "expected %d" % (k.name, T, N, ld, got, want))
+                offsets = [(p, i * T * L * 4) for i, p in enumerate(seqs)]
+                offsets += [(p, saved * T * L * 4) for p in scratch]
+                for p, want in offsets:
+                    got = evaluate_size(p.workspace_offset, T=T, N=N, ld=L)
+                    if got != want:
+                        res.fail("%s: %s at byte %d (T=%d, N=%d, ld=%d), "
+                                 "expected %d" % (k.name, p.name, got, T, N,
+                                                  ld, want))
         return res
 
     def _ws_case(self, neuron, dtype, kind):
         """A bad workspace / parameter gradient: its status, nothing written;
         or ('good') a normal call."""
-        env, b = self.env, self.bundle
+        env, b = self.env, self.kernels
         T, N = 4, 1 << 18              # a 4 MiB workspace (f32)
-        res = dc.Result()
-        kf = b.kernels[(neuron, "forward", dtype)]
+        res = kc.Result()
+        kf = b[(neuron, "forward", dtype)]
         params = b.runtime_params(kf)
         data, _ = self.make_data(neuron, dtype, T, N, 11, 0)
         if kind == "good":
@@ -1423,12 +1445,12 @@ class TrainChecker(dc.Checker):
             want = "BUFFER_TOO_SMALL" if kind.endswith(("small", "scratch")) \
                 else "NULL_POINTER"
             if kind.endswith("small"):
-                raw = dc.RawAlloc(env, 2 << 20)   # half of what T x N needs
+                raw = kc.RawAlloc(env, 2 << 20)   # half of what T x N needs
             elif kind == "det-no-scratch":
                 # The saved values and the scratch's counter, not its slots
                 # (a scratch starting past the allocation's end would be
                 # CONTEXT_MISMATCH: no allocation holds it).
-                raw = dc.RawAlloc(env, case.saved * T * N * 4 + 4)
+                raw = kc.RawAlloc(env, case.saved * T * N * 4 + 4)
             if kind.startswith("fwd"):
                 s = case.run_forward(ws_ptr=raw.ptr if raw else 0)
                 which = "forward"
@@ -1443,9 +1465,13 @@ class TrainChecker(dc.Checker):
                     pgrad_null=kind == "pgrad-null")
                 which = "backward"
             res.status = s
+            kern = case.kf if which == "forward" else case.kb
             if s != b.status(want):
                 res.fail("%s status %s (%s), expected FLEXSN_ERROR_%s"
                          % (which, b.status_name(s), b.message(s), want))
+            elif kern.blamed != self._ws_blamed(kern, kind):
+                res.fail("%s: the error names argument %r, expected %r"
+                         % (which, kern.blamed, self._ws_blamed(kern, kind)))
             case.fetch()
             bufs = case.fbufs if which == "forward" else case.bbufs
             for name, buf in bufs.items():
@@ -1464,18 +1490,28 @@ class TrainChecker(dc.Checker):
             case.release()
         return res
 
+    @staticmethod
+    def _ws_blamed(kern, kind):
+        """The buffer a _ws_case failure must name: the first saved
+        sequence, the parameter gradient or the scratch."""
+        if kind == "pgrad-null":
+            return kern.buffers_of("param_gradient")[0].name
+        role = "reduction_scratch" if kind == "det-no-scratch" else \
+            ("saved_output" if kind.startswith("fwd") else "saved_input")
+        return [p for p in kern.workspace_parts if p.role == role][0].name
+
     def deterministic(self, neurons, dtypes, shapes, reruns=3):
         """The deterministic backward kernels: against the reference like
         the atomic ones, then run again on the same inputs: every gradient
         (parameter gradients included) the same bit for bit."""
-        b = self.bundle
+        b = self.kernels
         for neuron in neurons:
             g = "deterministic/%s" % neuron
             for dtype in dtypes:
-                if (neuron, "backward_deterministic", dtype) not in b.kernels:
+                if (neuron, "backward_deterministic", dtype) not in b:
                     continue
                 params = b.runtime_params(
-                    b.kernels[(neuron, "forward", dtype)])
+                    b[(neuron, "forward", dtype)])
                 for T, N, off in shapes:
                     label = "%s T=%d N=%d %s" % (
                         dtype, T, N, "scalar (+1 element)" if off
@@ -1521,60 +1557,82 @@ class TrainChecker(dc.Checker):
         return first
 
     def cpu_entries(self, neurons):
-        b = self.bundle
-        idx = os.path.join(b.folder, b.meta.get("cpu_train_index") or
-                           "cpu/train_index.json")
-        if not os.path.exists(idx):
-            return []
-        return [e for e in json.load(open(idx))["entries"]
-                if e["gpu_neuron"] in neurons]
+        """The CPU-path cases: N = 256; a neuron f32 T in {1, 16}, f16 and
+        bf16 T = 16; its copies f32 T = 16."""
+        out = []
+        for n in neurons:
+            configs = [("f32", 1), ("f32", 16), ("f16", 16), ("bf16", 16)] \
+                if kc.base_neuron(n) == n else [("f32", 16)]
+            out += [dict(gpu_neuron=n, dtype=d, T=T, N=CPU_N)
+                    for d, T in configs]
+        return out
 
     def load_cpu(self, e):
-        """(data, cpu results as float32 arrays, params) of an entry."""
-        b, env = self.bundle, self.env
-        dtype = e["dtype"]
-        nd = b.neuron_defs[e["gpu_neuron"]]
-        x = env.from_numpy(b.load_npy(list(e["inputs"].values())[0]), dtype)
-        kf = b.kernels.get((e["gpu_neuron"], "forward", dtype))
-        init_names = [a.name for a in kf.buffers_of("initial_state")] if kf \
-            else ["%s_init" % s for s in nd["states"]]
-        inits = [env.from_numpy(b.load_npy(e["initial_states"][n]), dtype)
-                 for n in init_names]
-        gr = e["grads"]
-        data = dict(
-            x=x, inits=inits,
-            gout=[env.from_numpy(b.load_npy(gr["%s_grad" % o]), dtype)
-                  if "%s_grad" % o in gr else None for o in nd["outputs"]],
-            gseq=[env.from_numpy(b.load_npy(gr["%s_seq_grad" % s]), dtype)
-                  if "%s_seq_grad" % s in gr else None for s in nd["states"]],
-            gfin=None)
+        """Seeded inputs and incoming gradients of a CPU-path case, and the
+        package's CPU forward and backward kernels run on them: (data in
+        the env's storage, CPU results by buffer name as float32 arrays or,
+        for parameter gradients, floats, params)."""
+        b, env, xp = self.kernels, self.env, self.xp
+        n, dtype, T, N = e["gpu_neuron"], e["dtype"], e["T"], e["N"]
+        nd = b.info(n)
+        rng = np.random.default_rng([zlib.crc32(("train/" + n).encode()),
+                                     DTYPES.index(dtype), T, N,
+                                     self.args.seed])
+        mean, std = kc.drive(n)
+
+        def storage(a):
+            return kc.np_storage(np.asarray(a, np.float32), dtype)
+        host = dict(x=[storage(rng.normal(mean, std, (T, N)))],
+                    init=[storage(rng.uniform(*kc.INIT[s], N))
+                          for s in nd.states],
+                    gout=[storage(rng.normal(0.0, 1.0, (T, N)))
+                          for _ in nd.outputs],
+                    gseq=[storage(rng.normal(0.0, 1.0, (T, N)))
+                          for _ in nd.states],
+                    gfin=[storage(rng.normal(0.0, 1.0, N))
+                          for _ in nd.states])
+        cpu_f, cpu_b = b.cpu(n, "forward", dtype), b.cpu(n, "backward", dtype)
+        kf, kb = kc.Kernel(n, cpu_f.spec, None), kc.Kernel(n, cpu_b.spec, None)
+        params = b.runtime_params(kf)
+        froles, broles = fwd_roles(kf, nd), bwd_roles(kb, nd)
+        fout, ws = kc.run_cpu(cpu_f, T, N, {
+            a.name: host[w][i] for a, (w, i) in zip(kf.buffers, froles)
+            if w in host}, params)
+        bout, _ = kc.run_cpu(cpu_b, T, N, {
+            a.name: host[w][i] for a, (w, i) in zip(kb.buffers, broles)
+            if w in host}, params, ws)
         cpu = {}
-        for k, f in e["results"].items():
-            arr = b.load_npy(f)
-            if arr.ndim == 0:
-                cpu[k] = float(arr)
-            else:
-                cpu[k] = self.xp.f32_from_numpy(
-                    dc.np_to_f32(arr, "f32") if arr.dtype != np.uint16
-                    else dc.bf16_bits_to_f32(arr))
-        return data, cpu, dict(e["params"])
+        for k, roles, got in ((kf, froles, fout), (kb, broles, bout)):
+            for a, (w, i) in zip(k.buffers, roles):
+                if w == "pgrad":
+                    cpu[a.name] = float(got[a.name][0])
+                elif w in ("out", "seq", "xgrad", "igrad"):
+                    cpu[a.name] = xp.f32_from_numpy(
+                        kc.np_to_f32(got[a.name], dtype))
+
+        def device(arrays):
+            return [env.from_storage(a, dtype) for a in arrays]
+        data = dict(x=device(host["x"])[0], inits=device(host["init"]),
+                    gout=device(host["gout"]), gseq=device(host["gseq"]),
+                    gfin=device(host["gfin"]))
+        return data, cpu, params
 
     def reference_vs_cpu(self, neurons):
-        """This script's reference against flexsn-run --variant=train."""
+        """This script's reference against the package's CPU kernels."""
         ops, xp = self.ops, self.xp
         for e in self.cpu_entries(neurons):
-            g = "reference/%s" % dc.base_neuron(e["gpu_neuron"])
+            g = "reference/%s" % kc.base_neuron(e["gpu_neuron"])
             label = "%s %s T=%d N=%d" % (e["gpu_neuron"], e["dtype"], e["T"],
                                          e["N"])
 
             def fn(e=e, label=label):
-                res = dc.Result()
+                res = kc.Result()
                 data, cpu, params = self.load_cpu(e)
                 dtype, N = e["dtype"], e["N"]
                 ref = self.ref_for(e["gpu_neuron"], dtype, data, params)
-                nd = self.bundle.neuron_defs[e["gpu_neuron"]]
+                nd = self.kernels.info(e["gpu_neuron"])
                 near = ref["near"]
-                out = nd["outputs"][0]
+                out = nd.outputs[0]
                 differs = near
                 if out in cpu:
                     differs = xp.any_rows(cpu[out] != ref["spikes"])
@@ -1587,23 +1645,23 @@ class TrainChecker(dc.Checker):
                 res.diverged = ops.count(differs)
                 res.extra = dict(near=ops.count(near))
                 self.group(g)["neurons"] += N
-                for i, s in enumerate(nd["states"]):
+                for i, s in enumerate(nd.states):
                     k = "%s_seq" % s
                     if k in cpu:
                         compare(self.env, res, "%s vs CPU path" % k, cpu[k],
                                 ref["seqs"][i],
-                                dc.tolerance(ops, ref["seqs"][i], dtype),
+                                kc.tolerance(ops, ref["seqs"][i], dtype),
                                 valid.reshape(1, N))
                 scale = xp.col_absmax(ref["x_grad"])
                 for gi in ref["init_grads"]:
                     scale = xp.maximum(scale, ops.abs(gi))
-                x_name = nd["inputs"][0] + "_grad"
+                x_name = nd.inputs[0] + "_grad"
                 compare(self.env, res, "%s: CPU path vs reference" % x_name,
                         cpu[x_name], ref["x_grad"],
                         grad_tolerance(xp, ops, ref["x_grad"],
                                        scale.reshape(1, N), dtype),
                         valid.reshape(1, N))
-                for i, s in enumerate(nd["states"]):
+                for i, s in enumerate(nd.states):
                     k = "%s_init_grad" % s
                     compare(self.env, res, "%s: CPU path vs reference" % k,
                             cpu[k], ref["init_grads"][i],
@@ -1617,12 +1675,13 @@ class TrainChecker(dc.Checker):
             self.run_guarded(g, label, fn)
 
     def cpu_path(self, neurons):
-        """The GPU kernels on the CPU path's inputs vs its results."""
+        """The GPU kernels on the CPU-path cases' inputs vs the CPU
+        kernels' results."""
         for e in self.cpu_entries(neurons):
             n = e["gpu_neuron"]
-            if (n, "forward", e["dtype"]) not in self.bundle.kernels:
+            if (n, "forward", e["dtype"]) not in self.kernels:
                 continue
-            g = "cpu-path/%s" % dc.base_neuron(n)
+            g = "cpu-path/%s" % kc.base_neuron(n)
             label = "%s %s T=%d N=%d" % (n, e["dtype"], e["T"], e["N"])
 
             def fn(e=e, n=n, label=label):
@@ -1637,87 +1696,85 @@ class TrainChecker(dc.Checker):
 # Main
 
 
-def training_neurons(bundle):
-    return [n for n in bundle.neurons
-            if all((n, v, d) in bundle.kernels
-                   for v in ("forward", "backward") for d in DTYPES)]
-
-
-def run_groups(c, neurons, mode):
+def run_groups(c, neurons, mode, only=None):
     """The groups of a mode (full, quick, reference-only) on a checker; the
     big grid last (a --deadline skips the end of it rather than whole
-    groups)."""
-    base = [n for n in neurons if dc.base_neuron(n) == n]
+    groups). `only`: the one group to run."""
+    def run(name, fn, *args, **kwargs):
+        if only is None or only == name:
+            c.run_group(name, fn, *args, **kwargs)
+
+    base = [n for n in neurons if kc.base_neuron(n) == n]
     some = [n for n in ("lif", "plif", "izhikevich", "cuba_lif")
             if n in base] or base[:2]
-    c.run_group("reference", c.reference_vs_cpu, neurons)
+    run("reference", c.reference_vs_cpu, neurons)
     if mode == "reference-only":
         return
-    c.run_group("cpu-path", c.cpu_path, neurons)
+    run("cpu-path", c.cpu_path, neurons)
     if mode == "quick":
-        c.run_group("workspace", c.workspace, some[:2], ("f32",))
-        c.run_group("deterministic", c.deterministic, base, ("f32", "f16"),
-                    [(0, 37, 0), (16, 1000, 0), (16, 1000, 1)], reruns=1)
-        c.run_group("absent", c.absent, some[:2], ("f32",), 16, 100)
-        c.run_group("misaligned", c.misaligned, some[:2], ("f32", "f16"))
-        c.run_group("strided", c.strided, some[:2], ("f16",),
-                    [(37, 40), (100, 104)])
-        c.run_group("grid", c.grid, neurons, ("f32", "bf16"), (0, 1, 16),
-                    (1, 37, 1000), Ts_copy=(0, 16), Ns_copy=(1000,))
+        run("workspace", c.workspace, some[:2], ("f32",))
+        run("deterministic", c.deterministic, base, ("f32", "f16"),
+            [(0, 37, 0), (16, 1000, 0), (16, 1000, 1)], reruns=1)
+        run("absent", c.absent, some[:2], ("f32",), 16, 100)
+        run("misaligned", c.misaligned, some[:2], ("f32", "f16"))
+        run("strided", c.strided, some[:2], ("f16",), [(37, 40), (100, 104)])
+        run("grid", c.grid, neurons, ("f32", "bf16"), (0, 1, 16),
+            (1, 37, 1000), Ts_copy=(0, 16), Ns_copy=(1000,))
         return
-    c.run_group("workspace", c.workspace, some[:2], DTYPES)
-    c.run_group("deterministic", c.deterministic, neurons, DTYPES,
-                [(0, 1000, 0), (1, 1, 0), (64, 1000, 0), (16, BIG_N, 0),
-                 (16, BIG_N, 1)])
-    c.run_group("absent", c.absent, some, DTYPES)
-    c.run_group("misaligned", c.misaligned, base, DTYPES)
-    c.run_group("strided", c.strided, some[:3], DTYPES,
-                [(1000, 1005), (1000, 1008), (BIG_N, BIG_N + 5)])
-    c.run_group("grid", c.grid, neurons, DTYPES, (0, 1, 16, 64),
-                (1, 1000, BIG_N), Ts_copy=(0, 16, 64), Ns_copy=(1000, BIG_N))
+    run("workspace", c.workspace, some[:2], DTYPES)
+    run("deterministic", c.deterministic, neurons, DTYPES,
+        [(0, 1000, 0), (1, 1, 0), (64, 1000, 0), (16, BIG_N, 0),
+         (16, BIG_N, 1)])
+    run("absent", c.absent, some, DTYPES)
+    run("misaligned", c.misaligned, base, DTYPES)
+    run("strided", c.strided, some[:3], DTYPES,
+        [(1000, 1005), (1000, 1008), (BIG_N, BIG_N + 5)])
+    run("grid", c.grid, neurons, DTYPES, (0, 1, 16, 64), (1, 1000, BIG_N),
+        Ts_copy=(0, 16, 64), Ns_copy=(1000, BIG_N))
+
+
+def make_ad(env):
+    """The reference's backend matching the env: autograd on PyTorch,
+    the NumPy tape otherwise."""
+    if env.kind == "torch":
+        return TorchAD(env.torch, env.device)
+    return NumpyAD()
 
 
 def main(argv=None):
-    ap = dc.checker_arguments(__doc__)
+    ap = kc.checker_arguments(__doc__)
     ap.add_argument("--reference-only", action="store_true",
-                    help="no GPU: the NumPy reference vs the CPU-path results")
+                    help="no GPU: the NumPy reference vs the CPU kernels")
     args = ap.parse_args(argv)
+    bases, labels = kc.requested(args.neurons)
+    if args.compile_only:
+        t0 = time.time()
+        compiled = kc.compile_neurons(bases, tuple(kc.COPIES))
+        print("train_kernel_checks: %d compiles in %.0f s (cache %s)"
+              % (len(compiled), time.time() - t0, kc.flexsn.cache_dir()))
+        return 0
 
-    bundle = dc.Bundle(args.bundle, load=not args.reference_only)
-    if args.reference_only:
-        env = dc.NumpyEnv(None)
-        ad = NumpyAD()
-    elif args.quick:
-        env = dc.NumpyEnv(dc.CudaDriver())
-        ad = NumpyAD()
-    else:
-        import torch
-        if not torch.cuda.is_available():
-            sys.exit("device_train_check: PyTorch sees no CUDA device")
-        env = dc.TorchEnv(torch)
-        ad = TorchAD(torch, env.device)
-    neurons = training_neurons(bundle)
-    if args.neurons:
-        want = args.neurons.split(",")
-        neurons = [n for n in neurons if n in want]
+    kernels = kc.KernelSet(bases, tuple(kc.COPIES),
+                           load=not args.reference_only)
+    env = kc.NumpyEnv(None) if args.reference_only else \
+        kc.make_env(args.quick, "train_kernel_checks")
+    neurons = kc.select(kernels, labels, ("forward", "backward"))
     mode = "reference-only" if args.reference_only else \
         ("quick" if args.quick else "full")
-    print("device_train_check: %s; bundle %s (commit %s), %d training "
-          "neurons; %s mode"
-          % ("no GPU" if args.reference_only else env.describe(), args.bundle,
-             (bundle.meta.get("git_commit") or "?")[:12], len(neurons), mode))
+    print("train_kernel_checks: %s; %s; %s mode"
+          % ("no GPU" if args.reference_only else env.describe(),
+             kernels.describe(), mode))
     sys.stdout.flush()
 
-    c = TrainChecker(env, bundle, args, ad)
+    c = TrainChecker(env, kernels, args, make_ad(env))
     run_groups(c, neurons, mode)
     extra = dict(device=None if args.reference_only else env.describe(),
-                 mode=mode, bundle=args.bundle,
-                 bundle_commit=bundle.meta.get("git_commit"),
+                 mode=mode, neurons=neurons, cache=str(kc.flexsn.cache_dir()),
                  tolerances=dict(near=NEAR, max_cut=MAX_CUT,
                                  f32_rtol=F32_RTOL, f32_atol=F32_ATOL,
                                  grad_ulps=GRAD_ULPS, param_rtol=PARAM_RTOL))
-    return dc.summarize(c, args.out, extra, args.allow_skip,
-                        prog="device_train_check")
+    return kc.summarize(c, args.out, extra, args.allow_skip,
+                        prog="train_kernel_checks")
 
 
 if __name__ == "__main__":

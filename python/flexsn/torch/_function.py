@@ -41,6 +41,12 @@ class Handle:
             self._kernels[kind] = NeuronKernels(self.compiled, kind)
         return self._kernels[kind]
 
+    def kernels_for(self, x: torch.Tensor) -> NeuronKernels:
+        """kernels(x.device) without building a device object per call."""
+        kernels = self._kernels.get("cuda" if x.is_cuda else
+                                    "cpu" if x.is_cpu else None)
+        return kernels if kernels is not None else self.kernels(x.device)
+
     def is_deterministic(self) -> bool:
         return (self.deterministic
                 or torch.are_deterministic_algorithms_enabled())
@@ -66,7 +72,7 @@ def _check_inputs(handle: Handle, inputs, inits):
 
 
 def _inference(handle, inputs, inits, runtime_values, store_state_seqs):
-    kernels = handle.kernels(inputs[0].device)
+    kernels = handle.kernels_for(inputs[0])
     outputs, states = kernels.inference(list(inputs), list(inits),
                                         runtime_values, store_state_seqs)
     return outputs, states
@@ -91,7 +97,7 @@ class _ScanFunction(torch.autograd.Function):
         num_inits = sum(present)
         trainable = tensors[num_inputs + num_inits:]
         values = _runtime_values(handle, trainable, runtime)
-        kernels = handle.kernels(inputs[0].device)
+        kernels = handle.kernels_for(inputs[0])
         outputs, states, workspace = kernels.forward(inputs, inits, values)
         if finals:
             # The last step's states (the initial ones when T == 0).
@@ -111,7 +117,7 @@ class _ScanFunction(torch.autograd.Function):
     def backward(ctx, *grads):
         workspace, *inputs = ctx.saved_tensors
         handle = ctx.handle
-        kernels = handle.kernels(inputs[0].device)
+        kernels = handle.kernels_for(inputs[0])
         n_out = kernels.num_outputs
         grad_outputs, grad_states = grads[:n_out], grads[n_out:]
         none = [None] * kernels.num_states
@@ -148,10 +154,11 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
     return list(results[:n_out]), list(results[n_out:])
 
 
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+
+
 def _compiling() -> bool:
-    compiler = getattr(torch, "compiler", None)
-    return bool(compiler and getattr(compiler, "is_compiling", None)
-                and compiler.is_compiling())
+    return _is_compiling is not None and _is_compiling()
 
 
 def has_custom_op() -> bool:
@@ -159,7 +166,9 @@ def has_custom_op() -> bool:
     return hasattr(torch, "library") and hasattr(torch.library, "custom_op")
 
 
-if has_custom_op():
+_HAS_CUSTOM_OP = has_custom_op()
+
+if _HAS_CUSTOM_OP:
     from torch import Tensor
 
     def _decode(present_mask: int, num_states: int):
@@ -185,7 +194,7 @@ if has_custom_op():
         present = _decode(present_mask, len(handle.info.states))
         inputs, inits, trainable = _split(handle, tensors, num_inputs, present)
         values = _runtime_values(handle, trainable, runtime)
-        kernels = handle.kernels(inputs[0].device)
+        kernels = handle.kernels_for(inputs[0])
         if training:
             outputs, states, workspace = kernels.forward(inputs, inits, values)
             return outputs + states + [workspace]
@@ -228,7 +237,7 @@ if has_custom_op():
                           runtime: List[float]) -> List[Tensor]:
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
-        kernels = handle.kernels(inputs[0].device)
+        kernels = handle.kernels_for(inputs[0])
         values = _runtime_values(handle, trainable, runtime)
         n_out = kernels.num_outputs
         gi, gs, gp = kernels.backward(grads[:n_out], grads[n_out:], workspace,
@@ -286,7 +295,7 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     `store_state_seqs`, else final states."""
     # Eager calls skip the dispatcher (tens of microseconds per call); the
     # custom op is what torch.compile traces.
-    if not has_custom_op() or not _compiling():
+    if not _HAS_CUSTOM_OP or not _compiling():
         return scan_autograd(handle, inputs, inits, trainable, runtime,
                              store_state_seqs)
     _check_inputs(handle, inputs, inits)

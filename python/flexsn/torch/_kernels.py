@@ -125,7 +125,8 @@ class NeuronKernels:
 
     def _launch(self, kernel, T, N, ld, buffers, workspace, params, device):
         if self.device_type == "cuda":
-            kernel.launch(current_stream(device.index), T, N, ld, buffers,
+            index = device if isinstance(device, int) else device.index
+            kernel.launch(current_stream(index), T, N, ld, buffers,
                           workspace, params)
         else:
             kernel.launch(T, N, buffers, workspace, params)
@@ -150,9 +151,10 @@ class NeuronKernels:
         # Everything that depends only on the layout is worked out (and
         # checked) once per layout: a module is called with few of them.
         key = (store_state_seqs, allow_strided,
-               *[(x.shape, x.stride(), x.dtype, x.device) for x in inputs],
+               *[(x.shape, x.stride(), x.dtype, x.get_device())
+                 for x in inputs],
                *[None if s is None else (s.shape, s.stride(), s.dtype,
-                                         s.device) for s in inits])
+                                         s.get_device()) for s in inits])
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan_inference(inputs, inits, store_state_seqs,
@@ -189,7 +191,7 @@ class NeuronKernels:
                    + [y.data_ptr() for y in outputs]
                    + [s.data_ptr() for s in states])
         self._launch(kernel, T, N, ld if ld != N else 0, buffers, 0, params,
-                     x0.device)
+                     x0.get_device())
         return outputs, states
 
     def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided):

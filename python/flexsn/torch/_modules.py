@@ -91,8 +91,11 @@ class FlexSN(nn.Module):
 
     def reset(self):
         """Forgets the states: the next call starts from zeros."""
-        self.states = [None] * len(self.info.states)
-        self.state_seqs = None
+        # In place where possible: nn.Module.__setattr__ costs microseconds,
+        # and SpikingJelly-style code resets before every sample.
+        self.states[:] = [None] * len(self.info.states)
+        if self.state_seqs is not None:
+            self.state_seqs = None
 
     def detach(self):
         """Cuts the states' autograd history (truncated BPTT)."""
