@@ -22,3 +22,12 @@ __all__ = [
     "RuntimeStatusError", "ToolNotFoundError", "cache_dir", "compile",
     "shipped_neurons", "surrogate",
 ]
+
+
+def __getattr__(name):
+    # flexsn.fx and flexsn.spike need torch: imported on first use only.
+    if name in ("fx", "spike"):
+        import importlib
+        fx = importlib.import_module(".fx", __name__)
+        return fx if name == "fx" else fx.spike
+    raise AttributeError(f"module 'flexsn' has no attribute '{name}'")
