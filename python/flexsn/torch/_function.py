@@ -100,14 +100,15 @@ class _ScanFunction(torch.autograd.Function):
         kernels = handle.kernels_for(inputs[0])
         outputs, states, workspace = kernels.forward(inputs, inits, values)
         if finals:
-            # The last step's states (the initial ones when T == 0).
+            # The last step's states (views: no copy on the device), the
+            # initial ones when T == 0.
             shape = inputs[0].shape[1:]
-            states = [s[-1].clone() if s.shape[0] else
+            states = [s[-1] if s.shape[0] else
                       init.clone() if init is not None else s.new_zeros(shape)
                       for s, init in zip(states, inits)]
         ctx.handle, ctx.values, ctx.finals = handle, values, finals
         ctx.present = present
-        ctx.trainable_like = [t for t in trainable]
+        ctx.trainable_like = trainable
         ctx.save_for_backward(workspace, *inputs)
         ctx.mark_non_differentiable(workspace)
         ctx.set_materialize_grads(False)

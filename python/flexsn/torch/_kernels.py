@@ -111,6 +111,7 @@ class NeuronKernels:
         self.num_outputs = len(self.info.outputs)
         self._cache = {}
         self._plans = {}
+        self._layouts = {}
 
     def kernel(self, variant: str, dtype: str,
                deterministic: bool = False) -> Kernel:
@@ -140,6 +141,28 @@ class NeuronKernels:
         # The caching allocator on CUDA; 16-byte alignment either way.
         return torch.empty((nbytes + 3) // 4, dtype=torch.float32,
                            device=device)
+
+    def _backward_layout(self, spec) -> List[Tuple[str, int]]:
+        """(role, index into the tensors of that role) of each argument of
+        a backward kernel, worked out once per kernel."""
+        layout = self._layouts.get(spec.name)
+        if layout is None:
+            counts, layout = {}, []
+            for b in spec.buffers:
+                if b.in_workspace:
+                    continue
+                if b.role == "input_sequence":
+                    index = self.info.inputs.index(b.name)
+                elif b.role in ("optional_input_sequence", "initial_state",
+                                "output_sequence", "final_state",
+                                "param_gradient"):
+                    index = counts[b.role] = counts.get(b.role, -1) + 1
+                else:
+                    raise RuntimeError(f"{spec.name}: unexpected buffer role "
+                                       f"'{b.role}' in a backward kernel")
+                layout.append((b.role, index))
+            self._layouts[spec.name] = layout
+        return layout
 
     # -- the variants ------------------------------------------------------
 
@@ -222,10 +245,9 @@ class NeuronKernels:
         T, shape = x0.shape[0], tuple(x0.shape[1:])
         N = math.prod(shape)
         device = x0.device
-        outputs = [torch.empty((T,) + shape, dtype=x0.dtype, device=device)
+        outputs = [x0.new_empty((T,) + shape)
                    for _ in range(self.num_outputs)]
-        states = [torch.empty((T,) + shape, dtype=x0.dtype, device=device)
-                  for _ in range(self.num_states)]
+        states = [x0.new_empty((T,) + shape) for _ in range(self.num_states)]
         kernel = self.kernel("forward", dtype)
         workspace = self._workspace(kernel, T, N, N, device)
         if T == 0 or N == 0:
@@ -251,12 +273,11 @@ class NeuronKernels:
         T, shape = dtype_like.shape[0], tuple(dtype_like.shape[1:])
         N = math.prod(shape)
         device = dtype_like.device
-        grad_inputs = [torch.empty((T,) + shape, dtype=dtype_like.dtype,
-                                   device=device)
+        grad_inputs = [dtype_like.new_empty((T,) + shape)
                        for _ in range(self.num_inputs)]
-        grad_inits = [torch.empty(shape, dtype=dtype_like.dtype, device=device)
+        grad_inits = [dtype_like.new_empty(shape)
                       for _ in range(self.num_states)]
-        grad_params = [torch.zeros((), dtype=torch.float32, device=device)
+        grad_params = [dtype_like.new_zeros((), dtype=torch.float32)
                        for _ in spec.buffers_with_role("param_gradient")]
         finals = [None if g is None else g.contiguous()
                   for g in (grad_finals or [None] * self.num_states)]
@@ -270,33 +291,16 @@ class NeuronKernels:
             for g in grad_params:
                 g.zero_()
             return grad_inputs, grad_inits, grad_params
-        incoming = [None if g is None else g.contiguous()
-                    for g in list(grad_outputs) + list(grad_states)]
-        # Contiguous copies stay referenced until the launch is queued.
-        by_name = {name: x.contiguous()
-                   for name, x in zip(self.info.inputs, inputs)}
-        buffers = []
-        optional, finals = iter(incoming), iter(finals)
-        outs, inits_, params_ = iter(grad_inputs), iter(grad_inits), iter(
-            grad_params)
-        for b in spec.buffers:
-            if b.in_workspace:
-                continue
-            if b.role == "optional_input_sequence":
-                buffers.append(self._address(next(optional)))
-            elif b.role == "input_sequence":
-                buffers.append(by_name[b.name].data_ptr())
-            elif b.role == "initial_state":
-                buffers.append(self._address(next(finals, None)))
-            elif b.role == "output_sequence":
-                buffers.append(next(outs).data_ptr())
-            elif b.role == "final_state":
-                buffers.append(next(inits_).data_ptr())
-            elif b.role == "param_gradient":
-                buffers.append(next(params_).data_ptr())
-            else:
-                raise RuntimeError(f"{spec.name}: unexpected buffer role "
-                                   f"'{b.role}' in a backward kernel")
+        sources = {
+            "optional_input_sequence": [
+                None if g is None else g.contiguous()
+                for g in list(grad_outputs) + list(grad_states)],
+            # Contiguous copies stay referenced until the launch is queued.
+            "input_sequence": [x.contiguous() for x in inputs],
+            "initial_state": finals, "output_sequence": grad_inputs,
+            "final_state": grad_inits, "param_gradient": grad_params}
+        buffers = [self._address(sources[role][i])
+                   for role, i in self._backward_layout(spec)]
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device)
         return grad_inputs, grad_inits, grad_params
