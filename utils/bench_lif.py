@@ -778,10 +778,16 @@ def host_times(torch, fns, calls, rounds=5, warmup=20):
     returned) and wall time (until the GPU is done too), in us, medians over
     `rounds`; the callables take turns within a round, so that drift hits
     them alike. Returns name -> (host_us, wall_us)."""
+    # Half a second of calls each first: the host's clocks and caches settle
+    # (the first module measured otherwise ran ~1.5x slower, direct calls
+    # included).
     for fn in fns.values():
         for _ in range(warmup):
             fn()
-    torch.cuda.synchronize()
+        end = time.perf_counter() + 0.5
+        while time.perf_counter() < end:
+            fn()
+        torch.cuda.synchronize()
     got = dict((name, ([], [])) for name in fns)
     for _ in range(rounds):
         for name, fn in fns.items():

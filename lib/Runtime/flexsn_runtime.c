@@ -152,6 +152,11 @@ typedef struct driver {
   CUresult(CUDAAPI *ctx_get_id)(CUcontext, unsigned long long *);
   CUresult(CUDAAPI *ctx_push_current)(CUcontext);
   CUresult(CUDAAPI *ctx_pop_current)(CUcontext *);
+  CUresult(CUDAAPI *ctx_set_current)(CUcontext);
+  CUresult(CUDAAPI *device_get)(CUdevice *, int);
+  CUresult(CUDAAPI *primary_ctx_get_state)(CUdevice, unsigned int *, int *);
+  CUresult(CUDAAPI *primary_ctx_retain)(CUcontext *, CUdevice);
+  CUresult(CUDAAPI *primary_ctx_release)(CUdevice);
   CUresult(CUDAAPI *stream_get_ctx)(CUstream, CUcontext *);
   CUresult(CUDAAPI *pointer_get_attribute)(void *, CUpointer_attribute,
                                            CUdeviceptr);
@@ -179,6 +184,11 @@ static const struct {
     {"cuCtxGetId", offsetof(driver, ctx_get_id)}, /* driver >= 12.0 */
     {"cuCtxPushCurrent_v2", offsetof(driver, ctx_push_current)},
     {"cuCtxPopCurrent_v2", offsetof(driver, ctx_pop_current)},
+    {"cuCtxSetCurrent", offsetof(driver, ctx_set_current)},
+    {"cuDeviceGet", offsetof(driver, device_get)},
+    {"cuDevicePrimaryCtxGetState", offsetof(driver, primary_ctx_get_state)},
+    {"cuDevicePrimaryCtxRetain", offsetof(driver, primary_ctx_retain)},
+    {"cuDevicePrimaryCtxRelease_v2", offsetof(driver, primary_ctx_release)},
     {"cuStreamGetCtx", offsetof(driver, stream_get_ctx)},
     {"cuPointerGetAttribute", offsetof(driver, pointer_get_attribute)},
     {"cuPointerGetAttributes", offsetof(driver, pointer_get_attributes)},
@@ -564,8 +574,45 @@ static flexsn_status check_buffer(CUcontext context, const void *p,
   return FLEXSN_SUCCESS;
 }
 
-/* The current context, and the stream's context agreeing with it. */
-static flexsn_status check_context(CUstream stream, CUcontext *context) {
+/* With no context current, makes current the primary context of the device
+   `buffer` lives on, if its owner (the CUDA runtime, a framework) has
+   activated it: what the CUDA runtime does on a thread's first call. Worker
+   threads a framework starts (PyTorch's autograd threads) may not have made
+   any context current yet. Never creates a context. */
+static void adopt_primary_context(const void *buffer, CUcontext *context) {
+  int ordinal = -1, active = 0;
+  unsigned int flags = 0;
+  CUdevice device;
+  CUcontext primary = NULL;
+  if (!buffer ||
+      g_drv.pointer_get_attribute(&ordinal,
+                                  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                  (CUdeviceptr)(uintptr_t)buffer) !=
+          CUDA_SUCCESS ||
+      ordinal < 0 || g_drv.device_get(&device, ordinal) != CUDA_SUCCESS ||
+      g_drv.primary_ctx_get_state(device, &flags, &active) != CUDA_SUCCESS ||
+      !active || g_drv.primary_ctx_retain(&primary, device) != CUDA_SUCCESS)
+    return;
+  if (g_drv.ctx_set_current(primary) == CUDA_SUCCESS)
+    *context = primary;
+  /* The owner's retain keeps it alive. */
+  g_drv.primary_ctx_release(device);
+}
+
+/* The first non-NULL buffer of a call (NULL if none). */
+static const void *first_buffer(const flexsn_kernel_desc *desc,
+                                void *const *buffers) {
+  int i;
+  for (i = 0; i < desc->num_buffers; ++i)
+    if (buffers[i])
+      return buffers[i];
+  return NULL;
+}
+
+/* The current context (adopting the primary context of `buffer`'s device if
+   none is current), and the stream's context agreeing with it. */
+static flexsn_status check_context(CUstream stream, const void *buffer,
+                                   CUcontext *context) {
   flexsn_status status = get_driver();
   CUresult r;
   if (status != FLEXSN_SUCCESS)
@@ -573,6 +620,8 @@ static flexsn_status check_context(CUstream stream, CUcontext *context) {
   r = g_drv.ctx_get_current(context);
   if (r != CUDA_SUCCESS)
     return fail(r, FLEXSN_ERROR_CUDA);
+  if (!*context)
+    adopt_primary_context(buffer, context);
   if (!*context)
     return FLEXSN_ERROR_NO_CONTEXT;
   if (stream) {
@@ -611,7 +660,7 @@ static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
     any |= desc->kinds[i] == FLEXSN_FINAL_STATE && buffers[i] != NULL;
   if (!any)
     return FLEXSN_SUCCESS; /* nothing to write: no driver needed */
-  status = check_context(stream, &context);
+  status = check_context(stream, first_buffer(desc, buffers), &context);
   if (status != FLEXSN_SUCCESS)
     return status;
 
@@ -723,7 +772,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     for (i = 0; i < nb; ++i)
       any |= desc->kinds[i] == FLEXSN_PARAM_GRADIENT;
     if (any) {
-      status = check_context(stream, &context);
+      status = check_context(stream, first_buffer(desc, buffers), &context);
       if (status == FLEXSN_SUCCESS)
         status = zero_param_gradients(desc, context, stream, buffers);
       if (status != FLEXSN_SUCCESS)
@@ -736,7 +785,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
                                  buffers);
   }
 
-  status = check_context(stream, &context);
+  status = check_context(stream, first_buffer(desc, buffers), &context);
   if (status != FLEXSN_SUCCESS)
     return status;
   for (i = 0; i < nb; ++i) {

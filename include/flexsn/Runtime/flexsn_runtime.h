@@ -47,7 +47,8 @@ typedef enum flexsn_status {
                                     buffer misaligned to element_size */
   FLEXSN_ERROR_NO_DRIVER,  /* libcuda.so.1 could not be loaded, lacks a needed
                               symbol, or cuInit failed */
-  FLEXSN_ERROR_NO_CONTEXT, /* no current CUDA context on the calling thread */
+  FLEXSN_ERROR_NO_CONTEXT, /* no current CUDA context on the calling thread
+                             (nor an active primary one to adopt) */
   FLEXSN_ERROR_CONTEXT_MISMATCH, /* a buffer or the stream belongs to another
                                     context, or a buffer is not
                                     device-accessible memory */
@@ -175,7 +176,10 @@ typedef struct flexsn_kernel_desc {
    Then, with the driver, for the buffers the call touches (all non-NULL ones
    for a launch; finals and their initials for T == 0):
      - driver unavailable                          -> NO_DRIVER
-     - no current context                          -> NO_CONTEXT
+     - no current context (and none adopted: with no context current, the
+       primary context of the first non-NULL buffer's device is made current
+       when its owner has activated it, as the CUDA runtime would)
+                                                   -> NO_CONTEXT
      - the stream's context is not the current one -> CONTEXT_MISMATCH
      - a buffer neither allocated in the current context nor managed, nor
        host memory mapped into it, nor (virtual-memory / pool allocations)

@@ -110,7 +110,6 @@ class _ScanFunction(torch.autograd.Function):
         ctx.present = present
         ctx.trainable_like = trainable
         ctx.save_for_backward(workspace, *inputs)
-        ctx.mark_non_differentiable(workspace)
         ctx.set_materialize_grads(False)
         return tuple(outputs) + tuple(states)
 
