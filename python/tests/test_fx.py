@@ -1031,3 +1031,67 @@ def test_bad_parameters():
 
     with pytest.raises(UnsupportedOpError, match="requires grad"):
         import_step(lambda x, v: (x * helper(), v), 1, 1)
+
+
+# ---------------------------------------------------------------------------
+# FlexSN(core, ...): SpikingJelly's module over a Python step function
+# ---------------------------------------------------------------------------
+
+
+def test_flexsn_module_from_a_step_function():
+    """The module imports `core`, trains the nn.Parameter `core` captures
+    (the same tensor, not a copy) and matches eager autograd of `core`
+    looped over T, multi-step and single-step alike."""
+    w = nn.Parameter(torch.tensor(0.3))
+
+    def core(x, v, v_threshold=0.9):
+        h = v + (x - v) * torch.sigmoid(w)
+        s = fx.spike(h - v_threshold, surrogate=sg.ATan(alpha=3.0))
+        return s, h * (1.0 - s)
+
+    gen = generator(91)
+    x = torch.randn(6, 4, 5, generator=gen) + 0.8
+    module = FlexSN(core, num_inputs=1, num_states=1, num_outputs=1,
+                    example_inputs=(x[0], x[0]), requires_grad=(True, True),
+                    backend="triton", targets=TARGETS["cpu"])
+    assert module.w is w and [n for n, _ in module.named_parameters()] == [
+        "w"]
+    assert module.info.name == "core"
+
+    xm = x.clone().requires_grad_()
+    spikes = module(xm)
+    (spikes * torch.linspace(-1, 1, 5)).sum().backward()
+    got_w = w.grad.clone()
+    w.grad = None
+
+    xe = x.clone().requires_grad_()
+    v_final, spike_list = torch.zeros(4, 5), []
+    for t in range(x.shape[0]):
+        s, v_final = core(xe[t], v_final)
+        spike_list.append(s)
+    want = torch.stack(spike_list)
+    (want * torch.linspace(-1, 1, 5)).sum().backward()
+    assert torch.equal(spikes, want) and want.sum() > 0
+    close(module.states[0], v_final, "v_final", **FWD_TOL)
+    close(xm.grad, xe.grad, "x.grad", **GRAD_TOL["cpu"])
+    close(got_w, w.grad, "w.grad", **GRAD_TOL["cpu"])
+
+    # Single-step mode: one step per call, states kept between calls.
+    single = FlexSN(core, 1, 1, 1, step_mode="s", targets=TARGETS["cpu"])
+    with torch.no_grad():
+        steps = torch.stack([single(x[t]) for t in range(x.shape[0])])
+    assert torch.equal(steps, want.detach())
+
+
+def test_flexsn_module_step_function_errors():
+    def core(x, v):
+        s = fx.spike(v + x - 1.0)
+        return s, v + x - s
+
+    with pytest.raises(ValueError, match="needs num_inputs and num_states"):
+        FlexSN(core, num_inputs=1)
+    with pytest.raises(ValueError, match="example_inputs has 1 tensor"):
+        FlexSN(core, 1, 1, 1, example_inputs=(torch.zeros(3),))
+    with pytest.raises(StepImportError, match="core returns 3 value"):
+        FlexSN(lambda x, v: (x, x + v, v), 1, 1, num_outputs=1,
+               targets=TARGETS["cpu"])

@@ -1,5 +1,11 @@
 """flexsn.torch modules: arguments, states, errors, the runtime's statuses."""
 
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 
@@ -168,3 +174,27 @@ def test_deterministic_option_and_global_flag():
         assert node.handle.is_deterministic()
     finally:
         torch.use_deterministic_algorithms(previous)
+
+
+@pytest.mark.cuda
+def test_backward_on_a_fresh_autograd_thread():
+    """PyTorch runs a CUDA backward on a worker thread where no CUDA context
+    may be current yet (nothing but FlexSN's backward runs there); the
+    runtime adopts the device's primary context. A fresh process, so no
+    earlier test has made one current on that thread."""
+    code = textwrap.dedent("""
+        import torch
+        from flexsn.torch import LIFNode
+        x = torch.randn(4, 1024, device="cuda", requires_grad=True)
+        s = LIFNode()(x)
+        g, = torch.autograd.grad(s, (x,), torch.ones_like(s))
+        print(bool(torch.isfinite(g).all()) and bool((g != 0).any()))
+    """)
+    package = pathlib.Path(flexsn.__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(package)] + sys.path))
+    result = subprocess.run([sys.executable, "-c", code], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "True"

@@ -1,6 +1,7 @@
 """PyTorch modules over compiled neurons: FlexSN and the drop-in nodes."""
 
 import math
+import os
 from typing import Mapping, Optional, Sequence
 
 import torch
@@ -14,8 +15,12 @@ from ._function import Handle, scan
 class FlexSN(nn.Module):
     """A compiled neuron in multi-step mode.
 
-    `neuron` is a `.mlir` path, neuron text, or a shipped neuron name
-    ("lif", "plif", ...). Calling the module with `[T, N...]` input
+    `neuron` is a `.mlir` path, neuron text, a shipped neuron name ("lif",
+    "plif", ...), or a Python step function `core(*inputs, *states) ->
+    (*outputs, *new_states)` imported with flexsn.fx (SpikingJelly's
+    `FlexSN(core, num_inputs, num_states, num_outputs)`; its
+    `example_inputs`, `requires_grad` and `backend` are accepted: tracing
+    needs no example, gradients follow autograd, the kernels are FlexSN's). Calling the module with `[T, N...]` input
     sequences returns the output sequences (one tensor for one output) and
     keeps the final states for the next call (`reset()` clears them,
     `detach()` cuts their graph). `store_state_seqs=True` also keeps every
@@ -37,11 +42,19 @@ class FlexSN(nn.Module):
                  surrogate_function=None, deterministic: bool = False,
                  step_mode: str = "m",
                  storage_types: Sequence[str] = ("f32", "f16", "bf16"),
-                 neuron_name: Optional[str] = None, **compile_options):
+                 neuron_name: Optional[str] = None, example_inputs=None,
+                 requires_grad=None, backend=None, **compile_options):
         super().__init__()
         if step_mode not in ("m", "s"):
             raise ValueError("step_mode is 'm' (multi-step, [T, N...]) or "
                              "'s' (single step, [N...])")
+        step = None
+        if callable(neuron) and not isinstance(neuron, (str, os.PathLike)):
+            step = _import_step(neuron, num_inputs, num_states, num_outputs,
+                                params, example_inputs)
+            # The importer wrote the parameters' kinds and values into the
+            # neuron's text.
+            neuron, params = step.mlir, None
         params = dict(params or {})
         # Const parameters are compiled in; the others are module state.
         probe = compiler.compile(neuron, targets=(), kinds=kinds,
@@ -70,11 +83,17 @@ class FlexSN(nn.Module):
         self.store_state_seqs = store_state_seqs
         self.step_mode = step_mode
         self._runtime_names = []
+        shared = {p.name: p.parameter for p in step.params} if step else {}
         for p in info.runtime_params:
             value = params.get(p.name, p.default)
             if p.kind == "trainable":
-                self.register_parameter(p.name, nn.Parameter(
-                    torch.tensor(float(value), dtype=torch.float32)))
+                # A step function's own nn.Parameter is the module's: the
+                # kernels train the tensor its author holds.
+                parameter = shared.get(p.name)
+                self.register_parameter(p.name, parameter if parameter
+                                        is not None else nn.Parameter(
+                                            torch.tensor(float(value),
+                                                         dtype=torch.float32)))
             else:
                 setattr(self, p.name, value)
                 self._runtime_names.append(p.name)
@@ -134,6 +153,29 @@ class FlexSN(nn.Module):
         if self.step_mode == "s":
             outputs = [y[0] for y in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _import_step(core, num_inputs, num_states, num_outputs, params,
+                 example_inputs):
+    """A Python step function `core(*inputs, *states) -> (*outputs,
+    *new_states)` as a neuron (flexsn.fx), SpikingJelly's FlexSN(core,
+    ...) convention."""
+    from .. import fx
+    if num_inputs is None or num_states is None:
+        raise ValueError("a Python step function needs num_inputs and "
+                         "num_states (and num_outputs unless it can be "
+                         "inferred from what core returns)")
+    if example_inputs is not None and len(example_inputs) != (
+            num_inputs + num_states):
+        raise ValueError(
+            f"example_inputs has {len(example_inputs)} tensor(s), core takes "
+            f"num_inputs + num_states = {num_inputs + num_states}")
+    owner = core if isinstance(core, nn.Module) else None
+    name = type(owner).__name__ if owner else getattr(core, "__name__", "")
+    if not (isinstance(name, str) and name.isidentifier()):
+        name = "neuron"  # a lambda, a partial
+    return fx.trace_step(core, num_inputs, num_states, num_outputs,
+                         params=params, name=name)
 
 
 def _surrogate(surrogate_function):
