@@ -1095,3 +1095,25 @@ def test_flexsn_module_step_function_errors():
     with pytest.raises(StepImportError, match="core returns 3 value"):
         FlexSN(lambda x, v: (x, x + v, v), 1, 1, num_outputs=1,
                targets=TARGETS["cpu"])
+
+
+def test_new_sequence_lengths_and_sizes_run_no_tool(monkeypatch):
+    """Compiled once: no T or N, nor a second module of the same core,
+    runs a tool again (SpikingJelly's FlexSN recompiles per T and N)."""
+    def core(x, v):
+        s = fx.spike(v + x - 1.0)
+        return s, (v + x) * (1.0 - s)
+
+    module = FlexSN(core, 1, 1, 1, targets=TARGETS["cpu"])
+    from flexsn import _tools
+    runs = []
+    run = _tools.run
+    monkeypatch.setattr(_tools, "run",
+                        lambda *a, **k: runs.append(a) or run(*a, **k))
+    for T, N in ((1, 3), (64, 1000), (7, 1)):
+        module.reset()
+        x = torch.randn(T, N, requires_grad=True)
+        module(x).sum().backward()
+        assert x.grad.shape == (T, N)
+    FlexSN(core, 1, 1, 1, targets=TARGETS["cpu"])
+    assert runs == []
