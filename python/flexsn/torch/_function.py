@@ -124,7 +124,8 @@ class _ScanFunction(torch.autograd.Function):
         grad_inputs, grad_inits, grad_params = kernels.backward(
             grad_outputs, none if ctx.finals else grad_states, workspace,
             inputs, ctx.values, handle.is_deterministic(), inputs[0],
-            grad_finals=grad_states if ctx.finals else none)
+            grad_finals=grad_states if ctx.finals else none,
+            present=ctx.present)
         grad_params = [g.to(t.dtype).reshape(t.shape)
                        for g, t in zip(grad_params, ctx.trainable_like)]
         grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
@@ -242,7 +243,8 @@ if _HAS_CUSTOM_OP:
         n_out = kernels.num_outputs
         gi, gs, gp = kernels.backward(grads[:n_out], grads[n_out:], workspace,
                                       inputs, values,
-                                      handle.is_deterministic(), inputs[0])
+                                      handle.is_deterministic(), inputs[0],
+                                      present=present)
         gs = [g for g, p in zip(gs, present) if p]
         gp = [g.to(t.dtype).reshape(t.shape) for g, t in zip(gp, trainable)]
         return gi + gs + gp

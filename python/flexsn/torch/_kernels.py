@@ -262,11 +262,12 @@ class NeuronKernels:
 
     def backward(self, grad_outputs, grad_states, workspace, inputs,
                  params, deterministic, dtype_like: torch.Tensor,
-                 grad_finals=None):
+                 grad_finals=None, present=None):
         """Gradients of inputs, initial states and trainable parameters
         from those of the outputs, the state sequences (`grad_states`) and
         the final states (`grad_finals`); absent (None) incoming gradients
-        are zeros."""
+        are zeros. `present` (default: all) says which initial states were
+        given: the others get no gradient (None, a NULL buffer)."""
         dtype = DTYPES[dtype_like.dtype]
         kernel = self.kernel("backward", dtype, deterministic)
         spec = kernel.spec
@@ -275,8 +276,8 @@ class NeuronKernels:
         device = dtype_like.device
         grad_inputs = [dtype_like.new_empty((T,) + shape)
                        for _ in range(self.num_inputs)]
-        grad_inits = [dtype_like.new_empty(shape)
-                      for _ in range(self.num_states)]
+        grad_inits = [dtype_like.new_empty(shape) if p else None
+                      for p in (present or [True] * self.num_states)]
         grad_params = [dtype_like.new_zeros((), dtype=torch.float32)
                        for _ in spec.buffers_with_role("param_gradient")]
         finals = [None if g is None else g.contiguous()
@@ -284,6 +285,8 @@ class NeuronKernels:
         if T == 0 or N == 0:
             # Each initial state is the final one (when T == 0).
             for g, final in zip(grad_inits, finals):
+                if g is None:
+                    continue
                 if T == 0 and final is not None:
                     g.copy_(final)
                 else:
