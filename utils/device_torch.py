@@ -126,6 +126,52 @@ def check_compile(results):
                     "graph_breaks": explain.graph_break_count})
 
 
+class EagerLIF(torch.nn.Module):
+    """LIF in eager PyTorch (the tests' reference) as a module."""
+
+    def forward(self, x):
+        spikes, _ = reference.lif_ref(x)
+        return spikes
+
+
+def digits_data():
+    """scikit-learn's digits: images [1797, 8, 8] in [0, 1], labels, and a
+    seeded split into 1400 training and 397 test indices. ImportError
+    without scikit-learn."""
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    data = torch.tensor(digits.images, dtype=torch.float32) / 16.0
+    target = torch.tensor(digits.target)
+    g = torch.Generator().manual_seed(0)
+    order = torch.randperm(len(data), generator=g)
+    return data, target, order[:1400], order[1400:]
+
+
+def make_digits_net(node, device="cuda"):
+    """Conv-BN-LIF x2 + linear readout, seeded; node() makes each LIF."""
+    torch.manual_seed(0)
+    return torch.nn.ModuleDict({
+        "c1": torch.nn.Conv2d(1, 16, 3, padding=1),
+        "b1": torch.nn.BatchNorm2d(16), "n1": node(),
+        "c2": torch.nn.Conv2d(16, 32, 3, padding=1),
+        "b2": torch.nn.BatchNorm2d(32), "n2": node(),
+        "fc": torch.nn.Linear(32 * 8 * 8, 10)}).to(device)
+
+
+def run_digits_net(net, x, T=8):
+    """Logits [B, 10] of images x [B, 1, 8, 8], each shown for T steps."""
+    for n in ("n1", "n2"):
+        if hasattr(net[n], "reset"):
+            net[n].reset()
+    B = x.shape[0]
+    x = x.unsqueeze(0).repeat(T, 1, 1, 1, 1).flatten(0, 1)  # [T*B,1,8,8]
+    h = net["b1"](net["c1"](x))
+    h = net["n1"](h.view(T, B, 16, 8, 8)).flatten(0, 1)
+    h = net["b2"](net["c2"](h))
+    h = net["n2"](h.view(T, B, 32, 8, 8))
+    return net["fc"](h.flatten(2)).mean(0)
+
+
 def train_digits(results, out=None, epochs=30, compile_epochs=2):
     """Conv-BN-LIF x2 + linear readout, T = 8, on scikit-learn's digits,
     with FlexSN's LIFNode and with an eager LIF (same seed, same data, same
@@ -134,43 +180,12 @@ def train_digits(results, out=None, epochs=30, compile_epochs=2):
     (its first step, which compiles, reported apart). Plots the curves to
     out/digits_training.png."""
     try:
-        from sklearn.datasets import load_digits
+        data, target, train, test = digits_data()
     except ImportError:
         results.append({"check": "digits training", "ok": True,
                         "skipped": "no scikit-learn"})
         return
-    digits = load_digits()
-    data = torch.tensor(digits.images, dtype=torch.float32) / 16.0
-    target = torch.tensor(digits.target)
-    g = torch.Generator().manual_seed(0)
-    order = torch.randperm(len(data), generator=g)
-    train, test = order[:1400], order[1400:]
-
-    class EagerLIF(torch.nn.Module):
-        def forward(self, x):
-            spikes, _ = reference.lif_ref(x)
-            return spikes
-
-    def make(node):
-        torch.manual_seed(0)
-        return torch.nn.ModuleDict({
-            "c1": torch.nn.Conv2d(1, 16, 3, padding=1),
-            "b1": torch.nn.BatchNorm2d(16), "n1": node(),
-            "c2": torch.nn.Conv2d(16, 32, 3, padding=1),
-            "b2": torch.nn.BatchNorm2d(32), "n2": node(),
-            "fc": torch.nn.Linear(32 * 8 * 8, 10)}).cuda()
-
-    def run(net, x, T=8):
-        for n in ("n1", "n2"):
-            if hasattr(net[n], "reset"):
-                net[n].reset()
-        B = x.shape[0]
-        x = x.unsqueeze(0).repeat(T, 1, 1, 1, 1).flatten(0, 1)  # [T*B,1,8,8]
-        h = net["b1"](net["c1"](x))
-        h = net["n1"](h.view(T, B, 16, 8, 8)).flatten(0, 1)
-        h = net["b2"](net["c2"](h))
-        h = net["n2"](h.view(T, B, 32, 8, 8))
-        return net["fc"](h.flatten(2)).mean(0)
+    make, run = make_digits_net, run_digits_net
 
     xs, ys = data[train].unsqueeze(1).cuda(), target[train].cuda()
     x_test = data[test].unsqueeze(1).cuda()

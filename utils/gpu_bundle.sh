@@ -8,8 +8,8 @@
 # so that it fits the GPU runner's `carry`):
 #   cache/          a flexsn.compile cache holding every compile of
 #                   python/tests/kernel_checks.py, train_kernel_checks.py,
-#                   utils/device_torch.py, utils/bench_lif.py and
-#                   utils/bench_fx.py (their
+#                   utils/device_torch.py, utils/device_ddp.py,
+#                   utils/bench_lif.py and utils/bench_fx.py (their
 #                   --compile-only modes) and of python/tests/
 #                   test_torch_neurons.py and test_fx.py (their CPU run). The GPU machine has no tools: there
 #                   compile() serves these entries, found by the same
@@ -97,6 +97,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" utils/device_torch.py --compile-only
 "$PY" utils/bench_lif.py --compile-only
 "$PY" utils/bench_fx.py --compile-only --out "$DIR/fx"
+"$PY" utils/device_ddp.py --compile-only
 # The package's tests compile with flexsn.compile's default targets (CPU and
 # CUDA where the toolkit is): their CPU run here fills the entries their
 # CUDA cases use there.
