@@ -79,6 +79,7 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
   FlexSNCheckGPUOptionsOptions check;
   check.toolkit = options.toolkit;
   check.format = options.format;
+  check.chips.assign(options.chips.begin(), options.chips.end());
   pm.addPass(createFlexSNCheckGPUOptions(check));
 
   SmallVector<std::string> storage(options.storageTypes.begin(),

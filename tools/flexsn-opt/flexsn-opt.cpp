@@ -15,6 +15,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 static int optMain(int argc, char **argv) {
+  mlir::flexsn::configureTool("flexsn-opt");
   mlir::DialectRegistry registry;
   mlir::flexsn::registerAllDialects(registry);
   mlir::flexsn::registerAllPasses();

@@ -10,7 +10,7 @@
 //   flexsn-run FILE [--neuron=NAME] --variant=inference|final-state|train
 //              --input=@x.npy... [--state=@v0.npy...] [--param=NAME=VALUE...]
 //              [--grad-output=@g.npy...] [--grad-state=@g.npy...]
-//              --output-dir=DIR
+//              [--check-finite] --output-dir=DIR
 //
 // Inputs are [T, N...], states [N...], all float32 or all float16. Writes
 // out<k>.npy, then state_seq<k>.npy (inference, train) or final_state<k>.npy
@@ -35,37 +35,48 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::flexsn;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory runCategory("flexsn-run options");
+
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
-                                      cl::desc("<neuron file>"));
+                                      cl::desc("<neuron file>"),
+                                      cl::cat(runCategory));
 static cl::opt<std::string>
     neuronName("neuron", cl::desc("Neuron to run (optional if the file holds "
-                                  "one neuron)"));
+                                  "one neuron)"), cl::cat(runCategory));
 static cl::opt<std::string>
     variantName("variant", cl::Required,
                 cl::desc("inference, final-state, or train (forward then "
-                         "backward)"));
+                         "backward)"), cl::cat(runCategory));
 static cl::list<std::string>
     inputFlags("input", cl::desc("@file.npy of one input sequence [T, N...], "
-                                 "in declaration order"));
+                                 "in declaration order"), cl::cat(runCategory));
 static cl::list<std::string>
     stateFlags("state", cl::desc("@file.npy of one initial state [N...], in "
-                                 "declaration order (absent: zeros)"));
+                                 "declaration order (absent: zeros)"), cl::cat(runCategory));
 static cl::list<std::string>
-    paramFlags("param", cl::desc("NAME=VALUE overriding a parameter default"));
+    paramFlags("param", cl::desc("NAME=VALUE overriding a parameter default"), cl::cat(runCategory));
 static cl::list<std::string>
     gradOutputFlags("grad-output",
                     cl::desc("train: @file.npy of the gradient of one output "
-                             "sequence, in order (absent: zeros)"));
+                             "sequence, in order (absent: zeros)"), cl::cat(runCategory));
 static cl::list<std::string>
     gradStateFlags("grad-state",
                    cl::desc("train: @file.npy of the gradient of one state "
-                            "sequence, in order (absent: zeros)"));
+                            "sequence, in order (absent: zeros)"), cl::cat(runCategory));
+static cl::opt<bool>
+    checkFinite("check-finite",
+                cl::desc("Report the first NaN or infinity of every input, "
+                         "state, gradient and result; exit 1 if any"),
+                cl::cat(runCategory));
 static cl::opt<std::string> outputDir("output-dir", cl::Required,
-                                      cl::desc("Directory for the results"));
+                                      cl::desc("Directory for the results"), cl::cat(runCategory));
 
 namespace {
 [[noreturn]] void fail(const Twine &message) {
@@ -123,11 +134,55 @@ struct Result {
   std::string fileName;
   NpyArray array;
 };
+
+/// "index (i, j, ...) = nan" for the first NaN or infinity of a float
+/// array, in row-major order; nothing if all are finite.
+std::optional<std::string> firstNonFinite(const NpyArray &array) {
+  int64_t count = array.getNumElements();
+  for (int64_t i = 0; i < count; ++i) {
+    bool finite = true, nan = false, negative = false;
+    if (array.dtype == NpyDType::F32) {
+      float value;
+      std::memcpy(&value, array.bytes.data() + 4 * i, 4);
+      finite = std::isfinite(value);
+      nan = std::isnan(value);
+      negative = std::signbit(value);
+    } else if (array.dtype == NpyDType::F16) {
+      uint16_t bits;
+      std::memcpy(&bits, array.bytes.data() + 2 * i, 2);
+      finite = (bits & 0x7c00) != 0x7c00;
+      nan = !finite && (bits & 0x3ff);
+      negative = bits & 0x8000;
+    }
+    if (finite)
+      continue;
+    SmallVector<int64_t> index(array.shape.size());
+    for (int64_t d = index.size() - 1, rest = i; d >= 0; --d) {
+      index[d] = rest % array.shape[d];
+      rest /= array.shape[d];
+    }
+    return "index " + shapeString(index) + " = " +
+           (nan ? "nan" : negative ? "-inf" : "inf");
+  }
+  return std::nullopt;
+}
+
+bool checkFailed = false;
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "FlexSN: run a neuron on the CPU\n");
+  configureTool("flexsn-run");
+  // --help shows flexsn-run's options; LLVM's and MLIR's stay reachable
+  // through --help-hidden.
+  for (auto &option : cl::getRegisteredOptions())
+    if (!llvm::is_contained(option.second->Categories, &runCategory) &&
+        option.first != "help" && option.first != "version")
+      option.second->setHiddenFlag(cl::Hidden);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "FlexSN: run a neuron on the CPU\n\n"
+      "  (LLVM's and MLIR's own options: --help-hidden)\n");
 
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -169,6 +224,10 @@ int main(int argc, char **argv) {
   if (!train && (!gradOutputFlags.empty() || !gradStateFlags.empty()))
     fail(Twine(gradOutputFlags.empty() ? "--grad-state" : "--grad-output") +
          ": gradients are for --variant=train");
+  if (train && gradOutputFlags.empty() && gradStateFlags.empty())
+    llvm::WithColor::warning(llvm::errs(), "flexsn-run")
+        << "--variant=train without --grad-output or --grad-state: every "
+           "incoming gradient is zero, so every gradient written is zero\n";
 
   // Inputs and initial states.
   unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates();
@@ -363,6 +422,29 @@ int main(int argc, char **argv) {
       fail(llvm::toString(std::move(error)));
   }
 
+  if (checkFinite) {
+    unsigned bad = 0;
+    auto check = [&](const Twine &what, const NpyArray &array) {
+      if (std::optional<std::string> where = firstNonFinite(array)) {
+        llvm::WithColor::warning(llvm::errs(), "flexsn-run")
+            << "--check-finite: " << what << ": " << *where << "\n";
+        ++bad;
+      }
+    };
+    for (auto [i, array] : llvm::enumerate(inputs))
+      check("--input #" + Twine(i), array);
+    for (auto [i, array] : llvm::enumerate(states))
+      check("--state #" + Twine(i), array);
+    for (auto [i, array] : llvm::enumerate(gradOutputs))
+      check("--grad-output #" + Twine(i), array);
+    for (auto [i, array] : llvm::enumerate(gradStates))
+      check("--grad-state #" + Twine(i), array);
+    for (Result &result : results)
+      check(result.fileName, result.array);
+    if (bad)
+      checkFailed = true;
+  }
+
   // Write every result, or none.
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
     fail("--output-dir: cannot create '" + outputDir + "': " + ec.message());
@@ -379,5 +461,5 @@ int main(int argc, char **argv) {
     llvm::outs() << "wrote " << path << " " << getDTypeName(result.array.dtype)
                  << shapeString(result.array.shape) << "\n";
   }
-  return 0;
+  return checkFailed ? 1 : 0;
 }

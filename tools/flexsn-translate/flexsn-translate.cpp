@@ -15,6 +15,7 @@
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 static int translateMain(int argc, char **argv) {
+  mlir::flexsn::configureTool("flexsn-translate");
   mlir::flexsn::registerAllTranslations();
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "FlexSN translation driver\n"));

@@ -31,6 +31,12 @@ void registerAllPasses();
 /// (library FlexSNTranslations).
 void registerAllTranslations();
 
+/// What every tool does before parsing its command line: `--version` prints
+/// FlexSN's version and the LLVM it was built against, and a diagnostic no
+/// longer prints the operation it is about (for a module-level error, the
+/// whole module; `--mlir-print-op-on-diagnostic` brings it back).
+void configureTool(const char *toolName);
+
 } // namespace mlir::flexsn
 
 #endif // FLEXSN_TOOLS_REGISTRATION_H

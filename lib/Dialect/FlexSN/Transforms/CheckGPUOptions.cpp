@@ -6,6 +6,8 @@
 
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -17,6 +19,13 @@ namespace mlir::flexsn {
 using namespace mlir;
 
 namespace {
+/// The chips `ptxas --help` of CUDA 13 lists (docs/Reference.md).
+constexpr StringLiteral kKnownChips[] = {
+    "sm_70",   "sm_75",   "sm_80",   "sm_86",   "sm_87",   "sm_88",
+    "sm_89",   "sm_90",   "sm_90a",  "sm_100",  "sm_100a", "sm_100f",
+    "sm_103",  "sm_103a", "sm_103f", "sm_110",  "sm_110a", "sm_110f",
+    "sm_120",  "sm_120a", "sm_120f", "sm_121",  "sm_121a", "sm_121f"};
+
 struct CheckGPUOptionsPass
     : flexsn::impl::FlexSNCheckGPUOptionsBase<CheckGPUOptionsPass> {
   using Base::Base;
@@ -25,6 +34,14 @@ struct CheckGPUOptionsPass
     if (format != "bin" && format != "fatbin" && format != "isa") {
       getOperation().emitError() << "unknown GPU object format '" << format
                                  << "'; expected bin, fatbin or isa";
+      return signalPassFailure();
+    }
+    for (const std::string &chip : chips) {
+      if (llvm::is_contained(kKnownChips, chip))
+        continue;
+      getOperation().emitError()
+          << "unknown chip '" << chip << "'; CUDA 13's ptxas targets "
+          << llvm::join(ArrayRef<StringLiteral>(kKnownChips), ", ");
       return signalPassFailure();
     }
     SmallString<128> ptxas(toolkit), libdevice(toolkit);

@@ -112,8 +112,11 @@ struct GenerateKernelsPass
               .Case("final-state", Variant::FinalState)
               .Default(std::nullopt);
       if (!variant) {
-        module.emitError() << "unknown kernel variant '" << variantName
-                           << "'; expected inference or final-state";
+        module.emitError()
+            << "unknown kernel variant '" << variantName
+            << "'; expected inference or final-state here (the lowering "
+               "pipelines also take forward and backward, which "
+               "flexsn-autodiff generates)";
         return signalPassFailure();
       }
       for (StringRef typeName : typeNames) {

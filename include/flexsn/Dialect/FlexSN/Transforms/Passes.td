@@ -165,19 +165,24 @@ def FlexSNCheckGPUOptions : Pass<"flexsn-check-gpu-options",
   let summary = "Fail early on a GPU pipeline configuration that cannot work";
   let description = [{
     Checks, before the GPU pipeline spends time lowering, that `toolkit`
-    holds `bin/ptxas` and `nvvm/libdevice/`, and that `format` is one of
-    `bin`, `fatbin`, `isa`.
+    holds `bin/ptxas` and `nvvm/libdevice/`, that `format` is one of
+    `bin`, `fatbin`, `isa`, and that every chip is one CUDA 13's ptxas
+    targets (`sm_70` ... `sm_121f`, docs/Reference.md).
 
     Rationale:
     * `gpu-module-to-binary` reports both problems as diagnostics but can
       still succeed (finding ptxas elsewhere, or emitting nothing), which
       would hide a broken setup behind exit code 0.
+    * An unknown chip would only fail in ptxas, after the whole lowering,
+      with the PTX of every kernel in the diagnostic.
   }];
   let options = [
     Option<"toolkit", "toolkit", "std::string", "\"/usr/local/cuda\"",
            "CUDA toolkit directory">,
     Option<"format", "format", "std::string", "\"bin\"",
            "Object format: bin, fatbin or isa">,
+    ListOption<"chips", "chip", "std::string",
+               "Target architectures (sm_90, ...)">,
   ];
 }
 
