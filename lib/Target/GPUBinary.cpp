@@ -466,7 +466,7 @@ void mlir::flexsn::registerGPUBinaryTranslations() {
       registerDialects);
   TranslateFromMLIRRegistration header(
       "flexsn-to-header",
-      "Write a self-contained C header: the embedded kernels and a typed "
-      "launch function per kernel",
+      "Write a C header: the embedded kernels and a typed launch function "
+      "per kernel (includes flexsn_runtime.h; link lib/Runtime)",
       translateToHeader, registerDialects);
 }

@@ -678,7 +678,7 @@ func.func @f(%x: f32) -> f32 {
 
 // An unknown surrogate mnemonic is rejected.
 func.func @f(%x: f32) -> f32 {
-  // expected-error@+1 {{unknown attribute `tanh` in dialect `flexsn`}}
+  // expected-error@+1 {{unknown attribute `tanh` in dialect `flexsn`; the surrogates are sigmoid, atan, piecewise_quadratic, piecewise_exp, soft_sign, super_spike, erf, nonzero_sign_log_abs, piecewise_leaky_relu, squarewave_fourier_series, s2nn, q_pseudo_spike, leaky_k_relu, fake_numerical_gradient, log_tailed_relu, rect, straight_through}}
   %0 = flexsn.spike %x surrogate(#flexsn.tanh) : f32
   return %0 : f32
 }
@@ -1517,4 +1517,12 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
     flexsn.yield %a : f32
   }
   return
+}
+
+// -----
+
+// A parameter needs a default value; the error says so and shows the form.
+// expected-error@+1 {{parameter 'tau' needs a default value: %tau: f32 = <value>}}
+flexsn.neuron @no_default inputs(%x: f32) outputs(y) params(%tau: f32) {
+  flexsn.yield %x : f32
 }

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -29,6 +30,44 @@ void FlexSNDialect::registerAttributes() {
 #define GET_ATTRDEF_LIST
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.cpp.inc"
       >();
+}
+
+/// The mnemonics of the surrogate attributes among `Attrs`.
+template <typename... Attrs>
+static SmallVector<StringRef> surrogateMnemonics() {
+  SmallVector<StringRef> names;
+  (
+      [&] {
+        if constexpr (std::is_base_of_v<
+                          SurrogateAttrInterface::Trait<Attrs>, Attrs>)
+          names.push_back(Attrs::getMnemonic());
+      }(),
+      ...);
+  return names;
+}
+
+Attribute FlexSNDialect::parseAttribute(DialectAsmParser &parser,
+                                        Type type) const {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef mnemonic;
+  Attribute attr;
+  OptionalParseResult result =
+      generatedAttributeParser(parser, &mnemonic, type, attr);
+  if (result.has_value())
+    return succeeded(*result) ? attr : Attribute();
+  static const SmallVector<StringRef> surrogates = surrogateMnemonics<
+#define GET_ATTRDEF_LIST
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.cpp.inc"
+      >();
+  parser.emitError(loc) << "unknown attribute `" << mnemonic
+                        << "` in dialect `flexsn`; the surrogates are "
+                        << llvm::join(surrogates, ", ");
+  return {};
+}
+
+void FlexSNDialect::printAttribute(Attribute attr,
+                                   DialectAsmPrinter &printer) const {
+  (void)generatedAttributePrinter(attr, printer);
 }
 
 //===----------------------------------------------------------------------===//

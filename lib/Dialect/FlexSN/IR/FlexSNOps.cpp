@@ -132,8 +132,17 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
     auto parseParam = [&]() -> ParseResult {
       OpAsmParser::Argument arg;
       TypedAttr value;
-      if (parser.parseArgument(arg, /*allowType=*/true) ||
-          parser.parseEqual() || parser.parseAttribute(value, arg.type))
+      if (parser.parseArgument(arg, /*allowType=*/true))
+        return failure();
+      if (failed(parser.parseOptionalEqual())) {
+        std::string typeText;
+        llvm::raw_string_ostream(typeText) << arg.type;
+        return parser.emitError(parser.getCurrentLocation())
+               << "parameter '" << arg.ssaName.name.drop_front()
+               << "' needs a default value: " << arg.ssaName.name << ": "
+               << typeText << " = <value>";
+      }
+      if (parser.parseAttribute(value, arg.type))
         return failure();
       ParamKind kind = ParamKind::Const;
       StringRef keyword;

@@ -28,10 +28,15 @@ def FlexSN_Dialect : Dialect {
     Bodies compute in `f32`; sequences may be stored as `f32`, `f16` or
     `bf16` (and spikes as `i8`): conversion happens at the scan boundary only.
   }];
-  let useDefaultAttributePrinterParser = 1;
+  // Custom parseAttribute: an unknown attribute lists the surrogates.
+  let useDefaultAttributePrinterParser = 0;
   let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+    ::mlir::Attribute parseAttribute(::mlir::DialectAsmParser &parser,
+                                     ::mlir::Type type) const override;
+    void printAttribute(::mlir::Attribute attr,
+                        ::mlir::DialectAsmPrinter &printer) const override;
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
