@@ -29,7 +29,12 @@ if os.path.exists(os.path.join(config.cuda_toolkit, "include", "cuda.h")):
 # Ahead-of-time CPU kernels are linked into shared libraries by cc.
 if shutil.which("cc"):
     config.available_features.add("c-compiler")
-config.substitutions.append(("%flexsn_runtime_lib", config.flexsn_runtime_lib))
+# A sanitizer build's runtime archive is instrumented: programs linking it
+# link the sanitizer runtimes too.
+sanitized = config.flexsn_sanitizers.upper() in ("ON", "1", "TRUE", "YES")
+config.substitutions.append(
+    ("%flexsn_runtime_lib", config.flexsn_runtime_lib
+     + (" -fsanitize=address,undefined" if sanitized else "")))
 if os.path.exists(config.flexsn_runtime_lib):
     config.available_features.add("flexsn-runtime")
 # mlir-runner's runtime libraries, as -shared-libs takes them.
