@@ -24,6 +24,27 @@ CUDA_TOOLKIT=${FLEXSN_CUDA_TOOLKIT:-/usr/local/cuda}
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
+# Tool output that is only noise when things work (apt's progress, CMake's
+# probes for optional packages) goes to a log file, shown when a step fails.
+LOG_DIR="$BUILD_DIR/setup-logs"
+quietly() {
+  local name=$1
+  shift
+  mkdir -p "$LOG_DIR"
+  if ! "$@" >"$LOG_DIR/$name.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/$name.log" >&2
+    echo "setup.sh: $name failed; full log: $LOG_DIR/$name.log" >&2
+    return 1
+  fi
+}
+
+# Runs a phase and says how long it took.
+timed() {
+  local start=$SECONDS
+  "$@"
+  printf '    (%s: %d s)\n' "$1" $((SECONDS - start))
+}
+
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
@@ -41,8 +62,8 @@ install_packages() {
     log "All packages present"
     return
   fi
-  log "Installing: ${missing[*]}"
-  as_root apt-get update -qq
+  log "Installing: ${missing[*]} (a few minutes; output in $LOG_DIR/)"
+  quietly apt-update as_root apt-get update -qq
   local pinned=()
   for pkg in "${missing[@]}"; do
     case " ${LLVM_PACKAGES[*]} " in
@@ -50,25 +71,26 @@ install_packages() {
       *) pinned+=("$pkg") ;;
     esac
   done
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-      --no-install-recommends "${pinned[@]}"; then
+  if ! quietly apt-install as_root env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends "${pinned[@]}" \
+      2>/dev/null; then
     # The archive keeps only the newest point release of a package.
     log "LLVM $LLVM_DEB_VERSION is not available; installing the newest LLVM $LLVM_VERSION"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends "${missing[@]}"
+    quietly apt-install as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
 }
 
 configure_and_build() {
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     log "Configuring in $BUILD_DIR"
-    cmake -G Ninja -S . -B "$BUILD_DIR" \
+    quietly cmake-configure cmake -G Ninja -S . -B "$BUILD_DIR" \
       -DCMAKE_BUILD_TYPE=Release \
       -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
       -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \
       -DFLEXSN_CUDA_TOOLKIT="$CUDA_TOOLKIT"
   fi
-  log "Building"
+  log "Building (about 4 minutes from scratch on two cores; seconds when up to date)"
   cmake --build "$BUILD_DIR"
 }
 
@@ -129,11 +151,11 @@ install_python_package() {
   echo "$PWD/python" > "$site/flexsn.pth"
 }
 
-install_packages
-configure_and_build
+timed install_packages
+timed configure_and_build
 install_python_package
 case "${1:-all}" in
   build) ;;
-  all) run_main_job ;;
+  all) timed run_main_job ;;
   *) echo "usage: $0 [build]" >&2; exit 2 ;;
 esac
