@@ -209,7 +209,7 @@ func.func @folded() -> (f32, f32, f32) {
 //
 // g(x) at x = -1, -0.3, 0, 0.5, 1, 1.5 for every surrogate (defaults, and a
 // second parameter set for most), printed through mlir-runner. The expected
-// values come from the SPEC formulas evaluated in double precision in Python,
+// values come from the docs/Reference.md formulas evaluated in double precision in Python,
 // not from SurrogateFormulas.h. Each is matched to 4-6 significant digits,
 // fewer where f32 rounding can move the last printed digit (sigmoid's
 // 1 - σ(ax) cancels as σ nears 1). Points on branch boundaries check the
