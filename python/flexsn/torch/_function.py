@@ -67,6 +67,26 @@ def _runtime_values(handle: Handle, trainable: Sequence[torch.Tensor],
     return values
 
 
+def split_tensors(tensors, num_inputs: int, present):
+    """(inputs, initial states with None where `present` says absent,
+    trainable parameters) of the flat tensor list the op and the autograd
+    Function take."""
+    num_inits = sum(present)
+    given = iter(tensors[num_inputs:num_inputs + num_inits])
+    inits = [next(given) if p else None for p in present]
+    return (list(tensors[:num_inputs]), inits,
+            list(tensors[num_inputs + num_inits:]))
+
+
+def final_states(seqs, inits, copy_inits: bool = False):
+    """The last step of each state sequence; when T == 0 the initial state
+    (a copy with `copy_inits`), zeros where none was given."""
+    return [s[-1] if s.shape[0] else
+            (init.clone() if copy_inits else init) if init is not None else
+            s.new_zeros(s.shape[1:])
+            for s, init in zip(seqs, inits)]
+
+
 def _check_inputs(handle: Handle, inputs, inits):
     check_inputs(handle.info, inputs, inits)
 
@@ -91,21 +111,14 @@ class _ScanFunction(torch.autograd.Function):
     def forward(ctx, handle_id, runtime, num_inputs, present, finals,
                 *tensors):
         handle = _registry[handle_id]
-        inputs = list(tensors[:num_inputs])
-        given = iter(tensors[num_inputs:num_inputs + sum(present)])
-        inits = [next(given) if p else None for p in present]
-        num_inits = sum(present)
-        trainable = tensors[num_inputs + num_inits:]
+        inputs, inits, trainable = split_tensors(tensors, num_inputs, present)
         values = _runtime_values(handle, trainable, runtime)
         kernels = handle.kernels_for(inputs[0])
         outputs, states, workspace = kernels.forward(inputs, inits, values)
         if finals:
-            # The last step's states (views: no copy on the device), the
-            # initial ones when T == 0.
-            shape = inputs[0].shape[1:]
-            states = [s[-1] if s.shape[0] else
-                      init.clone() if init is not None else s.new_zeros(shape)
-                      for s, init in zip(states, inits)]
+            # Views of the last step (no copy on the device); an initial
+            # state returned as a result must be a new tensor.
+            states = final_states(states, inits, copy_inits=True)
         ctx.handle, ctx.values, ctx.finals = handle, values, finals
         ctx.present = present
         ctx.trainable_like = trainable
@@ -175,12 +188,6 @@ if _HAS_CUSTOM_OP:
     def _decode(present_mask: int, num_states: int):
         return [bool(present_mask >> i & 1) for i in range(num_states)]
 
-    def _split(handle, tensors, num_inputs, present):
-        inputs = list(tensors[:num_inputs])
-        given = iter(tensors[num_inputs:num_inputs + sum(present)])
-        inits = [next(given) if p else None for p in present]
-        return inputs, inits, list(tensors[num_inputs + sum(present):])
-
     @torch.library.custom_op("flexsn::scan", mutates_args=())
     def _scan_op(handle_id: int, tensors: List[Tensor], num_inputs: int,
                  present_mask: int, runtime: List[float],
@@ -193,7 +200,7 @@ if _HAS_CUSTOM_OP:
         treats as constants of the graph."""
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
-        inputs, inits, trainable = _split(handle, tensors, num_inputs, present)
+        inputs, inits, trainable = split_tensors(tensors, num_inputs, present)
         values = _runtime_values(handle, trainable, runtime)
         kernels = handle.kernels_for(inputs[0])
         if training:
@@ -265,7 +272,7 @@ if _HAS_CUSTOM_OP:
          store_state_seqs) = inputs
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
-        ins, _, trainable = _split(handle, tensors, num_inputs, present)
+        ins, _, trainable = split_tensors(tensors, num_inputs, present)
         ctx.handle_id, ctx.present_mask = handle_id, present_mask
         ctx.runtime = runtime
         ctx.num_inputs, ctx.num_trainable = num_inputs, len(trainable)
@@ -314,8 +321,5 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     outputs = list(results[:n_out])
     states = list(results[n_out:n_out + len(handle.info.states)])
     if training and not store_state_seqs:
-        shape = inputs[0].shape[1:]
-        states = [s[-1] if s.shape[0] else
-                  (init if init is not None else s.new_zeros(shape))
-                  for s, init in zip(states, inits)]
+        states = final_states(states, inits)
     return outputs, states

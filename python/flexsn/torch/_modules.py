@@ -9,7 +9,7 @@ from torch import nn
 
 from .. import compiler
 from .. import surrogate as surrogates
-from ._function import Handle, scan
+from ._function import Handle, final_states, scan
 
 
 class FlexSN(nn.Module):
@@ -142,11 +142,7 @@ class FlexSN(nn.Module):
                                runtime, self.store_state_seqs)
         if self.store_state_seqs:
             self.state_seqs = states
-            # T == 0 leaves the initial states (zeros where none was given).
-            self.states = [s[-1] if s.shape[0] else
-                           init if init is not None else
-                           s.new_zeros(s.shape[1:])
-                           for s, init in zip(states, inits)]
+            self.states = final_states(states, inits)
         else:
             # In place: nn.Module.__setattr__ costs microseconds per call.
             self.states[:] = states
