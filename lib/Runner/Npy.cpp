@@ -399,7 +399,7 @@ Expected<int64_t> getByteSize(ArrayRef<int64_t> shape, NpyDType dtype,
 }
 
 /// Reads the .npy contents in `data`; `path` is only used in messages.
-Expected<NpyArray> parseNpy(StringRef path, StringRef data) {
+Expected<NpyArray> parseNpyContents(StringRef path, StringRef data) {
   // Preamble: magic string, version, header length.
   if (data.empty())
     return makeError(path, "not a .npy file (the file is empty)");
@@ -586,6 +586,10 @@ Expected<NpyArray> readNpy(StringRef path) {
   return parseNpy(path, (*buffer)->getBuffer());
 }
 
+Expected<NpyArray> parseNpy(StringRef name, StringRef data) {
+  return parseNpyContents(name, data);
+}
+
 Error verifyNpyArray(const NpyArray &array) {
   std::string shapeText = formatShape(array.shape);
   Expected<int64_t> numBytes = getByteSize(array.shape, array.dtype, shapeText);
@@ -600,9 +604,9 @@ Error verifyNpyArray(const NpyArray &array) {
   return Error::success();
 }
 
-Error writeNpy(StringRef path, const NpyArray &array) {
+Expected<std::string> serializeNpy(const NpyArray &array) {
   if (Error error = verifyNpyArray(array))
-    return makeError(path, "cannot write: " + toString(std::move(error)));
+    return std::move(error);
 
   // The dictionary exactly as numpy writes it, keys sorted, then padded with
   // spaces and a final '\n' so that the data starts at a multiple of 64.
@@ -617,16 +621,27 @@ Error writeNpy(StringRef path, const NpyArray &array) {
     length = header.size() + 1;
     length += kAlignment - (preamble + length) % kAlignment;
     if (length > std::numeric_limits<uint32_t>::max())
-      return makeError(path, "cannot write: the header is too long");
+      return createStringError(std::make_error_code(std::errc::invalid_argument),
+                               "the header is too long");
   }
   header.resize(length - 1, ' ');
   header += '\n';
 
-  std::string prefix = kMagic.str();
-  prefix += static_cast<char>(preamble == kPreambleV1 ? 1 : 2);
-  prefix += '\0';
+  std::string contents = kMagic.str();
+  contents += static_cast<char>(preamble == kPreambleV1 ? 1 : 2);
+  contents += '\0';
   for (size_t i = kMagic.size() + 2; i < preamble; ++i, length >>= 8)
-    prefix += static_cast<char>(length & 0xff);
+    contents += static_cast<char>(length & 0xff);
+  contents += header;
+  contents.append(reinterpret_cast<const char *>(array.bytes.data()),
+                  array.bytes.size());
+  return contents;
+}
+
+Error writeNpy(StringRef path, const NpyArray &array) {
+  Expected<std::string> contents = serializeNpy(array);
+  if (!contents)
+    return makeError(path, "cannot write: " + toString(contents.takeError()));
 
   // Write beside the destination, then rename over it, so readers never see
   // a partial file.
@@ -641,9 +656,7 @@ Error writeNpy(StringRef path, const NpyArray &array) {
   std::error_code ec;
   {
     raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << prefix << header;
-    os.write(reinterpret_cast<const char *>(array.bytes.data()),
-             array.bytes.size());
+    os << *contents;
     os.close();
     ec = os.error();
     os.clear_error();

@@ -639,19 +639,19 @@ static flexsn_status check_context(CUstream stream, const void *buffer,
  * Launch
  *===----------------------------------------------------------------------===*/
 
-/* The buffer of the k-th initial state (NULL if absent). */
-static void *initial_state(const flexsn_kernel_desc *desc, void *const *buffers,
-                           int k) {
+/* The index of the k-th initial state's buffer. */
+static int initial_state(const flexsn_kernel_desc *desc, int k) {
   int i;
   for (i = 0; i < desc->num_buffers; ++i)
     if (desc->kinds[i] == FLEXSN_INITIAL_STATE && k-- == 0)
-      return buffers[i];
-  return NULL; /* unreachable: check_desc counted them */
+      return i;
+  return -1; /* unreachable: check_desc counted them */
 }
 
-/* T == 0: the k-th final state takes the k-th initial state (or zeros). */
+/* T == 0: the k-th final state takes the k-th initial state (or zeros):
+   N elements of the final state's size. */
 static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
-                                           CUstream stream, int64_t bytes,
+                                           CUstream stream, int64_t N,
                                            void *const *buffers) {
   CUcontext context;
   flexsn_status status;
@@ -666,28 +666,33 @@ static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
 
   /* Validate every buffer involved before writing any. */
   for (i = 0, k = 0; i < desc->num_buffers; ++i) {
-    void *src;
+    int src;
+    int64_t bytes = N * element_size_of(desc, i);
     if (desc->kinds[i] != FLEXSN_FINAL_STATE)
       continue;
-    src = initial_state(desc, buffers, k++);
+    src = initial_state(desc, k++);
     if (!buffers[i])
       continue;
     status = check_buffer(context, buffers[i], bytes, 1);
-    if (status == FLEXSN_SUCCESS && src)
-      status = check_buffer(context, src, bytes, 0);
     if (status != FLEXSN_SUCCESS)
-      return status;
+      return blame(i, status);
+    if (buffers[src]) {
+      status = check_buffer(context, buffers[src], bytes, 0);
+      if (status != FLEXSN_SUCCESS)
+        return blame(src, status);
+    }
   }
   for (i = 0, k = 0; i < desc->num_buffers; ++i) {
     CUdeviceptr dst = (CUdeviceptr)(uintptr_t)buffers[i], src;
+    size_t bytes = (size_t)(N * element_size_of(desc, i));
     CUresult r;
     if (desc->kinds[i] != FLEXSN_FINAL_STATE)
       continue;
-    src = (CUdeviceptr)(uintptr_t)initial_state(desc, buffers, k++);
+    src = (CUdeviceptr)(uintptr_t)buffers[initial_state(desc, k++)];
     if (!dst || src == dst) /* absent, or in-place: nothing to do */
       continue;
-    r = src ? g_drv.memcpy_dtod_async(dst, src, (size_t)bytes, stream)
-            : g_drv.memset_d8_async(dst, 0, (size_t)bytes, stream);
+    r = src ? g_drv.memcpy_dtod_async(dst, src, bytes, stream)
+            : g_drv.memset_d8_async(dst, 0, bytes, stream);
     if (r != CUDA_SUCCESS)
       return fail(r, FLEXSN_ERROR_CUDA);
   }
@@ -706,7 +711,7 @@ static flexsn_status zero_param_gradients(const flexsn_kernel_desc *desc,
       continue;
     status = check_buffer(context, buffers[i], 4, 1);
     if (status != FLEXSN_SUCCESS)
-      return status;
+      return blame(i, status);
     r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
                               stream);
     if (r != CUDA_SUCCESS)
@@ -780,9 +785,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     }
     if (N == 0)
       return FLEXSN_SUCCESS;
-    return copy_initial_to_final(desc, stream,
-                                 state_bytes * element_size_of(desc, 0),
-                                 buffers);
+    return copy_initial_to_final(desc, stream, N, buffers);
   }
 
   status = check_context(stream, first_buffer(desc, buffers), &context);

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace mlir::flexsn {
@@ -51,6 +52,14 @@ llvm::StringRef getDTypeName(NpyDType dtype);
 /// where the Fortran and C layouts coincide (at most one dimension with extent
 /// above 1, or no elements).
 llvm::Expected<NpyArray> readNpy(llvm::StringRef path);
+
+/// Reads .npy contents held in memory, as readNpy does; `name` stands for the
+/// file in messages.
+llvm::Expected<NpyArray> parseNpy(llvm::StringRef name, llvm::StringRef data);
+
+/// The contents writeNpy writes for `array` (an error if `array` is
+/// inconsistent, see verifyNpyArray).
+llvm::Expected<std::string> serializeNpy(const NpyArray &array);
 
 /// Writes `array` as a version 1.0 .npy file (header padded so data starts at a
 /// multiple of 64 bytes, header ending in '\n', as numpy does; version 2.0 only

@@ -153,11 +153,14 @@ typedef struct flexsn_kernel_desc {
    resolved value). Grid: 256 threads per block, ceil(N / width / 256) blocks
    on x (width = vector_width for the vector kernel, else 1).
 
-   T == 0 or N == 0 launches no kernel. For T == 0 and N > 0, each non-NULL
-   FLEXSN_FINAL_STATE buffer receives its matching FLEXSN_INITIAL_STATE (the
-   k-th final state pairs with the k-th initial state) by cuMemcpyDtoDAsync, or
-   zeros by cuMemsetD8Async when that initial state is NULL; nothing else is
-   touched. Without such copies the call makes no driver call at all.
+   T == 0 or N == 0 launches no kernel. Parameter gradients are then zeroed
+   (cuMemsetD8Async: the gradient of an empty problem), and for T == 0 and
+   N > 0 each non-NULL FLEXSN_FINAL_STATE buffer receives its matching
+   FLEXSN_INITIAL_STATE (the k-th final state pairs with the k-th initial
+   state; N elements of the final state's element size) by
+   cuMemcpyDtoDAsync, or zeros by cuMemsetD8Async when that initial state is
+   NULL; nothing else is touched. Without such writes the call makes no
+   driver call at all.
 
    Checks, before any driver call, in this order:
      - image, its data, desc malformed (NULL names, width < 1, element_size not
@@ -170,11 +173,13 @@ typedef struct flexsn_kernel_desc {
      - ld < 0 or (ld != 0 and ld < N)              -> BAD_STRIDE
      - a required buffer NULL (input sequence,
        saved values, parameter gradient, scratch)  -> NULL_POINTER
-     - ((T-1)*ld + N) * element_size or N * element_size overflowing int64, or
-       ceil(N / 256) > 2^31-1                      -> SIZE_OVERFLOW
+     - the element count (T-1)*ld + N of a [T, N] buffer overflowing int64
+       (whether or not the kernel has one), a buffer's extent in bytes
+       overflowing int64, or ceil(N / 256) > 2^31-1  -> SIZE_OVERFLOW
      - a buffer not aligned to element_size        -> INVALID_ARGUMENT
    Then, with the driver, for the buffers the call touches (all non-NULL ones
-   for a launch; finals and their initials for T == 0):
+   for a launch; parameter gradients, and finals with their initials, for an
+   empty problem):
      - driver unavailable                          -> NO_DRIVER
      - no current context (and none adopted: with no context current, the
        primary context of the first non-NULL buffer's device is made current

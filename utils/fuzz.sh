@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets with libFuzzer, ASan and UBSan (clang-22, in
+# build-fuzz/) and runs each for a bounded time (docs/Testing.md).
+#
+#   bash utils/fuzz.sh smoke               every target for 60 s (CI)
+#   bash utils/fuzz.sh run SECONDS [NAME...]  each named target (npy,
+#                                          parser, pipeline, runtime; default
+#                                          all) for SECONDS
+#
+# A target's growing corpus is kept in build-fuzz/fuzz/corpus/NAME, so a
+# later run goes on from it; a crash leaves its input in
+# build-fuzz/fuzz/artifacts/NAME and fails the script. Run after
+# utils/setup.sh (which installs the LLVM packages); this installs clang-22
+# and its libFuzzer runtime if they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD_DIR=${FLEXSN_FUZZ_BUILD_DIR:-build-fuzz}
+LLVM_PREFIX=/usr/lib/llvm-22
+LLVM_DEB_VERSION="1:22.1.8-1~deb12u1"
+CUDA_TOOLKIT=${FLEXSN_CUDA_TOOLKIT:-/usr/local/cuda}
+ALL_TARGETS=(npy parser pipeline runtime)
+
+case "${1:-}" in
+  smoke) seconds=60; targets=("${ALL_TARGETS[@]}") ;;
+  run)
+    seconds=${2:?"usage: fuzz.sh run SECONDS [NAME...]"}
+    shift 2
+    targets=("$@")
+    [ ${#targets[@]} -gt 0 ] || targets=("${ALL_TARGETS[@]}") ;;
+  *) sed -n '2,15p' "$0"; exit 2 ;;
+esac
+
+log() { printf '==> %s\n' "$*"; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [ ! -x "$LLVM_PREFIX/bin/clang++" ] ||
+    [ ! -e "$LLVM_PREFIX/lib/clang/22/lib/linux/libclang_rt.fuzzer-x86_64.a" ]; then
+  log "Installing clang-22 and libclang-rt-22-dev (libFuzzer)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "clang-22=$LLVM_DEB_VERSION" \
+    "libclang-rt-22-dev=$LLVM_DEB_VERSION" >/dev/null 2>&1 ||
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends clang-22 libclang-rt-22-dev >/dev/null
+fi
+
+start=$SECONDS
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER="$LLVM_PREFIX/bin/clang" \
+    -DCMAKE_CXX_COMPILER="$LLVM_PREFIX/bin/clang++" \
+    -DFLEXSN_ENABLE_FUZZERS=ON -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+    -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \
+    -DFLEXSN_CUDA_TOOLKIT="$CUDA_TOOLKIT" >/dev/null
+fi
+log "Building the fuzz targets in $BUILD_DIR (several minutes from scratch on two cores)"
+cmake --build "$BUILD_DIR" --target flexsn-fuzzers
+log "Built in $((SECONDS - start)) s"
+
+# As in utils/check_sanitizers.sh: Debian's libMLIR.so is not instrumented.
+export ASAN_OPTIONS=detect_leaks=1:allow_user_poisoning=0:use_sigaltstack=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+work="$BUILD_DIR/fuzz"
+seeds="$work/seeds"
+rm -rf "$seeds"
+/usr/bin/python3 utils/fuzz_corpus.py "$seeds/mlir" >/dev/null
+
+status=0
+summary=()
+for name in "${targets[@]}"; do
+  binary="$BUILD_DIR/test/Fuzz/flexsn-$name-fuzzer"
+  if [ ! -x "$binary" ]; then
+    log "No $binary (the runtime target needs cuda.h): skipped"
+    continue
+  fi
+  corpus="$work/corpus/$name"
+  artifacts="$work/artifacts/$name"
+  mkdir -p "$corpus" "$artifacts"
+  args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=60
+        -rss_limit_mb=6144 -artifact_prefix="$artifacts/")
+  inputs=("$corpus")
+  case "$name" in
+    npy) args+=(-dict=test/Fuzz/npy.dict -max_len=4096)
+         inputs+=(test/Fuzz/corpus/npy) ;;
+    parser | pipeline)
+         args+=(-dict=test/Fuzz/flexsn.dict -max_len=16384)
+         inputs+=("$seeds/mlir") ;;
+    runtime) args+=(-max_len=512)
+         inputs+=(test/Fuzz/corpus/runtime) ;;
+  esac
+  [ -d "test/Fuzz/regressions/$name" ] && inputs+=("test/Fuzz/regressions/$name")
+  log "Fuzzing $name for $seconds s"
+  log_file="$work/$name.log"
+  if ! "$binary" "${args[@]}" "${inputs[@]}" >"$log_file" 2>&1; then
+    status=1
+    log "$name FAILED; the report:"
+    grep -v '^#[0-9]' "$log_file" | tail -n 60
+  fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log_file")
+  last=$(grep -E '^#[0-9]+' "$log_file" | tail -n 1 || true)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+  units=$(find "$corpus" -type f | wc -l)
+  summary+=("$(printf '%-9s %10s execs  cov %6s  ft %7s  corpus %5s' \
+    "$name" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$units")")
+done
+
+log "Fuzzing summary ($seconds s per target)"
+printf '    %s\n' "${summary[@]}"
+exit "$status"
