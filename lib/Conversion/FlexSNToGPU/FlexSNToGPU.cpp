@@ -596,6 +596,9 @@ struct ConvertFlexSNToGPUPass
     : flexsn::impl::ConvertFlexSNToGPUBase<ConvertFlexSNToGPUPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Steps are emitted from flat bodies.
+    if (failed(inlineApplications(module)))
+      return signalPassFailure();
     std::vector<KernelPlan> plans;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func->hasAttr("flexsn.variant"))

@@ -206,6 +206,9 @@ struct ConvertFlexSNToSCFPass
     : flexsn::impl::ConvertFlexSNToSCFBase<ConvertFlexSNToSCFPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Steps are emitted from flat bodies.
+    if (failed(inlineApplications(module)))
+      return signalPassFailure();
     // Kernel functions keep their interface on the module, for the manifest
     // and the runtimes that call the compiled functions.
     Builder builder(module.getContext());

@@ -431,18 +431,31 @@ flexsn.neuron @f16_arith inputs(%x: f32) outputs(s) {
 
 // -----
 
-// Only arith, math and flexsn ops: no calls.
+// No calls but applications of neurons.
 func.func private @helper(f32) -> f32
 
 flexsn.neuron @calls inputs(%x: f32) outputs(s) {
-  // expected-error@+1 {{'func.call' op is not allowed in a neuron body: use arith, math and flexsn ops}}
+  // expected-error@+1 {{'func.call' op is not allowed in a neuron body: its ops must be free of memory effects and regions (arith, math and flexsn ops are), or apply a neuron}}
   %y = func.call @helper(%x) : (f32) -> f32
   flexsn.yield %y : f32
 }
 
 // -----
 
-// Only arith, math and flexsn ops: no memory.
+// No ops holding regions.
+flexsn.neuron @branches inputs(%x: f32) outputs(s) params(%f: i1 = true) {
+  // expected-error@+1 {{'scf.if' op is not allowed in a neuron body: its ops must be free of memory effects and regions}}
+  %y = scf.if %f -> (f32) {
+    scf.yield %x : f32
+  } else {
+    scf.yield %x : f32
+  }
+  flexsn.yield %y : f32
+}
+
+// -----
+
+// No memory.
 flexsn.neuron @allocates inputs(%x: f32) outputs(s) {
   // expected-error@+1 {{'memref.alloc' op is not allowed in a neuron body}}
   %m = memref.alloc() : memref<f32>
@@ -1466,11 +1479,11 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
 
 // -----
 
-// Only arith, math and flexsn ops in an inline body: no memory access.
+// No memory access in an inline body either.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %m: memref<f32>) {
   flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) {
   ^bb0(%a: f32):
-    // expected-error@+1 {{'memref.load' op is not allowed in a scan body: use arith, math and flexsn ops}}
+    // expected-error@+1 {{'memref.load' op is not allowed in a scan body: its ops must be free of memory effects and regions}}
     %b = memref.load %m[] : memref<f32>
     flexsn.yield %b : f32
   }

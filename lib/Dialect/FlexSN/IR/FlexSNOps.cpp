@@ -27,17 +27,20 @@ static bool isBodyScalarType(Type type) {
   return type.isF32() || type.isSignlessInteger() || type.isIndex();
 }
 
-/// Checks the ops of a per-step body: scalar `arith`, `math` and `flexsn`
-/// ops only, so that the body lowers the same way to CPU loops and GPU
-/// threads and autodiff needs only a per-op rule table.
+/// Checks the ops of a per-step body: ops free of memory effects and
+/// regions, and applications of neurons, on scalars; so the body lowers the
+/// same way to CPU loops and GPU threads, and autodiff needs only a per-op
+/// rule. Asked through interfaces: any dialect's such ops qualify.
 static LogicalResult verifyStepBody(Block &block, StringRef owner) {
   for (Operation &op : block.without_terminator()) {
-    StringRef ns = op.getName().getDialectNamespace();
-    if (ns != "arith" && ns != "math" && ns != "flexsn")
-      return op.emitOpError() << "is not allowed in a " << owner
-                              << " body: use arith, math and flexsn ops";
     if (isa<ScanOp, NeuronOp>(op))
       return op.emitOpError() << "cannot be nested in a " << owner << " body";
+    if (op.getNumRegions() != 0 ||
+        !(isMemoryEffectFree(&op) || isa<ApplyOp>(op)))
+      return op.emitOpError()
+             << "is not allowed in a " << owner
+             << " body: its ops must be free of memory effects and regions "
+                "(arith, math and flexsn ops are), or apply a neuron";
     for (Type type :
          llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes())) {
       if (isBodyScalarType(type))
@@ -345,6 +348,20 @@ LogicalResult NeuronOp::verifyRegions() {
   return verifyStepBody(block, "neuron");
 }
 
+FunctionType NeuronOp::getStepType() {
+  SmallVector<Type> results(getNumOutputs() + getNumStates(),
+                            Float32Type::get(getContext()));
+  return FunctionType::get(getContext(), getBodyBlock().getArgumentTypes(),
+                           results);
+}
+
+Region *NeuronOp::getCallableRegion() { return &getBody(); }
+
+// Function types are uniqued in the context, which owns these arrays.
+ArrayRef<Type> NeuronOp::getArgumentTypes() { return getStepType().getInputs(); }
+
+ArrayRef<Type> NeuronOp::getResultTypes() { return getStepType().getResults(); }
+
 //===----------------------------------------------------------------------===//
 // ApplyOp
 //===----------------------------------------------------------------------===//
@@ -371,6 +388,20 @@ static bool findApplyCycle(NeuronOp from, NeuronOp target,
     return true;
   path.pop_back();
   return false;
+}
+
+CallInterfaceCallable ApplyOp::getCallableForCallee() {
+  return getCalleeAttr();
+}
+
+void ApplyOp::setCalleeFromCallable(CallInterfaceCallable callee) {
+  setCalleeAttr(cast<FlatSymbolRefAttr>(cast<SymbolRefAttr>(callee)));
+}
+
+Operation::operand_range ApplyOp::getArgOperands() { return getOperands(); }
+
+MutableOperandRange ApplyOp::getArgOperandsMutable() {
+  return getOperandsMutable();
 }
 
 LogicalResult ApplyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {

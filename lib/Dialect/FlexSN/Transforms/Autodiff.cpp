@@ -73,8 +73,9 @@ LogicalResult reverseSweep(Block &body, AdjointBuilder &builder,
     auto rule = dyn_cast<DifferentiableOpInterface>(op);
     if (!rule)
       return op.emitOpError()
-             << "has no derivative rule: flexsn-autodiff differentiates "
-                "arith, math and flexsn.spike/detach ops";
+             << "has no derivative rule (DifferentiableOpInterface), and a "
+                "gradient flows through it (flexsn-autodiff's description "
+                "lists the ops that have one)";
     if (failed(rule.emitAdjoint(builder)))
       return failure();
   }

@@ -189,6 +189,9 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // Steps are emitted from flat bodies.
+    if (failed(inlineApplications(module)))
+      return signalPassFailure();
     SmallVector<std::string> types(storageTypes.begin(), storageTypes.end());
     if (types.empty())
       types = {"f32"};

@@ -9,9 +9,45 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/Inliner.h"
+#include "mlir/Transforms/InliningUtils.h"
 
 using namespace mlir;
 using namespace mlir::flexsn;
+
+LogicalResult mlir::flexsn::inlineApplications(ModuleOp module) {
+  InlinerInterface interface(module.getContext());
+  InlinerConfig config;
+  SymbolTableCollection symbolTables;
+  // Each round inlines the applications in sight; the bodies they bring may
+  // apply further neurons. The verifier rejects cycles, so the chains end;
+  // the bound only guards modules that were never verified.
+  for (unsigned round = 0;; ++round) {
+    SmallVector<ApplyOp> applications;
+    for (auto neuron : module.getOps<NeuronOp>())
+      neuron.walk([&](ApplyOp apply) { applications.push_back(apply); });
+    if (applications.empty())
+      return success();
+    if (round == 64)
+      return applications.front().emitOpError(
+          "applies neurons more than 64 levels deep (a cycle?)");
+    for (ApplyOp apply : applications) {
+      auto callee = symbolTables.lookupNearestSymbolFrom<NeuronOp>(
+          apply, apply.getCalleeAttr());
+      if (!callee)
+        return apply.emitOpError() << "'@" << apply.getCallee()
+                                   << "' does not reference a flexsn.neuron";
+      if (failed(inlineCall(interface, config.getCloneCallback(),
+                            cast<CallOpInterface>(apply.getOperation()),
+                            cast<CallableOpInterface>(callee.getOperation()),
+                            &callee.getBody())))
+        return apply.emitOpError()
+               << "cannot be inlined: @" << apply.getCallee()
+               << " holds an op whose dialect does not allow inlining";
+      apply.erase();
+    }
+  }
+}
 
 SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
                                               ValueRange args) {
@@ -26,20 +62,8 @@ SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
             def && def->hasTrait<OpTrait::ConstantLike>())
           builder.clone(*def, mapping);
   for (Operation &op : body.without_terminator()) {
-    auto apply = dyn_cast<ApplyOp>(op);
-    if (!apply) {
-      builder.clone(op, mapping);
-      continue;
-    }
-    // The verifier guarantees the callee exists and applications are acyclic.
-    auto callee = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
-        apply, apply.getCalleeAttr());
-    SmallVector<Value> results =
-        emitStepBody(builder, callee.getBodyBlock(),
-                     llvm::map_to_vector(apply.getOperands(), [&](Value v) {
-                       return mapping.lookup(v);
-                     }));
-    mapping.map(apply.getResults(), results);
+    assert(!isa<ApplyOp>(op) && "flexsn.apply not inlined (inlineApplications)");
+    builder.clone(op, mapping);
   }
   // A scan's inline body may yield values defined above it.
   return llvm::map_to_vector(body.getTerminator()->getOperands(), [&](Value v) {

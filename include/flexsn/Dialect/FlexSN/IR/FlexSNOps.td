@@ -11,6 +11,7 @@ include "flexsn/Dialect/FlexSN/IR/FlexSNDialect.td"
 include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/CallInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -32,7 +33,8 @@ def FlexSN_ParamArrayAttr : TypedArrayAttrBase<FlexSN_ParamAttr,
 
 def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
     Symbol, IsolatedFromAbove, SingleBlock, HasParent<"::mlir::ModuleOp">,
-    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>,
+    DeclareOpInterfaceMethods<CallableOpInterface>]> {
   let summary = "A spiking neuron, defined by its per-time-step body";
   let description = [{
     Defines a neuron as a function computing **one neuron for one time step
@@ -44,8 +46,14 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
     parameters, in that order; `flexsn.yield` returns the outputs followed
     by the new states. The counts of inputs, states and outputs are explicit
     (the `inputs`, `states` and `outputs` lists) and verified against the
-    body. The body may use `arith`, `math` and `flexsn` ops on scalars only,
-    with `f32` as the only floating-point type.
+    body. The body computes on scalars, with `f32` as the only
+    floating-point type, with ops free of memory effects and regions (the
+    `arith`, `math` and `flexsn` per-step ops, or such ops of any dialect)
+    and `flexsn.apply`. Training kernels need a derivative rule
+    (`DifferentiableOpInterface`) on every op a gradient flows through.
+
+    A neuron is callable (`CallableOpInterface`): `flexsn.apply` calls it,
+    and MLIR's inliner inlines those calls.
 
     Parameters are named and typed (`f32`, `i1` or `i32`), have a default
     value, and are `const` (specialized at compile time; the default),
@@ -77,7 +85,9 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
                        StrArrayAttr:$input_names,
                        StrArrayAttr:$state_names,
                        StrArrayAttr:$output_names,
-                       FlexSN_ParamArrayAttr:$params);
+                       FlexSN_ParamArrayAttr:$params,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -91,6 +101,10 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
     ::llvm::SmallVector<ParamAttr> getParamAttrs();
     /// The parameters that are kernel arguments (runtime or trainable).
     ::llvm::SmallVector<ParamAttr> getRuntimeParamAttrs();
+
+    /// The step as a function type: (inputs..., states..., params...) ->
+    /// (outputs..., new_states...).
+    ::mlir::FunctionType getStepType();
 
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
     ::mlir::Block::BlockArgListType getInputArgs() {
@@ -242,7 +256,8 @@ def FlexSN_DetachOp : FlexSN_Op<"detach", [Pure, SameOperandsAndResultType]> {
 }
 
 def FlexSN_ApplyOp : FlexSN_Op<"apply", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<CallOpInterface>]> {
   let summary = "One step of another neuron, inside a neuron body";
   let description = [{
     Applies the body of neuron `@callee` to scalars, so neurons compose
@@ -251,12 +266,19 @@ def FlexSN_ApplyOp : FlexSN_Op<"apply", [
     `(outputs..., new_states...)`. A neuron must not apply itself, directly
     or through others.
 
+    It is a call (`CallOpInterface`): MLIR's inliner (`--inline`) replaces
+    it by the callee's body, and the passes that emit steps
+    (`flexsn-autodiff`, `convert-flexsn-to-scf`, `convert-flexsn-to-gpu`)
+    inline every application first.
+
     ```mlir
     %s, %v1 = flexsn.apply @lif(%x, %v, %tau) : (f32, f32, f32) -> (f32, f32)
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee,
-                       Variadic<AnyTypeOf<[F32, I1, I32]>>:$operands);
+                       Variadic<AnyTypeOf<[F32, I1, I32]>>:$operands,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
   let results = (outs Variadic<F32>:$results);
   let assemblyFormat = [{
     $callee `(` $operands `)` attr-dict `:` functional-type($operands, $results)

@@ -71,10 +71,14 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     The step body is first specialized (`const` parameters folded, applied
     neurons inlined, canonicalized) so that flags such as `soft_reset` are
     differentiated as the selected branch. Each op's derivative rule comes
-    from its `DifferentiableOpInterface` (attached to the `arith` and `math`
-    ops a body may use); `flexsn.spike` differentiates through its surrogate
-    (`flexsn.surrogate_grad`), `flexsn.detach` stops the gradient, and an op
-    without a rule gets a diagnostic naming it. Absent incoming gradients
+    from its `DifferentiableOpInterface`, attached to `arith.addf`, `subf`,
+    `mulf`, `divf`, `negf`, `select`, `maximumf`, `maxnumf`, `minimumf`,
+    `minnumf` and `math.exp`, `log`, `log1p`, `sqrt`, `tanh`, `absf`, `sin`,
+    `cos`, `atan`, `erf`, `powf`, `fma`; `flexsn.spike` differentiates through
+    its surrogate (`flexsn.surrogate_grad`), `flexsn.detach` stops the
+    gradient, and an op without a rule that a gradient flows through gets a
+    diagnostic naming it (other dialects' ops gain a rule by an external
+    model). Absent incoming gradients
     (null buffers) are zeros.
 
     Saving policy: the backward step needs the forward values its derivative
