@@ -15,32 +15,16 @@
 
 #include "FuzzerSupport.h"
 
-#include "flexsn/Tools/Registration.h"
+#include "MlirFuzzing.h"
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
-#include "mlir/IR/OwningOpRef.h"
-#include "mlir/Parser/Parser.h"
 
 #include "llvm/Support/raw_ostream.h"
 
-#include <string>
-
 using namespace mlir;
+using namespace mlir::flexsn::fuzzing;
 
 namespace {
-
-const DialectRegistry &getRegistry() {
-  static DialectRegistry *registry = [] {
-    auto *r = new DialectRegistry();
-    flexsn::registerAllDialects(*r);
-    return r;
-  }();
-  return *registry;
-}
 
 std::string print(ModuleOp module, bool generic) {
   std::string text;
@@ -55,31 +39,22 @@ std::string print(ModuleOp module, bool generic) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  MLIRContext context(getRegistry(), MLIRContext::Threading::DISABLED);
-  bool emittedError = false;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    emittedError |= diag.getSeverity() == DiagnosticSeverity::Error;
-    return success();
-  });
-
-  std::string text(reinterpret_cast<const char *>(data), size);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+  FuzzContext fuzz;
+  OwningOpRef<ModuleOp> module = fuzz.parse(toText(data, size));
   if (!module) {
-    FLEXSN_FUZZ_CHECK(emittedError, "the parser failed without an error");
+    FLEXSN_FUZZ_CHECK(fuzz.emittedError, "the parser failed without an error");
     return 0;
   }
-  FLEXSN_FUZZ_CHECK(!emittedError, "the parser succeeded after an error");
+  FLEXSN_FUZZ_CHECK(!fuzz.emittedError, "the parser succeeded after an error");
 
   std::string custom = print(*module, /*generic=*/false);
-  OwningOpRef<ModuleOp> reparsed =
-      parseSourceString<ModuleOp>(custom, &context);
+  OwningOpRef<ModuleOp> reparsed = fuzz.parse(custom);
   FLEXSN_FUZZ_CHECK(reparsed, "the printed module does not parse");
   FLEXSN_FUZZ_CHECK(print(*reparsed, false) == custom,
                     "printing the reparsed module gives other text");
 
   std::string generic = print(*module, /*generic=*/true);
-  OwningOpRef<ModuleOp> fromGeneric =
-      parseSourceString<ModuleOp>(generic, &context);
+  OwningOpRef<ModuleOp> fromGeneric = fuzz.parse(generic);
   FLEXSN_FUZZ_CHECK(fromGeneric, "the generic form does not parse");
   FLEXSN_FUZZ_CHECK(print(*fromGeneric, false) == custom,
                     "the generic form parses to another module");

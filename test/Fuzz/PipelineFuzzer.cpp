@@ -20,17 +20,12 @@
 
 #include "FuzzerSupport.h"
 
+#include "MlirFuzzing.h"
+
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Pipelines/Pipelines.h"
-#include "flexsn/Tools/Registration.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/OwningOpRef.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -39,25 +34,15 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/FileSystem.h"
 
-#include <string>
-
 using namespace mlir;
 using namespace mlir::flexsn;
+using namespace mlir::flexsn::fuzzing;
 
 #ifndef FLEXSN_CUDA_TOOLKIT
 #define FLEXSN_CUDA_TOOLKIT "/usr/local/cuda"
 #endif
 
 namespace {
-
-const DialectRegistry &getRegistry() {
-  static DialectRegistry *registry = [] {
-    auto *r = new DialectRegistry();
-    registerAllDialects(*r);
-    return r;
-  }();
-  return *registry;
-}
 
 bool haveLibdevice() {
   static bool found = llvm::sys::fs::exists(
@@ -84,15 +69,9 @@ OwningOpRef<ModuleOp> runPipeline(ModuleOp module, bool &emittedError,
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  MLIRContext context(getRegistry(), MLIRContext::Threading::DISABLED);
-  bool emittedError = false;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    emittedError |= diag.getSeverity() == DiagnosticSeverity::Error;
-    return success();
-  });
-
-  std::string text(reinterpret_cast<const char *>(data), size);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+  FuzzContext fuzz;
+  bool &emittedError = fuzz.emittedError;
+  OwningOpRef<ModuleOp> module = fuzz.parse(toText(data, size));
   if (!module)
     return 0;
 

@@ -148,6 +148,14 @@ struct Call {
   int64_t elementSize(int i) const {
     return desc.element_sizes ? desc.element_sizes[i] : desc.element_size;
   }
+  /// The index of the k-th initial state, which the k-th final state pairs
+  /// with.
+  int initialState(int k) const {
+    for (int j = 0; j < desc.num_buffers; ++j)
+      if (desc.kinds[j] == FLEXSN_INITIAL_STATE && k-- == 0)
+        return j;
+    return -1;
+  }
   /// ld as the kernel receives it.
   int64_t resolvedLd() const { return ld == 0 ? N : ld; }
   /// The bytes the header says buffer i spans; -1 on overflow.
@@ -336,11 +344,7 @@ Expectation checkWithDriver(const Call &c, int context, bool imageLoadable,
     for (int i = 0, k = 0; i < nb; ++i) {
       if (d.kinds[i] != FLEXSN_FINAL_STATE)
         continue;
-      int initial = -1;
-      for (int j = 0, m = 0; j < nb; ++j)
-        if (d.kinds[j] == FLEXSN_INITIAL_STATE && m++ == k)
-          initial = j;
-      ++k;
+      int initial = c.initialState(k++);
       if (!c.buffers[i])
         continue;
       if (flexsn_status s =
@@ -578,13 +582,8 @@ std::vector<fake_cuda_copy> expectedCopies(const Call &c) {
   for (int i = 0, k = 0; i < nb; ++i) {
     if (d.kinds[i] != FLEXSN_FINAL_STATE)
       continue;
-    const void *initial = nullptr;
-    for (int j = 0, m = 0; j < nb; ++j)
-      if (d.kinds[j] == FLEXSN_INITIAL_STATE && m++ == k)
-        initial = c.buffers[j];
-    ++k;
     uint64_t dst = reinterpret_cast<uintptr_t>(c.buffers[i]);
-    uint64_t src = reinterpret_cast<uintptr_t>(initial);
+    uint64_t src = reinterpret_cast<uintptr_t>(c.buffers[c.initialState(k++)]);
     if (!dst || dst == src)
       continue;
     copies.push_back({dst, src, size_t(c.extent(i)), 0});
