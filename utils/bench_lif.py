@@ -132,7 +132,7 @@ KERNEL_VARIANT = {"inference": "inference", "final_state": "final-state"}
 HOST_T, HOST_N, HOST_TARGET_US = 4, 1024, 20.0
 WALL_T, WALL_N, WALL_TARGET = 16, 1 << 24, 0.03
 
-# The loop every peer runs: LIF (docs/Reference.md; decay_input, v_reset =
+# The loop every peer runs: LIF (docs/Semantics.md; decay_input, v_reset =
 # 0, hard reset not detached) written the way a PyTorch user would, in the
 # storage dtype.
 # One copy of the source per (variant, dtype, T, N), so that each has its own

@@ -129,7 +129,7 @@ def _full(x, value):
 
 
 def surrogate_grad(surrogate, x):
-    """g(x) of `surrogate` (docs/Reference.md's table), elementwise, in x's
+    """g(x) of `surrogate` (docs/Semantics.md's table), elementwise, in x's
     floating dtype."""
     s = _as_surrogate(surrogate)
     m, p = s.mnemonic, s.params

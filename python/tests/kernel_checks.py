@@ -15,7 +15,7 @@ buffer must have been written, the guards (and the gaps between rows of a
 strided buffer) must still be NaN, and the values must match:
 
   (a) an independent reference of the neuron's step loop written from
-      docs/Reference.md (the formulas of test/Integration/CPU/reference.py),
+      docs/Semantics.md (the formulas of test/Integration/CPU/reference.py),
       in float32 on the storage-rounded inputs: PyTorch on the GPU (full mode)
       or NumPy (--quick);
   (b) the package's CPU kernels (flexsn._runtime.CpuKernel), run here on the
@@ -54,7 +54,7 @@ Groups (one line each):
   streams             a side stream and the legacy default stream.
   unload              every loaded GpuImage unloaded, then launched again.
   spec-defaults       the manifests' parameter defaults and states are
-                      docs/Reference.md's.
+                      docs/Semantics.md's.
 
 --quick: a small subset without PyTorch (CUDA driver API through ctypes and
 NumPy only), fast under compute-sanitizer. Prints one line per group, then
@@ -116,7 +116,7 @@ COPIES = {"": {}, "_soft": {"soft_reset": True},
 INFERENCE_COPIES = ("", "_soft")
 
 # ---------------------------------------------------------------------------
-# docs/Reference.md: parameter defaults, states, and the step of every neuron.
+# docs/Semantics.md: parameter defaults, states, and the step of every neuron.
 
 DEFAULTS = {
     "if": dict(v_threshold=1.0, v_reset=0.0,
@@ -177,7 +177,7 @@ def drive(gpu_neuron):
 
 
 def reference_params(gpu_neuron, runtime=None):
-    """docs/Reference.md defaults of the neuron a kernel was built from (a
+    """docs/Semantics.md defaults of the neuron a kernel was built from (a
     _soft copy has soft_reset = true, a _detach copy detach_reset = true),
     updated with the runtime parameter values."""
     base, soft, detach = copy_flags(gpu_neuron)
@@ -312,7 +312,7 @@ class TorchOps:
 
 
 def _charge(ops, neuron, p, x, st):
-    """h of one step (docs/Reference.md); returns (h, other updated
+    """h of one step (docs/Semantics.md); returns (h, other updated
     states)."""
     if neuron == "if":
         return st["v"] + x, {}
@@ -1480,25 +1480,25 @@ class Checker(object):
                                                  params, "cached"))
 
     def spec_defaults(self, neurons):
-        """The manifests' parameter defaults are docs/Reference.md's."""
+        """The manifests' parameter defaults are docs/Semantics.md's."""
         for name in neurons:
             nd = self.kernels.info(name)
             res = Result()
             base = base_neuron(name)
             if base not in DEFAULTS:
-                res.fail("unknown neuron %s: not in docs/Reference.md" % name)
+                res.fail("unknown neuron %s: not in docs/Semantics.md" % name)
             else:
                 want = reference_params(name)
                 got = {p.name: p.default for p in nd.params}
                 if set(got) != set(want):
-                    res.fail("parameters %s, docs/Reference.md has %s"
+                    res.fail("parameters %s, docs/Semantics.md has %s"
                              % (sorted(got), sorted(want)))
                 for k in want:
                     if k in got and abs(float(got[k]) - float(want[k])) > 1e-6:
-                        res.fail("%s = %r, docs/Reference.md's default %r"
+                        res.fail("%s = %r, docs/Semantics.md's default %r"
                                  % (k, got[k], want[k]))
                 if list(nd.states) != STATES[base]:
-                    res.fail("states %s, docs/Reference.md's %s"
+                    res.fail("states %s, docs/Semantics.md's %s"
                              % (list(nd.states), STATES[base]))
             self.record("spec-defaults", name, res)
 

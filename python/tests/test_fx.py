@@ -327,7 +327,7 @@ class Adaptive(nn.Module):
 ADAPTIVE = Adaptive()
 
 
-# The shipped neurons (lib/Neurons, docs/Reference.md) as step functions.
+# The shipped neurons (lib/Neurons, docs/Semantics.md) as step functions.
 def _fire_reset(h, v_threshold, v_reset, soft_reset, detach_reset):
     s = flexsn.spike(h - v_threshold)
     s_d = torch.where(detach_reset, s.detach(), s)

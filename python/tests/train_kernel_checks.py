@@ -24,7 +24,7 @@ forward's workspace goes to the backward. Then:
   backward  the gradients of L = <spike_grad, spike> + sum <v_seq_grad, v_seq>
             + sum <v_final_grad, v_T> w.r.t. x, the initial states and the
             trainable parameters (PLIF's w) against automatic differentiation
-            of the step loop written here from docs/Reference.md (float32, on the
+            of the step loop written here from docs/Semantics.md (float32, on the
             storage-rounded inputs and incoming gradients; Heaviside forward,
             sigmoid(alpha = 4) surrogate backward, the reset's spike detached
             for the _detach copies): PyTorch autograd on the GPU (full mode;
@@ -353,7 +353,7 @@ class TorchAD(object):
 
 
 def step(ad, neuron, p, tw, x, st):
-    """One step of docs/Reference.md: (spike, new states, h - v_threshold).
+    """One step of docs/Semantics.md: (spike, new states, h - v_threshold).
     p: parameter values (flags as bools); tw: trainable parameter leaves."""
     new = {}
     if neuron == "if":
@@ -389,7 +389,7 @@ def step(ad, neuron, p, tw, x, st):
         new["c"] = c
         h = st["v"] * p["v_decay"] + c
     else:
-        raise KeyError("no docs/Reference.md step for neuron %r" % neuron)
+        raise KeyError("no docs/Semantics.md step for neuron %r" % neuron)
     over = h - p["v_threshold"]
     s = ad.spike(over)
     s_d = ad.detach(s) if p["detach_reset"] else s

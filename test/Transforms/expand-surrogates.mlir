@@ -10,7 +10,7 @@
 // RUN: | FileCheck %s --check-prefix=FOLD
 
 // The splits below check the shape of the expansion; the last one runs every
-// surrogate's g(x) and compares it with values computed from docs/Reference.md.
+// surrogate's g(x) and compares it with values computed from docs/Semantics.md.
 // The runner lowers the whole file as one module, so function names are
 // unique across splits.
 
@@ -204,12 +204,12 @@ func.func @folded() -> (f32, f32, f32) {
 
 // -----
 
-// Running the expansion of all 17 surrogates gives the docs/Reference.md values.
+// Running the expansion of all 17 surrogates gives the docs/Semantics.md values.
 // CHECK-LABEL: func.func @main
 //
 // g(x) at x = -1, -0.3, 0, 0.5, 1, 1.5 for every surrogate (defaults, and a
 // second parameter set for most), printed through mlir-runner. The expected
-// values come from the docs/Reference.md formulas evaluated in double precision in Python,
+// values come from the docs/Semantics.md formulas evaluated in double precision in Python,
 // not from SurrogateFormulas.h. Each is matched to 4-6 significant digits,
 // fewer where f32 rounding can move the last printed digit (sigmoid's
 // 1 - σ(ax) cancels as σ nears 1). Points on branch boundaries check the

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Compiles the shipped neurons' inference and final-state kernels in process
-// (ExecutionEngine) and checks them against docs/Reference.md transcribed here in plain
+// (ExecutionEngine) and checks them against docs/Semantics.md transcribed here in plain
 // C++, for hard/soft reset, detach on/off, several T and N, f32 and f16.
 //
 //===----------------------------------------------------------------------===//
@@ -30,7 +30,7 @@ using namespace mlir::flexsn;
 namespace {
 
 //===----------------------------------------------------------------------===//
-// References (docs/Reference.md), one neuron step in f32
+// References (docs/Semantics.md), one neuron step in f32
 //===----------------------------------------------------------------------===//
 
 struct Flags {

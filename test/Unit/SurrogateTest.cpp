@@ -1,11 +1,11 @@
-//===- SurrogateTest.cpp - Surrogate gradients against docs/Reference.md ------------===//
+//===- SurrogateTest.cpp - Surrogate gradients against docs/Semantics.md ------------===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
 //===----------------------------------------------------------------------===//
 //
 // Every surrogate attribute, parsed from text, is evaluated through the C++
-// API and compared with the docs/Reference.md formula transcribed here independently,
+// API and compared with the docs/Semantics.md formula transcribed here independently,
 // and with a central finite difference of its primitive.
 //
 //===----------------------------------------------------------------------===//
@@ -37,13 +37,13 @@ double heaviside(double x) { return x >= 0 ? 1.0 : 0.0; }
 
 struct SurrogateCase {
   std::string text;                // attribute as a user writes it
-  std::function<double(double)> g; // docs/Reference.md, transcribed by hand
+  std::function<double(double)> g; // docs/Semantics.md, transcribed by hand
   std::vector<double> kinks;       // where g is discontinuous
 };
 
 void PrintTo(const SurrogateCase &c, std::ostream *os) { *os << c.text; }
 
-// Formulas copied from the docs/Reference.md table, parameters spelled out.
+// Formulas copied from the docs/Semantics.md table, parameters spelled out.
 std::vector<SurrogateCase> surrogateCases() {
   return {
       {"#flexsn.sigmoid",
@@ -325,7 +325,7 @@ protected:
 };
 
 TEST_F(SurrogateApiTest, DefaultsMatchSpec) {
-  // docs/Reference.md: sigmoid(alpha=4), s2nn(alpha=4, beta=1), squarewave(n=2, T=8).
+  // docs/Semantics.md: sigmoid(alpha=4), s2nn(alpha=4, beta=1), squarewave(n=2, T=8).
   auto sigmoid = cast<SigmoidAttr>(parseAttribute("#flexsn.sigmoid", &context));
   EXPECT_EQ(sigmoid.getAlpha().convertToDouble(), 4.0);
   auto s2nn = cast<S2NNAttr>(parseAttribute("#flexsn.s2nn", &context));

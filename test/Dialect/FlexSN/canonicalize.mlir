@@ -1,7 +1,7 @@
 // RUN: flexsn-opt %s -canonicalize | FileCheck %s
 
 // Folding of flexsn.spike and flexsn.surrogate_grad on constants. Expected
-// values are computed by hand from the formulas of docs/Reference.md, at points
+// values are computed by hand from the formulas of docs/Semantics.md, at points
 // where the result is exact in f32.
 
 // H(x) = 1 if x >= 0 else 0, so H(0) = H(-0.0) = 1.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """NumPy references of the BPTT gradients of the neurons FlexSN ships
-(docs/Reference.md), and of the 17 surrogate derivatives g(x).
+(docs/Semantics.md), and of the 17 surrogate derivatives g(x).
 
-Written from docs/Reference.md, independently of the .mlir bodies and of the
+Written from docs/Semantics.md, independently of the .mlir bodies and of the
 compiler's autodiff. The forward pass runs in the dtype asked for (float32
 for the references: the spikes and h then are those of a float32 kernel,
 bit for bit those of reference.py, which the self-test checks); the
@@ -52,7 +52,7 @@ flags_of = reference.flags_of
 TRAINABLE = {"plif": ["w"]}   # trainable parameters, by neuron
 
 # ---------------------------------------------------------------------------
-# Surrogates, docs/Reference.md table (default parameters). x: float64 array.
+# Surrogates, docs/Semantics.md table (default parameters). x: float64 array.
 
 _SQRT_PI = math.sqrt(math.pi)
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -261,7 +261,7 @@ def loss_per_neuron(traj, grad_out, grad_states):
 # Backward pass (float64).
 
 def _dv_dh(p, s, h, psi):
-    """d v' / d h through the reset (docs/Reference.md); s is the spike value."""
+    """d v' / d h through the reset (docs/Semantics.md); s is the spike value."""
     if p["soft_reset"]:
         if p["detach_reset"]:
             return np.ones_like(h)

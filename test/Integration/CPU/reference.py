@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""NumPy references for the neurons FlexSN ships (docs/Reference.md).
+"""NumPy references for the neurons FlexSN ships (docs/Semantics.md).
 
-Written from the equations of docs/Reference.md, independently of the op order
+Written from the equations of docs/Semantics.md, independently of the op order
 of the .mlir bodies in lib/Neurons. Every step is computed in float32
 (np.float32 arithmetic throughout, checked), the way a float32 kernel runs.
 
@@ -31,7 +31,7 @@ import numpy as np
 
 f32 = np.float32
 
-# Parameter defaults, docs/Reference.md (i1 flags as bool).
+# Parameter defaults, docs/Semantics.md (i1 flags as bool).
 DEFAULTS = {
     "if": dict(v_threshold=1.0, v_reset=0.0,
                soft_reset=False, detach_reset=False),
