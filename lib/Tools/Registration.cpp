@@ -36,6 +36,8 @@ static StringRef textAt(FileLineColLoc loc,
       return {};
     text = text.drop_front(end + 1);
   }
+  if (loc.getColumn() == 0 || loc.getColumn() > text.size())
+    return {};
   return text.drop_front(loc.getColumn() - 1);
 }
 
