@@ -34,14 +34,21 @@ esac
 log() { printf '==> %s\n' "$*"; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
+apt_install() {
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "$@" >/dev/null
+}
 if [ ! -x "$LLVM_PREFIX/bin/clang++" ] ||
     [ ! -e "$LLVM_PREFIX/lib/clang/22/lib/linux/libclang_rt.fuzzer-x86_64.a" ]; then
   log "Installing clang-22 and libclang-rt-22-dev (libFuzzer)"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends "clang-22=$LLVM_DEB_VERSION" \
-    "libclang-rt-22-dev=$LLVM_DEB_VERSION" >/dev/null 2>&1 ||
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends clang-22 libclang-rt-22-dev >/dev/null
+  # The LLVM packages' own version first; the archive may only have a newer
+  # point release, or stale package lists.
+  apt_install "clang-22=$LLVM_DEB_VERSION" \
+      "libclang-rt-22-dev=$LLVM_DEB_VERSION" 2>/dev/null ||
+    apt_install clang-22 libclang-rt-22-dev 2>/dev/null || {
+      as_root apt-get update -qq >/dev/null
+      apt_install clang-22 libclang-rt-22-dev
+    }
 fi
 
 start=$SECONDS
