@@ -17,7 +17,6 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD_DIR=${FLEXSN_FUZZ_BUILD_DIR:-build-fuzz}
 LLVM_PREFIX=/usr/lib/llvm-22
-LLVM_DEB_VERSION="1:22.1.8-1~deb12u1"
 CUDA_TOOLKIT=${FLEXSN_CUDA_TOOLKIT:-/usr/local/cuda}
 ALL_TARGETS=(npy parser pipeline runtime)
 
@@ -41,10 +40,11 @@ apt_install() {
 if [ ! -x "$LLVM_PREFIX/bin/clang++" ] ||
     [ ! -e "$LLVM_PREFIX/lib/clang/22/lib/linux/libclang_rt.fuzzer-x86_64.a" ]; then
   log "Installing clang-22 and libclang-rt-22-dev (libFuzzer)"
-  # The LLVM packages' own version first; the archive may only have a newer
-  # point release, or stale package lists.
-  apt_install "clang-22=$LLVM_DEB_VERSION" \
-      "libclang-rt-22-dev=$LLVM_DEB_VERSION" 2>/dev/null ||
+  # clang at the version of the LLVM packages utils/setup.sh installed
+  # first; else the archive's (stale package lists get refreshed).
+  llvm_version=$(dpkg-query -W -f='${Version}' llvm-22-dev 2>/dev/null || true)
+  apt_install "clang-22=$llvm_version" \
+      "libclang-rt-22-dev=$llvm_version" 2>/dev/null ||
     apt_install clang-22 libclang-rt-22-dev 2>/dev/null || {
       as_root apt-get update -qq >/dev/null
       apt_install clang-22 libclang-rt-22-dev
