@@ -6,6 +6,7 @@
 
 #include "flexsn/Pipelines/Pipelines.h"
 #include "flexsn/Conversion/Passes.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
@@ -28,13 +29,19 @@
 using namespace mlir;
 using namespace mlir::flexsn;
 
+/// Training variants come from autodiff, the others (and unknown names,
+/// which it reports) from kernel generation.
+static bool isTrainingVariant(StringRef name) {
+  std::optional<KernelVariant> variant = symbolizeKernelVariant(name);
+  return variant == KernelVariant::Forward ||
+         variant == KernelVariant::Backward;
+}
+
 void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
                                            const LowerToCPUOptions &options) {
-  // Training variants come from autodiff, the others from kernel generation.
   SmallVector<std::string> plain, training;
   for (const std::string &variant : options.variants)
-    (variant == "forward" || variant == "backward" ? training : plain)
-        .push_back(variant);
+    (isTrainingVariant(variant) ? training : plain).push_back(variant);
   if (options.generateKernels && (options.variants.empty() || !plain.empty())) {
     FlexSNGenerateKernelsOptions kernels;
     kernels.variants.assign(plain.begin(), plain.end());
@@ -88,8 +95,7 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
     storage = {"f32", "f16", "bf16"};
   SmallVector<std::string> plain, training;
   for (const std::string &variant : options.variants)
-    (variant == "forward" || variant == "backward" ? training : plain)
-        .push_back(variant);
+    (isTrainingVariant(variant) ? training : plain).push_back(variant);
   if (options.variants.empty() || !plain.empty()) {
     FlexSNGenerateKernelsOptions kernels;
     kernels.variants.assign(plain.begin(), plain.end());

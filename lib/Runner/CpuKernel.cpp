@@ -6,6 +6,7 @@
 
 #include "flexsn/Runner/CpuKernel.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -22,20 +23,6 @@
 
 using namespace mlir;
 using namespace mlir::flexsn;
-
-StringRef mlir::flexsn::getVariantName(KernelVariant variant) {
-  switch (variant) {
-  case KernelVariant::Inference:
-    return "inference";
-  case KernelVariant::FinalState:
-    return "final-state";
-  case KernelVariant::Forward:
-    return "forward";
-  case KernelVariant::Backward:
-    return "backward";
-  }
-  llvm_unreachable("unknown kernel variant");
-}
 
 static llvm::Error makeError(const Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -76,16 +63,16 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   llvm::raw_string_ostream(dtype) << storageType;
 
   std::unique_ptr<CpuKernel> kernel(new CpuKernel());
-  kernel->variant = variant;
   kernel->numInputs = neuron.getNumInputs();
   kernel->numStates = neuron.getNumStates();
   kernel->numOutputs = neuron.getNumOutputs();
   for (ParamAttr param : neuron.getRuntimeParamAttrs())
     kernel->paramTypes.push_back(param.getType());
-  kernel->functionName =
-      (neuronName + "_" + getVariantName(variant) + "_" + dtype).str();
-  std::replace(kernel->functionName.begin(), kernel->functionName.end(), '-',
-               '_');
+  std::optional<StorageType> storage = symbolizeStorageType(dtype);
+  if (!storage)
+    return makeError("unknown storage type '" + dtype +
+                     "'; expected f32, f16 or bf16");
+  kernel->functionName = getKernelName(neuronName, variant, *storage);
 
   // Compile a copy: callers keep their module as it was.
   OwningOpRef<ModuleOp> copy = module.clone();
@@ -97,7 +84,7 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   });
   PassManager pm(context);
   LowerToCPUOptions options;
-  options.variants = {getVariantName(variant).str()};
+  options.variants = {stringifyKernelVariant(variant).str()};
   options.storageTypes = {dtype};
   options.neurons = {neuronName.str()};
   buildLowerToCPUPipeline(pm, options);
@@ -105,15 +92,14 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
     return makeError("lowering @" + neuronName + " to CPU code failed:\n" +
                      diagnostics);
 
-  // The kernel's signature and, for training variants, its save plan.
-  auto function = copy->lookupSymbol<LLVM::LLVMFuncOp>(kernel->functionName);
-  if (!function)
+  // The kernel's interface, as the lowering recorded it.
+  if (auto kernels = (*copy)->getAttrOfType<ArrayAttr>("flexsn.cpu_kernels"))
+    for (auto compiled : kernels.getAsRange<CompiledKernelAttr>())
+      if (compiled.getName() == kernel->functionName)
+        kernel->interface = compiled.getInterface();
+  if (!kernel->interface ||
+      !copy->lookupSymbol<LLVM::LLVMFuncOp>(kernel->functionName))
     return makeError("lowering produced no function @" + kernel->functionName);
-  if (auto saved = function->getAttrOfType<IntegerAttr>("flexsn.saved"))
-    kernel->numSaved = saved.getInt();
-  if (auto reread = function->getAttrOfType<DenseI64ArrayAttr>("flexsn.reread"))
-    kernel->rereadInputs.assign(reread.asArrayRef().begin(),
-                                reread.asArrayRef().end());
 
   registerBuiltinDialectTranslation(*context);
   registerLLVMDialectTranslation(*context);
@@ -168,12 +154,17 @@ llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
       return makeError("buffer #" + Twine(i) + " must have rank 0, 1 or 2");
     }
   }
-  if (variant == KernelVariant::Inference ||
-      variant == KernelVariant::FinalState) {
-    unsigned expected = numInputs + 2 * numStates + numOutputs;
-    if (buffers.size() != expected)
-      return makeError("expected " + Twine(expected) + " buffers, got " +
-                       Twine(buffers.size()));
+  ArrayRef<KernelBufferAttr> expected = interface.getBuffers();
+  if (buffers.size() != expected.size())
+    return makeError("expected " + Twine(expected.size()) + " buffers, got " +
+                     Twine(buffers.size()));
+  for (auto [i, buffer, spec] : llvm::enumerate(buffers, expected)) {
+    bool isSequence = spec.getShape() == BufferShape::Sequence;
+    size_t rank = isSequence ? 2 : spec.getShape() == BufferShape::PerNeuron;
+    if (buffer.shape.size() != rank)
+      return makeError("buffer #" + Twine(i) + " ('" +
+                       spec.getName().getValue() + "') must have rank " +
+                       Twine(rank));
   }
 
   // Scalars are passed by address: f32 as float, i1 as one byte, i32.

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Target/GPUBinary.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
 #include "flexsn/Tools/Registration.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -21,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+using namespace mlir::flexsn;
 
 static llvm::cl::opt<std::string> toolkitPath(
     "flexsn-toolkit",
@@ -123,68 +125,13 @@ FailureOr<std::string> bundleFatbin(ModuleOp module,
 // C header
 //===----------------------------------------------------------------------===//
 
-/// What one kernel description (convert-flexsn-to-gpu) tells the emitter.
-struct KernelInfo {
-  std::string name, neuron, variant, vectorKernel, scalarKernel;
-  Type dtype;
-  int64_t vectorWidth, saved = 0, reductionSlots = 0;
-  bool deterministic = false;
-  SmallVector<std::string> roles, bufferNames;
-  SmallVector<Type> bufferTypes;
-  SmallVector<std::pair<std::string, Type>> params;
-};
-
-FailureOr<std::vector<KernelInfo>> readKernels(ModuleOp module) {
+FailureOr<SmallVector<CompiledKernelAttr>> readKernels(ModuleOp module) {
   auto kernels = module->getAttrOfType<ArrayAttr>("flexsn.gpu_kernels");
   if (!kernels)
     return module.emitError("no flexsn.gpu_kernels attribute: run "
                             "flexsn-lower-to-nvvm first");
-  std::vector<KernelInfo> infos;
-  for (auto dict : kernels.getAsRange<DictionaryAttr>()) {
-    KernelInfo info;
-    auto str = [&](StringRef key) {
-      auto attr = dict.getAs<StringAttr>(key);
-      return attr ? attr.str() : std::string();
-    };
-    info.name = str("name");
-    info.neuron = str("neuron");
-    info.variant = str("variant");
-    info.vectorKernel = str("vector_kernel");
-    info.scalarKernel = str("scalar_kernel");
-    auto dtype = dict.getAs<TypeAttr>("dtype");
-    auto width = dict.getAs<IntegerAttr>("vector_width");
-    auto roles = dict.getAs<ArrayAttr>("buffer_roles");
-    auto names = dict.getAs<ArrayAttr>("buffer_names");
-    auto params = dict.getAs<ArrayAttr>("params");
-    if (info.name.empty() || !dtype || !width || !roles || !names || !params ||
-        roles.size() != names.size())
-      return module.emitError("malformed flexsn.gpu_kernels entry");
-    info.dtype = dtype.getValue();
-    info.vectorWidth = width.getInt();
-    for (auto [role, name] : llvm::zip(roles.getAsValueRange<StringAttr>(),
-                                       names.getAsValueRange<StringAttr>())) {
-      info.roles.push_back(role.str());
-      info.bufferNames.push_back(name.str());
-    }
-    if (auto dtypes = dict.getAs<ArrayAttr>("buffer_dtypes"))
-      for (auto t : dtypes.getAsRange<TypeAttr>())
-        info.bufferTypes.push_back(t.getValue());
-    else
-      info.bufferTypes.assign(info.roles.size(), info.dtype);
-    if (info.bufferTypes.size() != info.roles.size())
-      return module.emitError("malformed flexsn.gpu_kernels entry");
-    if (auto saved = dict.getAs<IntegerAttr>("saved"))
-      info.saved = saved.getInt();
-    if (auto slots = dict.getAs<IntegerAttr>("reduction_slots"))
-      info.reductionSlots = slots.getInt();
-    if (auto deterministic = dict.getAs<BoolAttr>("deterministic"))
-      info.deterministic = deterministic.getValue();
-    for (auto param : params.getAsRange<DictionaryAttr>())
-      info.params.push_back({param.getAs<StringAttr>("name").str(),
-                             param.getAs<TypeAttr>("type").getValue()});
-    infos.push_back(std::move(info));
-  }
-  return infos;
+  // The dialect verified the list's entries.
+  return llvm::to_vector(kernels.getAsRange<CompiledKernelAttr>());
 }
 
 std::string cElementType(Type type) {
@@ -199,154 +146,168 @@ std::string cScalarType(Type type) {
   return "int32_t";
 }
 
-const char *runtimeKind(StringRef role) {
-  return llvm::StringSwitch<const char *>(role)
-      .Case("input_sequence", "FLEXSN_INPUT_SEQUENCE")
-      .Case("initial_state", "FLEXSN_INITIAL_STATE")
-      .Case("output_sequence", "FLEXSN_OUTPUT_SEQUENCE")
-      .Case("state_sequence", "FLEXSN_STATE_SEQUENCE")
-      .Case("optional_input_sequence", "FLEXSN_OPTIONAL_INPUT_SEQUENCE")
-      .Case("saved_output", "FLEXSN_SAVED_OUTPUT")
-      .Case("saved_input", "FLEXSN_SAVED_INPUT")
-      .Case("param_gradient", "FLEXSN_PARAM_GRADIENT")
-      .Case("reduction_scratch", "FLEXSN_REDUCTION_SCRATCH")
-      .Default("FLEXSN_FINAL_STATE");
+/// The runtime's constant for `role`: FLEXSN_ and the role in capitals.
+std::string runtimeKind(BufferRole role) {
+  return "FLEXSN_" + stringifyBufferRole(role).upper();
 }
 
-const char *roleComment(StringRef role, StringRef variant) {
+const char *roleComment(BufferRole role, KernelVariant variant) {
   // A backward kernel's buffers are gradients (and the re-read inputs).
-  if (variant == "backward")
-    return llvm::StringSwitch<const char *>(role)
-        .Case("optional_input_sequence",
-              "[T, N] incoming gradient (NULL: zeros)")
-        .Case("input_sequence",
-              "[T, N] the input the forward call read (required)")
-        .Case("initial_state", "[N] gradient of the final state (NULL: zeros)")
-        .Case("output_sequence",
-              "[T, N] gradient of the input (NULL: not written)")
-        .Case("final_state",
-              "[N] gradient of the initial state (NULL: not written)")
-        .Case("param_gradient",
-              "one float: the parameter's gradient, summed over T and N")
-        .Default("");
-  return llvm::StringSwitch<const char *>(role)
-      .Case("input_sequence", "[T, N] input sequence (required)")
-      .Case("initial_state", "[N] initial state (NULL: zeros)")
-      .Case("output_sequence", "[T, N] output (NULL: not written)")
-      .Case("state_sequence",
-            "[T, N] state after each step (NULL: not written)")
-      .Default("[N] state after the last step (NULL: not written)");
+  if (variant == KernelVariant::Backward) {
+    switch (role) {
+    case BufferRole::OptionalInputSequence:
+      return "[T, N] incoming gradient (NULL: zeros)";
+    case BufferRole::InputSequence:
+      return "[T, N] the input the forward call read (required)";
+    case BufferRole::InitialState:
+      return "[N] gradient of the final state (NULL: zeros)";
+    case BufferRole::OutputSequence:
+      return "[T, N] gradient of the input (NULL: not written)";
+    case BufferRole::FinalState:
+      return "[N] gradient of the initial state (NULL: not written)";
+    case BufferRole::ParamGradient:
+      return "one float: the parameter's gradient, summed over T and N";
+    default:
+      return "";
+    }
+  }
+  switch (role) {
+  case BufferRole::InputSequence:
+    return "[T, N] input sequence (required)";
+  case BufferRole::InitialState:
+    return "[N] initial state (NULL: zeros)";
+  case BufferRole::OutputSequence:
+    return "[T, N] output (NULL: not written)";
+  case BufferRole::StateSequence:
+    return "[T, N] state after each step (NULL: not written)";
+  case BufferRole::FinalState:
+    return "[N] state after the last step (NULL: not written)";
+  default:
+    return "";
+  }
 }
 
-/// Buffers that live in the training workspace rather than being arguments.
-bool isWorkspaceRole(StringRef role) {
-  return role == "saved_output" || role == "saved_input" ||
-         role == "reduction_scratch";
-}
-
-void emitKernelFunction(raw_ostream &os, const KernelInfo &k, StringRef image) {
+void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
+                        StringRef image) {
+  KernelInterfaceAttr interface = k.getInterface();
+  ArrayRef<KernelBufferAttr> buffers = interface.getBuffers();
+  ArrayRef<ParamAttr> params = interface.getParams();
+  StringRef name = k.getName().getValue();
+  StringRef neuron = interface.getNeuron().getValue();
+  KernelVariant variant = interface.getVariant();
+  Type dtype = interface.getStorageType();
+  int64_t saved = interface.getWorkspaceSequences();
+  int64_t reductionSlots = k.getReductionSlots();
+  auto isWorkspace = [](KernelBufferAttr b) {
+    return isWorkspaceRole(b.getRole());
+  };
   // The training workspace: the saved sequences (saved * T * ld floats),
   // then, for a neuron with trainable parameters, the deterministic
   // reduction scratch (a counter and one float per parameter and block).
-  bool hasWorkspace = k.saved > 0 || k.reductionSlots > 0;
-  bool writesWorkspace = llvm::is_contained(k.roles, "saved_output") ||
-                         llvm::is_contained(k.roles, "reduction_scratch");
+  bool hasWorkspace = saved > 0 || reductionSlots > 0;
+  bool writesWorkspace = interface.count(BufferRole::SavedOutput) ||
+                         interface.count(BufferRole::ReductionScratch);
   if (hasWorkspace) {
-    os << "/* Bytes of the training workspace of flexsn_" << k.name << ": "
-       << k.saved << " float sequence(s) of T x ld (ld = 0: N)";
-    if (k.reductionSlots)
+    os << "/* Bytes of the training workspace of flexsn_" << name << ": "
+       << saved << " float sequence(s) of T x ld (ld = 0: N)";
+    if (reductionSlots)
       os << ", then the\n * deterministic reduction scratch (4 + 4 * "
-         << k.reductionSlots << " * ceil(N / 256) bytes)";
-    os << ". Every\n * training kernel of " << k.neuron
+         << reductionSlots << " * ceil(N / 256) bytes)";
+    os << ". Every\n * training kernel of " << neuron
        << " reports the same size: one allocation serves them all. */\n"
-       << "static inline size_t flexsn_" << k.name
+       << "static inline size_t flexsn_" << name
        << "_workspace_bytes(int64_t T, int64_t N, int64_t ld) {\n"
-       << "  return (size_t)" << k.saved
+       << "  return (size_t)" << saved
        << " * (size_t)T * (size_t)(ld ? ld : N) * sizeof(float)";
-    if (k.reductionSlots)
-      os << " +\n         (1 + (size_t)" << k.reductionSlots
+    if (reductionSlots)
+      os << " +\n         (1 + (size_t)" << reductionSlots
          << " * (((size_t)N + 255) / 256)) * sizeof(float)";
     os << ";\n}\n\n";
   }
 
-  os << "/* " << k.neuron << ", " << k.variant << ", storage " << k.dtype
+  os << "/* " << neuron << ", " << stringifyKernelVariant(variant)
+     << ", storage " << dtype
      << ". T steps of N neurons; ld = time stride of the [T, N]\n"
      << " * buffers in elements (0: N).\n";
-  if (k.deterministic)
+  if (k.getDeterministic())
     os << " * Deterministic mode: the parameter gradients are summed in an "
           "order that\n * depends only on the inputs and the launch shape, so "
           "reruns give the same\n * bits (the plain function adds them with "
           "atomics).\n";
-  for (auto [role, name] : llvm::zip(k.roles, k.bufferNames))
-    if (!isWorkspaceRole(role))
-      os << " *   " << name << ": " << roleComment(role, k.variant) << "\n";
+  for (KernelBufferAttr b : buffers)
+    if (!isWorkspace(b))
+      os << " *   " << b.getName().getValue() << ": "
+         << roleComment(b.getRole(), variant) << "\n";
   if (hasWorkspace)
     os << " *   workspace: "
-       << (k.deterministic   ? "as written by the forward kernel, and "
-                               "scratch space"
-           : writesWorkspace ? "written for the backward kernel"
-                             : "as written by the forward kernel")
+       << (k.getDeterministic() ? "as written by the forward kernel, and "
+                                  "scratch space"
+           : writesWorkspace    ? "written for the backward kernel"
+                                : "as written by the forward kernel")
        << " (see _workspace_bytes)\n";
-  for (auto &[name, type] : k.params)
-    os << " *   " << name << ": runtime parameter (" << type << ")\n";
+  for (ParamAttr p : params)
+    os << " *   " << p.getName().getValue() << ": runtime parameter ("
+       << p.getType() << ")\n";
   os << " */\n";
-  os << "static inline flexsn_status flexsn_" << k.name
+  os << "static inline flexsn_status flexsn_" << name
      << "(CUstream stream, int64_t T, int64_t N, int64_t ld";
-  for (auto [role, name, type] :
-       llvm::zip(k.roles, k.bufferNames, k.bufferTypes)) {
-    if (isWorkspaceRole(role))
+  for (KernelBufferAttr b : buffers) {
+    if (isWorkspace(b))
       continue;
-    bool isInput = role == "input_sequence" || role == "initial_state" ||
-                   role == "optional_input_sequence";
-    os << ",\n    " << (isInput ? "const " : "") << cElementType(type) << " *"
-       << name;
+    os << ",\n    " << (isReadRole(b.getRole()) ? "const " : "")
+       << cElementType(b.getElementType()) << " *" << b.getName().getValue();
   }
   if (hasWorkspace)
     os << ",\n    " << (writesWorkspace ? "" : "const ") << "float *workspace";
-  for (auto &[name, type] : k.params)
-    os << ",\n    " << cScalarType(type) << " " << name;
+  for (ParamAttr p : params)
+    os << ",\n    " << cScalarType(p.getType()) << " "
+       << p.getName().getValue();
   os << ") {\n";
   os << "  static const flexsn_buffer_kind kinds[] = {";
-  llvm::interleaveComma(k.roles, os,
-                        [&](const std::string &r) { os << runtimeKind(r); });
+  llvm::interleaveComma(buffers, os, [&](KernelBufferAttr b) {
+    os << runtimeKind(b.getRole());
+  });
   os << "};\n";
-  bool mixed = llvm::any_of(k.bufferTypes,
-                            [&](Type t) { return t != k.bufferTypes.front(); });
+  Type first = buffers.front().getElementType();
+  bool mixed = llvm::any_of(
+      buffers, [&](KernelBufferAttr b) { return b.getElementType() != first; });
   if (mixed) {
     os << "  static const int element_sizes[] = {";
-    llvm::interleaveComma(k.bufferTypes, os,
-                          [&](Type t) { os << t.getIntOrFloatBitWidth() / 8; });
+    llvm::interleaveComma(buffers, os, [&](KernelBufferAttr b) {
+      os << b.getElementType().getIntOrFloatBitWidth() / 8;
+    });
     os << "};\n";
   }
-  os << "  static const flexsn_kernel_desc desc = {\"" << k.vectorKernel
-     << "\", \"" << k.scalarKernel << "\", " << k.vectorWidth << ", "
-     << k.dtype.getIntOrFloatBitWidth() / 8 << ", " << k.roles.size()
-     << ", kinds, " << k.params.size() << ", "
+  os << "  static const flexsn_kernel_desc desc = {\"" << name << "_vec\", \""
+     << name << "_scalar\", " << k.getVectorWidth() << ", "
+     << dtype.getIntOrFloatBitWidth() / 8 << ", " << buffers.size()
+     << ", kinds, " << params.size() << ", "
      << (mixed ? "element_sizes" : "NULL") << "};\n";
   if (hasWorkspace)
     os << "  const size_t saved_stride = (size_t)T * (size_t)(ld ? ld : N);\n";
   os << "  void *const buffers[] = {";
   int savedIndex = 0;
-  llvm::interleaveComma(llvm::zip(k.roles, k.bufferNames), os, [&](auto rn) {
-    auto &[role, name] = rn;
-    if (role == "reduction_scratch")
-      os << "(void *)(uintptr_t)(workspace + " << k.saved << " * saved_stride)";
-    else if (isWorkspaceRole(role))
+  llvm::interleaveComma(buffers, os, [&](KernelBufferAttr b) {
+    if (b.getRole() == BufferRole::ReductionScratch)
+      os << "(void *)(uintptr_t)(workspace + " << saved << " * saved_stride)";
+    else if (isWorkspace(b))
       os << "(void *)(uintptr_t)(workspace + " << savedIndex++
          << " * saved_stride)";
     else
-      os << "(void *)(uintptr_t)" << name;
+      os << "(void *)(uintptr_t)" << b.getName().getValue();
   });
   os << "};\n";
-  for (auto &[name, type] : k.params)
-    if (type.isInteger(1))
-      os << "  const int8_t " << name << "_i8 = " << name << " ? 1 : 0;\n";
-  if (k.params.empty()) {
+  for (ParamAttr p : params)
+    if (p.getType().isInteger(1))
+      os << "  const int8_t " << p.getName().getValue() << "_i8 = "
+         << p.getName().getValue() << " ? 1 : 0;\n";
+  if (params.empty()) {
     os << "  const void *const *scalars = NULL;\n";
   } else {
     os << "  const void *const scalars[] = {";
-    llvm::interleaveComma(k.params, os, [&](auto &param) {
-      os << "&" << param.first << (param.second.isInteger(1) ? "_i8" : "");
+    llvm::interleaveComma(params, os, [&](ParamAttr p) {
+      os << "&" << p.getName().getValue()
+         << (p.getType().isInteger(1) ? "_i8" : "");
     });
     os << "};\n";
   }
@@ -379,9 +340,11 @@ LogicalResult translateToHeader(ModuleOp module, raw_ostream &os) {
 
   // Names: flexsn_<neurons>_*, so two headers can share a translation unit.
   SmallVector<std::string> neuronNames;
-  for (const KernelInfo &k : *kernels)
-    if (!llvm::is_contained(neuronNames, k.neuron))
-      neuronNames.push_back(k.neuron);
+  for (CompiledKernelAttr k : *kernels) {
+    StringRef neuron = k.getInterface().getNeuron().getValue();
+    if (!llvm::is_contained(neuronNames, neuron))
+      neuronNames.push_back(neuron.str());
+  }
   std::string stem = llvm::join(neuronNames, "_");
   std::string image = "flexsn_" + stem + "_image";
   std::string guard = "FLEXSN_" + StringRef(stem).upper() + "_H";
@@ -413,7 +376,7 @@ LogicalResult translateToHeader(ModuleOp module, raw_ostream &os) {
      << "static inline flexsn_status flexsn_" << stem
      << "_unload(void) {\n  return flexsn_image_unload(&" << image
      << ");\n}\n\n";
-  for (const KernelInfo &k : *kernels)
+  for (CompiledKernelAttr k : *kernels)
     emitKernelFunction(os, k, image);
   os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* "
      << guard << " */\n";

@@ -20,7 +20,9 @@ using namespace mlir;
 using namespace mlir::flexsn;
 
 /// Bumped whenever a consumer would misread the new layout.
-static constexpr int kManifestVersion = 3;
+/// Version 4: a GPU forward kernel takes its saved buffers last, in the
+/// order of its kernel function, as the CPU kernel always did.
+static constexpr int kManifestVersion = 4;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -69,133 +71,98 @@ static void writeNeuron(llvm::json::OStream &json, NeuronOp neuron) {
   });
 }
 
-/// The shape of a buffer of `role`, as names of run-time sizes.
-static SmallVector<StringRef, 2> bufferShape(StringRef role) {
-  if (role == "param_gradient")
-    return {};
-  if (role == "initial_state" || role == "final_state")
+/// The shape of a buffer, as names of run-time sizes.
+static SmallVector<StringRef, 2> bufferShape(BufferShape shape) {
+  switch (shape) {
+  case BufferShape::Sequence:
+    return {"T", "N"};
+  case BufferShape::PerNeuron:
     return {"N"};
-  if (role == "reduction_scratch")
+  case BufferShape::Scalar:
+    return {};
+  case BufferShape::Scratch:
     return {"scratch"};
-  return {"T", "N"};
+  }
+  llvm_unreachable("unknown buffer shape");
+}
+
+static void writeBuffer(llvm::json::OStream &json, KernelBufferAttr buffer) {
+  json.attribute("name", buffer.getName().getValue());
+  json.attribute("role", stringifyBufferRole(buffer.getRole()));
+  json.attribute("dtype", typeName(buffer.getElementType()));
+  json.attributeArray("shape", [&] {
+    for (StringRef size : bufferShape(buffer.getShape()))
+      json.value(size);
+  });
 }
 
 /// One kernel: its entry points, every argument of its C function (GPU:
 /// the header's; CPU: the C interface's), and the buffers the kernel itself
 /// takes, with where each workspace part lies.
-static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel,
-                        bool cpu) {
-  auto str = [&](StringRef key) {
-    auto attr = kernel.getAs<StringAttr>(key);
-    return attr ? attr.getValue() : StringRef();
-  };
-  auto dtype = kernel.getAs<TypeAttr>("dtype");
-  std::string dtypeName = dtype ? typeName(dtype.getValue()) : "";
+static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
+  KernelInterfaceAttr interface = kernel.getInterface();
+  StringRef name = kernel.getName().getValue();
+  bool cpu = !kernel.isGPU();
   json.object([&] {
-    json.attribute("name", str("name"));
-    json.attribute("function", ((cpu ? "_mlir_ciface_" : "flexsn_") +
-                                str("name"))
-                                   .str());
-    json.attribute("neuron", str("neuron"));
-    json.attribute("variant", str("variant"));
-    json.attribute("dtype", dtypeName);
+    json.attribute("name", name);
+    json.attribute("function",
+                   ((cpu ? "_mlir_ciface_" : "flexsn_") + name).str());
+    json.attribute("neuron", interface.getNeuron().getValue());
+    json.attribute("variant", stringifyKernelVariant(interface.getVariant()));
+    json.attribute("dtype", stringifyStorageType(interface.getStorage()));
     if (!cpu) {
-      json.attribute("vector_kernel", str("vector_kernel"));
-      json.attribute("scalar_kernel", str("scalar_kernel"));
-      if (auto width = kernel.getAs<IntegerAttr>("vector_width"))
-        json.attribute("vector_width", width.getInt());
+      json.attribute("vector_kernel", (name + "_vec").str());
+      json.attribute("scalar_kernel", (name + "_scalar").str());
+      json.attribute("vector_width", kernel.getVectorWidth());
     }
     // The training workspace: saved * T * ld f32, then the deterministic
     // reduction scratch of a neuron with trainable parameters.
-    auto integer = [&](StringRef key) -> int64_t {
-      auto attr = kernel.getAs<IntegerAttr>(key);
-      return attr ? attr.getInt() : 0;
-    };
-    int64_t saved = integer("saved"), slots = integer("reduction_slots");
-    auto deterministic = kernel.getAs<BoolAttr>("deterministic");
-    json.attribute("deterministic", deterministic && deterministic.getValue());
+    int64_t saved = interface.getWorkspaceSequences();
+    int64_t slots = kernel.getReductionSlots();
+    std::string workspaceBytes = kernel.getWorkspaceBytesFormula();
+    json.attribute("deterministic", kernel.getDeterministic());
     json.attribute("workspace_sequences", saved);
     json.attribute("reduction_slots", slots);
-    SmallVector<std::string> terms;
-    if (saved)
-      terms.push_back(llvm::formatv("{0} * T * ld * 4", saved).str());
-    if (slots)
-      terms.push_back(
-          llvm::formatv("4 + 4 * {0} * ceil(N / 256)", slots).str());
-    json.attribute("workspace_bytes",
-                   terms.empty() ? "0" : llvm::join(terms, " + "));
-    auto roles = kernel.getAs<ArrayAttr>("buffer_roles");
-    auto names = kernel.getAs<ArrayAttr>("buffer_names");
-    auto dtypes = kernel.getAs<ArrayAttr>("buffer_dtypes");
-    auto bufferDtype = [&](size_t i) {
-      return dtypes ? typeName(cast<TypeAttr>(dtypes[i]).getValue())
-                    : dtypeName;
-    };
+    json.attribute("workspace_bytes", workspaceBytes);
     // The kernel's own buffers, in order: what a caller of the runtime's
     // flexsn_launch (or of a CPU function) passes. Workspace parts name
     // their byte offset in the workspace; the rest are arguments.
     json.attributeArray("buffers", [&] {
-      if (!roles || !names)
-        return;
       int64_t savedIndex = 0;
-      for (auto [i, role, name] :
-           llvm::enumerate(roles.getAsValueRange<StringAttr>(),
-                           names.getAsValueRange<StringAttr>()))
+      for (KernelBufferAttr buffer : interface.getBuffers())
         json.object([&] {
-          json.attribute("name", name);
-          json.attribute("role", role);
-          json.attribute("dtype", bufferDtype(i));
-          json.attributeArray("shape", [&] {
-            for (StringRef size : bufferShape(role))
-              json.value(size);
-          });
-          if (role == "saved_output" || role == "saved_input")
+          writeBuffer(json, buffer);
+          BufferRole role = buffer.getRole();
+          if (role == BufferRole::ReductionScratch)
+            json.attribute("workspace_offset",
+                           llvm::formatv("{0} * T * ld * 4", saved).str());
+          else if (isWorkspaceRole(role))
             json.attribute(
                 "workspace_offset",
                 llvm::formatv("{0} * T * ld * 4", savedIndex++).str());
-          else if (role == "reduction_scratch")
-            json.attribute("workspace_offset",
-                           llvm::formatv("{0} * T * ld * 4", saved).str());
         });
     });
     // Arguments: the buffers, the workspace, then the kernel's T, N, ld and
     // runtime parameters. The header's function takes the same buffers,
     // workspace and parameters, after (stream, T, N, ld).
     json.attributeArray("arguments", [&] {
-      bool readsWorkspace = false, writesWorkspace = false;
-      if (roles && names)
-        for (auto [i, role, name] :
-             llvm::enumerate(roles.getAsValueRange<StringAttr>(),
-                             names.getAsValueRange<StringAttr>())) {
-          if (role == "saved_output" || role == "reduction_scratch") {
-            writesWorkspace = true;
-            continue;
-          }
-          if (role == "saved_input") {
-            readsWorkspace = true;
-            continue;
-          }
+      for (KernelBufferAttr buffer : interface.getBuffers())
+        if (!isWorkspaceRole(buffer.getRole()))
           json.object([&] {
-            json.attribute("name", name);
-            json.attribute("role", role);
-            json.attribute("dtype", bufferDtype(i));
-            json.attributeArray("shape", [&] {
-              for (StringRef size : bufferShape(role))
-                json.value(size);
-            });
-            json.attribute("optional", role != "input_sequence" &&
-                                           role != "param_gradient");
+            writeBuffer(json, buffer);
+            json.attribute("optional", isOptionalRole(buffer.getRole()));
           });
-        }
+      bool reads = interface.count(BufferRole::SavedInput);
+      bool writes = interface.count(BufferRole::SavedOutput) ||
+                    interface.count(BufferRole::ReductionScratch);
       if (saved || slots)
         json.object([&] {
           json.attribute("name", "workspace");
-          json.attribute("role", readsWorkspace && writesWorkspace
-                                     ? "workspace_inout"
-                                 : readsWorkspace ? "workspace_in"
-                                                  : "workspace_out");
+          json.attribute("role", reads && writes ? "workspace_inout"
+                                 : reads         ? "workspace_in"
+                                                 : "workspace_out");
           json.attribute("dtype", "f32");
-          json.attribute("bytes", llvm::join(terms, " + "));
+          json.attribute("bytes", workspaceBytes);
           json.attribute("optional", false);
         });
       for (StringRef size : {"T", "N", "ld"})
@@ -204,14 +171,12 @@ static void writeKernel(llvm::json::OStream &json, DictionaryAttr kernel,
           json.attribute("role", "size");
           json.attribute("dtype", "i64");
         });
-      if (auto params = kernel.getAs<ArrayAttr>("params"))
-        for (auto param : params.getAsRange<DictionaryAttr>())
-          json.object([&] {
-            json.attribute("name", param.getAs<StringAttr>("name").getValue());
-            json.attribute("role", "param");
-            json.attribute("dtype",
-                           typeName(param.getAs<TypeAttr>("type").getValue()));
-          });
+      for (ParamAttr param : interface.getParams())
+        json.object([&] {
+          json.attribute("name", param.getName().getValue());
+          json.attribute("role", "param");
+          json.attribute("dtype", typeName(param.getType()));
+        });
     });
   });
 }
@@ -227,14 +192,15 @@ LogicalResult mlir::flexsn::translateToManifest(ModuleOp module,
         writeNeuron(json, neuron);
     });
     // GPU and CPU kernels, as convert-flexsn-to-gpu / -to-scf described them.
-    for (auto [key, attr, cpu] :
-         {std::make_tuple("kernels", "flexsn.gpu_kernels", false),
-          std::make_tuple("cpu_kernels", "flexsn.cpu_kernels", true)}) {
+    for (auto [key, attr] :
+         {std::make_pair("kernels", "flexsn.gpu_kernels"),
+          std::make_pair("cpu_kernels", "flexsn.cpu_kernels")}) {
       auto kernels = module->getAttrOfType<ArrayAttr>(attr);
       json.attributeArray(key, [&] {
+        // The dialect verified the lists' entries.
         if (kernels)
-          for (auto kernel : kernels.getAsRange<DictionaryAttr>())
-            writeKernel(json, kernel, cpu);
+          for (auto kernel : kernels.getAsRange<CompiledKernelAttr>())
+            writeKernel(json, kernel);
       });
     }
     json.attributeArray("targets", [&] {

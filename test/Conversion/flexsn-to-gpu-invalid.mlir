@@ -5,7 +5,7 @@ flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }
 // expected-error@+1 {{a kernel function must hold exactly one scan}}
-func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.variant = "inference"} {
+func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>]>} {
   flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
   flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
   return
@@ -17,8 +17,73 @@ func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.vari
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }
-func.func @bytes(%x: memref<?x?xf16>, %y: memref<?x?xi8>) attributes {flexsn.variant = "inference"} {
+func.func @bytes(%x: memref<?x?xf16>, %y: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f16, buffers = [<"x", input_sequence, f16, sequence>, <"y", output_sequence, i8, sequence>]>} {
   // expected-error@+1 {{GPU kernels store f32, f16 or bf16, got 'i8'}}
   flexsn.scan @n ins(%x : memref<?x?xf16>) outs(%y : memref<?x?xi8>)
+  return
+}
+
+// -----
+
+// The interface's roles agree with how the scan uses each buffer.
+flexsn.neuron @n inputs(%x: f32) outputs(y) {
+  flexsn.yield %x : f32
+}
+func.func @swapped(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", output_sequence, f32, sequence>, <"y", input_sequence, f32, sequence>]>} {
+  // expected-error@+1 {{buffer 'x' is a output_sequence but the scan uses it as a input_sequence}}
+  flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// Every buffer of the interface is one the scan reads or writes.
+flexsn.neuron @n inputs(%x: f32) outputs(y) {
+  flexsn.yield %x : f32
+}
+func.func @unused(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %z: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>, <"z", output_sequence, f32, sequence>]>} {
+  // expected-error@+1 {{the scan does not use buffer 'z'}}
+  flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// A buffer is one argument: the scan cannot read and write it at once.
+flexsn.neuron @n inputs(%x: f32) outputs(y) {
+  flexsn.yield %x : f32
+}
+func.func @aliased(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>} {
+  // expected-error@+1 {{buffer 'x' is passed to the scan twice}}
+  flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%x : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// The scan's operands are the kernel function's arguments, not values
+// made inside it.
+flexsn.neuron @n inputs(%x: f32) outputs(y) {
+  flexsn.yield %x : f32
+}
+func.func @local(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>} {
+  %c4 = arith.constant 4 : index
+  %y = memref.alloc(%c4, %c4) : memref<?x?xf32>
+  // expected-error@+1 {{operand #1 of a kernel's scan must be one of the kernel function's buffer arguments}}
+  flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// Runtime parameters reach the scan as the function's parameter arguments.
+flexsn.neuron @p inputs(%x: f32) outputs(y) params(%a: f32 = 1.0 runtime) {
+  %y = arith.mulf %x, %a : f32
+  flexsn.yield %y : f32
+}
+func.func @constant_param(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: f32) attributes {flexsn.kernel = #flexsn.kernel<"p", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>], params = [<"a", 1.0 : f32, runtime>]>} {
+  %c = arith.constant 2.0 : f32
+  // expected-error@+1 {{a kernel's scan takes the kernel function's parameter arguments, in order}}
+  flexsn.scan @p ins(%x : memref<?x?xf32>) params(%c : f32) outs(%y : memref<?x?xf32>)
   return
 }

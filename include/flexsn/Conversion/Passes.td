@@ -23,6 +23,8 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     written. Reductions are summed per neuron over time in registers, then
     added into their rank-0 buffer, which is zeroed first.
 
+    Kernel functions lose their `flexsn.kernel` interface to the module's
+    `flexsn.cpu_kernels` list, which the manifest and the CPU runners read.
     Then the `flexsn.neuron` definitions, inlined everywhere, are erased.
     The per-step `flexsn` ops (spike, detach, surrogate_grad) are left for
     `flexsn-expand-surrogates`.
@@ -40,8 +42,8 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
 def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn kernel functions into GPU kernels: neurons across threads";
   let description = [{
-    Rewrites every kernel function of `flexsn-generate-kernels` (a
-    `func.func` with a `flexsn.variant` attribute holding one scan) into
+    Rewrites every kernel function (a `func.func` with a `flexsn.kernel`
+    interface, holding one scan) into
     two `gpu.func` kernels in the `gpu.module @flexsn_kernels`:
 
     * `<name>_vec`: each thread runs `16 / sizeof(storage)` consecutive
@@ -54,13 +56,15 @@ def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {
     (coalesced), and a sequence is read and written exactly once.
 
     Kernel parameters (the bare-pointer ABI, see `docs/ABI.md`): one
-    `!llvm.ptr` per buffer in ABI order, then `i64` `T`, `N` and `ld` (the
+    `!llvm.ptr` per buffer in the order of the kernel's interface (the
+    kernel function's argument order), then `i64` `T`, `N` and `ld` (the
     time stride in elements of every `[T, N]` buffer), then the runtime
     parameters. All index arithmetic is 64-bit. A null buffer is absent.
     Host-side launch is the host stubs' job: the kernel functions are
-    erased (the neurons stay, for the manifest), and the module records each
-    kernel's interface in its `flexsn.gpu_kernels` attribute for the header
-    and manifest emitters.
+    erased (the neurons stay, for the manifest), and the module lists each
+    kernel in its `flexsn.gpu_kernels` attribute (`#flexsn.compiled_kernel`:
+    entry name, interface, vector width) for the header and manifest
+    emitters.
 
     Reductions (the parameter gradients of a backward kernel) are summed per
     thread over its steps and neurons, then per block (a warp shuffle tree,

@@ -13,6 +13,8 @@
 #ifndef FLEXSN_RUNNER_CPUKERNEL_H
 #define FLEXSN_RUNNER_CPUKERNEL_H
 
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
+
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -24,12 +26,6 @@ class ExecutionEngine;
 
 namespace flexsn {
 class NeuronOp;
-
-/// The kernel variants of docs/ABI.md the CPU path runs.
-enum class KernelVariant { Inference, FinalState, Forward, Backward };
-
-/// The spelling used by pass options and kernel names ("final-state").
-StringRef getVariantName(KernelVariant variant);
 
 /// One buffer argument: contiguous, shape [T, N] (sequences), [N]
 /// (per-neuron states) or [] (a reduced parameter gradient). A null `data`
@@ -55,8 +51,8 @@ public:
           Type storageType);
   ~CpuKernel();
 
-  /// Runs the kernel. `buffers` come in the kernel's argument order (for
-  /// inference and final-state: inputs, initial states, outputs, state
+  /// Runs the kernel. `buffers` come in the order of the kernel's interface
+  /// (for inference and final-state: inputs, initial states, outputs, state
   /// results; for the training variants see flexsn-autodiff), and `params`
   /// give the runtime parameters in declaration order (FloatAttr for f32,
   /// IntegerAttr for i1 and i32).
@@ -69,19 +65,16 @@ public:
   /// The runtime parameters' types, in order.
   ArrayRef<Type> getParamTypes() const { return paramTypes; }
   StringRef getFunctionName() const { return functionName; }
-  /// Training variants: the number of saved [T, N] f32 sequences (the
-  /// workspace) and the inputs the backward kernel reads again.
-  unsigned getNumSaved() const { return numSaved; }
-  ArrayRef<int64_t> getRereadInputs() const { return rereadInputs; }
+  /// The kernel's interface: its buffers in order, the workspace.
+  KernelInterfaceAttr getInterface() const { return interface; }
 
 private:
   CpuKernel() = default;
 
   std::unique_ptr<ExecutionEngine> engine;
   std::string functionName;
-  KernelVariant variant = KernelVariant::Inference;
-  unsigned numInputs = 0, numStates = 0, numOutputs = 0, numSaved = 0;
-  SmallVector<int64_t> rereadInputs;
+  KernelInterfaceAttr interface;
+  unsigned numInputs = 0, numStates = 0, numOutputs = 0;
   SmallVector<Type> paramTypes;
 };
 

@@ -30,16 +30,20 @@ constexpr unsigned kBlockSize = 256;
 constexpr unsigned kWarpSize = 32;
 constexpr unsigned kWarpsPerBlock = kBlockSize / kWarpSize;
 
-/// What a kernel function's scan reads and writes (classified once, in
-/// KernelInterface), and how the GPU kernel walks it.
+/// A kernel function (its interface and scan, checked in KernelInterface)
+/// and how the GPU kernel walks it. The GPU kernel takes the function's
+/// buffers in the function's order; the emitter indexes them by scan
+/// operand.
 struct KernelPlan {
   // Op handles are cheap values; their accessors are not const.
   mutable func::FuncOp func;
   mutable ScanOp scan;
   mutable NeuronOp neuron; // null for an inline body
-  Block *body;             // the step body (neuron's or the scan's)
-  unsigned numStates;      // carried states
-  KernelBuffers buffers; // roles and element types, in buffer order
+  KernelInterfaceAttr interface;
+  SmallVector<unsigned> operandBuffers; // scan operand -> kernel argument
+  SmallVector<Type> elementTypes;       // by scan operand
+  Block *body;                          // the step body (neuron's or scan's)
+  unsigned numStates;                   // carried states
   unsigned width; // neurons per thread in the vector kernel
 
   unsigned numInputs() const { return scan.getInputs().size(); }
@@ -47,7 +51,7 @@ struct KernelPlan {
   unsigned numOutputs() const { return scan.getOutputs().size(); }
   unsigned numStateResults() const { return scan.getStates().size(); }
   unsigned numReductions() const { return scan.getReductions().size(); }
-  unsigned numBuffers() const { return buffers.size(); }
+  unsigned numBuffers() const { return interface.getBuffers().size(); }
 };
 
 /// Emits one thread's work over a contiguous group of neurons.
@@ -60,7 +64,8 @@ public:
       : b(b), loc(loc), plan(plan) {
     unsigned numBuffers = plan.numBuffers();
     ValueRange args = kernel.getArguments();
-    buffers.assign(args.begin(), args.begin() + numBuffers);
+    for (unsigned index : plan.operandBuffers)
+      buffers.push_back(args[index]);
     if (deterministic)
       scratch = args[numBuffers++];
     numSteps = args[numBuffers];
@@ -282,7 +287,7 @@ public:
   }
 
 private:
-  Type elementType(unsigned buffer) const { return plan.buffers.elementTypes[buffer]; }
+  Type elementType(unsigned buffer) const { return plan.elementTypes[buffer]; }
 
   Value reductionBuffer(unsigned r) const {
     return buffers[plan.numBuffers() - plan.numReductions() + r];
@@ -556,15 +561,17 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   gpu::ReturnOp::create(b, loc);
 }
 
-/// Plans one kernel function: its scan, body and buffer roles.
+/// Plans one kernel function: its scan, body and buffers.
 FailureOr<KernelPlan> planKernel(func::FuncOp func) {
-  FailureOr<KernelBuffers> buffers = classifyKernelBuffers(func);
-  if (failed(buffers))
+  FailureOr<KernelFunction> kernel = analyzeKernelFunction(func);
+  if (failed(kernel))
     return failure();
   KernelPlan plan;
   plan.func = func;
-  plan.scan = buffers->scan;
-  plan.neuron = buffers->neuron;
+  plan.scan = kernel->scan;
+  plan.neuron = kernel->neuron;
+  plan.interface = kernel->interface;
+  plan.operandBuffers = std::move(kernel->operandBuffers);
   if (plan.neuron) {
     plan.body = &plan.neuron.getBodyBlock();
     plan.numStates = plan.neuron.getNumStates();
@@ -576,19 +583,20 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   }
   unsigned smallest = kAccessBytes;
   ScanOp scan = plan.scan;
-  for (auto [element, value] : llvm::zip_equal(
-           buffers->elementTypes,
-           llvm::concat<Value>(scan.getInputs(), scan.getInits(),
-                               scan.getOutputs(), scan.getStates(),
-                               scan.getReductions()))) {
+  for (Value value :
+       llvm::concat<Value>(scan.getInputs(), scan.getInits(),
+                           scan.getOutputs(), scan.getStates(),
+                           scan.getReductions())) {
+    auto type = cast<MemRefType>(value.getType());
+    Type element = type.getElementType();
     if (!element.isF32() && !element.isF16() && !element.isBF16())
       return plan.scan.emitError("GPU kernels store f32, f16 or bf16, got ")
              << element;
-    if (cast<MemRefType>(value.getType()).getRank() > 0)
+    if (type.getRank() > 0)
       smallest = std::min(smallest, element.getIntOrFloatBitWidth() / 8);
+    plan.elementTypes.push_back(element);
   }
   plan.width = kAccessBytes / smallest;
-  plan.buffers = std::move(*buffers);
   return plan;
 }
 
@@ -600,9 +608,7 @@ struct ConvertFlexSNToGPUPass
     if (failed(inlineApplications(module)))
       return signalPassFailure();
     std::vector<KernelPlan> plans;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (!func->hasAttr("flexsn.variant"))
-        continue;
+    for (func::FuncOp func : getKernelFunctions(module)) {
       FailureOr<KernelPlan> plan = planKernel(func);
       if (failed(plan))
         return signalPassFailure();
@@ -617,20 +623,29 @@ struct ConvertFlexSNToGPUPass
     auto gpuModule =
         gpu::GPUModuleOp::create(builder, module.getLoc(), "flexsn_kernels");
     OpBuilder kernelBuilder = OpBuilder::atBlockBegin(gpuModule.getBody());
-    SmallVector<Attribute> descriptions;
+    MLIRContext *ctx = &getContext();
+    SmallVector<Attribute> kernels;
     for (const KernelPlan &plan : plans) {
       buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/false);
       buildKernel(kernelBuilder, plan, 1, /*deterministic=*/false);
-      descriptions.push_back(describeKernel(builder, plan.buffers, plan.width, false));
+      kernels.push_back(CompiledKernelAttr::get(ctx, plan.func.getSymNameAttr(),
+                                                plan.interface, plan.width,
+                                                /*deterministic=*/false));
       // Kernels with reductions (parameter gradients) also come in a
-      // deterministic mode.
+      // deterministic mode, which takes the reduction scratch last.
       if (plan.numReductions()) {
         buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/true);
         buildKernel(kernelBuilder, plan, 1, /*deterministic=*/true);
-        descriptions.push_back(describeKernel(builder, plan.buffers, plan.width, true));
+        kernels.push_back(CompiledKernelAttr::get(
+            ctx,
+            StringAttr::get(ctx, plan.func.getSymName() + "_deterministic"),
+            plan.interface.withBuffer(KernelBufferAttr::get(
+                ctx, "reduction_scratch", BufferRole::ReductionScratch,
+                Float32Type::get(ctx))),
+            plan.width, /*deterministic=*/true));
       }
     }
-    module->setAttr("flexsn.gpu_kernels", builder.getArrayAttr(descriptions));
+    module->setAttr("flexsn.gpu_kernels", builder.getArrayAttr(kernels));
 
     // The host side is the C stubs' job. The neurons stay: the manifest
     // describes their interfaces, and nothing translates the host module.

@@ -209,22 +209,21 @@ struct ConvertFlexSNToSCFPass
     // Steps are emitted from flat bodies.
     if (failed(inlineApplications(module)))
       return signalPassFailure();
-    // Kernel functions keep their interface on the module, for the manifest
-    // and the runtimes that call the compiled functions.
-    Builder builder(module.getContext());
-    SmallVector<Attribute> descriptions;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (!func->hasAttr("flexsn.variant"))
-        continue;
-      FailureOr<KernelBuffers> buffers = classifyKernelBuffers(func);
-      if (failed(buffers))
+    // The kernels' interfaces move to the module, for the manifest and the
+    // runtimes that call the compiled functions.
+    SmallVector<Attribute> kernels;
+    for (func::FuncOp func : getKernelFunctions(module)) {
+      FailureOr<KernelFunction> kernel = analyzeKernelFunction(func);
+      if (failed(kernel))
         return signalPassFailure();
-      descriptions.push_back(
-          describeKernel(builder, *buffers, /*vectorWidth=*/0, false));
+      kernels.push_back(CompiledKernelAttr::get(
+          &getContext(), func.getSymNameAttr(), kernel->interface,
+          /*vectorWidth=*/0, /*deterministic=*/false));
+      func->removeAttr(KernelInterfaceAttr::getAttrName());
     }
-    if (!descriptions.empty())
+    if (!kernels.empty())
       module->setAttr("flexsn.cpu_kernels",
-                      builder.getArrayAttr(descriptions));
+                      ArrayAttr::get(&getContext(), kernels));
 
     SmallVector<ScanOp> scans;
     module.walk([&](ScanOp scan) { scans.push_back(scan); });

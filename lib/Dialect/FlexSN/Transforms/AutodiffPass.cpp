@@ -6,6 +6,7 @@
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Autodiff.h"
+#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 #include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
 
@@ -46,10 +47,12 @@ LogicalResult canonicalize(Region &region) {
 struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
   using Base::Base;
 
-  LogicalResult differentiate(ModuleOp module, NeuronOp neuron, Type dtype,
-                              StringRef dtypeName) {
+  LogicalResult differentiate(ModuleOp module, NeuronOp neuron,
+                              StorageType storage) {
     Location loc = neuron.getLoc();
+    MLIRContext *ctx = &getContext();
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    Type dtype = getStorageElementType(ctx, storage);
     unsigned numInputs = neuron.getNumInputs();
     unsigned numStates = neuron.getNumStates();
     unsigned numOutputs = neuron.getNumOutputs();
@@ -60,25 +63,26 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     SmallVector<Type> paramTypes =
         llvm::map_to_vector(params, [](ParamAttr p) { return p.getType(); });
     Type f32 = builder.getF32Type();
-    std::string stem = (neuron.getSymName() + "_").str();
 
-    // Forward: the specialized step in an inline-body scan.
+    // Forward: the specialized step in an inline-body scan. What it saves
+    // is planned on that body (canonicalization hoists its constants into
+    // the function), then added to its arguments and results.
     SmallVector<Type> fwdArgs;
     fwdArgs.append(numInputs, sequenceType(dtype));
     fwdArgs.append(numStates, perNeuronType(dtype));
     fwdArgs.append(numOutputs, sequenceType(dtype));
     fwdArgs.append(numStates, sequenceType(dtype));
     llvm::append_range(fwdArgs, paramTypes);
-    auto forward =
-        func::FuncOp::create(builder, loc, stem + "forward_" + dtypeName.str(),
-                             builder.getFunctionType(fwdArgs, {}));
+    auto forward = func::FuncOp::create(
+        builder, loc,
+        getKernelName(neuron.getSymName(), KernelVariant::Forward, storage),
+        builder.getFunctionType(fwdArgs, {}));
     Block *entry = forward.addEntryBlock();
     OpBuilder fb = OpBuilder::atBlockBegin(entry);
     ValueRange a = entry->getArguments();
-    ValueRange fwdParams = a.take_back(params.size());
     auto scan = ScanOp::create(
         fb, loc, FlatSymbolRefAttr(), a.take_front(numInputs),
-        a.slice(numInputs, numStates), fwdParams,
+        a.slice(numInputs, numStates), a.take_back(params.size()),
         a.slice(numInputs + numStates, numOutputs),
         a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
         /*final_states=*/false, /*reverse=*/false,
@@ -106,33 +110,62 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     if (failed(plan))
       return failure();
     unsigned numSaved = plan->saved.size();
+    unsigned numReread = plan->rereadInputs.size();
+    unsigned numTrainable = llvm::count(trainable, true);
 
-    auto annotate = [&](func::FuncOp f, StringRef variant) {
-      f->setAttr("flexsn.neuron", neuron.getSymNameAttr());
-      f->setAttr("flexsn.variant", builder.getStringAttr(variant));
-      f->setAttr("flexsn.saved", builder.getI64IntegerAttr(numSaved));
-      f->setAttr(
-          "flexsn.reread",
-          builder.getDenseI64ArrayAttr(llvm::map_to_vector(
-              plan->rereadInputs, [](unsigned i) { return int64_t(i); })));
+    // The interfaces: buffers named after the neuron's values.
+    auto names = [](ArrayAttr attr) {
+      return llvm::to_vector(attr.getAsValueRange<StringAttr>());
+    };
+    SmallVector<StringRef> inputNames = names(neuron.getInputNames()),
+                           stateNames = names(neuron.getStateNames()),
+                           outputNames = names(neuron.getOutputNames());
+    SmallVector<KernelBufferAttr> fwdBuffers, bwdBuffers;
+    auto add = [&](SmallVector<KernelBufferAttr> &buffers,
+                   ArrayRef<StringRef> stems, StringRef suffix,
+                   BufferRole role, Type type) {
+      for (StringRef stem : stems)
+        buffers.push_back(KernelBufferAttr::get(ctx, stem + suffix, role, type));
+    };
+    auto addSaved = [&](SmallVector<KernelBufferAttr> &buffers,
+                        BufferRole role) {
+      for (unsigned i = 0; i < numSaved; ++i)
+        buffers.push_back(
+            KernelBufferAttr::get(ctx, "saved" + Twine(i), role, f32));
+    };
+    add(fwdBuffers, inputNames, "", BufferRole::InputSequence, dtype);
+    add(fwdBuffers, stateNames, "_init", BufferRole::InitialState, dtype);
+    add(fwdBuffers, outputNames, "", BufferRole::OutputSequence, dtype);
+    add(fwdBuffers, stateNames, "_seq", BufferRole::StateSequence, dtype);
+    addSaved(fwdBuffers, BufferRole::SavedOutput);
+
+    add(bwdBuffers, outputNames, "_grad", BufferRole::OptionalInputSequence,
+        dtype);
+    add(bwdBuffers, stateNames, "_seq_grad", BufferRole::OptionalInputSequence,
+        dtype);
+    addSaved(bwdBuffers, BufferRole::SavedInput);
+    for (unsigned i : plan->rereadInputs)
+      add(bwdBuffers, inputNames[i], "", BufferRole::InputSequence, dtype);
+    add(bwdBuffers, stateNames, "_final_grad", BufferRole::InitialState, dtype);
+    add(bwdBuffers, inputNames, "_grad", BufferRole::OutputSequence, dtype);
+    add(bwdBuffers, stateNames, "_init_grad", BufferRole::FinalState, dtype);
+    for (ParamAttr p : params)
+      if (p.getKind() == ParamKind::Trainable)
+        add(bwdBuffers, p.getName().getValue(), "_grad",
+            BufferRole::ParamGradient, f32);
+    auto interface = [&](KernelVariant variant,
+                         ArrayRef<KernelBufferAttr> buffers) {
+      return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
+                                      storage, buffers, params, numSaved,
+                                      numTrainable);
     };
 
     // Backward: a reverse scan over the gradients.
-    unsigned numReread = plan->rereadInputs.size();
-    unsigned numTrainable = llvm::count(trainable, true);
-    SmallVector<Type> bwdArgs;
-    bwdArgs.append(numOutputs + numStates, sequenceType(dtype));
-    bwdArgs.append(numSaved, sequenceType(f32));
-    bwdArgs.append(numReread, sequenceType(dtype));
-    bwdArgs.append(numStates, perNeuronType(dtype));
-    bwdArgs.append(numInputs, sequenceType(dtype));
-    bwdArgs.append(numStates, perNeuronType(dtype));
-    bwdArgs.append(numTrainable, MemRefType::get({}, f32));
-    llvm::append_range(bwdArgs, paramTypes);
-    auto backward =
-        func::FuncOp::create(builder, loc, stem + "backward_" + dtypeName.str(),
-                             builder.getFunctionType(bwdArgs, {}));
-    Block *bentry = backward.addEntryBlock();
+    auto backward = createKernelFunction(
+        builder, loc,
+        getKernelName(neuron.getSymName(), KernelVariant::Backward, storage),
+        interface(KernelVariant::Backward, bwdBuffers));
+    Block *bentry = &backward.getBody().front();
     OpBuilder bb = OpBuilder::atBlockBegin(bentry);
     ValueRange b = bentry->getArguments();
     unsigned numIns = numOutputs + numStates + numSaved + numReread;
@@ -159,7 +192,9 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     if (failed(emitBackwardStep(*body, *plan, numInputs, numStates, numOutputs,
                                 trainable, *bbody)))
       return failure();
-    // The forward step also yields the saved values, after the outputs.
+
+    // Forward: the step also yields the saved values, after the outputs,
+    // which the function takes after its state sequences.
     auto yield = cast<YieldOp>(body->getTerminator());
     SmallVector<Value> yielded(yield.getValues().take_front(numOutputs));
     llvm::append_range(yielded, plan->saved);
@@ -167,7 +202,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     OpBuilder yieldBuilder(yield);
     YieldOp::create(yieldBuilder, loc, yielded);
     yield.erase();
-    unsigned savedPos = numInputs + 2 * numStates + numOutputs + 0;
+    unsigned savedPos = numInputs + 2 * numStates + numOutputs;
     for (unsigned i = 0; i < numSaved; ++i)
       (void)forward.insertArgument(savedPos + i, sequenceType(f32), {}, loc);
     a = entry->getArguments();
@@ -181,14 +216,13 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
         false, false, DenseI64ArrayAttr());
     fullScan.getBody().takeBody(scan.getBody());
     scan.erase();
-    annotate(forward, "forward");
-    annotate(backward, "backward");
+    forward->setAttr(KernelInterfaceAttr::getAttrName(),
+                     interface(KernelVariant::Forward, fwdBuffers));
     return success();
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MLIRContext *ctx = &getContext();
     // Steps are emitted from flat bodies.
     if (failed(inlineApplications(module)))
       return signalPassFailure();
@@ -199,17 +233,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
       if (!neurons.empty() && !llvm::is_contained(neurons, neuron.getSymName()))
         continue;
       for (StringRef name : types) {
-        Type type = llvm::StringSwitch<Type>(name)
-                        .Case("f32", Float32Type::get(ctx))
-                        .Case("f16", Float16Type::get(ctx))
-                        .Case("bf16", BFloat16Type::get(ctx))
-                        .Default(Type());
-        if (!type) {
-          module.emitError() << "unknown storage type '" << name
-                             << "'; expected f32, f16 or bf16";
-          return signalPassFailure();
-        }
-        if (failed(differentiate(module, neuron, type, name)))
+        FailureOr<StorageType> storage = parseStorageTypeOption(module, name);
+        if (failed(storage) || failed(differentiate(module, neuron, *storage)))
           return signalPassFailure();
       }
     }

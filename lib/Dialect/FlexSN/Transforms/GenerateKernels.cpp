@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,57 +24,59 @@ using namespace mlir::flexsn;
 
 namespace {
 
-enum class Variant { Inference, FinalState };
-
-struct KernelRequest {
-  Variant variant;
-  StringRef variantName; // as spelled in the option and attribute
-  Type storageType;
-  StringRef storageName;
-};
+/// The interface of `variant` (inference or final-state) of `neuron`: its
+/// inputs, initial states, outputs, then state sequences or final states,
+/// and its runtime parameters.
+KernelInterfaceAttr getKernelInterface(NeuronOp neuron, KernelVariant variant,
+                                       StorageType storage) {
+  MLIRContext *ctx = neuron.getContext();
+  Type dtype = getStorageElementType(ctx, storage);
+  auto names = [](ArrayAttr attr) { return attr.getAsValueRange<StringAttr>(); };
+  bool finalStates = variant == KernelVariant::FinalState;
+  SmallVector<KernelBufferAttr> buffers;
+  for (StringRef name : names(neuron.getInputNames()))
+    buffers.push_back(
+        KernelBufferAttr::get(ctx, name, BufferRole::InputSequence, dtype));
+  for (StringRef name : names(neuron.getStateNames()))
+    buffers.push_back(KernelBufferAttr::get(ctx, name + "_init",
+                                            BufferRole::InitialState, dtype));
+  for (StringRef name : names(neuron.getOutputNames()))
+    buffers.push_back(
+        KernelBufferAttr::get(ctx, name, BufferRole::OutputSequence, dtype));
+  for (StringRef name : names(neuron.getStateNames()))
+    buffers.push_back(
+        finalStates ? KernelBufferAttr::get(ctx, name + "_final",
+                                            BufferRole::FinalState, dtype)
+                    : KernelBufferAttr::get(ctx, name + "_seq",
+                                            BufferRole::StateSequence, dtype));
+  return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
+                                  storage, buffers,
+                                  neuron.getRuntimeParamAttrs(), 0, 0);
+}
 
 /// Builds `@<neuron>_<variant>_<dtype>`: the ABI arguments, then one scan.
 func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
-                         const KernelRequest &request) {
+                         KernelVariant variant, StorageType storage) {
   Location loc = neuron.getLoc();
-  Type dtype = request.storageType;
-  auto sequence =
-      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, dtype);
-  auto perNeuron = MemRefType::get({ShapedType::kDynamic}, dtype);
-  bool finalStates = request.variant == Variant::FinalState;
-  SmallVector<ParamAttr> runtimeParams = neuron.getRuntimeParamAttrs();
-
-  SmallVector<Type> argTypes;
-  argTypes.append(neuron.getNumInputs(), sequence);
-  argTypes.append(neuron.getNumStates(), perNeuron);
-  argTypes.append(neuron.getNumOutputs(), sequence);
-  argTypes.append(neuron.getNumStates(), finalStates ? perNeuron : sequence);
-  for (ParamAttr param : runtimeParams)
-    argTypes.push_back(param.getType());
-
-  std::string name = (neuron.getSymName() + "_" + request.variantName + "_" +
-                      request.storageName)
-                         .str();
-  std::replace(name.begin(), name.end(), '-', '_');
-  auto func = func::FuncOp::create(builder, loc, name,
-                                   builder.getFunctionType(argTypes, {}));
-  func->setAttr("flexsn.neuron", neuron.getSymNameAttr());
-  func->setAttr("flexsn.variant", builder.getStringAttr(request.variantName));
-
-  Block *entry = func.addEntryBlock();
-  OpBuilder body = OpBuilder::atBlockBegin(entry);
-  ValueRange args = entry->getArguments();
+  KernelInterfaceAttr interface =
+      getKernelInterface(neuron, variant, storage);
+  func::FuncOp func = createKernelFunction(
+      builder, loc, getKernelName(neuron.getSymName(), variant, storage),
+      interface);
+  OpBuilder body = OpBuilder::atBlockBegin(&func.getBody().front());
+  ValueRange args = func.getArguments();
   unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates(),
            numOutputs = neuron.getNumOutputs();
   ValueRange inputs = args.take_front(numInputs);
   ValueRange inits = args.slice(numInputs, numStates);
   ValueRange outputs = args.slice(numInputs + numStates, numOutputs);
   ValueRange states = args.slice(numInputs + numStates + numOutputs, numStates);
-  ValueRange params = args.drop_front(numInputs + 2 * numStates + numOutputs);
+  ValueRange params = args.drop_front(interface.getBuffers().size());
   // A stateless neuron's final-state variant has no states to write.
   ScanOp::create(body, loc, FlatSymbolRefAttr::get(neuron.getSymNameAttr()),
                  inputs, inits, params, outputs, states,
-                 /*reductions=*/ValueRange(), finalStates && numStates != 0,
+                 /*reductions=*/ValueRange(),
+                 variant == KernelVariant::FinalState && numStates != 0,
                  /*reverse=*/false, /*optional_inputs=*/DenseI64ArrayAttr());
   func::ReturnOp::create(body, loc);
   return func;
@@ -85,9 +88,6 @@ struct GenerateKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MLIRContext *ctx = &getContext();
-
-    SmallVector<KernelRequest> requests;
     SmallVector<std::string> variantNames(variants.begin(), variants.end());
     if (variantNames.empty())
       variantNames = {"inference", "final-state"};
@@ -105,13 +105,12 @@ struct GenerateKernelsPass
       module.emitError("a kernel variant or storage type is listed twice");
       return signalPassFailure();
     }
+    SmallVector<std::pair<KernelVariant, StorageType>> requests;
     for (StringRef variantName : variantNames) {
-      std::optional<Variant> variant =
-          llvm::StringSwitch<std::optional<Variant>>(variantName)
-              .Case("inference", Variant::Inference)
-              .Case("final-state", Variant::FinalState)
-              .Default(std::nullopt);
-      if (!variant) {
+      std::optional<KernelVariant> variant =
+          symbolizeKernelVariant(variantName);
+      if (!variant || (*variant != KernelVariant::Inference &&
+                       *variant != KernelVariant::FinalState)) {
         module.emitError()
             << "unknown kernel variant '" << variantName
             << "'; expected inference or final-state here (the lowering "
@@ -120,17 +119,11 @@ struct GenerateKernelsPass
         return signalPassFailure();
       }
       for (StringRef typeName : typeNames) {
-        Type type = llvm::StringSwitch<Type>(typeName)
-                        .Case("f32", Float32Type::get(ctx))
-                        .Case("f16", Float16Type::get(ctx))
-                        .Case("bf16", BFloat16Type::get(ctx))
-                        .Default(Type());
-        if (!type) {
-          module.emitError() << "unknown storage type '" << typeName
-                             << "'; expected f32, f16 or bf16";
+        FailureOr<StorageType> storage =
+            parseStorageTypeOption(module, typeName);
+        if (failed(storage))
           return signalPassFailure();
-        }
-        requests.push_back({*variant, variantName, type, typeName});
+        requests.push_back({*variant, *storage});
       }
     }
 
@@ -147,8 +140,8 @@ struct GenerateKernelsPass
     SymbolTable symbols(module);
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     for (NeuronOp neuron : selected) {
-      for (const KernelRequest &request : requests) {
-        func::FuncOp kernel = buildKernel(builder, neuron, request);
+      for (auto [variant, storage] : requests) {
+        func::FuncOp kernel = buildKernel(builder, neuron, variant, storage);
         if (symbols.lookup(kernel.getSymName())) {
           kernel.emitError() << "kernel name '" << kernel.getSymName()
                              << "' is already taken in the module";

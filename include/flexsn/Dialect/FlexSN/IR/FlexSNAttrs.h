@@ -35,6 +35,44 @@ std::string formatShortest(float value);
 /// are `<neuron>_<variant>`) may be a keyword.
 std::optional<std::string> checkExportedName(StringRef name,
                                              bool isPrefix = false);
+/// Whether a buffer of `role` lives in the training workspace rather than
+/// being an argument of the kernel's C function.
+bool isWorkspaceRole(BufferRole role);
+/// Whether a kernel only reads a buffer of `role`.
+bool isReadRole(BufferRole role);
+/// Whether a caller may pass a null buffer of `role`.
+bool isOptionalRole(BufferRole role);
+/// The shape class of a buffer of `role`.
+BufferShape getShapeOfRole(BufferRole role);
+/// The element type sequences of `storage` are stored in.
+Type getStorageElementType(MLIRContext *ctx, StorageType storage);
+
+/// Parses `[a, b, ...]` (possibly empty) of attributes of kind `AttrT`, each
+/// in its short form `<...>` or in full.
+template <typename AttrT>
+FailureOr<SmallVector<AttrT>> parseBracketedAttrList(AsmParser &parser) {
+  SmallVector<AttrT> elements;
+  if (failed(parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            AttrT element;
+            if (failed(parser.parseCustomAttributeWithFallback(element)))
+              return failure();
+            elements.push_back(element);
+            return success();
+          })))
+    return failure();
+  return elements;
+}
+
+/// Prints `[<...>, <...>]`: the inverse of parseBracketedAttrList.
+template <typename AttrT>
+void printBracketedAttrList(AsmPrinter &printer, ArrayRef<AttrT> elements) {
+  printer << '[';
+  llvm::interleaveComma(elements, printer, [&](AttrT element) {
+    printer.printStrippedAttrOrType(element);
+  });
+  printer << ']';
+}
 } // namespace mlir::flexsn
 
 #define GET_ATTRDEF_CLASSES

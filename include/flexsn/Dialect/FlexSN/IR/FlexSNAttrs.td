@@ -206,4 +206,234 @@ def FlexSN_RectAttr : FlexSN_Surrogate<"Rect", "rect",
 def FlexSN_StraightThroughAttr : FlexSN_Surrogate<"StraightThrough",
     "straight_through", (ins), "1", "none">;
 
+//===----------------------------------------------------------------------===//
+// Kernel interface
+//===----------------------------------------------------------------------===//
+
+def FlexSN_KernelVariant : I32EnumAttr<"KernelVariant",
+    "what a generated kernel computes", [
+    I32EnumAttrCase<"Inference", 0, "inference">,
+    I32EnumAttrCase<"FinalState", 1, "final-state">,
+    I32EnumAttrCase<"Forward", 2, "forward">,
+    I32EnumAttrCase<"Backward", 3, "backward">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    * `inference`: outputs (and, optionally, state sequences) over T steps;
+    * `final-state`: outputs and the states after the last step only;
+    * `forward`: a training forward, which also saves what the backward
+      reads (the workspace);
+    * `backward`: the reverse scan giving input, initial-state and
+      trainable-parameter gradients.
+
+    Kernel generation makes the first two, `flexsn-autodiff` the others. The
+    spelling is the one of pass options, kernel names (with `_` for `-`),
+    the manifest and the Python layer.
+  }];
+}
+
+def FlexSN_StorageType : I32EnumAttr<"StorageType",
+    "the element type a kernel stores its sequences in", [
+    I32EnumAttrCase<"F32", 0, "f32">,
+    I32EnumAttrCase<"F16", 1, "f16">,
+    I32EnumAttrCase<"BF16", 2, "bf16">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    Bodies compute in `f32`; a kernel converts at the scan boundary. Saved
+    training values and parameter gradients are `f32` whatever the storage.
+  }];
+}
+
+// The values are those of `flexsn_buffer_kind` in flexsn_runtime.h (a unit
+// test checks it): the header emitter names the runtime's constants after
+// these cases.
+def FlexSN_BufferRole : I32EnumAttr<"BufferRole",
+    "what a kernel does with one of its buffers", [
+    I32EnumAttrCase<"InputSequence", 0, "input_sequence">,
+    I32EnumAttrCase<"InitialState", 1, "initial_state">,
+    I32EnumAttrCase<"OutputSequence", 2, "output_sequence">,
+    I32EnumAttrCase<"StateSequence", 3, "state_sequence">,
+    I32EnumAttrCase<"FinalState", 4, "final_state">,
+    I32EnumAttrCase<"OptionalInputSequence", 5, "optional_input_sequence">,
+    I32EnumAttrCase<"SavedOutput", 6, "saved_output">,
+    I32EnumAttrCase<"SavedInput", 7, "saved_input">,
+    I32EnumAttrCase<"ParamGradient", 8, "param_gradient">,
+    I32EnumAttrCase<"ReductionScratch", 9, "reduction_scratch">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    * `input_sequence`: read, required;
+    * `optional_input_sequence`: read, absent (null) reads as zeros (the
+      incoming gradients of a backward kernel);
+    * `initial_state`: read, absent reads as zeros;
+    * `output_sequence`, `state_sequence`, `final_state`: written, absent is
+      not written;
+    * `saved_output`, `saved_input`: the training workspace, written by the
+      forward kernel and read by the backward kernel, required;
+    * `param_gradient`: one `f32`, zeroed then accumulated, required;
+    * `reduction_scratch`: the deterministic reduction scratch, required
+      (GPU only: the lowering adds it).
+  }];
+}
+
+def FlexSN_BufferShape : I32EnumAttr<"BufferShape",
+    "the shape class of a kernel buffer", [
+    I32EnumAttrCase<"Sequence", 0, "sequence">,
+    I32EnumAttrCase<"PerNeuron", 1, "per_neuron">,
+    I32EnumAttrCase<"Scalar", 2, "scalar">,
+    I32EnumAttrCase<"Scratch", 3, "scratch">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    * `sequence`: `[T, N]` with time stride `ld` (a rank-2 memref);
+    * `per_neuron`: `[N]` (rank 1);
+    * `scalar`: one element (rank 0);
+    * `scratch`: the deterministic reduction scratch, `4 + 4·P·⌈N/256⌉`
+      bytes for `P` reduction slots.
+  }];
+}
+
+def FlexSN_KernelBufferAttr : FlexSN_Attr<"KernelBuffer", "buffer"> {
+  let summary = "One buffer of a kernel: its name, role, element type, shape";
+  let description = [{
+    The name is a C identifier, exported as the argument name of the header
+    stub and in the manifest; the element type is that of the memref the
+    kernel function takes (`f32`, `f16` or `bf16`).
+
+    ```mlir
+    #flexsn.buffer<"v_seq", state_sequence, f16, sequence>
+    ```
+  }];
+  let parameters = (ins "::mlir::StringAttr":$name,
+                        "::mlir::flexsn::BufferRole":$role,
+                        "::mlir::Type":$elementType,
+                        "::mlir::flexsn::BufferShape":$shape);
+  let assemblyFormat = "`<` $name `,` $role `,` $elementType `,` $shape `>`";
+  let genVerifyDecl = 1;
+  let builders = [
+    // The shape class that the role implies.
+    AttrBuilder<(ins "const ::llvm::Twine &":$name,
+                     "::mlir::flexsn::BufferRole":$role,
+                     "::mlir::Type":$elementType), [{
+      return $_get($_ctxt, ::mlir::StringAttr::get($_ctxt, name), role,
+                   elementType, ::mlir::flexsn::getShapeOfRole(role));
+    }]>
+  ];
+}
+
+// A list of attributes of one kind, spelled `[<...>, <...>]` (each element
+// in its short form; `[]` when empty).
+class BracketedAttrListParameter<string attrOf, string desc>
+    : OptionalArrayRefParameter<attrOf, desc> {
+  let parser = "::mlir::flexsn::parseBracketedAttrList<" # attrOf # ">($_parser)";
+  let printer = "::mlir::flexsn::printBracketedAttrList($_printer, $_self)";
+}
+
+def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
+  let summary = "The typed interface of one kernel function";
+  let description = [{
+    Kernel generation and `flexsn-autodiff` attach this attribute, as
+    `flexsn.kernel`, to every kernel function they build; it is the one
+    description of the kernel that both lowerings, the header emitter, the
+    manifest and the runtime read. It names the neuron (empty for a kernel
+    written by hand), the variant and the storage type, and lists the
+    kernel function's arguments in order: its buffers (one memref argument
+    each), then its runtime parameters (one scalar argument each).
+
+    The training workspace is `workspace_sequences` `f32` sequences (the
+    `saved_output` buffers of a forward kernel, the `saved_input` buffers of
+    a backward kernel), followed on the GPU by the deterministic reduction
+    scratch of `reduction_slots` gradients (the neuron's trainable
+    parameters: a forward kernel counts them too, so that every training
+    kernel of a neuron needs the same workspace).
+
+    ```mlir
+    func.func @lif_inference_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
+                                 %s: memref<?x?xf32>, %v: memref<?x?xf32>)
+        attributes {flexsn.kernel = #flexsn.kernel<"lif", inference, f32,
+          buffers = [#flexsn.buffer<"x", input_sequence, f32, sequence>,
+                     #flexsn.buffer<"v_init", initial_state, f32, per_neuron>,
+                     #flexsn.buffer<"spike", output_sequence, f32, sequence>,
+                     #flexsn.buffer<"v_seq", state_sequence, f32, sequence>]>}
+    ```
+  }];
+  let parameters = (ins
+      "::mlir::StringAttr":$neuron,
+      "::mlir::flexsn::KernelVariant":$variant,
+      "::mlir::flexsn::StorageType":$storage,
+      BracketedAttrListParameter<"::mlir::flexsn::KernelBufferAttr",
+                                 "buffers">:$buffers,
+      BracketedAttrListParameter<"::mlir::flexsn::ParamAttr",
+                                 "runtime parameters">:$params,
+      DefaultValuedParameter<"int64_t", "0",
+                             "saved f32 sequences">:$workspace_sequences,
+      DefaultValuedParameter<"int64_t", "0",
+                             "gradients in the reduction scratch">:$reduction_slots);
+  let assemblyFormat = [{
+    `<` $neuron `,` $variant `,` $storage `,`
+    struct($buffers, $params, $workspace_sequences, $reduction_slots) `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The name of the attribute holding it on a kernel function.
+    static ::llvm::StringRef getAttrName() { return "flexsn.kernel"; }
+    /// The element type sequences are stored in.
+    ::mlir::Type getStorageType() const;
+    /// Whether the kernel belongs to training (forward or backward).
+    bool isTraining() const {
+      return getVariant() == KernelVariant::Forward ||
+             getVariant() == KernelVariant::Backward;
+    }
+    /// How many buffers have `role`.
+    unsigned count(BufferRole role) const;
+    /// The same interface with one more buffer at the end.
+    KernelInterfaceAttr withBuffer(KernelBufferAttr buffer) const;
+  }];
+}
+
+def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
+                                            "compiled_kernel"> {
+  let summary = "A kernel as a lowering emitted it";
+  let description = [{
+    The lowerings list the kernels they emit on the module, in
+    `flexsn.cpu_kernels` and `flexsn.gpu_kernels`: the entry point's name,
+    the kernel's interface and, on the GPU, the vector kernel's neurons per
+    thread. A GPU kernel `<name>` has two entry points, `<name>_vec` and
+    `<name>_scalar`; a deterministic one ends with a `reduction_scratch`
+    buffer and its name with `_deterministic`.
+
+    ```mlir
+    #flexsn.compiled_kernel<"plif_backward_f32_deterministic",
+                            #flexsn.kernel<...>, vector_width = 4,
+                            deterministic = true>
+    ```
+  }];
+  let parameters = (ins
+      "::mlir::StringAttr":$name,
+      "::mlir::flexsn::KernelInterfaceAttr":$interface,
+      DefaultValuedParameter<"int64_t", "0",
+                             "neurons per thread; 0 for a CPU kernel">:$vector_width,
+      DefaultValuedParameter<"bool", "false",
+                             "parameter gradients summed in a fixed order">:$deterministic);
+  let assemblyFormat = [{
+    `<` $name `,` $interface (`,` struct($vector_width, $deterministic)^)? `>`
+  }];
+  let extraClassDeclaration = [{
+    bool isGPU() const { return getVectorWidth() > 0; }
+    /// Reduction slots of the workspace: the CPU sums in order and has no
+    /// scratch.
+    int64_t getReductionSlots() const {
+      return isGPU() ? getInterface().getReductionSlots() : 0;
+    }
+    /// The workspace size in bytes as a formula of T, N and ld ("0" for
+    /// none), as the manifest spells it.
+    std::string getWorkspaceBytesFormula() const;
+  }];
+}
+
 #endif // FLEXSN_DIALECT_FLEXSN_IR_FLEXSNATTRS_TD

@@ -31,6 +31,8 @@ def FlexSN_Dialect : Dialect {
   // Custom parseAttribute: an unknown attribute lists the surrogates.
   let useDefaultAttributePrinterParser = 0;
   let hasConstantMaterializer = 1;
+  // `flexsn.kernel` on kernel functions, the kernel lists on modules.
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
     ::mlir::Attribute parseAttribute(::mlir::DialectAsmParser &parser,

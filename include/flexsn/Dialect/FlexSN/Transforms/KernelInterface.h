@@ -1,14 +1,13 @@
-//===- KernelInterface.h - What a kernel function's arguments are -*- C++ -*-===//
+//===- KernelInterface.h - Kernel functions and their scan ------*- C++ -*-===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
 //===----------------------------------------------------------------------===//
 //
-// A kernel function (a `func.func` with `flexsn.variant`, holding one
-// `flexsn.scan`) takes its buffers in the order of docs/ABI.md. Both
-// lowerings describe each kernel they produce with the same dictionary
-// (`flexsn.gpu_kernels`, `flexsn.cpu_kernels` on the module), which the
-// header and manifest emitters read: roles are classified here, once.
+// A kernel function is a `func.func` carrying `flexsn.kernel` (its typed
+// interface, set by kernel generation or autodiff) and holding one
+// `flexsn.scan` over its arguments. Both lowerings find the scan's buffers
+// here, checked once against the interface.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,30 +20,44 @@
 
 namespace mlir::flexsn {
 
-/// The buffers of one kernel function's scan: its memref operands in order
-/// (inputs, inits, outputs, states, reductions), each with a role spelled as
-/// the runtime's buffer kind (`input_sequence`, `saved_output`, ...).
-struct KernelBuffers {
+/// A kernel function and its scan.
+struct KernelFunction {
   func::FuncOp func;
+  KernelInterfaceAttr interface;
   ScanOp scan;
   NeuronOp neuron; // the callee, or null for an inline body
-  SmallVector<StringRef> roles;
-  SmallVector<Type> elementTypes;
-
-  unsigned size() const { return roles.size(); }
+  /// For each memref operand of the scan, in order (inputs, inits, outputs,
+  /// states, reductions): the index of its buffer in the interface, which
+  /// is its function argument number.
+  SmallVector<unsigned> operandBuffers;
 };
 
-/// Classifies the buffers of `func`, which must hold exactly one scan and
-/// carry `flexsn.variant`; otherwise emits an error on `func` and fails.
-FailureOr<KernelBuffers> classifyKernelBuffers(func::FuncOp func);
+/// The kernel functions of `module`: the functions carrying `flexsn.kernel`.
+SmallVector<func::FuncOp> getKernelFunctions(ModuleOp module);
 
-/// The kernel's description: name, neuron, variant, dtype, buffer roles,
-/// names and dtypes, workspace (saved sequences, reduction slots), runtime
-/// parameters; for a GPU kernel (`vectorWidth` > 0), its two entry points
-/// and the vector kernel's neurons per thread. A
-/// `deterministic` kernel has the reduction scratch as its last buffer.
-DictionaryAttr describeKernel(Builder &b, const KernelBuffers &buffers,
-                              int64_t vectorWidth, bool deterministic);
+/// Checks `func` (a kernel function) and maps its scan's operands to its
+/// buffers: it must hold exactly one scan, whose buffers are distinct
+/// function arguments of the roles their operand positions imply, and
+/// whose parameters are the function's parameter arguments in order.
+/// Otherwise emits an error and fails.
+FailureOr<KernelFunction> analyzeKernelFunction(func::FuncOp func);
+
+/// The memref a kernel function takes for `buffer`: a sequence has rank 2.
+MemRefType getBufferType(KernelBufferAttr buffer);
+
+/// Creates `name`, the kernel function of `interface`, with an entry block:
+/// its arguments are the buffers' memrefs, then the parameters' scalars.
+func::FuncOp createKernelFunction(OpBuilder &builder, Location loc,
+                                  StringRef name,
+                                  KernelInterfaceAttr interface);
+
+/// The name of a kernel: `<neuron>_<variant>_<storage>` with `_` for `-`.
+std::string getKernelName(StringRef neuron, KernelVariant variant,
+                          StorageType storage);
+
+/// Parses a storage type option ("f32"); emits an error on `module` for an
+/// unknown one.
+FailureOr<StorageType> parseStorageTypeOption(ModuleOp module, StringRef name);
 
 } // namespace mlir::flexsn
 

@@ -30,9 +30,10 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
     zeros; result: not written). `const` parameters are not arguments: the
     lowering specializes them.
 
-    Each function carries `flexsn.neuron` (the neuron's name) and
-    `flexsn.variant` attributes, so tools can find kernels without parsing
-    names.
+    Each function carries its typed interface, `flexsn.kernel` (a
+    `#flexsn.kernel`: the neuron, variant, storage type, each buffer's name,
+    role, element type and shape class, and the parameters), which every
+    later pass, the lowerings and the emitters read.
 
     Rationale:
     * Variants are IR, not templates: every later pass (autodiff, fusion,
@@ -89,9 +90,12 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     parameters and constants are free — and recomputes the rest. LIF saves
     its charge `h` alone. `store-all` saves every needed value instead.
 
-    Functions carry `flexsn.neuron`, `flexsn.variant` (`forward` or
-    `backward`), `flexsn.saved` (number of saved sequences: the workspace
-    is `saved * T * N * 4` bytes) and `flexsn.reread` (input positions).
+    Both functions carry `flexsn.kernel`, their typed interface: the
+    forward kernel takes its saved sequences (`saved_output`) after its
+    state sequences, the backward kernel reads them (`saved_input`) and the
+    re-read inputs (`input_sequence`, named after the inputs), and
+    `workspace_sequences` counts them: the workspace is
+    `workspace_sequences * T * N * 4` bytes.
   }];
   let options = [
     ListOption<"storageTypes", "storage-types", "std::string",

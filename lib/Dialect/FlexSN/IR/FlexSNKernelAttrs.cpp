@@ -1,0 +1,276 @@
+//===- FlexSNKernelAttrs.cpp - The typed kernel interface -----------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// The verifiers of `#flexsn.buffer`, `#flexsn.kernel` and
+// `#flexsn.compiled_kernel`, and of where they may appear: `flexsn.kernel`
+// on a kernel function whose signature it describes, `flexsn.cpu_kernels`
+// and `flexsn.gpu_kernels` on a module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNDialect.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::flexsn;
+
+bool mlir::flexsn::isWorkspaceRole(BufferRole role) {
+  return role == BufferRole::SavedOutput || role == BufferRole::SavedInput ||
+         role == BufferRole::ReductionScratch;
+}
+
+bool mlir::flexsn::isReadRole(BufferRole role) {
+  return role == BufferRole::InputSequence ||
+         role == BufferRole::OptionalInputSequence ||
+         role == BufferRole::InitialState || role == BufferRole::SavedInput;
+}
+
+bool mlir::flexsn::isOptionalRole(BufferRole role) {
+  return role == BufferRole::OptionalInputSequence ||
+         role == BufferRole::InitialState ||
+         role == BufferRole::OutputSequence ||
+         role == BufferRole::StateSequence || role == BufferRole::FinalState;
+}
+
+BufferShape mlir::flexsn::getShapeOfRole(BufferRole role) {
+  switch (role) {
+  case BufferRole::InitialState:
+  case BufferRole::FinalState:
+    return BufferShape::PerNeuron;
+  case BufferRole::ParamGradient:
+    return BufferShape::Scalar;
+  case BufferRole::ReductionScratch:
+    return BufferShape::Scratch;
+  default:
+    return BufferShape::Sequence;
+  }
+}
+
+/// Whether a buffer of `role` is f32 whatever the storage type.
+static bool isAlwaysF32(BufferRole role) {
+  return role == BufferRole::SavedOutput || role == BufferRole::SavedInput ||
+         role == BufferRole::ParamGradient ||
+         role == BufferRole::ReductionScratch;
+}
+
+LogicalResult
+KernelBufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         StringAttr name, BufferRole role, Type elementType,
+                         BufferShape shape) {
+  if (std::optional<std::string> problem = checkExportedName(name.getValue()))
+    return emitError() << "buffer name '" << name.getValue() << "' "
+                       << *problem;
+  if (!elementType.isIntOrFloat())
+    return emitError() << "buffer '" << name.getValue()
+                       << "' must hold integers or floats, got " << elementType;
+  if (shape != getShapeOfRole(role))
+    return emitError() << "a " << stringifyBufferRole(role) << " buffer ('"
+                       << name.getValue() << "') has shape class "
+                       << stringifyBufferShape(getShapeOfRole(role)) << ", not "
+                       << stringifyBufferShape(shape);
+  if (isAlwaysF32(role) && !elementType.isF32())
+    return emitError() << "a " << stringifyBufferRole(role) << " buffer ('"
+                       << name.getValue() << "') holds f32, not "
+                       << elementType;
+  return success();
+}
+
+Type mlir::flexsn::getStorageElementType(MLIRContext *ctx,
+                                         StorageType storage) {
+  switch (storage) {
+  case StorageType::F32:
+    return Float32Type::get(ctx);
+  case StorageType::F16:
+    return Float16Type::get(ctx);
+  case StorageType::BF16:
+    return BFloat16Type::get(ctx);
+  }
+  llvm_unreachable("unknown storage type");
+}
+
+Type KernelInterfaceAttr::getStorageType() const {
+  return getStorageElementType(getContext(), getStorage());
+}
+
+unsigned KernelInterfaceAttr::count(BufferRole role) const {
+  return llvm::count_if(getBuffers(), [&](KernelBufferAttr buffer) {
+    return buffer.getRole() == role;
+  });
+}
+
+KernelInterfaceAttr
+KernelInterfaceAttr::withBuffer(KernelBufferAttr buffer) const {
+  SmallVector<KernelBufferAttr> buffers(getBuffers());
+  buffers.push_back(buffer);
+  return get(getContext(), getNeuron(), getVariant(), getStorage(), buffers,
+             getParams(), getWorkspaceSequences(), getReductionSlots());
+}
+
+LogicalResult KernelInterfaceAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringAttr neuron,
+    KernelVariant variant, StorageType storage,
+    ArrayRef<KernelBufferAttr> buffers, ArrayRef<ParamAttr> params,
+    int64_t workspaceSequences, int64_t reductionSlots) {
+  if (!neuron.getValue().empty())
+    if (std::optional<std::string> problem =
+            checkExportedName(neuron.getValue(), /*isPrefix=*/true))
+      return emitError() << "neuron name '" << neuron.getValue() << "' "
+                         << *problem;
+  if (buffers.empty())
+    return emitError() << "a kernel has at least one buffer";
+  // Names become C arguments of one function: buffers and parameters alike.
+  llvm::StringSet<> names;
+  for (KernelBufferAttr buffer : buffers)
+    if (!names.insert(buffer.getName().getValue()).second)
+      return emitError() << "two buffers are named '"
+                         << buffer.getName().getValue() << "'";
+  for (ParamAttr param : params) {
+    if (!names.insert(param.getName().getValue()).second)
+      return emitError() << "parameter '" << param.getName().getValue()
+                         << "' has the name of another argument";
+    if (param.getKind() == ParamKind::Const)
+      return emitError() << "parameter '" << param.getName().getValue()
+                         << "' is const: only runtime and trainable "
+                            "parameters are kernel arguments";
+  }
+  if (workspaceSequences < 0 || reductionSlots < 0)
+    return emitError() << "workspace sizes must not be negative";
+
+  bool training =
+      variant == KernelVariant::Forward || variant == KernelVariant::Backward;
+  int64_t saved = 0, scratches = 0;
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    BufferRole role = buffer.getRole();
+    bool trainingRole =
+        role == BufferRole::SavedOutput || role == BufferRole::SavedInput ||
+        role == BufferRole::ParamGradient ||
+        role == BufferRole::OptionalInputSequence ||
+        role == BufferRole::ReductionScratch;
+    if (trainingRole && !training)
+      return emitError() << "an " << stringifyKernelVariant(variant)
+                         << " kernel has no " << stringifyBufferRole(role)
+                         << " buffer ('" << buffer.getName().getValue()
+                         << "')";
+    BufferRole savedRole = variant == KernelVariant::Forward
+                               ? BufferRole::SavedOutput
+                               : BufferRole::SavedInput;
+    if ((role == BufferRole::SavedOutput || role == BufferRole::SavedInput) &&
+        role != savedRole)
+      return emitError() << "a " << stringifyKernelVariant(variant)
+                         << " kernel's saved buffers are "
+                         << stringifyBufferRole(savedRole) << ", not '"
+                         << buffer.getName().getValue() << "'";
+    saved += role == savedRole;
+    if (role == BufferRole::ReductionScratch) {
+      ++scratches;
+      if (i + 1 != buffers.size())
+        return emitError() << "the reduction scratch must be the last buffer";
+    }
+  }
+  if (saved != workspaceSequences)
+    return emitError() << "workspace_sequences is " << workspaceSequences
+                       << " but the kernel has " << saved
+                       << " saved buffer(s)";
+  if (scratches > 1)
+    return emitError() << "a kernel has at most one reduction scratch";
+  return success();
+}
+
+std::string CompiledKernelAttr::getWorkspaceBytesFormula() const {
+  SmallVector<std::string> terms;
+  if (int64_t saved = getInterface().getWorkspaceSequences())
+    terms.push_back(llvm::formatv("{0} * T * ld * 4", saved).str());
+  if (int64_t slots = getReductionSlots())
+    terms.push_back(llvm::formatv("4 + 4 * {0} * ceil(N / 256)", slots).str());
+  return terms.empty() ? "0" : llvm::join(terms, " + ");
+}
+
+/// `flexsn.kernel` describes the function's signature: one memref per
+/// buffer (of the buffer's element type and shape class), then one scalar
+/// per runtime parameter, and no results.
+static LogicalResult verifyKernelFunction(Operation *op,
+                                          KernelInterfaceAttr kernel) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return op->emitError("'flexsn.kernel' belongs on a kernel function");
+  ArrayRef<Type> args = func.getArgumentTypes();
+  ArrayRef<KernelBufferAttr> buffers = kernel.getBuffers();
+  ArrayRef<ParamAttr> params = kernel.getParams();
+  if (args.size() != buffers.size() + params.size() ||
+      !func.getResultTypes().empty())
+    return op->emitError() << "'flexsn.kernel' lists " << buffers.size()
+                           << " buffer(s) and " << params.size()
+                           << " parameter(s), but the function takes "
+                           << args.size() << " argument(s) and returns "
+                           << func.getResultTypes().size() << " value(s)";
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    auto memref = dyn_cast<MemRefType>(args[i]);
+    int64_t rank = memref ? memref.getRank() : -1;
+    bool rankOk = false;
+    switch (buffer.getShape()) {
+    case BufferShape::Sequence:
+      rankOk = rank >= 2;
+      break;
+    case BufferShape::PerNeuron:
+      rankOk = rank >= 1;
+      break;
+    case BufferShape::Scalar:
+      rankOk = rank == 0;
+      break;
+    case BufferShape::Scratch:
+      return op->emitError() << "buffer '" << buffer.getName().getValue()
+                             << "': a kernel function takes no reduction "
+                                "scratch (the GPU lowering adds it)";
+    }
+    if (!rankOk || memref.getElementType() != buffer.getElementType())
+      return op->emitError()
+             << "argument #" << i << " (" << args[i] << ") is not a "
+             << stringifyBufferShape(buffer.getShape()) << " memref of "
+             << buffer.getElementType() << ", as buffer '"
+             << buffer.getName().getValue() << "' says";
+  }
+  for (auto [i, param] : llvm::enumerate(params)) {
+    Type arg = args[buffers.size() + i];
+    if (arg != param.getType())
+      return op->emitError()
+             << "argument #" << buffers.size() + i << " (" << arg
+             << ") is not of the type of parameter '"
+             << param.getName().getValue() << "' (" << param.getType() << ")";
+  }
+  return success();
+}
+
+LogicalResult FlexSNDialect::verifyOperationAttribute(Operation *op,
+                                                      NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == KernelInterfaceAttr::getAttrName()) {
+    auto kernel = dyn_cast<KernelInterfaceAttr>(attr.getValue());
+    if (!kernel)
+      return op->emitError("'flexsn.kernel' must be a #flexsn.kernel");
+    return verifyKernelFunction(op, kernel);
+  }
+  if (name == "flexsn.cpu_kernels" || name == "flexsn.gpu_kernels") {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || !llvm::all_of(list, llvm::IsaPred<CompiledKernelAttr>))
+      return op->emitError()
+             << "'" << name << "' must be an array of #flexsn.compiled_kernel";
+    bool gpu = name == "flexsn.gpu_kernels";
+    for (auto kernel : list.getAsRange<CompiledKernelAttr>())
+      if (kernel.isGPU() != gpu)
+        return op->emitError() << "'" << name << "' lists "
+                               << kernel.getName().getValue() << ", a "
+                               << (gpu ? "CPU" : "GPU") << " kernel";
+    return success();
+  }
+  return op->emitError() << "unknown attribute '" << name
+                         << "': a kernel function's interface is "
+                            "'flexsn.kernel'";
+}

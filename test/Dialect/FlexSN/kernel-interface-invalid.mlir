@@ -1,0 +1,155 @@
+// RUN: flexsn-opt %s --split-input-file -verify-diagnostics
+
+// expected-error@+2 {{buffer name 'x-1' is not a C identifier}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @name(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x-1", input_sequence, f32, sequence>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{a initial_state buffer ('v0') has shape class per_neuron, not sequence}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @shape(%v0: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v0", initial_state, f32, sequence>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{a saved_output buffer ('saved0') holds f32, not 'f16'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @saved_f16(%s: memref<?x?xf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f16, buffers = [<"saved0", saved_output, f16, sequence>], workspace_sequences = 1>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{two buffers are named 'x'}}
+func.func @twice(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"x", output_sequence, f32, sequence>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{parameter 'x' has the name of another argument}}
+func.func @clash(%x: memref<?x?xf32>, %p: f32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>], params = [<"x", 1.0 : f32, runtime>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{parameter 'a' is const: only runtime and trainable parameters are kernel arguments}}
+func.func @const_param(%x: memref<?x?xf32>, %a: f32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>], params = [<"a", 1.0 : f32, const>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{an inference kernel has no param_gradient buffer ('a_grad')}}
+func.func @gradient(%x: memref<?x?xf32>, %g: memref<f32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"a_grad", param_gradient, f32, scalar>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{a forward kernel's saved buffers are saved_output, not 'saved0'}}
+func.func @reads_saved(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"saved0", saved_input, f32, sequence>], workspace_sequences = 1>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{workspace_sequences is 2 but the kernel has 1 saved buffer(s)}}
+func.func @workspace(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"saved0", saved_output, f32, sequence>], workspace_sequences = 2>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{the reduction scratch must be the last buffer}}
+// expected-error@+1 {{failed to parse FlexSN_CompiledKernelAttr parameter 'interface'}}
+module attributes {flexsn.gpu_kernels = [#flexsn.compiled_kernel<"k", <"k", backward, f32, buffers = [<"reduction_scratch", reduction_scratch, f32, scratch>, <"g", param_gradient, f32, scalar>]>, vector_width = 4>]} {
+}
+
+// -----
+
+// expected-error@+1 {{a kernel has at least one buffer}}
+func.func @empty() attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = []>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'flexsn.kernel' lists 2 buffer(s) and 0 parameter(s), but the function takes 1 argument(s) and returns 0 value(s)}}
+func.func @count(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument #1 ('memref<?xf32>') is not a sequence memref of 'f32', as buffer 'y' says}}
+func.func @rank(%x: memref<?x?xf32>, %y: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument #0 ('memref<?x?xf16>') is not a sequence memref of 'f32', as buffer 'x' says}}
+func.func @element(%x: memref<?x?xf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument #1 ('i32') is not of the type of parameter 'a' ('f32')}}
+func.func @param_type(%x: memref<?x?xf32>, %a: i32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>], params = [<"a", 1.0 : f32, runtime>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{buffer 'reduction_scratch': a kernel function takes no reduction scratch (the GPU lowering adds it)}}
+func.func @scratch(%x: memref<?x?xf32>, %s: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x", output_sequence, f32, sequence>, <"reduction_scratch", reduction_scratch, f32, scratch>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'flexsn.kernel' belongs on a kernel function}}
+module attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>} {
+}
+
+// -----
+
+// expected-error@+1 {{'flexsn.kernel' must be a #flexsn.kernel}}
+func.func @string(%x: memref<?x?xf32>) attributes {flexsn.kernel = "inference"} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{unknown attribute 'flexsn.variant': a kernel function's interface is 'flexsn.kernel'}}
+func.func @old(%x: memref<?x?xf32>) attributes {flexsn.variant = "inference"} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'flexsn.cpu_kernels' lists k, a GPU kernel}}
+module attributes {flexsn.cpu_kernels = [#flexsn.compiled_kernel<"k", <"k", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>, vector_width = 4>]} {
+}
+
+// -----
+
+// expected-error@+1 {{'flexsn.gpu_kernels' must be an array of #flexsn.compiled_kernel}}
+module attributes {flexsn.gpu_kernels = [{name = "k"}]} {
+}
+
+// -----
+
+// expected-error@+3 {{expected keyword for what a kernel does with one of its buffers}}
+// expected-error@+2 {{failed to parse FlexSN_KernelBufferAttr parameter 'role'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @role(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", 7, f32, sequence>]>} {
+  return
+}
