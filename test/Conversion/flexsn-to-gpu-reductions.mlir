@@ -8,12 +8,13 @@
 // slot, and let the block that draws the last ticket add the slots in a
 // fixed order.
 // CHECK-LABEL: module attributes {flexsn.gpu_kernels = [
-// CHECK-SAME:    deterministic = false, dtype = f32, name = "leaky_forward_f32", neuron = "leaky", params = [{name = "k", type = f32}], reduction_slots = 1 : i64
-// CHECK-SAME:    deterministic = false, dtype = f32, name = "leaky_backward_f32", neuron = "leaky", params = [{name = "k", type = f32}], reduction_slots = 1 : i64
-// CHECK-SAME:    "k_grad", "reduction_scratch"]
-// CHECK-SAME:    "param_gradient", "reduction_scratch"]
-// CHECK-SAME:    deterministic = true, dtype = f32, name = "leaky_backward_f32_deterministic"
-// CHECK-SAME:    scalar_kernel = "leaky_backward_f32_deterministic_scalar", variant = "backward", vector_kernel = "leaky_backward_f32_deterministic_vec"
+// CHECK-SAME:    #flexsn.compiled_kernel<"leaky_forward_f32", <"leaky", forward, f32,
+// CHECK-SAME:      params = [<"k", 5.000000e-01 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>, vector_width = 4>
+// CHECK-SAME:    #flexsn.compiled_kernel<"leaky_backward_f32", <"leaky", backward, f32,
+// CHECK-SAME:      <"k_grad", param_gradient, f32, scalar>], params = [<"k", 5.000000e-01 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>, vector_width = 4>
+// CHECK-SAME:    #flexsn.compiled_kernel<"leaky_backward_f32_deterministic", <"leaky", backward, f32,
+// CHECK-SAME:      <"k_grad", param_gradient, f32, scalar>, <"reduction_scratch", reduction_scratch, f32, scratch>]
+// CHECK-SAME:      vector_width = 4, deterministic = true>]
 
 // CHECK:       gpu.func @leaky_backward_f32_vec(
 // CHECK-SAME:      %[[GRAD:arg7]]: !llvm.ptr, %{{.*}}: i64

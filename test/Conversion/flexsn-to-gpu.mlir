@@ -3,12 +3,13 @@
 
 // Each kernel function becomes a vectorized and a scalar gpu.func taking bare
 // pointers, then T, N, ld, then runtime parameters; the host functions go.
+// The module lists each kernel with the interface its function carried.
 // CHECK-LABEL: module attributes {flexsn.gpu_kernels = [
-// CHECK-SAME:    buffer_names = ["x", "v_init", "spike", "v_seq"]
-// CHECK-SAME:    buffer_roles = ["input_sequence", "initial_state", "output_sequence", "state_sequence"]
-// CHECK-SAME:    name = "leaky_inference_f32", neuron = "leaky", params = [{name = "tau", type = f32}]
-// CHECK-SAME:    vector_kernel = "leaky_inference_f32_vec", vector_width = 4
-// CHECK-SAME:    buffer_names = ["x", "v_init", "spike", "v_final"]
+// CHECK-SAME:    #flexsn.compiled_kernel<"leaky_inference_f32", <"leaky", inference, f32,
+// CHECK-SAME:      buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"spike", output_sequence, f32, sequence>, <"v_seq", state_sequence, f32, sequence>]
+// CHECK-SAME:      params = [<"tau", 2.000000e+00 : f32, runtime>]>, vector_width = 4>
+// CHECK-SAME:    #flexsn.compiled_kernel<"leaky_final_state_f32", <"leaky", "final-state", f32,
+// CHECK-SAME:      <"v_final", final_state, f32, per_neuron>
 // CHECK-SAME:    gpu.container_module
 // CHECK-NOT:   func.func
 // CHECK:       flexsn.neuron @leaky

@@ -1,5 +1,5 @@
 // Ops of any dialect but llvm (at the start of a line or after `= `; the
-// kernels keep their `flexsn.neuron`/`flexsn.variant` attributes) must be gone.
+// module keeps its `flexsn.cpu_kernels` list) must be gone.
 // DEFINE: %{only_llvm} = --implicit-check-not='{{(^ *|= )(flexsn|scf|arith|math|memref|func|cf|vector|builtin)\.}}'
 
 // RUN: flexsn-opt %neurons/lif.mlir --flexsn-lower-to-cpu \
@@ -11,10 +11,12 @@
 // RUN: | FileCheck %s --check-prefix=OPTIONS %{only_llvm}
 
 // The default pipeline on LIF: both f32 kernels, each followed by its C
-// wrapper; the attributes that name the neuron and variant stay.
-// CHECK: llvm.func @lif_inference_f32({{.*}}) attributes {flexsn.neuron = "lif", flexsn.variant = "inference", llvm.emit_c_interface}
+// wrapper; the module lists their interfaces.
+// CHECK: module attributes {flexsn.cpu_kernels = [#flexsn.compiled_kernel<"lif_inference_f32", <"lif", inference, f32,
+// CHECK-SAME: #flexsn.compiled_kernel<"lif_final_state_f32", <"lif", "final-state", f32,
+// CHECK: llvm.func @lif_inference_f32({{.*}}) attributes {llvm.emit_c_interface}
 // CHECK: llvm.func @_mlir_ciface_lif_inference_f32(
-// CHECK: llvm.func @lif_final_state_f32({{.*}}) attributes {flexsn.neuron = "lif", flexsn.variant = "final-state", llvm.emit_c_interface}
+// CHECK: llvm.func @lif_final_state_f32({{.*}}) attributes {llvm.emit_c_interface}
 // CHECK: llvm.func @_mlir_ciface_lif_final_state_f32(
 
 // storage-types=f16 gives f16 kernels only, converting to and from f32.

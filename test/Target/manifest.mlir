@@ -6,7 +6,7 @@
 // parameter types, the defaults as written, and their bindings.
 
 // CHECK:      "format": "flexsn-manifest",
-// CHECK-NEXT: "version": 3,
+// CHECK-NEXT: "version": 4,
 // CHECK:      "name": "two_state",
 // CHECK:      "inputs": [
 // CHECK-NEXT:   "current",

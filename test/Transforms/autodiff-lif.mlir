@@ -10,7 +10,7 @@
 
 // CHECK-LABEL: func.func @lif_forward_f32(
 // CHECK-SAME:    %[[X:[^:]*]]: memref<?x?xf32>, %[[V0:[^:]*]]: memref<?xf32>, %[[S:[^:]*]]: memref<?x?xf32>, %[[VSEQ:[^:]*]]: memref<?x?xf32>, %[[H:[^:]*]]: memref<?x?xf32>)
-// CHECK-SAME:    flexsn.saved = 1
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"lif", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"spike", output_sequence, f32, sequence>, <"v_seq", state_sequence, f32, sequence>, <"saved0", saved_output, f32, sequence>], workspace_sequences = 1>
 // CHECK:         flexsn.scan ins(%[[X]] : {{.*}}) inits(%[[V0]] : {{.*}}) outs(%[[S]], %[[H]] : {{.*}}) states(%[[VSEQ]] : {{.*}})
 // CHECK:           %[[HV:.*]] = arith.addf
 // CHECK:           %[[SPIKE:.*]] = flexsn.spike
@@ -18,7 +18,7 @@
 
 // CHECK-LABEL: func.func @lif_backward_f32(
 // CHECK-SAME:    %[[GS:[^:]*]]: memref<?x?xf32>, %[[GV:[^:]*]]: memref<?x?xf32>, %[[SAVED:[^:]*]]: memref<?x?xf32>, %[[GFIN:[^:]*]]: memref<?xf32>, %[[GX:[^:]*]]: memref<?x?xf32>, %[[GV0:[^:]*]]: memref<?xf32>)
-// CHECK-SAME:    flexsn.variant = "backward"
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"lif", backward, f32, buffers = [<"spike_grad", optional_input_sequence, f32, sequence>, <"v_seq_grad", optional_input_sequence, f32, sequence>, <"saved0", saved_input, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>], workspace_sequences = 1>
 // CHECK:         flexsn.scan reverse ins(%[[GS]], %[[GV]], %[[SAVED]] : {{.*}}) inits(%[[GFIN]] : {{.*}}) outs(%[[GX]] : {{.*}}) states(%[[GV0]] : {{.*}}) final_states {
 // CHECK-NEXT:    ^bb0(%[[gs:.*]]: f32, %[[gv:.*]]: f32, %[[h:.*]]: f32, %[[carry:.*]]: f32):
 // CHECK-DAG:       %[[over:.*]] = arith.subf %[[h]], %{{.*}} : f32
@@ -33,14 +33,15 @@
 
 // store-all saves every value the rules read (h, h - v_th and 1 - s).
 // ALL-LABEL: func.func @lif_forward_f32(
-// ALL-SAME:    flexsn.saved = 3
+// ALL-SAME:    workspace_sequences = 3>
 
 // Izhikevich's quadratic term needs v itself: two saved sequences.
 // IZH-LABEL: func.func @izhikevich_backward_f32(
-// IZH-SAME:    flexsn.saved = 2
+// IZH-SAME:    workspace_sequences = 2>
 
 // PLIF's trainable w gets a reduction; x is re-read rather than saved.
 // PLIF-LABEL: func.func @plif_backward_f32(
 // PLIF-SAME:    %{{[^:]*}}: memref<f32>, %{{[^:]*}}: f32)
-// PLIF-SAME:    flexsn.reread = array<i64: 0>, flexsn.saved = 1
+// PLIF-SAME:    <"saved0", saved_input, f32, sequence>, <"x", input_sequence, f32, sequence>,
+// PLIF-SAME:    <"w_grad", param_gradient, f32, scalar>], params = [<"w", {{[^>]*}}, trainable>], workspace_sequences = 1, reduction_slots = 1>
 // PLIF:         flexsn.scan reverse {{.*}} reductions(%{{.*}} : memref<f32>)

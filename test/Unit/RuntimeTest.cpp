@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Runtime/flexsn_runtime.h"
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
 
 #include "gtest/gtest.h"
 
@@ -73,6 +74,25 @@ TEST(RuntimeTest, EveryStatusHasItsOwnMessage) {
   }
   EXPECT_EQ(seen.size(), 14u);
   EXPECT_STREQ(flexsn_status_message(FLEXSN_SUCCESS), "success");
+}
+
+// The dialect's buffer roles are the runtime's buffer kinds: the same
+// values (which the header emitter names FLEXSN_<ROLE>) and the same names
+// (which bindings read from the manifest).
+TEST(RuntimeTest, BufferKindsAreTheDialectsRoles) {
+  using mlir::flexsn::BufferRole;
+  uint32_t count = mlir::flexsn::getMaxEnumValForBufferRole() + 1;
+  EXPECT_EQ(count, uint32_t(FLEXSN_REDUCTION_SCRATCH) + 1);
+  for (uint32_t value = 0; value < count; ++value) {
+    std::optional<BufferRole> role = mlir::flexsn::symbolizeBufferRole(value);
+    ASSERT_TRUE(role.has_value()) << value;
+    std::string name = mlir::flexsn::stringifyBufferRole(*role).str();
+    EXPECT_EQ(flexsn_buffer_kind_from_role(name.c_str()), int(value)) << name;
+  }
+  EXPECT_EQ(FLEXSN_INPUT_SEQUENCE, int(BufferRole::InputSequence));
+  EXPECT_EQ(FLEXSN_FINAL_STATE, int(BufferRole::FinalState));
+  EXPECT_EQ(FLEXSN_SAVED_INPUT, int(BufferRole::SavedInput));
+  EXPECT_EQ(flexsn_buffer_kind_from_role("workspace"), -1);
 }
 
 TEST(RuntimeTest, OutOfRangeStatusIsUnknown) {

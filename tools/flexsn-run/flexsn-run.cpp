@@ -212,13 +212,11 @@ int main(int argc, char **argv) {
     fail("--neuron: no neuron named '" + neuronName + "' in " + inputFile);
   }
   bool train = variantName == "train";
+  // "train" runs the forward kernel, then the backward kernel.
   std::optional<KernelVariant> variant =
-      llvm::StringSwitch<std::optional<KernelVariant>>(variantName)
-          .Case("inference", KernelVariant::Inference)
-          .Case("final-state", KernelVariant::FinalState)
-          .Case("train", KernelVariant::Forward)
-          .Default(std::nullopt);
-  if (!variant)
+      train ? KernelVariant::Forward : symbolizeKernelVariant(variantName);
+  if (!variant || (!train && (*variant == KernelVariant::Forward ||
+                              *variant == KernelVariant::Backward)))
     fail("--variant: expected inference, final-state or train, got '" +
          variantName + "'");
   if (!train && (!gradOutputFlags.empty() || !gradStateFlags.empty()))
@@ -378,7 +376,7 @@ int main(int argc, char **argv) {
     buffers.push_back({dataOf(result.array), shapeOf(result.array)});
   // Training: the workspace of saved [T, N] f32 sequences.
   SmallVector<NpyArray> saved;
-  for (unsigned i = 0; i < kernel->getNumSaved(); ++i)
+  for (int64_t i = 0; i < kernel->getInterface().getWorkspaceSequences(); ++i)
     saved.push_back(makeArray(NpyDType::F32, seqShape));
   for (NpyArray &array : saved)
     buffers.push_back({dataOf(array), sequence});
@@ -398,8 +396,15 @@ int main(int argc, char **argv) {
           {gradStates.empty() ? nullptr : dataOf(gradStates[s]), sequence});
     for (NpyArray &array : saved)
       grads.push_back({dataOf(array), sequence});
-    for (int64_t input : backward->getRereadInputs())
-      grads.push_back({dataOf(inputs[input]), sequence});
+    // The inputs it reads again, named after the neuron's inputs.
+    auto inputNames = llvm::to_vector(
+        neuron.getInputNames().getAsValueRange<StringAttr>());
+    for (KernelBufferAttr buffer : backward->getInterface().getBuffers())
+      if (buffer.getRole() == BufferRole::InputSequence)
+        grads.push_back(
+            {dataOf(inputs[llvm::find(inputNames, buffer.getName().getValue()) -
+                           inputNames.begin()]),
+             sequence});
     for (unsigned s = 0; s < numStates; ++s)
       grads.push_back({nullptr, perNeuron});
     for (unsigned i = 0; i < numInputs; ++i)
