@@ -480,6 +480,27 @@ TEST_F(CpuKernelTest, BadArgumentsAreReported) {
   llvm::Error tooFew = (*kernel)->run({}, {});
   EXPECT_NE(llvm::toString(std::move(tooFew)).find("expected 4 buffers"),
             std::string::npos);
+
+  // Training kernels are checked against their interface too: the forward
+  // kernel takes its saved sequence last, a [T, N] buffer.
+  auto forward = CpuKernel::compile(*module, "if", KernelVariant::Forward,
+                                    b.getF32Type());
+  ASSERT_TRUE(bool(forward));
+  ArrayRef<KernelBufferAttr> specs = (*forward)->getInterface().getBuffers();
+  ASSERT_EQ(specs.size(), 5u);
+  EXPECT_EQ(specs.back().getRole(), BufferRole::SavedOutput);
+  std::vector<float> data(8);
+  SmallVector<KernelBuffer> buffers = {
+      {data.data(), {2, 1}}, {data.data(), {1}}, {data.data(), {2, 1}},
+      {data.data(), {2, 1}}, {data.data(), {2}}};
+  llvm::Error wrongRank = (*forward)->run(buffers, {});
+  EXPECT_NE(llvm::toString(std::move(wrongRank))
+                .find("buffer #4 ('saved0') must have rank 2"),
+            std::string::npos);
+  buffers.pop_back();
+  llvm::Error noWorkspace = (*forward)->run(buffers, {});
+  EXPECT_NE(llvm::toString(std::move(noWorkspace)).find("expected 5 buffers"),
+            std::string::npos);
 }
 
 } // namespace
