@@ -63,11 +63,6 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   llvm::raw_string_ostream(dtype) << storageType;
 
   std::unique_ptr<CpuKernel> kernel(new CpuKernel());
-  kernel->numInputs = neuron.getNumInputs();
-  kernel->numStates = neuron.getNumStates();
-  kernel->numOutputs = neuron.getNumOutputs();
-  for (ParamAttr param : neuron.getRuntimeParamAttrs())
-    kernel->paramTypes.push_back(param.getType());
   std::optional<StorageType> storage = symbolizeStorageType(dtype);
   if (!storage)
     return makeError("unknown storage type '" + dtype +
@@ -116,8 +111,14 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
 
 CpuKernel::~CpuKernel() = default;
 
+SmallVector<Type> CpuKernel::getParamTypes() const {
+  return llvm::map_to_vector(interface.getParams(),
+                             [](ParamAttr p) { return p.getType(); });
+}
+
 llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
                            ArrayRef<TypedAttr> params) const {
+  SmallVector<Type> paramTypes = getParamTypes();
   if (params.size() != paramTypes.size())
     return makeError("expected " + Twine(paramTypes.size()) +
                      " runtime parameters, got " + Twine(params.size()));

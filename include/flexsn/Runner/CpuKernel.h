@@ -59,11 +59,8 @@ public:
   llvm::Error run(ArrayRef<KernelBuffer> buffers,
                   ArrayRef<TypedAttr> params) const;
 
-  unsigned getNumInputs() const { return numInputs; }
-  unsigned getNumStates() const { return numStates; }
-  unsigned getNumOutputs() const { return numOutputs; }
   /// The runtime parameters' types, in order.
-  ArrayRef<Type> getParamTypes() const { return paramTypes; }
+  SmallVector<Type> getParamTypes() const;
   StringRef getFunctionName() const { return functionName; }
   /// The kernel's interface: its buffers in order, the workspace.
   KernelInterfaceAttr getInterface() const { return interface; }
@@ -74,8 +71,6 @@ private:
   std::unique_ptr<ExecutionEngine> engine;
   std::string functionName;
   KernelInterfaceAttr interface;
-  unsigned numInputs = 0, numStates = 0, numOutputs = 0;
-  SmallVector<Type> paramTypes;
 };
 
 } // namespace flexsn

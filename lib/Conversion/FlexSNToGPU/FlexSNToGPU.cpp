@@ -36,22 +36,23 @@ constexpr unsigned kWarpsPerBlock = kBlockSize / kWarpSize;
 /// operand.
 struct KernelPlan {
   // Op handles are cheap values; their accessors are not const.
-  mutable func::FuncOp func;
-  mutable ScanOp scan;
-  mutable NeuronOp neuron; // null for an inline body
-  KernelInterfaceAttr interface;
-  SmallVector<unsigned> operandBuffers; // scan operand -> kernel argument
-  SmallVector<Type> elementTypes;       // by scan operand
-  Block *body;                          // the step body (neuron's or scan's)
-  unsigned numStates;                   // carried states
-  unsigned width; // neurons per thread in the vector kernel
+  mutable KernelFunction kernel;
+  SmallVector<Type> elementTypes; // by scan operand
+  Block *body;                    // the step body (neuron's or scan's)
+  unsigned numStates;             // carried states
+  unsigned width;                 // neurons per thread in the vector kernel
 
-  unsigned numInputs() const { return scan.getInputs().size(); }
-  unsigned numInits() const { return scan.getInits().size(); }
-  unsigned numOutputs() const { return scan.getOutputs().size(); }
-  unsigned numStateResults() const { return scan.getStates().size(); }
-  unsigned numReductions() const { return scan.getReductions().size(); }
-  unsigned numBuffers() const { return interface.getBuffers().size(); }
+  func::FuncOp func() const { return kernel.func; }
+  ScanOp scan() const { return kernel.scan; }
+  NeuronOp neuron() const { return kernel.neuron; }
+  KernelInterfaceAttr interface() const { return kernel.interface; }
+
+  unsigned numInputs() const { return kernel.scan.getInputs().size(); }
+  unsigned numInits() const { return kernel.scan.getInits().size(); }
+  unsigned numOutputs() const { return kernel.scan.getOutputs().size(); }
+  unsigned numStateResults() const { return kernel.scan.getStates().size(); }
+  unsigned numReductions() const { return kernel.scan.getReductions().size(); }
+  unsigned numBuffers() const { return kernel.interface.getBuffers().size(); }
 };
 
 /// Emits one thread's work over a contiguous group of neurons.
@@ -64,7 +65,7 @@ public:
       : b(b), loc(loc), plan(plan) {
     unsigned numBuffers = plan.numBuffers();
     ValueRange args = kernel.getArguments();
-    for (unsigned index : plan.operandBuffers)
+    for (unsigned index : plan.kernel.operandBuffers)
       buffers.push_back(args[index]);
     if (deterministic)
       scratch = args[numBuffers++];
@@ -75,7 +76,7 @@ public:
     ptrType = LLVM::LLVMPointerType::get(b.getContext());
     f32 = b.getF32Type();
     for (int64_t i :
-         plan.scan.getOptionalInputs().value_or(ArrayRef<int64_t>()))
+         plan.scan().getOptionalInputs().value_or(ArrayRef<int64_t>()))
       optionalInputs.insert(i);
   }
 
@@ -106,7 +107,7 @@ public:
     unsigned numInputs = plan.numInputs(), numStates = plan.numStates;
     unsigned initBase = numInputs, outputBase = initBase + plan.numInits();
     unsigned stateBase = outputBase + plan.numOutputs();
-    bool finalStates = plan.scan.getFinalStates();
+    bool finalStates = plan.scan().getFinalStates();
 
     SmallVector<Value> carries; // [state][lane], then [reduction][lane]
     for (unsigned s = 0; s < numStates; ++s) {
@@ -124,7 +125,7 @@ public:
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
           Value step = iteration;
-          if (plan.scan.getReverse())
+          if (plan.scan().getReverse())
             step = arith::SubIOp::create(
                 b, loc, arith::SubIOp::create(b, loc, numSteps, one),
                 iteration);
@@ -147,9 +148,9 @@ public:
             for (unsigned s = 0; s < numStates; ++s)
               args.push_back(iter[s * width + lane]);
             SmallVector<Value> stepResults;
-            if (plan.neuron) {
+            if (plan.neuron()) {
               stepResults =
-                  emitNeuronStep(b, loc, plan.neuron, args, ValueRange(params));
+                  emitNeuronStep(b, loc, plan.neuron(), args, ValueRange(params));
             } else {
               args.append(params.begin(), params.end());
               stepResults = emitStepBody(b, *plan.body, args);
@@ -463,13 +464,13 @@ private:
 /// reduction scratch after the buffers.
 void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
                  unsigned width, bool deterministic) {
-  Location loc = plan.func.getLoc();
+  Location loc = plan.func().getLoc();
   MLIRContext *ctx = moduleBuilder.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto i64 = IntegerType::get(ctx, 64);
   SmallVector<Type> argTypes(plan.numBuffers() + deterministic, ptrType);
   argTypes.append({i64, i64, i64});
-  for (Value param : plan.scan.getParams())
+  for (Value param : plan.scan().getParams())
     argTypes.push_back(param.getType());
 
   // Workgroup memory: the warps' sums of each reduction, and the
@@ -485,7 +486,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
                                         MemRefLayoutAttrInterface(), space));
 
   std::string name =
-      (plan.func.getSymName() + (deterministic ? "_deterministic" : "") +
+      (plan.func().getSymName() + (deterministic ? "_deterministic" : "") +
        (width > 1 ? "_vec" : "_scalar"))
           .str();
   auto kernel =
@@ -567,22 +568,18 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   if (failed(kernel))
     return failure();
   KernelPlan plan;
-  plan.func = func;
-  plan.scan = kernel->scan;
-  plan.neuron = kernel->neuron;
-  plan.interface = kernel->interface;
-  plan.operandBuffers = std::move(kernel->operandBuffers);
-  if (plan.neuron) {
-    plan.body = &plan.neuron.getBodyBlock();
-    plan.numStates = plan.neuron.getNumStates();
+  plan.kernel = std::move(*kernel);
+  if (plan.neuron()) {
+    plan.body = &plan.neuron().getBodyBlock();
+    plan.numStates = plan.neuron().getNumStates();
   } else {
-    plan.body = &plan.scan.getBody().front();
+    plan.body = &plan.scan().getBody().front();
     plan.numStates = plan.body->getNumArguments() -
-                     plan.scan.getInputs().size() -
-                     plan.scan.getParams().size();
+                     plan.scan().getInputs().size() -
+                     plan.scan().getParams().size();
   }
   unsigned smallest = kAccessBytes;
-  ScanOp scan = plan.scan;
+  ScanOp scan = plan.scan();
   for (Value value :
        llvm::concat<Value>(scan.getInputs(), scan.getInits(),
                            scan.getOutputs(), scan.getStates(),
@@ -590,7 +587,7 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
     auto type = cast<MemRefType>(value.getType());
     Type element = type.getElementType();
     if (!element.isF32() && !element.isF16() && !element.isBF16())
-      return plan.scan.emitError("GPU kernels store f32, f16 or bf16, got ")
+      return plan.scan().emitError("GPU kernels store f32, f16 or bf16, got ")
              << element;
     if (type.getRank() > 0)
       smallest = std::min(smallest, element.getIntOrFloatBitWidth() / 8);
@@ -628,8 +625,8 @@ struct ConvertFlexSNToGPUPass
     for (const KernelPlan &plan : plans) {
       buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/false);
       buildKernel(kernelBuilder, plan, 1, /*deterministic=*/false);
-      kernels.push_back(CompiledKernelAttr::get(ctx, plan.func.getSymNameAttr(),
-                                                plan.interface, plan.width,
+      kernels.push_back(CompiledKernelAttr::get(ctx, plan.func().getSymNameAttr(),
+                                                plan.interface(), plan.width,
                                                 /*deterministic=*/false));
       // Kernels with reductions (parameter gradients) also come in a
       // deterministic mode, which takes the reduction scratch last.
@@ -638,8 +635,8 @@ struct ConvertFlexSNToGPUPass
         buildKernel(kernelBuilder, plan, 1, /*deterministic=*/true);
         kernels.push_back(CompiledKernelAttr::get(
             ctx,
-            StringAttr::get(ctx, plan.func.getSymName() + "_deterministic"),
-            plan.interface.withBuffer(KernelBufferAttr::get(
+            StringAttr::get(ctx, plan.func().getSymName() + "_deterministic"),
+            plan.interface().withBuffer(KernelBufferAttr::get(
                 ctx, "reduction_scratch", BufferRole::ReductionScratch,
                 Float32Type::get(ctx))),
             plan.width, /*deterministic=*/true));
@@ -650,7 +647,7 @@ struct ConvertFlexSNToGPUPass
     // The host side is the C stubs' job. The neurons stay: the manifest
     // describes their interfaces, and nothing translates the host module.
     for (const KernelPlan &plan : plans)
-      plan.func.erase();
+      plan.func().erase();
   }
 };
 

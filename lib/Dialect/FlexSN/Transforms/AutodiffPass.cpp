@@ -25,13 +25,6 @@ using namespace mlir::flexsn;
 
 namespace {
 
-MemRefType sequenceType(Type element) {
-  return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, element);
-}
-MemRefType perNeuronType(Type element) {
-  return MemRefType::get({ShapedType::kDynamic}, element);
-}
-
 /// Folds what specialization made constant (flags, detach of constants...).
 LogicalResult canonicalize(Region &region) {
   MLIRContext *ctx = region.getContext();
@@ -62,22 +55,26 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     });
     SmallVector<Type> paramTypes =
         llvm::map_to_vector(params, [](ParamAttr p) { return p.getType(); });
+    unsigned numTrainable = llvm::count(trainable, true);
     Type f32 = builder.getF32Type();
 
     // Forward: the specialized step in an inline-body scan. What it saves
     // is planned on that body (canonicalization hoists its constants into
-    // the function), then added to its arguments and results.
-    SmallVector<Type> fwdArgs;
-    fwdArgs.append(numInputs, sequenceType(dtype));
-    fwdArgs.append(numStates, perNeuronType(dtype));
-    fwdArgs.append(numOutputs, sequenceType(dtype));
-    fwdArgs.append(numStates, sequenceType(dtype));
-    llvm::append_range(fwdArgs, paramTypes);
-    auto forward = func::FuncOp::create(
+    // the function), then added to its buffers and results.
+    SmallVector<KernelBufferAttr> fwdBuffers =
+        getStepBuffers(neuron, dtype, /*finalStates=*/false);
+    auto interface = [&](KernelVariant variant,
+                         ArrayRef<KernelBufferAttr> buffers,
+                         unsigned numSaved) {
+      return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
+                                      storage, buffers, params, numSaved,
+                                      numTrainable);
+    };
+    auto forward = createKernelFunction(
         builder, loc,
         getKernelName(neuron.getSymName(), KernelVariant::Forward, storage),
-        builder.getFunctionType(fwdArgs, {}));
-    Block *entry = forward.addEntryBlock();
+        interface(KernelVariant::Forward, fwdBuffers, 0));
+    Block *entry = &forward.getBody().front();
     OpBuilder fb = OpBuilder::atBlockBegin(entry);
     ValueRange a = entry->getArguments();
     auto scan = ScanOp::create(
@@ -111,60 +108,47 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
       return failure();
     unsigned numSaved = plan->saved.size();
     unsigned numReread = plan->rereadInputs.size();
-    unsigned numTrainable = llvm::count(trainable, true);
 
-    // The interfaces: buffers named after the neuron's values.
-    auto names = [](ArrayAttr attr) {
-      return llvm::to_vector(attr.getAsValueRange<StringAttr>());
-    };
-    SmallVector<StringRef> inputNames = names(neuron.getInputNames()),
-                           stateNames = names(neuron.getStateNames()),
-                           outputNames = names(neuron.getOutputNames());
-    SmallVector<KernelBufferAttr> fwdBuffers, bwdBuffers;
-    auto add = [&](SmallVector<KernelBufferAttr> &buffers,
-                   ArrayRef<StringRef> stems, StringRef suffix,
-                   BufferRole role, Type type) {
-      for (StringRef stem : stems)
-        buffers.push_back(KernelBufferAttr::get(ctx, stem + suffix, role, type));
-    };
+    // The forward writes the saved sequences after its step's buffers; the
+    // backward's buffers are named after the neuron's values.
     auto addSaved = [&](SmallVector<KernelBufferAttr> &buffers,
                         BufferRole role) {
       for (unsigned i = 0; i < numSaved; ++i)
         buffers.push_back(
             KernelBufferAttr::get(ctx, "saved" + Twine(i), role, f32));
     };
-    add(fwdBuffers, inputNames, "", BufferRole::InputSequence, dtype);
-    add(fwdBuffers, stateNames, "_init", BufferRole::InitialState, dtype);
-    add(fwdBuffers, outputNames, "", BufferRole::OutputSequence, dtype);
-    add(fwdBuffers, stateNames, "_seq", BufferRole::StateSequence, dtype);
     addSaved(fwdBuffers, BufferRole::SavedOutput);
 
-    add(bwdBuffers, outputNames, "_grad", BufferRole::OptionalInputSequence,
-        dtype);
-    add(bwdBuffers, stateNames, "_seq_grad", BufferRole::OptionalInputSequence,
-        dtype);
+    auto names = [](ArrayAttr attr) {
+      return llvm::to_vector(attr.getAsValueRange<StringAttr>());
+    };
+    SmallVector<StringRef> inputNames = names(neuron.getInputNames()),
+                           stateNames = names(neuron.getStateNames()),
+                           outputNames = names(neuron.getOutputNames());
+    SmallVector<KernelBufferAttr> bwdBuffers;
+    auto add = [&](ArrayRef<StringRef> stems, StringRef suffix,
+                   BufferRole role, Type type) {
+      for (StringRef stem : stems)
+        bwdBuffers.push_back(
+            KernelBufferAttr::get(ctx, stem + suffix, role, type));
+    };
+    add(outputNames, "_grad", BufferRole::OptionalInputSequence, dtype);
+    add(stateNames, "_seq_grad", BufferRole::OptionalInputSequence, dtype);
     addSaved(bwdBuffers, BufferRole::SavedInput);
     for (unsigned i : plan->rereadInputs)
-      add(bwdBuffers, inputNames[i], "", BufferRole::InputSequence, dtype);
-    add(bwdBuffers, stateNames, "_final_grad", BufferRole::InitialState, dtype);
-    add(bwdBuffers, inputNames, "_grad", BufferRole::OutputSequence, dtype);
-    add(bwdBuffers, stateNames, "_init_grad", BufferRole::FinalState, dtype);
+      add(inputNames[i], "", BufferRole::InputSequence, dtype);
+    add(stateNames, "_final_grad", BufferRole::InitialState, dtype);
+    add(inputNames, "_grad", BufferRole::OutputSequence, dtype);
+    add(stateNames, "_init_grad", BufferRole::FinalState, dtype);
     for (ParamAttr p : params)
       if (p.getKind() == ParamKind::Trainable)
-        add(bwdBuffers, p.getName().getValue(), "_grad",
-            BufferRole::ParamGradient, f32);
-    auto interface = [&](KernelVariant variant,
-                         ArrayRef<KernelBufferAttr> buffers) {
-      return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
-                                      storage, buffers, params, numSaved,
-                                      numTrainable);
-    };
+        add(p.getName().getValue(), "_grad", BufferRole::ParamGradient, f32);
 
     // Backward: a reverse scan over the gradients.
     auto backward = createKernelFunction(
         builder, loc,
         getKernelName(neuron.getSymName(), KernelVariant::Backward, storage),
-        interface(KernelVariant::Backward, bwdBuffers));
+        interface(KernelVariant::Backward, bwdBuffers, numSaved));
     Block *bentry = &backward.getBody().front();
     OpBuilder bb = OpBuilder::atBlockBegin(bentry);
     ValueRange b = bentry->getArguments();
@@ -204,7 +188,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     yield.erase();
     unsigned savedPos = numInputs + 2 * numStates + numOutputs;
     for (unsigned i = 0; i < numSaved; ++i)
-      (void)forward.insertArgument(savedPos + i, sequenceType(f32), {}, loc);
+      (void)forward.insertArgument(
+          savedPos + i, getBufferType(fwdBuffers[savedPos + i]), {}, loc);
     a = entry->getArguments();
     SmallVector<Value> outs(a.slice(numInputs + numStates, numOutputs));
     llvm::append_range(outs, a.slice(savedPos, numSaved));
@@ -217,7 +202,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     fullScan.getBody().takeBody(scan.getBody());
     scan.erase();
     forward->setAttr(KernelInterfaceAttr::getAttrName(),
-                     interface(KernelVariant::Forward, fwdBuffers));
+                     interface(KernelVariant::Forward, fwdBuffers, numSaved));
     return success();
   }
 

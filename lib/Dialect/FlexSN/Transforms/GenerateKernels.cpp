@@ -25,33 +25,15 @@ using namespace mlir::flexsn;
 namespace {
 
 /// The interface of `variant` (inference or final-state) of `neuron`: its
-/// inputs, initial states, outputs, then state sequences or final states,
-/// and its runtime parameters.
+/// step's buffers and its runtime parameters.
 KernelInterfaceAttr getKernelInterface(NeuronOp neuron, KernelVariant variant,
                                        StorageType storage) {
   MLIRContext *ctx = neuron.getContext();
-  Type dtype = getStorageElementType(ctx, storage);
-  auto names = [](ArrayAttr attr) { return attr.getAsValueRange<StringAttr>(); };
-  bool finalStates = variant == KernelVariant::FinalState;
-  SmallVector<KernelBufferAttr> buffers;
-  for (StringRef name : names(neuron.getInputNames()))
-    buffers.push_back(
-        KernelBufferAttr::get(ctx, name, BufferRole::InputSequence, dtype));
-  for (StringRef name : names(neuron.getStateNames()))
-    buffers.push_back(KernelBufferAttr::get(ctx, name + "_init",
-                                            BufferRole::InitialState, dtype));
-  for (StringRef name : names(neuron.getOutputNames()))
-    buffers.push_back(
-        KernelBufferAttr::get(ctx, name, BufferRole::OutputSequence, dtype));
-  for (StringRef name : names(neuron.getStateNames()))
-    buffers.push_back(
-        finalStates ? KernelBufferAttr::get(ctx, name + "_final",
-                                            BufferRole::FinalState, dtype)
-                    : KernelBufferAttr::get(ctx, name + "_seq",
-                                            BufferRole::StateSequence, dtype));
-  return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
-                                  storage, buffers,
-                                  neuron.getRuntimeParamAttrs(), 0, 0);
+  return KernelInterfaceAttr::get(
+      ctx, neuron.getSymNameAttr(), variant, storage,
+      getStepBuffers(neuron, getStorageElementType(ctx, storage),
+                     variant == KernelVariant::FinalState),
+      neuron.getRuntimeParamAttrs(), 0, 0);
 }
 
 /// Builds `@<neuron>_<variant>_<dtype>`: the ABI arguments, then one scan.

@@ -100,6 +100,24 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
   return kernel;
 }
 
+SmallVector<KernelBufferAttr>
+mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates) {
+  MLIRContext *ctx = neuron.getContext();
+  SmallVector<KernelBufferAttr> buffers;
+  auto add = [&](ArrayAttr names, StringRef suffix, BufferRole role) {
+    for (StringRef name : names.getAsValueRange<StringAttr>())
+      buffers.push_back(KernelBufferAttr::get(ctx, name + suffix, role, dtype));
+  };
+  add(neuron.getInputNames(), "", BufferRole::InputSequence);
+  add(neuron.getStateNames(), "_init", BufferRole::InitialState);
+  add(neuron.getOutputNames(), "", BufferRole::OutputSequence);
+  if (finalStates)
+    add(neuron.getStateNames(), "_final", BufferRole::FinalState);
+  else
+    add(neuron.getStateNames(), "_seq", BufferRole::StateSequence);
+  return buffers;
+}
+
 MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer) {
   SmallVector<int64_t, 2> shape;
   switch (buffer.getShape()) {

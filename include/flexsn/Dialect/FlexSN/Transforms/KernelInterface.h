@@ -42,6 +42,14 @@ SmallVector<func::FuncOp> getKernelFunctions(ModuleOp module);
 /// Otherwise emits an error and fails.
 FailureOr<KernelFunction> analyzeKernelFunction(func::FuncOp func);
 
+/// The buffers of a neuron's step run over sequences stored as `dtype`,
+/// named after its values: inputs, initial states (`<state>_init`), outputs,
+/// then state sequences (`<state>_seq`) or, with `finalStates`, final states
+/// (`<state>_final`). Inference, final-state and training forward kernels
+/// start with them.
+SmallVector<KernelBufferAttr> getStepBuffers(NeuronOp neuron, Type dtype,
+                                             bool finalStates);
+
 /// The memref a kernel function takes for `buffer`: a sequence has rank 2.
 MemRefType getBufferType(KernelBufferAttr buffer);
 
