@@ -9,6 +9,7 @@
 #include "flexsn/Dialect/FlexSN/IR/FlexSNDialect.h"
 #include "flexsn/Dialect/FlexSN/Transforms/AdjointBuilder.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
+#include "flexsn/Dialect/FlexSN/Transforms/ScanInterfaceImpls.h"
 #include "flexsn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -66,6 +67,8 @@ static void nameUndeclaredValues(MLIRContext *context) {
 void mlir::flexsn::registerFlexSNDialect(DialectRegistry &registry) {
   registry.insert<FlexSNDialect>();
   registerDerivativeRules(registry);
+  registerBufferizableOpInterfaceExternalModels(registry);
+  registerTilingInterfaceExternalModels(registry);
 }
 
 void mlir::flexsn::registerAllDialects(DialectRegistry &registry) {

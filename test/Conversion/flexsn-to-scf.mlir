@@ -103,7 +103,7 @@ flexsn.neuron @acc inputs(%x: f32) states(%v: f32) outputs(spike) {
 func.func @storage(%x: memref<?x?xf16>, %v0: memref<?xbf16>, %s: memref<?x?xi8>,
                    %vf: memref<?xf16>) {
   flexsn.scan @acc ins(%x : memref<?x?xf16>) inits(%v0 : memref<?xbf16>)
-      outs(%s : memref<?x?xi8>) states(%vf : memref<?xf16>) final_states
+      outs(%s : memref<?x?xi8>) states(%vf : memref<?xf16>)
   return
 }
 
@@ -221,7 +221,7 @@ func.func @inline(%gs: memref<?x?xf32>, %h: memref<?x?xf16>, %g0: memref<?xf32>,
   flexsn.scan reverse ins(%gs, %h : memref<?x?xf32>, memref<?x?xf16>)
       inits(%g0 : memref<?xf32>) params(%tau, %d : f32, i1)
       outs(%gx : memref<?x?xf32>) states(%gf : memref<?xf32>)
-      final_states reductions(%gtau, %psum : memref<f32>, memref<f32>) {
+      reductions(%gtau, %psum : memref<f32>, memref<f32>) {
   ^bb0(%a: f32, %hv: f32, %g: f32, %t: f32, %dd: i1):
     %psi = flexsn.surrogate_grad %hv surrogate(#flexsn.sigmoid) : f32
     %one = arith.constant 1.0 : f32

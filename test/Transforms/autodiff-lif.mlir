@@ -19,7 +19,7 @@
 // CHECK-LABEL: func.func @lif_backward_f32(
 // CHECK-SAME:    %[[GS:[^:]*]]: memref<?x?xf32>, %[[GV:[^:]*]]: memref<?x?xf32>, %[[SAVED:[^:]*]]: memref<?x?xf32>, %[[GFIN:[^:]*]]: memref<?xf32>, %[[GX:[^:]*]]: memref<?x?xf32>, %[[GV0:[^:]*]]: memref<?xf32>)
 // CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"lif", backward, f32, buffers = [<"spike_grad", optional_input_sequence, f32, sequence>, <"v_seq_grad", optional_input_sequence, f32, sequence>, <"saved0", saved_input, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>], workspace_sequences = 1>
-// CHECK:         flexsn.scan reverse ins(%[[GS]], %[[GV]], %[[SAVED]] : {{.*}}) inits(%[[GFIN]] : {{.*}}) outs(%[[GX]] : {{.*}}) states(%[[GV0]] : {{.*}}) final_states {
+// CHECK:         flexsn.scan reverse ins(%[[GS]], %[[GV]], %[[SAVED]] : {{.*}}) inits(%[[GFIN]] : {{.*}}) outs(%[[GX]] : {{.*}}) states(%[[GV0]] : {{.*}}) {
 // CHECK-NEXT:    ^bb0(%[[gs:.*]]: f32, %[[gv:.*]]: f32, %[[h:.*]]: f32, %[[carry:.*]]: f32):
 // CHECK-DAG:       %[[over:.*]] = arith.subf %[[h]], %{{.*}} : f32
 // CHECK-DAG:       %[[s:.*]] = flexsn.spike %[[over]]

@@ -55,7 +55,7 @@
 // CHECK-SAME:      <"v_final", final_state, f32, per_neuron>]
 // CHECK-NEXT:    flexsn.scan @syn ins(%[[X]], %[[I]] : {{.*}}) inits(%[[V0]] : memref<?xf32>)
 // CHECK-SAME:      params(%[[VTH]], %[[W]], %[[HARD]] : f32, f32, i1)
-// CHECK-SAME:      outs(%[[S]], %[[C]] : {{.*}}) states(%[[VF]] : memref<?xf32>) final_states{{$}}
+// CHECK-SAME:      outs(%[[S]], %[[C]] : {{.*}}) states(%[[VF]] : memref<?xf32>){{$}}
 // CHECK-NEXT:    return
 
 // Only the inference variant is generated when asked for.
@@ -132,4 +132,4 @@ flexsn.neuron @relay inputs(%x: f32) outputs(y) {
 // CUBA-NEXT:    flexsn.scan @cuba_lif ins(%[[X]] : memref<?x?xf32>)
 // CUBA-SAME:      inits(%[[C0]], %[[V0]] : memref<?xf32>, memref<?xf32>)
 // CUBA-SAME:      outs(%[[S]] : memref<?x?xf32>)
-// CUBA-SAME:      states(%[[CF]], %[[VF]] : memref<?xf32>, memref<?xf32>) final_states{{$}}
+// CUBA-SAME:      states(%[[CF]], %[[VF]] : memref<?xf32>, memref<?xf32>){{$}}

@@ -107,7 +107,6 @@ public:
     unsigned numInputs = plan.numInputs(), numStates = plan.numStates;
     unsigned initBase = numInputs, outputBase = initBase + plan.numInits();
     unsigned stateBase = outputBase + plan.numOutputs();
-    bool finalStates = plan.scan().getFinalStates();
 
     SmallVector<Value> carries; // [state][lane], then [reduction][lane]
     for (unsigned s = 0; s < numStates; ++s) {
@@ -160,8 +159,8 @@ public:
           }
           for (unsigned k = 0; k < plan.numOutputs(); ++k)
             storeIfPresent(outputBase + k, index, results[k]);
-          if (plan.numStateResults() && !finalStates)
-            for (unsigned s = 0; s < numStates; ++s)
+          for (unsigned s = 0; s < plan.numStateResults(); ++s)
+            if (!plan.scan().isFinalState(s))
               storeIfPresent(stateBase + s, index,
                              results[plan.numOutputs() + s]);
           SmallVector<Value> next;
@@ -174,8 +173,8 @@ public:
                   results[plan.numOutputs() + numStates + r][lane]));
           scf::YieldOp::create(b, loc, next);
         });
-    if (plan.numStateResults() && finalStates)
-      for (unsigned s = 0; s < numStates; ++s)
+    for (unsigned s = 0; s < plan.numStateResults(); ++s)
+      if (plan.scan().isFinalState(s))
         storeIfPresent(stateBase + s, first,
                        loop.getResults().slice(s * width, width));
     SmallVector<Value> partials;

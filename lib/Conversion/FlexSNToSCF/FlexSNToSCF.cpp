@@ -77,8 +77,44 @@ void storeIfPresent(OpBuilder &b, Location loc, Value present, Value value,
   });
 }
 
-/// Rewrites one scan into loops; the step body comes from the callee neuron
-/// or the scan's own region.
+/// The indices `map` selects from the domain point `point` = (t, n...).
+SmallVector<Value> selectIndices(AffineMap map, ArrayRef<Value> point) {
+  return llvm::map_to_vector(map.getResults(), [&](AffineExpr expr) {
+    return point[cast<AffineDimExpr>(expr).getPosition()];
+  });
+}
+
+bool usesTime(AffineMap map) {
+  return map.getNumResults() != 0 && map.getDimPosition(0) == 0;
+}
+
+/// Stores zero into every element of `buffer` (a reduction's destination).
+void zeroFill(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Value zero = f32Constant(b, loc, 0.0);
+  SmallVector<Value> lower, upper, steps;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    lower.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    upper.push_back(memref::DimOp::create(b, loc, buffer, d));
+    steps.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+  }
+  scf::buildLoopNest(b, loc, lower, upper, steps,
+                     [&](OpBuilder &nb, Location loc, ValueRange indices) {
+                       memref::StoreOp::create(nb, loc, zero, buffer, indices);
+                     });
+}
+
+/// Adds `value` into `buffer[indices]`.
+void accumulate(OpBuilder &b, Location loc, Value value, Value buffer,
+                ValueRange indices) {
+  Value total = memref::LoadOp::create(b, loc, buffer, indices);
+  Value sum = arith::AddFOp::create(b, loc, total, value);
+  memref::StoreOp::create(b, loc, sum, buffer, indices);
+}
+
+/// Rewrites one scan into loops: a sequential loop over time inside a loop
+/// nest over the neurons. The step body comes from the callee neuron or the
+/// scan's own region; each operand is indexed through its map.
 void lowerScan(ScanOp scan) {
   OpBuilder b(scan);
   Location loc = scan.getLoc();
@@ -92,18 +128,26 @@ void lowerScan(ScanOp scan) {
   unsigned numStates =
       neuron ? neuron.getNumStates()
              : body.getNumArguments() - numInputs - scan.getParams().size();
-  unsigned numReductions = scan.getReductions().size();
-  bool finalStates = scan.getFinalStates();
 
-  // Shapes: T and N... come from the first input sequence.
-  Value sequence = scan.getInputs().front();
-  int64_t rank = cast<MemRefType>(sequence.getType()).getRank();
+  auto mapsOf = [&](MutableOperandRange range) {
+    return llvm::map_to_vector(range, [&](OpOperand &operand) {
+      return scan.getMatchingIndexingMap(&operand);
+    });
+  };
+  SmallVector<AffineMap> inputMaps = mapsOf(scan.getInputsMutable());
+  SmallVector<AffineMap> initMaps = mapsOf(scan.getInitsMutable());
+  SmallVector<AffineMap> stateMaps = mapsOf(scan.getStatesMutable());
+  SmallVector<AffineMap> reductionMaps = mapsOf(scan.getReductionsMutable());
+
+  // T and N... are the dims of an operand spanning the domain.
+  Value domainOperand = scan.getDomainOperand();
+  unsigned rank = scan.getDomainRank();
   Value zeroIndex = arith::ConstantIndexOp::create(b, loc, 0);
   Value oneIndex = arith::ConstantIndexOp::create(b, loc, 1);
-  Value numSteps = memref::DimOp::create(b, loc, sequence, 0);
+  Value numSteps = memref::DimOp::create(b, loc, domainOperand, 0);
   SmallVector<Value> neuronDims;
-  for (int64_t d = 1; d < rank; ++d)
-    neuronDims.push_back(memref::DimOp::create(b, loc, sequence, d));
+  for (unsigned d = 1; d < rank; ++d)
+    neuronDims.push_back(memref::DimOp::create(b, loc, domainOperand, d));
 
   auto presence = [&](ValueRange buffers) {
     return llvm::map_to_vector(
@@ -117,16 +161,24 @@ void lowerScan(ScanOp scan) {
   SmallVector<Value> outputPresent = presence(scan.getOutputs());
   SmallVector<Value> statePresent = presence(scan.getStates());
 
-  // Reductions accumulate into zeroed rank-0 buffers.
-  Value zero = f32Constant(b, loc, 0.0);
+  // Reductions overwrite their destinations: zero them, then add into them.
   for (Value buffer : scan.getReductions())
-    memref::StoreOp::create(b, loc, zero, buffer, ValueRange());
+    zeroFill(b, loc, buffer);
+  // Sums over time are carried; those that keep t are added every step.
+  SmallVector<unsigned> carriedReductions;
+  for (auto [r, map] : llvm::enumerate(reductionMaps))
+    if (!usesTime(map))
+      carriedReductions.push_back(r);
 
   SmallVector<Value> lowerBounds(neuronDims.size(), zeroIndex);
   SmallVector<Value> steps(neuronDims.size(), oneIndex);
   scf::buildLoopNest(
       b, loc, lowerBounds, neuronDims, steps,
       [&](OpBuilder &nb, Location loc, ValueRange neuronIndex) {
+        // The domain point (t, n...) with t still to be chosen.
+        SmallVector<Value> point = {zeroIndex};
+        llvm::append_range(point, neuronIndex);
+
         // Initial carries: states (zero when absent), then reduction sums.
         SmallVector<Value> carries;
         for (unsigned s = 0; s < numStates; ++s) {
@@ -134,10 +186,11 @@ void lowerScan(ScanOp scan) {
             carries.push_back(f32Constant(nb, loc, 0.0));
             continue;
           }
-          carries.push_back(loadIfPresent(nb, loc, initPresent[s],
-                                          scan.getInits()[s], neuronIndex));
+          carries.push_back(
+              loadIfPresent(nb, loc, initPresent[s], scan.getInits()[s],
+                            selectIndices(initMaps[s], point)));
         }
-        carries.append(numReductions, f32Constant(nb, loc, 0.0));
+        carries.append(carriedReductions.size(), f32Constant(nb, loc, 0.0));
 
         auto timeLoop = scf::ForOp::create(
             nb, loc, zeroIndex, numSteps, oneIndex, carries,
@@ -148,15 +201,17 @@ void lowerScan(ScanOp scan) {
                 Value last = arith::SubIOp::create(tb, loc, numSteps, oneIndex);
                 step = arith::SubIOp::create(tb, loc, last, iteration);
               }
-              SmallVector<Value> index = {step};
-              index.append(neuronIndex.begin(), neuronIndex.end());
+              SmallVector<Value> index(point);
+              index[0] = step;
 
               SmallVector<Value> args;
-              for (auto [k, input] : llvm::enumerate(scan.getInputs()))
+              for (auto [k, input] : llvm::enumerate(scan.getInputs())) {
+                SmallVector<Value> at = selectIndices(inputMaps[k], index);
                 args.push_back(
                     inputPresent[k]
-                        ? loadIfPresent(tb, loc, inputPresent[k], input, index)
-                        : loadAsF32(tb, loc, input, index));
+                        ? loadIfPresent(tb, loc, inputPresent[k], input, at)
+                        : loadAsF32(tb, loc, input, at));
+              }
               args.append(iterArgs.begin(), iterArgs.begin() + numStates);
               SmallVector<Value> results =
                   neuron
@@ -175,29 +230,31 @@ void lowerScan(ScanOp scan) {
               for (auto [k, value] : llvm::enumerate(outputs))
                 storeIfPresent(tb, loc, outputPresent[k], value,
                                scan.getOutputs()[k], index);
-              if (!finalStates)
-                for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
+              for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
+                if (!scan.isFinalState(s))
                   storeIfPresent(tb, loc, statePresent[s], newStates[s], buffer,
                                  index);
 
               SmallVector<Value> next(newStates);
-              for (auto [r, value] : llvm::enumerate(contributions))
+              for (auto [c, r] : llvm::enumerate(carriedReductions))
                 next.push_back(arith::AddFOp::create(
-                    tb, loc, iterArgs[numStates + r], value));
+                    tb, loc, iterArgs[numStates + c], contributions[r]));
+              for (auto [r, map] : llvm::enumerate(reductionMaps))
+                if (usesTime(map))
+                  accumulate(tb, loc, contributions[r],
+                             scan.getReductions()[r],
+                             selectIndices(map, index));
               scf::YieldOp::create(tb, loc, next);
             });
 
         ValueRange finals = timeLoop.getResults();
-        if (finalStates)
-          for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
+        for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
+          if (scan.isFinalState(s))
             storeIfPresent(nb, loc, statePresent[s], finals[s], buffer,
-                           neuronIndex);
-        for (auto [r, buffer] : llvm::enumerate(scan.getReductions())) {
-          Value total = memref::LoadOp::create(nb, loc, buffer, ValueRange());
-          Value sum =
-              arith::AddFOp::create(nb, loc, total, finals[numStates + r]);
-          memref::StoreOp::create(nb, loc, sum, buffer, ValueRange());
-        }
+                           selectIndices(stateMaps[s], point));
+        for (auto [c, r] : llvm::enumerate(carriedReductions))
+          accumulate(nb, loc, finals[numStates + c], scan.getReductions()[r],
+                     selectIndices(reductionMaps[r], point));
       });
   scan.erase();
 }
@@ -226,7 +283,17 @@ struct ConvertFlexSNToSCFPass
                       ArrayAttr::get(&getContext(), kernels));
 
     SmallVector<ScanOp> scans;
-    module.walk([&](ScanOp scan) { scans.push_back(scan); });
+    WalkResult walk = module.walk([&](ScanOp scan) {
+      if (scan.hasTensorSemantics()) {
+        scan.emitError("convert-flexsn-to-scf lowers the buffer form: "
+                       "bufferize tensor scans first (one-shot-bufferize)");
+        return WalkResult::interrupt();
+      }
+      scans.push_back(scan);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
     for (ScanOp scan : scans)
       lowerScan(scan);
     // Neurons are only templates for scans: once inlined, they are dead.

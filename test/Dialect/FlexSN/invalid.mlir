@@ -984,10 +984,11 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %r: memref<f32>) {
 
 // -----
 
-// A scan needs an input sequence: T comes from it (generic form).
+// A scan needs an input (generic form).
 func.func @f(%s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op needs at least one input sequence: T comes from it}}
-  "flexsn.scan"(%s) <{operandSegmentSizes = array<i32: 0, 0, 0, 1, 0, 0>}> ({
+  // expected-error@+1 {{'flexsn.scan' op needs at least one input}}
+  "flexsn.scan"(%s) <{indexing_maps = [affine_map<(t, n) -> (t, n)>],
+                      operandSegmentSizes = array<i32: 0, 0, 0, 1, 0, 0>}> ({
   ^bb0:
     %c = arith.constant 1.0 : f32
     "flexsn.yield"(%c) : (f32) -> ()
@@ -997,24 +998,11 @@ func.func @f(%s: memref<?x?xf32>) {
 
 // -----
 
-// final_states needs a states group to write to.
-flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(s) {
-  flexsn.yield %x, %v : f32, f32
-}
-
-func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op 'final_states' needs a 'states' group to write to}}
-  flexsn.scan @lif ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) final_states
-  return
-}
-
-// -----
-
 // When both are given, there is one initial state per state result.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v0: memref<?xf32>, %v: memref<?xf32>) {
   // expected-error@+1 {{'flexsn.scan' op has 2 initial states but 1 state results}}
   flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0, %v0 : memref<?xf32>, memref<?xf32>)
-      outs(%s : memref<?x?xf32>) states(%v : memref<?xf32>) final_states {
+      outs(%s : memref<?x?xf32>) states(%v : memref<?xf32>) {
   ^bb0(%a: f32, %b: f32, %c: f32):
     flexsn.yield %a, %b, %c : f32, f32, f32
   }
@@ -1023,10 +1011,10 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v0: memref<?xf32>, %v: m
 
 // -----
 
-// Sequences are [T, N...], of rank 2 to 5.
-func.func @f(%x: memref<?xf32>, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op operand #0 must be variadic of 2D/3D/4D/5D memref}}
-  flexsn.scan ins(%x : memref<?xf32>) outs(%s : memref<?x?xf32>) {
+// The domain is (t, n...), with 1 to 4 neuron dimensions.
+func.func @f(%x: memref<?xf32>, %s: memref<?xf32>) {
+  // expected-error@+1 {{'flexsn.scan' op has a domain of rank 1: the domain is (t, n...) with 1 to 4 neuron dimensions}}
+  flexsn.scan ins(%x : memref<?xf32>) outs(%s : memref<?xf32>) {
   ^bb0(%a: f32):
     flexsn.yield %a : f32
   }
@@ -1037,7 +1025,7 @@ func.func @f(%x: memref<?xf32>, %s: memref<?x?xf32>) {
 
 // Input sequences are stored as f32, f16 or bf16, not f64...
 func.func @f(%x: memref<?x?xf64>, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op operand #0 must be variadic of 2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'memref<?x?xf64>'}}
+  // expected-error@+1 {{'flexsn.scan' op operand #0 must be variadic of 0D/1D/2D/3D/4D/5D tensor of 32-bit float or 16-bit float or bfloat16 type values or 0D/1D/2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'memref<?x?xf64>'}}
   flexsn.scan ins(%x : memref<?x?xf64>) outs(%s : memref<?x?xf32>) {
   ^bb0(%a: f32):
     flexsn.yield %a : f32
@@ -1049,7 +1037,7 @@ func.func @f(%x: memref<?x?xf64>, %s: memref<?x?xf32>) {
 
 // ...and not i8 either: only outputs (0/1 spikes) may be bytes.
 func.func @f(%x: memref<?x?xi8>, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op operand #0 must be variadic of 2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'memref<?x?xi8>'}}
+  // expected-error@+1 {{'flexsn.scan' op operand #0 must be variadic of 0D/1D/2D/3D/4D/5D tensor of 32-bit float or 16-bit float or bfloat16 type values or 0D/1D/2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'memref<?x?xi8>'}}
   flexsn.scan ins(%x : memref<?x?xi8>) outs(%s : memref<?x?xf32>) {
   ^bb0(%a: f32):
     flexsn.yield %a : f32
@@ -1061,7 +1049,7 @@ func.func @f(%x: memref<?x?xi8>, %s: memref<?x?xf32>) {
 
 // Output sequences are stored as f32, f16, bf16 or i8, not f64.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf64>) {
-  // expected-error@+1 {{'flexsn.scan' op operand #1 must be variadic of 2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values, but got 'memref<?x?xf64>'}}
+  // expected-error@+1 {{'flexsn.scan' op operand #1 must be variadic of 0D/1D/2D/3D/4D/5D tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values or 0D/1D/2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values, but got 'memref<?x?xf64>'}}
   flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf64>) {
   ^bb0(%a: f32):
     flexsn.yield %a : f32
@@ -1073,8 +1061,8 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf64>) {
 
 // States are stored as f32, f16 or bf16, not i8.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v: memref<?xi8>) {
-  // expected-error@+1 {{'flexsn.scan' op operand #2 must be variadic of 1D/2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'memref<?xi8>'}}
-  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<?xi8>) final_states {
+  // expected-error@+1 {{'flexsn.scan' op operand #2 must be variadic of 0D/1D/2D/3D/4D/5D tensor of 32-bit float or 16-bit float or bfloat16 type values or 0D/1D/2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'memref<?xi8>'}}
+  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<?xi8>) {
   ^bb0(%a: f32, %b: f32):
     flexsn.yield %a, %b : f32, f32
   }
@@ -1083,10 +1071,10 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v: memref<?xi8>) {
 
 // -----
 
-// Reductions are rank-0 f32 buffers.
-func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %r: memref<1xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op operand #2 must be variadic of 0D memref of 32-bit float values, but got 'memref<1xf32>'}}
-  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) reductions(%r : memref<1xf32>) {
+// Reductions sum in f32.
+func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %r: memref<f16>) {
+  // expected-error@+1 {{'flexsn.scan' op operand #2 must be variadic of 0D/1D/2D/3D/4D/5D tensor of 32-bit float values or 0D/1D/2D/3D/4D/5D memref of 32-bit float values, but got 'memref<f16>'}}
+  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) reductions(%r : memref<f16>) {
   ^bb0(%a: f32):
     flexsn.yield %a, %a : f32, f32
   }
@@ -1111,13 +1099,13 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %p: f64) {
 
 // -----
 
-// Every sequence has the rank of the first input.
+// Without indexing maps, every sequence has the rank of the first input.
 flexsn.neuron @id inputs(%x: f32) outputs(s) {
   flexsn.yield %x : f32
 }
 
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op output #0 must have rank 2, got 'memref<?x?x?xf32>'}}
+  // expected-error@+1 {{output #0 has rank 3, which implies no indexing map in a domain of rank 2 (the first input's): expected rank 2, or give 'indexing_maps'}}
   flexsn.scan @id ins(%x : memref<?x?xf32>) outs(%s : memref<?x?x?xf32>)
   return
 }
@@ -1131,7 +1119,7 @@ flexsn.neuron @add inputs(%x: f32, %y: f32) outputs(s) {
 }
 
 func.func @f(%x: memref<?x?x?xf32>, %y: memref<?x?xf32>, %s: memref<?x?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op input #1 must have rank 3, got 'memref<?x?xf32>'}}
+  // expected-error@+1 {{input #1 has rank 2, which implies no indexing map in a domain of rank 3 (the first input's): expected rank 3, or give 'indexing_maps'}}
   flexsn.scan @add ins(%x, %y : memref<?x?x?xf32>, memref<?x?xf32>) outs(%s : memref<?x?x?xf32>)
   return
 }
@@ -1144,7 +1132,7 @@ flexsn.neuron @id inputs(%x: f32) outputs(s) {
 }
 
 func.func @f(%x: memref<8x16xf32>, %s: memref<?x32xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op output #0 has shape 'memref<?x32xf32>', incompatible with the [T, N...] shape of the input sequences}}
+  // expected-error@+1 {{'flexsn.scan' op output #0 has size 32 in dimension 1, but input #0 gives domain dimension d1 size 16}}
   flexsn.scan @id ins(%x : memref<8x16xf32>) outs(%s : memref<?x32xf32>)
   return
 }
@@ -1157,7 +1145,7 @@ flexsn.neuron @id inputs(%x: f32) states(%v: f32) outputs(s) {
 }
 
 func.func @f(%x: memref<?x?xf32>, %s: memref<4x?xf32>, %v: memref<5x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op state sequence #0 has shape 'memref<5x?xf32>', incompatible with the [T, N...] shape of the input sequences}}
+  // expected-error@+1 {{'flexsn.scan' op state #0 has size 5 in dimension 0, but output #0 gives domain dimension d0 size 4}}
   flexsn.scan @id ins(%x : memref<?x?xf32>) outs(%s : memref<4x?xf32>) states(%v : memref<5x?xf32>)
   return
 }
@@ -1170,7 +1158,7 @@ flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(s) {
 }
 
 func.func @f(%x: memref<?x?xf32>, %v0: memref<?x?xf32>, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op initial state #0 must have rank 1, got 'memref<?x?xf32>'}}
+  // expected-error@+1 {{initial state #0 has rank 2, which implies no indexing map in a domain of rank 2 (the first input's): expected rank 1, or give 'indexing_maps'}}
   flexsn.scan @lif ins(%x : memref<?x?xf32>) inits(%v0 : memref<?x?xf32>) outs(%s : memref<?x?xf32>)
   return
 }
@@ -1183,34 +1171,22 @@ flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(s) {
 }
 
 func.func @f(%x: memref<?x4x8xf32>, %v0: memref<4x7xf32>, %s: memref<?x?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op initial state #0 has shape 'memref<4x7xf32>', incompatible with the [T, N...] shape}}
+  // expected-error@+1 {{'flexsn.scan' op initial state #0 has size 7 in dimension 1, but input #0 gives domain dimension d2 size 8}}
   flexsn.scan @lif ins(%x : memref<?x4x8xf32>) inits(%v0 : memref<4x7xf32>) outs(%s : memref<?x?x?xf32>)
   return
 }
 
 // -----
 
-// Without final_states, states are whole sequences [T, N...].
+// Without indexing maps, a state's rank chooses a sequence [T, N...] or
+// the final state [N...]: nothing else.
 flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(s) {
   flexsn.yield %x, %v : f32, f32
 }
 
-func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v: memref<?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op state sequence #0 must have rank 2, got 'memref<?xf32>'}}
-  flexsn.scan @lif ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<?xf32>)
-  return
-}
-
-// -----
-
-// With final_states, states are [N...].
-flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(s) {
-  flexsn.yield %x, %v : f32, f32
-}
-
-func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op final state #0 must have rank 1, got 'memref<?x?xf32>'}}
-  flexsn.scan @lif ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<?x?xf32>) final_states
+func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v: memref<?x?x?xf32>) {
+  // expected-error@+1 {{state #0 has rank 3, which implies no indexing map in a domain of rank 2 (the first input's): expected rank 2 or 1, or give 'indexing_maps'}}
+  flexsn.scan @lif ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<?x?x?xf32>)
   return
 }
 
@@ -1222,8 +1198,8 @@ flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(s) {
 }
 
 func.func @f(%x: memref<?x128xf32>, %s: memref<?x?xf32>, %v: memref<64xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op final state #0 has shape 'memref<64xf32>', incompatible with the [T, N...] shape}}
-  flexsn.scan @lif ins(%x : memref<?x128xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<64xf32>) final_states
+  // expected-error@+1 {{'flexsn.scan' op state #0 has size 64 in dimension 0, but input #0 gives domain dimension d1 size 128}}
+  flexsn.scan @lif ins(%x : memref<?x128xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<64xf32>)
   return
 }
 
@@ -1301,7 +1277,7 @@ flexsn.neuron @two_states inputs(%x: f32) states(%u: f32, %v: f32) outputs(s) {
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v: memref<?xf32>) {
   // expected-error@+1 {{'flexsn.scan' op has 3 state results, but @two_states has 2}}
   flexsn.scan @two_states ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>)
-      states(%v, %v, %v : memref<?xf32>, memref<?xf32>, memref<?xf32>) final_states
+      states(%v, %v, %v : memref<?xf32>, memref<?xf32>, memref<?xf32>)
   return
 }
 
@@ -1368,7 +1344,8 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %tau: f32, %n: i32) {
 // An inline body is a single block (generic form).
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
   // expected-error@+1 {{'flexsn.scan' op body must have exactly one block}}
-  "flexsn.scan"(%x, %s) <{operandSegmentSizes = array<i32: 1, 0, 0, 1, 0, 0>}> ({
+  "flexsn.scan"(%x, %s) <{indexing_maps = [affine_map<(t, n) -> (t, n)>, affine_map<(t, n) -> (t, n)>],
+                          operandSegmentSizes = array<i32: 1, 0, 0, 1, 0, 0>}> ({
   ^bb0(%a: f32):
     "flexsn.yield"(%a) : (f32) -> ()
   ^bb1:
@@ -1407,7 +1384,7 @@ func.func @f(%x: memref<?x?xf32>, %v0: memref<?xf32>, %s: memref<?x?xf32>) {
 // State results match the states the body carries.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %v: memref<?xf32>) {
   // expected-error@+1 {{'flexsn.scan' op has 1 state results, but its body carries 0 states}}
-  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<?xf32>) final_states {
+  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) states(%v : memref<?xf32>) {
   ^bb0(%a: f32):
     flexsn.yield %a : f32
   }

@@ -154,18 +154,18 @@ func.func @scan_callee(%x: memref<?x?xf32>, %v0: memref<?xf32>,
       params(%tau, %hard : f32, i1) outs(%s : memref<?x?xf32>)
       states(%vs : memref<?x?xf32>)
   // Final-state form.
-  // CHECK: flexsn.scan @lif ins(%[[X]] : memref<?x?xf32>) inits(%[[V0]] : memref<?xf32>) params(%[[TAU]], %[[HARD]] : f32, i1) outs(%[[S]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>) final_states
+  // CHECK: flexsn.scan @lif ins(%[[X]] : memref<?x?xf32>) inits(%[[V0]] : memref<?xf32>) params(%[[TAU]], %[[HARD]] : f32, i1) outs(%[[S]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>)
   flexsn.scan @lif ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
       params(%tau, %hard : f32, i1) outs(%s : memref<?x?xf32>)
-      states(%vf : memref<?xf32>) final_states
+      states(%vf : memref<?xf32>)
   // No inits (states start at zero), no states (not stored).
   // CHECK: flexsn.scan @lif ins(%[[X]] : memref<?x?xf32>) params(%[[TAU]], %[[HARD]] : f32, i1) outs(%[[S]] : memref<?x?xf32>){{$}}
   flexsn.scan @lif ins(%x : memref<?x?xf32>) params(%tau, %hard : f32, i1)
       outs(%s : memref<?x?xf32>)
   // Final states without inits.
-  // CHECK: flexsn.scan @lif ins(%[[X]] : memref<?x?xf32>) params(%[[TAU]], %[[HARD]] : f32, i1) outs(%[[S]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>) final_states
+  // CHECK: flexsn.scan @lif ins(%[[X]] : memref<?x?xf32>) params(%[[TAU]], %[[HARD]] : f32, i1) outs(%[[S]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>)
   flexsn.scan @lif ins(%x : memref<?x?xf32>) params(%tau, %hard : f32, i1)
-      outs(%s : memref<?x?xf32>) states(%vf : memref<?xf32>) final_states
+      outs(%s : memref<?x?xf32>) states(%vf : memref<?xf32>)
   // A neuron without runtime params takes no params group.
   // CHECK: flexsn.scan @no_params ins(%[[X]] : memref<?x?xf32>) inits(%[[V0]] : memref<?xf32>) outs(%[[S]] : memref<?x?xf32>) states(%[[VS]] : memref<?x?xf32>){{$}}
   flexsn.scan @no_params ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
@@ -176,18 +176,17 @@ func.func @scan_callee(%x: memref<?x?xf32>, %v0: memref<?xf32>,
 // A scan of a neuron with no outputs has no `outs` group.
 // CHECK-LABEL: func.func @scan_no_outputs
 // CHECK-SAME:    (%[[X:[^:]+]]: memref<?x?xf32>, %[[VF:[^:]+]]: memref<?xf32>, %[[VS:[^:]+]]: memref<?x?xf32>)
-// CHECK: flexsn.scan @state_only ins(%[[X]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>) final_states{{$}}
+// CHECK: flexsn.scan @state_only ins(%[[X]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>){{$}}
 // CHECK: flexsn.scan @state_only ins(%[[X]] : memref<?x?xf32>) states(%[[VS]] : memref<?x?xf32>){{$}}
-// CHECK: flexsn.scan ins(%[[X]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>) final_states {
+// CHECK: flexsn.scan ins(%[[X]] : memref<?x?xf32>) states(%[[VF]] : memref<?xf32>) {
 // CHECK-NEXT: ^bb0(%{{.+}}: f32, %[[V:.+]]: f32):
 // CHECK-NEXT:   flexsn.yield %[[V]] : f32
 // CHECK-NEXT: }{{$}}
 func.func @scan_no_outputs(%x: memref<?x?xf32>, %vf: memref<?xf32>,
                            %vs: memref<?x?xf32>) {
   flexsn.scan @state_only ins(%x : memref<?x?xf32>) states(%vf : memref<?xf32>)
-      final_states
   flexsn.scan @state_only ins(%x : memref<?x?xf32>) states(%vs : memref<?x?xf32>)
-  flexsn.scan ins(%x : memref<?x?xf32>) states(%vf : memref<?xf32>) final_states {
+  flexsn.scan ins(%x : memref<?x?xf32>) states(%vf : memref<?xf32>) {
   ^bb0(%a: f32, %v: f32):
     flexsn.yield %v : f32
   }
@@ -200,19 +199,22 @@ func.func @scan_no_outputs(%x: memref<?x?xf32>, %vf: memref<?xf32>,
 // CHECK-LABEL: func.func @scan_attributes
 // CHECK: flexsn.scan @lif ins(%{{.*}} : memref<?x?xf32>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xf32>) attributes {tag = 1 : i32}{{$}}
 // CHECK: flexsn.scan @lif ins(%{{.*}} : memref<?x?xf32>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xf32>) attributes {note = "fast", tag = 2 : i32}{{$}}
-// CHECK: flexsn.scan @state_only ins(%{{.*}} : memref<?x?xf32>) states(%{{.*}} : memref<?xf32>) final_states attributes {tag = 3 : i32}{{$}}
+// CHECK: flexsn.scan @state_only ins(%{{.*}} : memref<?x?xf32>) states(%{{.*}} : memref<?xf32>) attributes {tag = 3 : i32}{{$}}
 // CHECK: flexsn.scan ins(%{{.*}} : memref<?x?xf32>) outs(%{{.*}} : memref<?x?xf32>) {
 // CHECK-NEXT: ^bb0(%[[A:.+]]: f32):
 // CHECK-NEXT:   flexsn.yield %[[A]] : f32
 // CHECK-NEXT: } attributes {tag = 4 : i32}{{$}}
 func.func @scan_attributes(%x: memref<?x?xf32>, %s: memref<?x?xf32>,
                            %vf: memref<?xf32>, %tau: f32, %hard: i1) {
-  "flexsn.scan"(%x, %tau, %hard, %s) <{callee = @lif, operandSegmentSizes = array<i32: 1, 0, 2, 1, 0, 0>}>
+  "flexsn.scan"(%x, %tau, %hard, %s) <{callee = @lif,
+      indexing_maps = [affine_map<(t, n) -> (t, n)>, affine_map<(t, n) -> ()>,
+                       affine_map<(t, n) -> ()>, affine_map<(t, n) -> (t, n)>],
+      operandSegmentSizes = array<i32: 1, 0, 2, 1, 0, 0>}>
       ({}) {tag = 1 : i32} : (memref<?x?xf32>, f32, i1, memref<?x?xf32>) -> ()
   flexsn.scan @lif ins(%x : memref<?x?xf32>) params(%tau, %hard : f32, i1)
       outs(%s : memref<?x?xf32>) attributes {tag = 2 : i32, note = "fast"}
   flexsn.scan @state_only ins(%x : memref<?x?xf32>) states(%vf : memref<?xf32>)
-      final_states attributes {tag = 3 : i32}
+      attributes {tag = 3 : i32}
   flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) {
   ^bb0(%a: f32):
     flexsn.yield %a : f32
@@ -223,8 +225,8 @@ func.func @scan_attributes(%x: memref<?x?xf32>, %s: memref<?x?xf32>,
 // Sequences stored as f16, bf16 and i8, with f32 or reduced-precision states.
 // CHECK-LABEL: func.func @scan_storage
 // CHECK: flexsn.scan @lif ins(%{{.*}} : memref<?x?xf16>) inits(%{{.*}} : memref<?xf16>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xi8>) states(%{{.*}} : memref<?x?xf16>)
-// CHECK: flexsn.scan @lif ins(%{{.*}} : memref<?x?xbf16>) inits(%{{.*}} : memref<?xbf16>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xbf16>) states(%{{.*}} : memref<?xbf16>) final_states
-// CHECK: flexsn.scan @multi ins(%{{.*}}, %{{.*}} : memref<?x?xf16>, memref<?x?xbf16>) inits(%{{.*}}, %{{.*}}, %{{.*}} : memref<?xf32>, memref<?xf16>, memref<?xbf16>) outs(%{{.*}}, %{{.*}} : memref<?x?xi8>, memref<?x?xf32>) states(%{{.*}}, %{{.*}}, %{{.*}} : memref<?xf32>, memref<?xf16>, memref<?xbf16>) final_states
+// CHECK: flexsn.scan @lif ins(%{{.*}} : memref<?x?xbf16>) inits(%{{.*}} : memref<?xbf16>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xbf16>) states(%{{.*}} : memref<?xbf16>)
+// CHECK: flexsn.scan @multi ins(%{{.*}}, %{{.*}} : memref<?x?xf16>, memref<?x?xbf16>) inits(%{{.*}}, %{{.*}}, %{{.*}} : memref<?xf32>, memref<?xf16>, memref<?xbf16>) outs(%{{.*}}, %{{.*}} : memref<?x?xi8>, memref<?x?xf32>) states(%{{.*}}, %{{.*}}, %{{.*}} : memref<?xf32>, memref<?xf16>, memref<?xbf16>)
 func.func @scan_storage(%x16: memref<?x?xf16>, %xb16: memref<?x?xbf16>,
                         %v16: memref<?xf16>, %vb16: memref<?xbf16>,
                         %v32: memref<?xf32>, %s8: memref<?x?xi8>,
@@ -235,31 +237,30 @@ func.func @scan_storage(%x16: memref<?x?xf16>, %xb16: memref<?x?xbf16>,
       states(%vs16 : memref<?x?xf16>)
   flexsn.scan @lif ins(%xb16 : memref<?x?xbf16>) inits(%vb16 : memref<?xbf16>)
       params(%tau, %hard : f32, i1) outs(%sb16 : memref<?x?xbf16>)
-      states(%vb16 : memref<?xbf16>) final_states
+      states(%vb16 : memref<?xbf16>)
   flexsn.scan @multi ins(%x16, %xb16 : memref<?x?xf16>, memref<?x?xbf16>)
       inits(%v32, %v16, %vb16 : memref<?xf32>, memref<?xf16>, memref<?xbf16>)
       outs(%s8, %s32 : memref<?x?xi8>, memref<?x?xf32>)
       states(%v32, %v16, %vb16 : memref<?xf32>, memref<?xf16>, memref<?xbf16>)
-      final_states
   return
 }
 
 // A strided time dimension (a leading-dimension stride) needs no copy.
 // CHECK-LABEL: func.func @scan_strided
-// CHECK: flexsn.scan @no_params ins(%{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>) outs(%{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>) states(%{{.*}} : memref<?xf32, strided<[1], offset: ?>>) final_states
+// CHECK: flexsn.scan @no_params ins(%{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>) outs(%{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>>) states(%{{.*}} : memref<?xf32, strided<[1], offset: ?>>)
 func.func @scan_strided(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>,
                         %s: memref<?x?xf32, strided<[?, 1], offset: ?>>,
                         %v: memref<?xf32, strided<[1], offset: ?>>) {
   flexsn.scan @no_params ins(%x : memref<?x?xf32, strided<[?, 1], offset: ?>>)
       outs(%s : memref<?x?xf32, strided<[?, 1], offset: ?>>)
-      states(%v : memref<?xf32, strided<[1], offset: ?>>) final_states
+      states(%v : memref<?xf32, strided<[1], offset: ?>>)
   return
 }
 
 // Sequences [T, N1, N2] with states [N1, N2], and static dims that agree.
 // CHECK-LABEL: func.func @scan_3d
 // CHECK: flexsn.scan @no_params ins(%{{.*}} : memref<?x?x?xf32>) inits(%{{.*}} : memref<?x?xf32>) outs(%{{.*}} : memref<?x?x?xf32>) states(%{{.*}} : memref<?x?x?xf32>){{$}}
-// CHECK: flexsn.scan @no_params ins(%{{.*}} : memref<?x4x8xf32>) inits(%{{.*}} : memref<?x8xf32>) outs(%{{.*}} : memref<16x?x8xf32>) states(%{{.*}} : memref<4x8xf32>) final_states
+// CHECK: flexsn.scan @no_params ins(%{{.*}} : memref<?x4x8xf32>) inits(%{{.*}} : memref<?x8xf32>) outs(%{{.*}} : memref<16x?x8xf32>) states(%{{.*}} : memref<4x8xf32>)
 func.func @scan_3d(%x: memref<?x?x?xf32>, %v0: memref<?x?xf32>,
                    %s: memref<?x?x?xf32>, %vs: memref<?x?x?xf32>,
                    %xs: memref<?x4x8xf32>, %v0s: memref<?x8xf32>,
@@ -267,14 +268,14 @@ func.func @scan_3d(%x: memref<?x?x?xf32>, %v0: memref<?x?xf32>,
   flexsn.scan @no_params ins(%x : memref<?x?x?xf32>) inits(%v0 : memref<?x?xf32>)
       outs(%s : memref<?x?x?xf32>) states(%vs : memref<?x?x?xf32>)
   flexsn.scan @no_params ins(%xs : memref<?x4x8xf32>) inits(%v0s : memref<?x8xf32>)
-      outs(%ss : memref<16x?x8xf32>) states(%vf : memref<4x8xf32>) final_states
+      outs(%ss : memref<16x?x8xf32>) states(%vf : memref<4x8xf32>)
   return
 }
 
 // An inline body, run in reverse, with a runtime param and reductions summed
 // over every step and neuron (a backward pass accumulating a param gradient).
 // CHECK-LABEL: func.func @scan_inline_reverse
-// CHECK: flexsn.scan reverse ins(%{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?xf16>) inits(%{{.*}} : memref<?xf32>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xf32>) states(%{{.*}} : memref<?xf32>) final_states reductions(%{{.*}}, %{{.*}} : memref<f32>, memref<f32>) {
+// CHECK: flexsn.scan reverse ins(%{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?xf16>) inits(%{{.*}} : memref<?xf32>) params(%{{.*}}, %{{.*}} : f32, i1) outs(%{{.*}} : memref<?x?xf32>) states(%{{.*}} : memref<?xf32>) reductions(%{{.*}}, %{{.*}} : memref<f32>, memref<f32>) {
 // CHECK-NEXT: ^bb0(%[[GS:.+]]: f32, %[[H:.+]]: f32, %[[G:.+]]: f32, %[[TAU:.+]]: f32, %[[DETACH:.+]]: i1):
 // CHECK:        %[[PSI:.+]] = flexsn.surrogate_grad %[[H]] surrogate(#flexsn.sigmoid) : f32
 // CHECK:        flexsn.yield %{{.*}}, %{{.*}}, %{{.*}}, %[[PSI]] : f32, f32, f32, f32
@@ -286,7 +287,7 @@ func.func @scan_inline_reverse(%grad_s: memref<?x?xf32>, %h: memref<?x?xf16>,
   flexsn.scan reverse ins(%grad_s, %h : memref<?x?xf32>, memref<?x?xf16>)
       inits(%g0 : memref<?xf32>) params(%tau, %detach : f32, i1)
       outs(%grad_x : memref<?x?xf32>) states(%g_final : memref<?xf32>)
-      final_states reductions(%grad_tau, %sum_psi : memref<f32>, memref<f32>) {
+      reductions(%grad_tau, %sum_psi : memref<f32>, memref<f32>) {
   ^bb0(%gs: f32, %hv: f32, %g: f32, %t: f32, %d: i1):
     %psi = flexsn.surrogate_grad %hv surrogate(#flexsn.sigmoid<alpha = 4.0>) : f32
     %a = arith.mulf %gs, %psi : f32

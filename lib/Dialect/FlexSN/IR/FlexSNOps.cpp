@@ -455,18 +455,234 @@ LogicalResult ApplyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // ScanOp
 //===----------------------------------------------------------------------===//
 
-/// Checks that `type`'s dims equal `expected` wherever both are static.
-static LogicalResult checkShape(Operation *op, StringRef what, unsigned index,
-                                MemRefType type, ArrayRef<int64_t> expected) {
-  if (type.getRank() != static_cast<int64_t>(expected.size()))
-    return op->emitOpError() << what << " #" << index << " must have rank "
-                             << expected.size() << ", got " << type;
-  for (auto [dim, want] : llvm::zip_equal(type.getShape(), expected))
-    if (!ShapedType::isDynamic(dim) && !ShapedType::isDynamic(want) &&
-        dim != want)
-      return op->emitOpError() << what << " #" << index << " has shape " << type
-                               << ", incompatible with the [T, N...] "
-                               << "shape of the input sequences";
+/// The operand groups of a scan, in operand order.
+enum class ScanGroup { Input, Init, Param, Output, State, Reduction };
+static constexpr ScanGroup kScanGroups[] = {
+    ScanGroup::Input,  ScanGroup::Init,  ScanGroup::Param,
+    ScanGroup::Output, ScanGroup::State, ScanGroup::Reduction};
+
+static StringRef describe(ScanGroup group) {
+  switch (group) {
+  case ScanGroup::Input:
+    return "input";
+  case ScanGroup::Init:
+    return "initial state";
+  case ScanGroup::Param:
+    return "param";
+  case ScanGroup::Output:
+    return "output";
+  case ScanGroup::State:
+    return "state";
+  case ScanGroup::Reduction:
+    return "reduction";
+  }
+  llvm_unreachable("unknown scan operand group");
+}
+
+FailureOr<SmallVector<AffineMap>> ScanOp::getDefaultIndexingMaps(
+    ArrayRef<TypeRange> groups, function_ref<InFlightDiagnostic()> emitError) {
+  assert(groups.size() == std::size(kScanGroups) && "one range per group");
+  if (groups[0].empty() || !isa<ShapedType>(groups[0].front()))
+    return failure();
+  MLIRContext *ctx = groups[0].front().getContext();
+  // The domain is the first input's: inputs are sequences by default.
+  unsigned rank = cast<ShapedType>(groups[0].front()).getRank();
+  AffineMap sequence = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap perNeuron =
+      AffineMap::getMinorIdentityMap(rank, rank ? rank - 1 : 0, ctx);
+  AffineMap scalar = AffineMap::get(rank, 0, ctx);
+  SmallVector<AffineMap> maps;
+  for (auto [group, types] : llvm::zip_equal(kScanGroups, groups)) {
+    for (auto [k, type] : llvm::enumerate(types)) {
+      auto shaped = dyn_cast<ShapedType>(type);
+      int64_t operandRank = shaped ? shaped.getRank() : 0;
+      // The maps each group's operands may take by default, by rank.
+      SmallVector<AffineMap, 2> candidates;
+      switch (group) {
+      case ScanGroup::Input:
+      case ScanGroup::Output:
+        candidates = {sequence};
+        break;
+      case ScanGroup::Init:
+        candidates = {perNeuron};
+        break;
+      case ScanGroup::Param:
+      case ScanGroup::Reduction:
+        candidates = {scalar};
+        break;
+      case ScanGroup::State:
+        candidates = {sequence, perNeuron};
+        break;
+      }
+      auto match = llvm::find_if(candidates, [&](AffineMap map) {
+        return map.getNumResults() == operandRank;
+      });
+      if (match == candidates.end()) {
+        if (emitError) {
+          InFlightDiagnostic diag = emitError();
+          diag << describe(group) << " #" << k << " has rank " << operandRank
+               << ", which implies no indexing map in a domain of rank "
+               << rank << " (the first input's): expected rank ";
+          llvm::interleave(
+              candidates,
+              [&](AffineMap map) { diag << map.getNumResults(); },
+              [&] { diag << " or "; });
+          diag << ", or give 'indexing_maps'";
+        }
+        return failure();
+      }
+      maps.push_back(*match);
+    }
+  }
+  return maps;
+}
+
+/// The groups' operand types, in order.
+static SmallVector<TypeRange> getGroupTypes(ScanOp scan) {
+  SmallVector<TypeRange> groups;
+  for (unsigned i = 0; i < std::size(kScanGroups); ++i)
+    groups.push_back(scan.getODSOperands(i).getTypes());
+  return groups;
+}
+
+/// `indexing_maps = [...]`, printed only where the operands' ranks do not
+/// imply the maps.
+static ParseResult
+parseIndexingMaps(OpAsmParser &parser, ArrayAttr &maps, ArrayRef<Type> inputs,
+                  ArrayRef<Type> inits, ArrayRef<Type> params,
+                  ArrayRef<Type> outputs, ArrayRef<Type> states,
+                  ArrayRef<Type> reductions) {
+  if (succeeded(parser.parseOptionalKeyword("indexing_maps")))
+    return failure(parser.parseEqual() || parser.parseAttribute(maps));
+  // Reported at the op: the parser has reached the next op.
+  SMLoc loc = parser.getNameLoc();
+  FailureOr<SmallVector<AffineMap>> defaults = ScanOp::getDefaultIndexingMaps(
+      {inputs, inits, params, outputs, states, reductions},
+      [&] { return parser.emitError(loc); });
+  if (failed(defaults))
+    return failure();
+  maps = parser.getBuilder().getAffineMapArrayAttr(*defaults);
+  return success();
+}
+
+static void printIndexingMaps(OpAsmPrinter &p, ScanOp scan, ArrayAttr maps,
+                              TypeRange, TypeRange, TypeRange, TypeRange,
+                              TypeRange, TypeRange) {
+  FailureOr<SmallVector<AffineMap>> defaults =
+      ScanOp::getDefaultIndexingMaps(getGroupTypes(scan));
+  if (succeeded(defaults) &&
+      maps == Builder(scan.getContext()).getAffineMapArrayAttr(*defaults))
+    return;
+  p << " indexing_maps = ";
+  p.printAttribute(maps);
+}
+
+/// Result types: the tensor destinations' types.
+static SmallVector<Type> getTensorInitTypes(ValueRange outputs,
+                                            ValueRange states,
+                                            ValueRange reductions) {
+  SmallVector<Type> types;
+  for (Value init : llvm::concat<const Value>(outputs, states, reductions))
+    if (isa<RankedTensorType>(init.getType()))
+      types.push_back(init.getType());
+  return types;
+}
+
+void ScanOp::build(OpBuilder &b, OperationState &state,
+                   FlatSymbolRefAttr callee, ValueRange inputs,
+                   ValueRange inits, ValueRange params, ValueRange outputs,
+                   ValueRange states, ValueRange reductions, bool reverse,
+                   DenseI64ArrayAttr optionalInputs) {
+  // Operands without default maps get none: the verifier reports them.
+  FailureOr<SmallVector<AffineMap>> maps = getDefaultIndexingMaps(
+      {inputs.getTypes(), inits.getTypes(), params.getTypes(),
+       outputs.getTypes(), states.getTypes(), reductions.getTypes()});
+  build(b, state, getTensorInitTypes(outputs, states, reductions), callee,
+        inputs, inits, params, outputs, states, reductions,
+        b.getAffineMapArrayAttr(succeeded(maps) ? *maps
+                                                : SmallVector<AffineMap>()),
+        reverse, optionalInputs);
+}
+
+LogicalResult ScanOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  llvm::append_range(types,
+                     getTensorInitTypes(adaptor.getOutputs(),
+                                        adaptor.getStates(),
+                                        adaptor.getReductions()));
+  return success();
+}
+
+MutableOperandRange ScanOp::getDpsInitsMutable() {
+  // Outputs, states and reductions: the last three groups.
+  unsigned first = getODSOperandIndexAndLength(3).first;
+  return MutableOperandRange(*this, first, getNumOperands() - first);
+}
+
+void ScanOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    if (isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+SmallVector<AffineMap> ScanOp::getIndexingMapsArray() {
+  return llvm::to_vector(getIndexingMaps().getAsValueRange<AffineMapAttr>());
+}
+
+AffineMap ScanOp::getMatchingIndexingMap(OpOperand *operand) {
+  return cast<AffineMapAttr>(getIndexingMaps()[operand->getOperandNumber()])
+      .getValue();
+}
+
+unsigned ScanOp::getDomainRank() {
+  return cast<AffineMapAttr>(getIndexingMaps()[0]).getValue().getNumDims();
+}
+
+bool ScanOp::isFinalState(unsigned index) {
+  OpOperand &state = getStatesMutable()[index];
+  return getMatchingIndexingMap(&state).getNumResults() != getDomainRank();
+}
+
+Value ScanOp::getDomainOperand() {
+  for (OpOperand &operand :
+       llvm::concat<OpOperand>(getInputsMutable(), getOutputsMutable()))
+    if (getMatchingIndexingMap(&operand).isIdentity())
+      return operand.get();
+  return {};
+}
+
+/// Checks a map's form: the dims it keeps, distinct and in order.
+static LogicalResult verifyMapForm(Operation *op, AffineMap map,
+                                   unsigned domainRank, StringRef what,
+                                   unsigned index) {
+  auto emit = [&]() {
+    return op->emitOpError() << "indexing map of " << what << " #" << index
+                             << " ";
+  };
+  if (map.getNumDims() != domainRank || map.getNumSymbols() != 0)
+    return emit() << AffineMapAttr::get(map) << " must take the " << domainRank
+                  << " domain dimensions (t, n...) and no symbols";
+  int64_t last = -1;
+  for (AffineExpr expr : map.getResults()) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim)
+      return emit() << AffineMapAttr::get(map)
+                    << " must keep domain dimensions, not compute with them";
+    if (static_cast<int64_t>(dim.getPosition()) <= last)
+      return emit() << AffineMapAttr::get(map)
+                    << " must keep domain dimensions once each, in order";
+    last = dim.getPosition();
+  }
   return success();
 }
 
@@ -479,52 +695,117 @@ LogicalResult ScanOp::verify() {
   if (hasCallee && !getReductions().empty())
     return emitOpError("reductions need an inline body: a neuron yields none");
   if (getInputs().empty())
-    return emitOpError("needs at least one input sequence: T comes from it");
+    return emitOpError("needs at least one input");
   if (auto optional = getOptionalInputs())
     for (int64_t i : *optional)
       if (i < 0 || i >= static_cast<int64_t>(getInputs().size()))
         return emitOpError() << "optional input #" << i << " is not one of its "
                              << getInputs().size() << " inputs";
-  if (getFinalStates() && getStates().empty())
-    return emitOpError("'final_states' needs a 'states' group to write to");
   if (!getInits().empty() && !getStates().empty() &&
       getInits().size() != getStates().size())
     return emitOpError() << "has " << getInits().size()
                          << " initial states but " << getStates().size()
                          << " state results";
 
-  // Every sequence shares [T, N...]; per-neuron buffers share [N...].
-  auto first = cast<MemRefType>(getInputs().front().getType());
-  SmallVector<int64_t> seqShape(first.getShape());
-  auto merge = [&](MemRefType type) {
-    if (type.getRank() != static_cast<int64_t>(seqShape.size()))
-      return;
-    for (auto [dim, known] : llvm::zip_equal(type.getShape(), seqShape))
-      if (ShapedType::isDynamic(known))
-        known = dim;
-  };
-  for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
-    merge(cast<MemRefType>(v.getType()));
-  ArrayRef<int64_t> neuronShape = ArrayRef<int64_t>(seqShape).drop_front();
+  // One form: all tensors or all memrefs.
+  std::optional<bool> tensors;
+  for (Type type : getOperandTypes()) {
+    if (!isa<ShapedType>(type))
+      continue;
+    bool isTensor = isa<RankedTensorType>(type);
+    if (tensors && *tensors != isTensor)
+      return emitOpError("mixes tensors and memrefs: its operands are all "
+                         "tensors (the value form) or all memrefs (the "
+                         "buffer form)");
+    tensors = isTensor;
+  }
 
-  for (auto [i, v] : llvm::enumerate(getInputs()))
-    if (failed(checkShape(*this, "input", i, cast<MemRefType>(v.getType()),
-                          seqShape)))
-      return failure();
-  for (auto [i, v] : llvm::enumerate(getOutputs()))
-    if (failed(checkShape(*this, "output", i, cast<MemRefType>(v.getType()),
-                          seqShape)))
-      return failure();
-  for (auto [i, v] : llvm::enumerate(getInits()))
-    if (failed(checkShape(*this, "initial state", i,
-                          cast<MemRefType>(v.getType()), neuronShape)))
-      return failure();
-  for (auto [i, v] : llvm::enumerate(getStates()))
-    if (failed(checkShape(*this,
-                          getFinalStates() ? "final state" : "state sequence",
-                          i, cast<MemRefType>(v.getType()),
-                          getFinalStates() ? neuronShape : seqShape)))
-      return failure();
+  ArrayAttr maps = getIndexingMaps();
+  if (maps.size() != getNumOperands())
+    return emitOpError() << "has " << maps.size() << " indexing maps for "
+                         << getNumOperands() << " operands";
+  unsigned rank = getDomainRank();
+  if (rank < 2 || rank > 5)
+    return emitOpError() << "has a domain of rank " << rank
+                         << ": the domain is (t, n...) with 1 to 4 neuron "
+                            "dimensions";
+
+  // Each group's maps, and the domain's static sizes.
+  SmallVector<int64_t> domain(rank, ShapedType::kDynamic);
+  SmallVector<std::pair<unsigned, StringRef>> sizeSources(rank);
+  SmallVector<AffineMap> allMaps = getIndexingMapsArray();
+  for (auto [groupIndex, group] : llvm::enumerate(kScanGroups)) {
+    auto [first, count] = getODSOperandIndexAndLength(groupIndex);
+    for (unsigned k = 0; k < count; ++k) {
+      Value operand = getOperand(first + k);
+      AffineMap map = allMaps[first + k];
+      StringRef what = describe(group);
+      if (failed(verifyMapForm(*this, map, rank, what, k)))
+        return failure();
+      auto emit = [&]() {
+        return emitOpError() << what << " #" << k << " ";
+      };
+      auto shaped = dyn_cast<ShapedType>(operand.getType());
+      int64_t operandRank = shaped ? shaped.getRank() : 0;
+      if (map.getNumResults() != operandRank)
+        return emit() << "has rank " << operandRank << ", but its indexing map "
+                      << AffineMapAttr::get(map) << " gives " << map.getNumResults() << " indices";
+      bool usesTime = map.getNumResults() && map.getDimPosition(0) == 0;
+      bool isIdentity = map.isIdentity();
+      bool isPerNeuron = map.getNumResults() == rank - 1 && !usesTime;
+      switch (group) {
+      case ScanGroup::Input:
+        break;
+      case ScanGroup::Init:
+        if (usesTime)
+          return emit() << "must not depend on t: its map is " << AffineMapAttr::get(map);
+        break;
+      case ScanGroup::Param:
+        if (map.getNumResults())
+          return emit() << "is a scalar: its map must be " << rank
+                        << "-d -> (), got " << AffineMapAttr::get(map);
+        break;
+      case ScanGroup::Output:
+        if (!isIdentity)
+          return emit() << "must be a sequence: its map must be the "
+                           "identity, got "
+                        << AffineMapAttr::get(map);
+        break;
+      case ScanGroup::State:
+        if (!isIdentity && !isPerNeuron)
+          return emit() << "must be a sequence (the identity map) or the "
+                           "final state (every dimension but t), got "
+                        << AffineMapAttr::get(map);
+        break;
+      case ScanGroup::Reduction:
+        if (isIdentity)
+          return emit() << "keeps every dimension: that is an output, not "
+                           "a reduction";
+        break;
+      }
+      if (!shaped)
+        continue;
+      for (auto [i, size] : llvm::enumerate(shaped.getShape())) {
+        unsigned dim = map.getDimPosition(i);
+        if (ShapedType::isDynamic(size))
+          continue;
+        if (ShapedType::isDynamic(domain[dim])) {
+          domain[dim] = size;
+          sizeSources[dim] = {k, what};
+          continue;
+        }
+        if (domain[dim] != size)
+          return emit() << "has size " << size << " in dimension " << i
+                        << ", but " << sizeSources[dim].second << " #"
+                        << sizeSources[dim].first << " gives domain dimension d" << dim
+                        << " size " << domain[dim];
+      }
+    }
+  }
+  if (!getDomainOperand())
+    return emitOpError("needs an input or output spanning the whole domain "
+                       "(t, n...) with the identity map: T and N... come from "
+                       "it");
   return success();
 }
 

@@ -82,8 +82,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
         a.slice(numInputs, numStates), a.take_back(params.size()),
         a.slice(numInputs + numStates, numOutputs),
         a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
-        /*final_states=*/false, /*reverse=*/false,
-        /*optional_inputs=*/DenseI64ArrayAttr());
+        /*reverse=*/false, /*optionalInputs=*/DenseI64ArrayAttr());
     func::ReturnOp::create(fb, loc);
     SmallVector<Type> bodyTypes(numInputs + numStates, f32);
     llvm::append_range(bodyTypes, paramTypes);
@@ -159,8 +158,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
         b.slice(numIns + numStates, numInputs),
         b.slice(numIns + numStates + numInputs, numStates),
         b.slice(numIns + 2 * numStates + numInputs, numTrainable),
-        /*final_states=*/true, /*reverse=*/true,
-        /*optional_inputs=*/DenseI64ArrayAttr());
+        /*reverse=*/true, /*optionalInputs=*/DenseI64ArrayAttr());
     // Incoming gradients may be absent (zeros); saved values and inputs not.
     SmallVector<int64_t> optional;
     for (unsigned i = 0; i < numOutputs + numStates; ++i)
@@ -198,7 +196,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
         fb, loc, FlatSymbolRefAttr(), a.take_front(numInputs),
         a.slice(numInputs, numStates), a.take_back(params.size()), outs,
         a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
-        false, false, DenseI64ArrayAttr());
+        /*reverse=*/false, /*optionalInputs=*/DenseI64ArrayAttr());
     fullScan.getBody().takeBody(scan.getBody());
     scan.erase();
     forward->setAttr(KernelInterfaceAttr::getAttrName(),

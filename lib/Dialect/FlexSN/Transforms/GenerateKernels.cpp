@@ -54,12 +54,11 @@ func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
   ValueRange outputs = args.slice(numInputs + numStates, numOutputs);
   ValueRange states = args.slice(numInputs + numStates + numOutputs, numStates);
   ValueRange params = args.drop_front(interface.getBuffers().size());
-  // A stateless neuron's final-state variant has no states to write.
+  // The state buffers' ranks choose sequences or final states.
   ScanOp::create(body, loc, FlatSymbolRefAttr::get(neuron.getSymNameAttr()),
                  inputs, inits, params, outputs, states,
-                 /*reductions=*/ValueRange(),
-                 variant == KernelVariant::FinalState && numStates != 0,
-                 /*reverse=*/false, /*optional_inputs=*/DenseI64ArrayAttr());
+                 /*reductions=*/ValueRange(), /*reverse=*/false,
+                 /*optionalInputs=*/DenseI64ArrayAttr());
   func::ReturnOp::create(body, loc);
   return func;
 }

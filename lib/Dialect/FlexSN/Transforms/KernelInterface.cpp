@@ -32,6 +32,9 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
   if (scans.size() != 1)
     return func.emitError("a kernel function must hold exactly one scan");
   ScanOp scan = kernel.scan = scans.front();
+  if (scan.hasTensorSemantics())
+    return scan.emitError("a kernel's scan works on the kernel function's "
+                          "buffers: bufferize it first");
   if (scan.getCallee())
     kernel.neuron = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
         scan, scan.getCalleeAttr());
@@ -51,19 +54,23 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
   expected.append(scan.getInits().size(), {BufferRole::InitialState});
   expected.append(scan.getOutputs().size(),
                   {BufferRole::OutputSequence, BufferRole::SavedOutput});
-  expected.append(scan.getStates().size(),
-                  {scan.getFinalStates() ? BufferRole::FinalState
-                                         : BufferRole::StateSequence});
+  for (unsigned s = 0, e = scan.getStates().size(); s < e; ++s)
+    expected.push_back({scan.isFinalState(s) ? BufferRole::FinalState
+                                             : BufferRole::StateSequence});
   expected.append(scan.getReductions().size(), {BufferRole::ParamGradient});
 
   ArrayRef<KernelBufferAttr> buffers = kernel.interface.getBuffers();
   Block &entry = func.getBody().front();
   SmallVector<bool> used(buffers.size(), false);
-  auto operands =
-      llvm::concat<Value>(scan.getInputs(), scan.getInits(), scan.getOutputs(),
-                          scan.getStates(), scan.getReductions());
+  unsigned rank = scan.getDomainRank();
+  // The buffer operands: all but the scalar parameters.
+  auto [firstParam, numParams] = scan.getODSOperandIndexAndLength(2);
+  SmallVector<OpOperand *> operands;
+  for (OpOperand &operand : scan->getOpOperands())
+    if (operand.getOperandNumber() - firstParam >= numParams)
+      operands.push_back(&operand);
   for (auto [k, operand] : llvm::enumerate(operands)) {
-    auto arg = dyn_cast<BlockArgument>(operand);
+    auto arg = dyn_cast<BlockArgument>(operand->get());
     if (!arg || arg.getOwner() != &entry || arg.getArgNumber() >= buffers.size())
       return scan.emitError() << "operand #" << k
                               << " of a kernel's scan must be one of the "
@@ -81,6 +88,20 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
              << "' is a " << stringifyBufferRole(role)
              << " but the scan uses it as a "
              << stringifyBufferRole(expected[k].front());
+    // The buffer's shape class is the one the scan's map gives it.
+    AffineMap map = scan.getMatchingIndexingMap(operand);
+    BufferShape shape = buffers[index].getShape();
+    bool agrees =
+        shape == BufferShape::Sequence ? map.isIdentity()
+        : shape == BufferShape::PerNeuron
+            ? map == AffineMap::getMinorIdentityMap(rank, rank - 1,
+                                                    scan.getContext())
+            : shape == BufferShape::Scalar && map.getNumResults() == 0;
+    if (!agrees)
+      return scan.emitError()
+             << "buffer '" << buffers[index].getName().getValue() << "' is "
+             << stringifyBufferShape(shape) << ", but the scan indexes it by "
+             << AffineMapAttr::get(map);
     kernel.operandBuffers.push_back(index);
   }
   for (auto [index, isUsed] : llvm::enumerate(used))

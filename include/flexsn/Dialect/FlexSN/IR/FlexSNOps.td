@@ -13,6 +13,7 @@ include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/CallInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -123,22 +124,30 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
 // ScanOp
 //===----------------------------------------------------------------------===//
 
-def FlexSN_InputSequenceMemRef : MemRefRankOf<[F32, F16, BF16], [2, 3, 4, 5]>;
+// Scan operands are all tensors (the value form, for transformations) or all
+// memrefs (the buffer form, which the lowerings consume). Rank 0 holds a
+// scalar broadcast to every step and neuron.
+class FlexSN_ScanShaped<list<Type> elementTypes> : AnyTypeOf<[
+    TensorRankOf<elementTypes, [0, 1, 2, 3, 4, 5]>,
+    MemRefRankOf<elementTypes, [0, 1, 2, 3, 4, 5]>]>;
+def FlexSN_ScanInput : FlexSN_ScanShaped<[F32, F16, BF16]>;
 // Outputs may also be bytes (0/1 spikes).
-def FlexSN_OutputSequenceMemRef : MemRefRankOf<[F32, F16, BF16, I8], [2, 3, 4, 5]>;
-def FlexSN_StateMemRef : MemRefRankOf<[F32, F16, BF16], [1, 2, 3, 4, 5]>;
-def FlexSN_ReductionMemRef : MemRefRankOf<[F32], [0]>;
+def FlexSN_ScanOutput : FlexSN_ScanShaped<[F32, F16, BF16, I8]>;
+def FlexSN_ScanReduction : FlexSN_ScanShaped<[F32]>;
 
 def FlexSN_ScanOp : FlexSN_Op<"scan", [
     AttrSizedOperandSegments,
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Runs a neuron (or an inline body) over time sequences";
   let description = [{
-    Runs a per-step body over sequences laid out `[T, N...]`: for every
-    neuron index `n` in `N...` and every step `t` (in order, or in reverse
-    with `reverse`), it reads `inputs[t, n]`, carries the states, and writes
-    `outputs[t, n]`. `T` and `N...` are run-time values: one compiled kernel
-    serves every shape.
+    Runs a per-step body over the iteration domain `(t, n...)`: for every
+    neuron index `n` (in parallel) and every step `t` (in order, or in
+    reverse with `reverse`), it reads its inputs, carries the states, and
+    writes its outputs. `T` and `N...` are run-time values: one compiled
+    kernel serves every shape.
 
     The body is either the neuron named by `@callee`, or the op's own
     region. The region's block takes `(inputs..., states..., params...)`
@@ -146,45 +155,87 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     reductions...)`; a neuron yields no reductions.
 
     Operands, in groups:
-    * `ins`: one sequence `[T, N...]` per neuron input;
-    * `inits` (optional): one `[N...]` buffer per state holding the initial
-      states; when the group is absent, every state starts at zero;
+    * `ins`: one operand per body input;
+    * `inits` (optional): one operand per state holding the initial states;
+      when the group is absent, every state starts at zero;
     * `params`: scalar values of the body's run-time parameters (for a
       neuron: its `runtime` and `trainable` parameters, in order);
-    * `outs`: one sequence `[T, N...]` per output (absent when there are no
-      outputs);
-    * `states` (optional): one buffer per state, either a sequence
-      `[T, N...]` of the state after each step, or, with `final_states`,
-      the `[N...]` state after the last step (when `T = 0`, the initial one);
-    * `reductions` (inline bodies only): rank-0 `f32` buffers receiving the
-      sum over every step and neuron of the matching yielded value.
+    * `outs`: one sequence per output (absent when there are no outputs);
+    * `states` (optional): one operand per state receiving either the
+      sequence of states after each step, or the final state (after the
+      last step; when `T = 0`, the initial one);
+    * `reductions` (inline bodies only): `f32` operands receiving the sum of
+      the matching yielded value over the dimensions their map drops.
 
-    A buffer whose base pointer is null is *absent*: an absent initial
-    state reads as zeros, and an absent output or state result is not
-    written. Callers that want only spikes pass null state buffers. Input
-    sequences are required, except those listed in `optional_inputs`
+    **Indexing maps.** `indexing_maps` holds one affine map per operand,
+    from the domain `(t, n...)` to the operand's indices, as in
+    `linalg.generic`. A map keeps a subset of the domain's dimensions, in
+    order:
+    * `(t, n0, n1) -> (t, n0, n1)`: a sequence `[T, N...]`;
+    * `(t, n0, n1) -> (n0, n1)`: one value per neuron, the same at every
+      step (an input), or the final state (a state);
+    * `(t, c, hw) -> (c)`: one value per channel, broadcast along the other
+      dimensions (an input), or a per-channel sum (a reduction);
+    * `(t, n0, n1) -> ()`: a scalar (a parameter, or a total).
+    Outputs are sequences; states are sequences or final states, chosen per
+    state; initial states do not depend on `t`; a reduction drops at least
+    one dimension. The maps may be left out where the operands' ranks imply
+    them: inputs and outputs are then sequences over the first input's
+    domain, initial states per neuron, params and reductions scalars, and
+    each state a sequence or, one rank less, the final state. A broadcast
+    input or a reduction that keeps dimensions needs `indexing_maps`.
+
+    **Value and buffer forms.** On tensors, the scan is in
+    destination-passing style: `outs`, `states` and `reductions` are its
+    inits (`DestinationStyleOpInterface`) and it returns one tensor per
+    init, holding the values the buffer form would write. Its operands are
+    only read for their shape (every element is overwritten), so
+    `tensor.empty` is the usual destination. One-shot bufferization turns it
+    into the buffer form, on memrefs, with no results.
+
+    In the buffer form, a buffer whose base pointer is null is *absent*: an
+    absent initial state reads as zeros, and an absent output or state
+    result is not written. Callers that want only spikes pass null state
+    buffers. Inputs are required, except those listed in `optional_inputs`
     (positions in `ins`), which read as zeros when absent — incoming
     gradients of a backward scan, for instance.
 
-    Sequences are stored as `f32`, `f16` or `bf16` (outputs also as `i8`,
-    for 0/1 spikes); values convert to and from `f32` at the boundary only.
-    Sequences may have any layout, so a strided time dimension needs no copy.
+    Operands are stored as `f32`, `f16` or `bf16` (outputs also as `i8`, for
+    0/1 spikes); values convert to and from `f32` at the boundary only.
+    Buffers may have any layout, so a strided time dimension needs no copy.
+
+    The neuron dimensions are parallel: the scan implements
+    `TilingInterface`, and tiles over every neuron dimension its reductions
+    keep. Time is sequential and never tiled.
 
     ```mlir
+    // The buffer form: spikes as bytes, the final membrane potential.
     flexsn.scan @lif ins(%x : memref<?x?xf16>) inits(%v0 : memref<?xf32>)
-        outs(%s : memref<?x?xi8>) states(%v : memref<?xf32>) final_states
+        outs(%s : memref<?x?xi8>) states(%v : memref<?xf32>)
+    // The value form, with a per-channel input over [T, C, HW].
+    %y, %h = flexsn.scan ins(%x, %w : tensor<?x?x?xf32>, tensor<?xf32>)
+        outs(%e0 : tensor<?x?x?xf32>) reductions(%e1 : tensor<?xf32>)
+        indexing_maps = [affine_map<(t, c, hw) -> (t, c, hw)>,
+                         affine_map<(t, c, hw) -> (c)>,
+                         affine_map<(t, c, hw) -> (t, c, hw)>,
+                         affine_map<(t, c, hw) -> (c)>] {
+    ^bb0(%xi: f32, %wi: f32):
+      %p = arith.mulf %xi, %wi : f32
+      flexsn.yield %p, %p : f32, f32
+    }
     ```
   }];
   let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$callee,
-                       Variadic<FlexSN_InputSequenceMemRef>:$inputs,
-                       Variadic<FlexSN_StateMemRef>:$inits,
+                       Variadic<FlexSN_ScanInput>:$inputs,
+                       Variadic<FlexSN_ScanInput>:$inits,
                        Variadic<AnyTypeOf<[F32, I1, I32]>>:$params,
-                       Variadic<FlexSN_OutputSequenceMemRef>:$outputs,
-                       Variadic<FlexSN_StateMemRef>:$states,
-                       Variadic<FlexSN_ReductionMemRef>:$reductions,
-                       UnitAttr:$final_states,
+                       Variadic<FlexSN_ScanOutput>:$outputs,
+                       Variadic<FlexSN_ScanInput>:$states,
+                       Variadic<FlexSN_ScanReduction>:$reductions,
+                       AffineMapArrayAttr:$indexing_maps,
                        UnitAttr:$reverse,
                        OptionalAttr<DenseI64ArrayAttr>:$optional_inputs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = [{
     (`reverse` $reverse^)? ($callee^)?
@@ -193,12 +244,50 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     (`params` `(` $params^ `:` type($params) `)`)?
     (`outs` `(` $outputs^ `:` type($outputs) `)`)?
     (`states` `(` $states^ `:` type($states) `)`)?
-    (`final_states` $final_states^)?
     (`reductions` `(` $reductions^ `:` type($reductions) `)`)?
+    `` custom<IndexingMaps>($indexing_maps, ref(type($inputs)),
+                         ref(type($inits)), ref(type($params)),
+                         ref(type($outputs)), ref(type($states)),
+                         ref(type($reductions)))
     ($body^)? attr-dict-with-keyword
   }];
+  let builders = [
+    // Every map the one its operand's rank implies.
+    OpBuilder<(ins "::mlir::FlatSymbolRefAttr":$callee,
+                   "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$inits,
+                   "::mlir::ValueRange":$params, "::mlir::ValueRange":$outputs,
+                   "::mlir::ValueRange":$states,
+                   "::mlir::ValueRange":$reductions, "bool":$reverse,
+                   "::mlir::DenseI64ArrayAttr":$optionalInputs)>
+  ];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The domain's rank: 1 (time) + the neuron rank.
+    unsigned getDomainRank();
+    ::llvm::SmallVector<::mlir::AffineMap> getIndexingMapsArray();
+    /// The map of a (scan) operand.
+    ::mlir::AffineMap getMatchingIndexingMap(::mlir::OpOperand *operand);
+    /// Whether state result `index` is the final state (else a sequence).
+    bool isFinalState(unsigned index);
+    /// An operand spanning the whole domain (an input or output sequence):
+    /// T and N... are its dims.
+    ::mlir::Value getDomainOperand();
+    bool hasTensorSemantics() {
+      return !getResults().empty() ||
+             ::llvm::isa<::mlir::RankedTensorType>(getInputs().front().getType());
+    }
+    /// The maps the operands' ranks imply, given each group's operand
+    /// types (inputs, inits, params, outputs, states, reductions): inputs
+    /// and outputs are sequences over the first input's domain, initial
+    /// states per neuron, params and reductions scalars, and each state a
+    /// sequence or (one rank less) the final state. Fails, through
+    /// `emitError` when given, where an operand's rank implies no map.
+    static ::mlir::FailureOr<::llvm::SmallVector<::mlir::AffineMap>>
+    getDefaultIndexingMaps(
+        ::llvm::ArrayRef<::mlir::TypeRange> groups,
+        ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError = {});
+  }];
 }
 
 //===----------------------------------------------------------------------===//
