@@ -283,3 +283,54 @@ func.func @captures(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %k: f32) {
   }
   return
 }
+
+// -----
+
+// Operands are indexed through their maps: the weight by channel, the
+// initial states per neuron and as one scalar; the sequence state is stored every step, the
+// final one after the time loop; the per-channel sum is zeroed, carried over
+// time and added per neuron, the per-step sum added every step.
+// CHECK-LABEL: func.func @maps(
+// CHECK-SAME:    %[[X:[^:]+]]: memref<?x?x?xf32>, %[[W:[^:]+]]: memref<?xf32>, %[[V0:[^:]+]]: memref<?x?xf32>,
+// CHECK-SAME:    %[[K0:[^:]+]]: memref<f32>,
+// CHECK-SAME:    %[[Y:[^:]+]]: memref<?x?x?xf32>, %[[VF:[^:]+]]: memref<?x?xf32>, %[[KS:[^:]+]]: memref<?x?x?xf32>,
+// CHECK-SAME:    %[[RC:[^:]+]]: memref<?xf32>, %[[RT:[^:]+]]: memref<?xf32>)
+// CHECK:         scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step
+// CHECK-NEXT:      memref.store %{{.+}}, %[[RC]][%[[I]]]
+// CHECK:         scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step
+// CHECK-NEXT:      memref.store %{{.+}}, %[[RT]][%[[I]]]
+// CHECK:         scf.for %[[C:.+]] = %{{.+}} to %{{.+}} step
+// CHECK:           scf.for %[[N:.+]] = %{{.+}} to %{{.+}} step
+// CHECK:             memref.load %[[V0]][%[[C]], %[[N]]]
+// CHECK:             memref.load %[[K0]][]
+// CHECK:             %[[LOOP:.+]]:3 = scf.for %[[T:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(
+// CHECK-DAG:           memref.load %[[X]][%[[T]], %[[C]], %[[N]]]
+// CHECK-DAG:           memref.load %[[W]][%[[C]]]
+// CHECK:               memref.store %{{.+}}, %[[Y]][%[[T]], %[[C]], %[[N]]]
+// CHECK:               memref.store %{{.+}}, %[[KS]][%[[T]], %[[C]], %[[N]]]
+// CHECK:               memref.load %[[RT]][%[[T]]]
+// CHECK:               memref.store %{{.+}}, %[[RT]][%[[T]]]
+// CHECK:               scf.yield
+// CHECK:             memref.store %[[LOOP]]#0, %[[VF]][%[[C]], %[[N]]]
+// CHECK:             %[[OLD:.+]] = memref.load %[[RC]][%[[C]]]
+// CHECK:             %[[NEW:.+]] = arith.addf %[[OLD]], %[[LOOP]]#2
+// CHECK:             memref.store %[[NEW]], %[[RC]][%[[C]]]
+func.func @maps(%x: memref<?x?x?xf32>, %w: memref<?xf32>, %v0: memref<?x?xf32>,
+                %k0: memref<f32>, %y: memref<?x?x?xf32>, %vf: memref<?x?xf32>, %ks: memref<?x?x?xf32>,
+                %rc: memref<?xf32>, %rt: memref<?xf32>) {
+  flexsn.scan ins(%x, %w : memref<?x?x?xf32>, memref<?xf32>) inits(%v0, %k0 : memref<?x?xf32>, memref<f32>)
+      outs(%y : memref<?x?x?xf32>) states(%vf, %ks : memref<?x?xf32>, memref<?x?x?xf32>)
+      reductions(%rc, %rt : memref<?xf32>, memref<?xf32>)
+      indexing_maps = [affine_map<(t, c, n) -> (t, c, n)>, affine_map<(t, c, n) -> (c)>,
+                       affine_map<(t, c, n) -> (c, n)>, affine_map<(t, c, n) -> ()>,
+                       affine_map<(t, c, n) -> (t, c, n)>,
+                       affine_map<(t, c, n) -> (c, n)>, affine_map<(t, c, n) -> (t, c, n)>,
+                       affine_map<(t, c, n) -> (c)>, affine_map<(t, c, n) -> (t)>] {
+  ^bb0(%xi: f32, %wi: f32, %v: f32, %k: f32):
+    %p = arith.mulf %xi, %wi : f32
+    %v1 = arith.addf %v, %p : f32
+    %k1 = arith.addf %k, %xi : f32
+    flexsn.yield %v1, %v1, %k1, %p, %p : f32, f32, f32, f32, f32
+  }
+  return
+}

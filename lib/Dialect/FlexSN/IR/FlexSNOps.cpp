@@ -745,11 +745,6 @@ LogicalResult ScanOp::verify() {
       auto emit = [&]() {
         return emitOpError() << what << " #" << k << " ";
       };
-      auto shaped = dyn_cast<ShapedType>(operand.getType());
-      int64_t operandRank = shaped ? shaped.getRank() : 0;
-      if (map.getNumResults() != operandRank)
-        return emit() << "has rank " << operandRank << ", but its indexing map "
-                      << AffineMapAttr::get(map) << " gives " << map.getNumResults() << " indices";
       bool usesTime = map.getNumResults() && map.getDimPosition(0) == 0;
       bool isIdentity = map.isIdentity();
       bool isPerNeuron = map.getNumResults() == rank - 1 && !usesTime;
@@ -783,6 +778,11 @@ LogicalResult ScanOp::verify() {
                            "a reduction";
         break;
       }
+      auto shaped = dyn_cast<ShapedType>(operand.getType());
+      int64_t operandRank = shaped ? shaped.getRank() : 0;
+      if (map.getNumResults() != operandRank)
+        return emit() << "has rank " << operandRank << ", but its indexing map "
+                      << AffineMapAttr::get(map) << " gives " << map.getNumResults() << " indices";
       if (!shaped)
         continue;
       for (auto [i, size] : llvm::enumerate(shaped.getShape())) {
