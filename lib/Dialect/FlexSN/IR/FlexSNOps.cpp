@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -612,6 +613,23 @@ LogicalResult ScanOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                         adaptor.getStates(),
                                         adaptor.getReductions()));
   return success();
+}
+
+ScanOp ScanOp::cloneWithOperands(OpBuilder &builder, ValueRange operands,
+                                 TypeRange resultTypes) {
+  assert(operands.size() == getNumOperands() && "one value per operand");
+  auto group = [&](unsigned index) {
+    auto [first, count] = getODSOperandIndexAndLength(index);
+    return operands.slice(first, count);
+  };
+  auto scan = ScanOp::create(builder, getLoc(), resultTypes, getCalleeAttr(),
+                             group(0), group(1), group(2), group(3), group(4),
+                             group(5), getIndexingMaps(), getReverseAttr(),
+                             getOptionalInputsAttr());
+  scan->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+  IRMapping mapping;
+  getBody().cloneInto(&scan.getBody(), mapping);
+  return scan;
 }
 
 MutableOperandRange ScanOp::getDpsInitsMutable() {

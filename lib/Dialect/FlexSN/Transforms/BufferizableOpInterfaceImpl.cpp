@@ -45,19 +45,8 @@ struct ScanOpInterface
         return failure();
       operands.push_back(*buffer);
     }
-    auto group = [&](unsigned index) {
-      auto [first, count] = scan.getODSOperandIndexAndLength(index);
-      return ValueRange(operands).slice(first, count);
-    };
     rewriter.setInsertionPoint(scan);
-    auto bufferized = ScanOp::create(
-        rewriter, scan.getLoc(), /*resultTypes=*/TypeRange(),
-        scan.getCalleeAttr(), group(0), group(1), group(2), group(3),
-        group(4), group(5), scan.getIndexingMaps(), scan.getReverseAttr(),
-        scan.getOptionalInputsAttr());
-    bufferized->setDiscardableAttrs(scan->getDiscardableAttrDictionary());
-    rewriter.inlineRegionBefore(scan.getBody(), bufferized.getBody(),
-                                bufferized.getBody().end());
+    scan.cloneWithOperands(rewriter, operands, /*resultTypes=*/TypeRange());
     SmallVector<Value> destinations;
     for (OpOperand &init : scan.getDpsInitsMutable())
       destinations.push_back(operands[init.getOperandNumber()]);

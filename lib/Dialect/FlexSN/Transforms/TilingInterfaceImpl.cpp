@@ -20,7 +20,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
 using namespace mlir;
@@ -158,17 +157,7 @@ struct ScanTilingInterface
       if (scan.isDpsInit(&operand) && isa<RankedTensorType>(type))
         resultTypes.push_back(slice->getResult(0).getType());
     }
-    auto group = [&](unsigned index) {
-      auto [first, count] = scan.getODSOperandIndexAndLength(index);
-      return ValueRange(operands).slice(first, count);
-    };
-    auto tiled = ScanOp::create(
-        b, loc, resultTypes, scan.getCalleeAttr(), group(0), group(1),
-        group(2), group(3), group(4), group(5), scan.getIndexingMaps(),
-        scan.getReverseAttr(), scan.getOptionalInputsAttr());
-    tiled->setDiscardableAttrs(scan->getDiscardableAttrDictionary());
-    IRMapping mapping;
-    scan.getBody().cloneInto(&tiled.getBody(), mapping);
+    ScanOp tiled = scan.cloneWithOperands(b, operands, resultTypes);
     return TilingResult{{tiled},
                         SmallVector<Value>(tiled->getResults()),
                         slices};

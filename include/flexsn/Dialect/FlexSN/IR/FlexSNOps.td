@@ -263,6 +263,11 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
+    /// This scan on other operands (one per operand, in order), with the
+    /// given result types: its attributes, a copy of its body.
+    ScanOp cloneWithOperands(::mlir::OpBuilder &builder,
+                             ::mlir::ValueRange operands,
+                             ::mlir::TypeRange resultTypes);
     /// The domain's rank: 1 (time) + the neuron rank.
     unsigned getDomainRank();
     ::llvm::SmallVector<::mlir::AffineMap> getIndexingMapsArray();
