@@ -231,3 +231,4 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
   }) : (memref<?x?xf32>, memref<?x?xf32>) -> ()
   return
 }
+

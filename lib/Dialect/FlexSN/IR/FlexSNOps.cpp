@@ -483,8 +483,12 @@ static StringRef describe(ScanGroup group) {
 FailureOr<SmallVector<AffineMap>> ScanOp::getDefaultIndexingMaps(
     ArrayRef<TypeRange> groups, function_ref<InFlightDiagnostic()> emitError) {
   assert(groups.size() == std::size(kScanGroups) && "one range per group");
-  if (groups[0].empty() || !isa<ShapedType>(groups[0].front()))
+  if (groups[0].empty() || !isa<ShapedType>(groups[0].front())) {
+    if (emitError)
+      emitError() << "needs at least one input: without 'indexing_maps', "
+                     "the domain is the first input's";
     return failure();
+  }
   MLIRContext *ctx = groups[0].front().getContext();
   // The domain is the first input's: inputs are sequences by default.
   unsigned rank = cast<ShapedType>(groups[0].front()).getRank();
