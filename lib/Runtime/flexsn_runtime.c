@@ -84,7 +84,10 @@ int flexsn_buffer_kind_from_role(const char *role) {
                {"saved_output", FLEXSN_SAVED_OUTPUT},
                {"saved_input", FLEXSN_SAVED_INPUT},
                {"param_gradient", FLEXSN_PARAM_GRADIENT},
-               {"reduction_scratch", FLEXSN_REDUCTION_SCRATCH}};
+               {"reduction_scratch", FLEXSN_REDUCTION_SCRATCH},
+               {"per_neuron_param", FLEXSN_PER_NEURON_PARAM},
+               {"per_neuron_param_gradient",
+                FLEXSN_PER_NEURON_PARAM_GRADIENT}};
   size_t i;
   if (!role)
     return -1;
@@ -423,13 +426,15 @@ static int is_sequence(flexsn_buffer_kind kind) {
 static int is_written(flexsn_buffer_kind kind) {
   return kind == FLEXSN_OUTPUT_SEQUENCE || kind == FLEXSN_STATE_SEQUENCE ||
          kind == FLEXSN_FINAL_STATE || kind == FLEXSN_SAVED_OUTPUT ||
-         kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH;
+         kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH ||
+         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT;
 }
 
 static int is_required(flexsn_buffer_kind kind) {
   return kind == FLEXSN_INPUT_SEQUENCE || kind == FLEXSN_SAVED_OUTPUT ||
          kind == FLEXSN_SAVED_INPUT || kind == FLEXSN_PARAM_GRADIENT ||
-         kind == FLEXSN_REDUCTION_SCRATCH;
+         kind == FLEXSN_REDUCTION_SCRATCH || kind == FLEXSN_PER_NEURON_PARAM ||
+         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT;
 }
 
 /* Buffers the kernel touches one element at a time (no 16-byte vectors). */
@@ -478,6 +483,8 @@ static flexsn_status check_desc(const flexsn_image *image,
     case FLEXSN_SAVED_INPUT:
     case FLEXSN_PARAM_GRADIENT:
     case FLEXSN_REDUCTION_SCRATCH:
+    case FLEXSN_PER_NEURON_PARAM:
+    case FLEXSN_PER_NEURON_PARAM_GRADIENT:
       break;
     default:
       return FLEXSN_ERROR_INVALID_ARGUMENT;
@@ -720,6 +727,30 @@ static flexsn_status zero_param_gradients(const flexsn_kernel_desc *desc,
   return FLEXSN_SUCCESS;
 }
 
+/* T == 0: validates and zeroes every per-neuron parameter gradient (the
+   kernel, which would write them, does not run). */
+static flexsn_status zero_per_neuron_gradients(const flexsn_kernel_desc *desc,
+                                               CUcontext context,
+                                               CUstream stream, int64_t N,
+                                               void *const *buffers) {
+  int i;
+  for (i = 0; i < desc->num_buffers; ++i) {
+    flexsn_status status;
+    CUresult r;
+    int64_t bytes = N * element_size_of(desc, i);
+    if (desc->kinds[i] != FLEXSN_PER_NEURON_PARAM_GRADIENT)
+      continue;
+    status = check_buffer(context, buffers[i], bytes, 1);
+    if (status != FLEXSN_SUCCESS)
+      return blame(i, status);
+    r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0,
+                              (size_t)bytes, stream);
+    if (r != CUDA_SUCCESS)
+      return fail(r, FLEXSN_ERROR_CUDA);
+  }
+  return FLEXSN_SUCCESS;
+}
+
 flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
                             CUstream stream, int64_t T, int64_t N, int64_t ld,
                             void *const *buffers, const void *const *scalars) {
@@ -775,11 +806,14 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     /* Parameter gradients of an empty problem are zero. */
     int any = 0;
     for (i = 0; i < nb; ++i)
-      any |= desc->kinds[i] == FLEXSN_PARAM_GRADIENT;
+      any |= desc->kinds[i] == FLEXSN_PARAM_GRADIENT ||
+             (N > 0 && desc->kinds[i] == FLEXSN_PER_NEURON_PARAM_GRADIENT);
     if (any) {
       status = check_context(stream, first_buffer(desc, buffers), &context);
       if (status == FLEXSN_SUCCESS)
         status = zero_param_gradients(desc, context, stream, buffers);
+      if (status == FLEXSN_SUCCESS && N > 0)
+        status = zero_per_neuron_gradients(desc, context, stream, N, buffers);
       if (status != FLEXSN_SUCCESS)
         return status;
     }

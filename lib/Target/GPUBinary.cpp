@@ -152,6 +152,11 @@ std::string runtimeKind(BufferRole role) {
 }
 
 const char *roleComment(BufferRole role, KernelVariant variant) {
+  if (role == BufferRole::PerNeuronParam)
+    return "[N] float: the parameter's value for each neuron (required)";
+  if (role == BufferRole::PerNeuronParamGradient)
+    return "[N] float: the parameter's gradient for each neuron, summed over "
+           "T (required)";
   // A backward kernel's buffers are gradients (and the re-read inputs).
   if (variant == KernelVariant::Backward) {
     switch (role) {

@@ -21,8 +21,9 @@ using namespace mlir::flexsn;
 
 /// Bumped whenever a consumer would misread the new layout.
 /// Version 4: a GPU forward kernel takes its saved buffers last, in the
-/// order of its kernel function, as the CPU kernel always did.
-static constexpr int kManifestVersion = 4;
+/// order of its kernel function, as the CPU kernel always did. Version 5:
+/// parameters have a shape (per_neuron ones are buffers of two new roles).
+static constexpr int kManifestVersion = 5;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -55,6 +56,7 @@ static void writeParam(llvm::json::OStream &json, ParamAttr param) {
       json.value(cast<IntegerAttr>(value).getInt());
     json.attributeEnd();
     json.attribute("kind", stringifyParamKind(param.getKind()));
+    json.attribute("shape", stringifyParamShape(param.getShape()));
   });
 }
 

@@ -13,7 +13,7 @@ import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 MANIFEST_FORMAT = "flexsn-manifest"
-MANIFEST_VERSION = 4
+MANIFEST_VERSION = 5
 
 #: Bytes per element of each storage dtype the compiler emits.
 ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i1": 1, "i32": 4}

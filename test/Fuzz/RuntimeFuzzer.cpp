@@ -66,7 +66,7 @@ private:
 };
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int kNumKinds = 10; // FLEXSN_INPUT_SEQUENCE .. _REDUCTION_SCRATCH
+constexpr int kNumKinds = 12; // FLEXSN_INPUT_SEQUENCE .. _PER_NEURON_PARAM_GRADIENT
 
 /// A size: mostly small, sometimes at the edges of the checks.
 int64_t readSize(Reader &r) {
@@ -107,14 +107,16 @@ bool isSequence(int kind) {
 bool isRequired(int kind) {
   return kind == FLEXSN_INPUT_SEQUENCE || kind == FLEXSN_SAVED_OUTPUT ||
          kind == FLEXSN_SAVED_INPUT || kind == FLEXSN_PARAM_GRADIENT ||
-         kind == FLEXSN_REDUCTION_SCRATCH;
+         kind == FLEXSN_REDUCTION_SCRATCH || kind == FLEXSN_PER_NEURON_PARAM ||
+         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT;
 }
 
 /// The kinds the header marks "written".
 bool isWritten(int kind) {
   return kind == FLEXSN_OUTPUT_SEQUENCE || kind == FLEXSN_STATE_SEQUENCE ||
          kind == FLEXSN_FINAL_STATE || kind == FLEXSN_SAVED_OUTPUT ||
-         kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH;
+         kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH ||
+         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT;
 }
 
 /// a * b + c, or -1 if it overflows int64 (all operands >= 0).
@@ -323,14 +325,21 @@ Expectation checkWithDriver(const Call &c, int context, bool imageLoadable,
     return {FLEXSN_SUCCESS};
   };
   if (c.T == 0 || c.N == 0) {
-    // Empty problems: parameter gradients are zeroed; for T == 0 the final
-    // states take the initial states.
-    if (has(FLEXSN_PARAM_GRADIENT)) {
+    // Empty problems: parameter gradients are zeroed (per-neuron ones when
+    // there are neurons); for T == 0 the final states take the initial
+    // states.
+    bool perNeuron = c.N > 0 && has(FLEXSN_PER_NEURON_PARAM_GRADIENT);
+    if (has(FLEXSN_PARAM_GRADIENT) || perNeuron) {
       if (flexsn_status s = checkContext(c, context))
         return {s};
       Expectation e = gradients();
       if (e.status != FLEXSN_SUCCESS)
         return e;
+      for (int i = 0; perNeuron && i < nb; ++i)
+        if (d.kinds[i] == FLEXSN_PER_NEURON_PARAM_GRADIENT)
+          if (flexsn_status s =
+                  checkBuffer(context, c.buffers[i], c.extent(i), true))
+            return {s, i};
     }
     if (c.N == 0)
       return {FLEXSN_SUCCESS};
@@ -579,6 +588,10 @@ std::vector<fake_cuda_copy> expectedCopies(const Call &c) {
       copies.push_back({reinterpret_cast<uintptr_t>(c.buffers[i]), 0, 4, 0});
   if (c.N == 0)
     return copies;
+  for (int i = 0; i < nb; ++i)
+    if (d.kinds[i] == FLEXSN_PER_NEURON_PARAM_GRADIENT)
+      copies.push_back({reinterpret_cast<uintptr_t>(c.buffers[i]), 0,
+                        size_t(c.extent(i)), 0});
   for (int i = 0, k = 0; i < nb; ++i) {
     if (d.kinds[i] != FLEXSN_FINAL_STATE)
       continue;
@@ -752,7 +765,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       "input_sequence", "initial_state",           "output_sequence",
       "state_sequence", "final_state",             "optional_input_sequence",
       "saved_output",   "saved_input",             "param_gradient",
-      "reduction_scratch"};
+      "reduction_scratch", "per_neuron_param",     "per_neuron_param_gradient"};
   std::string role = r.text();
   role.resize(std::strlen(role.c_str())); // as C sees it
   int expectedKind = -1;

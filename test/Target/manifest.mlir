@@ -3,10 +3,10 @@
 // RUN: flexsn-translate --flexsn-to-manifest %neurons/lif.mlir | FileCheck %s --check-prefix=LIF
 
 // The manifest lists each neuron's interface in declaration order, with
-// parameter types, the defaults as written, and their bindings.
+// parameter types, the defaults as written, their bindings and shapes.
 
 // CHECK:      "format": "flexsn-manifest",
-// CHECK-NEXT: "version": 4,
+// CHECK-NEXT: "version": 5,
 // CHECK:      "name": "two_state",
 // CHECK:      "inputs": [
 // CHECK-NEXT:   "current",
@@ -20,11 +20,13 @@
 // CHECK:        "name": "decay",
 // CHECK-NEXT:   "type": "f32",
 // CHECK-NEXT:   "default": 0.1,
-// CHECK-NEXT:   "kind": "trainable"
+// CHECK-NEXT:   "kind": "trainable",
+// CHECK-NEXT:   "shape": "scalar"
 // CHECK:        "name": "gain",
 // CHECK-NEXT:   "type": "f32",
 // CHECK-NEXT:   "default": -2.5,
-// CHECK-NEXT:   "kind": "runtime"
+// CHECK-NEXT:   "kind": "runtime",
+// CHECK-NEXT:   "shape": "per_neuron"
 // CHECK:        "name": "soft",
 // CHECK-NEXT:   "type": "i1",
 // CHECK-NEXT:   "default": true,
@@ -43,7 +45,7 @@
 
 flexsn.neuron @two_state inputs(%current: f32, %gate: f32) states(%c: f32, %v: f32)
     outputs(spike, trace)
-    params(%decay: f32 = 0.1 trainable, %gain: f32 = -2.5 runtime,
+    params(%decay: f32 = 0.1 trainable, %gain: f32 = -2.5 runtime per_neuron,
            %soft: i1 = true, %window: i32 = 7) {
   %a = arith.mulf %c, %decay : f32
   %b = arith.mulf %current, %gain : f32

@@ -82,7 +82,7 @@ TEST(RuntimeTest, EveryStatusHasItsOwnMessage) {
 TEST(RuntimeTest, BufferKindsAreTheDialectsRoles) {
   using mlir::flexsn::BufferRole;
   uint32_t count = mlir::flexsn::getMaxEnumValForBufferRole() + 1;
-  EXPECT_EQ(count, uint32_t(FLEXSN_REDUCTION_SCRATCH) + 1);
+  EXPECT_EQ(count, uint32_t(FLEXSN_PER_NEURON_PARAM_GRADIENT) + 1);
   for (uint32_t value = 0; value < count; ++value) {
     std::optional<BufferRole> role = mlir::flexsn::symbolizeBufferRole(value);
     ASSERT_TRUE(role.has_value()) << value;

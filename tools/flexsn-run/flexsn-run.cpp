@@ -9,14 +9,17 @@
 //
 //   flexsn-run FILE [--neuron=NAME] --variant=inference|final-state|train
 //              --input=@x.npy... [--state=@v0.npy...] [--param=NAME=VALUE...]
+//              [--param=NAME=@values.npy...]
 //              [--grad-output=@g.npy...] [--grad-state=@g.npy...]
 //              [--check-finite] --output-dir=DIR
 //
 // Inputs are [T, N...], states [N...], all float32 or all float16. Writes
 // out<k>.npy, then state_seq<k>.npy (inference, train) or final_state<k>.npy
 // (final-state); train also runs the backward kernel and writes
-// grad_in<k>.npy, grad_init<k>.npy and grad_param_<name>.npy. Every argument
-// is checked before anything is written.
+// grad_in<k>.npy, grad_init<k>.npy and grad_param_<name>.npy. A per_neuron
+// parameter takes one VALUE for every neuron, or a float32 [N...] .npy file;
+// its gradient has the neuron shape. Every argument is checked before
+// anything is written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -289,9 +292,11 @@ int main(int argc, char **argv) {
            " must be the inputs' neuron shape " + shapeString(neuronShape));
   }
 
-  // Parameters: const ones are specialized, runtime ones are arguments.
+  // Parameters: const ones are specialized, runtime ones are arguments
+  // (per_neuron ones: [N...] float32 arrays).
   Builder builder(&context);
   llvm::StringMap<TypedAttr> runtimeValues;
+  llvm::StringMap<NpyArray> perNeuronValues;
   for (StringRef flag : paramFlags) {
     auto [name, value] = flag.split('=');
     if (!flag.contains('='))
@@ -302,16 +307,48 @@ int main(int argc, char **argv) {
     if (it == params.end())
       fail("--param: @" + neuron.getSymName() + " has no parameter '" + name +
            "'");
+    if (value.starts_with("@")) {
+      if (!it->isPerNeuron())
+        fail("--param " + name + ": an array is for per_neuron parameters; '" +
+             name + "' is a scalar");
+      NpyArray array = readNpyFlag(("param " + name).str(), value, 0);
+      if (array.dtype != NpyDType::F32 ||
+          ArrayRef<int64_t>(array.shape) != neuronShape)
+        fail("--param " + name + ": expected float32" +
+             shapeString(neuronShape) + " (the neuron shape), got " +
+             getDTypeName(array.dtype) + shapeString(array.shape));
+      perNeuronValues[name] = std::move(array);
+      continue;
+    }
     TypedAttr attr = parseParamValue(builder, it->getType(), name, value);
     if (it->isRuntime())
       runtimeValues[name] = attr;
     else if (llvm::Error error = setParamDefault(neuron, name, attr))
       fail("--param: " + llvm::toString(std::move(error)));
   }
+  int64_t numNeurons = 1;
+  for (int64_t d : neuronShape)
+    numNeurons *= d;
   SmallVector<TypedAttr> runtimeParams;
-  for (ParamAttr param : neuron.getRuntimeParamAttrs())
-    runtimeParams.push_back(runtimeValues.lookup(param.getName().getValue())
-                                ?: param.getDefaultValue());
+  for (ParamAttr param : neuron.getRuntimeParamAttrs()) {
+    StringRef name = param.getName().getValue();
+    TypedAttr value = runtimeValues.lookup(name) ?: param.getDefaultValue();
+    if (!param.isPerNeuron()) {
+      runtimeParams.push_back(value);
+      continue;
+    }
+    if (perNeuronValues.count(name))
+      continue;
+    // One value for every neuron.
+    NpyArray array;
+    array.dtype = NpyDType::F32;
+    array.shape.assign(neuronShape.begin(), neuronShape.end());
+    float element = cast<FloatAttr>(value).getValue().convertToFloat();
+    array.bytes.resize(4 * numNeurons);
+    for (int64_t n = 0; n < numNeurons; ++n)
+      std::memcpy(array.bytes.data() + 4 * n, &element, 4);
+    perNeuronValues[name] = std::move(array);
+  }
 
   // Compile.
   Type storageType = first.dtype == NpyDType::F32 ? Type(builder.getF32Type())
@@ -329,9 +366,6 @@ int main(int argc, char **argv) {
     backward = compile(KernelVariant::Backward);
 
   int64_t numSteps = seqShape.front();
-  int64_t numNeurons = 1;
-  for (int64_t d : neuronShape)
-    numNeurons *= d;
   bool finalStates = *variant == KernelVariant::FinalState;
   auto makeArray = [&](NpyDType dtype, ArrayRef<int64_t> shape) {
     NpyArray array;
@@ -380,6 +414,13 @@ int main(int argc, char **argv) {
     saved.push_back(makeArray(NpyDType::F32, seqShape));
   for (NpyArray &array : saved)
     buffers.push_back({dataOf(array), sequence});
+  // Every kernel takes the per-neuron parameters after those.
+  SmallVector<KernelBuffer> paramBuffers;
+  for (ParamAttr param : neuron.getRuntimeParamAttrs())
+    if (param.isPerNeuron())
+      paramBuffers.push_back(
+          {dataOf(perNeuronValues[param.getName().getValue()]), perNeuron});
+  llvm::append_range(buffers, paramBuffers);
 
   if (llvm::Error error = kernel->run(buffers, runtimeParams))
     fail(llvm::toString(std::move(error)));
@@ -416,13 +457,15 @@ int main(int argc, char **argv) {
           {dataOf(addResult("grad_init" + std::to_string(s) + ".npy",
                             neuronShape, first.dtype)),
            perNeuron});
+    llvm::append_range(grads, paramBuffers);
     for (ParamAttr param : neuron.getRuntimeParamAttrs())
       if (param.getKind() == ParamKind::Trainable)
         grads.push_back(
             {dataOf(addResult(
                  ("grad_param_" + param.getName().getValue() + ".npy").str(),
-                 {}, NpyDType::F32)),
-             {}});
+                 param.isPerNeuron() ? neuronShape : ArrayRef<int64_t>(),
+                 NpyDType::F32)),
+             param.isPerNeuron() ? perNeuron : SmallVector<int64_t, 2>()});
     if (llvm::Error error = backward->run(grads, runtimeParams))
       fail(llvm::toString(std::move(error)));
   }

@@ -115,7 +115,11 @@ typedef enum flexsn_buffer_kind {
      extent is 4 + 4 * P * ceil(N / 256) bytes for P FLEXSN_PARAM_GRADIENT
      buffers; the runtime zeroes the counter before each launch. Any
      4-byte alignment (the header places it in the training workspace). */
-  FLEXSN_REDUCTION_SCRATCH
+  FLEXSN_REDUCTION_SCRATCH,
+  /* Per-neuron parameters: */
+  FLEXSN_PER_NEURON_PARAM,         /* [N] float read, required */
+  FLEXSN_PER_NEURON_PARAM_GRADIENT /* [N] float written (sums over T),
+                                      required */
 } flexsn_buffer_kind;
 
 /* The kind whose role name (as the manifest spells it: "input_sequence",

@@ -37,10 +37,13 @@ constexpr unsigned kWarpsPerBlock = kBlockSize / kWarpSize;
 struct KernelPlan {
   // Op handles are cheap values; their accessors are not const.
   mutable KernelFunction kernel;
-  SmallVector<Type> elementTypes; // by scan operand
+  SmallVector<Type> elementTypes; // by buffer operand of the scan
   Block *body;                    // the step body (neuron's or scan's)
   unsigned numStates;             // carried states
   unsigned width;                 // neurons per thread in the vector kernel
+  /// The reductions summed across neurons (scalar ones); the others keep
+  /// the neuron dimensions, so each thread stores its own neurons' sums.
+  SmallVector<unsigned> scalarReductions;
 
   func::FuncOp func() const { return kernel.func; }
   ScanOp scan() const { return kernel.scan; }
@@ -53,6 +56,12 @@ struct KernelPlan {
   unsigned numStateResults() const { return kernel.scan.getStates().size(); }
   unsigned numReductions() const { return kernel.scan.getReductions().size(); }
   unsigned numBuffers() const { return kernel.interface.getBuffers().size(); }
+  /// The params passed as buffers (per neuron).
+  unsigned numParamBuffers() const {
+    return llvm::count_if(kernel.scan.getParams(), [](Value v) {
+      return isa<MemRefType>(v.getType());
+    });
+  }
 };
 
 /// Emits one thread's work over a contiguous group of neurons.
@@ -87,7 +96,7 @@ public:
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
   }
   SmallVector<Value> zeroPartials() {
-    return SmallVector<Value>(plan.numReductions(), zeroF32());
+    return SmallVector<Value>(plan.scalarReductions.size(), zeroF32());
   }
   Value getNumNeurons() const { return numNeurons; }
 
@@ -101,12 +110,28 @@ public:
     return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), linear);
   }
 
-  /// Runs neurons [first, first + width) through every step and returns the
-  /// thread's partial sums of the reductions.
+  /// Runs neurons [first, first + width) through every step, stores their
+  /// sums of the reductions that keep the neuron dimensions, and returns
+  /// the thread's partial sums of the scalar reductions.
   SmallVector<Value> emitNeurons(Value first, unsigned width) {
     unsigned numInputs = plan.numInputs(), numStates = plan.numStates;
-    unsigned initBase = numInputs, outputBase = initBase + plan.numInits();
+    unsigned initBase = numInputs, paramBase = initBase + plan.numInits();
+    unsigned outputBase = paramBase + plan.numParamBuffers();
     unsigned stateBase = outputBase + plan.numOutputs();
+    unsigned reductionBase = stateBase + plan.numStateResults();
+
+    // Each lane's params: scalars are kernel arguments, per-neuron ones are
+    // read once (they do not change over time).
+    SmallVector<SmallVector<Value>> laneParams(width);
+    unsigned scalar = 0, buffer = paramBase;
+    for (Value param : plan.scan().getParams()) {
+      SmallVector<Value> lanes =
+          isa<MemRefType>(param.getType())
+              ? load(buffer++, first, width)
+              : SmallVector<Value>(width, params[scalar++]);
+      for (unsigned lane = 0; lane < width; ++lane)
+        laneParams[lane].push_back(lanes[lane]);
+    }
 
     SmallVector<Value> carries; // [state][lane], then [reduction][lane]
     for (unsigned s = 0; s < numStates; ++s) {
@@ -148,10 +173,10 @@ public:
               args.push_back(iter[s * width + lane]);
             SmallVector<Value> stepResults;
             if (plan.neuron()) {
-              stepResults =
-                  emitNeuronStep(b, loc, plan.neuron(), args, ValueRange(params));
+              stepResults = emitNeuronStep(b, loc, plan.neuron(), args,
+                                           laneParams[lane]);
             } else {
-              args.append(params.begin(), params.end());
+              llvm::append_range(args, laneParams[lane]);
               stepResults = emitStepBody(b, *plan.body, args);
             }
             for (auto [r, value] : llvm::enumerate(stepResults))
@@ -177,12 +202,18 @@ public:
       if (plan.scan().isFinalState(s))
         storeIfPresent(stateBase + s, first,
                        loop.getResults().slice(s * width, width));
+    auto sums = [&](unsigned r) {
+      return loop.getResults().slice((numStates + r) * width, width);
+    };
+    for (unsigned r = 0; r < plan.numReductions(); ++r)
+      if (!llvm::is_contained(plan.scalarReductions, r))
+        store(reductionBase + r, first, sums(r));
     SmallVector<Value> partials;
-    for (unsigned r = 0; r < plan.numReductions(); ++r) {
-      Value sum = loop.getResult((numStates + r) * width);
-      for (unsigned lane = 1; lane < width; ++lane)
-        sum = arith::AddFOp::create(
-            b, loc, sum, loop.getResult((numStates + r) * width + lane));
+    for (unsigned r : plan.scalarReductions) {
+      ValueRange lanes = sums(r);
+      Value sum = lanes.front();
+      for (Value lane : lanes.drop_front())
+        sum = arith::AddFOp::create(b, loc, sum, lane);
       partials.push_back(sum);
     }
     return partials;
@@ -289,8 +320,10 @@ public:
 private:
   Type elementType(unsigned buffer) const { return plan.elementTypes[buffer]; }
 
+  /// The buffer of the r-th scalar reduction.
   Value reductionBuffer(unsigned r) const {
-    return buffers[plan.numBuffers() - plan.numReductions() + r];
+    return buffers[plan.numBuffers() - plan.numReductions() +
+                   plan.scalarReductions[r]];
   }
 
   Value threadId() {
@@ -409,27 +442,33 @@ private:
     return SmallVector<Value>(branch.getResults());
   }
 
+  /// Stores f32 `lanes` as consecutive elements at `index` (a vector of
+  /// 16-byte alignment when there are several).
+  void store(unsigned buffer, Value index, ValueRange lanes) {
+    Value ptr = address(buffer, index);
+    Type type = elementType(buffer);
+    if (lanes.size() == 1) {
+      LLVM::StoreOp::create(b, loc, fromF32(lanes.front(), type), ptr,
+                            elementBytes(buffer));
+      return;
+    }
+    auto vectorType = VectorType::get({int64_t(lanes.size())}, type);
+    Value vector = LLVM::PoisonOp::create(b, loc, vectorType);
+    for (auto [lane, value] : llvm::enumerate(lanes)) {
+      Value position =
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(lane));
+      vector = LLVM::InsertElementOp::create(b, loc, vector,
+                                             fromF32(value, type), position);
+    }
+    LLVM::StoreOp::create(b, loc, vector, ptr, kAccessBytes);
+  }
+
   void storeIfPresent(unsigned buffer, Value index, ValueRange lanes) {
     scf::IfOp::create(
         b, loc, present(buffer), [&](OpBuilder &nested, Location) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(nested.getInsertionBlock());
-          Value ptr = address(buffer, index);
-          Type type = elementType(buffer);
-          if (lanes.size() == 1) {
-            LLVM::StoreOp::create(b, loc, fromF32(lanes.front(), type), ptr,
-                                  elementBytes(buffer));
-          } else {
-            auto vectorType = VectorType::get({int64_t(lanes.size())}, type);
-            Value vector = LLVM::PoisonOp::create(b, loc, vectorType);
-            for (auto [lane, value] : llvm::enumerate(lanes)) {
-              Value position =
-                  arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(lane));
-              vector = LLVM::InsertElementOp::create(
-                  b, loc, vector, fromF32(value, type), position);
-            }
-            LLVM::StoreOp::create(b, loc, vector, ptr, kAccessBytes);
-          }
+          store(buffer, index, lanes);
           scf::YieldOp::create(b, loc);
         });
   }
@@ -470,15 +509,17 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   SmallVector<Type> argTypes(plan.numBuffers() + deterministic, ptrType);
   argTypes.append({i64, i64, i64});
   for (Value param : plan.scan().getParams())
-    argTypes.push_back(param.getType());
+    if (!isa<MemRefType>(param.getType()))
+      argTypes.push_back(param.getType());
 
   // Workgroup memory: the warps' sums of each reduction, and the
   // deterministic mode's last-block flag.
   SmallVector<Type> workgroup;
   auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  if (plan.numReductions())
+  if (!plan.scalarReductions.empty())
     workgroup.push_back(MemRefType::get(
-        {int64_t(plan.numReductions() * kWarpsPerBlock)}, Float32Type::get(ctx),
+        {int64_t(plan.scalarReductions.size() * kWarpsPerBlock)},
+        Float32Type::get(ctx),
         MemRefLayoutAttrInterface(), space));
   if (deterministic)
     workgroup.push_back(MemRefType::get({1}, IntegerType::get(ctx, 32),
@@ -555,7 +596,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
     emitter.emitDeterministicReductions(activeBranch.getResults(),
                                         kernel.getWorkgroupAttributions()[0],
                                         kernel.getWorkgroupAttributions()[1]);
-  else if (plan.numReductions())
+  else if (!plan.scalarReductions.empty())
     emitter.emitAtomicReductions(activeBranch.getResults(),
                                  kernel.getWorkgroupAttributions()[0]);
   gpu::ReturnOp::create(b, loc);
@@ -579,11 +620,14 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   }
   unsigned smallest = kAccessBytes;
   ScanOp scan = plan.scan();
-  for (Value value :
-       llvm::concat<Value>(scan.getInputs(), scan.getInits(),
-                           scan.getOutputs(), scan.getStates(),
-                           scan.getReductions())) {
-    auto type = cast<MemRefType>(value.getType());
+  for (auto [r, reduction] : llvm::enumerate(scan.getReductionsMutable()))
+    if (scan.getMatchingIndexingMap(&reduction).getNumResults() == 0)
+      plan.scalarReductions.push_back(r);
+  for (Value value : scan->getOperands()) {
+    auto type = dyn_cast<MemRefType>(value.getType());
+    if (!type)
+      continue; // a scalar param
+
     Type element = type.getElementType();
     if (!element.isF32() && !element.isF16() && !element.isBF16())
       return plan.scan().emitError("GPU kernels store f32, f16 or bf16, got ")
@@ -627,9 +671,10 @@ struct ConvertFlexSNToGPUPass
       kernels.push_back(CompiledKernelAttr::get(ctx, plan.func().getSymNameAttr(),
                                                 plan.interface(), plan.width,
                                                 /*deterministic=*/false));
-      // Kernels with reductions (parameter gradients) also come in a
-      // deterministic mode, which takes the reduction scratch last.
-      if (plan.numReductions()) {
+      // Kernels with scalar reductions (parameter gradients summed over
+      // neurons) also come in a deterministic mode, which takes the
+      // reduction scratch last. Per-neuron sums are deterministic anyway.
+      if (!plan.scalarReductions.empty()) {
         buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/true);
         buildKernel(kernelBuilder, plan, 1, /*deterministic=*/true);
         kernels.push_back(CompiledKernelAttr::get(

@@ -191,6 +191,16 @@ void lowerScan(ScanOp scan) {
                             selectIndices(initMaps[s], point)));
         }
         carries.append(carriedReductions.size(), f32Constant(nb, loc, 0.0));
+        // Params: scalars as they are; shaped ones (time-invariant) read
+        // once per neuron, through their maps.
+        SmallVector<Value> params;
+        for (OpOperand &param : scan.getParamsMutable())
+          params.push_back(
+              isa<MemRefType>(param.get().getType())
+                  ? loadAsF32(nb, loc, param.get(),
+                              selectIndices(scan.getMatchingIndexingMap(&param),
+                                            point))
+                  : param.get());
 
         auto timeLoop = scf::ForOp::create(
             nb, loc, zeroIndex, numSteps, oneIndex, carries,
@@ -215,10 +225,9 @@ void lowerScan(ScanOp scan) {
               args.append(iterArgs.begin(), iterArgs.begin() + numStates);
               SmallVector<Value> results =
                   neuron
-                      ? emitNeuronStep(tb, loc, neuron, args, scan.getParams())
+                      ? emitNeuronStep(tb, loc, neuron, args, params)
                       : [&] {
-                          args.append(scan.getParams().begin(),
-                                      scan.getParams().end());
+                          args.append(params.begin(), params.end());
                           return emitStepBody(tb, body, args);
                         }();
               ValueRange stepResults(results);

@@ -206,7 +206,7 @@ func.func @f() {
 // -----
 
 // The binding of a parameter is one of three keywords.
-// expected-error@+1 {{expected 'const', 'runtime' or 'trainable', got 'learnable'}}
+// expected-error@+1 {{expected 'const', 'runtime', 'trainable' or 'per_neuron', got 'learnable'}}
 flexsn.neuron @bad_kind inputs(%x: f32) outputs(s) params(%a: f32 = 1.0 learnable) {
   flexsn.yield %x : f32
 }
@@ -1085,7 +1085,7 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %r: memref<f16>) {
 
 // Scan params are f32, i1 or i32 scalars.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %p: f64) {
-  // expected-error@+1 {{'flexsn.scan' op operand #1 must be variadic of 32-bit float or 1-bit signless integer or 32-bit signless integer, but got 'f64'}}
+  // expected-error@+1 {{'flexsn.scan' op operand #1 must be variadic of 32-bit float or 1-bit signless integer or 32-bit signless integer or 0D/1D/2D/3D/4D/5D tensor of 32-bit float or 16-bit float or bfloat16 type values or 0D/1D/2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type values, but got 'f64'}}
   flexsn.scan ins(%x : memref<?x?xf32>) params(%p : f64) outs(%s : memref<?x?xf32>) {
   ^bb0(%a: f32, %b: f64):
     flexsn.yield %a : f32
@@ -1330,7 +1330,7 @@ flexsn.neuron @lif inputs(%x: f32) outputs(s)
 }
 
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %tau: f32, %n: i32) {
-  // expected-error@+1 {{'flexsn.scan' op param #1 ('hard') has type 'i32', but @lif declares 'i1'}}
+  // expected-error@+1 {{'flexsn.scan' op param #1 ('hard') has type 'i32', but @lif declares a scalar 'i1'}}
   flexsn.scan @lif ins(%x : memref<?x?xf32>) params(%tau, %n : f32, i32) outs(%s : memref<?x?xf32>)
   return
 }
@@ -1408,7 +1408,7 @@ func.func @f(%x: memref<?x?xf16>, %s: memref<?x?xf16>) {
 
 // Body param arguments have the types of the param operands.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %n: i32) {
-  // expected-error@+1 {{'flexsn.scan' op param #0 has type 'i32', but the body argument has type 'f32'}}
+  // expected-error@+1 {{'flexsn.scan' op param #0 has type 'i32', so the body argument must have type 'i32', not 'f32'}}
   flexsn.scan ins(%x : memref<?x?xf32>) params(%n : i32) outs(%s : memref<?x?xf32>) {
   ^bb0(%a: f32, %b: f32):
     flexsn.yield %a : f32

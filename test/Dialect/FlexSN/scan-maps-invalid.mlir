@@ -112,14 +112,41 @@ func.func @f(%x: memref<?x?xf32>, %v0: memref<?xf32>, %s: memref<?x?xf32>) {
 
 // -----
 
-// Params are scalars.
+// A scalar param has the empty map.
 func.func @f(%x: memref<?x?xf32>, %p: f32, %s: memref<?x?xf32>) {
-  // expected-error@+1 {{'flexsn.scan' op param #0 is a scalar: its map must be 2-d -> (), got affine_map<(d0, d1) -> (d1)>}}
+  // expected-error@+1 {{'flexsn.scan' op param #0 has rank 0, but its indexing map affine_map<(d0, d1) -> (d1)> gives 1 indices}}
   flexsn.scan ins(%x : memref<?x?xf32>) params(%p : f32) outs(%s : memref<?x?xf32>)
       indexing_maps = [affine_map<(t, n) -> (t, n)>, affine_map<(t, n) -> (n)>,
                        affine_map<(t, n) -> (t, n)>] {
   ^bb0(%a: f32, %b: f32):
     flexsn.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+// Params do not change over time.
+func.func @f(%x: memref<?x?xf32>, %p: memref<?xf32>, %s: memref<?x?xf32>) {
+  // expected-error@+1 {{'flexsn.scan' op param #0 must not depend on t: its map is affine_map<(d0, d1) -> (d0)>}}
+  flexsn.scan ins(%x : memref<?x?xf32>) params(%p : memref<?xf32>) outs(%s : memref<?x?xf32>)
+      indexing_maps = [affine_map<(t, n) -> (t, n)>, affine_map<(t, n) -> (t)>,
+                       affine_map<(t, n) -> (t, n)>] {
+  ^bb0(%a: f32, %b: f32):
+    flexsn.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+// A shaped param's elements reach the body as f32.
+func.func @f(%x: memref<?x?xf32>, %p: memref<?xf16>, %s: memref<?x?xf32>) {
+  // expected-error@+1 {{'flexsn.scan' op param #0 has type 'memref<?xf16>', so the body argument must have type 'f32', not 'f16'}}
+  flexsn.scan ins(%x : memref<?x?xf32>) params(%p : memref<?xf16>) outs(%s : memref<?x?xf32>) {
+  ^bb0(%a: f32, %b: f16):
+    %c = arith.extf %b : f16 to f32
+    flexsn.yield %c : f32
   }
   return
 }

@@ -154,7 +154,7 @@ std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
 
 LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 StringAttr name, TypedAttr defaultValue,
-                                ParamKind kind) {
+                                ParamKind kind, ParamShape shape) {
   if (std::optional<std::string> problem = checkExportedName(name.getValue()))
     return emitError() << "parameter name '" << name.getValue() << "' "
                        << *problem;
@@ -172,6 +172,13 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kind == ParamKind::Trainable && !isF32)
     return emitError() << "trainable parameter '" << name.getValue()
                        << "' must be f32, got " << type;
+  if (shape == ParamShape::PerNeuron && !isF32)
+    return emitError() << "per_neuron parameter '" << name.getValue()
+                       << "' must be f32, got " << type;
+  if (shape == ParamShape::PerNeuron && kind == ParamKind::Const)
+    return emitError() << "per_neuron parameter '" << name.getValue()
+                       << "' must be runtime or trainable: its values are a "
+                          "kernel argument";
   return success();
 }
 

@@ -30,7 +30,8 @@ bool mlir::flexsn::isWorkspaceRole(BufferRole role) {
 bool mlir::flexsn::isReadRole(BufferRole role) {
   return role == BufferRole::InputSequence ||
          role == BufferRole::OptionalInputSequence ||
-         role == BufferRole::InitialState || role == BufferRole::SavedInput;
+         role == BufferRole::InitialState || role == BufferRole::SavedInput ||
+         role == BufferRole::PerNeuronParam;
 }
 
 bool mlir::flexsn::isOptionalRole(BufferRole role) {
@@ -44,6 +45,8 @@ BufferShape mlir::flexsn::getShapeOfRole(BufferRole role) {
   switch (role) {
   case BufferRole::InitialState:
   case BufferRole::FinalState:
+  case BufferRole::PerNeuronParam:
+  case BufferRole::PerNeuronParamGradient:
     return BufferShape::PerNeuron;
   case BufferRole::ParamGradient:
     return BufferShape::Scalar;
@@ -58,7 +61,9 @@ BufferShape mlir::flexsn::getShapeOfRole(BufferRole role) {
 static bool isAlwaysF32(BufferRole role) {
   return role == BufferRole::SavedOutput || role == BufferRole::SavedInput ||
          role == BufferRole::ParamGradient ||
-         role == BufferRole::ReductionScratch;
+         role == BufferRole::ReductionScratch ||
+         role == BufferRole::PerNeuronParam ||
+         role == BufferRole::PerNeuronParamGradient;
 }
 
 LogicalResult
@@ -152,6 +157,7 @@ LogicalResult KernelInterfaceAttr::verify(
     bool trainingRole =
         role == BufferRole::SavedOutput || role == BufferRole::SavedInput ||
         role == BufferRole::ParamGradient ||
+        role == BufferRole::PerNeuronParamGradient ||
         role == BufferRole::OptionalInputSequence ||
         role == BufferRole::ReductionScratch;
     if (trainingRole && !training)

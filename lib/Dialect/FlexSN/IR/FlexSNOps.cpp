@@ -131,7 +131,7 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
           }))
     return failure();
 
-  // params(%name: type = default [const|runtime|trainable], ...)
+  // params(%name: type = default [const|runtime|trainable] [per_neuron], ...)
   if (succeeded(parser.parseOptionalKeyword("params"))) {
     auto parseParam = [&]() -> ParseResult {
       OpAsmParser::Argument arg;
@@ -148,16 +148,26 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
       }
       if (parser.parseAttribute(value, arg.type))
         return failure();
+      // [const|runtime|trainable] [per_neuron]
       ParamKind kind = ParamKind::Const;
+      ParamShape shape = ParamShape::Scalar;
       StringRef keyword;
       SMLoc kindLoc = parser.getCurrentLocation();
       if (succeeded(parser.parseOptionalKeyword(&keyword))) {
-        std::optional<ParamKind> parsed = symbolizeParamKind(keyword);
-        if (!parsed)
+        std::optional<ParamKind> parsedKind = symbolizeParamKind(keyword);
+        std::optional<ParamShape> parsedShape = symbolizeParamShape(keyword);
+        if (!parsedKind && parsedShape != ParamShape::PerNeuron)
           return parser.emitError(kindLoc)
-                 << "expected 'const', 'runtime' or 'trainable', got '"
+                 << "expected 'const', 'runtime', 'trainable' or "
+                    "'per_neuron', got '"
                  << keyword << "'";
-        kind = *parsed;
+        if (parsedKind) {
+          kind = *parsedKind;
+          if (succeeded(parser.parseOptionalKeyword("per_neuron")))
+            shape = ParamShape::PerNeuron;
+        } else {
+          shape = ParamShape::PerNeuron;
+        }
       }
       StringAttr name = builder.getStringAttr(arg.ssaName.name.drop_front());
       auto emitError = [&] { return parser.emitError(arg.ssaName.location); };
@@ -167,7 +177,7 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
                            << "' has type " << value.getType()
                            << ", but the parameter has type " << arg.type;
       ParamAttr param = ParamAttr::getChecked(emitError, builder.getContext(),
-                                              name, value, kind);
+                                              name, value, kind, shape);
       if (!param)
         return failure();
       params.push_back(param);
@@ -243,6 +253,8 @@ void NeuronOp::print(OpAsmPrinter &p) {
           printParamValue(p, param.getDefaultValue());
           if (param.getKind() != ParamKind::Const)
             p << ' ' << stringifyParamKind(param.getKind());
+          if (param.isPerNeuron())
+            p << ' ' << stringifyParamShape(param.getShape());
         },
         [&] { p << (onePerLine ? "," : ", "); });
     if (onePerLine)
@@ -513,7 +525,7 @@ FailureOr<SmallVector<AffineMap>> ScanOp::getDefaultIndexingMaps(
         break;
       case ScanGroup::Param:
       case ScanGroup::Reduction:
-        candidates = {scalar};
+        candidates = {scalar, perNeuron};
         break;
       case ScanGroup::State:
         candidates = {sequence, perNeuron};
@@ -778,9 +790,9 @@ LogicalResult ScanOp::verify() {
           return emit() << "must not depend on t: its map is " << AffineMapAttr::get(map);
         break;
       case ScanGroup::Param:
-        if (map.getNumResults())
-          return emit() << "is a scalar: its map must be " << rank
-                        << "-d -> (), got " << AffineMapAttr::get(map);
+        if (usesTime)
+          return emit() << "must not depend on t: its map is "
+                        << AffineMapAttr::get(map);
         break;
       case ScanGroup::Output:
         if (!isIdentity)
@@ -854,11 +866,17 @@ LogicalResult ScanOp::verifyRegions() {
   if (failed(expectF32(*this, args.take_front(numInputs + numStates),
                        "body argument")))
     return failure();
+  // A shaped param's elements reach the body as f32, like inputs.
   for (auto [i, param, arg] :
-       llvm::enumerate(getParams(), args.drop_front(numInputs + numStates)))
-    if (param.getType() != arg)
+       llvm::enumerate(getParams(), args.drop_front(numInputs + numStates))) {
+    Type expected = isa<ShapedType>(param.getType())
+                        ? Float32Type::get(getContext())
+                        : param.getType();
+    if (expected != arg)
       return emitOpError() << "param #" << i << " has type " << param.getType()
-                           << ", but the body argument has type " << arg;
+                           << ", so the body argument must have type "
+                           << expected << ", not " << arg;
+  }
 
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield)
@@ -903,13 +921,32 @@ LogicalResult ScanOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       failed(checkCount("runtime params", getParams().size(),
                         runtimeParams.size())))
     return failure();
-  for (auto [i, value, param] : llvm::enumerate(getParams(), runtimeParams))
-    if (value.getType() != param.getType())
-      return emitOpError() << "param #" << i << " ('"
-                           << param.getName().getValue() << "') has type "
-                           << value.getType() << ", but @"
-                           << neuron.getSymName() << " declares "
-                           << param.getType();
+  for (auto [i, value, param] : llvm::enumerate(getParams(), runtimeParams)) {
+    auto shaped = dyn_cast<ShapedType>(value.getType());
+    if (param.isPerNeuron() ? !shaped || !shaped.getElementType().isF32()
+                            : value.getType() != param.getType()) {
+      InFlightDiagnostic diag = emitOpError()
+                                << "param #" << i << " ('"
+                                << param.getName().getValue() << "') has type "
+                                << value.getType() << ", but @"
+                                << neuron.getSymName() << " declares ";
+      if (param.isPerNeuron())
+        diag << "it per_neuron: an f32 tensor or buffer";
+      else
+        diag << "a scalar " << param.getType();
+      return diag;
+    }
+    // A neuron's param has one value per neuron, or one in all.
+    if (shaped) {
+      AffineMap map = getMatchingIndexingMap(&getParamsMutable()[i]);
+      if (map.getNumResults() != getDomainRank() - 1)
+        return emitOpError() << "param #" << i << " ('"
+                             << param.getName().getValue()
+                             << "') is per_neuron: its map must keep every "
+                                "neuron dimension, got "
+                             << AffineMapAttr::get(map);
+    }
+  }
   return success();
 }
 

@@ -49,13 +49,23 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     unsigned numInputs = neuron.getNumInputs();
     unsigned numStates = neuron.getNumStates();
     unsigned numOutputs = neuron.getNumOutputs();
+    // Every runtime parameter is a body argument; the per-neuron ones are
+    // buffers of the kernels, the others scalar arguments.
     SmallVector<ParamAttr> params = neuron.getRuntimeParamAttrs();
+    SmallVector<ParamAttr> scalarParams = getScalarRuntimeParams(neuron);
+    SmallVector<KernelBufferAttr> paramBuffers =
+        getPerNeuronParamBuffers(neuron);
     SmallVector<bool> trainable = llvm::map_to_vector(params, [](ParamAttr p) {
       return p.getKind() == ParamKind::Trainable;
     });
     SmallVector<Type> paramTypes =
         llvm::map_to_vector(params, [](ParamAttr p) { return p.getType(); });
     unsigned numTrainable = llvm::count(trainable, true);
+    // Scalar gradients are summed across threads: the reduction scratch
+    // holds one slot each.
+    unsigned numScalarTrainable = llvm::count_if(params, [](ParamAttr p) {
+      return p.getKind() == ParamKind::Trainable && !p.isPerNeuron();
+    });
     Type f32 = builder.getF32Type();
 
     // Forward: the specialized step in an inline-body scan. What it saves
@@ -63,12 +73,14 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     // the function), then added to its buffers and results.
     SmallVector<KernelBufferAttr> fwdBuffers =
         getStepBuffers(neuron, dtype, /*finalStates=*/false);
+    unsigned savedPos = fwdBuffers.size();
+    llvm::append_range(fwdBuffers, paramBuffers);
     auto interface = [&](KernelVariant variant,
                          ArrayRef<KernelBufferAttr> buffers,
                          unsigned numSaved) {
       return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
-                                      storage, buffers, params, numSaved,
-                                      numTrainable);
+                                      storage, buffers, scalarParams, numSaved,
+                                      numScalarTrainable);
     };
     auto forward = createKernelFunction(
         builder, loc,
@@ -79,7 +91,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     ValueRange a = entry->getArguments();
     auto scan = ScanOp::create(
         fb, loc, FlatSymbolRefAttr(), a.take_front(numInputs),
-        a.slice(numInputs, numStates), a.take_back(params.size()),
+        a.slice(numInputs, numStates), getScanParams(forward, neuron),
         a.slice(numInputs + numStates, numOutputs),
         a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
         /*reverse=*/false, /*optionalInputs=*/DenseI64ArrayAttr());
@@ -110,13 +122,17 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
 
     // The forward writes the saved sequences after its step's buffers; the
     // backward's buffers are named after the neuron's values.
-    auto addSaved = [&](SmallVector<KernelBufferAttr> &buffers,
-                        BufferRole role) {
+    auto saved = [&](BufferRole role) {
+      SmallVector<KernelBufferAttr> buffers;
       for (unsigned i = 0; i < numSaved; ++i)
         buffers.push_back(
             KernelBufferAttr::get(ctx, "saved" + Twine(i), role, f32));
+      return buffers;
     };
-    addSaved(fwdBuffers, BufferRole::SavedOutput);
+    SmallVector<KernelBufferAttr> savedOutputs =
+        saved(BufferRole::SavedOutput);
+    fwdBuffers.insert(fwdBuffers.begin() + savedPos, savedOutputs.begin(),
+                      savedOutputs.end());
 
     auto names = [](ArrayAttr attr) {
       return llvm::to_vector(attr.getAsValueRange<StringAttr>());
@@ -133,15 +149,19 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     };
     add(outputNames, "_grad", BufferRole::OptionalInputSequence, dtype);
     add(stateNames, "_seq_grad", BufferRole::OptionalInputSequence, dtype);
-    addSaved(bwdBuffers, BufferRole::SavedInput);
+    llvm::append_range(bwdBuffers, saved(BufferRole::SavedInput));
     for (unsigned i : plan->rereadInputs)
       add(inputNames[i], "", BufferRole::InputSequence, dtype);
     add(stateNames, "_final_grad", BufferRole::InitialState, dtype);
     add(inputNames, "_grad", BufferRole::OutputSequence, dtype);
     add(stateNames, "_init_grad", BufferRole::FinalState, dtype);
+    llvm::append_range(bwdBuffers, paramBuffers);
     for (ParamAttr p : params)
       if (p.getKind() == ParamKind::Trainable)
-        add(p.getName().getValue(), "_grad", BufferRole::ParamGradient, f32);
+        add(p.getName().getValue(), "_grad",
+            p.isPerNeuron() ? BufferRole::PerNeuronParamGradient
+                            : BufferRole::ParamGradient,
+            f32);
 
     // Backward: a reverse scan over the gradients.
     auto backward = createKernelFunction(
@@ -152,12 +172,14 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     OpBuilder bb = OpBuilder::atBlockBegin(bentry);
     ValueRange b = bentry->getArguments();
     unsigned numIns = numOutputs + numStates + numSaved + numReread;
+    unsigned gradPos =
+        numIns + 2 * numStates + numInputs + paramBuffers.size();
     auto bscan = ScanOp::create(
         bb, loc, FlatSymbolRefAttr(), b.take_front(numIns),
-        b.slice(numIns, numStates), b.take_back(params.size()),
+        b.slice(numIns, numStates), getScanParams(backward, neuron),
         b.slice(numIns + numStates, numInputs),
         b.slice(numIns + numStates + numInputs, numStates),
-        b.slice(numIns + 2 * numStates + numInputs, numTrainable),
+        b.slice(gradPos, numTrainable),
         /*reverse=*/true, /*optionalInputs=*/DenseI64ArrayAttr());
     // Incoming gradients may be absent (zeros); saved values and inputs not.
     SmallVector<int64_t> optional;
@@ -184,23 +206,22 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     OpBuilder yieldBuilder(yield);
     YieldOp::create(yieldBuilder, loc, yielded);
     yield.erase();
-    unsigned savedPos = numInputs + 2 * numStates + numOutputs;
     for (unsigned i = 0; i < numSaved; ++i)
       (void)forward.insertArgument(
           savedPos + i, getBufferType(fwdBuffers[savedPos + i]), {}, loc);
+    forward->setAttr(KernelInterfaceAttr::getAttrName(),
+                     interface(KernelVariant::Forward, fwdBuffers, numSaved));
     a = entry->getArguments();
     SmallVector<Value> outs(a.slice(numInputs + numStates, numOutputs));
     llvm::append_range(outs, a.slice(savedPos, numSaved));
     fb.setInsertionPoint(scan);
     auto fullScan = ScanOp::create(
         fb, loc, FlatSymbolRefAttr(), a.take_front(numInputs),
-        a.slice(numInputs, numStates), a.take_back(params.size()), outs,
+        a.slice(numInputs, numStates), getScanParams(forward, neuron), outs,
         a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
         /*reverse=*/false, /*optionalInputs=*/DenseI64ArrayAttr());
     fullScan.getBody().takeBody(scan.getBody());
     scan.erase();
-    forward->setAttr(KernelInterfaceAttr::getAttrName(),
-                     interface(KernelVariant::Forward, fwdBuffers, numSaved));
     return success();
   }
 

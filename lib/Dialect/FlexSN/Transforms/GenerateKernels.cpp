@@ -25,15 +25,18 @@ using namespace mlir::flexsn;
 namespace {
 
 /// The interface of `variant` (inference or final-state) of `neuron`: its
-/// step's buffers and its runtime parameters.
+/// step's buffers, its per-neuron parameters' buffers and its scalar
+/// runtime parameters.
 KernelInterfaceAttr getKernelInterface(NeuronOp neuron, KernelVariant variant,
                                        StorageType storage) {
   MLIRContext *ctx = neuron.getContext();
-  return KernelInterfaceAttr::get(
-      ctx, neuron.getSymNameAttr(), variant, storage,
+  SmallVector<KernelBufferAttr> buffers =
       getStepBuffers(neuron, getStorageElementType(ctx, storage),
-                     variant == KernelVariant::FinalState),
-      neuron.getRuntimeParamAttrs(), 0, 0);
+                     variant == KernelVariant::FinalState);
+  llvm::append_range(buffers, getPerNeuronParamBuffers(neuron));
+  return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
+                                  storage, buffers,
+                                  getScalarRuntimeParams(neuron), 0, 0);
 }
 
 /// Builds `@<neuron>_<variant>_<dtype>`: the ABI arguments, then one scan.
@@ -53,10 +56,9 @@ func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
   ValueRange inits = args.slice(numInputs, numStates);
   ValueRange outputs = args.slice(numInputs + numStates, numOutputs);
   ValueRange states = args.slice(numInputs + numStates + numOutputs, numStates);
-  ValueRange params = args.drop_front(interface.getBuffers().size());
   // The state buffers' ranks choose sequences or final states.
   ScanOp::create(body, loc, FlatSymbolRefAttr::get(neuron.getSymNameAttr()),
-                 inputs, inits, params, outputs, states,
+                 inputs, inits, getScanParams(func, neuron), outputs, states,
                  /*reductions=*/ValueRange(), /*reverse=*/false,
                  /*optionalInputs=*/DenseI64ArrayAttr());
   func::ReturnOp::create(body, loc);

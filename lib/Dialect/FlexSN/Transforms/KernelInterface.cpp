@@ -52,22 +52,26 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
                                  BufferRole::InputSequence,
                                  BufferRole::SavedInput});
   expected.append(scan.getInits().size(), {BufferRole::InitialState});
+  for (Value param : scan.getParams())
+    if (isa<MemRefType>(param.getType()))
+      expected.push_back({BufferRole::PerNeuronParam});
   expected.append(scan.getOutputs().size(),
                   {BufferRole::OutputSequence, BufferRole::SavedOutput});
   for (unsigned s = 0, e = scan.getStates().size(); s < e; ++s)
     expected.push_back({scan.isFinalState(s) ? BufferRole::FinalState
                                              : BufferRole::StateSequence});
-  expected.append(scan.getReductions().size(), {BufferRole::ParamGradient});
+  expected.append(scan.getReductions().size(),
+                  {BufferRole::ParamGradient,
+                   BufferRole::PerNeuronParamGradient});
 
   ArrayRef<KernelBufferAttr> buffers = kernel.interface.getBuffers();
   Block &entry = func.getBody().front();
   SmallVector<bool> used(buffers.size(), false);
   unsigned rank = scan.getDomainRank();
   // The buffer operands: all but the scalar parameters.
-  auto [firstParam, numParams] = scan.getODSOperandIndexAndLength(2);
   SmallVector<OpOperand *> operands;
   for (OpOperand &operand : scan->getOpOperands())
-    if (operand.getOperandNumber() - firstParam >= numParams)
+    if (isa<MemRefType>(operand.get().getType()))
       operands.push_back(&operand);
   for (auto [k, operand] : llvm::enumerate(operands)) {
     auto arg = dyn_cast<BlockArgument>(operand->get());
@@ -108,9 +112,12 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
     if (!isUsed)
       return scan.emitError() << "the scan does not use buffer '"
                               << buffers[index].getName().getValue() << "'";
-  ArrayRef<ParamAttr> params = kernel.interface.getParams();
-  bool paramsMatch = scan.getParams().size() == params.size();
-  for (auto [i, param] : llvm::enumerate(scan.getParams())) {
+  auto scalarParams = llvm::filter_to_vector(scan.getParams(), [](Value v) {
+    return !isa<MemRefType>(v.getType());
+  });
+  bool paramsMatch =
+      scalarParams.size() == kernel.interface.getParams().size();
+  for (auto [i, param] : llvm::enumerate(scalarParams)) {
     auto arg = dyn_cast<BlockArgument>(param);
     paramsMatch &= arg && arg.getOwner() == &entry &&
                    arg.getArgNumber() == buffers.size() + i;
@@ -137,6 +144,46 @@ mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates) {
   else
     add(neuron.getStateNames(), "_seq", BufferRole::StateSequence);
   return buffers;
+}
+
+SmallVector<KernelBufferAttr>
+mlir::flexsn::getPerNeuronParamBuffers(NeuronOp neuron) {
+  MLIRContext *ctx = neuron.getContext();
+  SmallVector<KernelBufferAttr> buffers;
+  for (ParamAttr param : neuron.getRuntimeParamAttrs())
+    if (param.isPerNeuron())
+      buffers.push_back(KernelBufferAttr::get(ctx, param.getName().getValue(),
+                                              BufferRole::PerNeuronParam,
+                                              Float32Type::get(ctx)));
+  return buffers;
+}
+
+SmallVector<ParamAttr> mlir::flexsn::getScalarRuntimeParams(NeuronOp neuron) {
+  return llvm::filter_to_vector(neuron.getRuntimeParamAttrs(),
+                                [](ParamAttr p) { return !p.isPerNeuron(); });
+}
+
+SmallVector<Value> mlir::flexsn::getScanParams(func::FuncOp func,
+                                               NeuronOp neuron) {
+  auto interface = func->getAttrOfType<KernelInterfaceAttr>(
+      KernelInterfaceAttr::getAttrName());
+  ArrayRef<KernelBufferAttr> buffers = interface.getBuffers();
+  Block &entry = func.getBody().front();
+  SmallVector<Value> params;
+  unsigned nextScalar = buffers.size();
+  for (ParamAttr param : neuron.getRuntimeParamAttrs()) {
+    if (!param.isPerNeuron()) {
+      params.push_back(entry.getArgument(nextScalar++));
+      continue;
+    }
+    auto buffer = llvm::find_if(buffers, [&](KernelBufferAttr b) {
+      return b.getRole() == BufferRole::PerNeuronParam &&
+             b.getName() == param.getName();
+    });
+    assert(buffer != buffers.end() && "a per-neuron param without a buffer");
+    params.push_back(entry.getArgument(buffer - buffers.begin()));
+  }
+  return params;
 }
 
 MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer) {

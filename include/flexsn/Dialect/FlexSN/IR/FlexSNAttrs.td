@@ -32,6 +32,22 @@ def FlexSN_ParamKind : I32EnumAttr<"ParamKind", "how a neuron parameter is bound
 
 def FlexSN_ParamKindAttr : EnumAttr<FlexSN_Dialect, FlexSN_ParamKind, "param_kind">;
 
+def FlexSN_ParamShape : I32EnumAttr<"ParamShape",
+    "how many values a neuron parameter has", [
+    I32EnumAttrCase<"Scalar", 0, "scalar">,
+    I32EnumAttrCase<"PerNeuron", 1, "per_neuron">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    * `scalar`: one value for every neuron (the default);
+    * `per_neuron`: one `f32` value per neuron, passed as an `[N]` buffer
+      (`runtime` or `trainable` only). The body still sees one scalar: its
+      neuron's value. A trainable one gets one gradient per neuron, summed
+      over time steps only.
+  }];
+}
+
 class FlexSN_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<FlexSN_Dialect, name, traits> {
   let mnemonic = attrMnemonic;
@@ -44,24 +60,45 @@ def FlexSN_ParamAttr : FlexSN_Attr<"Param", "param"> {
     since host stubs and the manifest expose it), its default value (whose
     type is the parameter's type: `f32`, `i1` or `i32`) and how it is bound
     (`const`, `runtime` or `trainable`). Trainable parameters must be `f32`.
+    Its shape is `scalar` (left out when printed) or `per_neuron`: then the
+    default value is every neuron's initial value.
 
     The neuron op prints its parameters inline, so this attribute appears
     spelled out only in the generic form:
 
     ```mlir
     #flexsn.param<"tau", 2.000000e+00 : f32, const>
+    #flexsn.param<"v_threshold", 1.000000e+00 : f32, trainable, per_neuron>
     ```
   }];
   let parameters = (ins "::mlir::StringAttr":$name,
                         "::mlir::TypedAttr":$default_value,
-                        "::mlir::flexsn::ParamKind":$kind);
-  let assemblyFormat = "`<` $name `,` $default_value `,` $kind `>`";
+                        "::mlir::flexsn::ParamKind":$kind,
+                        DefaultValuedParameter<"::mlir::flexsn::ParamShape",
+                            "::mlir::flexsn::ParamShape::Scalar",
+                            "scalar or per-neuron">:$shape);
+  let assemblyFormat =
+      "`<` $name `,` $default_value `,` $kind (`,` $shape^)? `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "::mlir::StringAttr":$name,
+                     "::mlir::TypedAttr":$default_value,
+                     "::mlir::flexsn::ParamKind":$kind), [{
+      return $_get($_ctxt, name, default_value, kind,
+                   ::mlir::flexsn::ParamShape::Scalar);
+    }]>
+  ];
   let extraClassDeclaration = [{
     /// The parameter's type: the type of its default value.
     ::mlir::Type getType() const { return getDefaultValue().getType(); }
     /// Whether the parameter is a kernel argument (runtime or trainable).
     bool isRuntime() const { return getKind() != ParamKind::Const; }
+    /// Whether the parameter has one value per neuron (an `[N]` buffer).
+    bool isPerNeuron() const { return getShape() == ParamShape::PerNeuron; }
+    /// The same parameter with another kind (its shape kept).
+    ParamAttr withKind(ParamKind kind) const {
+      return get(getContext(), getName(), getDefaultValue(), kind, getShape());
+    }
   }];
 }
 
@@ -261,7 +298,9 @@ def FlexSN_BufferRole : I32EnumAttr<"BufferRole",
     I32EnumAttrCase<"SavedOutput", 6, "saved_output">,
     I32EnumAttrCase<"SavedInput", 7, "saved_input">,
     I32EnumAttrCase<"ParamGradient", 8, "param_gradient">,
-    I32EnumAttrCase<"ReductionScratch", 9, "reduction_scratch">
+    I32EnumAttrCase<"ReductionScratch", 9, "reduction_scratch">,
+    I32EnumAttrCase<"PerNeuronParam", 10, "per_neuron_param">,
+    I32EnumAttrCase<"PerNeuronParamGradient", 11, "per_neuron_param_gradient">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
@@ -276,7 +315,15 @@ def FlexSN_BufferRole : I32EnumAttr<"BufferRole",
       forward kernel and read by the backward kernel, required;
     * `param_gradient`: one `f32`, zeroed then accumulated, required;
     * `reduction_scratch`: the deterministic reduction scratch, required
-      (GPU only: the lowering adds it).
+      (GPU only: the lowering adds it);
+    * `per_neuron_param`: the `f32` values of a `per_neuron` parameter, read,
+      required;
+    * `per_neuron_param_gradient`: the `f32` gradient of a trainable
+      `per_neuron` parameter (its sum over time steps), written, required.
+
+    The role implies the shape class: `per_neuron` for initial and final
+    states and the per-neuron parameters' buffers, `scalar` for parameter
+    gradients, `scratch` for the scratch, `sequence` for the others.
   }];
 }
 

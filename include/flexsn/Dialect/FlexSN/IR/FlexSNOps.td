@@ -60,7 +60,10 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
     value, and are `const` (specialized at compile time; the default),
     `runtime` (a kernel argument) or `trainable` (a runtime `f32` argument
     that gets a gradient). Flags such as `soft_reset` are `i1` parameters:
-    once specialized, the selects they drive fold away.
+    once specialized, the selects they drive fold away. A runtime or
+    trainable `f32` parameter may also be `per_neuron`: one value per
+    neuron, passed as an `[N]` buffer, while the body sees its neuron's
+    value (`%v_threshold: f32 = 1.0 trainable per_neuron`).
 
     Names of inputs, states, outputs and parameters are C identifiers: host
     stubs, the manifest and the Python layer expose them.
@@ -158,8 +161,10 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     * `ins`: one operand per body input;
     * `inits` (optional): one operand per state holding the initial states;
       when the group is absent, every state starts at zero;
-    * `params`: scalar values of the body's run-time parameters (for a
-      neuron: its `runtime` and `trainable` parameters, in order);
+    * `params`: the body's run-time parameters (for a neuron: its
+      `runtime` and `trainable` parameters, in order), each a scalar value,
+      or a tensor or buffer indexed through its map, which must not depend
+      on `t` (a neuron's `per_neuron` parameter: `[N...]`);
     * `outs`: one sequence per output (absent when there are no outputs);
     * `states` (optional): one operand per state receiving either the
       sequence of states after each step, or the final state (after the
@@ -181,9 +186,10 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     state; initial states do not depend on `t`; a reduction drops at least
     one dimension. The maps may be left out where the operands' ranks imply
     them: inputs and outputs are then sequences over the first input's
-    domain, initial states per neuron, params and reductions scalars, and
-    each state a sequence or, one rank less, the final state. A broadcast
-    input or a reduction that keeps dimensions needs `indexing_maps`.
+    domain, initial states per neuron, params and reductions scalars or,
+    one rank less than the domain, per neuron, and each state a sequence
+    or, one rank less, the final state. A broadcast input, or a param or
+    reduction that keeps other dimensions, needs `indexing_maps`.
 
     **Value and buffer forms.** On tensors, the scan is in
     destination-passing style: `outs`, `states` and `reductions` are its
@@ -228,7 +234,7 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
   let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$callee,
                        Variadic<FlexSN_ScanInput>:$inputs,
                        Variadic<FlexSN_ScanInput>:$inits,
-                       Variadic<AnyTypeOf<[F32, I1, I32]>>:$params,
+                       Variadic<AnyTypeOf<[F32, I1, I32, FlexSN_ScanInput]>>:$params,
                        Variadic<FlexSN_ScanOutput>:$outputs,
                        Variadic<FlexSN_ScanInput>:$states,
                        Variadic<FlexSN_ScanReduction>:$reductions,
@@ -285,8 +291,9 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     /// The maps the operands' ranks imply, given each group's operand
     /// types (inputs, inits, params, outputs, states, reductions): inputs
     /// and outputs are sequences over the first input's domain, initial
-    /// states per neuron, params and reductions scalars, and each state a
-    /// sequence or (one rank less) the final state. Fails, through
+    /// states per neuron, params and reductions scalars or (one rank less)
+    /// per neuron, and each state a sequence or (one rank less) the final
+    /// state. Fails, through
     /// `emitError` when given, where an operand's rank implies no map.
     static ::mlir::FailureOr<::llvm::SmallVector<::mlir::AffineMap>>
     getDefaultIndexingMaps(

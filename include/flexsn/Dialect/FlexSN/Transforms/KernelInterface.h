@@ -50,6 +50,19 @@ FailureOr<KernelFunction> analyzeKernelFunction(func::FuncOp func);
 SmallVector<KernelBufferAttr> getStepBuffers(NeuronOp neuron, Type dtype,
                                              bool finalStates);
 
+/// The buffers of a neuron's `per_neuron` parameters (`per_neuron_param`,
+/// f32, named after them), in declaration order. Every kernel of the neuron
+/// takes them after its sequences and states.
+SmallVector<KernelBufferAttr> getPerNeuronParamBuffers(NeuronOp neuron);
+
+/// The neuron's runtime and trainable parameters that are scalar kernel
+/// arguments (the others are buffers).
+SmallVector<ParamAttr> getScalarRuntimeParams(NeuronOp neuron);
+
+/// The values a kernel function's scan takes as `neuron`'s params: each
+/// runtime parameter's scalar argument or per-neuron buffer, in order.
+SmallVector<Value> getScanParams(func::FuncOp func, NeuronOp neuron);
+
 /// The memref a kernel function takes for `buffer`: a sequence has rank 2.
 MemRefType getBufferType(KernelBufferAttr buffer);
 
