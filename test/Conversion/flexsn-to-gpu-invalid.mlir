@@ -37,6 +37,19 @@ func.func @swapped(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.
 
 // -----
 
+// A per-neuron param's buffer has the per_neuron_param role.
+flexsn.neuron @g inputs(%x: f32) outputs(y) params(%a: f32 = 1.0 runtime per_neuron) {
+  %y = arith.mulf %x, %a : f32
+  flexsn.yield %y : f32
+}
+func.func @param_role(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"g", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>, <"a", initial_state, f32, per_neuron>]>} {
+  // expected-error@+1 {{buffer 'a' is a initial_state but the scan uses it as a per_neuron_param}}
+  flexsn.scan @g ins(%x : memref<?x?xf32>) params(%a : memref<?xf32>) outs(%y : memref<?x?xf32>)
+  return
+}
+
+// -----
+
 // Every buffer of the interface is one the scan reads or writes.
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32

@@ -469,6 +469,51 @@ TEST(RuntimeTest, ReductionScratch) {
   }
 }
 
+// Shaped like the backward kernel of a neuron with a trainable per-neuron
+// parameter: an incoming gradient, the saved workspace, the input
+// gradient, the parameter's values and its per-neuron gradient.
+struct PerNeuronBackwardCall {
+  flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
+  flexsn_buffer_kind kinds[5] = {
+      FLEXSN_OPTIONAL_INPUT_SEQUENCE, FLEXSN_SAVED_INPUT,
+      FLEXSN_OUTPUT_SEQUENCE, FLEXSN_PER_NEURON_PARAM,
+      FLEXSN_PER_NEURON_PARAM_GRADIENT};
+  flexsn_kernel_desc desc = {"k_vec", "k_scalar", 4, 4, 5, kinds, 0};
+  void *buffers[5] = {fakePtr(0x100000), fakePtr(0x200000), fakePtr(0x300000),
+                      fakePtr(0x400000), fakePtr(0x500000)};
+  int64_t T = 8, N = 1000;
+
+  flexsn_status launch() {
+    return flexsn_launch(&image, &desc, nullptr, T, N, 0, buffers, nullptr);
+  }
+};
+
+TEST(RuntimeTest, PerNeuronParams) {
+  EXPECT_TRUE(isDriverStatus(PerNeuronBackwardCall().launch()));
+  // The values and the gradient are required, even when nothing would be
+  // launched (T = 0 zeroes the gradient).
+  for (int buffer : {3, 4}) {
+    PerNeuronBackwardCall call;
+    call.buffers[buffer] = nullptr;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER) << buffer;
+    EXPECT_EQ(flexsn_last_failed_buffer(), buffer);
+    call.T = 0;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER) << buffer;
+  }
+  {
+    // f32 values, so 4-byte aligned.
+    PerNeuronBackwardCall call;
+    call.buffers[3] = fakePtr(0x400002);
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT);
+  }
+  {
+    // N = 0: nothing to write, so no driver.
+    PerNeuronBackwardCall call;
+    call.N = 0;
+    EXPECT_EQ(call.launch(), FLEXSN_SUCCESS);
+  }
+}
+
 TEST(RuntimeTest, UnloadNeverLoadedImage) {
   flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
   EXPECT_EQ(flexsn_image_unload(&image), FLEXSN_SUCCESS);

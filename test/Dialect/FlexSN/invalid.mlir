@@ -213,6 +213,39 @@ flexsn.neuron @bad_kind inputs(%x: f32) outputs(s) params(%a: f32 = 1.0 learnabl
 
 // -----
 
+// A per-neuron parameter is a kernel argument: a const one has no values.
+// expected-error@+1 {{per_neuron parameter 'a' must be runtime or trainable: its values are a kernel argument}}
+flexsn.neuron @const_per_neuron inputs(%x: f32) outputs(s) params(%a: f32 = 1.0 per_neuron) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// Per-neuron values are f32 buffers.
+// expected-error@+1 {{per_neuron parameter 'flag' must be f32, got 'i1'}}
+flexsn.neuron @flag_per_neuron inputs(%x: f32) outputs(s) params(%flag: i1 = true runtime per_neuron) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// The shape follows the binding.
+// expected-error@+1 {{the binding comes before the shape: write 'runtime per_neuron'}}
+flexsn.neuron @shape_first inputs(%x: f32) outputs(s) params(%a: f32 = 1.0 per_neuron runtime) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// The generic form spells the shape in the attribute, and checks it there.
+// expected-error@+1 {{per_neuron parameter 'a' must be f32, got 'i32'}}
+"flexsn.neuron"() <{sym_name = "generic", input_names = ["x"], state_names = [], output_names = ["s"], params = [#flexsn.param<"a", 3 : i32, runtime, per_neuron>]}> ({
+^bb0(%x: f32, %a: i32):
+  flexsn.yield %x : f32
+}) : () -> ()
+
+// -----
+
 // The generic form spells the binding as an enum keyword.
 "flexsn.neuron"() <{input_names = ["x"], output_names = ["s"],
     // expected-error@+2 {{expected one of [const, runtime, trainable]}}
@@ -1332,6 +1365,50 @@ flexsn.neuron @lif inputs(%x: f32) outputs(s)
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %tau: f32, %n: i32) {
   // expected-error@+1 {{'flexsn.scan' op param #1 ('hard') has type 'i32', but @lif declares a scalar 'i1'}}
   flexsn.scan @lif ins(%x : memref<?x?xf32>) params(%tau, %n : f32, i32) outs(%s : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// A per-neuron param takes an f32 buffer, not a scalar.
+flexsn.neuron @lifp inputs(%x: f32) outputs(s)
+    params(%th: f32 = 1.0 runtime per_neuron) {
+  flexsn.yield %x : f32
+}
+
+func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %th: f32) {
+  // expected-error@+1 {{'flexsn.scan' op param #0 ('th') has type 'f32', but @lifp declares it per_neuron: an f32 tensor or buffer}}
+  flexsn.scan @lifp ins(%x : memref<?x?xf32>) params(%th : f32) outs(%s : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// A scalar param takes a scalar, not a buffer.
+flexsn.neuron @lifs inputs(%x: f32) outputs(s)
+    params(%th: f32 = 1.0 runtime) {
+  flexsn.yield %x : f32
+}
+
+func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %th: memref<?xf32>) {
+  // expected-error@+1 {{'flexsn.scan' op param #0 ('th') has type 'memref<?xf32>', but @lifs declares a scalar 'f32'}}
+  flexsn.scan @lifs ins(%x : memref<?x?xf32>) params(%th : memref<?xf32>) outs(%s : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// A neuron's per-neuron param has one value per neuron, not per channel.
+flexsn.neuron @lifc inputs(%x: f32) outputs(s)
+    params(%th: f32 = 1.0 trainable per_neuron) {
+  flexsn.yield %x : f32
+}
+
+func.func @f(%x: memref<?x?x?xf32>, %s: memref<?x?x?xf32>, %th: memref<?xf32>) {
+  // expected-error@+1 {{'flexsn.scan' op param #0 ('th') is per_neuron: its map must keep every neuron dimension, got affine_map<(d0, d1, d2) -> (d1)>}}
+  flexsn.scan @lifc ins(%x : memref<?x?x?xf32>) params(%th : memref<?xf32>) outs(%s : memref<?x?x?xf32>)
+      indexing_maps = [affine_map<(t, c, hw) -> (t, c, hw)>, affine_map<(t, c, hw) -> (c)>,
+                       affine_map<(t, c, hw) -> (t, c, hw)>]
   return
 }
 

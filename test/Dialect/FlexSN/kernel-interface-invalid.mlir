@@ -153,3 +153,18 @@ module attributes {flexsn.gpu_kernels = [{name = "k"}]} {
 func.func @role(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", 7, f32, sequence>]>} {
   return
 }
+
+// -----
+
+// expected-error@+2 {{a per_neuron_param buffer ('th') has shape class per_neuron, not scalar}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @per_neuron_shape(%th: memref<f32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"th", per_neuron_param, f32, scalar>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{an inference kernel has no per_neuron_param_gradient buffer ('th_grad')}}
+func.func @inference_gradient(%g: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"th_grad", per_neuron_param_gradient, f32, per_neuron>]>} {
+  return
+}

@@ -167,6 +167,12 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
             shape = ParamShape::PerNeuron;
         } else {
           shape = ParamShape::PerNeuron;
+          StringRef late;
+          SMLoc lateLoc = parser.getCurrentLocation();
+          if (succeeded(parser.parseOptionalKeyword(&late)))
+            return parser.emitError(lateLoc)
+                   << "the binding comes before the shape: write '" << late
+                   << " per_neuron'";
         }
       }
       StringAttr name = builder.getStringAttr(arg.ssaName.name.drop_front());

@@ -132,7 +132,7 @@ struct FlexSNSetParamsPass
                << expectedText(param->getType()) << ", got '" << text.trim()
                << "'";
       *param = ParamAttr::get(b.getContext(), param->getName(), value,
-                              param->getKind());
+                              param->getKind(), param->getShape());
     }
     for (const std::string &entry : kinds) {
       StringRef name, text;
@@ -150,8 +150,33 @@ struct FlexSNSetParamsPass
         return neuron.emitError("flexsn-set-params: parameter '")
                << name << "' is " << param->getType()
                << ": only f32 parameters can be trainable";
+      *param = param->withKind(*kind);
+    }
+    for (const std::string &entry : shapes) {
+      StringRef name, text;
+      if (failed(split(neuron, "shapes", entry, name, text)))
+        return failure();
+      ParamAttr *param = find(name);
+      if (!param)
+        return unknown(name);
+      std::optional<ParamShape> shape = symbolizeParamShape(text.trim());
+      if (!shape)
+        return neuron.emitError("flexsn-set-params: shape of '")
+               << name << "' must be scalar or per_neuron, got '"
+               << text.trim() << "'";
       *param = ParamAttr::get(b.getContext(), param->getName(),
-                              param->getDefaultValue(), *kind);
+                              param->getDefaultValue(), param->getKind(),
+                              *shape);
+    }
+    // The bindings and shapes must agree (a per-neuron const, say).
+    for (ParamAttr &param : params) {
+      auto emitError = [&] {
+        return neuron.emitError("flexsn-set-params: ");
+      };
+      if (failed(ParamAttr::verify(emitError, param.getName(),
+                                   param.getDefaultValue(), param.getKind(),
+                                   param.getShape())))
+        return failure();
     }
     SmallVector<Attribute> attrs(params.begin(), params.end());
     neuron.setParamsAttr(b.getArrayAttr(attrs));
