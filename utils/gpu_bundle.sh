@@ -11,7 +11,8 @@
 #                   utils/device_torch.py, utils/device_ddp.py,
 #                   utils/bench_lif.py and utils/bench_fx.py (their
 #                   --compile-only modes) and of python/tests/
-#                   test_torch_neurons.py and test_fx.py (their CPU run). The GPU machine has no tools: there
+#                   test_torch_neurons.py, test_fx.py and
+#                   test_per_neuron_params.py (their CPU run). The GPU machine has no tools: there
 #                   compile() serves these entries, found by the same
 #                   arguments, with FLEXSN_CACHE_DIR=DIR/cache and
 #                   FLEXSN_RUNTIME_LIB=DIR/libflexsn_runtime.so;
@@ -103,7 +104,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 # CUDA cases use there.
 log "compiling what python/tests uses (their CPU run)"
 "$PY" -m pytest -q -p no:cacheprovider python/tests/test_torch_neurons.py \
-  python/tests/test_fx.py \
+  python/tests/test_fx.py python/tests/test_per_neuron_params.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
 # Unfinished builds of a failed compile are no use there.

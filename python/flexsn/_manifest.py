@@ -81,6 +81,13 @@ class Param:
     type: str  # "f32", "i1", "i32"
     default: object
     kind: str  # "const", "runtime", "trainable"
+    shape: str = "scalar"  # "scalar", or "per_neuron": one f32 per neuron
+
+    @property
+    def per_neuron(self) -> bool:
+        """One value per neuron (a `[N]` buffer of the kernels), not a
+        scalar kernel argument."""
+        return self.shape == "per_neuron"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +105,16 @@ class NeuronInfo:
     @property
     def trainable_params(self) -> Tuple[Param, ...]:
         return tuple(p for p in self.params if p.kind == "trainable")
+
+    @property
+    def scalar_runtime_params(self) -> Tuple[Param, ...]:
+        """The kernels' scalar `param` arguments, in declaration order."""
+        return tuple(p for p in self.runtime_params if not p.per_neuron)
+
+    @property
+    def per_neuron_params(self) -> Tuple[Param, ...]:
+        """The kernels' `per_neuron_param` buffers, in declaration order."""
+        return tuple(p for p in self.params if p.per_neuron)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +162,8 @@ def _neuron(entry: dict) -> NeuronInfo:
     return NeuronInfo(
         name=entry["name"], inputs=tuple(entry["inputs"]),
         states=tuple(entry["states"]), outputs=tuple(entry["outputs"]),
-        params=tuple(Param(p["name"], p["type"], p["default"], p["kind"])
+        params=tuple(Param(p["name"], p["type"], p["default"], p["kind"],
+                           p.get("shape", "scalar"))
                      for p in entry["params"]))
 
 

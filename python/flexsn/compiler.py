@@ -3,7 +3,8 @@
 A compile runs the tools once and stores, in one cache entry:
 
     neuron.mlir    the source as given
-    neuron.json    the neurons (names, parameters with defaults and kinds)
+    neuron.json    the neurons (names, parameters with defaults, kinds and
+                   shapes)
     cpu.json, kernels.so       CPU kernels (shared library, C interface)
     gpu.json, kernels.cubin    GPU kernels (cubin, or a fatbin for several chips)
 
@@ -31,6 +32,7 @@ from ._tools import CompileError
 
 ALL_VARIANTS = ("inference", "final-state", "forward", "backward")
 STORAGE_TYPES = ("f32", "f16", "bf16")
+PARAM_SHAPES = ("scalar", "per_neuron")
 TARGETS = ("cpu", "cuda")
 CACHE_FORMAT = 1  # bumped when an entry's layout changes
 
@@ -144,15 +146,19 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
             chip: Union[str, Sequence[str]] = "sm_90",
             params: Optional[Mapping[str, object]] = None,
             kinds: Optional[Mapping[str, str]] = None,
-            surrogate=None, neuron: Optional[str] = None) -> CompiledNeuron:
+            surrogate=None, neuron: Optional[str] = None,
+            shapes: Optional[Mapping[str, str]] = None) -> CompiledNeuron:
     """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
     to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
     when a CUDA toolkit is installed).
 
     `params` sets parameter defaults (a `const` parameter is specialized to
     it), `kinds` re-binds parameters (`const`, `runtime`, `trainable`),
-    `surrogate` (a `flexsn.surrogate` object or attribute text) replaces
-    every spike's surrogate. A second compile of the same neuron and
+    `shapes` gives parameters a shape (`scalar`, or `per_neuron`: one f32
+    value per neuron, a `[N]` buffer of the kernels; such a parameter must
+    be `runtime` or `trainable`; applied after `kinds`), `surrogate` (a
+    `flexsn.surrogate` object or attribute text) replaces every spike's
+    surrogate. A second compile of the same neuron and
     options runs no tool. A neuron that does not verify raises CompileError
     carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
     text, filename = read_source(source)
@@ -166,6 +172,10 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
         if t not in STORAGE_TYPES:
             raise ValueError(f"unknown storage type '{t}' (one of: "
                              f"{', '.join(STORAGE_TYPES)})")
+    for name, shape in (shapes or {}).items():
+        if shape not in PARAM_SHAPES:
+            raise ValueError(f"unknown shape '{shape}' for parameter "
+                             f"'{name}' (one of: {', '.join(PARAM_SHAPES)})")
     chips = (chip,) if isinstance(chip, str) else tuple(chip)
     if targets is None:
         targets = ("cpu", "cuda") if (cuda_toolkit() / "bin" / "ptxas"
@@ -184,6 +194,9 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
         "surrogate": _surrogate_text(surrogate), "neuron": neuron or "",
         "cache_format": CACHE_FORMAT,
     }
+    if shapes:
+        # Only when given: the keys of every other compile stay as they were.
+        options["shapes"] = sorted(shapes.items())
     key = hashlib.sha256(
         json.dumps([text, options], sort_keys=True).encode()).hexdigest()[:24]
     with _memo_lock:
@@ -261,6 +274,9 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
     if options["kinds"]:
         configure.append("kinds=" + ",".join(
             f"{k}={v}" for k, v in options["kinds"]))
+    if options.get("shapes"):
+        configure.append("shapes=" + ",".join(
+            f"{k}={v}" for k, v in options["shapes"]))
     if options["surrogate"]:
         configure.append("surrogate=" + options["surrogate"])
     argv = [opt, source, "-o", work / "configured.mlir"]

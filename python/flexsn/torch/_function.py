@@ -4,6 +4,13 @@
 is the custom op `flexsn::scan` (fake and autograd registrations), so
 `torch.compile(fullgraph=True)` traces it without a graph break; with older
 torch (Debian's 1.13) it is a torch.autograd.Function.
+
+Parameters reach `scan` as `trainable` (a tensor per trainable parameter, in
+declaration order: 0-d for a scalar one, the neuron shape for a per-neuron
+one) and `runtime` (the other runtime parameters, in declaration order:
+numbers, or float32 tensors of the neuron shape for per-neuron ones). Both
+paths pass the tensors flat, `inputs + given initial states + trainable +
+per-neuron runtime tensors`; scalar runtime values travel apart.
 """
 
 import itertools
@@ -28,6 +35,29 @@ class Handle:
         self.info = compiled.info
         self.deterministic = deterministic
         self._kernels = {}
+        runtime = self.info.runtime_params
+        self.num_trainable = len(self.info.trainable_params)
+        # Per non-trainable runtime parameter: whether it is per-neuron.
+        self.fixed_per_neuron = tuple(p.per_neuron for p in runtime
+                                      if p.kind != "trainable")
+        self.has_per_neuron = any(p.per_neuron for p in runtime)
+        # The kernels' scalar arguments, in declaration order: (from a
+        # trainable tensor, index, type); and their per-neuron buffers:
+        # (from a trainable tensor, index into trainable / per-neuron
+        # runtime tensors).
+        self._scalar_plan, self._per_neuron_plan = [], []
+        t = f = r = 0
+        for p in runtime:
+            if p.kind == "trainable":
+                (self._per_neuron_plan if p.per_neuron else
+                 self._scalar_plan).append((True, t, p.type))
+                t += 1
+            elif p.per_neuron:
+                self._per_neuron_plan.append((False, f, p.type))
+                f += 1
+            else:
+                self._scalar_plan.append((False, r, p.type))
+                r += 1
         with _registry_lock:
             self.id = next(_next_handle)
             _registry[self.id] = self
@@ -52,30 +82,55 @@ class Handle:
                 or torch.are_deterministic_algorithms_enabled())
 
 
+def split_runtime(handle: Handle, runtime: Sequence) -> (List, List):
+    """(scalar values, per-neuron tensors) of `runtime`, the non-trainable
+    runtime parameters in declaration order."""
+    if not handle.has_per_neuron:
+        return runtime, []
+    if len(runtime) != len(handle.fixed_per_neuron):
+        raise ValueError(
+            f"{handle.info.name} takes {len(handle.fixed_per_neuron)} "
+            f"non-trainable runtime parameter(s), got {len(runtime)}")
+    scalars, fixed = [], []
+    for per_neuron, value in zip(handle.fixed_per_neuron, runtime):
+        (fixed if per_neuron else scalars).append(value)
+    return scalars, fixed
+
+
 def _runtime_values(handle: Handle, trainable: Sequence[torch.Tensor],
                     runtime: Sequence[float]) -> List:
-    """The kernel's runtime parameters in declaration order: trainable ones
-    from their tensors, the rest from `runtime` (converted to their type)."""
-    values, t, r = [], iter(trainable), iter(runtime)
-    for p in handle.info.runtime_params:
-        if p.kind == "trainable":
-            values.append(float(next(t)))
+    """The kernel's scalar runtime parameters in declaration order:
+    trainable ones from their tensors, the rest from `runtime` (the scalar
+    non-trainable values, converted to their type)."""
+    values = []
+    for from_trainable, i, type_ in handle._scalar_plan:
+        if from_trainable:
+            values.append(float(trainable[i]))
         else:
-            v = next(r)
-            values.append(bool(v) if p.type == "i1" else
-                          int(v) if p.type == "i32" else float(v))
+            v = runtime[i]
+            values.append(bool(v) if type_ == "i1" else
+                          int(v) if type_ == "i32" else float(v))
     return values
 
 
-def split_tensors(tensors, num_inputs: int, present):
+def _per_neuron_tensors(handle: Handle, trainable, fixed) -> List:
+    """The kernels' per-neuron parameter buffers in declaration order:
+    trainable ones from `trainable`, the others from `fixed`."""
+    return [trainable[i] if from_trainable else fixed[i]
+            for from_trainable, i, _ in handle._per_neuron_plan]
+
+
+def split_tensors(tensors, num_inputs: int, present, num_trainable: int):
     """(inputs, initial states with None where `present` says absent,
-    trainable parameters) of the flat tensor list the op and the autograd
-    Function take."""
+    trainable parameters, per-neuron runtime parameters) of the flat tensor
+    list the op and the autograd Function take."""
     num_inits = sum(present)
     given = iter(tensors[num_inputs:num_inputs + num_inits])
     inits = [next(given) if p else None for p in present]
+    start = num_inputs + num_inits
     return (list(tensors[:num_inputs]), inits,
-            list(tensors[num_inputs + num_inits:]))
+            list(tensors[start:start + num_trainable]),
+            list(tensors[start + num_trainable:]))
 
 
 def final_states(seqs, inits, copy_inits: bool = False):
@@ -87,14 +142,16 @@ def final_states(seqs, inits, copy_inits: bool = False):
             for s, init in zip(seqs, inits)]
 
 
-def _check_inputs(handle: Handle, inputs, inits):
-    check_inputs(handle.info, inputs, inits)
+def _check_inputs(handle: Handle, inputs, inits, per_neuron=()):
+    check_inputs(handle.info, inputs, inits, per_neuron)
 
 
-def _inference(handle, inputs, inits, runtime_values, store_state_seqs):
+def _inference(handle, inputs, inits, runtime_values, store_state_seqs,
+               per_neuron=()):
     kernels = handle.kernels_for(inputs[0])
     outputs, states = kernels.inference(list(inputs), list(inits),
-                                        runtime_values, store_state_seqs)
+                                        runtime_values, store_state_seqs,
+                                        per_neuron=per_neuron)
     return outputs, states
 
 
@@ -105,30 +162,41 @@ class _ScanFunction(torch.autograd.Function):
     sequences: their gradients reach the backward kernel as gradients of
     the final states (`[N...]`), not as `[T, N...]` sequences that are
     zero but for the last step. Absent gradients stay absent (NULL
-    buffers)."""
+    buffers).
+
+    `runtime` holds the scalar non-trainable runtime values; the tensors
+    are inputs, given initial states, trainable parameters and per-neuron
+    runtime parameters (no gradient)."""
 
     @staticmethod
     def forward(ctx, handle_id, runtime, num_inputs, present, finals,
                 *tensors):
         handle = _registry[handle_id]
-        inputs, inits, trainable = split_tensors(tensors, num_inputs, present)
+        inputs, inits, trainable, fixed = split_tensors(
+            tensors, num_inputs, present, handle.num_trainable)
         values = _runtime_values(handle, trainable, runtime)
+        per_neuron = _per_neuron_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
-        outputs, states, workspace = kernels.forward(inputs, inits, values)
+        outputs, states, workspace = kernels.forward(inputs, inits, values,
+                                                     per_neuron)
         if finals:
             # Views of the last step (no copy on the device); an initial
             # state returned as a result must be a new tensor.
             states = final_states(states, inits, copy_inits=True)
         ctx.handle, ctx.values, ctx.finals = handle, values, finals
         ctx.present = present
-        ctx.trainable_like = trainable
-        ctx.save_for_backward(workspace, *inputs)
+        ctx.trainable_like = [(t.dtype, t.shape) for t in trainable]
+        ctx.num_inputs, ctx.num_fixed = num_inputs, len(fixed)
+        # The backward kernel reads the per-neuron parameters again: saved,
+        # so that changing one in place before backward is an error.
+        ctx.save_for_backward(workspace, *inputs, *per_neuron)
         ctx.set_materialize_grads(False)
         return tuple(outputs) + tuple(states)
 
     @staticmethod
     def backward(ctx, *grads):
-        workspace, *inputs = ctx.saved_tensors
+        workspace, *rest = ctx.saved_tensors
+        inputs, per_neuron = rest[:ctx.num_inputs], rest[ctx.num_inputs:]
         handle = ctx.handle
         kernels = handle.kernels_for(inputs[0])
         n_out = kernels.num_outputs
@@ -138,12 +206,14 @@ class _ScanFunction(torch.autograd.Function):
             grad_outputs, none if ctx.finals else grad_states, workspace,
             inputs, ctx.values, handle.is_deterministic(), inputs[0],
             grad_finals=grad_states if ctx.finals else none,
-            present=ctx.present)
-        grad_params = [g.to(t.dtype).reshape(t.shape)
-                       for g, t in zip(grad_params, ctx.trainable_like)]
+            present=ctx.present, per_neuron=per_neuron)
+        grad_params = [g.to(dtype).reshape(shape)
+                       for g, (dtype, shape) in zip(grad_params,
+                                                    ctx.trainable_like)]
         grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
         return ((None, None, None, None, None) + tuple(grad_inputs)
-                + tuple(grad_inits) + tuple(grad_params))
+                + tuple(grad_inits) + tuple(grad_params)
+                + (None,) * ctx.num_fixed)
 
 
 def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
@@ -151,19 +221,23 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
     """Outputs and states (sequences, or final states when not
     `store_state_seqs`), differentiable through the training kernels when
     any tensor needs a gradient."""
+    runtime, fixed = split_runtime(handle, runtime)
     needs_grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
         for t in itertools.chain(inputs, inits, trainable))
     if not needs_grad:
         # The inference path checks the inputs once per layout it plans.
         values = _runtime_values(handle, trainable, runtime)
-        return _inference(handle, inputs, inits, values, store_state_seqs)
-    _check_inputs(handle, inputs, inits)
+        per_neuron = _per_neuron_tensors(handle, trainable, fixed)
+        return _inference(handle, inputs, inits, values, store_state_seqs,
+                          per_neuron)
+    _check_inputs(handle, inputs, inits,
+                  _per_neuron_tensors(handle, trainable, fixed))
     present = tuple(s is not None for s in inits)
     results = _ScanFunction.apply(handle.id, tuple(runtime), len(inputs),
                                   present, not store_state_seqs, *inputs,
                                   *(s for s in inits if s is not None),
-                                  *trainable)
+                                  *trainable, *fixed)
     n_out = len(handle.info.outputs)
     return list(results[:n_out]), list(results[n_out:])
 
@@ -194,20 +268,26 @@ if _HAS_CUSTOM_OP:
                  training: bool, store_state_seqs: bool) -> List[Tensor]:
         """Outputs, then states (sequences when training or
         store_state_seqs, else final states), then the workspace when
-        training. `present_mask` has bit s set when initial state s is
-        given; `runtime` holds the non-trainable runtime parameters as
+        training. `tensors` are the inputs, the given initial states, the
+        trainable parameters and the per-neuron runtime parameters;
+        `present_mask` has bit s set when initial state s is given;
+        `runtime` holds the scalar non-trainable runtime parameters as
         floats (bools and ints convert exactly), which torch.compile
         treats as constants of the graph."""
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
-        inputs, inits, trainable = split_tensors(tensors, num_inputs, present)
+        inputs, inits, trainable, fixed = split_tensors(
+            tensors, num_inputs, present, handle.num_trainable)
         values = _runtime_values(handle, trainable, runtime)
+        per_neuron = _per_neuron_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
         if training:
-            outputs, states, workspace = kernels.forward(inputs, inits, values)
+            outputs, states, workspace = kernels.forward(inputs, inits, values,
+                                                         per_neuron)
             return outputs + states + [workspace]
         outputs, states = kernels.inference(inputs, inits, values,
-                                            store_state_seqs)
+                                            store_state_seqs,
+                                            per_neuron=per_neuron)
         return outputs + states
 
     @_scan_op.register_fake
@@ -241,23 +321,28 @@ if _HAS_CUSTOM_OP:
     @torch.library.custom_op("flexsn::scan_backward", mutates_args=())
     def _scan_backward_op(handle_id: int, grads: List[Optional[Tensor]],
                           workspace: Tensor, inputs: List[Tensor],
-                          trainable: List[Tensor], present_mask: int,
+                          trainable: List[Tensor], fixed: List[Tensor],
+                          present_mask: int,
                           runtime: List[float]) -> List[Tensor]:
+        """Gradients of the inputs, the given initial states and the
+        trainable parameters (each of its parameter's shape and dtype);
+        `fixed` are the per-neuron runtime parameters (no gradient)."""
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
         kernels = handle.kernels_for(inputs[0])
         values = _runtime_values(handle, trainable, runtime)
+        per_neuron = _per_neuron_tensors(handle, trainable, fixed)
         n_out = kernels.num_outputs
         gi, gs, gp = kernels.backward(grads[:n_out], grads[n_out:], workspace,
                                       inputs, values,
                                       handle.is_deterministic(), inputs[0],
-                                      present=present)
+                                      present=present, per_neuron=per_neuron)
         gs = [g for g, p in zip(gs, present) if p]
         gp = [g.to(t.dtype).reshape(t.shape) for g, t in zip(gp, trainable)]
         return gi + gs + gp
 
     @_scan_backward_op.register_fake
-    def _(handle_id, grads, workspace, inputs, trainable, present_mask,
+    def _(handle_id, grads, workspace, inputs, trainable, fixed, present_mask,
           runtime):
         x = inputs[0]
         handle = _registry[handle_id]
@@ -272,23 +357,29 @@ if _HAS_CUSTOM_OP:
          store_state_seqs) = inputs
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
-        ins, _, trainable = split_tensors(tensors, num_inputs, present)
+        ins, _, trainable, fixed = split_tensors(tensors, num_inputs, present,
+                                                 handle.num_trainable)
         ctx.handle_id, ctx.present_mask = handle_id, present_mask
         ctx.runtime = runtime
         ctx.num_inputs, ctx.num_trainable = num_inputs, len(trainable)
+        ctx.num_fixed = len(fixed)
         ctx.num_results = len(output) - 1
-        ctx.save_for_backward(output[-1], *ins, *trainable)
+        ctx.save_for_backward(output[-1], *ins, *trainable, *fixed)
 
     def _backward(ctx, grads):
         workspace, *rest = ctx.saved_tensors
-        inputs, trainable = rest[:ctx.num_inputs], rest[ctx.num_inputs:]
+        n_in, n_tr = ctx.num_inputs, ctx.num_trainable
+        inputs, trainable = rest[:n_in], rest[n_in:n_in + n_tr]
+        fixed = rest[n_in + n_tr:]
         results = _scan_backward_op(ctx.handle_id,
                                     list(grads[:ctx.num_results]), workspace,
                                     list(inputs), list(trainable),
-                                    ctx.present_mask, ctx.runtime)
-        # Non-tensor arguments get None; a list argument, a list of them.
-        return (None, results, None, None, [None] * len(ctx.runtime), None,
-                None)
+                                    list(fixed), ctx.present_mask,
+                                    ctx.runtime)
+        # Non-tensor arguments get None; a list argument, a list of them
+        # (the per-neuron runtime parameters among `tensors` get None).
+        return (None, list(results) + [None] * ctx.num_fixed, None, None,
+                [None] * len(ctx.runtime), None, None)
 
     _scan_op.register_autograd(_backward, setup_context=_setup_context)
 
@@ -301,19 +392,24 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
          store_state_seqs: bool):
     """Runs a neuron over sequences: (outputs, states), differentiable
     through the generated training kernels. States are sequences with
-    `store_state_seqs`, else final states."""
+    `store_state_seqs`, else final states. `trainable`: a tensor per
+    trainable parameter (declaration order; a per-neuron one of the neuron
+    shape, float32); `runtime`: the other runtime parameters (declaration
+    order; numbers, or float32 tensors of the neuron shape)."""
     # Eager calls skip the dispatcher (tens of microseconds per call); the
     # custom op is what torch.compile traces.
     if not _HAS_CUSTOM_OP or not _compiling():
         return scan_autograd(handle, inputs, inits, trainable, runtime,
                              store_state_seqs)
-    _check_inputs(handle, inputs, inits)
+    runtime, fixed = split_runtime(handle, runtime)
+    _check_inputs(handle, inputs, inits,
+                  _per_neuron_tensors(handle, trainable, fixed))
     training = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
         for t in itertools.chain(inputs, inits, trainable))
     present_mask = sum(1 << i for i, s in enumerate(inits) if s is not None)
     tensors = (list(inputs) + [s for s in inits if s is not None]
-               + list(trainable))
+               + list(trainable) + list(fixed))
     results = _scan_op(handle.id, tensors, len(inputs), present_mask,
                        [float(v) for v in runtime], training,
                        store_state_seqs)

@@ -3,8 +3,14 @@
 Buffers are matched to tensors by their manifest roles, in order within a
 role: inputs, initial states, outputs, state results, incoming gradients
 (outputs', then state sequences'), re-read inputs (named after the input),
-gradients of final states, of inputs, of initial states, of trainable
-parameters.
+gradients of final states, of inputs, of initial states, per-neuron
+parameters (named after the parameter), gradients of trainable parameters
+(`param_gradient` for scalar ones, `per_neuron_param_gradient` for
+per-neuron ones, named `<parameter>_grad`).
+
+Per-neuron parameters are float32 tensors of the neuron shape (the inputs'
+shape without the time dimension), passed in declaration order as
+`per_neuron`; the scalar runtime parameters are `params`.
 """
 
 import functools
@@ -59,9 +65,10 @@ def _step_layout(shape: torch.Size, stride: Tuple[int, ...]):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def check_inputs(info, inputs, inits):
-    """Clear errors for inputs and initial states that do not fit the
-    neuron: counts, ranks, shapes, devices and dtypes."""
+def check_inputs(info, inputs, inits, per_neuron=()):
+    """Clear errors for inputs, initial states and per-neuron parameters
+    that do not fit the neuron: counts, ranks, shapes, devices and
+    dtypes."""
     if len(inputs) != len(info.inputs):
         raise ValueError(f"{info.name} takes {len(info.inputs)} input "
                          f"sequence(s) ({', '.join(info.inputs)}), got "
@@ -91,6 +98,34 @@ def check_inputs(info, inputs, inits):
         if s.dtype != x0.dtype:
             raise TypeError(f"{info.name}: state '{name}' is {s.dtype}, the "
                             f"inputs {x0.dtype}")
+    check_per_neuron(info, x0, per_neuron)
+
+
+def check_per_neuron(info, x0, per_neuron):
+    """Each per-neuron parameter is a float32 tensor of the neuron shape
+    (x0.shape[1:]) on the inputs' device."""
+    params = info.per_neuron_params
+    if len(per_neuron) != len(params):
+        raise ValueError(
+            f"{info.name} takes {len(params)} per-neuron parameter(s) "
+            f"({', '.join(p.name for p in params) or 'none'}), got "
+            f"{len(per_neuron)}")
+    for p, t in zip(params, per_neuron):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{info.name}: per-neuron parameter '{p.name}' "
+                            f"is a tensor of the neuron shape, not "
+                            f"{type(t).__name__}")
+        if t.shape != x0.shape[1:]:
+            raise ValueError(
+                f"{info.name}: per-neuron parameter '{p.name}' has shape "
+                f"{tuple(t.shape)}, expected the neuron shape "
+                f"{tuple(x0.shape[1:])} (the inputs' shape without T)")
+        if t.dtype != torch.float32:
+            raise TypeError(f"{info.name}: per-neuron parameter '{p.name}' "
+                            f"is {t.dtype}, the kernels take float32")
+        if t.device != x0.device:
+            raise ValueError(f"{info.name}: per-neuron parameter '{p.name}' "
+                             f"is on {t.device}, the inputs on {x0.device}")
 
 
 def current_stream(device_index: int) -> int:
@@ -109,9 +144,14 @@ class NeuronKernels:
         self.num_inputs = len(self.info.inputs)
         self.num_states = len(self.info.states)
         self.num_outputs = len(self.info.outputs)
+        self.per_neuron_names = tuple(p.name
+                                      for p in self.info.per_neuron_params)
+        self.trainable_names = tuple(p.name
+                                     for p in self.info.trainable_params)
         self._cache = {}
         self._plans = {}
         self._layouts = {}
+        self._written = {}
 
     def kernel(self, variant: str, dtype: str,
                deterministic: bool = False) -> Kernel:
@@ -144,44 +184,68 @@ class NeuronKernels:
 
     def _backward_layout(self, spec) -> List[Tuple[str, int]]:
         """(role, index into the tensors of that role) of each argument of
-        a backward kernel, worked out once per kernel."""
+        a backward kernel, worked out once per kernel. Parameter gradients
+        (scalar and per-neuron) index the trainable parameters, by name."""
         layout = self._layouts.get(spec.name)
         if layout is None:
             counts, layout = {}, []
             for b in spec.buffers:
                 if b.in_workspace:
                     continue
-                if b.role == "input_sequence":
+                role = b.role
+                if role == "input_sequence":
                     index = self.info.inputs.index(b.name)
-                elif b.role in ("optional_input_sequence", "initial_state",
-                                "output_sequence", "final_state",
-                                "param_gradient"):
-                    index = counts[b.role] = counts.get(b.role, -1) + 1
+                elif role in ("optional_input_sequence", "initial_state",
+                              "output_sequence", "final_state"):
+                    index = counts[role] = counts.get(role, -1) + 1
+                elif role == "per_neuron_param":
+                    index = self._named(spec, b.name, self.per_neuron_names)
+                elif role in ("param_gradient", "per_neuron_param_gradient"):
+                    name = b.name[:-len("_grad")] if b.name.endswith(
+                        "_grad") else b.name
+                    index = self._named(spec, name, self.trainable_names)
+                    role = "param_gradient"
                 else:
                     raise RuntimeError(f"{spec.name}: unexpected buffer role "
                                        f"'{b.role}' in a backward kernel")
-                layout.append((b.role, index))
+                layout.append((role, index))
             self._layouts[spec.name] = layout
+            # The trainable parameters whose gradient the kernel writes.
+            self._written[spec.name] = frozenset(
+                i for role, i in layout if role == "param_gradient")
         return layout
+
+    @staticmethod
+    def _named(spec, name, names) -> int:
+        if name not in names:
+            raise RuntimeError(f"{spec.name}: buffer of parameter '{name}', "
+                               f"which is not one of {', '.join(names)}")
+        return names.index(name)
 
     # -- the variants ------------------------------------------------------
 
     def inference(self, inputs: List[torch.Tensor],
                   inits: List[Optional[torch.Tensor]], params: Sequence,
-                  store_state_seqs: bool, allow_strided: bool = True
+                  store_state_seqs: bool, allow_strided: bool = True,
+                  per_neuron: Sequence[torch.Tensor] = ()
                   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
         """Outputs and (state sequences or final states), with no graph."""
         # Everything that depends only on the layout is worked out (and
         # checked) once per layout: a module is called with few of them.
+        # Per-neuron parameters are part of the layout (shape, dtype,
+        # device): the plan checks them too.
         key = (store_state_seqs, allow_strided,
                *[(x.shape, x.stride(), x.dtype, x.get_device())
                  for x in inputs],
                *[None if s is None else (s.shape, s.stride(), s.dtype,
-                                         s.get_device()) for s in inits])
+                                         s.get_device()) for s in inits],
+               *[(p.shape, p.dtype, p.get_device())
+                 if isinstance(p, torch.Tensor) else type(p)
+                 for p in per_neuron], len(per_neuron))
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan_inference(inputs, inits, store_state_seqs,
-                                        allow_strided)
+                                        allow_strided, per_neuron)
             if len(self._plans) >= 64:
                 self._plans.clear()
             self._plans[key] = plan
@@ -209,17 +273,21 @@ class NeuronKernels:
                 states = [torch.zeros_like(s) if init is None else init.clone()
                           for s, init in zip(states, inits)]
             return outputs, states
+        # Contiguous copies stay referenced until the launch is queued.
+        per_neuron = [p.contiguous() for p in per_neuron]
         buffers = ([x.data_ptr() for x in inputs]
                    + [self._address(s) for s in inits]
                    + [y.data_ptr() for y in outputs]
-                   + [s.data_ptr() for s in states])
+                   + [s.data_ptr() for s in states]
+                   + [p.data_ptr() for p in per_neuron])
         self._launch(kernel, T, N, ld if ld != N else 0, buffers, 0, params,
                      x0.get_device())
         return outputs, states
 
-    def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided):
+    def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided,
+                        per_neuron=()):
         """(kernel, T, N, ld, whether to copy the inputs, sequence shape)."""
-        check_inputs(self.info, inputs, inits)
+        check_inputs(self.info, inputs, inits, per_neuron)
         dtype = storage_type(inputs + [s for s in inits if s is not None],
                              self.info.name)
         x0 = inputs[0]
@@ -235,8 +303,9 @@ class NeuronKernels:
                              else "final-state", dtype)
         return kernel, T, N, ld, copy_inputs, (T,) + tuple(shape)
 
-    def forward(self, inputs, inits, params):
-        """Training forward: outputs, state sequences and the workspace."""
+    def forward(self, inputs, inits, params, per_neuron=()):
+        """Training forward: outputs, state sequences and the workspace.
+        The caller has checked the tensors (check_inputs)."""
         x0 = inputs[0]
         dtype = storage_type(inputs + [s for s in inits if s is not None],
                              self.info.name)
@@ -252,22 +321,28 @@ class NeuronKernels:
         workspace = self._workspace(kernel, T, N, N, device)
         if T == 0 or N == 0:
             return outputs, states, workspace
+        per_neuron = [p.contiguous() for p in per_neuron]
         buffers = ([x.data_ptr() for x in inputs]
                    + [self._address(s) for s in inits]
                    + [y.data_ptr() for y in outputs]
-                   + [s.data_ptr() for s in states])
+                   + [s.data_ptr() for s in states]
+                   + [p.data_ptr() for p in per_neuron])
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device)
         return outputs, states, workspace
 
     def backward(self, grad_outputs, grad_states, workspace, inputs,
                  params, deterministic, dtype_like: torch.Tensor,
-                 grad_finals=None, present=None):
+                 grad_finals=None, present=None, per_neuron=()):
         """Gradients of inputs, initial states and trainable parameters
         from those of the outputs, the state sequences (`grad_states`) and
         the final states (`grad_finals`); absent (None) incoming gradients
         are zeros. `present` (default: all) says which initial states were
-        given: the others get no gradient (None, a NULL buffer)."""
+        given: the others get no gradient (None, a NULL buffer).
+        `per_neuron` holds the per-neuron parameters the forward ran with.
+        One gradient per trainable parameter, in declaration order: a 0-d
+        float32 tensor for a scalar one, a float32 tensor of the neuron
+        shape for a per-neuron one (its gradient summed over T)."""
         dtype = DTYPES[dtype_like.dtype]
         kernel = self.kernel("backward", dtype, deterministic)
         spec = kernel.spec
@@ -278,8 +353,17 @@ class NeuronKernels:
                        for _ in range(self.num_inputs)]
         grad_inits = [dtype_like.new_empty(shape) if p else None
                       for p in (present or [True] * self.num_states)]
-        grad_params = [dtype_like.new_zeros((), dtype=torch.float32)
-                       for _ in spec.buffers_with_role("param_gradient")]
+        layout = self._backward_layout(spec)
+        written = self._written[spec.name]
+        # Scalar gradients start at zero; per-neuron ones are overwritten
+        # by the kernel (zeros where it has no buffer for one, or when no
+        # kernel runs).
+        grad_params = [
+            dtype_like.new_zeros((), dtype=torch.float32) if not p.per_neuron
+            else dtype_like.new_empty(shape, dtype=torch.float32)
+            if i in written and T and N else
+            dtype_like.new_zeros(shape, dtype=torch.float32)
+            for i, p in enumerate(self.info.trainable_params)]
         finals = [None if g is None else g.contiguous()
                   for g in (grad_finals or [None] * self.num_states)]
         if T == 0 or N == 0:
@@ -291,8 +375,6 @@ class NeuronKernels:
                     g.copy_(final)
                 else:
                     g.zero_()
-            for g in grad_params:
-                g.zero_()
             return grad_inputs, grad_inits, grad_params
         sources = {
             "optional_input_sequence": [
@@ -301,9 +383,9 @@ class NeuronKernels:
             # Contiguous copies stay referenced until the launch is queued.
             "input_sequence": [x.contiguous() for x in inputs],
             "initial_state": finals, "output_sequence": grad_inputs,
-            "final_state": grad_inits, "param_gradient": grad_params}
-        buffers = [self._address(sources[role][i])
-                   for role, i in self._backward_layout(spec)]
+            "final_state": grad_inits, "param_gradient": grad_params,
+            "per_neuron_param": [p.contiguous() for p in per_neuron]}
+        buffers = [self._address(sources[role][i]) for role, i in layout]
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device)
         return grad_inputs, grad_inits, grad_params

@@ -2,7 +2,7 @@
 
 import math
 import os
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Union
 
 import torch
 from torch import nn
@@ -31,6 +31,14 @@ class FlexSN(nn.Module):
     `trainable` ones are `nn.Parameter`s. `deterministic=True` (or
     `torch.use_deterministic_algorithms(True)`) sums parameter gradients in
     a fixed order on the GPU.
+
+    Per-neuron parameters (`shapes={"v_threshold": "per_neuron"}`, with a
+    `runtime` or `trainable` kind, or declared so in the neuron) hold one
+    float32 value per neuron: a trainable one is an `nn.Parameter` of the
+    neuron shape (the inputs' shape without T, so a batch dimension is
+    part of it), a runtime one a registered buffer. Each starts at its
+    value, `params[name]` or the default; the shape is `neuron_shape`, or
+    that of a tensor given in `params` (both: they must agree).
     """
 
     def __init__(self, neuron, num_inputs: Optional[int] = None,
@@ -39,6 +47,8 @@ class FlexSN(nn.Module):
                  store_state_seqs: bool = False,
                  params: Optional[Mapping[str, object]] = None,
                  kinds: Optional[Mapping[str, str]] = None,
+                 shapes: Optional[Mapping[str, str]] = None,
+                 neuron_shape: Optional[Sequence[int]] = None,
                  surrogate_function=None, deterministic: bool = False,
                  step_mode: str = "m",
                  storage_types: Sequence[str] = ("f32", "f16", "bf16"),
@@ -58,7 +68,7 @@ class FlexSN(nn.Module):
         params = dict(params or {})
         # Const parameters are compiled in; the others are module state.
         probe = compiler.compile(neuron, targets=(), kinds=kinds,
-                                 neuron=neuron_name)
+                                 shapes=shapes, neuron=neuron_name)
         info = probe.info
         const = {p.name for p in info.params if p.kind == "const"}
         unknown = set(params) - {p.name for p in info.params}
@@ -69,7 +79,7 @@ class FlexSN(nn.Module):
         self.compiled = compiler.compile(
             neuron, storage_types=storage_types, kinds=kinds,
             params={k: v for k, v in params.items() if k in const},
-            surrogate=surrogate_function, neuron=neuron_name,
+            surrogate=surrogate_function, neuron=neuron_name, shapes=shapes,
             **compile_options)
         self.info = info = self.compiled.info
         for what, expected, actual in (("inputs", num_inputs, info.inputs),
@@ -84,8 +94,35 @@ class FlexSN(nn.Module):
         self.step_mode = step_mode
         self._runtime_names = []
         shared = {p.name: p.parameter for p in step.params} if step else {}
+        self.neuron_shape = _neuron_shape(info, params, neuron_shape)
+        for p in info.params:
+            value = params.get(p.name)
+            if (isinstance(value, torch.Tensor) and not p.per_neuron
+                    and value.numel() != 1):
+                raise ValueError(
+                    f"{info.name}: parameter '{p.name}' is a scalar, got a "
+                    f"tensor of shape {tuple(value.shape)} (a per-neuron "
+                    f"parameter needs shapes={{'{p.name}': 'per_neuron'}} "
+                    f"and a runtime or trainable kind)")
+        self._per_neuron_names = tuple(p.name for p in info.per_neuron_params)
         for p in info.runtime_params:
             value = params.get(p.name, p.default)
+            if p.per_neuron:
+                if p.name in shared:
+                    raise ValueError(
+                        f"{info.name}: the step function's parameter "
+                        f"'{p.name}' is a scalar nn.Parameter, it cannot be "
+                        f"per_neuron")
+                data = (value.detach().to(dtype=torch.float32, copy=True)
+                        if isinstance(value, torch.Tensor) else
+                        torch.full(self.neuron_shape, float(value),
+                                   dtype=torch.float32))
+                if p.kind == "trainable":
+                    self.register_parameter(p.name, nn.Parameter(data))
+                else:
+                    self.register_buffer(p.name, data)
+                    self._runtime_names.append(p.name)
+                continue
             if p.kind == "trainable":
                 # A step function's own nn.Parameter is the module's: the
                 # kernels train the tensor its author holds.
@@ -125,7 +162,9 @@ class FlexSN(nn.Module):
                 f"states={list(self.info.states)}, "
                 f"outputs={list(self.info.outputs)}, "
                 f"store_state_seqs={self.store_state_seqs}, "
-                f"step_mode={self.step_mode!r}")
+                f"step_mode={self.step_mode!r}"
+                + (f", neuron_shape={self.neuron_shape}"
+                   if self._per_neuron_names else ""))
 
     def forward(self, *inputs: torch.Tensor):
         if len(inputs) != len(self.info.inputs):
@@ -136,6 +175,12 @@ class FlexSN(nn.Module):
             inputs = tuple(x.unsqueeze(0) for x in inputs)
         trainable = [getattr(self, p.name) for p in self.info.trainable_params]
         runtime = [getattr(self, name) for name in self._runtime_names]
+        if self._per_neuron_names:
+            # The kernels take float32 per-neuron parameters: a module
+            # converted with .half() or .double() passes float32 copies
+            # (differentiable; the gradient comes back in its dtype).
+            trainable = [_float32(t) for t in trainable]
+            runtime = [_float32(v) for v in runtime]
         inits = [s if s is None or s.shape == inputs[0].shape[1:] else None
                  for s in self.states]
         outputs, states = scan(self.handle, list(inputs), inits, trainable,
@@ -149,6 +194,43 @@ class FlexSN(nn.Module):
         if self.step_mode == "s":
             outputs = [y[0] for y in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _float32(value):
+    if (isinstance(value, torch.Tensor) and value.dtype != torch.float32
+            and value.is_floating_point()):
+        return value.float()
+    return value
+
+
+def _neuron_shape(info, params, neuron_shape):
+    """The shape of the per-neuron parameters: `neuron_shape`, or that of
+    the tensors given for them in `params` (which must all agree)."""
+    shape = where = None
+    if neuron_shape is not None:
+        if isinstance(neuron_shape, int):
+            neuron_shape = (neuron_shape,)
+        shape = tuple(int(d) for d in neuron_shape)
+        if any(d < 0 for d in shape):
+            raise ValueError(f"neuron_shape {shape} has a negative size")
+        where = "neuron_shape"
+    for p in info.per_neuron_params:
+        value = params.get(p.name)
+        if not isinstance(value, torch.Tensor):
+            continue
+        if shape is None:
+            shape, where = tuple(value.shape), f"params['{p.name}']"
+        elif tuple(value.shape) != shape:
+            raise ValueError(
+                f"{info.name}: per-neuron parameter '{p.name}' has shape "
+                f"{tuple(value.shape)}, {where} is {shape}")
+    if shape is None and info.per_neuron_params:
+        names = ", ".join(p.name for p in info.per_neuron_params)
+        raise ValueError(
+            f"{info.name}: per-neuron parameter(s) {names} need the neuron "
+            f"shape (the inputs' shape without T): pass neuron_shape=(...) "
+            f"or a tensor of that shape in params=")
+    return shape
 
 
 def _import_step(core, num_inputs, num_states, num_outputs, params,
@@ -184,10 +266,24 @@ def _surrogate(surrogate_function):
 
 
 class _NodeBase(FlexSN):
-    """SpikingJelly-style neurons with one state `v`."""
+    """SpikingJelly-style neurons with one state `v`.
+
+    A per-neuron threshold (`per_neuron_threshold=True` with
+    `neuron_shape=`, or a tensor `v_threshold`) is a trainable
+    `nn.Parameter` `v_threshold` of the neuron shape; with
+    `kinds={"v_threshold": "runtime"}` a buffer instead."""
 
     def __init__(self, neuron: str, params: dict, v_reset, detach_reset,
-                 surrogate_function, store_v_seq, step_mode, **options):
+                 surrogate_function, store_v_seq, step_mode,
+                 per_neuron_threshold=False, **options):
+        threshold = params["v_threshold"]
+        if isinstance(threshold, torch.Tensor) or per_neuron_threshold:
+            options["shapes"] = {**(options.get("shapes") or {}),
+                                 "v_threshold": "per_neuron"}
+            options["kinds"] = {"v_threshold": "trainable",
+                                **(options.get("kinds") or {})}
+        if not isinstance(threshold, torch.Tensor):
+            params["v_threshold"] = float(threshold)
         params.update(v_reset=0.0 if v_reset is None else float(v_reset),
                       soft_reset=v_reset is None,
                       detach_reset=bool(detach_reset))
@@ -212,29 +308,33 @@ class _NodeBase(FlexSN):
 class IFNode(_NodeBase):
     """Integrate-and-fire: h = v + x (SpikingJelly's IFNode)."""
 
-    def __init__(self, v_threshold: float = 1.0,
+    def __init__(self, v_threshold: Union[float, torch.Tensor] = 1.0,
                  v_reset: Optional[float] = 0.0, surrogate_function=None,
                  detach_reset: bool = False, step_mode: str = "m",
-                 store_v_seq: bool = False, **options):
-        super().__init__("if", {"v_threshold": float(v_threshold)}, v_reset,
+                 store_v_seq: bool = False,
+                 per_neuron_threshold: bool = False, **options):
+        super().__init__("if", {"v_threshold": v_threshold}, v_reset,
                          detach_reset, surrogate_function, store_v_seq,
-                         step_mode, **options)
+                         step_mode, per_neuron_threshold, **options)
 
 
 class LIFNode(_NodeBase):
     """Leaky integrate-and-fire (SpikingJelly's LIFNode)."""
 
     def __init__(self, tau: float = 2.0, decay_input: bool = True,
-                 v_threshold: float = 1.0, v_reset: Optional[float] = 0.0,
+                 v_threshold: Union[float, torch.Tensor] = 1.0,
+                 v_reset: Optional[float] = 0.0,
                  surrogate_function=None, detach_reset: bool = False,
-                 step_mode: str = "m", store_v_seq: bool = False, **options):
+                 step_mode: str = "m", store_v_seq: bool = False,
+                 per_neuron_threshold: bool = False, **options):
         if not tau > 1.0:
             raise ValueError(f"tau must be > 1, got {tau}")
         super().__init__("lif", {"tau": float(tau),
                                  "decay_input": bool(decay_input),
-                                 "v_threshold": float(v_threshold)},
+                                 "v_threshold": v_threshold},
                          v_reset, detach_reset, surrogate_function,
-                         store_v_seq, step_mode, **options)
+                         store_v_seq, step_mode, per_neuron_threshold,
+                         **options)
 
 
 class ParametricLIFNode(_NodeBase):
@@ -242,13 +342,16 @@ class ParametricLIFNode(_NodeBase):
     (SpikingJelly's ParametricLIFNode)."""
 
     def __init__(self, init_tau: float = 2.0, decay_input: bool = True,
-                 v_threshold: float = 1.0, v_reset: Optional[float] = 0.0,
+                 v_threshold: Union[float, torch.Tensor] = 1.0,
+                 v_reset: Optional[float] = 0.0,
                  surrogate_function=None, detach_reset: bool = False,
-                 step_mode: str = "m", store_v_seq: bool = False, **options):
+                 step_mode: str = "m", store_v_seq: bool = False,
+                 per_neuron_threshold: bool = False, **options):
         if not init_tau > 1.0:
             raise ValueError(f"init_tau must be > 1, got {init_tau}")
         super().__init__("plif", {"w": -math.log(init_tau - 1.0),
                                   "decay_input": bool(decay_input),
-                                  "v_threshold": float(v_threshold)},
+                                  "v_threshold": v_threshold},
                          v_reset, detach_reset, surrogate_function,
-                         store_v_seq, step_mode, **options)
+                         store_v_seq, step_mode, per_neuron_threshold,
+                         **options)
