@@ -108,7 +108,7 @@ const char *flexsn_status_message(flexsn_status status) {
   case FLEXSN_SUCCESS:
     return "success";
   case FLEXSN_ERROR_NULL_POINTER:
-    return "a required buffer (an input sequence) is NULL";
+    return "a required buffer (an input, the workspace, a parameter's values or gradient) is NULL";
   case FLEXSN_ERROR_NEGATIVE_SIZE:
     return "T or N is negative";
   case FLEXSN_ERROR_BAD_STRIDE:
