@@ -44,14 +44,7 @@ FWD_TOL = dict(rtol=1e-5, atol=1e-5)
 GRAD_TOL = {"cpu": dict(rtol=1e-4, atol=1e-5),
             "cuda": dict(rtol=2e-4, atol=2e-5)}
 
-HAS_CUDA = torch.cuda.is_available()
-# The CPU cases run everywhere (CI); the CUDA ones where a GPU is present.
-# Both compile with flexsn.compile's default targets (CPU, plus CUDA where
-# the toolkit is): a cache filled by the CPU run on a machine with the tools
-# serves the CUDA cases on a GPU machine without them.
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.cuda, pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")])]
-AVAILABLE_DEVICES = ("cpu", "cuda") if HAS_CUDA else ("cpu",)
+from devices import DEVICES, HAS_CUDA  # noqa: E402
 TARGETS = {"cpu": None, "cuda": None}
 
 

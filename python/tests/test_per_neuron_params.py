@@ -28,13 +28,7 @@ import torch
 import flexsn
 from flexsn.torch import FlexSN, LIFNode, ParametricLIFNode
 
-HAS_CUDA = torch.cuda.is_available()
-DEVICES = [
-    "cpu",
-    pytest.param("cuda", marks=[
-        pytest.mark.cuda,
-        pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]),
-]
+from devices import DEVICES  # noqa: E402
 
 # Float32 tolerances (as test_torch_neurons.py): on CPU the kernels evaluate
 # the file's operations in its order, as lif_loop does; NVVM may contract

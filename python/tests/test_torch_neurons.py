@@ -34,14 +34,7 @@ from flexsn.torch import FlexSN, IFNode, LIFNode, ParametricLIFNode
 
 import reference as ref
 
-HAS_CUDA = torch.cuda.is_available()
-DEVICES = [
-    "cpu",
-    pytest.param("cuda", marks=[
-        pytest.mark.cuda,
-        pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]),
-]
-AVAILABLE_DEVICES = ("cpu", "cuda") if HAS_CUDA else ("cpu",)
+from devices import AVAILABLE_DEVICES, DEVICES  # noqa: E402
 # Both devices compile with flexsn.compile's default targets (CPU, plus
 # CUDA where the toolkit is installed): one cache entry serves both, so a
 # cache filled by running these tests on a machine with the tools also
