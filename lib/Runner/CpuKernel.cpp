@@ -128,9 +128,13 @@ llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
   SmallVector<StridedMemRefType<char, 0>> scalars0;
   SmallVector<StridedMemRefType<char, 1>> ranked1;
   SmallVector<StridedMemRefType<char, 2>> ranked2;
+  SmallVector<StridedMemRefType<char, 3>> ranked3;
+  SmallVector<StridedMemRefType<char, 4>> ranked4;
   scalars0.reserve(buffers.size());
   ranked1.reserve(buffers.size());
   ranked2.reserve(buffers.size());
+  ranked3.reserve(buffers.size());
+  ranked4.reserve(buffers.size());
   SmallVector<void *> descriptors;
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
     char *data = static_cast<char *>(buffer.data);
@@ -151,17 +155,31 @@ llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
                          {buffer.shape[1], 1}});
       descriptors.push_back(&ranked2.back());
       break;
+    case 3: {
+      ArrayRef<int64_t> s = buffer.shape;
+      ranked3.push_back({data, data, 0, {s[0], s[1], s[2]},
+                         {s[1] * s[2], s[2], 1}});
+      descriptors.push_back(&ranked3.back());
+      break;
+    }
+    case 4: {
+      ArrayRef<int64_t> s = buffer.shape;
+      ranked4.push_back({data, data, 0, {s[0], s[1], s[2], s[3]},
+                         {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1}});
+      descriptors.push_back(&ranked4.back());
+      break;
+    }
     default:
-      return makeError("buffer #" + Twine(i) + " must have rank 0, 1 or 2");
+      return makeError("buffer #" + Twine(i) + " must have rank 0 to 4");
     }
   }
   ArrayRef<KernelBufferAttr> expected = interface.getBuffers();
   if (buffers.size() != expected.size())
     return makeError("expected " + Twine(expected.size()) + " buffers, got " +
                      Twine(buffers.size()));
+  bool channels = interface.hasChannels();
   for (auto [i, buffer, spec] : llvm::enumerate(buffers, expected)) {
-    bool isSequence = spec.getShape() == BufferShape::Sequence;
-    size_t rank = isSequence ? 2 : spec.getShape() == BufferShape::PerNeuron;
+    size_t rank = getBufferType(spec, channels).getRank();
     if (buffer.shape.size() != rank)
       return makeError("buffer #" + Twine(i) + " ('" +
                        spec.getName().getValue() + "') must have rank " +

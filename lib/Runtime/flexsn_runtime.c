@@ -66,6 +66,7 @@ const char *flexsn_status_name(flexsn_status status) {
     FLEXSN_STATUS_NAME(FLEXSN_ERROR_KERNEL_NOT_FOUND)
     FLEXSN_STATUS_NAME(FLEXSN_ERROR_LAUNCH)
     FLEXSN_STATUS_NAME(FLEXSN_ERROR_CUDA)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_BAD_CHANNELS)
 #undef FLEXSN_STATUS_NAME
   }
   return "FLEXSN_UNKNOWN_STATUS";
@@ -87,7 +88,10 @@ int flexsn_buffer_kind_from_role(const char *role) {
                {"reduction_scratch", FLEXSN_REDUCTION_SCRATCH},
                {"per_neuron_param", FLEXSN_PER_NEURON_PARAM},
                {"per_neuron_param_gradient",
-                FLEXSN_PER_NEURON_PARAM_GRADIENT}};
+                FLEXSN_PER_NEURON_PARAM_GRADIENT},
+               {"per_channel_param", FLEXSN_PER_CHANNEL_PARAM},
+               {"per_channel_param_gradient",
+                FLEXSN_PER_CHANNEL_PARAM_GRADIENT}};
   size_t i;
   if (!role)
     return -1;
@@ -137,6 +141,9 @@ const char *flexsn_status_message(flexsn_status status) {
     return "the kernel launch failed";
   case FLEXSN_ERROR_CUDA:
     return "a CUDA driver call failed";
+  case FLEXSN_ERROR_BAD_CHANNELS:
+    return "a kernel with per-channel parameters needs C >= 1 channels "
+           "(at most 2^31-1) of S >= 1 neurons, with N a multiple of C * S";
   }
   return "unknown status";
 }
@@ -427,19 +434,28 @@ static int is_written(flexsn_buffer_kind kind) {
   return kind == FLEXSN_OUTPUT_SEQUENCE || kind == FLEXSN_STATE_SEQUENCE ||
          kind == FLEXSN_FINAL_STATE || kind == FLEXSN_SAVED_OUTPUT ||
          kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH ||
-         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT;
+         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT ||
+         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT;
 }
 
 static int is_required(flexsn_buffer_kind kind) {
   return kind == FLEXSN_INPUT_SEQUENCE || kind == FLEXSN_SAVED_OUTPUT ||
          kind == FLEXSN_SAVED_INPUT || kind == FLEXSN_PARAM_GRADIENT ||
          kind == FLEXSN_REDUCTION_SCRATCH || kind == FLEXSN_PER_NEURON_PARAM ||
-         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT;
+         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT ||
+         kind == FLEXSN_PER_CHANNEL_PARAM ||
+         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT;
+}
+
+static int is_per_channel(flexsn_buffer_kind kind) {
+  return kind == FLEXSN_PER_CHANNEL_PARAM ||
+         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT;
 }
 
 /* Buffers the kernel touches one element at a time (no 16-byte vectors). */
 static int is_scalar_access(flexsn_buffer_kind kind) {
-  return kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH;
+  return kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH ||
+         is_per_channel(kind);
 }
 
 static int count_kind(const flexsn_kernel_desc *desc, flexsn_buffer_kind kind) {
@@ -485,6 +501,8 @@ static flexsn_status check_desc(const flexsn_image *image,
     case FLEXSN_REDUCTION_SCRATCH:
     case FLEXSN_PER_NEURON_PARAM:
     case FLEXSN_PER_NEURON_PARAM_GRADIENT:
+    case FLEXSN_PER_CHANNEL_PARAM:
+    case FLEXSN_PER_CHANNEL_PARAM_GRADIENT:
       break;
     default:
       return FLEXSN_ERROR_INVALID_ARGUMENT;
@@ -706,21 +724,27 @@ static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
   return FLEXSN_SUCCESS;
 }
 
-/* Validates and zeroes every parameter gradient (one float each). */
+/* Validates and zeroes every gradient that the kernel accumulates with
+   atomics: scalar ones (one float) and per-channel ones (C floats). */
 static flexsn_status zero_param_gradients(const flexsn_kernel_desc *desc,
                                           CUcontext context, CUstream stream,
-                                          void *const *buffers) {
+                                          int64_t C, void *const *buffers) {
   int i;
   for (i = 0; i < desc->num_buffers; ++i) {
     flexsn_status status;
     CUresult r;
-    if (desc->kinds[i] != FLEXSN_PARAM_GRADIENT)
+    int64_t bytes;
+    if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT)
+      bytes = 4;
+    else if (desc->kinds[i] == FLEXSN_PER_CHANNEL_PARAM_GRADIENT)
+      bytes = 4 * C;
+    else
       continue;
-    status = check_buffer(context, buffers[i], 4, 1);
+    status = check_buffer(context, buffers[i], bytes, 1);
     if (status != FLEXSN_SUCCESS)
       return blame(i, status);
-    r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
-                              stream);
+    r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0,
+                              (size_t)bytes, stream);
     if (r != CUDA_SUCCESS)
       return fail(r, FLEXSN_ERROR_CUDA);
   }
@@ -754,11 +778,21 @@ static flexsn_status zero_per_neuron_gradients(const flexsn_kernel_desc *desc,
 flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
                             CUstream stream, int64_t T, int64_t N, int64_t ld,
                             void *const *buffers, const void *const *scalars) {
+  return flexsn_launch_channels(image, desc, stream, T, N, ld, 0, 0, buffers,
+                                scalars);
+}
+
+flexsn_status flexsn_launch_channels(flexsn_image *image,
+                                     const flexsn_kernel_desc *desc,
+                                     CUstream stream, int64_t T, int64_t N,
+                                     int64_t ld, int64_t C, int64_t S,
+                                     void *const *buffers,
+                                     const void *const *scalars) {
   CUdeviceptr pointers[FLEXSN_MAX_KERNEL_ARGS];
   int64_t extents[FLEXSN_MAX_KERNEL_ARGS];
-  void *params[FLEXSN_MAX_KERNEL_ARGS + 3];
-  int64_t sizes[3], seq_bytes = 0, state_bytes = 0, per_block;
-  int i, nb, vector;
+  void *params[FLEXSN_MAX_KERNEL_ARGS + 5];
+  int64_t sizes[5], seq_bytes = 0, state_bytes = 0, per_block;
+  int i, nb, vector, channels, num_sizes;
   CUcontext context;
   CUfunction function;
   flexsn_status status;
@@ -777,6 +811,14 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     return FLEXSN_ERROR_BAD_STRIDE;
   if (ld == 0)
     ld = N;
+  /* Per-channel kernels see the neurons as [B, C, S]; C fits the kernel's
+     i32 warp shuffles. */
+  channels = 0;
+  for (i = 0; i < nb; ++i)
+    channels |= is_per_channel(desc->kinds[i]);
+  if (channels && (C < 1 || S < 1 || C > INT32_MAX || S > INT64_MAX / C ||
+                   N % (C * S) != 0))
+    return FLEXSN_ERROR_BAD_CHANNELS;
   for (i = 0; i < nb; ++i)
     if (is_required(desc->kinds[i]) && !buffers[i])
       return blame(i, FLEXSN_ERROR_NULL_POINTER);
@@ -793,6 +835,8 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     extents[i] = count * size;
     if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT)
       extents[i] = 4;
+    if (is_per_channel(desc->kinds[i]))
+      extents[i] = 4 * C;
     /* Bounded by 4 + 4 * 128 * 2^31 (compute_extents checked the grid). */
     if (desc->kinds[i] == FLEXSN_REDUCTION_SCRATCH)
       extents[i] = 4 + 4 * (int64_t)count_kind(desc, FLEXSN_PARAM_GRADIENT) *
@@ -807,11 +851,12 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     int any = 0;
     for (i = 0; i < nb; ++i)
       any |= desc->kinds[i] == FLEXSN_PARAM_GRADIENT ||
+             desc->kinds[i] == FLEXSN_PER_CHANNEL_PARAM_GRADIENT ||
              (N > 0 && desc->kinds[i] == FLEXSN_PER_NEURON_PARAM_GRADIENT);
     if (any) {
       status = check_context(stream, first_buffer(desc, buffers), &context);
       if (status == FLEXSN_SUCCESS)
-        status = zero_param_gradients(desc, context, stream, buffers);
+        status = zero_param_gradients(desc, context, stream, C, buffers);
       if (status == FLEXSN_SUCCESS && N > 0)
         status = zero_per_neuron_gradients(desc, context, stream, N, buffers);
       if (status != FLEXSN_SUCCESS)
@@ -846,7 +891,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
 
   /* Parameter gradients accumulate with atomics: zero them first; the
      deterministic mode's ticket counter starts at zero too. */
-  status = zero_param_gradients(desc, context, stream, buffers);
+  status = zero_param_gradients(desc, context, stream, C, buffers);
   if (status != FLEXSN_SUCCESS)
     return status;
   for (i = 0; i < nb; ++i) {
@@ -864,10 +909,13 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
   sizes[0] = T;
   sizes[1] = N;
   sizes[2] = ld;
-  for (i = 0; i < 3; ++i)
+  sizes[3] = C;
+  sizes[4] = S;
+  num_sizes = channels ? 5 : 3;
+  for (i = 0; i < num_sizes; ++i)
     params[nb + i] = &sizes[i];
   for (i = 0; i < desc->num_scalars; ++i)
-    params[nb + 3 + i] = (void *)(uintptr_t)scalars[i]; /* only read */
+    params[nb + num_sizes + i] = (void *)(uintptr_t)scalars[i]; /* only read */
 
   /* ceil(N / (width * 256)) <= ceil(N / 256), checked to fit in grid x. */
   per_block = 256 * (int64_t)(vector ? desc->vector_width : 1);

@@ -157,6 +157,11 @@ const char *roleComment(BufferRole role, KernelVariant variant) {
   if (role == BufferRole::PerNeuronParamGradient)
     return "[N] float: the parameter's gradient for each neuron, summed over "
            "T (required)";
+  if (role == BufferRole::PerChannelParam)
+    return "[C] float: the parameter's value for each channel (required)";
+  if (role == BufferRole::PerChannelParamGradient)
+    return "[C] float: the parameter's gradient for each channel, summed "
+           "over T and the channel's neurons (required)";
   // A backward kernel's buffers are gradients (and the re-read inputs).
   if (variant == KernelVariant::Backward) {
     switch (role) {
@@ -230,10 +235,15 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
     os << ";\n}\n\n";
   }
 
+  bool channels = interface.hasChannels();
   os << "/* " << neuron << ", " << stringifyKernelVariant(variant)
      << ", storage " << dtype
      << ". T steps of N neurons; ld = time stride of the [T, N]\n"
      << " * buffers in elements (0: N).\n";
+  if (channels)
+    os << " * The neurons are [B, C, S]: C channels of S neurons per sample "
+          "(S = H * W for\n * [T, B, C, H, W] data); N must be a multiple of "
+          "C * S.\n";
   if (k.getDeterministic())
     os << " * Deterministic mode: the parameter gradients are summed in an "
           "order that\n * depends only on the inputs and the launch shape, so "
@@ -256,6 +266,8 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   os << " */\n";
   os << "static inline flexsn_status flexsn_" << name
      << "(CUstream stream, int64_t T, int64_t N, int64_t ld";
+  if (channels)
+    os << ", int64_t C, int64_t S";
   for (KernelBufferAttr b : buffers) {
     if (isWorkspace(b))
       continue;
@@ -316,8 +328,12 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
     });
     os << "};\n";
   }
-  os << "  return flexsn_launch(&" << image
-     << ", &desc, stream, T, N, ld, buffers, scalars);\n}\n\n";
+  if (channels)
+    os << "  return flexsn_launch_channels(&" << image
+       << ", &desc, stream, T, N, ld, C, S, buffers, scalars);\n}\n\n";
+  else
+    os << "  return flexsn_launch(&" << image
+       << ", &desc, stream, T, N, ld, buffers, scalars);\n}\n\n";
 }
 
 LogicalResult translateToHeader(ModuleOp module, raw_ostream &os) {

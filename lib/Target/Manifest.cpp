@@ -23,7 +23,7 @@ using namespace mlir::flexsn;
 /// Version 4: a GPU forward kernel takes its saved buffers last, in the
 /// order of its kernel function, as the CPU kernel always did. Version 5:
 /// parameters have a shape (per_neuron ones are buffers of two new roles).
-static constexpr int kManifestVersion = 5;
+static constexpr int kManifestVersion = 6;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -73,13 +73,21 @@ static void writeNeuron(llvm::json::OStream &json, NeuronOp neuron) {
   });
 }
 
-/// The shape of a buffer, as names of run-time sizes.
-static SmallVector<StringRef, 2> bufferShape(BufferShape shape) {
+/// The shape of a buffer, as names of run-time sizes. A CPU function of a
+/// kernel with channels takes the neurons as [B, C, S] (N = B * C * S).
+static SmallVector<StringRef, 4> bufferShape(BufferShape shape,
+                                             bool cpuChannels) {
   switch (shape) {
   case BufferShape::Sequence:
+    if (cpuChannels)
+      return {"T", "B", "C", "S"};
     return {"T", "N"};
   case BufferShape::PerNeuron:
+    if (cpuChannels)
+      return {"B", "C", "S"};
     return {"N"};
+  case BufferShape::PerChannel:
+    return {"C"};
   case BufferShape::Scalar:
     return {};
   case BufferShape::Scratch:
@@ -88,12 +96,13 @@ static SmallVector<StringRef, 2> bufferShape(BufferShape shape) {
   llvm_unreachable("unknown buffer shape");
 }
 
-static void writeBuffer(llvm::json::OStream &json, KernelBufferAttr buffer) {
+static void writeBuffer(llvm::json::OStream &json, KernelBufferAttr buffer,
+                        bool cpuChannels) {
   json.attribute("name", buffer.getName().getValue());
   json.attribute("role", stringifyBufferRole(buffer.getRole()));
   json.attribute("dtype", typeName(buffer.getElementType()));
   json.attributeArray("shape", [&] {
-    for (StringRef size : bufferShape(buffer.getShape()))
+    for (StringRef size : bufferShape(buffer.getShape(), cpuChannels))
       json.value(size);
   });
 }
@@ -105,6 +114,7 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
   KernelInterfaceAttr interface = kernel.getInterface();
   StringRef name = kernel.getName().getValue();
   bool cpu = !kernel.isGPU();
+  bool channels = interface.hasChannels();
   json.object([&] {
     json.attribute("name", name);
     json.attribute("function",
@@ -112,6 +122,8 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     json.attribute("neuron", interface.getNeuron().getValue());
     json.attribute("variant", stringifyKernelVariant(interface.getVariant()));
     json.attribute("dtype", stringifyStorageType(interface.getStorage()));
+    // Neurons seen as [B, C, S], for per-channel parameters.
+    json.attribute("channels", channels);
     if (!cpu) {
       json.attribute("vector_kernel", (name + "_vec").str());
       json.attribute("scalar_kernel", (name + "_scalar").str());
@@ -133,7 +145,7 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
       int64_t savedIndex = 0;
       for (KernelBufferAttr buffer : interface.getBuffers())
         json.object([&] {
-          writeBuffer(json, buffer);
+          writeBuffer(json, buffer, cpu && channels);
           BufferRole role = buffer.getRole();
           if (role == BufferRole::ReductionScratch)
             json.attribute("workspace_offset",
@@ -144,14 +156,14 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
                 llvm::formatv("{0} * T * ld * 4", savedIndex++).str());
         });
     });
-    // Arguments: the buffers, the workspace, then the kernel's T, N, ld and
-    // runtime parameters. The header's function takes the same buffers,
+    // Arguments: the buffers, the workspace, then the kernel's T, N, ld (and
+    // C, S with channels) and runtime parameters. The header's function takes the same buffers,
     // workspace and parameters, after (stream, T, N, ld).
     json.attributeArray("arguments", [&] {
       for (KernelBufferAttr buffer : interface.getBuffers())
         if (!isWorkspaceRole(buffer.getRole()))
           json.object([&] {
-            writeBuffer(json, buffer);
+            writeBuffer(json, buffer, cpu && channels);
             json.attribute("optional", isOptionalRole(buffer.getRole()));
           });
       bool reads = interface.count(BufferRole::SavedInput);
@@ -167,7 +179,10 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
           json.attribute("bytes", workspaceBytes);
           json.attribute("optional", false);
         });
-      for (StringRef size : {"T", "N", "ld"})
+      SmallVector<StringRef, 5> sizes = {"T", "N", "ld"};
+      if (channels && !cpu)
+        sizes.append({"C", "S"});
+      for (StringRef size : sizes)
         json.object([&] {
           json.attribute("name", size);
           json.attribute("role", "size");

@@ -13,7 +13,7 @@ import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 MANIFEST_FORMAT = "flexsn-manifest"
-MANIFEST_VERSION = 5
+MANIFEST_VERSION = 6
 
 #: Bytes per element of each storage dtype the compiler emits.
 ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i1": 1, "i32": 4}
@@ -81,7 +81,7 @@ class Param:
     type: str  # "f32", "i1", "i32"
     default: object
     kind: str  # "const", "runtime", "trainable"
-    shape: str = "scalar"  # "scalar", or "per_neuron": one f32 per neuron
+    shape: str = "scalar"  # "scalar", "per_neuron" or "per_channel"
 
     @property
     def per_neuron(self) -> bool:

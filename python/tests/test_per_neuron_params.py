@@ -226,6 +226,23 @@ def test_compile_errors():
                        targets=("cpu",))
 
 
+def test_per_channel_neuron_is_refused_by_the_torch_layer():
+    """A neuron file may declare per_channel parameters (the compiler, the
+    header and flexsn-run take them); this layer does not run them yet and
+    says so when the module is built, not with wrong numbers later."""
+    if not flexsn._tools.tools_available():
+        pytest.skip("the FlexSN tools are not installed (a cache-only run)")
+    text, _ = flexsn.compiler.read_source("plif")
+    text = (text
+            .replace("%w: f32 = 0.0 trainable,",
+                     "%w: f32 = 0.0 trainable per_channel,"))
+    assert "per_channel" in text
+    compiled = flexsn.compile(text, targets=("cpu",))
+    assert {p.name: p.shape for p in compiled.info.params}["w"] == "per_channel"
+    with pytest.raises(NotImplementedError, match="w are per_channel"):
+        FlexSN(text, storage_types=("f32",), targets=("cpu",))
+
+
 def test_deterministic_kernel_choice():
     """A deterministic backward exists only for scalar trainable
     parameters: per-neuron gradients alone take the plain kernel."""

@@ -4,15 +4,16 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Decodes the input into a few flexsn_launch calls (descriptor, sizes,
+// Decodes the input into a few flexsn_launch(_channels) calls (descriptor,
+// sizes, channels,
 // stream, buffers placed in the fake driver's memory, the current context,
 // a driver call made to fail) and checks each result against a model of the
 // contract that flexsn_runtime.h states, written from the header alone:
 //   - the status is the one the contract gives (when no driver call was made
 //     to fail), and the buffer blamed is the first offending one;
 //   - a call that fails before the driver makes no driver call;
-//   - a launch passes exactly the buffers, T, N, the resolved ld and the
-//     scalars, on a grid that covers N, of the kernel (vector or scalar)
+//   - a launch passes exactly the buffers, T, N, the resolved ld, C and S
+//     (per-channel kernels) and the scalars, on a grid that covers N, of the kernel (vector or scalar)
 //     whose alignment needs hold;
 //   - every byte the runtime writes (zeroed gradients, T = 0 final states)
 //     is what the contract says, inside memory it validated, on the right
@@ -66,7 +67,7 @@ private:
 };
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int kNumKinds = 12; // FLEXSN_INPUT_SEQUENCE .. _PER_NEURON_PARAM_GRADIENT
+constexpr int kNumKinds = 14; // FLEXSN_INPUT_SEQUENCE .. _PER_CHANNEL_PARAM_GRADIENT
 
 /// A size: mostly small, sometimes at the edges of the checks.
 int64_t readSize(Reader &r) {
@@ -108,7 +109,27 @@ bool isRequired(int kind) {
   return kind == FLEXSN_INPUT_SEQUENCE || kind == FLEXSN_SAVED_OUTPUT ||
          kind == FLEXSN_SAVED_INPUT || kind == FLEXSN_PARAM_GRADIENT ||
          kind == FLEXSN_REDUCTION_SCRATCH || kind == FLEXSN_PER_NEURON_PARAM ||
-         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT;
+         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT ||
+         kind == FLEXSN_PER_CHANNEL_PARAM ||
+         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT;
+}
+
+bool isPerChannel(int kind) {
+  return kind == FLEXSN_PER_CHANNEL_PARAM ||
+         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT;
+}
+
+/// The kinds the kernel accesses one element at a time (no 16-byte
+/// vectors): the header needs only element alignment of them.
+bool isScalarAccess(int kind) {
+  return kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH ||
+         isPerChannel(kind);
+}
+
+/// The gradients zeroed before a launch and for empty problems.
+bool isZeroedGradient(int kind) {
+  return kind == FLEXSN_PARAM_GRADIENT ||
+         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT;
 }
 
 /// The kinds the header marks "written".
@@ -116,7 +137,8 @@ bool isWritten(int kind) {
   return kind == FLEXSN_OUTPUT_SEQUENCE || kind == FLEXSN_STATE_SEQUENCE ||
          kind == FLEXSN_FINAL_STATE || kind == FLEXSN_SAVED_OUTPUT ||
          kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH ||
-         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT;
+         kind == FLEXSN_PER_NEURON_PARAM_GRADIENT ||
+         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT;
 }
 
 /// a * b + c, or -1 if it overflows int64 (all operands >= 0).
@@ -145,8 +167,16 @@ struct Call {
   int streamContext = -1; // of a non-NULL stream; -1: a handle the driver
                           // does not know
   int64_t T = 0, N = 0, ld = 0;
+  int64_t C = 0, S = 0; // flexsn_launch passes 0, 0
 
   int numBuffers() const { return haveDesc ? desc.num_buffers : 0; }
+  /// Whether the kernel has per-channel buffers (and takes C and S).
+  bool hasChannels() const {
+    for (int i = 0; i < numBuffers(); ++i)
+      if (isPerChannel(desc.kinds[i]))
+        return true;
+    return false;
+  }
   int64_t elementSize(int i) const {
     return desc.element_sizes ? desc.element_sizes[i] : desc.element_size;
   }
@@ -165,6 +195,8 @@ struct Call {
     int kind = desc.kinds[i];
     if (kind == FLEXSN_PARAM_GRADIENT)
       return 4;
+    if (isPerChannel(kind))
+      return C < 0 ? -1 : mulAdd(C, 4, 0);
     if (kind == FLEXSN_REDUCTION_SCRATCH) {
       int64_t gradients = std::count(kinds.begin(), kinds.end(),
                                      FLEXSN_PARAM_GRADIENT);
@@ -221,6 +253,10 @@ Expectation checkWithoutDriver(const Call &c) {
     return {FLEXSN_ERROR_NEGATIVE_SIZE, -1, true};
   if (c.ld < 0 || (c.ld != 0 && c.ld < c.N))
     return {FLEXSN_ERROR_BAD_STRIDE, -1, true};
+  if (c.hasChannels() &&
+      (c.C < 1 || c.S < 1 || c.C > std::numeric_limits<int32_t>::max() ||
+       mulAdd(c.C, c.S, 0) < 0 || c.N % (c.C * c.S) != 0))
+    return {FLEXSN_ERROR_BAD_CHANNELS, -1, true};
   for (int i = 0; i < d.num_buffers; ++i)
     if (isRequired(d.kinds[i]) && !c.buffers[i])
       return {FLEXSN_ERROR_NULL_POINTER, i, true};
@@ -319,8 +355,9 @@ Expectation checkWithDriver(const Call &c, int context, bool imageLoadable,
   };
   auto gradients = [&]() -> Expectation {
     for (int i = 0; i < nb; ++i)
-      if (d.kinds[i] == FLEXSN_PARAM_GRADIENT)
-        if (flexsn_status s = checkBuffer(context, c.buffers[i], 4, true))
+      if (isZeroedGradient(d.kinds[i]))
+        if (flexsn_status s =
+                checkBuffer(context, c.buffers[i], c.extent(i), true))
           return {s, i};
     return {FLEXSN_SUCCESS};
   };
@@ -329,7 +366,8 @@ Expectation checkWithDriver(const Call &c, int context, bool imageLoadable,
     // there are neurons); for T == 0 the final states take the initial
     // states.
     bool perNeuron = c.N > 0 && has(FLEXSN_PER_NEURON_PARAM_GRADIENT);
-    if (has(FLEXSN_PARAM_GRADIENT) || perNeuron) {
+    if (has(FLEXSN_PARAM_GRADIENT) ||
+        has(FLEXSN_PER_CHANNEL_PARAM_GRADIENT) || perNeuron) {
       if (flexsn_status s = checkContext(c, context))
         return {s};
       Expectation e = gradients();
@@ -376,8 +414,7 @@ Expectation checkWithDriver(const Call &c, int context, bool imageLoadable,
         return {s, i};
   vector = c.resolvedLd() % d.vector_width == 0;
   for (int i = 0; i < nb; ++i)
-    if (d.kinds[i] != FLEXSN_PARAM_GRADIENT &&
-        d.kinds[i] != FLEXSN_REDUCTION_SCRATCH)
+    if (!isScalarAccess(d.kinds[i]))
       vector &= reinterpret_cast<uintptr_t>(c.buffers[i]) % 16 == 0;
   if (!imageLoadable)
     return {FLEXSN_ERROR_MODULE_LOAD};
@@ -503,8 +540,20 @@ void decodeCall(Reader &r, Call &c, flexsn_image *image, int current) {
   for (int i = 0; i < scalars; ++i)
     c.scalars.push_back(r.byte() == 0xff ? nullptr : &c.scalarValues[i]);
 
+  // Channels: none (flexsn_launch), small ones that N is often made a
+  // multiple of, or any sizes.
+  uint8_t channelHow = r.byte();
+  if (channelHow % 4 == 1 || channelHow % 4 == 2) {
+    c.C = 1 + r.byte() % 5;
+    c.S = 1 + r.byte() % 5;
+  } else if (channelHow % 4 == 3) {
+    c.C = readSize(r);
+    c.S = readSize(r);
+  }
   c.T = readSize(r);
   c.N = readSize(r);
+  if (channelHow % 4 == 1 && c.N > 0)
+    c.N -= c.N % (c.C * c.S);
   uint8_t ldHow = r.byte();
   c.ld = ldHow < 128 ? 0 : ldHow < 200 ? c.N + ldHow % 8 : readSize(r);
 
@@ -566,8 +615,15 @@ void checkLaunch(const char *kernel, unsigned gridX, unsigned blockX,
                         *static_cast<int64_t *>(params[nb + 2]) ==
                             c.resolvedLd(),
                     "T, N or ld passed wrongly");
+  int sizes = 3;
+  if (c.hasChannels()) {
+    FLEXSN_FUZZ_CHECK(*static_cast<int64_t *>(params[nb + 3]) == c.C &&
+                          *static_cast<int64_t *>(params[nb + 4]) == c.S,
+                      "C or S passed wrongly");
+    sizes = 5;
+  }
   for (int i = 0; i < d.num_scalars; ++i)
-    FLEXSN_FUZZ_CHECK(params[nb + 3 + i] == c.scalars[i],
+    FLEXSN_FUZZ_CHECK(params[nb + sizes + i] == c.scalars[i],
                       "a scalar parameter is not the caller's value");
 }
 
@@ -578,14 +634,17 @@ std::vector<fake_cuda_copy> expectedCopies(const Call &c) {
   int nb = d.num_buffers;
   if (c.N > 0 && c.T > 0) {
     for (int i = 0; i < nb; ++i)
-      if (d.kinds[i] == FLEXSN_PARAM_GRADIENT ||
-          d.kinds[i] == FLEXSN_REDUCTION_SCRATCH)
+      if (isZeroedGradient(d.kinds[i]))
+        copies.push_back({reinterpret_cast<uintptr_t>(c.buffers[i]), 0,
+                          size_t(c.extent(i)), 0});
+      else if (d.kinds[i] == FLEXSN_REDUCTION_SCRATCH)
         copies.push_back({reinterpret_cast<uintptr_t>(c.buffers[i]), 0, 4, 0});
     return copies;
   }
   for (int i = 0; i < nb; ++i)
-    if (d.kinds[i] == FLEXSN_PARAM_GRADIENT)
-      copies.push_back({reinterpret_cast<uintptr_t>(c.buffers[i]), 0, 4, 0});
+    if (isZeroedGradient(d.kinds[i]))
+      copies.push_back({reinterpret_cast<uintptr_t>(c.buffers[i]), 0,
+                        size_t(c.extent(i)), 0});
   if (c.N == 0)
     return copies;
   for (int i = 0; i < nb; ++i)
@@ -649,10 +708,15 @@ void runCall(Reader &r, flexsn_image *image, bool imageLoadable) {
   g_call = &c;
   g_vector = vector;
   g_hookCalls = 0;
+  void *const *buffers = c.haveBuffers ? c.buffers.data() : nullptr;
+  const void *const *scalars = c.haveScalars ? c.scalars.data() : nullptr;
+  const flexsn_kernel_desc *desc = c.haveDesc ? &c.desc : nullptr;
   flexsn_status status =
-      flexsn_launch(c.image, c.haveDesc ? &c.desc : nullptr, c.stream, c.T,
-                    c.N, c.ld, c.haveBuffers ? c.buffers.data() : nullptr,
-                    c.haveScalars ? c.scalars.data() : nullptr);
+      c.C == 0 && c.S == 0
+          ? flexsn_launch(c.image, desc, c.stream, c.T, c.N, c.ld, buffers,
+                          scalars)
+          : flexsn_launch_channels(c.image, desc, c.stream, c.T, c.N, c.ld,
+                                   c.C, c.S, buffers, scalars);
   bool injected = fake_cuda_failure_injected();
   fake_cuda_fail_call(-1, CUDA_SUCCESS);
 
@@ -765,7 +829,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       "input_sequence", "initial_state",           "output_sequence",
       "state_sequence", "final_state",             "optional_input_sequence",
       "saved_output",   "saved_input",             "param_gradient",
-      "reduction_scratch", "per_neuron_param",     "per_neuron_param_gradient"};
+      "reduction_scratch", "per_neuron_param",     "per_neuron_param_gradient",
+      "per_channel_param", "per_channel_param_gradient"};
+  static_assert(sizeof roles / sizeof roles[0] == kNumKinds);
   std::string role = r.text();
   role.resize(std::strlen(role.c_str())); // as C sees it
   int expectedKind = -1;

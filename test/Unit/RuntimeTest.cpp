@@ -65,14 +65,14 @@ bool isDriverStatus(flexsn_status status) {
 
 TEST(RuntimeTest, EveryStatusHasItsOwnMessage) {
   std::set<std::string> seen;
-  for (int s = FLEXSN_SUCCESS; s <= FLEXSN_ERROR_CUDA; ++s) {
+  for (int s = FLEXSN_SUCCESS; s <= FLEXSN_ERROR_BAD_CHANNELS; ++s) {
     const char *message = flexsn_status_message(static_cast<flexsn_status>(s));
     ASSERT_NE(message, nullptr) << s;
     EXPECT_GT(std::strlen(message), 0u) << s;
     EXPECT_STRNE(message, "unknown status") << s;
     EXPECT_TRUE(seen.insert(message).second) << "duplicate message " << message;
   }
-  EXPECT_EQ(seen.size(), 14u);
+  EXPECT_EQ(seen.size(), 15u);
   EXPECT_STREQ(flexsn_status_message(FLEXSN_SUCCESS), "success");
 }
 
@@ -82,7 +82,7 @@ TEST(RuntimeTest, EveryStatusHasItsOwnMessage) {
 TEST(RuntimeTest, BufferKindsAreTheDialectsRoles) {
   using mlir::flexsn::BufferRole;
   uint32_t count = mlir::flexsn::getMaxEnumValForBufferRole() + 1;
-  EXPECT_EQ(count, uint32_t(FLEXSN_PER_NEURON_PARAM_GRADIENT) + 1);
+  EXPECT_EQ(count, uint32_t(FLEXSN_PER_CHANNEL_PARAM_GRADIENT) + 1);
   for (uint32_t value = 0; value < count; ++value) {
     std::optional<BufferRole> role = mlir::flexsn::symbolizeBufferRole(value);
     ASSERT_TRUE(role.has_value()) << value;
@@ -96,7 +96,7 @@ TEST(RuntimeTest, BufferKindsAreTheDialectsRoles) {
 }
 
 TEST(RuntimeTest, OutOfRangeStatusIsUnknown) {
-  EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(14)),
+  EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(15)),
                "unknown status");
   EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(-1)),
                "unknown status");
@@ -511,6 +511,95 @@ TEST(RuntimeTest, PerNeuronParams) {
     PerNeuronBackwardCall call;
     call.N = 0;
     EXPECT_EQ(call.launch(), FLEXSN_SUCCESS);
+  }
+}
+
+// Shaped like the backward kernel of PLIF with a per-channel `w`: an
+// incoming gradient, the saved workspace, the input gradient, the values
+// [C] and their gradient [C], over [B, C, S] neurons.
+struct PerChannelBackwardCall {
+  flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
+  flexsn_buffer_kind kinds[5] = {
+      FLEXSN_OPTIONAL_INPUT_SEQUENCE, FLEXSN_SAVED_INPUT,
+      FLEXSN_OUTPUT_SEQUENCE, FLEXSN_PER_CHANNEL_PARAM,
+      FLEXSN_PER_CHANNEL_PARAM_GRADIENT};
+  flexsn_kernel_desc desc = {"k_vec", "k_scalar", 4, 4, 5, kinds, 0};
+  void *buffers[5] = {fakePtr(0x100000), fakePtr(0x200000), fakePtr(0x300000),
+                      fakePtr(0x400000), fakePtr(0x500000)};
+  int64_t T = 8, N = 2 * 3 * 5, C = 3, S = 5;
+
+  flexsn_status launch() {
+    return flexsn_launch_channels(&image, &desc, nullptr, T, N, 0, C, S,
+                                  buffers, nullptr);
+  }
+};
+
+TEST(RuntimeTest, PerChannelParams) {
+  EXPECT_TRUE(isDriverStatus(PerChannelBackwardCall().launch()));
+  {
+    // flexsn_launch has no channels to give.
+    PerChannelBackwardCall call;
+    EXPECT_EQ(flexsn_launch(&call.image, &call.desc, nullptr, call.T, call.N,
+                            0, call.buffers, nullptr),
+              FLEXSN_ERROR_BAD_CHANNELS);
+  }
+  // C and S must tile N, and C fit an int32.
+  for (auto [C, S] : {std::pair<int64_t, int64_t>{0, 5},
+                      {3, 0},
+                      {-3, 5},
+                      {3, -5},
+                      {4, 5},
+                      {3, 7},
+                      {int64_t(1) << 31, 1},
+                      {int64_t(1) << 40, int64_t(1) << 40}}) {
+    PerChannelBackwardCall call;
+    call.C = C;
+    call.S = S;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_BAD_CHANNELS) << C << " " << S;
+    call.T = 0; // checked before anything is zeroed
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_BAD_CHANNELS) << C << " " << S;
+  }
+  {
+    // One channel of every neuron, or every neuron its own channel.
+    PerChannelBackwardCall call;
+    call.C = 1;
+    call.S = 1;
+    EXPECT_TRUE(isDriverStatus(call.launch()));
+    call.C = 30;
+    EXPECT_TRUE(isDriverStatus(call.launch()));
+  }
+  {
+    // Negative sizes and strides come first.
+    PerChannelBackwardCall call;
+    call.C = 0;
+    call.T = -1;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_NEGATIVE_SIZE);
+  }
+  // The values and the gradient are required, even when nothing would be
+  // launched (their gradient is zeroed).
+  for (int buffer : {3, 4}) {
+    PerChannelBackwardCall call;
+    call.buffers[buffer] = nullptr;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER) << buffer;
+    EXPECT_EQ(flexsn_last_failed_buffer(), buffer);
+    call.N = 0;
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_NULL_POINTER) << buffer;
+  }
+  {
+    // Accessed one float at a time: 4-byte alignment is enough, 2 is not.
+    PerChannelBackwardCall call;
+    call.buffers[3] = fakePtr(0x400004);
+    call.buffers[4] = fakePtr(0x500004);
+    EXPECT_TRUE(isDriverStatus(call.launch()));
+    call.buffers[4] = fakePtr(0x500002);
+    EXPECT_EQ(call.launch(), FLEXSN_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(flexsn_last_failed_buffer(), 4);
+  }
+  {
+    // N = 0 still zeroes the per-channel gradient: the driver is needed.
+    PerChannelBackwardCall call;
+    call.N = 0;
+    EXPECT_TRUE(isDriverStatus(call.launch()));
   }
 }
 

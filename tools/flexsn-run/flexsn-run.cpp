@@ -18,8 +18,11 @@
 // (final-state); train also runs the backward kernel and writes
 // grad_in<k>.npy, grad_init<k>.npy and grad_param_<name>.npy. A per_neuron
 // parameter takes one VALUE for every neuron, or a float32 [N...] .npy file;
-// its gradient has the neuron shape. Every argument is checked before
-// anything is written.
+// its gradient has the neuron shape. A neuron with per_channel parameters
+// takes inputs [T, B, C, ...] (the channel is dimension 2); such a
+// parameter takes one VALUE for every channel, or a float32 [C] file, and
+// its gradient is [C]. Every argument is checked before anything is
+// written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -292,8 +295,19 @@ int main(int argc, char **argv) {
            " must be the inputs' neuron shape " + shapeString(neuronShape));
   }
 
+  // A neuron with per-channel parameters sees its neurons as [B, C, S].
+  bool channels = llvm::any_of(neuron.getRuntimeParamAttrs(),
+                               [](ParamAttr p) { return p.isPerChannel(); });
+  if (channels && seqShape.size() < 3)
+    fail("--input #0: @" + neuron.getSymName() +
+         " has per_channel parameters, so its inputs are [T, B, C, ...] (the "
+         "channel is dimension 2), got " + shapeString(seqShape));
+  SmallVector<int64_t, 4> channelShape;
+  if (channels)
+    channelShape.push_back(seqShape[2]);
+
   // Parameters: const ones are specialized, runtime ones are arguments
-  // (per_neuron ones: [N...] float32 arrays).
+  // (per_neuron ones: [N...] float32 arrays; per_channel ones: [C]).
   Builder builder(&context);
   llvm::StringMap<TypedAttr> runtimeValues;
   llvm::StringMap<NpyArray> perNeuronValues;
@@ -308,21 +322,28 @@ int main(int argc, char **argv) {
       fail("--param: @" + neuron.getSymName() + " has no parameter '" + name +
            "'");
     if (value.starts_with("@")) {
-      if (!it->isPerNeuron())
-        fail("--param " + name + ": an array is for per_neuron parameters; '" +
+      if (!it->isShaped())
+        fail("--param " + name +
+             ": an array is for per_neuron and per_channel parameters; '" +
              name + "' is a scalar");
       NpyArray array = readNpyFlag(("param " + name).str(), value, 0);
+      ArrayRef<int64_t> expected =
+          it->isPerNeuron() ? neuronShape : ArrayRef<int64_t>(channelShape);
       if (array.dtype != NpyDType::F32 ||
-          ArrayRef<int64_t>(array.shape) != neuronShape)
-        fail("--param " + name + ": expected float32" +
-             shapeString(neuronShape) + " (the neuron shape), got " +
-             getDTypeName(array.dtype) + shapeString(array.shape));
+          ArrayRef<int64_t>(array.shape) != expected)
+        fail("--param " + name + ": expected float32" + shapeString(expected) +
+             (it->isPerNeuron() ? " (the neuron shape)"
+                                : " (one value per channel)") +
+             ", got " + getDTypeName(array.dtype) + shapeString(array.shape));
       perNeuronValues[name] = std::move(array);
       continue;
     }
     TypedAttr attr = parseParamValue(builder, it->getType(), name, value);
-    if (it->isRuntime())
+    if (it->isRuntime()) {
+      // The last --param of a name wins, an array or one value.
       runtimeValues[name] = attr;
+      perNeuronValues.erase(name);
+    }
     else if (llvm::Error error = setParamDefault(neuron, name, attr))
       fail("--param: " + llvm::toString(std::move(error)));
   }
@@ -333,19 +354,23 @@ int main(int argc, char **argv) {
   for (ParamAttr param : neuron.getRuntimeParamAttrs()) {
     StringRef name = param.getName().getValue();
     TypedAttr value = runtimeValues.lookup(name) ?: param.getDefaultValue();
-    if (!param.isPerNeuron()) {
+    if (!param.isShaped()) {
       runtimeParams.push_back(value);
       continue;
     }
     if (perNeuronValues.count(name))
       continue;
-    // One value for every neuron.
+    // One value for every neuron (channel).
     NpyArray array;
     array.dtype = NpyDType::F32;
-    array.shape.assign(neuronShape.begin(), neuronShape.end());
+    if (param.isPerNeuron())
+      array.shape.assign(neuronShape.begin(), neuronShape.end());
+    else
+      array.shape.assign(channelShape.begin(), channelShape.end());
     float element = cast<FloatAttr>(value).getValue().convertToFloat();
-    array.bytes.resize(4 * numNeurons);
-    for (int64_t n = 0; n < numNeurons; ++n)
+    int64_t count = array.getNumElements();
+    array.bytes.resize(4 * count);
+    for (int64_t n = 0; n < count; ++n)
       std::memcpy(array.bytes.data() + 4 * n, &element, 4);
     perNeuronValues[name] = std::move(array);
   }
@@ -395,8 +420,16 @@ int main(int argc, char **argv) {
   auto dataOf = [](NpyArray &array) -> void * {
     return array.bytes.empty() ? &emptyStorage : array.bytes.data();
   };
-  SmallVector<int64_t, 2> sequence = {numSteps, numNeurons};
-  SmallVector<int64_t, 2> perNeuron = {numNeurons};
+  // The kernel's shapes: [T, N] and [N], or [T, B, C, S] and [B, C, S].
+  SmallVector<int64_t, 4> sequence = {numSteps, numNeurons};
+  SmallVector<int64_t, 4> perNeuron = {numNeurons};
+  if (channels) {
+    int64_t batch = seqShape[1], numChannels = seqShape[2], size = 1;
+    for (int64_t d : seqShape.drop_front(3))
+      size *= d;
+    perNeuron = {batch, numChannels, size};
+    sequence = {numSteps, batch, numChannels, size};
+  }
   auto shapeOf = [&](const NpyArray &array) {
     return array.shape.size() == seqShape.size() ? sequence : perNeuron;
   };
@@ -414,12 +447,13 @@ int main(int argc, char **argv) {
     saved.push_back(makeArray(NpyDType::F32, seqShape));
   for (NpyArray &array : saved)
     buffers.push_back({dataOf(array), sequence});
-  // Every kernel takes the per-neuron parameters after those.
+  // Every kernel takes the shaped parameters after those.
   SmallVector<KernelBuffer> paramBuffers;
   for (ParamAttr param : neuron.getRuntimeParamAttrs())
-    if (param.isPerNeuron())
+    if (param.isShaped())
       paramBuffers.push_back(
-          {dataOf(perNeuronValues[param.getName().getValue()]), perNeuron});
+          {dataOf(perNeuronValues[param.getName().getValue()]),
+           param.isPerNeuron() ? perNeuron : channelShape});
   llvm::append_range(buffers, paramBuffers);
 
   if (llvm::Error error = kernel->run(buffers, runtimeParams))
@@ -458,14 +492,20 @@ int main(int argc, char **argv) {
                             neuronShape, first.dtype)),
            perNeuron});
     llvm::append_range(grads, paramBuffers);
-    for (ParamAttr param : neuron.getRuntimeParamAttrs())
-      if (param.getKind() == ParamKind::Trainable)
-        grads.push_back(
-            {dataOf(addResult(
-                 ("grad_param_" + param.getName().getValue() + ".npy").str(),
-                 param.isPerNeuron() ? neuronShape : ArrayRef<int64_t>(),
-                 NpyDType::F32)),
-             param.isPerNeuron() ? perNeuron : SmallVector<int64_t, 2>()});
+    for (ParamAttr param : neuron.getRuntimeParamAttrs()) {
+      if (param.getKind() != ParamKind::Trainable)
+        continue;
+      ArrayRef<int64_t> shape = param.isPerNeuron()    ? neuronShape
+                                : param.isPerChannel() ? channelShape
+                                                       : ArrayRef<int64_t>();
+      grads.push_back(
+          {dataOf(addResult(
+               ("grad_param_" + param.getName().getValue() + ".npy").str(),
+               shape, NpyDType::F32)),
+           param.isPerNeuron()    ? perNeuron
+           : param.isPerChannel() ? channelShape
+                                  : SmallVector<int64_t, 4>()});
+    }
     if (llvm::Error error = backward->run(grads, runtimeParams))
       fail(llvm::toString(std::move(error)));
   }

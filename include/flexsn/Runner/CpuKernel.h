@@ -28,12 +28,14 @@ namespace flexsn {
 class NeuronOp;
 
 /// One buffer argument: contiguous, shape [T, N] (sequences), [N]
-/// (per-neuron states) or [] (a reduced parameter gradient). A null `data`
+/// (per-neuron states) or [] (a reduced parameter gradient); in a kernel
+/// with channels, [T, B, C, S], [B, C, S] and [C] (per-channel parameters
+/// and their gradients). A null `data`
 /// marks the buffer absent: an absent initial state or incoming gradient
 /// reads as zeros, an absent result is not written.
 struct KernelBuffer {
   void *data = nullptr;
-  SmallVector<int64_t, 2> shape;
+  SmallVector<int64_t, 4> shape;
 };
 
 /// Sets the default of parameter `name` of `neuron` (a `const` parameter is

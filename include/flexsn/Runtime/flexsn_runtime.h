@@ -59,7 +59,10 @@ typedef enum flexsn_status {
                                     architecture does not match the device) */
   FLEXSN_ERROR_KERNEL_NOT_FOUND, /* the image has no entry of that name */
   FLEXSN_ERROR_LAUNCH,           /* cuLaunchKernel failed */
-  FLEXSN_ERROR_CUDA              /* another driver call failed */
+  FLEXSN_ERROR_CUDA,             /* another driver call failed */
+  FLEXSN_ERROR_BAD_CHANNELS      /* a kernel with per-channel buffers got
+                                    C < 1, C > 2^31-1, S < 1, or N not a
+                                    multiple of C * S */
 } flexsn_status;
 
 /* A readable message for `status`; never NULL ("unknown status" for a value
@@ -118,9 +121,14 @@ typedef enum flexsn_buffer_kind {
      4-byte alignment (the header places it in the training workspace). */
   FLEXSN_REDUCTION_SCRATCH,
   /* Per-neuron parameters: */
-  FLEXSN_PER_NEURON_PARAM,         /* [N] float read, required */
-  FLEXSN_PER_NEURON_PARAM_GRADIENT /* [N] float written (sums over T),
-                                      required */
+  FLEXSN_PER_NEURON_PARAM,          /* [N] float read, required */
+  FLEXSN_PER_NEURON_PARAM_GRADIENT, /* [N] float written (sums over T),
+                                       required */
+  /* Per-channel parameters (flexsn_launch_channels): */
+  FLEXSN_PER_CHANNEL_PARAM,         /* [C] float read, required */
+  FLEXSN_PER_CHANNEL_PARAM_GRADIENT /* [C] float, zeroed then accumulated
+                                       (sums over T and the channel's
+                                       neurons), required */
 } flexsn_buffer_kind;
 
 /* The kind whose role name (as the manifest spells it: "input_sequence",
@@ -176,6 +184,7 @@ typedef struct flexsn_kernel_desc {
        scalars[i] NULL when num_scalars > 0)       -> INVALID_ARGUMENT
      - T < 0 or N < 0                              -> NEGATIVE_SIZE
      - ld < 0 or (ld != 0 and ld < N)              -> BAD_STRIDE
+     - (flexsn_launch_channels) bad C or S        -> BAD_CHANNELS
      - a required buffer NULL (input sequence,
        saved values, parameter gradient, scratch)  -> NULL_POINTER
      - the element count (T-1)*ld + N of a [T, N] buffer overflowing int64
@@ -202,6 +211,23 @@ typedef struct flexsn_kernel_desc {
 flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
                             CUstream stream, int64_t T, int64_t N, int64_t ld,
                             void *const *buffers, const void *const *scalars);
+
+/* flexsn_launch for kernels with per-channel buffers: the N neurons are
+   [B, C, S] (batch, C channels, S neurons per channel and sample, e.g.
+   S = H * W), so neuron n is in channel (n / S) mod C; per-channel buffers
+   hold C floats. Such a kernel takes int64 C and int64 S after ld.
+   Checked after BAD_STRIDE: C >= 1, C <= 2^31-1, S >= 1 and N a multiple
+   of C * S, else BAD_CHANNELS (so flexsn_launch, which passes C = S = 0,
+   refuses these kernels). Per-channel gradients are zeroed before the
+   launch, and also when T == 0 or N == 0. For a kernel without per-channel
+   buffers, C and S are ignored. The per-channel buffers need only 4-byte
+   alignment; their gradient is summed with atomics, in no fixed order. */
+flexsn_status flexsn_launch_channels(flexsn_image *image,
+                                     const flexsn_kernel_desc *desc,
+                                     CUstream stream, int64_t T, int64_t N,
+                                     int64_t ld, int64_t C, int64_t S,
+                                     void *const *buffers,
+                                     const void *const *scalars);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -41,9 +41,13 @@ struct KernelPlan {
   Block *body;                    // the step body (neuron's or scan's)
   unsigned numStates;             // carried states
   unsigned width;                 // neurons per thread in the vector kernel
-  /// The reductions summed across neurons (scalar ones); the others keep
-  /// the neuron dimensions, so each thread stores its own neurons' sums.
-  SmallVector<unsigned> scalarReductions;
+  /// The reductions summed across neurons: scalar ones, and per-channel
+  /// ones (summed over the neurons of each channel). The others keep the
+  /// neuron dimensions, so each thread stores its own neurons' sums.
+  SmallVector<unsigned> scalarReductions, channelReductions;
+  /// Whether the kernel sees its neurons as [B, C, S]: it then takes C and
+  /// S after ld, and neuron n is in channel (n / S) mod C.
+  bool channels = false;
 
   func::FuncOp func() const { return kernel.func; }
   ScanOp scan() const { return kernel.scan; }
@@ -81,7 +85,12 @@ public:
     numSteps = args[numBuffers];
     numNeurons = args[numBuffers + 1];
     timeStride = args[numBuffers + 2];
-    params.assign(args.begin() + numBuffers + 3, args.end());
+    unsigned firstParam = numBuffers + 3;
+    if (plan.channels) {
+      numChannels = args[firstParam++];
+      channelSize = args[firstParam++];
+    }
+    params.assign(args.begin() + firstParam, args.end());
     ptrType = LLVM::LLVMPointerType::get(b.getContext());
     f32 = b.getF32Type();
     for (int64_t i :
@@ -95,8 +104,17 @@ public:
   Value zeroF32() {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
   }
+  /// A thread's partial sums of the scalar reductions, all zero.
   SmallVector<Value> zeroPartials() {
     return SmallVector<Value>(plan.scalarReductions.size(), zeroF32());
+  }
+  /// A thread's (channel, sum) pair of each per-channel reduction when it
+  /// has nothing left to add: channel -1.
+  SmallVector<Value> noChannelPartials() {
+    SmallVector<Value> pairs;
+    for (unsigned r = 0; r < plan.channelReductions.size(); ++r)
+      pairs.append({constant(-1), zeroF32()});
+    return pairs;
   }
   Value getNumNeurons() const { return numNeurons; }
 
@@ -112,8 +130,13 @@ public:
 
   /// Runs neurons [first, first + width) through every step, stores their
   /// sums of the reductions that keep the neuron dimensions, and returns
-  /// the thread's partial sums of the scalar reductions.
-  SmallVector<Value> emitNeurons(Value first, unsigned width) {
+  /// the thread's partial sums of the scalar reductions. With
+  /// `deferChannels`, a (channel, sum) pair per per-channel reduction
+  /// follows them: the sum of its neurons when they share one channel (the
+  /// warp combines these), else channel -1 once it added each neuron's sum
+  /// itself; without, it adds them itself.
+  SmallVector<Value> emitNeurons(Value first, unsigned width,
+                                 bool deferChannels) {
     unsigned numInputs = plan.numInputs(), numStates = plan.numStates;
     unsigned initBase = numInputs, paramBase = initBase + plan.numInits();
     unsigned outputBase = paramBase + plan.numParamBuffers();
@@ -121,14 +144,24 @@ public:
     unsigned reductionBase = stateBase + plan.numStateResults();
 
     // Each lane's params: scalars are kernel arguments, per-neuron ones are
-    // read once (they do not change over time).
+    // read once (they do not change over time), per-channel ones at each
+    // lane's channel.
+    SmallVector<Value> channels;
+    if (plan.channels)
+      channels = laneChannels(first, width);
     SmallVector<SmallVector<Value>> laneParams(width);
     unsigned scalar = 0, buffer = paramBase;
     for (Value param : plan.scan().getParams()) {
-      SmallVector<Value> lanes =
-          isa<MemRefType>(param.getType())
-              ? load(buffer++, first, width)
-              : SmallVector<Value>(width, params[scalar++]);
+      SmallVector<Value> lanes;
+      if (!isa<MemRefType>(param.getType())) {
+        lanes.assign(width, params[scalar++]);
+      } else if (isPerChannel(buffer)) {
+        for (Value channel : channels)
+          lanes.push_back(load(buffer, channel, 1).front());
+        ++buffer;
+      } else {
+        lanes = load(buffer++, first, width);
+      }
       for (unsigned lane = 0; lane < width; ++lane)
         laneParams[lane].push_back(lanes[lane]);
     }
@@ -206,17 +239,108 @@ public:
       return loop.getResults().slice((numStates + r) * width, width);
     };
     for (unsigned r = 0; r < plan.numReductions(); ++r)
-      if (!llvm::is_contained(plan.scalarReductions, r))
+      if (!llvm::is_contained(plan.scalarReductions, r) &&
+          !llvm::is_contained(plan.channelReductions, r))
         store(reductionBase + r, first, sums(r));
-    SmallVector<Value> partials;
-    for (unsigned r : plan.scalarReductions) {
-      ValueRange lanes = sums(r);
+    auto total = [&](ValueRange lanes) {
       Value sum = lanes.front();
       for (Value lane : lanes.drop_front())
         sum = arith::AddFOp::create(b, loc, sum, lane);
-      partials.push_back(sum);
+      return sum;
+    };
+    SmallVector<Value> partials;
+    for (unsigned r : plan.scalarReductions)
+      partials.push_back(total(sums(r)));
+    for (unsigned r : plan.channelReductions) {
+      Value target = buffers[reductionBase + r];
+      if (!deferChannels) {
+        for (auto [channel, sum] : llvm::zip_equal(channels, sums(r)))
+          atomicAdd(target, channel, sum);
+        continue;
+      }
+      // The lanes share a channel unless the group crosses a boundary.
+      Value shared = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+      for (Value channel : ArrayRef(channels).drop_front())
+        shared = arith::AndIOp::create(
+            b, loc, shared,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, channel,
+                                  channels.front()));
+      auto branch = scf::IfOp::create(
+          b, loc, shared,
+          [&](OpBuilder &nested, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(nested.getInsertionBlock());
+            scf::YieldOp::create(
+                b, loc, ValueRange{channels.front(), total(sums(r))});
+          },
+          [&](OpBuilder &nested, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(nested.getInsertionBlock());
+            for (auto [channel, sum] : llvm::zip_equal(channels, sums(r)))
+              atomicAdd(target, channel, sum);
+            scf::YieldOp::create(b, loc, ValueRange{constant(-1), zeroF32()});
+          });
+      llvm::append_range(partials, branch.getResults());
     }
     return partials;
+  }
+
+  /// Adds each thread's (channel, sum) pairs into the per-channel
+  /// reductions. A warp whose threads all hold one channel (or none) adds
+  /// its sum with one atomic; otherwise each thread adds its own.
+  void emitChannelReductions(ValueRange pairs) {
+    if (pairs.empty())
+      return;
+    unsigned reductionBase = plan.numBuffers() - plan.numReductions();
+    Value lane = arith::RemUIOp::create(
+        b, loc, threadId(), arith::ConstantIndexOp::create(b, loc, kWarpSize));
+    Value i32Zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    Value warpWidth =
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarpSize));
+    for (auto [k, r] : llvm::enumerate(plan.channelReductions)) {
+      Value target = buffers[reductionBase + r];
+      Value channel = pairs[2 * k], sum = pairs[2 * k + 1];
+      Value none = constant(-1);
+      // Channels fit in i32 (the runtime checks C), as shuffles want.
+      Value narrow =
+          arith::TruncIOp::create(b, loc, b.getI32Type(), channel);
+      Value leaderChannel = arith::ExtSIOp::create(
+          b, loc, b.getI64Type(),
+          gpu::ShuffleOp::create(b, loc, narrow, i32Zero, warpWidth,
+                                 gpu::ShuffleMode::IDX)
+              .getShuffleResult());
+      Value differs = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, channel,
+                                none),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, channel,
+                                leaderChannel));
+      Value mismatches = warpSum(arith::UIToFPOp::create(b, loc, f32, differs));
+      Value shared = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           mismatches, zeroF32());
+      // Warp-uniform: every lane computes the same count.
+      scf::IfOp::create(
+          b, loc, shared,
+          [&](OpBuilder &nested, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(nested.getInsertionBlock());
+            Value warpTotal = warpSum(sum);
+            Value leads = arith::AndIOp::create(
+                b, loc, isZero(lane),
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                      leaderChannel, constant(0)));
+            emitIf(leads, [&] { atomicAdd(target, leaderChannel, warpTotal); });
+            scf::YieldOp::create(b, loc);
+          },
+          [&](OpBuilder &nested, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(nested.getInsertionBlock());
+            Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                              channel, constant(0));
+            emitIf(has, [&] { atomicAdd(target, channel, sum); });
+            scf::YieldOp::create(b, loc);
+          });
+    }
   }
 
   /// Adds every thread's partial sums into the reduction buffers: each
@@ -319,6 +443,46 @@ public:
 
 private:
   Type elementType(unsigned buffer) const { return plan.elementTypes[buffer]; }
+
+  bool isPerChannel(unsigned buffer) const {
+    return plan.interface()
+               .getBuffers()[plan.kernel.operandBuffers[buffer]]
+               .getShape() == BufferShape::PerChannel;
+  }
+
+  /// The channels (i64) of neurons [first, first + width): (n / S) mod C,
+  /// divided once and then stepped.
+  SmallVector<Value> laneChannels(Value first, unsigned width) {
+    Value offset = arith::RemUIOp::create(b, loc, first, channelSize);
+    Value channel = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, first, channelSize),
+        numChannels);
+    SmallVector<Value> channels{channel};
+    Value one = constant(1), zero = constant(0);
+    for (unsigned lane = 1; lane < width; ++lane) {
+      offset = arith::AddIOp::create(b, loc, offset, one);
+      Value wraps = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          offset, channelSize);
+      offset = arith::SelectOp::create(b, loc, wraps, zero, offset);
+      Value next = arith::AddIOp::create(b, loc, channel, one);
+      next = arith::SelectOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, next,
+                                numChannels),
+          zero, next);
+      channel = arith::SelectOp::create(b, loc, wraps, next, channel);
+      channels.push_back(channel);
+    }
+    return channels;
+  }
+
+  /// Atomically adds the f32 `value` to `buffer[index]`.
+  void atomicAdd(Value buffer, Value index, Value value) {
+    Value ptr = LLVM::GEPOp::create(b, loc, ptrType, f32, buffer,
+                                    ValueRange{index});
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, ptr, value,
+                              LLVM::AtomicOrdering::monotonic);
+  }
 
   /// The buffer of the r-th scalar reduction.
   Value reductionBuffer(unsigned r) const {
@@ -494,6 +658,7 @@ private:
   Value scratch; // deterministic kernels only
   llvm::DenseSet<int64_t> optionalInputs;
   Value numSteps, numNeurons, timeStride;
+  Value numChannels, channelSize; // kernels with channels only
   Type ptrType, f32;
 };
 
@@ -508,6 +673,8 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   auto i64 = IntegerType::get(ctx, 64);
   SmallVector<Type> argTypes(plan.numBuffers() + deterministic, ptrType);
   argTypes.append({i64, i64, i64});
+  if (plan.channels)
+    argTypes.append({i64, i64});
   for (Value param : plan.scan().getParams())
     if (!isa<MemRefType>(param.getType()))
       argTypes.push_back(param.getType());
@@ -551,7 +718,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(nested.getInsertionBlock());
         if (width == 1) {
-          scf::YieldOp::create(b, loc, emitter.emitNeurons(first, 1));
+          scf::YieldOp::create(b, loc, emitter.emitNeurons(first, 1, true));
           return;
         }
         // A full group takes the vector path; the last, partial group walks
@@ -565,7 +732,8 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
             [&](OpBuilder &thenBuilder, Location) {
               OpBuilder::InsertionGuard inner(b);
               b.setInsertionPointToStart(thenBuilder.getInsertionBlock());
-              scf::YieldOp::create(b, loc, emitter.emitNeurons(first, width));
+              scf::YieldOp::create(b, loc,
+                                   emitter.emitNeurons(first, width, true));
             },
             [&](OpBuilder &elseBuilder, Location) {
               OpBuilder::InsertionGuard inner(b);
@@ -578,27 +746,35 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
                     OpBuilder::InsertionGuard innermost(b);
                     b.setInsertionPointToStart(loopBuilder.getInsertionBlock());
                     SmallVector<Value> partials =
-                        emitter.emitNeurons(neuron, 1);
+                        emitter.emitNeurons(neuron, 1, false);
                     for (auto [p, sum] : llvm::zip_equal(partials, sums))
                       p = arith::AddFOp::create(b, loc, sum, p);
                     scf::YieldOp::create(b, loc, partials);
                   });
-              scf::YieldOp::create(b, loc, tail.getResults());
+              SmallVector<Value> results(tail.getResults());
+              llvm::append_range(results, emitter.noChannelPartials());
+              scf::YieldOp::create(b, loc, results);
             });
         scf::YieldOp::create(b, loc, fullBranch.getResults());
       },
       [&](OpBuilder &nested, Location) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(nested.getInsertionBlock());
-        scf::YieldOp::create(b, loc, emitter.zeroPartials());
+        SmallVector<Value> partials = emitter.zeroPartials();
+        llvm::append_range(partials, emitter.noChannelPartials());
+        scf::YieldOp::create(b, loc, partials);
       });
+  ValueRange results = activeBranch.getResults();
+  ValueRange scalarPartials = results.take_front(plan.scalarReductions.size());
   if (deterministic)
-    emitter.emitDeterministicReductions(activeBranch.getResults(),
+    emitter.emitDeterministicReductions(scalarPartials,
                                         kernel.getWorkgroupAttributions()[0],
                                         kernel.getWorkgroupAttributions()[1]);
   else if (!plan.scalarReductions.empty())
-    emitter.emitAtomicReductions(activeBranch.getResults(),
+    emitter.emitAtomicReductions(scalarPartials,
                                  kernel.getWorkgroupAttributions()[0]);
+  emitter.emitChannelReductions(
+      results.drop_front(plan.scalarReductions.size()));
   gpu::ReturnOp::create(b, loc);
 }
 
@@ -620,9 +796,18 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   }
   unsigned smallest = kAccessBytes;
   ScanOp scan = plan.scan();
-  for (auto [r, reduction] : llvm::enumerate(scan.getReductionsMutable()))
-    if (scan.getMatchingIndexingMap(&reduction).getNumResults() == 0)
+  plan.channels = plan.interface().hasChannels();
+  unsigned firstReduction = plan.numBuffers() - plan.numReductions();
+  for (auto [r, reduction] : llvm::enumerate(scan.getReductionsMutable())) {
+    BufferShape shape = plan.interface()
+                            .getBuffers()[plan.kernel.operandBuffers
+                                              [firstReduction + r]]
+                            .getShape();
+    if (shape == BufferShape::Scalar)
       plan.scalarReductions.push_back(r);
+    else if (shape == BufferShape::PerChannel)
+      plan.channelReductions.push_back(r);
+  }
   for (Value value : scan->getOperands()) {
     auto type = dyn_cast<MemRefType>(value.getType());
     if (!type)
@@ -673,8 +858,10 @@ struct ConvertFlexSNToGPUPass
                                                 /*deterministic=*/false));
       // Kernels with scalar reductions (parameter gradients summed over
       // neurons) also come in a deterministic mode, which takes the
-      // reduction scratch last. Per-neuron sums are deterministic anyway.
-      if (!plan.scalarReductions.empty()) {
+      // reduction scratch last. Per-neuron sums are deterministic anyway;
+      // per-channel ones are added atomically, so a kernel with them has
+      // no deterministic mode (yet).
+      if (!plan.scalarReductions.empty() && plan.channelReductions.empty()) {
         buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/true);
         buildKernel(kernelBuilder, plan, 1, /*deterministic=*/true);
         kernels.push_back(CompiledKernelAttr::get(

@@ -35,6 +35,15 @@ class Handle:
         self.info = compiled.info
         self.deterministic = deterministic
         self._kernels = {}
+        # Their kernels see the neurons as [B, C, S] and take C and S: not
+        # wired into this layer yet.
+        per_channel = [p.name for p in self.info.params
+                       if p.shape == "per_channel"]
+        if per_channel:
+            raise NotImplementedError(
+                f"@{self.info.name}: parameter(s) {', '.join(per_channel)} "
+                "are per_channel, which the PyTorch layer does not run yet "
+                "(the C header and flexsn-run do)")
         runtime = self.info.runtime_params
         self.num_trainable = len(self.info.trainable_params)
         # Per non-trainable runtime parameter: whether it is per-neuron.

@@ -206,7 +206,7 @@ func.func @f() {
 // -----
 
 // The binding of a parameter is one of three keywords.
-// expected-error@+1 {{expected 'const', 'runtime', 'trainable' or 'per_neuron', got 'learnable'}}
+// expected-error@+1 {{expected 'const', 'runtime', 'trainable', 'per_neuron' or 'per_channel', got 'learnable'}}
 flexsn.neuron @bad_kind inputs(%x: f32) outputs(s) params(%a: f32 = 1.0 learnable) {
   flexsn.yield %x : f32
 }
@@ -232,6 +232,45 @@ flexsn.neuron @flag_per_neuron inputs(%x: f32) outputs(s) params(%flag: i1 = tru
 // The shape follows the binding.
 // expected-error@+1 {{the binding comes before the shape: write 'runtime per_neuron'}}
 flexsn.neuron @shape_first inputs(%x: f32) outputs(s) params(%a: f32 = 1.0 per_neuron runtime) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// After the binding comes a shape, or nothing.
+// expected-error@+1 {{expected 'per_neuron' or 'per_channel', got 'per_batch'}}
+flexsn.neuron @bad_shape inputs(%x: f32) outputs(s) params(%a: f32 = 1.0 runtime per_batch) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// `scalar` is the default, never written.
+// expected-error@+1 {{expected 'per_neuron' or 'per_channel', got 'scalar'}}
+flexsn.neuron @scalar_shape inputs(%x: f32) outputs(s) params(%a: f32 = 1.0 runtime scalar) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// A per-channel parameter is a kernel argument too.
+// expected-error@+1 {{per_channel parameter 'w' must be runtime or trainable: its values are a kernel argument}}
+flexsn.neuron @const_per_channel inputs(%x: f32) outputs(s) params(%w: f32 = 0.0 per_channel) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// Per-channel values are f32 buffers.
+// expected-error@+1 {{per_channel parameter 'n' must be f32, got 'i32'}}
+flexsn.neuron @int_per_channel inputs(%x: f32) outputs(s) params(%n: i32 = 1 runtime per_channel) {
+  flexsn.yield %x : f32
+}
+
+// -----
+
+// expected-error@+1 {{the binding comes before the shape: write 'trainable per_channel'}}
+flexsn.neuron @channel_first inputs(%x: f32) outputs(s) params(%w: f32 = 0.0 per_channel trainable) {
   flexsn.yield %x : f32
 }
 
@@ -1409,6 +1448,34 @@ func.func @f(%x: memref<?x?x?xf32>, %s: memref<?x?x?xf32>, %th: memref<?xf32>) {
   flexsn.scan @lifc ins(%x : memref<?x?x?xf32>) params(%th : memref<?xf32>) outs(%s : memref<?x?x?xf32>)
       indexing_maps = [affine_map<(t, c, hw) -> (t, c, hw)>, affine_map<(t, c, hw) -> (c)>,
                        affine_map<(t, c, hw) -> (t, c, hw)>]
+  return
+}
+
+// -----
+
+// A per-channel param takes an f32 buffer.
+flexsn.neuron @plifc inputs(%x: f32) outputs(s)
+    params(%w: f32 = 0.0 trainable per_channel) {
+  flexsn.yield %x : f32
+}
+
+func.func @f(%x: memref<?x?x?xf32>, %s: memref<?x?x?xf32>, %w: f32) {
+  // expected-error@+1 {{'flexsn.scan' op param #0 ('w') has type 'f32', but @plifc declares it per_channel: an f32 tensor or buffer}}
+  flexsn.scan @plifc ins(%x : memref<?x?x?xf32>) params(%w : f32) outs(%s : memref<?x?x?xf32>)
+  return
+}
+
+// -----
+
+// A per-channel param keeps one neuron dimension: the channel.
+flexsn.neuron @plifc inputs(%x: f32) outputs(s)
+    params(%w: f32 = 0.0 trainable per_channel) {
+  flexsn.yield %x : f32
+}
+
+func.func @f(%x: memref<?x?x?xf32>, %s: memref<?x?x?xf32>, %w: memref<?x?xf32>) {
+  // expected-error@+1 {{'flexsn.scan' op param #0 ('w') is per_channel: its map must keep one neuron dimension (the channel), got affine_map<(d0, d1, d2) -> (d1, d2)>}}
+  flexsn.scan @plifc ins(%x : memref<?x?x?xf32>) params(%w : memref<?x?xf32>) outs(%s : memref<?x?x?xf32>)
   return
 }
 

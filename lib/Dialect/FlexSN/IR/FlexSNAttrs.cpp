@@ -172,11 +172,12 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kind == ParamKind::Trainable && !isF32)
     return emitError() << "trainable parameter '" << name.getValue()
                        << "' must be f32, got " << type;
-  if (shape == ParamShape::PerNeuron && !isF32)
-    return emitError() << "per_neuron parameter '" << name.getValue()
-                       << "' must be f32, got " << type;
-  if (shape == ParamShape::PerNeuron && kind == ParamKind::Const)
-    return emitError() << "per_neuron parameter '" << name.getValue()
+  if (shape != ParamShape::Scalar && !isF32)
+    return emitError() << stringifyParamShape(shape) << " parameter '"
+                       << name.getValue() << "' must be f32, got " << type;
+  if (shape != ParamShape::Scalar && kind == ParamKind::Const)
+    return emitError() << stringifyParamShape(shape) << " parameter '"
+                       << name.getValue()
                        << "' must be runtime or trainable: its values are a "
                           "kernel argument";
   return success();

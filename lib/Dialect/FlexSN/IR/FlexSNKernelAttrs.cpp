@@ -31,7 +31,8 @@ bool mlir::flexsn::isReadRole(BufferRole role) {
   return role == BufferRole::InputSequence ||
          role == BufferRole::OptionalInputSequence ||
          role == BufferRole::InitialState || role == BufferRole::SavedInput ||
-         role == BufferRole::PerNeuronParam;
+         role == BufferRole::PerNeuronParam ||
+         role == BufferRole::PerChannelParam;
 }
 
 bool mlir::flexsn::isOptionalRole(BufferRole role) {
@@ -41,6 +42,17 @@ bool mlir::flexsn::isOptionalRole(BufferRole role) {
          role == BufferRole::StateSequence || role == BufferRole::FinalState;
 }
 
+bool mlir::flexsn::isParamRole(BufferRole role) {
+  return role == BufferRole::PerNeuronParam ||
+         role == BufferRole::PerChannelParam;
+}
+
+bool mlir::flexsn::isParamGradientRole(BufferRole role) {
+  return role == BufferRole::ParamGradient ||
+         role == BufferRole::PerNeuronParamGradient ||
+         role == BufferRole::PerChannelParamGradient;
+}
+
 BufferShape mlir::flexsn::getShapeOfRole(BufferRole role) {
   switch (role) {
   case BufferRole::InitialState:
@@ -48,6 +60,9 @@ BufferShape mlir::flexsn::getShapeOfRole(BufferRole role) {
   case BufferRole::PerNeuronParam:
   case BufferRole::PerNeuronParamGradient:
     return BufferShape::PerNeuron;
+  case BufferRole::PerChannelParam:
+  case BufferRole::PerChannelParamGradient:
+    return BufferShape::PerChannel;
   case BufferRole::ParamGradient:
     return BufferShape::Scalar;
   case BufferRole::ReductionScratch:
@@ -63,7 +78,9 @@ static bool isAlwaysF32(BufferRole role) {
          role == BufferRole::ParamGradient ||
          role == BufferRole::ReductionScratch ||
          role == BufferRole::PerNeuronParam ||
-         role == BufferRole::PerNeuronParamGradient;
+         role == BufferRole::PerNeuronParamGradient ||
+         role == BufferRole::PerChannelParam ||
+         role == BufferRole::PerChannelParamGradient;
 }
 
 LogicalResult
@@ -108,6 +125,12 @@ Type KernelInterfaceAttr::getStorageType() const {
 unsigned KernelInterfaceAttr::count(BufferRole role) const {
   return llvm::count_if(getBuffers(), [&](KernelBufferAttr buffer) {
     return buffer.getRole() == role;
+  });
+}
+
+bool KernelInterfaceAttr::hasChannels() const {
+  return llvm::any_of(getBuffers(), [](KernelBufferAttr buffer) {
+    return buffer.getShape() == BufferShape::PerChannel;
   });
 }
 
@@ -158,6 +181,7 @@ LogicalResult KernelInterfaceAttr::verify(
         role == BufferRole::SavedOutput || role == BufferRole::SavedInput ||
         role == BufferRole::ParamGradient ||
         role == BufferRole::PerNeuronParamGradient ||
+        role == BufferRole::PerChannelParamGradient ||
         role == BufferRole::OptionalInputSequence ||
         role == BufferRole::ReductionScratch;
     if (trainingRole && !training)
@@ -201,7 +225,8 @@ std::string CompiledKernelAttr::getWorkspaceBytesFormula() const {
 
 /// `flexsn.kernel` describes the function's signature: one memref per
 /// buffer (of the buffer's element type and shape class), then one scalar
-/// per runtime parameter, and no results.
+/// per runtime parameter, and no results. A kernel with channels sees its
+/// neurons as [B, C, S].
 static LogicalResult verifyKernelFunction(Operation *op,
                                           KernelInterfaceAttr kernel) {
   auto func = dyn_cast<FunctionOpInterface>(op);
@@ -217,16 +242,20 @@ static LogicalResult verifyKernelFunction(Operation *op,
                            << " parameter(s), but the function takes "
                            << args.size() << " argument(s) and returns "
                            << func.getResultTypes().size() << " value(s)";
+  bool channels = kernel.hasChannels();
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
     auto memref = dyn_cast<MemRefType>(args[i]);
     int64_t rank = memref ? memref.getRank() : -1;
     bool rankOk = false;
     switch (buffer.getShape()) {
     case BufferShape::Sequence:
-      rankOk = rank >= 2;
+      rankOk = channels ? rank == 4 : rank >= 2;
       break;
     case BufferShape::PerNeuron:
-      rankOk = rank >= 1;
+      rankOk = channels ? rank == 3 : rank >= 1;
+      break;
+    case BufferShape::PerChannel:
+      rankOk = rank == 1;
       break;
     case BufferShape::Scalar:
       rankOk = rank == 0;

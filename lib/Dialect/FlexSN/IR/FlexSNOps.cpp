@@ -148,7 +148,7 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
       }
       if (parser.parseAttribute(value, arg.type))
         return failure();
-      // [const|runtime|trainable] [per_neuron]
+      // [const|runtime|trainable] [per_neuron|per_channel]
       ParamKind kind = ParamKind::Const;
       ParamShape shape = ParamShape::Scalar;
       StringRef keyword;
@@ -156,23 +156,31 @@ ParseResult NeuronOp::parse(OpAsmParser &parser, OperationState &result) {
       if (succeeded(parser.parseOptionalKeyword(&keyword))) {
         std::optional<ParamKind> parsedKind = symbolizeParamKind(keyword);
         std::optional<ParamShape> parsedShape = symbolizeParamShape(keyword);
-        if (!parsedKind && parsedShape != ParamShape::PerNeuron)
+        if (!parsedKind && (!parsedShape || parsedShape == ParamShape::Scalar))
           return parser.emitError(kindLoc)
-                 << "expected 'const', 'runtime', 'trainable' or "
-                    "'per_neuron', got '"
+                 << "expected 'const', 'runtime', 'trainable', 'per_neuron' "
+                    "or 'per_channel', got '"
                  << keyword << "'";
         if (parsedKind) {
           kind = *parsedKind;
-          if (succeeded(parser.parseOptionalKeyword("per_neuron")))
-            shape = ParamShape::PerNeuron;
+          StringRef shapeKeyword;
+          SMLoc shapeLoc = parser.getCurrentLocation();
+          if (succeeded(parser.parseOptionalKeyword(&shapeKeyword))) {
+            parsedShape = symbolizeParamShape(shapeKeyword);
+            if (!parsedShape || parsedShape == ParamShape::Scalar)
+              return parser.emitError(shapeLoc)
+                     << "expected 'per_neuron' or 'per_channel', got '"
+                     << shapeKeyword << "'";
+            shape = *parsedShape;
+          }
         } else {
-          shape = ParamShape::PerNeuron;
+          shape = *parsedShape;
           StringRef late;
           SMLoc lateLoc = parser.getCurrentLocation();
           if (succeeded(parser.parseOptionalKeyword(&late)))
             return parser.emitError(lateLoc)
                    << "the binding comes before the shape: write '" << late
-                   << " per_neuron'";
+                   << " " << keyword << "'";
         }
       }
       StringAttr name = builder.getStringAttr(arg.ssaName.name.drop_front());
@@ -259,7 +267,7 @@ void NeuronOp::print(OpAsmPrinter &p) {
           printParamValue(p, param.getDefaultValue());
           if (param.getKind() != ParamKind::Const)
             p << ' ' << stringifyParamKind(param.getKind());
-          if (param.isPerNeuron())
+          if (param.isShaped())
             p << ' ' << stringifyParamShape(param.getShape());
         },
         [&] { p << (onePerLine ? "," : ", "); });
@@ -929,28 +937,33 @@ LogicalResult ScanOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return failure();
   for (auto [i, value, param] : llvm::enumerate(getParams(), runtimeParams)) {
     auto shaped = dyn_cast<ShapedType>(value.getType());
-    if (param.isPerNeuron() ? !shaped || !shaped.getElementType().isF32()
-                            : value.getType() != param.getType()) {
+    if (param.isShaped() ? !shaped || !shaped.getElementType().isF32()
+                         : value.getType() != param.getType()) {
       InFlightDiagnostic diag = emitOpError()
                                 << "param #" << i << " ('"
                                 << param.getName().getValue() << "') has type "
                                 << value.getType() << ", but @"
                                 << neuron.getSymName() << " declares ";
-      if (param.isPerNeuron())
-        diag << "it per_neuron: an f32 tensor or buffer";
+      if (param.isShaped())
+        diag << "it " << stringifyParamShape(param.getShape())
+             << ": an f32 tensor or buffer";
       else
         diag << "a scalar " << param.getType();
       return diag;
     }
-    // A neuron's param has one value per neuron, or one in all.
+    // A neuron's param has one value per neuron, per channel (one neuron
+    // dimension kept), or one in all.
     if (shaped) {
       AffineMap map = getMatchingIndexingMap(&getParamsMutable()[i]);
-      if (map.getNumResults() != getDomainRank() - 1)
-        return emitOpError() << "param #" << i << " ('"
-                             << param.getName().getValue()
-                             << "') is per_neuron: its map must keep every "
-                                "neuron dimension, got "
-                             << AffineMapAttr::get(map);
+      unsigned kept = param.isPerNeuron() ? getDomainRank() - 1 : 1;
+      if (map.getNumResults() != kept)
+        return emitOpError()
+               << "param #" << i << " ('" << param.getName().getValue()
+               << "') is " << stringifyParamShape(param.getShape())
+               << ": its map must keep "
+               << (param.isPerNeuron() ? "every neuron dimension"
+                                       : "one neuron dimension (the channel)")
+               << ", got " << AffineMapAttr::get(map);
     }
   }
   return success();

@@ -49,12 +49,12 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     unsigned numInputs = neuron.getNumInputs();
     unsigned numStates = neuron.getNumStates();
     unsigned numOutputs = neuron.getNumOutputs();
-    // Every runtime parameter is a body argument; the per-neuron ones are
+    // Every runtime parameter is a body argument; the shaped ones are
     // buffers of the kernels, the others scalar arguments.
     SmallVector<ParamAttr> params = neuron.getRuntimeParamAttrs();
     SmallVector<ParamAttr> scalarParams = getScalarRuntimeParams(neuron);
     SmallVector<KernelBufferAttr> paramBuffers =
-        getPerNeuronParamBuffers(neuron);
+        getShapedParamBuffers(neuron);
     SmallVector<bool> trainable = llvm::map_to_vector(params, [](ParamAttr p) {
       return p.getKind() == ParamKind::Trainable;
     });
@@ -64,7 +64,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     // Scalar gradients are summed across threads: the reduction scratch
     // holds one slot each.
     unsigned numScalarTrainable = llvm::count_if(params, [](ParamAttr p) {
-      return p.getKind() == ParamKind::Trainable && !p.isPerNeuron();
+      return p.getKind() == ParamKind::Trainable && !p.isShaped();
     });
     Type f32 = builder.getF32Type();
 
@@ -82,19 +82,22 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
                                       storage, buffers, scalarParams, numSaved,
                                       numScalarTrainable);
     };
+    KernelInterfaceAttr fwdInterface =
+        interface(KernelVariant::Forward, fwdBuffers, 0);
+    bool channels = fwdInterface.hasChannels();
     auto forward = createKernelFunction(
         builder, loc,
         getKernelName(neuron.getSymName(), KernelVariant::Forward, storage),
-        interface(KernelVariant::Forward, fwdBuffers, 0));
+        fwdInterface);
     Block *entry = &forward.getBody().front();
     OpBuilder fb = OpBuilder::atBlockBegin(entry);
     ValueRange a = entry->getArguments();
-    auto scan = ScanOp::create(
-        fb, loc, FlatSymbolRefAttr(), a.take_front(numInputs),
+    auto scan = createKernelScan(
+        fb, loc, fwdInterface, FlatSymbolRefAttr(), a.take_front(numInputs),
         a.slice(numInputs, numStates), getScanParams(forward, neuron),
         a.slice(numInputs + numStates, numOutputs),
         a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
-        /*reverse=*/false, /*optionalInputs=*/DenseI64ArrayAttr());
+        /*reverse=*/false);
     func::ReturnOp::create(fb, loc);
     SmallVector<Type> bodyTypes(numInputs + numStates, f32);
     llvm::append_range(bodyTypes, paramTypes);
@@ -159,28 +162,30 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     for (ParamAttr p : params)
       if (p.getKind() == ParamKind::Trainable)
         add(p.getName().getValue(), "_grad",
-            p.isPerNeuron() ? BufferRole::PerNeuronParamGradient
-                            : BufferRole::ParamGradient,
+            p.isPerNeuron()    ? BufferRole::PerNeuronParamGradient
+            : p.isPerChannel() ? BufferRole::PerChannelParamGradient
+                               : BufferRole::ParamGradient,
             f32);
 
     // Backward: a reverse scan over the gradients.
+    KernelInterfaceAttr bwdInterface =
+        interface(KernelVariant::Backward, bwdBuffers, numSaved);
     auto backward = createKernelFunction(
         builder, loc,
         getKernelName(neuron.getSymName(), KernelVariant::Backward, storage),
-        interface(KernelVariant::Backward, bwdBuffers, numSaved));
+        bwdInterface);
     Block *bentry = &backward.getBody().front();
     OpBuilder bb = OpBuilder::atBlockBegin(bentry);
     ValueRange b = bentry->getArguments();
     unsigned numIns = numOutputs + numStates + numSaved + numReread;
     unsigned gradPos =
         numIns + 2 * numStates + numInputs + paramBuffers.size();
-    auto bscan = ScanOp::create(
-        bb, loc, FlatSymbolRefAttr(), b.take_front(numIns),
+    auto bscan = createKernelScan(
+        bb, loc, bwdInterface, FlatSymbolRefAttr(), b.take_front(numIns),
         b.slice(numIns, numStates), getScanParams(backward, neuron),
         b.slice(numIns + numStates, numInputs),
         b.slice(numIns + numStates + numInputs, numStates),
-        b.slice(gradPos, numTrainable),
-        /*reverse=*/true, /*optionalInputs=*/DenseI64ArrayAttr());
+        b.slice(gradPos, numTrainable), /*reverse=*/true);
     // Incoming gradients may be absent (zeros); saved values and inputs not.
     SmallVector<int64_t> optional;
     for (unsigned i = 0; i < numOutputs + numStates; ++i)
@@ -208,18 +213,19 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     yield.erase();
     for (unsigned i = 0; i < numSaved; ++i)
       (void)forward.insertArgument(
-          savedPos + i, getBufferType(fwdBuffers[savedPos + i]), {}, loc);
-    forward->setAttr(KernelInterfaceAttr::getAttrName(),
-                     interface(KernelVariant::Forward, fwdBuffers, numSaved));
+          savedPos + i, getBufferType(fwdBuffers[savedPos + i], channels),
+          {}, loc);
+    fwdInterface = interface(KernelVariant::Forward, fwdBuffers, numSaved);
+    forward->setAttr(KernelInterfaceAttr::getAttrName(), fwdInterface);
     a = entry->getArguments();
     SmallVector<Value> outs(a.slice(numInputs + numStates, numOutputs));
     llvm::append_range(outs, a.slice(savedPos, numSaved));
     fb.setInsertionPoint(scan);
-    auto fullScan = ScanOp::create(
-        fb, loc, FlatSymbolRefAttr(), a.take_front(numInputs),
+    auto fullScan = createKernelScan(
+        fb, loc, fwdInterface, FlatSymbolRefAttr(), a.take_front(numInputs),
         a.slice(numInputs, numStates), getScanParams(forward, neuron), outs,
         a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
-        /*reverse=*/false, /*optionalInputs=*/DenseI64ArrayAttr());
+        /*reverse=*/false);
     fullScan.getBody().takeBody(scan.getBody());
     scan.erase();
     return success();

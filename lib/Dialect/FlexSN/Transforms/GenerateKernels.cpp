@@ -25,7 +25,7 @@ using namespace mlir::flexsn;
 namespace {
 
 /// The interface of `variant` (inference or final-state) of `neuron`: its
-/// step's buffers, its per-neuron parameters' buffers and its scalar
+/// step's buffers, its shaped parameters' buffers and its scalar
 /// runtime parameters.
 KernelInterfaceAttr getKernelInterface(NeuronOp neuron, KernelVariant variant,
                                        StorageType storage) {
@@ -33,7 +33,7 @@ KernelInterfaceAttr getKernelInterface(NeuronOp neuron, KernelVariant variant,
   SmallVector<KernelBufferAttr> buffers =
       getStepBuffers(neuron, getStorageElementType(ctx, storage),
                      variant == KernelVariant::FinalState);
-  llvm::append_range(buffers, getPerNeuronParamBuffers(neuron));
+  llvm::append_range(buffers, getShapedParamBuffers(neuron));
   return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
                                   storage, buffers,
                                   getScalarRuntimeParams(neuron), 0, 0);
@@ -57,10 +57,10 @@ func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
   ValueRange outputs = args.slice(numInputs + numStates, numOutputs);
   ValueRange states = args.slice(numInputs + numStates + numOutputs, numStates);
   // The state buffers' ranks choose sequences or final states.
-  ScanOp::create(body, loc, FlatSymbolRefAttr::get(neuron.getSymNameAttr()),
-                 inputs, inits, getScanParams(func, neuron), outputs, states,
-                 /*reductions=*/ValueRange(), /*reverse=*/false,
-                 /*optionalInputs=*/DenseI64ArrayAttr());
+  createKernelScan(body, loc, interface,
+                   FlatSymbolRefAttr::get(neuron.getSymNameAttr()), inputs,
+                   inits, getScanParams(func, neuron), outputs, states,
+                   /*reductions=*/ValueRange(), /*reverse=*/false);
   func::ReturnOp::create(body, loc);
   return func;
 }

@@ -43,18 +43,19 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
   DenseSet<int64_t> optional;
   for (int64_t i : scan.getOptionalInputs().value_or(ArrayRef<int64_t>()))
     optional.insert(i);
-  SmallVector<SmallVector<BufferRole, 2>> expected;
+  SmallVector<SmallVector<BufferRole, 3>> expected;
   for (unsigned i = 0, e = scan.getInputs().size(); i < e; ++i)
     expected.push_back(optional.contains(i)
-                           ? SmallVector<BufferRole, 2>{BufferRole::
+                           ? SmallVector<BufferRole, 3>{BufferRole::
                                                             OptionalInputSequence}
-                           : SmallVector<BufferRole, 2>{
+                           : SmallVector<BufferRole, 3>{
                                  BufferRole::InputSequence,
                                  BufferRole::SavedInput});
   expected.append(scan.getInits().size(), {BufferRole::InitialState});
   for (Value param : scan.getParams())
     if (isa<MemRefType>(param.getType()))
-      expected.push_back({BufferRole::PerNeuronParam});
+      expected.push_back(
+          {BufferRole::PerNeuronParam, BufferRole::PerChannelParam});
   expected.append(scan.getOutputs().size(),
                   {BufferRole::OutputSequence, BufferRole::SavedOutput});
   for (unsigned s = 0, e = scan.getStates().size(); s < e; ++s)
@@ -62,12 +63,14 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
                                              : BufferRole::StateSequence});
   expected.append(scan.getReductions().size(),
                   {BufferRole::ParamGradient,
-                   BufferRole::PerNeuronParamGradient});
+                   BufferRole::PerNeuronParamGradient,
+                   BufferRole::PerChannelParamGradient});
 
   ArrayRef<KernelBufferAttr> buffers = kernel.interface.getBuffers();
   Block &entry = func.getBody().front();
   SmallVector<bool> used(buffers.size(), false);
   unsigned rank = scan.getDomainRank();
+  bool channels = kernel.interface.hasChannels();
   // The buffer operands: all but the scalar parameters.
   SmallVector<OpOperand *> operands;
   for (OpOperand &operand : scan->getOpOperands())
@@ -95,12 +98,8 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
     // The buffer's shape class is the one the scan's map gives it.
     AffineMap map = scan.getMatchingIndexingMap(operand);
     BufferShape shape = buffers[index].getShape();
-    bool agrees =
-        shape == BufferShape::Sequence ? map.isIdentity()
-        : shape == BufferShape::PerNeuron
-            ? map == AffineMap::getMinorIdentityMap(rank, rank - 1,
-                                                    scan.getContext())
-            : shape == BufferShape::Scalar && map.getNumResults() == 0;
+    bool agrees = rank == (channels ? 4u : 2u) &&
+                  map == getShapeClassMap(shape, channels, scan.getContext());
     if (!agrees)
       return scan.emitError()
              << "buffer '" << buffers[index].getName().getValue() << "' is "
@@ -147,20 +146,22 @@ mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates) {
 }
 
 SmallVector<KernelBufferAttr>
-mlir::flexsn::getPerNeuronParamBuffers(NeuronOp neuron) {
+mlir::flexsn::getShapedParamBuffers(NeuronOp neuron) {
   MLIRContext *ctx = neuron.getContext();
   SmallVector<KernelBufferAttr> buffers;
   for (ParamAttr param : neuron.getRuntimeParamAttrs())
-    if (param.isPerNeuron())
-      buffers.push_back(KernelBufferAttr::get(ctx, param.getName().getValue(),
-                                              BufferRole::PerNeuronParam,
-                                              Float32Type::get(ctx)));
+    if (param.isShaped())
+      buffers.push_back(KernelBufferAttr::get(
+          ctx, param.getName().getValue(),
+          param.isPerNeuron() ? BufferRole::PerNeuronParam
+                              : BufferRole::PerChannelParam,
+          Float32Type::get(ctx)));
   return buffers;
 }
 
 SmallVector<ParamAttr> mlir::flexsn::getScalarRuntimeParams(NeuronOp neuron) {
   return llvm::filter_to_vector(neuron.getRuntimeParamAttrs(),
-                                [](ParamAttr p) { return !p.isPerNeuron(); });
+                                [](ParamAttr p) { return !p.isShaped(); });
 }
 
 SmallVector<Value> mlir::flexsn::getScanParams(func::FuncOp func,
@@ -172,27 +173,48 @@ SmallVector<Value> mlir::flexsn::getScanParams(func::FuncOp func,
   SmallVector<Value> params;
   unsigned nextScalar = buffers.size();
   for (ParamAttr param : neuron.getRuntimeParamAttrs()) {
-    if (!param.isPerNeuron()) {
+    if (!param.isShaped()) {
       params.push_back(entry.getArgument(nextScalar++));
       continue;
     }
     auto buffer = llvm::find_if(buffers, [&](KernelBufferAttr b) {
-      return b.getRole() == BufferRole::PerNeuronParam &&
-             b.getName() == param.getName();
+      return isParamRole(b.getRole()) && b.getName() == param.getName();
     });
-    assert(buffer != buffers.end() && "a per-neuron param without a buffer");
+    assert(buffer != buffers.end() && "a shaped param without a buffer");
     params.push_back(entry.getArgument(buffer - buffers.begin()));
   }
   return params;
 }
 
-MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer) {
-  SmallVector<int64_t, 2> shape;
+AffineMap mlir::flexsn::getShapeClassMap(BufferShape shape, bool channels,
+                                         MLIRContext *ctx) {
+  unsigned rank = channels ? 4 : 2;
+  switch (shape) {
+  case BufferShape::Sequence:
+    return AffineMap::getMultiDimIdentityMap(rank, ctx);
+  case BufferShape::PerNeuron:
+    return AffineMap::getMinorIdentityMap(rank, rank - 1, ctx);
+  case BufferShape::PerChannel:
+    // (t, b, c, s) -> (c)
+    return AffineMap::get(rank, 0, getAffineDimExpr(2, ctx));
+  case BufferShape::Scalar:
+  case BufferShape::Scratch:
+    break;
+  }
+  return AffineMap::get(rank, 0, ctx);
+}
+
+MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer,
+                                       bool channels) {
+  SmallVector<int64_t, 4> shape;
   switch (buffer.getShape()) {
   case BufferShape::Sequence:
-    shape = {ShapedType::kDynamic, ShapedType::kDynamic};
+    shape.assign(channels ? 4 : 2, ShapedType::kDynamic);
     break;
   case BufferShape::PerNeuron:
+    shape.assign(channels ? 3 : 1, ShapedType::kDynamic);
+    break;
+  case BufferShape::PerChannel:
   case BufferShape::Scratch:
     shape = {ShapedType::kDynamic};
     break;
@@ -202,12 +224,46 @@ MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer) {
   return MemRefType::get(shape, buffer.getElementType());
 }
 
+ScanOp mlir::flexsn::createKernelScan(
+    OpBuilder &builder, Location loc, KernelInterfaceAttr interface,
+    FlatSymbolRefAttr callee, ValueRange inputs, ValueRange inits,
+    ValueRange params, ValueRange outputs, ValueRange states,
+    ValueRange reductions, bool reverse) {
+  if (!interface.hasChannels())
+    return ScanOp::create(builder, loc, callee, inputs, inits, params,
+                          outputs, states, reductions, reverse,
+                          /*optionalInputs=*/DenseI64ArrayAttr());
+  // Over (t, b, c, s), the operands' ranks no longer tell a per-channel
+  // [C] buffer from others: the maps are those of the shape classes.
+  MLIRContext *ctx = builder.getContext();
+  SmallVector<AffineMap> maps;
+  auto add = [&](ValueRange values) {
+    for (Value value : values) {
+      auto type = dyn_cast<MemRefType>(value.getType());
+      int64_t rank = type ? type.getRank() : 0;
+      BufferShape shape = rank == 4   ? BufferShape::Sequence
+                          : rank == 3 ? BufferShape::PerNeuron
+                          : rank == 1 ? BufferShape::PerChannel
+                                      : BufferShape::Scalar;
+      maps.push_back(getShapeClassMap(shape, /*channels=*/true, ctx));
+    }
+  };
+  for (ValueRange group : {inputs, inits, params, outputs, states, reductions})
+    add(group);
+  return ScanOp::create(builder, loc, TypeRange(), callee, inputs, inits,
+                        params, outputs, states, reductions,
+                        builder.getAffineMapArrayAttr(maps), reverse,
+                        /*optional_inputs=*/DenseI64ArrayAttr());
+}
+
 func::FuncOp mlir::flexsn::createKernelFunction(OpBuilder &builder,
                                                 Location loc, StringRef name,
                                                 KernelInterfaceAttr interface) {
-  SmallVector<Type> argTypes = llvm::map_to_vector(
-      interface.getBuffers(),
-      [](KernelBufferAttr b) -> Type { return getBufferType(b); });
+  bool channels = interface.hasChannels();
+  SmallVector<Type> argTypes =
+      llvm::map_to_vector(interface.getBuffers(), [&](KernelBufferAttr b) {
+        return Type(getBufferType(b, channels));
+      });
   for (ParamAttr param : interface.getParams())
     argTypes.push_back(param.getType());
   auto func = func::FuncOp::create(builder, loc, name,

@@ -162,7 +162,7 @@ struct FlexSNSetParamsPass
       std::optional<ParamShape> shape = symbolizeParamShape(text.trim());
       if (!shape)
         return neuron.emitError("flexsn-set-params: shape of '")
-               << name << "' must be scalar or per_neuron, got '"
+               << name << "' must be scalar, per_neuron or per_channel, got '"
                << text.trim() << "'";
       *param = ParamAttr::get(b.getContext(), param->getName(),
                               param->getDefaultValue(), param->getKind(),

@@ -44,6 +44,10 @@ bool isReadRole(BufferRole role);
 bool isOptionalRole(BufferRole role);
 /// The shape class of a buffer of `role`.
 BufferShape getShapeOfRole(BufferRole role);
+/// Whether a buffer of `role` holds a shaped parameter's values.
+bool isParamRole(BufferRole role);
+/// Whether a buffer of `role` receives a parameter's gradient.
+bool isParamGradientRole(BufferRole role);
 /// The element type sequences of `storage` are stored in.
 Type getStorageElementType(MLIRContext *ctx, StorageType storage);
 

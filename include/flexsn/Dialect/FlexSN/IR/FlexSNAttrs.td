@@ -35,7 +35,8 @@ def FlexSN_ParamKindAttr : EnumAttr<FlexSN_Dialect, FlexSN_ParamKind, "param_kin
 def FlexSN_ParamShape : I32EnumAttr<"ParamShape",
     "how many values a neuron parameter has", [
     I32EnumAttrCase<"Scalar", 0, "scalar">,
-    I32EnumAttrCase<"PerNeuron", 1, "per_neuron">
+    I32EnumAttrCase<"PerNeuron", 1, "per_neuron">,
+    I32EnumAttrCase<"PerChannel", 2, "per_channel">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
@@ -45,6 +46,12 @@ def FlexSN_ParamShape : I32EnumAttr<"ParamShape",
       (`runtime` or `trainable` only). The body still sees one scalar: its
       neuron's value. A trainable one gets one gradient per neuron, summed
       over time steps only.
+    * `per_channel`: one `f32` value per channel, passed as a `[C]` buffer
+      (`runtime` or `trainable` only), shared by the neurons of that
+      channel: the kernels of such a neuron see the neurons as
+      `[B, C, S]` (batch, channel, the rest), and every neuron of channel
+      `c` reads value `c`. A trainable one gets one gradient per channel,
+      summed over time steps, the batch and the rest.
   }];
 }
 
@@ -60,8 +67,9 @@ def FlexSN_ParamAttr : FlexSN_Attr<"Param", "param"> {
     since host stubs and the manifest expose it), its default value (whose
     type is the parameter's type: `f32`, `i1` or `i32`) and how it is bound
     (`const`, `runtime` or `trainable`). Trainable parameters must be `f32`.
-    Its shape is `scalar` (left out when printed) or `per_neuron`: then the
-    default value is every neuron's initial value.
+    Its shape is `scalar` (left out when printed), `per_neuron` or
+    `per_channel`: then the default value is every neuron's (channel's)
+    initial value.
 
     The neuron op prints its parameters inline, so this attribute appears
     spelled out only in the generic form:
@@ -69,6 +77,7 @@ def FlexSN_ParamAttr : FlexSN_Attr<"Param", "param"> {
     ```mlir
     #flexsn.param<"tau", 2.000000e+00 : f32, const>
     #flexsn.param<"v_threshold", 1.000000e+00 : f32, trainable, per_neuron>
+    #flexsn.param<"w", 0.000000e+00 : f32, trainable, per_channel>
     ```
   }];
   let parameters = (ins "::mlir::StringAttr":$name,
@@ -76,7 +85,7 @@ def FlexSN_ParamAttr : FlexSN_Attr<"Param", "param"> {
                         "::mlir::flexsn::ParamKind":$kind,
                         DefaultValuedParameter<"::mlir::flexsn::ParamShape",
                             "::mlir::flexsn::ParamShape::Scalar",
-                            "scalar or per-neuron">:$shape);
+                            "scalar, per-neuron or per-channel">:$shape);
   let assemblyFormat =
       "`<` $name `,` $default_value `,` $kind (`,` $shape^)? `>`";
   let genVerifyDecl = 1;
@@ -95,6 +104,10 @@ def FlexSN_ParamAttr : FlexSN_Attr<"Param", "param"> {
     bool isRuntime() const { return getKind() != ParamKind::Const; }
     /// Whether the parameter has one value per neuron (an `[N]` buffer).
     bool isPerNeuron() const { return getShape() == ParamShape::PerNeuron; }
+    /// Whether the parameter has one value per channel (a `[C]` buffer).
+    bool isPerChannel() const { return getShape() == ParamShape::PerChannel; }
+    /// Whether the parameter is a buffer of a kernel (not a scalar).
+    bool isShaped() const { return getShape() != ParamShape::Scalar; }
     /// The same parameter with another kind (its shape kept).
     ParamAttr withKind(ParamKind kind) const {
       return get(getContext(), getName(), getDefaultValue(), kind, getShape());
@@ -300,7 +313,9 @@ def FlexSN_BufferRole : I32EnumAttr<"BufferRole",
     I32EnumAttrCase<"ParamGradient", 8, "param_gradient">,
     I32EnumAttrCase<"ReductionScratch", 9, "reduction_scratch">,
     I32EnumAttrCase<"PerNeuronParam", 10, "per_neuron_param">,
-    I32EnumAttrCase<"PerNeuronParamGradient", 11, "per_neuron_param_gradient">
+    I32EnumAttrCase<"PerNeuronParamGradient", 11, "per_neuron_param_gradient">,
+    I32EnumAttrCase<"PerChannelParam", 12, "per_channel_param">,
+    I32EnumAttrCase<"PerChannelParamGradient", 13, "per_channel_param_gradient">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
@@ -319,11 +334,17 @@ def FlexSN_BufferRole : I32EnumAttr<"BufferRole",
     * `per_neuron_param`: the `f32` values of a `per_neuron` parameter, read,
       required;
     * `per_neuron_param_gradient`: the `f32` gradient of a trainable
-      `per_neuron` parameter (its sum over time steps), written, required.
+      `per_neuron` parameter (its sum over time steps), written, required;
+    * `per_channel_param`: the `f32` values of a `per_channel` parameter,
+      read, required;
+    * `per_channel_param_gradient`: the `f32` gradient of a trainable
+      `per_channel` parameter (its sum over time steps and the channel's
+      neurons), zeroed then accumulated, required.
 
     The role implies the shape class: `per_neuron` for initial and final
-    states and the per-neuron parameters' buffers, `scalar` for parameter
-    gradients, `scratch` for the scratch, `sequence` for the others.
+    states and the per-neuron parameters' buffers, `per_channel` for the
+    per-channel ones, `scalar` for parameter gradients, `scratch` for the
+    scratch, `sequence` for the others.
   }];
 }
 
@@ -332,13 +353,18 @@ def FlexSN_BufferShape : I32EnumAttr<"BufferShape",
     I32EnumAttrCase<"Sequence", 0, "sequence">,
     I32EnumAttrCase<"PerNeuron", 1, "per_neuron">,
     I32EnumAttrCase<"Scalar", 2, "scalar">,
-    I32EnumAttrCase<"Scratch", 3, "scratch">
+    I32EnumAttrCase<"Scratch", 3, "scratch">,
+    I32EnumAttrCase<"PerChannel", 4, "per_channel">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
   let description = [{
     * `sequence`: `[T, N]` with time stride `ld` (a rank-2 memref);
     * `per_neuron`: `[N]` (rank 1);
+    * `per_channel`: `[C]` (rank 1). A kernel with per-channel buffers sees
+      its `N` neurons as `[B, C, S]`, so its function takes sequences as
+      `[T, B, C, S]` memrefs (rank 4) and per-neuron buffers as `[B, C, S]`
+      (rank 3); neuron `n` is in channel `(n / S) mod C`;
     * `scalar`: one element (rank 0);
     * `scratch`: the deterministic reduction scratch, `4 + 4·P·⌈N/256⌉`
       bytes for `P` reduction slots.
@@ -438,6 +464,9 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
     }
     /// How many buffers have `role`.
     unsigned count(BufferRole role) const;
+    /// Whether a buffer is per channel: the kernel then sees its neurons as
+    /// `[B, C, S]` (sequences `[T, B, C, S]`).
+    bool hasChannels() const;
     /// The same interface with one more buffer at the end.
     KernelInterfaceAttr withBuffer(KernelBufferAttr buffer) const;
   }];

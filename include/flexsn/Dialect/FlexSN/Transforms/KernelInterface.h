@@ -50,21 +50,35 @@ FailureOr<KernelFunction> analyzeKernelFunction(func::FuncOp func);
 SmallVector<KernelBufferAttr> getStepBuffers(NeuronOp neuron, Type dtype,
                                              bool finalStates);
 
-/// The buffers of a neuron's `per_neuron` parameters (`per_neuron_param`,
-/// f32, named after them), in declaration order. Every kernel of the neuron
-/// takes them after its sequences and states.
-SmallVector<KernelBufferAttr> getPerNeuronParamBuffers(NeuronOp neuron);
+/// The buffers of a neuron's shaped parameters (`per_neuron_param` or
+/// `per_channel_param`, f32, named after them), in declaration order. Every
+/// kernel of the neuron takes them after its sequences and states.
+SmallVector<KernelBufferAttr> getShapedParamBuffers(NeuronOp neuron);
 
 /// The neuron's runtime and trainable parameters that are scalar kernel
 /// arguments (the others are buffers).
 SmallVector<ParamAttr> getScalarRuntimeParams(NeuronOp neuron);
 
 /// The values a kernel function's scan takes as `neuron`'s params: each
-/// runtime parameter's scalar argument or per-neuron buffer, in order.
+/// runtime parameter's scalar argument or buffer, in order.
 SmallVector<Value> getScanParams(func::FuncOp func, NeuronOp neuron);
 
-/// The memref a kernel function takes for `buffer`: a sequence has rank 2.
-MemRefType getBufferType(KernelBufferAttr buffer);
+/// How a kernel's scan indexes a buffer of shape class `shape`: over
+/// `(t, n)`, or with `channels` over `(t, b, c, s)`.
+AffineMap getShapeClassMap(BufferShape shape, bool channels, MLIRContext *ctx);
+
+/// The memref a kernel function takes for `buffer`: a sequence has rank 2
+/// (rank 4, [T, B, C, S], in a kernel with `channels`).
+MemRefType getBufferType(KernelBufferAttr buffer, bool channels);
+
+/// Creates the scan of a kernel function of `interface` on its arguments;
+/// its maps are those of the buffers' shape classes.
+ScanOp createKernelScan(OpBuilder &builder, Location loc,
+                        KernelInterfaceAttr interface,
+                        FlatSymbolRefAttr callee, ValueRange inputs,
+                        ValueRange inits, ValueRange params,
+                        ValueRange outputs, ValueRange states,
+                        ValueRange reductions, bool reverse);
 
 /// Creates `name`, the kernel function of `interface`, with an entry block:
 /// its arguments are the buffers' memrefs, then the parameters' scalars.

@@ -121,9 +121,9 @@ def FlexSNSetParams : Pass<"flexsn-set-params", "::mlir::ModuleOp"> {
       the value callers get by default.
     * `kinds=v_threshold=runtime,w=trainable`: new bindings (`const`,
       `runtime`, `trainable`).
-    * `shapes=v_threshold=per_neuron`: new shapes (`scalar`, `per_neuron`).
-      A `per_neuron` parameter must be an `f32` `runtime` or `trainable`
-      one once the bindings are set.
+    * `shapes=v_threshold=per_neuron`: new shapes (`scalar`, `per_neuron`,
+      `per_channel`). A shaped parameter must be an `f32` `runtime` or
+      `trainable` one once the bindings are set.
     * `surrogate=#flexsn.atan<alpha=3.0>`: the surrogate of every
       `flexsn.spike` in the neurons. Write it without spaces, or quote
       the option.
@@ -131,8 +131,8 @@ def FlexSNSetParams : Pass<"flexsn-set-params", "::mlir::ModuleOp"> {
     `neurons` restricts it to the named neurons (default: all). A name that
     no selected neuron has, a value that is not of the parameter's type
     (`f32`: a finite number; `i1`: true, false, 1, 0; `i32`: an integer),
-    an unknown binding or shape, a non-`f32` trainable or per-neuron
-    parameter, a `const` per-neuron one and a text that is not a surrogate
+    an unknown binding or shape, a non-`f32` trainable or shaped
+    parameter, a `const` shaped one and a text that is not a surrogate
     attribute are errors; the surrogate's own range checks apply.
 
     Rationale:
@@ -145,7 +145,7 @@ def FlexSNSetParams : Pass<"flexsn-set-params", "::mlir::ModuleOp"> {
     ListOption<"kinds", "kinds", "std::string",
                "Parameter bindings, as name=const|runtime|trainable">,
     ListOption<"shapes", "shapes", "std::string",
-               "Parameter shapes, as name=scalar|per_neuron">,
+               "Parameter shapes, as name=scalar|per_neuron|per_channel">,
     Option<"surrogate", "surrogate", "std::string", "\"\"",
            "Surrogate attribute for every spike, e.g. #flexsn.atan<alpha=2.0>">,
     ListOption<"neurons", "neurons", "std::string",
