@@ -119,7 +119,15 @@ run_step train "$lim" "$PY" python/tests/train_kernel_checks.py \
   --out "$OUT/train" --deadline $((lim - 20))
 
 # 5-8. compute-sanitizer on the PyTorch-free quick checks.
+lim=$(min 60 $(($(left) - BENCH_RESERVE - 80)))
+run_step channels "$lim" "$PY" python/tests/channel_kernel_checks.py \
+  --out "$OUT/channels"
+
 if command -v compute-sanitizer >/dev/null; then
+  lim=$(min 60 $(($(left) - BENCH_RESERVE - 70)))
+  run_step channelmem "$lim" compute-sanitizer --tool memcheck \
+    --error-exitcode 99 "$PY" python/tests/channel_kernel_checks.py --quick \
+    --out "$OUT/channelmem"
   lim=$(min 80 $(($(left) - BENCH_RESERVE - 60)))
   run_step memcheck "$lim" compute-sanitizer --tool memcheck \
     --error-exitcode 99 "$PY" python/tests/kernel_checks.py --quick \

@@ -150,6 +150,7 @@ class Kernel:
     vector_kernel: str = ""
     scalar_kernel: str = ""
     vector_width: int = 1
+    channels: bool = False  # sees its neurons as [B, C, S]: takes C and S
 
     def workspace_size(self, T: int, N: int, ld: int) -> int:
         return evaluate_size(self.workspace_bytes, T=T, N=N, ld=ld or N)
@@ -181,7 +182,8 @@ def _kernel(entry: dict) -> Kernel:
         deterministic=entry.get("deterministic", False),
         vector_kernel=entry.get("vector_kernel", ""),
         scalar_kernel=entry.get("scalar_kernel", ""),
-        vector_width=entry.get("vector_width", 1))
+        vector_width=entry.get("vector_width", 1),
+        channels=entry.get("channels", False))
 
 
 @dataclasses.dataclass

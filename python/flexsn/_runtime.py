@@ -76,6 +76,12 @@ def runtime_library() -> ctypes.CDLL:
                 ctypes.POINTER(_Image), ctypes.POINTER(_KernelDesc),
                 ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                 ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+            lib.flexsn_launch_channels.restype = ctypes.c_int
+            lib.flexsn_launch_channels.argtypes = [
+                ctypes.POINTER(_Image), ctypes.POINTER(_KernelDesc),
+                ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                ctypes.c_void_p, ctypes.c_void_p]
             for name in ("flexsn_status_message", "flexsn_status_name"):
                 getattr(lib, name).restype = ctypes.c_char_p
                 getattr(lib, name).argtypes = [ctypes.c_int]
@@ -109,7 +115,8 @@ class GpuImage:
 class GpuKernel:
     """One GPU kernel: `launch(stream, T, N, ld, buffers, params)` with
     `buffers` the kernel's arguments (not workspace parts) in manifest
-    order and `workspace` the workspace address."""
+    order and `workspace` the workspace address; a kernel with per-channel
+    parameters also takes `channels=(C, S)` (its neurons are [B, C, S])."""
 
     def __init__(self, spec: Kernel, image: GpuImage):
         self.spec, self.image = spec, image
@@ -161,16 +168,27 @@ class GpuKernel:
 
     def launch(self, stream: int, T: int, N: int, ld: int,
                buffers: Sequence[int], workspace: int,
-               params: Sequence = ()) -> None:
+               params: Sequence = (), channels=None) -> None:
+        if (channels is not None) != self.spec.channels:
+            raise ValueError(
+                f"{self.spec.name}: "
+                + ("its neurons are [B, C, S]: pass channels=(C, S)"
+                   if self.spec.channels else "has no per-channel buffers"))
         if self._has_workspace:
             addresses = _with_workspace(self._offsets, self._workspace_parts,
                                         buffers, workspace, T, N, ld or N)
         else:
             addresses = buffers
         lib = runtime_library()
-        status = lib.flexsn_launch(
-            self._image_ref, self._desc_ref, stream or None, T, N, ld,
-            self._buffer_type(*addresses), self._scalars(params))
+        if channels is None:
+            status = lib.flexsn_launch(
+                self._image_ref, self._desc_ref, stream or None, T, N, ld,
+                self._buffer_type(*addresses), self._scalars(params))
+        else:
+            status = lib.flexsn_launch_channels(
+                self._image_ref, self._desc_ref, stream or None, T, N, ld,
+                channels[0], channels[1], self._buffer_type(*addresses),
+                self._scalars(params))
         if status != 0:
             failed = lib.flexsn_last_failed_buffer()
             raise _status_error(
@@ -261,7 +279,8 @@ def load_kernel(compiled, device: str, variant: str, dtype: str,
         if spec is None and deterministic:
             # Without parameter gradients every kernel is deterministic.
             spec = manifest.find(device, variant, dtype, False, compiled.name)
-            if spec is not None and spec.buffers_with_role("param_gradient"):
+            if spec is not None and spec.buffers_with_role(
+                    "param_gradient", "per_channel_param_gradient"):
                 spec = None
         if spec is None:
             raise KeyError(
