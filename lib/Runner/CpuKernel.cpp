@@ -157,14 +157,17 @@ llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
       break;
     case 3: {
       ArrayRef<int64_t> s = buffer.shape;
-      ranked3.push_back({data, data, 0, {s[0], s[1], s[2]},
-                         {s[1] * s[2], s[2], 1}});
+      ranked3.push_back(
+          {data, data, 0, {s[0], s[1], s[2]}, {s[1] * s[2], s[2], 1}});
       descriptors.push_back(&ranked3.back());
       break;
     }
     case 4: {
       ArrayRef<int64_t> s = buffer.shape;
-      ranked4.push_back({data, data, 0, {s[0], s[1], s[2], s[3]},
+      ranked4.push_back({data,
+                         data,
+                         0,
+                         {s[0], s[1], s[2], s[3]},
                          {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1}});
       descriptors.push_back(&ranked4.back());
       break;

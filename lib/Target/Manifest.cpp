@@ -157,8 +157,8 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
         });
     });
     // Arguments: the buffers, the workspace, then the kernel's T, N, ld (and
-    // C, S with channels) and runtime parameters. The header's function takes the same buffers,
-    // workspace and parameters, after (stream, T, N, ld).
+    // C, S with channels) and runtime parameters. The header's function takes
+    // the same buffers, workspace and parameters, after (stream, T, N, ld).
     json.attributeArray("arguments", [&] {
       for (KernelBufferAttr buffer : interface.getBuffers())
         if (!isWorkspaceRole(buffer.getRole()))

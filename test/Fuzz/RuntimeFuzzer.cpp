@@ -13,8 +13,8 @@
 //     to fail), and the buffer blamed is the first offending one;
 //   - a call that fails before the driver makes no driver call;
 //   - a launch passes exactly the buffers, T, N, the resolved ld, C and S
-//     (per-channel kernels) and the scalars, on a grid that covers N, of the kernel (vector or scalar)
-//     whose alignment needs hold;
+//     (per-channel kernels) and the scalars, on a grid that covers N, of the
+//     kernel (vector or scalar) whose alignment needs hold;
 //   - every byte the runtime writes (zeroed gradients, T = 0 final states)
 //     is what the contract says, inside memory it validated, on the right
 //     stream;
@@ -67,7 +67,8 @@ private:
 };
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int kNumKinds = 14; // FLEXSN_INPUT_SEQUENCE .. _PER_CHANNEL_PARAM_GRADIENT
+constexpr int kNumKinds =
+    14; // FLEXSN_INPUT_SEQUENCE .. _PER_CHANNEL_PARAM_GRADIENT
 
 /// A size: mostly small, sometimes at the edges of the checks.
 int64_t readSize(Reader &r) {
@@ -366,8 +367,8 @@ Expectation checkWithDriver(const Call &c, int context, bool imageLoadable,
     // there are neurons); for T == 0 the final states take the initial
     // states.
     bool perNeuron = c.N > 0 && has(FLEXSN_PER_NEURON_PARAM_GRADIENT);
-    if (has(FLEXSN_PARAM_GRADIENT) ||
-        has(FLEXSN_PER_CHANNEL_PARAM_GRADIENT) || perNeuron) {
+    if (has(FLEXSN_PARAM_GRADIENT) || has(FLEXSN_PER_CHANNEL_PARAM_GRADIENT) ||
+        perNeuron) {
       if (flexsn_status s = checkContext(c, context))
         return {s};
       Expectation e = gradients();
@@ -715,8 +716,8 @@ void runCall(Reader &r, flexsn_image *image, bool imageLoadable) {
       c.C == 0 && c.S == 0
           ? flexsn_launch(c.image, desc, c.stream, c.T, c.N, c.ld, buffers,
                           scalars)
-          : flexsn_launch_channels(c.image, desc, c.stream, c.T, c.N, c.ld,
-                                   c.C, c.S, buffers, scalars);
+          : flexsn_launch_channels(c.image, desc, c.stream, c.T, c.N, c.ld, c.C,
+                                   c.S, buffers, scalars);
   bool injected = fake_cuda_failure_injected();
   fake_cuda_fail_call(-1, CUDA_SUCCESS);
 
@@ -826,10 +827,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                             static_cast<flexsn_status>(anyStatus)),
                     "a status has no name or message");
   static const char *const roles[] = {
-      "input_sequence", "initial_state",           "output_sequence",
-      "state_sequence", "final_state",             "optional_input_sequence",
-      "saved_output",   "saved_input",             "param_gradient",
-      "reduction_scratch", "per_neuron_param",     "per_neuron_param_gradient",
+      "input_sequence",    "initial_state",
+      "output_sequence",   "state_sequence",
+      "final_state",       "optional_input_sequence",
+      "saved_output",      "saved_input",
+      "param_gradient",    "reduction_scratch",
+      "per_neuron_param",  "per_neuron_param_gradient",
       "per_channel_param", "per_channel_param_gradient"};
   static_assert(sizeof roles / sizeof roles[0] == kNumKinds);
   std::string role = r.text();

@@ -519,10 +519,10 @@ TEST(RuntimeTest, PerNeuronParams) {
 // [C] and their gradient [C], over [B, C, S] neurons.
 struct PerChannelBackwardCall {
   flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
-  flexsn_buffer_kind kinds[5] = {
-      FLEXSN_OPTIONAL_INPUT_SEQUENCE, FLEXSN_SAVED_INPUT,
-      FLEXSN_OUTPUT_SEQUENCE, FLEXSN_PER_CHANNEL_PARAM,
-      FLEXSN_PER_CHANNEL_PARAM_GRADIENT};
+  flexsn_buffer_kind kinds[5] = {FLEXSN_OPTIONAL_INPUT_SEQUENCE,
+                                 FLEXSN_SAVED_INPUT, FLEXSN_OUTPUT_SEQUENCE,
+                                 FLEXSN_PER_CHANNEL_PARAM,
+                                 FLEXSN_PER_CHANNEL_PARAM_GRADIENT};
   flexsn_kernel_desc desc = {"k_vec", "k_scalar", 4, 4, 5, kinds, 0};
   void *buffers[5] = {fakePtr(0x100000), fakePtr(0x200000), fakePtr(0x300000),
                       fakePtr(0x400000), fakePtr(0x500000)};
@@ -539,8 +539,8 @@ TEST(RuntimeTest, PerChannelParams) {
   {
     // flexsn_launch has no channels to give.
     PerChannelBackwardCall call;
-    EXPECT_EQ(flexsn_launch(&call.image, &call.desc, nullptr, call.T, call.N,
-                            0, call.buffers, nullptr),
+    EXPECT_EQ(flexsn_launch(&call.image, &call.desc, nullptr, call.T, call.N, 0,
+                            call.buffers, nullptr),
               FLEXSN_ERROR_BAD_CHANNELS);
   }
   // C and S must tile N, and C fit an int32.

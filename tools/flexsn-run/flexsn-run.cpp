@@ -301,7 +301,8 @@ int main(int argc, char **argv) {
   if (channels && seqShape.size() < 3)
     fail("--input #0: @" + neuron.getSymName() +
          " has per_channel parameters, so its inputs are [T, B, C, ...] (the "
-         "channel is dimension 2), got " + shapeString(seqShape));
+         "channel is dimension 2), got " +
+         shapeString(seqShape));
   SmallVector<int64_t, 4> channelShape;
   if (channels)
     channelShape.push_back(seqShape[2]);
@@ -343,8 +344,7 @@ int main(int argc, char **argv) {
       // The last --param of a name wins, an array or one value.
       runtimeValues[name] = attr;
       perNeuronValues.erase(name);
-    }
-    else if (llvm::Error error = setParamDefault(neuron, name, attr))
+    } else if (llvm::Error error = setParamDefault(neuron, name, attr))
       fail("--param: " + llvm::toString(std::move(error)));
   }
   int64_t numNeurons = 1;

@@ -270,8 +270,8 @@ public:
           [&](OpBuilder &nested, Location) {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPointToStart(nested.getInsertionBlock());
-            scf::YieldOp::create(
-                b, loc, ValueRange{channels.front(), total(sums(r))});
+            scf::YieldOp::create(b, loc,
+                                 ValueRange{channels.front(), total(sums(r))});
           },
           [&](OpBuilder &nested, Location) {
             OpBuilder::InsertionGuard guard(b);
@@ -302,8 +302,7 @@ public:
       Value channel = pairs[2 * k], sum = pairs[2 * k + 1];
       Value none = constant(-1);
       // Channels fit in i32 (the runtime checks C), as shuffles want.
-      Value narrow =
-          arith::TruncIOp::create(b, loc, b.getI32Type(), channel);
+      Value narrow = arith::TruncIOp::create(b, loc, b.getI32Type(), channel);
       Value leaderChannel = arith::ExtSIOp::create(
           b, loc, b.getI64Type(),
           gpu::ShuffleOp::create(b, loc, narrow, i32Zero, warpWidth,
@@ -478,8 +477,8 @@ private:
 
   /// Atomically adds the f32 `value` to `buffer[index]`.
   void atomicAdd(Value buffer, Value index, Value value) {
-    Value ptr = LLVM::GEPOp::create(b, loc, ptrType, f32, buffer,
-                                    ValueRange{index});
+    Value ptr =
+        LLVM::GEPOp::create(b, loc, ptrType, f32, buffer, ValueRange{index});
     LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::fadd, ptr, value,
                               LLVM::AtomicOrdering::monotonic);
   }
@@ -799,10 +798,10 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   plan.channels = plan.interface().hasChannels();
   unsigned firstReduction = plan.numBuffers() - plan.numReductions();
   for (auto [r, reduction] : llvm::enumerate(scan.getReductionsMutable())) {
-    BufferShape shape = plan.interface()
-                            .getBuffers()[plan.kernel.operandBuffers
-                                              [firstReduction + r]]
-                            .getShape();
+    BufferShape shape =
+        plan.interface()
+            .getBuffers()[plan.kernel.operandBuffers[firstReduction + r]]
+            .getShape();
     if (shape == BufferShape::Scalar)
       plan.scalarReductions.push_back(r);
     else if (shape == BufferShape::PerChannel)

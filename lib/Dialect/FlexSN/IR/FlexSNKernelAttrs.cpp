@@ -177,13 +177,13 @@ LogicalResult KernelInterfaceAttr::verify(
   int64_t saved = 0, scratches = 0;
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
     BufferRole role = buffer.getRole();
-    bool trainingRole =
-        role == BufferRole::SavedOutput || role == BufferRole::SavedInput ||
-        role == BufferRole::ParamGradient ||
-        role == BufferRole::PerNeuronParamGradient ||
-        role == BufferRole::PerChannelParamGradient ||
-        role == BufferRole::OptionalInputSequence ||
-        role == BufferRole::ReductionScratch;
+    bool trainingRole = role == BufferRole::SavedOutput ||
+                        role == BufferRole::SavedInput ||
+                        role == BufferRole::ParamGradient ||
+                        role == BufferRole::PerNeuronParamGradient ||
+                        role == BufferRole::PerChannelParamGradient ||
+                        role == BufferRole::OptionalInputSequence ||
+                        role == BufferRole::ReductionScratch;
     if (trainingRole && !training)
       return emitError() << "an " << stringifyKernelVariant(variant)
                          << " kernel has no " << stringifyBufferRole(role)

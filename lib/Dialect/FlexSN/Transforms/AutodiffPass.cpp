@@ -53,8 +53,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     // buffers of the kernels, the others scalar arguments.
     SmallVector<ParamAttr> params = neuron.getRuntimeParamAttrs();
     SmallVector<ParamAttr> scalarParams = getScalarRuntimeParams(neuron);
-    SmallVector<KernelBufferAttr> paramBuffers =
-        getShapedParamBuffers(neuron);
+    SmallVector<KernelBufferAttr> paramBuffers = getShapedParamBuffers(neuron);
     SmallVector<bool> trainable = llvm::map_to_vector(params, [](ParamAttr p) {
       return p.getKind() == ParamKind::Trainable;
     });
@@ -213,8 +212,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     yield.erase();
     for (unsigned i = 0; i < numSaved; ++i)
       (void)forward.insertArgument(
-          savedPos + i, getBufferType(fwdBuffers[savedPos + i], channels),
-          {}, loc);
+          savedPos + i, getBufferType(fwdBuffers[savedPos + i], channels), {},
+          loc);
     fwdInterface = interface(KernelVariant::Forward, fwdBuffers, numSaved);
     forward->setAttr(KernelInterfaceAttr::getAttrName(), fwdInterface);
     a = entry->getArguments();

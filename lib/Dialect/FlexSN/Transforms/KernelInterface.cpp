@@ -45,12 +45,11 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
     optional.insert(i);
   SmallVector<SmallVector<BufferRole, 3>> expected;
   for (unsigned i = 0, e = scan.getInputs().size(); i < e; ++i)
-    expected.push_back(optional.contains(i)
-                           ? SmallVector<BufferRole, 3>{BufferRole::
-                                                            OptionalInputSequence}
-                           : SmallVector<BufferRole, 3>{
-                                 BufferRole::InputSequence,
-                                 BufferRole::SavedInput});
+    expected.push_back(
+        optional.contains(i)
+            ? SmallVector<BufferRole, 3>{BufferRole::OptionalInputSequence}
+            : SmallVector<BufferRole, 3>{BufferRole::InputSequence,
+                                         BufferRole::SavedInput});
   expected.append(scan.getInits().size(), {BufferRole::InitialState});
   for (Value param : scan.getParams())
     if (isa<MemRefType>(param.getType()))
@@ -151,11 +150,11 @@ mlir::flexsn::getShapedParamBuffers(NeuronOp neuron) {
   SmallVector<KernelBufferAttr> buffers;
   for (ParamAttr param : neuron.getRuntimeParamAttrs())
     if (param.isShaped())
-      buffers.push_back(KernelBufferAttr::get(
-          ctx, param.getName().getValue(),
-          param.isPerNeuron() ? BufferRole::PerNeuronParam
-                              : BufferRole::PerChannelParam,
-          Float32Type::get(ctx)));
+      buffers.push_back(KernelBufferAttr::get(ctx, param.getName().getValue(),
+                                              param.isPerNeuron()
+                                                  ? BufferRole::PerNeuronParam
+                                                  : BufferRole::PerChannelParam,
+                                              Float32Type::get(ctx)));
   return buffers;
 }
 
@@ -204,8 +203,7 @@ AffineMap mlir::flexsn::getShapeClassMap(BufferShape shape, bool channels,
   return AffineMap::get(rank, 0, ctx);
 }
 
-MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer,
-                                       bool channels) {
+MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer, bool channels) {
   SmallVector<int64_t, 4> shape;
   switch (buffer.getShape()) {
   case BufferShape::Sequence:
@@ -224,14 +222,16 @@ MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer,
   return MemRefType::get(shape, buffer.getElementType());
 }
 
-ScanOp mlir::flexsn::createKernelScan(
-    OpBuilder &builder, Location loc, KernelInterfaceAttr interface,
-    FlatSymbolRefAttr callee, ValueRange inputs, ValueRange inits,
-    ValueRange params, ValueRange outputs, ValueRange states,
-    ValueRange reductions, bool reverse) {
+ScanOp mlir::flexsn::createKernelScan(OpBuilder &builder, Location loc,
+                                      KernelInterfaceAttr interface,
+                                      FlatSymbolRefAttr callee,
+                                      ValueRange inputs, ValueRange inits,
+                                      ValueRange params, ValueRange outputs,
+                                      ValueRange states, ValueRange reductions,
+                                      bool reverse) {
   if (!interface.hasChannels())
-    return ScanOp::create(builder, loc, callee, inputs, inits, params,
-                          outputs, states, reductions, reverse,
+    return ScanOp::create(builder, loc, callee, inputs, inits, params, outputs,
+                          states, reductions, reverse,
                           /*optionalInputs=*/DenseI64ArrayAttr());
   // Over (t, b, c, s), the operands' ranks no longer tell a per-channel
   // [C] buffer from others: the maps are those of the shape classes.

@@ -74,9 +74,8 @@ MemRefType getBufferType(KernelBufferAttr buffer, bool channels);
 /// Creates the scan of a kernel function of `interface` on its arguments;
 /// its maps are those of the buffers' shape classes.
 ScanOp createKernelScan(OpBuilder &builder, Location loc,
-                        KernelInterfaceAttr interface,
-                        FlatSymbolRefAttr callee, ValueRange inputs,
-                        ValueRange inits, ValueRange params,
+                        KernelInterfaceAttr interface, FlatSymbolRefAttr callee,
+                        ValueRange inputs, ValueRange inits, ValueRange params,
                         ValueRange outputs, ValueRange states,
                         ValueRange reductions, bool reverse);
 
