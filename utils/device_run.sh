@@ -202,9 +202,9 @@ def add(name, ok, what):
         bad = True
     lines.append("%-10s %-7s %4ds  %s" % (name, state, secs, what))
 
-for name in ("env", "smoke", "check", "train", "memcheck", "trainmem",
-             "racecheck", "initcheck", "trainrace", "trainsync", "pytest",
-             "bench"):
+for name in ("env", "smoke", "check", "train", "channels", "channelmem",
+             "memcheck", "trainmem", "racecheck", "initcheck", "trainrace",
+             "trainsync", "pytest", "bench"):
     if name not in steps:
         continue
     rc, secs = steps[name]
@@ -218,6 +218,15 @@ for name in ("env", "smoke", "check", "train", "memcheck", "trainmem",
         fails = len(re.findall(r"^FAIL", text, re.M))
         add(name, rc == "0", "rc %s%s; %s" % (rc, " (timed out)" if timed_out else "",
                                              (text.strip().splitlines() or ["no output"])[-1][:90]))
+        continue
+    if name in ("channels", "channelmem"):
+        summ = last(r"^\d+ of \d+ passed.*$", text) or "no summary"
+        if name == "channelmem":
+            summ = "%s; %s" % (last(r"ERROR SUMMARY: .*$", text) or
+                               "no sanitizer summary", summ)
+        add(name, rc == "0", ("TIMED OUT; " if timed_out else "") + summ)
+        for l in re.findall(r"^FAIL .*$", text, re.M)[:12]:
+            lines.append("           " + l[:150])
         continue
     if name in ("check", "train", "memcheck", "trainmem", "racecheck",
                 "initcheck", "trainrace", "trainsync"):
