@@ -11,8 +11,10 @@
 #                   utils/device_torch.py, utils/device_ddp.py,
 #                   utils/bench_lif.py and utils/bench_fx.py (their
 #                   --compile-only modes) and of python/tests/
-#                   test_torch_neurons.py, test_fx.py and
-#                   test_per_neuron_params.py (their CPU run). The GPU machine has no tools: there
+#                   test_torch_neurons.py, test_fx.py,
+#                   test_per_neuron_params.py and
+#                   test_per_channel_params.py (their CPU run). The GPU
+#                   machine has no tools: there
 #                   compile() serves these entries, found by the same
 #                   arguments, with FLEXSN_CACHE_DIR=DIR/cache and
 #                   FLEXSN_RUNTIME_LIB=DIR/libflexsn_runtime.so;
@@ -106,6 +108,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 log "compiling what python/tests uses (their CPU run)"
 "$PY" -m pytest -q -p no:cacheprovider python/tests/test_torch_neurons.py \
   python/tests/test_fx.py python/tests/test_per_neuron_params.py \
+  python/tests/test_per_channel_params.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
 # Unfinished builds of a failed compile are no use there.

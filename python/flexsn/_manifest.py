@@ -89,6 +89,18 @@ class Param:
         scalar kernel argument."""
         return self.shape == "per_neuron"
 
+    @property
+    def per_channel(self) -> bool:
+        """One value per channel (a `[C]` buffer of the kernels, whose
+        neurons are then `[B, C, S]`)."""
+        return self.shape == "per_channel"
+
+    @property
+    def shaped(self) -> bool:
+        """A buffer of the kernels (per-neuron or per-channel), not a
+        scalar argument."""
+        return self.shape != "scalar"
+
 
 @dataclasses.dataclass(frozen=True)
 class NeuronInfo:
@@ -109,12 +121,29 @@ class NeuronInfo:
     @property
     def scalar_runtime_params(self) -> Tuple[Param, ...]:
         """The kernels' scalar `param` arguments, in declaration order."""
-        return tuple(p for p in self.runtime_params if not p.per_neuron)
+        return tuple(p for p in self.runtime_params if not p.shaped)
 
     @property
     def per_neuron_params(self) -> Tuple[Param, ...]:
         """The kernels' `per_neuron_param` buffers, in declaration order."""
         return tuple(p for p in self.params if p.per_neuron)
+
+    @property
+    def per_channel_params(self) -> Tuple[Param, ...]:
+        """The kernels' `per_channel_param` buffers, in declaration order."""
+        return tuple(p for p in self.params if p.per_channel)
+
+    @property
+    def shaped_params(self) -> Tuple[Param, ...]:
+        """The kernels' parameter buffers (per-neuron and per-channel), in
+        declaration order: the order the kernels take them in."""
+        return tuple(p for p in self.params if p.shaped)
+
+    @property
+    def channels(self) -> bool:
+        """Whether the kernels see the neurons as `[B, C, S]` (the neuron
+        has a per-channel parameter): inputs are then `[T, B, C, ...]`."""
+        return any(p.per_channel for p in self.params)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -169,11 +169,7 @@ class GpuKernel:
     def launch(self, stream: int, T: int, N: int, ld: int,
                buffers: Sequence[int], workspace: int,
                params: Sequence = (), channels=None) -> None:
-        if (channels is not None) != self.spec.channels:
-            raise ValueError(
-                f"{self.spec.name}: "
-                + ("its neurons are [B, C, S]: pass channels=(C, S)"
-                   if self.spec.channels else "has no per-channel buffers"))
+        _check_channels(self.spec, channels)
         if self._has_workspace:
             addresses = _with_workspace(self._offsets, self._workspace_parts,
                                         buffers, workspace, T, N, ld or N)
@@ -194,6 +190,17 @@ class GpuKernel:
             raise _status_error(
                 self.spec.name, status,
                 self.spec.buffers[failed].name if failed >= 0 else None)
+
+
+def _check_channels(spec: Kernel, channels) -> None:
+    """A kernel with per-channel buffers takes `channels=(C, S)`, others
+    none. The GPU runtime checks the values (FLEXSN_ERROR_BAD_CHANNELS);
+    CpuKernel checks them itself."""
+    if (channels is not None) != spec.channels:
+        raise ValueError(
+            f"{spec.name}: "
+            + ("its neurons are [B, C, S]: pass channels=(C, S)"
+               if spec.channels else "has no per-channel buffers"))
 
 
 def _with_workspace(offsets, memo, buffers, workspace, T, N, ld):
@@ -231,7 +238,10 @@ class _Descriptor:
 
 class CpuKernel:
     """One CPU kernel of the ahead-of-time compiled library. Buffers are
-    contiguous: `[T, N]` sequences, `[N]` states, rank-0 gradients."""
+    contiguous: `[T, N]` sequences, `[N]` states, rank-0 gradients; with
+    per-channel parameters (`channels=(C, S)`), `[T, B, C, S]` sequences,
+    `[B, C, S]` states and `[C]` parameters and gradients, the same memory
+    with B = N / (C S)."""
 
     def __init__(self, spec: Kernel, library: ctypes.CDLL):
         self.spec = spec
@@ -247,17 +257,29 @@ class CpuKernel:
         self._workspace_parts = {}
 
     def launch(self, T: int, N: int, buffers: Sequence[int], workspace: int,
-               params: Sequence = ()) -> None:
+               params: Sequence = (), channels=None) -> None:
+        _check_channels(self.spec, channels)
+        sizes = {"T": T, "N": N}
+        if channels is not None:
+            # The function trusts its descriptors: a (C, S) that does not
+            # tile N would make it read and write out of bounds.
+            C, S = (int(c) for c in channels)
+            if C < 1 or S < 1 or N % (C * S):
+                raise ValueError(
+                    f"{self.spec.name}: channels (C, S) = ({C}, {S}) do not "
+                    f"lay out N = {N} neurons as [B, C, S]")
+            sizes.update(B=N // (C * S), C=C, S=S)
         addresses = _with_workspace(self._offsets, self._workspace_parts,
                                     buffers, workspace, T, N, N)
         descriptors = []
         for address, desc_type, spec in zip(addresses, self._types,
                                             self.spec.buffers):
             d = desc_type(address, address, 0)
-            if spec.shape == ("T", "N"):
-                d.sizes[0], d.sizes[1], d.strides[0], d.strides[1] = T, N, N, 1
-            elif spec.shape == ("N",):
-                d.sizes[0], d.strides[0] = N, 1
+            # Contiguous, row-major: the last dimension has stride 1.
+            stride = 1
+            for i in reversed(range(len(spec.shape))):
+                d.sizes[i], d.strides[i] = sizes[spec.shape[i]], stride
+                stride *= sizes[spec.shape[i]]
             descriptors.append(d)
         self.function(*(ctypes.addressof(d) for d in descriptors),
                       *(t(v) for t, v in zip(self._scalar_types, params)))
@@ -277,10 +299,19 @@ def load_kernel(compiled, device: str, variant: str, dtype: str,
         spec = manifest.find(device, variant, dtype, deterministic,
                              compiled.name)
         if spec is None and deterministic:
-            # Without parameter gradients every kernel is deterministic.
+            # Without parameter gradients summed across threads every
+            # kernel is deterministic.
             spec = manifest.find(device, variant, dtype, False, compiled.name)
             if spec is not None and spec.buffers_with_role(
-                    "param_gradient", "per_channel_param_gradient"):
+                    "per_channel_param_gradient"):
+                names = ", ".join(b.name for b in spec.buffers_with_role(
+                    "per_channel_param_gradient"))
+                raise RuntimeError(
+                    f"{spec.name}: no deterministic kernel: the per-channel "
+                    f"gradient(s) {names} are summed with atomics in an "
+                    f"order that varies between runs (train without the "
+                    f"deterministic mode, or on the CPU)")
+            if spec is not None and spec.buffers_with_role("param_gradient"):
                 spec = None
         if spec is None:
             raise KeyError(

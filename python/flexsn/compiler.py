@@ -32,7 +32,7 @@ from ._tools import CompileError
 
 ALL_VARIANTS = ("inference", "final-state", "forward", "backward")
 STORAGE_TYPES = ("f32", "f16", "bf16")
-PARAM_SHAPES = ("scalar", "per_neuron")
+PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
 TARGETS = ("cpu", "cuda")
 CACHE_FORMAT = 1  # bumped when an entry's layout changes
 
@@ -154,9 +154,11 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
 
     `params` sets parameter defaults (a `const` parameter is specialized to
     it), `kinds` re-binds parameters (`const`, `runtime`, `trainable`),
-    `shapes` gives parameters a shape (`scalar`, or `per_neuron`: one f32
-    value per neuron, a `[N]` buffer of the kernels; such a parameter must
-    be `runtime` or `trainable`; applied after `kinds`), `surrogate` (a
+    `shapes` gives parameters a shape (`scalar`; `per_neuron`: one f32
+    value per neuron, a `[N]` buffer of the kernels; `per_channel`: one f32
+    value per channel, a `[C]` buffer, the kernels then seeing the neurons
+    as `[B, C, S]`; a shaped parameter must be `runtime` or `trainable`;
+    applied after `kinds`), `surrogate` (a
     `flexsn.surrogate` object or attribute text) replaces every spike's
     surrogate. A second compile of the same neuron and
     options runs no tool. A neuron that does not verify raises CompileError

@@ -226,40 +226,6 @@ def test_compile_errors():
                        targets=("cpu",))
 
 
-def test_per_channel_neuron_is_refused_by_the_torch_layer():
-    """A neuron file may declare per_channel parameters (the compiler, the
-    header and flexsn-run take them); this layer does not run them yet and
-    says so when the module is built, not with wrong numbers later."""
-    if not flexsn._tools.tools_available():
-        pytest.skip("the FlexSN tools are not installed (a cache-only run)")
-    text, _ = flexsn.compiler.read_source("plif")
-    text = (text
-            .replace("%w: f32 = 0.0 trainable,",
-                     "%w: f32 = 0.0 trainable per_channel,"))
-    assert "per_channel" in text
-    compiled = flexsn.compile(text, targets=("cpu",))
-    assert {p.name: p.shape for p in compiled.info.params}["w"] == "per_channel"
-    with pytest.raises(NotImplementedError, match="w are per_channel"):
-        FlexSN(text, storage_types=("f32",), targets=("cpu",))
-    # The GPU kernels (flexsn._runtime) take C and S, and only they do:
-    # both mistakes are caught before the runtime or a GPU is involved.
-    if not (flexsn.compiler.cuda_toolkit() / "bin" / "ptxas").is_file():
-        return
-    from flexsn import _runtime
-    gpu = flexsn.compile(text, variants=("inference",), targets=("cuda",))
-    spec = gpu.manifest.find("cuda", "inference", "f32")
-    assert spec.channels
-    kernel = _runtime.GpuKernel(spec, _runtime.GpuImage(gpu.gpu_image))
-    with pytest.raises(ValueError, match="pass channels=\\(C, S\\)"):
-        kernel.launch(0, 4, 6, 0, [0] * 5, 0)
-    plain = flexsn.compile("plif", variants=("inference",), targets=("cuda",))
-    spec = plain.manifest.find("cuda", "inference", "f32")
-    assert not spec.channels
-    kernel = _runtime.GpuKernel(spec, _runtime.GpuImage(plain.gpu_image))
-    with pytest.raises(ValueError, match="has no per-channel buffers"):
-        kernel.launch(0, 4, 6, 0, [0] * 4, 0, channels=(2, 3))
-
-
 def test_deterministic_kernel_choice():
     """A deterministic backward exists only for scalar trainable
     parameters: per-neuron gradients alone take the plain kernel."""

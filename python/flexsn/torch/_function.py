@@ -7,10 +7,11 @@ torch (Debian's 1.13) it is a torch.autograd.Function.
 
 Parameters reach `scan` as `trainable` (a tensor per trainable parameter, in
 declaration order: 0-d for a scalar one, the neuron shape for a per-neuron
-one) and `runtime` (the other runtime parameters, in declaration order:
-numbers, or float32 tensors of the neuron shape for per-neuron ones). Both
-paths pass the tensors flat, `inputs + given initial states + trainable +
-per-neuron runtime tensors`; scalar runtime values travel apart.
+one, [C] for a per-channel one) and `runtime` (the other runtime parameters,
+in declaration order: numbers, or float32 tensors of those shapes for
+shaped ones). Both paths pass the tensors flat, `inputs + given initial
+states + trainable + shaped runtime tensors`; scalar runtime values travel
+apart.
 """
 
 import itertools
@@ -35,34 +36,25 @@ class Handle:
         self.info = compiled.info
         self.deterministic = deterministic
         self._kernels = {}
-        # Their kernels see the neurons as [B, C, S] and take C and S: not
-        # wired into this layer yet.
-        per_channel = [p.name for p in self.info.params
-                       if p.shape == "per_channel"]
-        if per_channel:
-            raise NotImplementedError(
-                f"@{self.info.name}: parameter(s) {', '.join(per_channel)} "
-                "are per_channel, which the PyTorch layer does not run yet "
-                "(the C header and flexsn-run do)")
         runtime = self.info.runtime_params
         self.num_trainable = len(self.info.trainable_params)
-        # Per non-trainable runtime parameter: whether it is per-neuron.
-        self.fixed_per_neuron = tuple(p.per_neuron for p in runtime
-                                      if p.kind != "trainable")
-        self.has_per_neuron = any(p.per_neuron for p in runtime)
+        # Per non-trainable runtime parameter: whether it is shaped
+        # (per-neuron or per-channel).
+        self.fixed_shaped = tuple(p.shaped for p in runtime
+                                  if p.kind != "trainable")
+        self.has_shaped = any(p.shaped for p in runtime)
         # The kernels' scalar arguments, in declaration order: (from a
-        # trainable tensor, index, type); and their per-neuron buffers:
-        # (from a trainable tensor, index into trainable / per-neuron
-        # runtime tensors).
-        self._scalar_plan, self._per_neuron_plan = [], []
+        # trainable tensor, index, type); and their shaped buffers: (from a
+        # trainable tensor, index into trainable / shaped runtime tensors).
+        self._scalar_plan, self._shaped_plan = [], []
         t = f = r = 0
         for p in runtime:
             if p.kind == "trainable":
-                (self._per_neuron_plan if p.per_neuron else
+                (self._shaped_plan if p.shaped else
                  self._scalar_plan).append((True, t, p.type))
                 t += 1
-            elif p.per_neuron:
-                self._per_neuron_plan.append((False, f, p.type))
+            elif p.shaped:
+                self._shaped_plan.append((False, f, p.type))
                 f += 1
             else:
                 self._scalar_plan.append((False, r, p.type))
@@ -92,17 +84,17 @@ class Handle:
 
 
 def split_runtime(handle: Handle, runtime: Sequence) -> (List, List):
-    """(scalar values, per-neuron tensors) of `runtime`, the non-trainable
+    """(scalar values, shaped tensors) of `runtime`, the non-trainable
     runtime parameters in declaration order."""
-    if not handle.has_per_neuron:
+    if not handle.has_shaped:
         return runtime, []
-    if len(runtime) != len(handle.fixed_per_neuron):
+    if len(runtime) != len(handle.fixed_shaped):
         raise ValueError(
-            f"{handle.info.name} takes {len(handle.fixed_per_neuron)} "
+            f"{handle.info.name} takes {len(handle.fixed_shaped)} "
             f"non-trainable runtime parameter(s), got {len(runtime)}")
     scalars, fixed = [], []
-    for per_neuron, value in zip(handle.fixed_per_neuron, runtime):
-        (fixed if per_neuron else scalars).append(value)
+    for shaped, value in zip(handle.fixed_shaped, runtime):
+        (fixed if shaped else scalars).append(value)
     return scalars, fixed
 
 
@@ -122,16 +114,16 @@ def _runtime_values(handle: Handle, trainable: Sequence[torch.Tensor],
     return values
 
 
-def _per_neuron_tensors(handle: Handle, trainable, fixed) -> List:
-    """The kernels' per-neuron parameter buffers in declaration order:
+def _shaped_tensors(handle: Handle, trainable, fixed) -> List:
+    """The kernels' shaped parameter buffers in declaration order:
     trainable ones from `trainable`, the others from `fixed`."""
     return [trainable[i] if from_trainable else fixed[i]
-            for from_trainable, i, _ in handle._per_neuron_plan]
+            for from_trainable, i, _ in handle._shaped_plan]
 
 
 def split_tensors(tensors, num_inputs: int, present, num_trainable: int):
     """(inputs, initial states with None where `present` says absent,
-    trainable parameters, per-neuron runtime parameters) of the flat tensor
+    trainable parameters, shaped runtime parameters) of the flat tensor
     list the op and the autograd Function take."""
     num_inits = sum(present)
     given = iter(tensors[num_inputs:num_inputs + num_inits])
@@ -151,16 +143,16 @@ def final_states(seqs, inits, copy_inits: bool = False):
             for s, init in zip(seqs, inits)]
 
 
-def _check_inputs(handle: Handle, inputs, inits, per_neuron=()):
-    check_inputs(handle.info, inputs, inits, per_neuron)
+def _check_inputs(handle: Handle, inputs, inits, shaped=()):
+    check_inputs(handle.info, inputs, inits, shaped)
 
 
 def _inference(handle, inputs, inits, runtime_values, store_state_seqs,
-               per_neuron=()):
+               shaped=()):
     kernels = handle.kernels_for(inputs[0])
     outputs, states = kernels.inference(list(inputs), list(inits),
                                         runtime_values, store_state_seqs,
-                                        per_neuron=per_neuron)
+                                        shaped=shaped)
     return outputs, states
 
 
@@ -174,7 +166,7 @@ class _ScanFunction(torch.autograd.Function):
     buffers).
 
     `runtime` holds the scalar non-trainable runtime values; the tensors
-    are inputs, given initial states, trainable parameters and per-neuron
+    are inputs, given initial states, trainable parameters and shaped
     runtime parameters (no gradient)."""
 
     @staticmethod
@@ -184,10 +176,10 @@ class _ScanFunction(torch.autograd.Function):
         inputs, inits, trainable, fixed = split_tensors(
             tensors, num_inputs, present, handle.num_trainable)
         values = _runtime_values(handle, trainable, runtime)
-        per_neuron = _per_neuron_tensors(handle, trainable, fixed)
+        shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
         outputs, states, workspace = kernels.forward(inputs, inits, values,
-                                                     per_neuron)
+                                                     shaped)
         if finals:
             # Views of the last step (no copy on the device); an initial
             # state returned as a result must be a new tensor.
@@ -196,16 +188,16 @@ class _ScanFunction(torch.autograd.Function):
         ctx.present = present
         ctx.trainable_like = [(t.dtype, t.shape) for t in trainable]
         ctx.num_inputs, ctx.num_fixed = num_inputs, len(fixed)
-        # The backward kernel reads the per-neuron parameters again: saved,
+        # The backward kernel reads the shaped parameters again: saved,
         # so that changing one in place before backward is an error.
-        ctx.save_for_backward(workspace, *inputs, *per_neuron)
+        ctx.save_for_backward(workspace, *inputs, *shaped)
         ctx.set_materialize_grads(False)
         return tuple(outputs) + tuple(states)
 
     @staticmethod
     def backward(ctx, *grads):
         workspace, *rest = ctx.saved_tensors
-        inputs, per_neuron = rest[:ctx.num_inputs], rest[ctx.num_inputs:]
+        inputs, shaped = rest[:ctx.num_inputs], rest[ctx.num_inputs:]
         handle = ctx.handle
         kernels = handle.kernels_for(inputs[0])
         n_out = kernels.num_outputs
@@ -215,7 +207,7 @@ class _ScanFunction(torch.autograd.Function):
             grad_outputs, none if ctx.finals else grad_states, workspace,
             inputs, ctx.values, handle.is_deterministic(), inputs[0],
             grad_finals=grad_states if ctx.finals else none,
-            present=ctx.present, per_neuron=per_neuron)
+            present=ctx.present, shaped=shaped)
         grad_params = [g.to(dtype).reshape(shape)
                        for g, (dtype, shape) in zip(grad_params,
                                                     ctx.trainable_like)]
@@ -237,11 +229,11 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
     if not needs_grad:
         # The inference path checks the inputs once per layout it plans.
         values = _runtime_values(handle, trainable, runtime)
-        per_neuron = _per_neuron_tensors(handle, trainable, fixed)
+        shaped = _shaped_tensors(handle, trainable, fixed)
         return _inference(handle, inputs, inits, values, store_state_seqs,
-                          per_neuron)
+                          shaped)
     _check_inputs(handle, inputs, inits,
-                  _per_neuron_tensors(handle, trainable, fixed))
+                  _shaped_tensors(handle, trainable, fixed))
     present = tuple(s is not None for s in inits)
     results = _ScanFunction.apply(handle.id, tuple(runtime), len(inputs),
                                   present, not store_state_seqs, *inputs,
@@ -278,7 +270,7 @@ if _HAS_CUSTOM_OP:
         """Outputs, then states (sequences when training or
         store_state_seqs, else final states), then the workspace when
         training. `tensors` are the inputs, the given initial states, the
-        trainable parameters and the per-neuron runtime parameters;
+        trainable parameters and the shaped runtime parameters;
         `present_mask` has bit s set when initial state s is given;
         `runtime` holds the scalar non-trainable runtime parameters as
         floats (bools and ints convert exactly), which torch.compile
@@ -288,15 +280,15 @@ if _HAS_CUSTOM_OP:
         inputs, inits, trainable, fixed = split_tensors(
             tensors, num_inputs, present, handle.num_trainable)
         values = _runtime_values(handle, trainable, runtime)
-        per_neuron = _per_neuron_tensors(handle, trainable, fixed)
+        shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
         if training:
             outputs, states, workspace = kernels.forward(inputs, inits, values,
-                                                         per_neuron)
+                                                         shaped)
             return outputs + states + [workspace]
         outputs, states = kernels.inference(inputs, inits, values,
                                             store_state_seqs,
-                                            per_neuron=per_neuron)
+                                            shaped=shaped)
         return outputs + states
 
     @_scan_op.register_fake
@@ -335,17 +327,17 @@ if _HAS_CUSTOM_OP:
                           runtime: List[float]) -> List[Tensor]:
         """Gradients of the inputs, the given initial states and the
         trainable parameters (each of its parameter's shape and dtype);
-        `fixed` are the per-neuron runtime parameters (no gradient)."""
+        `fixed` are the shaped runtime parameters (no gradient)."""
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
         kernels = handle.kernels_for(inputs[0])
         values = _runtime_values(handle, trainable, runtime)
-        per_neuron = _per_neuron_tensors(handle, trainable, fixed)
+        shaped = _shaped_tensors(handle, trainable, fixed)
         n_out = kernels.num_outputs
         gi, gs, gp = kernels.backward(grads[:n_out], grads[n_out:], workspace,
                                       inputs, values,
                                       handle.is_deterministic(), inputs[0],
-                                      present=present, per_neuron=per_neuron)
+                                      present=present, shaped=shaped)
         gs = [g for g, p in zip(gs, present) if p]
         gp = [g.to(t.dtype).reshape(t.shape) for g, t in zip(gp, trainable)]
         return gi + gs + gp
@@ -386,7 +378,7 @@ if _HAS_CUSTOM_OP:
                                     list(fixed), ctx.present_mask,
                                     ctx.runtime)
         # Non-tensor arguments get None; a list argument, a list of them
-        # (the per-neuron runtime parameters among `tensors` get None).
+        # (the shaped runtime parameters among `tensors` get None).
         return (None, list(results) + [None] * ctx.num_fixed, None, None,
                 [None] * len(ctx.runtime), None, None)
 
@@ -403,8 +395,10 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     through the generated training kernels. States are sequences with
     `store_state_seqs`, else final states. `trainable`: a tensor per
     trainable parameter (declaration order; a per-neuron one of the neuron
-    shape, float32); `runtime`: the other runtime parameters (declaration
-    order; numbers, or float32 tensors of the neuron shape)."""
+    shape, a per-channel one of shape [C], float32); `runtime`: the other
+    runtime parameters (declaration order; numbers, or float32 tensors of
+    those shapes). With per-channel parameters the inputs are
+    `[T, B, C, ...]`."""
     # Eager calls skip the dispatcher (tens of microseconds per call); the
     # custom op is what torch.compile traces.
     if not _HAS_CUSTOM_OP or not _compiling():
@@ -412,7 +406,7 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
                              store_state_seqs)
     runtime, fixed = split_runtime(handle, runtime)
     _check_inputs(handle, inputs, inits,
-                  _per_neuron_tensors(handle, trainable, fixed))
+                  _shaped_tensors(handle, trainable, fixed))
     training = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
         for t in itertools.chain(inputs, inits, trainable))

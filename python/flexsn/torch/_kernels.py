@@ -3,14 +3,18 @@
 Buffers are matched to tensors by their manifest roles, in order within a
 role: inputs, initial states, outputs, state results, incoming gradients
 (outputs', then state sequences'), re-read inputs (named after the input),
-gradients of final states, of inputs, of initial states, per-neuron
-parameters (named after the parameter), gradients of trainable parameters
-(`param_gradient` for scalar ones, `per_neuron_param_gradient` for
-per-neuron ones, named `<parameter>_grad`).
+gradients of final states, of inputs, of initial states, per-neuron and
+per-channel parameters (named after the parameter), gradients of trainable
+parameters (`param_gradient` for scalar ones, `per_neuron_param_gradient`
+and `per_channel_param_gradient` for shaped ones, named
+`<parameter>_grad`).
 
-Per-neuron parameters are float32 tensors of the neuron shape (the inputs'
-shape without the time dimension), passed in declaration order as
-`per_neuron`; the scalar runtime parameters are `params`.
+Shaped parameters are float32 tensors passed in declaration order as
+`shaped`: a per-neuron one has the neuron shape (the inputs' shape without
+the time dimension), a per-channel one the shape `[C]`. A neuron with
+per-channel parameters takes inputs `[T, B, C, ...]`: its kernels see the
+neurons as `[B, C, S]`, S the product of the dimensions after C. The scalar
+runtime parameters are `params`.
 """
 
 import functools
@@ -65,8 +69,16 @@ def _step_layout(shape: torch.Size, stride: Tuple[int, ...]):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def check_inputs(info, inputs, inits, per_neuron=()):
-    """Clear errors for inputs, initial states and per-neuron parameters
+def channels(info, x: torch.Tensor) -> Optional[Tuple[int, int]]:
+    """(C, S) of inputs `x` [T, B, C, ...] when the neuron has per-channel
+    parameters (S: the product of the dimensions after C), else None."""
+    if not info.channels:
+        return None
+    return x.shape[2], math.prod(x.shape[3:])
+
+
+def check_inputs(info, inputs, inits, shaped=()):
+    """Clear errors for inputs, initial states and shaped parameters
     that do not fit the neuron: counts, ranks, shapes, devices and
     dtypes."""
     if len(inputs) != len(info.inputs):
@@ -77,6 +89,11 @@ def check_inputs(info, inputs, inits, per_neuron=()):
     if x0.dim() < 2:
         raise ValueError(f"{info.name}: inputs are [T, N...] sequences, got "
                          f"shape {tuple(x0.shape)}")
+    if info.channels and x0.dim() < 3:
+        names = ", ".join(p.name for p in info.per_channel_params)
+        raise ValueError(f"{info.name}: inputs are [T, B, C, ...] sequences "
+                         f"(per-channel parameter(s) {names}), got shape "
+                         f"{tuple(x0.shape)}")
     for name, x in zip(info.inputs[1:], inputs[1:]):
         if x.shape != x0.shape:
             raise ValueError(f"{info.name}: input '{name}' has shape "
@@ -98,33 +115,42 @@ def check_inputs(info, inputs, inits, per_neuron=()):
         if s.dtype != x0.dtype:
             raise TypeError(f"{info.name}: state '{name}' is {s.dtype}, the "
                             f"inputs {x0.dtype}")
-    check_per_neuron(info, x0, per_neuron)
+    check_shaped(info, x0, shaped)
 
 
-def check_per_neuron(info, x0, per_neuron):
-    """Each per-neuron parameter is a float32 tensor of the neuron shape
-    (x0.shape[1:]) on the inputs' device."""
-    params = info.per_neuron_params
-    if len(per_neuron) != len(params):
+def check_shaped(info, x0, shaped):
+    """Each shaped parameter is a float32 tensor on the inputs' device: of
+    the neuron shape (x0.shape[1:]) for a per-neuron one, of shape [C]
+    (x0.shape[2]) for a per-channel one."""
+    params = info.shaped_params
+    if len(shaped) != len(params):
         raise ValueError(
-            f"{info.name} takes {len(params)} per-neuron parameter(s) "
-            f"({', '.join(p.name for p in params) or 'none'}), got "
-            f"{len(per_neuron)}")
-    for p, t in zip(params, per_neuron):
+            f"{info.name} takes {len(params)} per-neuron or per-channel "
+            f"parameter(s) ({', '.join(p.name for p in params) or 'none'}), "
+            f"got {len(shaped)}")
+    for p, t in zip(params, shaped):
+        what = ("per-neuron parameter" if p.per_neuron else
+                "per-channel parameter")
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{info.name}: per-neuron parameter '{p.name}' "
-                            f"is a tensor of the neuron shape, not "
-                            f"{type(t).__name__}")
-        if t.shape != x0.shape[1:]:
+            raise TypeError(
+                f"{info.name}: {what} '{p.name}' is a tensor of "
+                + ("the neuron shape" if p.per_neuron else "shape [C]")
+                + f", not {type(t).__name__}")
+        if p.per_neuron and t.shape != x0.shape[1:]:
             raise ValueError(
-                f"{info.name}: per-neuron parameter '{p.name}' has shape "
+                f"{info.name}: {what} '{p.name}' has shape "
                 f"{tuple(t.shape)}, expected the neuron shape "
                 f"{tuple(x0.shape[1:])} (the inputs' shape without T)")
+        if p.per_channel and t.shape != x0.shape[2:3]:
+            raise ValueError(
+                f"{info.name}: {what} '{p.name}' has shape "
+                f"{tuple(t.shape)}, expected [C] = {tuple(x0.shape[2:3])} "
+                f"(C is dimension 2 of the [T, B, C, ...] inputs)")
         if t.dtype != torch.float32:
-            raise TypeError(f"{info.name}: per-neuron parameter '{p.name}' "
+            raise TypeError(f"{info.name}: {what} '{p.name}' "
                             f"is {t.dtype}, the kernels take float32")
         if t.device != x0.device:
-            raise ValueError(f"{info.name}: per-neuron parameter '{p.name}' "
+            raise ValueError(f"{info.name}: {what} '{p.name}' "
                              f"is on {t.device}, the inputs on {x0.device}")
 
 
@@ -144,8 +170,7 @@ class NeuronKernels:
         self.num_inputs = len(self.info.inputs)
         self.num_states = len(self.info.states)
         self.num_outputs = len(self.info.outputs)
-        self.per_neuron_names = tuple(p.name
-                                      for p in self.info.per_neuron_params)
+        self.shaped_names = tuple(p.name for p in self.info.shaped_params)
         self.trainable_names = tuple(p.name
                                      for p in self.info.trainable_params)
         self._cache = {}
@@ -164,13 +189,14 @@ class NeuronKernels:
 
     # -- launching ---------------------------------------------------------
 
-    def _launch(self, kernel, T, N, ld, buffers, workspace, params, device):
+    def _launch(self, kernel, T, N, ld, buffers, workspace, params, device,
+                channels=None):
         if self.device_type == "cuda":
             index = device if isinstance(device, int) else device.index
             kernel.launch(current_stream(index), T, N, ld, buffers,
-                          workspace, params)
+                          workspace, params, channels)
         else:
-            kernel.launch(T, N, buffers, workspace, params)
+            kernel.launch(T, N, buffers, workspace, params, channels)
 
     @staticmethod
     def _address(t: Optional[torch.Tensor]) -> int:
@@ -185,7 +211,7 @@ class NeuronKernels:
     def _backward_layout(self, spec) -> List[Tuple[str, int]]:
         """(role, index into the tensors of that role) of each argument of
         a backward kernel, worked out once per kernel. Parameter gradients
-        (scalar and per-neuron) index the trainable parameters, by name."""
+        (scalar and shaped) index the trainable parameters, by name."""
         layout = self._layouts.get(spec.name)
         if layout is None:
             counts, layout = {}, []
@@ -198,9 +224,11 @@ class NeuronKernels:
                 elif role in ("optional_input_sequence", "initial_state",
                               "output_sequence", "final_state"):
                     index = counts[role] = counts.get(role, -1) + 1
-                elif role == "per_neuron_param":
-                    index = self._named(spec, b.name, self.per_neuron_names)
-                elif role in ("param_gradient", "per_neuron_param_gradient"):
+                elif role in ("per_neuron_param", "per_channel_param"):
+                    index = self._named(spec, b.name, self.shaped_names)
+                    role = "shaped_param"
+                elif role in ("param_gradient", "per_neuron_param_gradient",
+                              "per_channel_param_gradient"):
                     name = b.name[:-len("_grad")] if b.name.endswith(
                         "_grad") else b.name
                     index = self._named(spec, name, self.trainable_names)
@@ -227,13 +255,13 @@ class NeuronKernels:
     def inference(self, inputs: List[torch.Tensor],
                   inits: List[Optional[torch.Tensor]], params: Sequence,
                   store_state_seqs: bool, allow_strided: bool = True,
-                  per_neuron: Sequence[torch.Tensor] = ()
+                  shaped: Sequence[torch.Tensor] = ()
                   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
         """Outputs and (state sequences or final states), with no graph."""
         # Everything that depends only on the layout is worked out (and
         # checked) once per layout: a module is called with few of them.
-        # Per-neuron parameters are part of the layout (shape, dtype,
-        # device): the plan checks them too.
+        # Shaped parameters are part of the layout (shape, dtype, device):
+        # the plan checks them too.
         key = (store_state_seqs, allow_strided,
                *[(x.shape, x.stride(), x.dtype, x.get_device())
                  for x in inputs],
@@ -241,15 +269,15 @@ class NeuronKernels:
                                          s.get_device()) for s in inits],
                *[(p.shape, p.dtype, p.get_device())
                  if isinstance(p, torch.Tensor) else type(p)
-                 for p in per_neuron], len(per_neuron))
+                 for p in shaped], len(shaped))
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan_inference(inputs, inits, store_state_seqs,
-                                        allow_strided, per_neuron)
+                                        allow_strided, shaped)
             if len(self._plans) >= 64:
                 self._plans.clear()
             self._plans[key] = plan
-        kernel, T, N, ld, copy_inputs, seq_shape = plan
+        kernel, T, N, ld, copy_inputs, seq_shape, layout = plan
         if copy_inputs:
             inputs = [x.contiguous() for x in inputs]
         inits = [None if s is None else s.contiguous() for s in inits]
@@ -274,20 +302,21 @@ class NeuronKernels:
                           for s, init in zip(states, inits)]
             return outputs, states
         # Contiguous copies stay referenced until the launch is queued.
-        per_neuron = [p.contiguous() for p in per_neuron]
+        shaped = [p.contiguous() for p in shaped]
         buffers = ([x.data_ptr() for x in inputs]
                    + [self._address(s) for s in inits]
                    + [y.data_ptr() for y in outputs]
                    + [s.data_ptr() for s in states]
-                   + [p.data_ptr() for p in per_neuron])
+                   + [p.data_ptr() for p in shaped])
         self._launch(kernel, T, N, ld if ld != N else 0, buffers, 0, params,
-                     x0.get_device())
+                     x0.get_device(), layout)
         return outputs, states
 
     def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided,
-                        per_neuron=()):
-        """(kernel, T, N, ld, whether to copy the inputs, sequence shape)."""
-        check_inputs(self.info, inputs, inits, per_neuron)
+                        shaped=()):
+        """(kernel, T, N, ld, whether to copy the inputs, sequence shape,
+        channels)."""
+        check_inputs(self.info, inputs, inits, shaped)
         dtype = storage_type(inputs + [s for s in inits if s is not None],
                              self.info.name)
         x0 = inputs[0]
@@ -301,9 +330,10 @@ class NeuronKernels:
             ld = N
         kernel = self.kernel("inference" if store_state_seqs
                              else "final-state", dtype)
-        return kernel, T, N, ld, copy_inputs, (T,) + tuple(shape)
+        return (kernel, T, N, ld, copy_inputs, (T,) + tuple(shape),
+                channels(self.info, x0))
 
-    def forward(self, inputs, inits, params, per_neuron=()):
+    def forward(self, inputs, inits, params, shaped=()):
         """Training forward: outputs, state sequences and the workspace.
         The caller has checked the tensors (check_inputs)."""
         x0 = inputs[0]
@@ -321,28 +351,29 @@ class NeuronKernels:
         workspace = self._workspace(kernel, T, N, N, device)
         if T == 0 or N == 0:
             return outputs, states, workspace
-        per_neuron = [p.contiguous() for p in per_neuron]
+        shaped = [p.contiguous() for p in shaped]
         buffers = ([x.data_ptr() for x in inputs]
                    + [self._address(s) for s in inits]
                    + [y.data_ptr() for y in outputs]
                    + [s.data_ptr() for s in states]
-                   + [p.data_ptr() for p in per_neuron])
+                   + [p.data_ptr() for p in shaped])
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
-                     device)
+                     device, channels(self.info, x0))
         return outputs, states, workspace
 
     def backward(self, grad_outputs, grad_states, workspace, inputs,
                  params, deterministic, dtype_like: torch.Tensor,
-                 grad_finals=None, present=None, per_neuron=()):
+                 grad_finals=None, present=None, shaped=()):
         """Gradients of inputs, initial states and trainable parameters
         from those of the outputs, the state sequences (`grad_states`) and
         the final states (`grad_finals`); absent (None) incoming gradients
         are zeros. `present` (default: all) says which initial states were
         given: the others get no gradient (None, a NULL buffer).
-        `per_neuron` holds the per-neuron parameters the forward ran with.
+        `shaped` holds the shaped parameters the forward ran with.
         One gradient per trainable parameter, in declaration order: a 0-d
         float32 tensor for a scalar one, a float32 tensor of the neuron
-        shape for a per-neuron one (its gradient summed over T)."""
+        shape for a per-neuron one (its gradient summed over T), a [C] one
+        for a per-channel one (summed over T, B and S)."""
         dtype = DTYPES[dtype_like.dtype]
         kernel = self.kernel("backward", dtype, deterministic)
         spec = kernel.spec
@@ -355,14 +386,16 @@ class NeuronKernels:
                       for p in (present or [True] * self.num_states)]
         layout = self._backward_layout(spec)
         written = self._written[spec.name]
-        # Scalar gradients start at zero; per-neuron ones are overwritten
-        # by the kernel (zeros where it has no buffer for one, or when no
+        # Scalar gradients start at zero; shaped ones are overwritten by
+        # the kernel (zeros where it has no buffer for one, or when no
         # kernel runs).
         grad_params = [
-            dtype_like.new_zeros((), dtype=torch.float32) if not p.per_neuron
-            else dtype_like.new_empty(shape, dtype=torch.float32)
+            dtype_like.new_zeros((), dtype=torch.float32) if not p.shaped
+            else dtype_like.new_empty(
+                shape if p.per_neuron else shape[1:2], dtype=torch.float32)
             if i in written and T and N else
-            dtype_like.new_zeros(shape, dtype=torch.float32)
+            dtype_like.new_zeros(shape if p.per_neuron else shape[1:2],
+                                 dtype=torch.float32)
             for i, p in enumerate(self.info.trainable_params)]
         finals = [None if g is None else g.contiguous()
                   for g in (grad_finals or [None] * self.num_states)]
@@ -384,8 +417,8 @@ class NeuronKernels:
             "input_sequence": [x.contiguous() for x in inputs],
             "initial_state": finals, "output_sequence": grad_inputs,
             "final_state": grad_inits, "param_gradient": grad_params,
-            "per_neuron_param": [p.contiguous() for p in per_neuron]}
+            "shaped_param": [p.contiguous() for p in shaped]}
         buffers = [self._address(sources[role][i]) for role, i in layout]
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
-                     device)
+                     device, channels(self.info, dtype_like))
         return grad_inputs, grad_inits, grad_params

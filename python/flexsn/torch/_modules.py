@@ -39,6 +39,13 @@ class FlexSN(nn.Module):
     part of it), a runtime one a registered buffer. Each starts at its
     value, `params[name]` or the default; the shape is `neuron_shape`, or
     that of a tensor given in `params` (both: they must agree).
+
+    Per-channel parameters (`shapes={"w": "per_channel"}`) hold one float32
+    value per channel: the inputs are then `[T, B, C, ...]` (channel
+    dimension 2, as for a convolution's output) and the parameter an
+    `nn.Parameter` (trainable) or buffer (runtime) of shape `[C]`, C being
+    `num_channels` or the length of a tensor given in `params`. Its
+    gradient is summed over time, batch and the dimensions after C.
     """
 
     def __init__(self, neuron, num_inputs: Optional[int] = None,
@@ -49,6 +56,7 @@ class FlexSN(nn.Module):
                  kinds: Optional[Mapping[str, str]] = None,
                  shapes: Optional[Mapping[str, str]] = None,
                  neuron_shape: Optional[Sequence[int]] = None,
+                 num_channels: Optional[int] = None,
                  surrogate_function=None, deterministic: bool = False,
                  step_mode: str = "m",
                  storage_types: Sequence[str] = ("f32", "f16", "bf16"),
@@ -95,28 +103,32 @@ class FlexSN(nn.Module):
         self._runtime_names = []
         shared = {p.name: p.parameter for p in step.params} if step else {}
         self.neuron_shape = _neuron_shape(info, params, neuron_shape)
+        self.num_channels = _num_channels(info, params, num_channels,
+                                          self.neuron_shape)
         for p in info.params:
             value = params.get(p.name)
-            if (isinstance(value, torch.Tensor) and not p.per_neuron
+            if (isinstance(value, torch.Tensor) and not p.shaped
                     and value.numel() != 1):
                 raise ValueError(
                     f"{info.name}: parameter '{p.name}' is a scalar, got a "
                     f"tensor of shape {tuple(value.shape)} (a per-neuron "
-                    f"parameter needs shapes={{'{p.name}': 'per_neuron'}} "
-                    f"and a runtime or trainable kind)")
-        self._per_neuron_names = tuple(p.name for p in info.per_neuron_params)
+                    f"or per-channel parameter needs shapes={{'{p.name}': "
+                    f"'per_neuron'}} or 'per_channel' and a runtime or "
+                    f"trainable kind)")
+        self._shaped_names = tuple(p.name for p in info.shaped_params)
         for p in info.runtime_params:
             value = params.get(p.name, p.default)
-            if p.per_neuron:
+            if p.shaped:
                 if p.name in shared:
                     raise ValueError(
                         f"{info.name}: the step function's parameter "
                         f"'{p.name}' is a scalar nn.Parameter, it cannot be "
-                        f"per_neuron")
+                        f"{p.shape}")
+                shape = (self.neuron_shape if p.per_neuron else
+                         (self.num_channels,))
                 data = (value.detach().to(dtype=torch.float32, copy=True)
                         if isinstance(value, torch.Tensor) else
-                        torch.full(self.neuron_shape, float(value),
-                                   dtype=torch.float32))
+                        torch.full(shape, float(value), dtype=torch.float32))
                 if p.kind == "trainable":
                     self.register_parameter(p.name, nn.Parameter(data))
                 else:
@@ -164,7 +176,9 @@ class FlexSN(nn.Module):
                 f"store_state_seqs={self.store_state_seqs}, "
                 f"step_mode={self.step_mode!r}"
                 + (f", neuron_shape={self.neuron_shape}"
-                   if self._per_neuron_names else ""))
+                   if self.info.per_neuron_params else "")
+                + (f", num_channels={self.num_channels}"
+                   if self.info.channels else ""))
 
     def forward(self, *inputs: torch.Tensor):
         if len(inputs) != len(self.info.inputs):
@@ -175,8 +189,8 @@ class FlexSN(nn.Module):
             inputs = tuple(x.unsqueeze(0) for x in inputs)
         trainable = [getattr(self, p.name) for p in self.info.trainable_params]
         runtime = [getattr(self, name) for name in self._runtime_names]
-        if self._per_neuron_names:
-            # The kernels take float32 per-neuron parameters: a module
+        if self._shaped_names:
+            # The kernels take float32 shaped parameters: a module
             # converted with .half() or .double() passes float32 copies
             # (differentiable; the gradient comes back in its dtype).
             trainable = [_float32(t) for t in trainable]
@@ -231,6 +245,53 @@ def _neuron_shape(info, params, neuron_shape):
             f"shape (the inputs' shape without T): pass neuron_shape=(...) "
             f"or a tensor of that shape in params=")
     return shape
+
+
+def _num_channels(info, params, num_channels, neuron_shape):
+    """C of the per-channel parameters: `num_channels`, or the length of
+    the 1-d tensors given for them in `params`, or dimension 1 of the
+    per-neuron parameters' shape [B, C, ...] (all that are given must
+    agree)."""
+    count = where = None
+    if num_channels is not None:
+        if isinstance(num_channels, bool) or not isinstance(
+                num_channels, int) or num_channels < 1:
+            raise ValueError(f"num_channels is a positive int, got "
+                             f"{num_channels!r}")
+        count, where = num_channels, "num_channels"
+    for p in info.per_channel_params:
+        value = params.get(p.name)
+        if not isinstance(value, torch.Tensor):
+            continue
+        if value.dim() != 1:
+            raise ValueError(
+                f"{info.name}: per-channel parameter '{p.name}' is a [C] "
+                f"tensor, got shape {tuple(value.shape)}")
+        if count is None:
+            count, where = value.shape[0], f"params['{p.name}']"
+        elif value.shape[0] != count:
+            raise ValueError(
+                f"{info.name}: per-channel parameter '{p.name}' has "
+                f"{value.shape[0]} channels, {where} says {count}")
+    if not info.per_channel_params:
+        if num_channels is not None:
+            raise ValueError(f"{info.name} has no per-channel parameter: "
+                             f"num_channels does not apply")
+        return None
+    if count is None and neuron_shape is not None and len(neuron_shape) > 1:
+        count, where = neuron_shape[1], "neuron_shape"
+    if count is None:
+        names = ", ".join(p.name for p in info.per_channel_params)
+        raise ValueError(
+            f"{info.name}: per-channel parameter(s) {names} need the number "
+            f"of channels (dimension 2 of the [T, B, C, ...] inputs): pass "
+            f"num_channels=C or a [C] tensor in params=")
+    if neuron_shape is not None and (len(neuron_shape) < 2
+                                     or neuron_shape[1] != count):
+        raise ValueError(
+            f"{info.name}: the neuron shape {neuron_shape} is [B, C, ...] "
+            f"with C = {count} ({where})")
+    return count
 
 
 def _import_step(core, num_inputs, num_states, num_outputs, params,
@@ -339,16 +400,24 @@ class LIFNode(_NodeBase):
 
 class ParametricLIFNode(_NodeBase):
     """LIF with a learned leak 1/tau = sigmoid(w), w0 = -ln(init_tau - 1)
-    (SpikingJelly's ParametricLIFNode)."""
+    (SpikingJelly's ParametricLIFNode).
+
+    `num_channels=C` learns one leak per channel: `w` is an `nn.Parameter`
+    of shape [C] and the inputs are `[T, B, C, ...]`."""
 
     def __init__(self, init_tau: float = 2.0, decay_input: bool = True,
                  v_threshold: Union[float, torch.Tensor] = 1.0,
                  v_reset: Optional[float] = 0.0,
                  surrogate_function=None, detach_reset: bool = False,
                  step_mode: str = "m", store_v_seq: bool = False,
-                 per_neuron_threshold: bool = False, **options):
+                 per_neuron_threshold: bool = False,
+                 num_channels: Optional[int] = None, **options):
         if not init_tau > 1.0:
             raise ValueError(f"init_tau must be > 1, got {init_tau}")
+        if num_channels is not None:
+            options["shapes"] = {**(options.get("shapes") or {}),
+                                 "w": "per_channel"}
+            options["num_channels"] = num_channels
         super().__init__("plif", {"w": -math.log(init_tau - 1.0),
                                   "decay_input": bool(decay_input),
                                   "v_threshold": v_threshold},
