@@ -29,6 +29,11 @@ class RuntimeStatusError(RuntimeError):
         self.cuda_error, self.code = cuda_error, code
 
 
+class NoDeterministicKernelError(RuntimeError):
+    """A deterministic kernel was asked for where the compiled neuron has
+    none: its per-channel gradients are summed with atomics."""
+
+
 def _status_error(what: str, status: int, argument: Optional[str] = None
                   ) -> RuntimeStatusError:
     lib = runtime_library()
@@ -306,7 +311,7 @@ def load_kernel(compiled, device: str, variant: str, dtype: str,
                     "per_channel_param_gradient"):
                 names = ", ".join(b.name for b in spec.buffers_with_role(
                     "per_channel_param_gradient"))
-                raise RuntimeError(
+                raise NoDeterministicKernelError(
                     f"{spec.name}: no deterministic kernel: the per-channel "
                     f"gradient(s) {names} are summed with atomics in an "
                     f"order that varies between runs (train without the "

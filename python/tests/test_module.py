@@ -165,13 +165,18 @@ def test_runtime_status_names_the_argument():
 
 def test_deterministic_option_and_global_flag():
     node = ParametricLIFNode(targets=("cpu",), deterministic=True)
-    assert node.handle.is_deterministic()
+    assert node.handle.deterministic_mode() is True
     node.deterministic = False
-    assert not node.handle.is_deterministic()
+    assert node.handle.deterministic_mode() is False
     previous = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
-        assert node.handle.is_deterministic()
+        assert node.handle.deterministic_mode() is True
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        assert node.handle.deterministic_mode() == "warn"
+        # The module's own request is not softened by torch's warn_only.
+        node.deterministic = True
+        assert node.handle.deterministic_mode() is True
     finally:
         torch.use_deterministic_algorithms(previous)
 

@@ -526,7 +526,7 @@ def test_deterministic_mode(device):
     """CPU kernels sum in one order: the deterministic mode changes
     nothing. On the GPU the per-channel gradients are atomic sums with no
     deterministic kernel: asking for one is an error, not a silent
-    fallback."""
+    fallback, unless torch's deterministic mode is warn_only."""
     m = module("node", device)
     x, _, w = data(device, 10)
     set_w(m, w)
@@ -536,6 +536,21 @@ def test_deterministic_mode(device):
         if device == "cuda":
             with pytest.raises(RuntimeError, match="no deterministic kernel"):
                 m(x).sum().backward()
+            # torch's warn_only: a warning, then the atomic kernel.
+            m.deterministic = False
+            previous = torch.are_deterministic_algorithms_enabled()
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            try:
+                m.reset()
+                m.w.grad = None
+                with pytest.warns(UserWarning, match="no deterministic "
+                                                     "kernel"):
+                    m(x).sum().backward()
+            finally:
+                torch.use_deterministic_algorithms(previous)
+            w_r = w.clone().requires_grad_()
+            plif_loop(x, w_r)[0].sum().backward()
+            close(m.w.grad, w_r.grad, GRAD_TOL[device], "w.grad")
             return
         m(x).sum().backward()
         first = m.w.grad.clone()

@@ -78,9 +78,19 @@ class Handle:
                                     "cpu" if x.is_cpu else None)
         return kernels if kernels is not None else self.kernels(x.device)
 
-    def is_deterministic(self) -> bool:
-        return (self.deterministic
-                or torch.are_deterministic_algorithms_enabled())
+    def deterministic_mode(self):
+        """True when the module or torch asks for deterministic kernels,
+        "warn" when only torch does with warn_only=True (a kernel with no
+        deterministic variant then warns and runs), else False."""
+        if self.deterministic:
+            return True
+        if not torch.are_deterministic_algorithms_enabled():
+            return False
+        return "warn" if _warn_only() else True
+
+
+_warn_only = getattr(torch, "is_deterministic_algorithms_warn_only_enabled",
+                     lambda: False)
 
 
 def split_runtime(handle: Handle, runtime: Sequence) -> (List, List):
@@ -205,7 +215,7 @@ class _ScanFunction(torch.autograd.Function):
         none = [None] * kernels.num_states
         grad_inputs, grad_inits, grad_params = kernels.backward(
             grad_outputs, none if ctx.finals else grad_states, workspace,
-            inputs, ctx.values, handle.is_deterministic(), inputs[0],
+            inputs, ctx.values, handle.deterministic_mode(), inputs[0],
             grad_finals=grad_states if ctx.finals else none,
             present=ctx.present, shaped=shaped)
         grad_params = [g.to(dtype).reshape(shape)
@@ -336,7 +346,7 @@ if _HAS_CUSTOM_OP:
         n_out = kernels.num_outputs
         gi, gs, gp = kernels.backward(grads[:n_out], grads[n_out:], workspace,
                                       inputs, values,
-                                      handle.is_deterministic(), inputs[0],
+                                      handle.deterministic_mode(), inputs[0],
                                       present=present, shaped=shaped)
         gs = [g for g, p in zip(gs, present) if p]
         gp = [g.to(t.dtype).reshape(t.shape) for g, t in zip(gp, trainable)]

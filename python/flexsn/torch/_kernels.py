@@ -19,11 +19,13 @@ runtime parameters are `params`.
 
 import functools
 import math
+import warnings
 from typing import List, Optional, Sequence, Tuple
 
 import torch
 
 from .._manifest import Kernel
+from .._runtime import NoDeterministicKernelError
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -370,12 +372,24 @@ class NeuronKernels:
         are zeros. `present` (default: all) says which initial states were
         given: the others get no gradient (None, a NULL buffer).
         `shaped` holds the shaped parameters the forward ran with.
+        `deterministic` is Handle.deterministic_mode(): False, True, or
+        "warn" (a missing deterministic kernel then warns, not raises).
         One gradient per trainable parameter, in declaration order: a 0-d
         float32 tensor for a scalar one, a float32 tensor of the neuron
         shape for a per-neuron one (its gradient summed over T), a [C] one
         for a per-channel one (summed over T, B and S)."""
         dtype = DTYPES[dtype_like.dtype]
-        kernel = self.kernel("backward", dtype, deterministic)
+        try:
+            kernel = self.kernel("backward", dtype, bool(deterministic))
+        except NoDeterministicKernelError as error:
+            if deterministic != "warn":
+                raise
+            # torch.use_deterministic_algorithms(True, warn_only=True): as
+            # torch's own operations without a deterministic version do.
+            warnings.warn(f"{error}; running the non-deterministic kernel "
+                          f"(torch.use_deterministic_algorithms(warn_only="
+                          f"True))", UserWarning, stacklevel=2)
+            kernel = self.kernel("backward", dtype, False)
         spec = kernel.spec
         T, shape = dtype_like.shape[0], tuple(dtype_like.shape[1:])
         N = math.prod(shape)
