@@ -31,48 +31,18 @@ import flexsn
 from flexsn.torch import FlexSN, ParametricLIFNode
 
 from devices import DEVICES  # noqa: E402
-
-# On CPU the kernels evaluate the file's operations in its order, as
-# plif_loop does; NVVM may contract multiply-adds into FMAs. A [C] gradient
-# sums B * S * T terms in another order than autograd does.
-FWD_TOL = {"cpu": dict(rtol=1e-6, atol=1e-6),
-           "cuda": dict(rtol=1e-5, atol=1e-5)}
-GRAD_TOL = {"cpu": dict(rtol=1e-4, atol=1e-5),
-            "cuda": dict(rtol=2e-4, atol=2e-5)}
+from shaped_params import (FLAGS, FWD_TOL, GRAD_TOL, ModuleCache,  # noqa: E402
+                           SigmoidSpike, close, slope)
 
 C = 3
 SHAPE = (2, C, 4)  # [B, C, S]: N = 24
 T = 7
 PER_CHANNEL = {"w": "per_channel"}
-FLAGS = {
-    "hard": dict(soft=False, detach=False),
-    "soft": dict(soft=True, detach=False),
-    "hard-detach": dict(soft=False, detach=True),
-    "soft-detach": dict(soft=True, detach=True),
-}
+
 
 # ---------------------------------------------------------------------------
 # The reference
 # ---------------------------------------------------------------------------
-
-ALPHA = 4.0
-
-
-class SigmoidSpike(torch.autograd.Function):
-    """H(x) = (x >= 0); backward: g(x) = alpha sigmoid(alpha x)
-    (1 - sigmoid(alpha x))."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return (x >= 0).to(x.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        s = torch.sigmoid(ALPHA * x)
-        return grad * ALPHA * s * (1 - s)
-
 
 def along_channels(value, step_shape):
     """A [C] tensor viewed to broadcast along dimension 1 of a step
@@ -129,28 +99,9 @@ def weights(device, seed, shape=SHAPE, steps=T):
             torch.randn((steps,) + shape, generator=g).to(device))
 
 
-def close(got, want, tol, what):
-    assert got.shape == want.shape, (what, got.shape, want.shape)
-    assert torch.allclose(got, want, **tol), (
-        f"{what}: max |diff| {(got - want).abs().max().item():.3g}")
-
-
 # ---------------------------------------------------------------------------
 # Modules, compiled once per file
 # ---------------------------------------------------------------------------
-
-_modules = {}
-
-
-def module(name, device):
-    """A fresh-state module of configuration `name` on `device` (one
-    compile per configuration)."""
-    if name not in _modules:
-        _modules[name] = CONFIGS[name]()
-    m = _modules[name]
-    m.reset()
-    return m.to(device)
-
 
 CONFIGS = {
     # The reset flags as runtime parameters: one compile for the matrix.
@@ -168,6 +119,9 @@ CONFIGS = {
     "node": lambda: ParametricLIFNode(num_channels=C),
     "node-s": lambda: ParametricLIFNode(num_channels=C, step_mode="s"),
 }
+
+# A fresh-state module of a configuration on a device (one compile each).
+module = ModuleCache(CONFIGS)
 
 
 def set_flags(m, flags):
@@ -308,15 +262,11 @@ def test_reference_sensitivity(device):
     s = m(x_m)
     (s * w_s).sum().backward()
 
-    def reference(w, alpha=ALPHA):
-        global ALPHA
-        saved, ALPHA = ALPHA, alpha
-        try:
+    def reference(w, alpha=SigmoidSpike.alpha):
+        with slope(alpha):
             x_r, w_r = x.clone().requires_grad_(), w.clone().requires_grad_()
             s = plif_loop(x_r, w_r)[0]
             (s * w_s).sum().backward()
-        finally:
-            ALPHA = saved
         return s.detach(), x_r.grad, w_r.grad
 
     want_s, gx, gw = reference(w)

@@ -29,48 +29,17 @@ import flexsn
 from flexsn.torch import FlexSN, LIFNode, ParametricLIFNode
 
 from devices import DEVICES  # noqa: E402
-
-# Float32 tolerances (as test_torch_neurons.py): on CPU the kernels evaluate
-# the file's operations in its order, as lif_loop does; NVVM may contract
-# multiply-adds into FMAs.
-FWD_TOL = {"cpu": dict(rtol=1e-6, atol=1e-6),
-           "cuda": dict(rtol=1e-5, atol=1e-5)}
-GRAD_TOL = {"cpu": dict(rtol=1e-4, atol=1e-5),
-            "cuda": dict(rtol=2e-4, atol=2e-5)}
+from shaped_params import (FLAGS, FWD_TOL, GRAD_TOL, ModuleCache,  # noqa: E402
+                           SigmoidSpike, close, slope)
 
 SHAPE = (3, 5)  # the neuron shape: N = 15
 T = 7
 PER_NEURON = {"v_threshold": "per_neuron"}
-FLAGS = {
-    "hard": dict(soft=False, detach=False),
-    "soft": dict(soft=True, detach=False),
-    "hard-detach": dict(soft=False, detach=True),
-    "soft-detach": dict(soft=True, detach=True),
-}
 
 
 # ---------------------------------------------------------------------------
 # The reference
 # ---------------------------------------------------------------------------
-
-ALPHA = 4.0
-
-
-class SigmoidSpike(torch.autograd.Function):
-    """H(x) = (x >= 0); backward: g(x) = alpha sigmoid(alpha x)
-    (1 - sigmoid(alpha x))."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return (x >= 0).to(x.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        s = torch.sigmoid(ALPHA * x)
-        return grad * ALPHA * s * (1 - s)
-
 
 def lif_loop(x, thr, v0=None, tau=2.0, v_reset=0.0, soft=False,
              detach=False):
@@ -118,28 +87,9 @@ def weights(device, seed, shape=SHAPE, steps=T):
             torch.randn(shape, generator=g).to(device))
 
 
-def close(got, want, tol, what):
-    assert got.shape == want.shape, (what, got.shape, want.shape)
-    assert torch.allclose(got, want, **tol), (
-        f"{what}: max |diff| {(got - want).abs().max().item():.3g}")
-
-
 # ---------------------------------------------------------------------------
 # Modules, compiled once per file
 # ---------------------------------------------------------------------------
-
-_modules = {}
-
-
-def module(name, device):
-    """A fresh-state module of configuration `name` on `device` (one
-    compile per configuration; parameters reset to their start values)."""
-    if name not in _modules:
-        _modules[name] = CONFIGS[name]()
-    m = _modules[name]
-    m.reset()
-    return m.to(device)
-
 
 def _lif_runtime_flags():
     # The reset flags as runtime parameters: one compile for the matrix.
@@ -167,6 +117,9 @@ CONFIGS = {
     "node-s": lambda: LIFNode(per_neuron_threshold=True, neuron_shape=(6,),
                               step_mode="s"),
 }
+
+# A fresh-state module of a configuration on a device (one compile each).
+module = ModuleCache(CONFIGS)
 
 
 def set_flags(m, flags):
@@ -353,15 +306,11 @@ def test_reference_sensitivity(device):
     x_m = x.clone().requires_grad_()
     (m(x_m) * w_s).sum().backward()
 
-    def reference(thr, alpha=ALPHA):
-        global ALPHA
-        saved, ALPHA = ALPHA, alpha
-        try:
+    def reference(thr, alpha=SigmoidSpike.alpha):
+        with slope(alpha):
             x_r, thr_r = x.clone().requires_grad_(), thr.clone()
             thr_r.requires_grad_()
             (lif_loop(x_r, thr_r)[0] * w_s).sum().backward()
-        finally:
-            ALPHA = saved
         return x_r.grad, thr_r.grad
 
     gx, gthr = reference(thr)
