@@ -30,7 +30,9 @@ Calling convention of `core(*inputs, *states, **params)`:
   int is an `f32` const parameter, a bool an `i1` const parameter (use it
   through `torch.where(flag, a, b)`, never `if flag:`), `Runtime(v)` a
   runtime parameter, `Trainable(v)` or an `nn.Parameter` a trainable `f32`
-  parameter;
+  parameter; `Runtime(v, shape="per_channel")` / `"per_neuron"` (and the
+  same for `Trainable`) gives the neuron one value per channel or neuron,
+  which `core` still sees as one number per neuron;
 * Python numbers captured from the enclosing scope are constants;
   `nn.Parameter`s captured by `core` (closure or global), or held by `core`
   when it is an `nn.Module`, become trainable parameters named after the
@@ -228,20 +230,31 @@ def spike(x, surrogate=None):
 # ---------------------------------------------------------------------------
 
 
+PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
+
+
 class _Kind:
     kind = None
-    __slots__ = ("value",)
+    __slots__ = ("value", "shape")
 
-    def __init__(self, value):
+    def __init__(self, value, shape: str = "scalar"):
         if isinstance(value, torch.Tensor):
             value = value.item()
         if not isinstance(value, (bool, numbers.Real)):
             raise TypeError("%s takes a float or bool, not %r"
                             % (type(self).__name__, value))
-        self.value = value
+        if shape not in PARAM_SHAPES:
+            raise ValueError("%s: unknown shape %r (one of: %s)" % (
+                type(self).__name__, shape, ", ".join(PARAM_SHAPES)))
+        if shape != "scalar" and (self.kind == "const"
+                                  or isinstance(value, bool)):
+            raise TypeError("a %s parameter is a runtime or trainable float"
+                            % shape)
+        self.value, self.shape = value, shape
 
     def __repr__(self):
-        return "%s(%r)" % (type(self).__name__, self.value)
+        shape = "" if self.shape == "scalar" else ", shape=%r" % self.shape
+        return "%s(%r%s)" % (type(self).__name__, self.value, shape)
 
 
 class Const(_Kind):
@@ -250,20 +263,27 @@ class Const(_Kind):
     kind = "const"
     __slots__ = ()
 
+    def __init__(self, value):
+        super().__init__(value)
+
 
 class Runtime(_Kind):
-    """A runtime parameter: a kernel argument (an attribute of FlexSN)."""
+    """A runtime parameter: a kernel argument (an attribute of FlexSN).
+    `shape="per_neuron"` or `"per_channel"` makes it one float per neuron
+    or per channel (a buffer of FlexSN)."""
     kind = "runtime"
     __slots__ = ()
 
 
 class Trainable(_Kind):
-    """A trainable f32 parameter: a kernel argument with a gradient."""
+    """A trainable f32 parameter: a kernel argument with a gradient.
+    `shape="per_neuron"` or `"per_channel"` makes it one value per neuron
+    or per channel (an nn.Parameter of that shape in FlexSN)."""
     kind = "trainable"
     __slots__ = ()
 
-    def __init__(self, value):
-        super().__init__(value)
+    def __init__(self, value, shape: str = "scalar"):
+        super().__init__(value, shape)
         if isinstance(self.value, bool):
             raise TypeError("a trainable parameter is a float, not a bool")
 
@@ -271,13 +291,15 @@ class Trainable(_Kind):
 @dataclasses.dataclass(frozen=True)
 class StepParam:
     """One neuron parameter: `type` is "f32" or "i1", `kind` "const",
-    "runtime" or "trainable"; `parameter` is the nn.Parameter it came from
-    (a captured one, or one given in params=), else None."""
+    "runtime" or "trainable", `shape` "scalar", "per_neuron" or
+    "per_channel"; `parameter` is the nn.Parameter it came from (a
+    captured one, or one given in params=), else None."""
     name: str
     type: str
     default: object
     kind: str
     parameter: Optional[nn.Parameter] = None
+    shape: str = "scalar"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,7 +342,7 @@ def _param_spec(name, value, frame=None):
     if not math.isfinite(v):
         raise StepImportError("parameter '%s' has non-finite default %r"
                               % (name, v), frame=frame)
-    return StepParam(name, "f32", v, marker.kind)
+    return StepParam(name, "f32", v, marker.kind, shape=marker.shape)
 
 
 # ---------------------------------------------------------------------------
@@ -1503,7 +1525,8 @@ def _param_text(p):
     else:
         default = _f32_text(float(p.default))
     kind = "" if p.kind == "const" else " " + p.kind
-    return "%%%s: %s = %s%s" % (p.name, p.type, default, kind)
+    shape = "" if p.shape == "scalar" else " " + p.shape
+    return "%%%s: %s = %s%s%s" % (p.name, p.type, default, kind, shape)
 
 
 def _get_attr(em, node, root, captured_specs, used_params, frame):

@@ -645,3 +645,66 @@ def test_kernel_channel_arguments_are_checked():
     kernel = _runtime.GpuKernel(spec, _runtime.GpuImage(plain.gpu_image))
     with pytest.raises(ValueError, match="has no per-channel buffers"):
         kernel.launch(0, 4, 6, 0, [0] * 4, 0, channels=(2, 3))
+
+
+# ---------------------------------------------------------------------------
+# Python step functions
+# ---------------------------------------------------------------------------
+
+
+def _python_plif(x, v, w=flexsn.fx.Trainable(0.0, shape="per_channel"),
+                 v_threshold=flexsn.fx.Runtime(1.0, shape="per_neuron")):
+    """PLIF with decay_input and a hard reset to 0, as plif_loop."""
+    h = v + (x - v) * (1 / (1 + torch.exp(-w)))
+    s = flexsn.spike(h - v_threshold)
+    return s, (1 - s) * h
+
+
+python_module = ModuleCache({"plif": lambda: FlexSN(
+    _python_plif, 1, 1, neuron_shape=SHAPE, store_state_seqs=True)})
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_python_step_function_declares_shaped_params(device):
+    """`Trainable(v, shape="per_channel")` and `Runtime(v,
+    shape="per_neuron")` in a step function: the module holds a [C]
+    nn.Parameter and a buffer of the neuron shape, and trains w per
+    channel."""
+    m = python_module("plif", device)
+    assert {p.name: (p.kind, p.shape) for p in m.info.params} == {
+        "w": ("trainable", "per_channel"),
+        "v_threshold": ("runtime", "per_neuron")}
+    assert m.num_channels == C and m.w.shape == (C,)
+    assert [n for n, _ in m.named_buffers()] == ["v_threshold"]
+    x, v0, w = data(device, 12)
+    w_s, w_v = weights(device, 12)
+    g = torch.Generator().manual_seed(12)
+    thr = (torch.rand(SHAPE, generator=g) * 0.8 + 0.6).to(device)
+    set_w(m, w)
+    with torch.no_grad():
+        m.v_threshold.copy_(thr)
+    m.states[0] = v0.clone()
+    x_m = x.clone().requires_grad_()
+    s = m(x_m)
+    ((s * w_s).sum() + (m.state_seqs[0] * w_v).sum()).backward()
+    x_r, w_r = x.clone().requires_grad_(), w.clone().requires_grad_()
+    want_s, want_v = plif_loop(x_r, w_r, thr, v0)
+    ((want_s * w_s).sum() + (want_v * w_v).sum()).backward()
+    close(s.detach(), want_s.detach(), FWD_TOL[device], "spikes")
+    close(x_m.grad, x_r.grad, GRAD_TOL[device], "x.grad")
+    close(m.w.grad, w_r.grad, GRAD_TOL[device], "w.grad")
+
+
+def test_step_function_shape_errors():
+    for make, error, message in [
+            (lambda: flexsn.fx.Trainable(0.0, shape="per_row"), ValueError,
+             "unknown shape 'per_row'"),
+            (lambda: flexsn.fx.Runtime(True, shape="per_channel"), TypeError,
+             "runtime or trainable float"),
+            (lambda: flexsn.fx.Const(1.0, shape="per_neuron"), TypeError,
+             "unexpected keyword")]:
+        with pytest.raises(error, match=message):
+            make()
+    assert repr(flexsn.fx.Trainable(0.5, shape="per_channel")) == (
+        "Trainable(0.5, shape='per_channel')")
+    assert repr(flexsn.fx.Runtime(0.5)) == "Runtime(0.5)"

@@ -101,7 +101,8 @@ class FlexSN(nn.Module):
         self.store_state_seqs = store_state_seqs
         self.step_mode = step_mode
         self._runtime_names = []
-        shared = {p.name: p.parameter for p in step.params} if step else {}
+        shared = {p.name: p.parameter for p in step.params
+                  if p.parameter is not None} if step else {}
         self.neuron_shape = _neuron_shape(info, params, neuron_shape)
         self.num_channels = _num_channels(info, params, num_channels,
                                           self.neuron_shape)
