@@ -566,12 +566,15 @@ class Stream(object):
 
 def compile_all():
     """Every flexsn.compile the benchmark makes: the LIF kernels, PLIF's
-    (the deterministic rows) and the modules' (their constructors compile).
-    Returns (lif, plif, {name: module})."""
+    with a scalar and with a per-channel w (the parameter-gradient rows)
+    and the modules' (their constructors compile). Returns (lif,
+    {"scalar": plif, "per_channel": plif}, {name: module})."""
     import flexsn
     from flexsn.torch import FlexSN, LIFNode
     lif = flexsn.compile("lif", **LIF_COMPILE)
-    plif = flexsn.compile("plif", **PLIF_COMPILE)
+    plif = {"scalar": flexsn.compile("plif", **PLIF_COMPILE),
+            "per_channel": flexsn.compile("plif", shapes={"w": "per_channel"},
+                                          **PLIF_COMPILE)}
     modules = {"LIFNode": LIFNode(tau=TAU, v_threshold=V_TH,
                                   **COMPILE_OPTIONS),
                "FlexSN(lif)": FlexSN("lif", **COMPILE_OPTIONS)}
@@ -676,6 +679,82 @@ def bench_deterministic(torch, plif, timer, N, Ts=(4, 16)):
                  rec["deterministic_spread"]))
         sys.stdout.flush()
         out.append(rec)
+        del x, gs, ws, spike, xg
+        torch.cuda.empty_cache()
+    return out
+
+
+# (C, S) layouts of N neurons [B, C, S] for the per-channel rows: a conv
+# layer's feature maps (S = H W), small ones, a linear layer (S = 1: one
+# channel per neuron of a sample), one channel.
+CHANNEL_LAYOUTS = ((64, 1024), (256, 64), (4096, 1), (1, 1 << 14))
+
+
+def bench_per_channel(torch, plif, timer, N, copy_gbs, Ts=(4, 16)):
+    """PLIF's backward, f32, with a scalar w and with a per-channel w over
+    the CHANNEL_LAYOUTS, on the same inputs: times, the fraction of the
+    copy bandwidth on the bytes the backward must move (spike_grad, x, the
+    f32 workspace read, x_grad written: T N (3 es + 4)), and the ratio to
+    the scalar kernel. One record per (T, layout)."""
+    import flexsn
+    out = []
+    kernels = {name: (c.kernel("cuda", "forward", "f32"),
+                      c.kernel("cuda", "backward", "f32"))
+               for name, c in plif.items()}
+    stream = torch.cuda.current_stream().cuda_stream
+    for T in Ts:
+        gen = torch.Generator(device="cuda").manual_seed(100 + T)
+        x = torch.randn((T, N), device="cuda", generator=gen) * 0.5 + 0.8
+        gs = torch.randn((T, N), device="cuda", generator=gen)
+        spike, xg = torch.empty_like(x), torch.empty_like(x)
+        ws = new_workspace(torch, [k for pair in kernels.values()
+                                   for k in pair], T, N)
+        nbytes = T * N * (3 * 4 + 4)
+        scalar_ms = None
+        for layout in (None,) + CHANNEL_LAYOUTS:
+            kf, kb = kernels["scalar" if layout is None else "per_channel"]
+            C = 1 if layout is None else layout[0]
+            w = torch.linspace(-1.0, 1.0, C, device="cuda")
+            wg = torch.zeros(C, device="cuda")
+            # The per-channel kernels take w as a buffer, the scalar one
+            # as a value.
+            params = [0.0] if layout is None else []
+            extra = {} if layout is None else {"w": w}
+            rec = dict(T=T, N=N, layout=None if layout is None else
+                       dict(C=layout[0], S=layout[1],
+                            B=N // (layout[0] * layout[1])))
+            try:
+                kf.launch(stream, T, N, 0,
+                          addresses(kf, dict(x=x, spike=spike, **extra)),
+                          ws.data_ptr(), params, channels=layout)
+                ptrs = addresses(kb, dict(spike_grad=gs, x=x, x_grad=xg,
+                                          w_grad=wg, **extra))
+
+                def call(ptrs=ptrs, kb=kb, layout=layout, params=params,
+                         wp=ws.data_ptr()):
+                    kb.launch(stream, T, N, 0, ptrs, wp, params,
+                              channels=layout)
+                ms, _ = timer.gpu_ms(call)
+            except flexsn.RuntimeStatusError as e:
+                rec.update(status=e.status, error=str(e))
+                out.append(rec)
+                continue
+            rec.update(status="FLEXSN_SUCCESS", ms=ms,
+                       frac_copy=nbytes / (ms * 1e-3) / 1e9 / copy_gbs)
+            if layout is None:
+                scalar_ms = ms
+            elif scalar_ms:
+                rec["vs_scalar"] = ms / scalar_ms
+            print("bench_lif: PLIF backward f32 T=%d N=2^%d %s: %.4f ms, "
+                  "%.1f%% of copy%s" % (
+                      T, N.bit_length() - 1,
+                      "scalar w" if layout is None else
+                      "per-channel w C=%d S=%d" % layout, ms,
+                      100 * rec["frac_copy"],
+                      ", x%.3f of scalar" % rec["vs_scalar"]
+                      if "vs_scalar" in rec else ""))
+            sys.stdout.flush()
+            out.append(rec)
         del x, gs, ws, spike, xg
         torch.cuda.empty_cache()
     return out
@@ -977,7 +1056,9 @@ def run_bench(args, lif, plif, modules):
         device=torch.cuda.get_device_name(0), torch=torch.__version__,
         cuda=torch.version.cuda, stream=stream_note,
         flexsn=flexsn.__version__,
-        flexsn_entries=dict(lif=entry_name(lif), plif=entry_name(plif),
+        flexsn_entries=dict(lif=entry_name(lif),
+                            plif=entry_name(plif["scalar"]),
+                            plif_per_channel=entry_name(plif["per_channel"]),
                             **{k: entry_name(m.compiled)
                                for k, m in modules.items()}),
         copy_bytes=2 * COPY_BYTES, copy_ms=copy_ms, copy_gbs=copy_gbs,
@@ -1045,8 +1126,12 @@ def run_bench(args, lif, plif, modules):
     # The deterministic reduction's price (PLIF: LIF has no trainable
     # parameter), when time is left.
     if time.time() - t_start < args.budget - reserve:
-        meta["deterministic"] = bench_deterministic(torch, plif, timer,
-                                                    ns[0])
+        meta["deterministic"] = bench_deterministic(
+            torch, plif["scalar"], timer, ns[0])
+    # What a per-channel w costs over a scalar one, by channel layout.
+    if time.time() - t_start < args.budget - reserve:
+        meta["per_channel"] = bench_per_channel(torch, plif, timer, ns[0],
+                                                copy_gbs)
 
     # The copy again at the end: drift check.
     src = torch.rand(COPY_BYTES // 4, device=dev)
@@ -1257,6 +1342,27 @@ def write_outputs(out, meta, rows, with_plot=True):
                             d["atomic"]["ms"], d["deterministic"]["ms"],
                             100 * d["overhead"], max(a) - min(a),
                             d["deterministic_spread"]))
+    if meta.get("per_channel"):
+        lines += ["", "## Parameter gradients: per-channel w", "",
+                  "PLIF backward, f32, same inputs: w scalar, or one per "
+                  "channel of [B, C, S] neurons (atomic sums); % of copy on "
+                  "T N (3 es + 4) bytes.", "",
+                  "| N | T | w | B, C, S | ms | % copy | x scalar |",
+                  "|---|---|---|---|---|---|---|"]
+        for d in meta["per_channel"]:
+            lay = d["layout"]
+            shape = "" if lay is None else "%d, %d, %d" % (
+                lay["B"], lay["C"], lay["S"])
+            what = "scalar" if lay is None else "per-channel"
+            if d.get("status") != "FLEXSN_SUCCESS":
+                lines.append("| 2^%d | %d | %s | %s | %s | | |" % (
+                    d["N"].bit_length() - 1, d["T"], what, shape,
+                    d.get("status")))
+                continue
+            lines.append("| 2^%d | %d | %s | %s | %.4f | %.1f | %s |" % (
+                d["N"].bit_length() - 1, d["T"], what, shape, d["ms"],
+                100 * d["frac_copy"],
+                "%.3f" % d["vs_scalar"] if "vs_scalar" in d else ""))
     if meta.get("modules"):
         lines += module_md(meta["modules"])
     if meta.get("skipped"):
@@ -1459,7 +1565,8 @@ def main():
     if args.compile_only:
         print("bench_lif: compiled in %.1f s into %s:" % (
             time.time() - t0, flexsn.cache_dir()))
-        for name, c in [("lif", lif), ("plif", plif)] + [
+        for name, c in [("lif", lif), ("plif", plif["scalar"]),
+                        ("plif (per-channel w)", plif["per_channel"])] + [
                 (k, m.compiled) for k, m in modules.items()]:
             print("  %-12s %s" % (name, entry_name(c)))
         return 0
