@@ -80,25 +80,50 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 // On the GPU the kernels take C and S after T, N and ld. Each thread
 // divides once for its first neuron's channel, (n / S) mod C, and steps
 // the rest; it reads each lane's value at its channel. The per-channel
-// gradient is summed per lane over time, then added with atomics: by the
-// warp when it holds one channel, else by each thread. Without a fixed
-// summation order there is no deterministic variant.
+// gradient is summed per lane over time, then into the block's slots in
+// workgroup memory (one per channel the block can touch, zeroed first;
+// by the warp when it holds one channel, else by each thread, or lane),
+// and each nonzero slot is added to its channel's gradient with one global
+// atomic. Without a fixed summation order there is no deterministic
+// variant.
 // GPU-LABEL: module attributes {flexsn.gpu_kernels = [
 // GPU-SAME:    #flexsn.compiled_kernel<"scaled_backward_f16", {{[^#]*}}vector_width = 8>
 // GPU-NOT:     _deterministic
 // GPU-LABEL: gpu.func @scaled_backward_f16_vec(
 // GPU-SAME:      %[[W:arg7]]: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %[[TAU_GRAD:arg9]]: !llvm.ptr, %[[W_GRAD:arg10]]: !llvm.ptr, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %[[C:arg14]]: i64, %[[S:arg15]]: i64, %{{[a-z0-9]+}}: f32)
+// 256 threads x 8 lanes + 2 slots.
+// GPU-SAME:      workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %[[SLOTS:.*]] : memref<2050xf32, #gpu.address_space<workgroup>>)
+// GPU:           %[[BLOCK_START:.*]] = arith.muli %{{.*}}, %c2048_i64 : i64
+// GPU-NEXT:      %[[BQ:.*]] = arith.divui %[[BLOCK_START]], %[[S]] : i64
+// GPU-NEXT:      %[[BLOCK_C:.*]] = arith.remui %[[BQ]], %[[C]] : i64
+// GPU:           scf.for %{{.*}} = %thread_id_x to %c2050 step %c256 {
+// GPU-NEXT:        arith.constant 0.0
+// GPU-NEXT:        memref.store %{{.*}}, %[[SLOTS]]
+// GPU:           gpu.barrier
 // GPU:           %[[Q:.*]] = arith.divui %[[FIRST:.*]], %[[S]] : i64
 // GPU-NEXT:      %[[C0:.*]] = arith.remui %[[Q]], %[[C]] : i64
 // GPU:           %[[AT:.*]] = llvm.getelementptr %[[W]][%[[C0]]{{\]}} : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // GPU-NEXT:      llvm.load %[[AT]] {alignment = 4 : i64} : !llvm.ptr -> f32
 // GPU:           scf.for
-// GPU:           llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic
-// GPU:           gpu.shuffle  idx
+// GPU:           %[[DIFF:.*]] = arith.subi %{{.*}}, %[[BLOCK_C]] : i64
+// GPU-NEXT:      %[[NEG:.*]] = arith.cmpi slt, %[[DIFF]], %{{.*}} : i64
+// GPU-NEXT:      %[[WRAPPED:.*]] = arith.addi %[[DIFF]], %[[C]] : i64
+// GPU-NEXT:      arith.select %[[NEG]], %[[WRAPPED]], %[[DIFF]] : i64
+// GPU:           memref.atomic_rmw addf %{{.*}}, %[[SLOTS]]
 // GPU:           llvm.atomicrmw fadd %[[TAU_GRAD]]
+// GPU:           gpu.shuffle  idx
 // GPU:           gpu.shuffle  xor
-// GPU:           %[[LEAD:.*]] = llvm.getelementptr %[[W_GRAD]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-// GPU-NEXT:      llvm.atomicrmw fadd %[[LEAD]]
+// GPU:           memref.atomic_rmw addf %{{.*}}, %[[SLOTS]]
+// GPU:           gpu.barrier
+// GPU-NEXT:      scf.for %[[SLOT:.*]] = %thread_id_x to %c2050 step %c256 {
+// GPU-NEXT:        %[[SUM:.*]] = memref.load %[[SLOTS]][%[[SLOT]]]
+// GPU-NEXT:        %[[NONZERO:.*]] = arith.cmpf une, %[[SUM]], %{{.*}} : f32
+// GPU-NEXT:        scf.if %[[NONZERO]] {
+// GPU:               %[[OFFSET:.*]] = arith.index_castui %{{.*}} : index to i64
+// GPU-NEXT:          %[[SUMC:.*]] = arith.addi %[[BLOCK_C]], %[[OFFSET]] : i64
+// GPU-NEXT:          %[[CH:.*]] = arith.remui %[[SUMC]], %[[C]] : i64
+// GPU-NEXT:          %[[LEAD:.*]] = llvm.getelementptr %[[W_GRAD]][%[[CH]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// GPU-NEXT:          llvm.atomicrmw fadd %[[LEAD]], %[[SUM]] monotonic
 // GPU:           gpu.return
 // GPU-LABEL: gpu.func @gain_backward_f16_vec(
 // GPU-NOT:       llvm.atomicrmw

@@ -251,11 +251,10 @@ public:
     SmallVector<Value> partials;
     for (unsigned r : plan.scalarReductions)
       partials.push_back(total(sums(r)));
-    for (unsigned r : plan.channelReductions) {
-      Value target = buffers[reductionBase + r];
+    for (auto [k, r] : llvm::enumerate(plan.channelReductions)) {
       if (!deferChannels) {
         for (auto [channel, sum] : llvm::zip_equal(channels, sums(r)))
-          atomicAdd(target, channel, sum);
+          addToChannelSlot(k, channel, sum);
         continue;
       }
       // The lanes share a channel unless the group crosses a boundary.
@@ -277,7 +276,7 @@ public:
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPointToStart(nested.getInsertionBlock());
             for (auto [channel, sum] : llvm::zip_equal(channels, sums(r)))
-              atomicAdd(target, channel, sum);
+              addToChannelSlot(k, channel, sum);
             scf::YieldOp::create(b, loc, ValueRange{constant(-1), zeroF32()});
           });
       llvm::append_range(partials, branch.getResults());
@@ -285,9 +284,69 @@ public:
     return partials;
   }
 
-  /// Adds each thread's (channel, sum) pairs into the per-channel
-  /// reductions. A warp whose threads all hold one channel (or none) adds
-  /// its sum with one atomic; otherwise each thread adds its own.
+  /// Zeroes the block's per-channel slots (see addToChannelSlot) and
+  /// computes the block's first channel; every thread, before any adds.
+  void beginChannelSlots(Value slots, unsigned width) {
+    if (plan.channelReductions.empty())
+      return;
+    channelSlots = slots;
+    slotsPerReduction = kBlockSize * width + 2;
+    Value blockStart = arith::MulIOp::create(
+        b, loc,
+        arith::IndexCastUIOp::create(
+            b, loc, b.getI64Type(),
+            gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)),
+        constant(kBlockSize * width));
+    blockChannel = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, blockStart, channelSize),
+        numChannels);
+    forEachSlot([&](Value slot) {
+      memref::StoreOp::create(b, loc, zeroF32(), channelSlots,
+                              ValueRange{slot});
+    });
+    gpu::BarrierOp::create(b, loc);
+  }
+
+  /// Adds `sum` into the block's slot of `channel` for per-channel
+  /// reduction k (workgroup memory). A block's neurons are contiguous, so
+  /// its channels are blockChannel, blockChannel + 1, ... (mod C): channel
+  /// c has slot (c - blockChannel) mod C, which is below the block's
+  /// number of channel runs, at most kBlockSize * width + 1.
+  void addToChannelSlot(unsigned k, Value channel, Value sum) {
+    Value diff = arith::SubIOp::create(b, loc, channel, blockChannel);
+    Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                           diff, constant(0));
+    Value slot = arith::SelectOp::create(
+        b, loc, negative, arith::AddIOp::create(b, loc, diff, numChannels),
+        diff);
+    Value index = arith::IndexCastUIOp::create(
+        b, loc, b.getIndexType(),
+        arith::AddIOp::create(b, loc, slot, constant(k * slotsPerReduction)));
+    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, sum,
+                                channelSlots, ValueRange{index});
+  }
+
+  /// Calls `body` with each slot index (index type) of every per-channel
+  /// reduction, strided over the block's threads.
+  void forEachSlot(llvm::function_ref<void(Value)> body) {
+    Value total = arith::ConstantIndexOp::create(
+        b, loc, plan.channelReductions.size() * slotsPerReduction);
+    scf::ForOp::create(
+        b, loc, threadId(), total,
+        arith::ConstantIndexOp::create(b, loc, kBlockSize), ValueRange{},
+        [&](OpBuilder &nested, Location, Value slot, ValueRange) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          body(slot);
+          scf::YieldOp::create(b, loc);
+        });
+  }
+
+  /// Adds each thread's (channel, sum) pairs into the block's slots (a
+  /// warp whose threads all hold one channel, or none, adds its sum once;
+  /// otherwise each thread adds its own), then adds every nonzero slot to
+  /// its channel's gradient: one global atomic per channel the block
+  /// touches, not one per warp or thread.
   void emitChannelReductions(ValueRange pairs) {
     if (pairs.empty())
       return;
@@ -297,8 +356,7 @@ public:
     Value i32Zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
     Value warpWidth =
         arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kWarpSize));
-    for (auto [k, r] : llvm::enumerate(plan.channelReductions)) {
-      Value target = buffers[reductionBase + r];
+    for (unsigned k = 0; k < plan.channelReductions.size(); ++k) {
       Value channel = pairs[2 * k], sum = pairs[2 * k + 1];
       Value none = constant(-1);
       // Channels fit in i32 (the runtime checks C), as shuffles want.
@@ -328,7 +386,8 @@ public:
                 b, loc, isZero(lane),
                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
                                       leaderChannel, constant(0)));
-            emitIf(leads, [&] { atomicAdd(target, leaderChannel, warpTotal); });
+            emitIf(leads,
+                   [&] { addToChannelSlot(k, leaderChannel, warpTotal); });
             scf::YieldOp::create(b, loc);
           },
           [&](OpBuilder &nested, Location) {
@@ -336,10 +395,38 @@ public:
             b.setInsertionPointToStart(nested.getInsertionBlock());
             Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
                                               channel, constant(0));
-            emitIf(has, [&] { atomicAdd(target, channel, sum); });
+            emitIf(has, [&] { addToChannelSlot(k, channel, sum); });
             scf::YieldOp::create(b, loc);
           });
     }
+    gpu::BarrierOp::create(b, loc);
+    Value slotCount = arith::ConstantIndexOp::create(b, loc, slotsPerReduction);
+    forEachSlot([&](Value slot) {
+      Value value =
+          memref::LoadOp::create(b, loc, channelSlots, ValueRange{slot});
+      // Unordered: a NaN sum is added too.
+      Value nonzero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                            value, zeroF32());
+      emitIf(nonzero, [&] {
+        Value k = arith::DivUIOp::create(b, loc, slot, slotCount);
+        Value offset = arith::IndexCastUIOp::create(
+            b, loc, b.getI64Type(),
+            arith::RemUIOp::create(b, loc, slot, slotCount));
+        Value channel = arith::RemUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, blockChannel, offset),
+            numChannels);
+        // The reduction's buffer, chosen by k (few reductions: a chain of
+        // selects).
+        Value target = buffers[reductionBase + plan.channelReductions[0]];
+        for (unsigned j = 1; j < plan.channelReductions.size(); ++j)
+          target = arith::SelectOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k,
+                                    arith::ConstantIndexOp::create(b, loc, j)),
+              buffers[reductionBase + plan.channelReductions[j]], target);
+        atomicAdd(target, channel, value);
+      });
+    });
   }
 
   /// Adds every thread's partial sums into the reduction buffers: each
@@ -658,6 +745,11 @@ private:
   llvm::DenseSet<int64_t> optionalInputs;
   Value numSteps, numNeurons, timeStride;
   Value numChannels, channelSize; // kernels with channels only
+  // Kernels with per-channel reductions only: the block's slots
+  // (workgroup memory), their count per reduction, the block's first
+  // channel.
+  Value channelSlots, blockChannel;
+  unsigned slotsPerReduction = 0;
   Type ptrType, f32;
 };
 
@@ -690,6 +782,11 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   if (deterministic)
     workgroup.push_back(MemRefType::get({1}, IntegerType::get(ctx, 32),
                                         MemRefLayoutAttrInterface(), space));
+  // The per-channel reductions' slots: one per channel a block can touch.
+  if (!plan.channelReductions.empty())
+    workgroup.push_back(MemRefType::get(
+        {int64_t(plan.channelReductions.size() * (kBlockSize * width + 2))},
+        Float32Type::get(ctx), MemRefLayoutAttrInterface(), space));
 
   std::string name =
       (plan.func().getSymName() + (deterministic ? "_deterministic" : "") +
@@ -705,6 +802,8 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
 
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
   KernelEmitter emitter(b, loc, plan, kernel, deterministic);
+  if (!plan.channelReductions.empty())
+    emitter.beginChannelSlots(kernel.getWorkgroupAttributions().back(), width);
   Value first = arith::MulIOp::create(b, loc, emitter.threadIndex(),
                                       emitter.constant(width));
   Value numNeurons = emitter.getNumNeurons();
