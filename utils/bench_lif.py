@@ -126,6 +126,15 @@ LIF_COMPILE = dict(variants=("inference", "final-state", "forward",
                    storage_types=DTYPES, **COMPILE_OPTIONS)
 PLIF_COMPILE = dict(variants=("forward", "backward"), storage_types=("f32",),
                     **COMPILE_OPTIONS)
+# LIF's inference kernels with spikes stored as bytes, and the dense ones
+# they are compared with.
+LIF_U8_COMPILE = dict(variants=("inference", "final-state"),
+                      storage_types=("f32", "f16"),
+                      spike_storage=("dense", "u8"), **COMPILE_OPTIONS)
+# SpikingJelly's fastest kernel per call, measured side by side with FlexSN
+# on an H200 (LIF, N = 2^24; docs/Reference.md): its multi-step LIF returns
+# the spikes and the final v, FlexSN's final-state call.
+SJ_BEST_MS = {("final_state", "f32", 16): 0.870}
 KERNEL_VARIANT = {"inference": "inference", "final_state": "final-state"}
 # The module measurements: host overhead at a negligible kernel, wall time at
 # a large one.
@@ -568,7 +577,8 @@ def compile_all():
     """Every flexsn.compile the benchmark makes: the LIF kernels, PLIF's
     with a scalar and with a per-channel w (the parameter-gradient rows)
     and the modules' (their constructors compile). Returns (lif,
-    {"scalar": plif, "per_channel": plif}, {name: module})."""
+    {"scalar": plif, "per_channel": plif}, {name: module}, lif with u8
+    spike kernels)."""
     import flexsn
     from flexsn.torch import FlexSN, LIFNode
     lif = flexsn.compile("lif", **LIF_COMPILE)
@@ -578,7 +588,8 @@ def compile_all():
     modules = {"LIFNode": LIFNode(tau=TAU, v_threshold=V_TH,
                                   **COMPILE_OPTIONS),
                "FlexSN(lif)": FlexSN("lif", **COMPILE_OPTIONS)}
-    return lif, plif, modules
+    lif_u8 = flexsn.compile("lif", **LIF_U8_COMPILE)
+    return lif, plif, modules, lif_u8
 
 
 def entry_name(compiled):
@@ -757,6 +768,79 @@ def bench_per_channel(torch, plif, timer, N, copy_gbs, Ts=(4, 16)):
             out.append(rec)
         del x, gs, ws, spike, xg
         torch.cuda.empty_cache()
+    return out
+
+def spike_bytes(variant, T, N, es, spike_es):
+    """Bytes an inference (x, spike, v_seq; v_init) or final-state (x,
+    spike; v_init, v_final) call must move, with spikes of spike_es
+    bytes."""
+    if variant == "inference":
+        return (2 * T + 1) * N * es + T * N * spike_es
+    return (T + 2) * N * es + T * N * spike_es
+
+
+def bench_spike_storage(torch, lif_u8, timer, N, copy_gbs, Ts=(4, 16, 64)):
+    """LIF's inference and final-state kernels storing spikes in the
+    storage type and as bytes, on the same inputs: times, the fraction of
+    the copy bandwidth on each call's own bytes, the speedup of bytes over
+    dense, and whether both wrote the same spikes (and states, bitwise)."""
+    out = []
+    stream = torch.cuda.current_stream().cuda_stream
+    tdt = tdtypes(torch)
+    for variant in ("final_state", "inference"):
+        for dtype in ("f32", "f16"):
+            es = ELEM[dtype]
+            kv = KERNEL_VARIANT[variant]
+            kernels = {s: lif_u8.kernel("cuda", kv, dtype, spikes=s)
+                       for s in ("dense", "u8")}
+            for T in Ts:
+                gen = torch.Generator(device="cuda").manual_seed(200 + T)
+                x = (torch.randn((T, N), device="cuda", generator=gen) * 0.5
+                     + 0.8).to(tdt[dtype])
+                v0 = torch.zeros(N, device="cuda", dtype=tdt[dtype])
+                rec = dict(variant=variant, dtype=dtype, T=T, N=N)
+                got = {}
+                for s, k in kernels.items():
+                    spike = torch.empty((T, N), device="cuda",
+                                        dtype=torch.uint8 if s == "u8"
+                                        else tdt[dtype])
+                    state = torch.empty((T, N) if variant == "inference"
+                                        else (N,), device="cuda",
+                                        dtype=tdt[dtype])
+                    names = dict(x=x, v_init=v0, spike=spike)
+                    names["v_seq" if variant == "inference"
+                          else "v_final"] = state
+                    ptrs = addresses(k, names)
+
+                    def call(k=k, ptrs=ptrs):
+                        k.launch(stream, T, N, 0, ptrs, 0, [])
+                    ms, _ = timer.gpu_ms(call)
+                    nbytes = spike_bytes(variant, T, N, es,
+                                         1 if s == "u8" else es)
+                    rec[s] = dict(ms=ms, frac_copy=nbytes / (ms * 1e-3)
+                                  / 1e9 / copy_gbs)
+                    got[s] = (spike, state)
+                rec["speedup"] = rec["dense"]["ms"] / rec["u8"]["ms"]
+                rec["same"] = bool(
+                    torch.equal(got["u8"][0], got["dense"][0].to(torch.uint8))
+                    and torch.equal(got["u8"][1], got["dense"][1]))
+                sj = SJ_BEST_MS.get((variant, dtype, T)) if N == 1 << 24 \
+                    else None
+                if sj:
+                    rec["vs_sj_best"] = sj / rec["u8"]["ms"]
+                print("bench_lif: LIF %s %s T=%d N=2^%d spikes dense %.4f ms "
+                      "(%.1f%% of copy), u8 %.4f ms (%.1f%%): x%.3f%s%s" % (
+                          variant, dtype, T, N.bit_length() - 1,
+                          rec["dense"]["ms"], 100 * rec["dense"]["frac_copy"],
+                          rec["u8"]["ms"], 100 * rec["u8"]["frac_copy"],
+                          rec["speedup"],
+                          ", x%.2f of SpikingJelly's best" % rec["vs_sj_best"]
+                          if sj else "",
+                          "" if rec["same"] else ", SPIKES DIFFER"))
+                sys.stdout.flush()
+                out.append(rec)
+                del x, got
+                torch.cuda.empty_cache()
     return out
 
 # ---------------------------------------------------------------------------
@@ -1009,7 +1093,7 @@ def modules_consistent(res):
         check_ok(c) for c in res["checks"])
 
 
-def run_bench(args, lif, plif, modules):
+def run_bench(args, lif, plif, modules, lif_u8):
     import torch
     import flexsn
 
@@ -1059,6 +1143,7 @@ def run_bench(args, lif, plif, modules):
         flexsn_entries=dict(lif=entry_name(lif),
                             plif=entry_name(plif["scalar"]),
                             plif_per_channel=entry_name(plif["per_channel"]),
+                            lif_u8=entry_name(lif_u8),
                             **{k: entry_name(m.compiled)
                                for k, m in modules.items()}),
         copy_bytes=2 * COPY_BYTES, copy_ms=copy_ms, copy_gbs=copy_gbs,
@@ -1132,6 +1217,10 @@ def run_bench(args, lif, plif, modules):
     if time.time() - t_start < args.budget - reserve:
         meta["per_channel"] = bench_per_channel(torch, plif, timer, ns[0],
                                                 copy_gbs)
+    # Spikes stored as bytes against spikes in the storage type.
+    if time.time() - t_start < args.budget - reserve:
+        meta["spike_storage"] = bench_spike_storage(torch, lif_u8, timer,
+                                                    ns[0], copy_gbs)
 
     # The copy again at the end: drift check.
     src = torch.rand(COPY_BYTES // 4, device=dev)
@@ -1363,6 +1452,25 @@ def write_outputs(out, meta, rows, with_plot=True):
                 d["N"].bit_length() - 1, d["T"], what, shape, d["ms"],
                 100 * d["frac_copy"],
                 "%.3f" % d["vs_scalar"] if "vs_scalar" in d else ""))
+    if meta.get("spike_storage"):
+        lines += ["", "## Spikes stored as bytes", "",
+                  "LIF inference (x, spike, v_seq) and final-state (x, spike, "
+                  "v_final) kernels, same inputs, spikes in the storage type "
+                  "or as uint8; % of copy on each call's own bytes. x SJ: "
+                  "SpikingJelly's fastest kernel for the call (measured "
+                  "side by side on an H200, docs/Reference.md) over u8.", "",
+                  "| N | variant | dtype | T | dense ms | % copy | u8 ms "
+                  "| % copy | x dense | x SJ | same |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for d in meta["spike_storage"]:
+            lines.append("| 2^%d | %s | %s | %d | %.4f | %.1f | %.4f | %.1f "
+                         "| %.3f | %s | %s |" % (
+                             d["N"].bit_length() - 1, d["variant"],
+                             d["dtype"], d["T"], d["dense"]["ms"],
+                             100 * d["dense"]["frac_copy"], d["u8"]["ms"],
+                             100 * d["u8"]["frac_copy"], d["speedup"],
+                             fmt(d.get("vs_sj_best"), ".2f"),
+                             "yes" if d["same"] else "NO"))
     if meta.get("modules"):
         lines += module_md(meta["modules"])
     if meta.get("skipped"):
@@ -1551,7 +1659,7 @@ def main():
     import flexsn
     t0 = time.time()
     try:
-        lif, plif, modules = compile_all()
+        lif, plif, modules, lif_u8 = compile_all()
         if not args.compile_only:
             lif.kernel("cuda", "inference", "f32")  # loads the runtime
     except flexsn.CompileError as e:
@@ -1566,7 +1674,8 @@ def main():
         print("bench_lif: compiled in %.1f s into %s:" % (
             time.time() - t0, flexsn.cache_dir()))
         for name, c in [("lif", lif), ("plif", plif["scalar"]),
-                        ("plif (per-channel w)", plif["per_channel"])] + [
+                        ("plif (per-channel w)", plif["per_channel"]),
+                        ("lif (u8 spikes)", lif_u8)] + [
                 (k, m.compiled) for k, m in modules.items()]:
             print("  %-12s %s" % (name, entry_name(c)))
         return 0
@@ -1577,7 +1686,7 @@ def main():
         args.ns_list = tuple(1 << int(n) for n in args.ns.split(","))
     else:
         args.ns_list = NS if not args.quick else (1 << 20,)
-    meta, rows = run_bench(args, lif, plif, modules)
+    meta, rows = run_bench(args, lif, plif, modules, lif_u8)
     write_outputs(args.out, meta, rows)
     big = [r for r in rows if r["N"] == NS[0] and "frac_copy" in r]
     for variant in VARIANTS:

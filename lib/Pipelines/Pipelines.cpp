@@ -49,6 +49,8 @@ void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
     kernels.storageTypes.assign(options.storageTypes.begin(),
                                 options.storageTypes.end());
     kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
+    kernels.spikeStorage.assign(options.spikeStorage.begin(),
+                                options.spikeStorage.end());
     pm.addPass(createFlexSNGenerateKernels(kernels));
   }
   if (options.generateKernels && !training.empty()) {
@@ -105,6 +107,8 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
     kernels.variants.assign(plain.begin(), plain.end());
     kernels.storageTypes.assign(storage.begin(), storage.end());
     kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
+    kernels.spikeStorage.assign(options.spikeStorage.begin(),
+                                options.spikeStorage.end());
     pm.addPass(createFlexSNGenerateKernels(kernels));
   }
   if (!training.empty()) {

@@ -49,7 +49,7 @@ llvm::Error mlir::flexsn::setParamDefault(NeuronOp neuron, StringRef name,
 
 llvm::Expected<std::unique_ptr<CpuKernel>>
 CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
-                   Type storageType) {
+                   Type storageType, SpikeStorage spikes) {
   static std::once_flag initTargets;
   std::call_once(initTargets, [] {
     llvm::InitializeNativeTarget();
@@ -67,7 +67,7 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   if (!storage)
     return makeError("unknown storage type '" + dtype +
                      "'; expected f32, f16 or bf16");
-  kernel->functionName = getKernelName(neuronName, variant, *storage);
+  kernel->functionName = getKernelName(neuronName, variant, *storage, spikes);
 
   // Compile a copy: callers keep their module as it was.
   OwningOpRef<ModuleOp> copy = module.clone();
@@ -81,6 +81,7 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   LowerToCPUOptions options;
   options.variants = {stringifyKernelVariant(variant).str()};
   options.storageTypes = {dtype};
+  options.spikeStorage = {stringifySpikeStorage(spikes).str()};
   options.neurons = {neuronName.str()};
   buildLowerToCPUPipeline(pm, options);
   if (failed(pm.run(*copy)))

@@ -507,8 +507,11 @@ static flexsn_status check_desc(const flexsn_image *image,
     default:
       return FLEXSN_ERROR_INVALID_ARGUMENT;
     }
+    /* Bytes (1) hold the spikes of an output sequence only. */
     if (desc->element_sizes && desc->element_sizes[i] != 2 &&
-        desc->element_sizes[i] != 4)
+        desc->element_sizes[i] != 4 &&
+        !(desc->element_sizes[i] == 1 &&
+          desc->kinds[i] == FLEXSN_OUTPUT_SEQUENCE))
       return FLEXSN_ERROR_INVALID_ARGUMENT;
   }
   /* Every final state needs an initial state to take its value for T == 0. */

@@ -135,6 +135,8 @@ FailureOr<SmallVector<CompiledKernelAttr>> readKernels(ModuleOp module) {
 }
 
 std::string cElementType(Type type) {
+  if (type.isInteger(8))
+    return "uint8_t"; // 0/1 spikes
   return type.isF32() ? "float" : "uint16_t";
 }
 
@@ -252,7 +254,10 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   for (KernelBufferAttr b : buffers)
     if (!isWorkspace(b))
       os << " *   " << b.getName().getValue() << ": "
-         << roleComment(b.getRole(), variant) << "\n";
+         << roleComment(b.getRole(), variant)
+         << (b.getElementType().isInteger(8) ? ", spikes as bytes (0 or 1)"
+                                             : "")
+         << "\n";
   if (hasWorkspace)
     os << " *   workspace: "
        << (k.getDeterministic() ? "as written by the forward kernel, and "

@@ -23,9 +23,14 @@ using namespace mlir::flexsn;
 /// Version 4: a GPU forward kernel takes its saved buffers last, in the
 /// order of its kernel function, as the CPU kernel always did. Version 5:
 /// parameters have a shape (per_neuron ones are buffers of two new roles).
-static constexpr int kManifestVersion = 6;
+/// Version 7: kernels say how they store spikes ("spikes": "dense" or
+/// "u8"); an output buffer's dtype may be "u8".
+static constexpr int kManifestVersion = 7;
 
 static std::string typeName(Type type) {
+  // Byte buffers hold 0/1 spikes: unsigned.
+  if (type.isInteger(8))
+    return "u8";
   std::string name;
   llvm::raw_string_ostream os(name);
   type.print(os);
@@ -122,6 +127,8 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     json.attribute("neuron", interface.getNeuron().getValue());
     json.attribute("variant", stringifyKernelVariant(interface.getVariant()));
     json.attribute("dtype", stringifyStorageType(interface.getStorage()));
+    // How spike outputs are stored: dense (the dtype) or u8 (bytes).
+    json.attribute("spikes", stringifySpikeStorage(interface.getSpikes()));
     // Neurons seen as [B, C, S], for per-channel parameters.
     json.attribute("channels", channels);
     if (!cpu) {

@@ -9,17 +9,18 @@ See docs/Python.md.
 
 from . import surrogate
 from ._manifest import Kernel, Manifest, ManifestError, NeuronInfo, Param
-from ._runtime import RuntimeStatusError
+from ._runtime import NoDeterministicKernelError, RuntimeStatusError
 from ._tools import CompileError, ToolNotFoundError
-from .compiler import (ALL_VARIANTS, STORAGE_TYPES, CompiledNeuron, cache_dir,
-                       compile, shipped_neurons)
+from .compiler import (ALL_VARIANTS, SPIKE_STORAGES, STORAGE_TYPES,
+                       CompiledNeuron, cache_dir, compile, shipped_neurons)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ALL_VARIANTS", "STORAGE_TYPES", "CompileError", "CompiledNeuron",
-    "Kernel", "Manifest", "ManifestError", "NeuronInfo", "Param",
-    "RuntimeStatusError", "ToolNotFoundError", "cache_dir", "compile",
+    "Kernel", "Manifest", "ManifestError", "NeuronInfo",
+    "NoDeterministicKernelError", "Param", "RuntimeStatusError",
+    "SPIKE_STORAGES", "ToolNotFoundError", "cache_dir", "compile",
     "shipped_neurons", "surrogate",
 ]
 

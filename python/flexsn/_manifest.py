@@ -13,10 +13,10 @@ import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 MANIFEST_FORMAT = "flexsn-manifest"
-MANIFEST_VERSION = 6
+MANIFEST_VERSION = 7
 
 #: Bytes per element of each storage dtype the compiler emits.
-ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i1": 1, "i32": 4}
+ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "u8": 1, "i1": 1, "i32": 4}
 
 
 class ManifestError(ValueError):
@@ -180,6 +180,7 @@ class Kernel:
     scalar_kernel: str = ""
     vector_width: int = 1
     channels: bool = False  # sees its neurons as [B, C, S]: takes C and S
+    spikes: str = "dense"  # spike outputs: "dense" (dtype) or "u8" (bytes)
 
     def workspace_size(self, T: int, N: int, ld: int) -> int:
         return evaluate_size(self.workspace_bytes, T=T, N=N, ld=ld or N)
@@ -212,7 +213,8 @@ def _kernel(entry: dict) -> Kernel:
         vector_kernel=entry.get("vector_kernel", ""),
         scalar_kernel=entry.get("scalar_kernel", ""),
         vector_width=entry.get("vector_width", 1),
-        channels=entry.get("channels", False))
+        channels=entry.get("channels", False),
+        spikes=entry.get("spikes", "dense"))
 
 
 @dataclasses.dataclass
@@ -242,11 +244,12 @@ class Manifest:
         return manifest
 
     def find(self, device: str, variant: str, dtype: str,
-             deterministic: bool = False, neuron: Optional[str] = None
-             ) -> Optional[Kernel]:
+             deterministic: bool = False, neuron: Optional[str] = None,
+             spikes: str = "dense") -> Optional[Kernel]:
         kernels = self.gpu_kernels if device == "cuda" else self.cpu_kernels
         for k in kernels:
             if (k.variant == variant and k.dtype == dtype
+                    and k.spikes == spikes
                     and (neuron is None or k.neuron == neuron)
                     and k.deterministic == (deterministic and device == "cuda")):
                 return k

@@ -295,14 +295,15 @@ _load_lock = threading.Lock()
 
 
 def load_kernel(compiled, device: str, variant: str, dtype: str,
-                deterministic: bool = False):
-    key = (str(compiled.directory), device, variant, dtype, deterministic)
+                deterministic: bool = False, spikes: str = "dense"):
+    key = (str(compiled.directory), device, variant, dtype, deterministic,
+           spikes)
     with _load_lock:
         if key in _loaded:
             return _loaded[key]
         manifest = compiled.manifest
         spec = manifest.find(device, variant, dtype, deterministic,
-                             compiled.name)
+                             compiled.name, spikes)
         if spec is None and deterministic:
             # Without parameter gradients summed across threads every
             # kernel is deterministic.
@@ -319,10 +320,12 @@ def load_kernel(compiled, device: str, variant: str, dtype: str,
             if spec is not None and spec.buffers_with_role("param_gradient"):
                 spec = None
         if spec is None:
+            stored = "" if spikes == "dense" else f", spikes as {spikes}"
             raise KeyError(
                 f"{compiled.name} was not compiled for {device}, variant "
-                f"'{variant}', storage {dtype}: compile it with that variant, "
-                f"storage type and target")
+                f"'{variant}', storage {dtype}{stored}: compile it with that "
+                f"variant, storage type"
+                + (", spike storage" if stored else "") + " and target")
         if device == "cuda":
             images = _loaded.setdefault(("image", str(compiled.directory)),
                                         GpuImage(compiled.gpu_image))

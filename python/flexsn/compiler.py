@@ -33,6 +33,9 @@ from ._tools import CompileError
 ALL_VARIANTS = ("inference", "final-state", "forward", "backward")
 STORAGE_TYPES = ("f32", "f16", "bf16")
 PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
+#: How inference and final-state kernels store spike outputs: in the
+#: storage type, or as bytes (0/1).
+SPIKE_STORAGES = ("dense", "u8")
 TARGETS = ("cpu", "cuda")
 CACHE_FORMAT = 1  # bumped when an entry's layout changes
 
@@ -111,6 +114,7 @@ class CompiledNeuron:
     variants: tuple
     storage_types: tuple
     targets: tuple
+    spike_storage: tuple = ("dense",)
 
     @property
     def info(self) -> NeuronInfo:
@@ -129,11 +133,13 @@ class CompiledNeuron:
         return None
 
     def kernel(self, device: str, variant: str, dtype: str,
-               deterministic: bool = False):
-        """The runnable kernel (see flexsn._runtime), loaded once."""
+               deterministic: bool = False, spikes: str = "dense"):
+        """The runnable kernel (see flexsn._runtime), loaded once;
+        `spikes="u8"` picks the inference or final-state kernel that
+        stores spike outputs as bytes."""
         from . import _runtime
         return _runtime.load_kernel(self, device, variant, dtype,
-                                    deterministic)
+                                    deterministic, spikes)
 
 
 _memo: Dict[str, CompiledNeuron] = {}
@@ -147,7 +153,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
             params: Optional[Mapping[str, object]] = None,
             kinds: Optional[Mapping[str, str]] = None,
             surrogate=None, neuron: Optional[str] = None,
-            shapes: Optional[Mapping[str, str]] = None) -> CompiledNeuron:
+            shapes: Optional[Mapping[str, str]] = None,
+            spike_storage: Iterable[str] = ("dense",)) -> CompiledNeuron:
     """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
     to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
     when a CUDA toolkit is installed).
@@ -160,12 +167,22 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     as `[B, C, S]`; a shaped parameter must be `runtime` or `trainable`;
     applied after `kinds`), `surrogate` (a
     `flexsn.surrogate` object or attribute text) replaces every spike's
-    surrogate. A second compile of the same neuron and
+    surrogate. `spike_storage` says how the inference and final-state
+    kernels store spike outputs (outputs that are `flexsn.spike` results):
+    "dense" (in the storage type) and/or "u8" (uint8 0/1, a quarter of
+    f32's bytes; the neuron needs a spike output). A second compile of the same neuron and
     options runs no tool. A neuron that does not verify raises CompileError
     carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
     text, filename = read_source(source)
     variants = tuple(dict.fromkeys(variants))
     storage_types = tuple(dict.fromkeys(storage_types))
+    spike_storage = tuple(dict.fromkeys(spike_storage))
+    for s in spike_storage:
+        if s not in SPIKE_STORAGES:
+            raise ValueError(f"unknown spike storage '{s}' (one of: "
+                             f"{', '.join(SPIKE_STORAGES)})")
+    if not spike_storage:
+        raise ValueError("spike_storage lists no storage (dense, u8)")
     for v in variants:
         if v not in ALL_VARIANTS:
             raise ValueError(f"unknown variant '{v}' (one of: "
@@ -199,6 +216,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     if shapes:
         # Only when given: the keys of every other compile stay as they were.
         options["shapes"] = sorted(shapes.items())
+    if spike_storage != ("dense",):
+        options["spike_storage"] = spike_storage
     key = hashlib.sha256(
         json.dumps([text, options], sort_keys=True).encode()).hexdigest()[:24]
     with _memo_lock:
@@ -238,7 +257,8 @@ def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
         raise ValueError("the source defines several neurons "
                          f"({', '.join(names)}): pass neuron=")
     return CompiledNeuron(name, entry, manifest, options["variants"],
-                          options["storage_types"], options["targets"])
+                          options["storage_types"], options["targets"],
+                          tuple(options.get("spike_storage", ("dense",))))
 
 
 def _build(entry: pathlib.Path, text: str, filename: str,
@@ -298,11 +318,13 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
     neurons = ("neurons=" + options["neuron"] + " ") if options["neuron"] else ""
     variants = ",".join(options["variants"])
     storage = ",".join(options["storage_types"])
+    spikes = ("spike-storage=" + ",".join(options["spike_storage"]) + " "
+              if options.get("spike_storage") else "")
     if "cpu" in options["targets"]:
         lowered = work / "cpu.mlir"
         _tools.run([opt, configured, "-o", lowered,
-                    f"--flexsn-lower-to-cpu={neurons}variants={variants} "
-                    f"storage-types={storage}"])
+                    f"--flexsn-lower-to-cpu={neurons}{spikes}"
+                    f"variants={variants} storage-types={storage}"])
         _tools.run([translate, "--flexsn-to-manifest", lowered,
                     "-o", work / "cpu.json"])
         _tools.run([translate, "--flexsn-to-host-object", lowered,
@@ -315,7 +337,8 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
         toolkit = cuda_toolkit()
         lowered = work / "gpu.mlir"
         _tools.run([opt, configured, "-o", lowered,
-                    f"--flexsn-lower-to-nvvm={neurons}variants={variants} "
+                    f"--flexsn-lower-to-nvvm={neurons}{spikes}"
+                    f"variants={variants} "
                     f"storage-types={storage} chip={','.join(options['chips'])} "
                     f"toolkit={toolkit}"])
         _tools.run([translate, "--flexsn-to-manifest", lowered,

@@ -13,18 +13,6 @@ func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kern
 
 // -----
 
-// GPU kernels store f32, f16 or bf16 (byte spikes are a CPU-path storage).
-flexsn.neuron @n inputs(%x: f32) outputs(y) {
-  flexsn.yield %x : f32
-}
-func.func @bytes(%x: memref<?x?xf16>, %y: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f16, buffers = [<"x", input_sequence, f16, sequence>, <"y", output_sequence, i8, sequence>]>} {
-  // expected-error@+1 {{GPU kernels store f32, f16 or bf16, got 'i8'}}
-  flexsn.scan @n ins(%x : memref<?x?xf16>) outs(%y : memref<?x?xi8>)
-  return
-}
-
-// -----
-
 // The interface's roles agree with how the scan uses each buffer.
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32

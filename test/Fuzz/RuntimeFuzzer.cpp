@@ -240,7 +240,9 @@ Expectation checkWithoutDriver(const Call &c) {
     initials += kind == FLEXSN_INITIAL_STATE;
     finals += kind == FLEXSN_FINAL_STATE;
     scratch += kind == FLEXSN_REDUCTION_SCRATCH;
-    if (d.element_sizes && d.element_sizes[i] != 2 && d.element_sizes[i] != 4)
+    // Bytes (1) only for an output sequence's spikes.
+    if (d.element_sizes && d.element_sizes[i] != 2 && d.element_sizes[i] != 4 &&
+        !(d.element_sizes[i] == 1 && kind == FLEXSN_OUTPUT_SEQUENCE))
       return e;
   }
   if (finals > initials || scratch > 1)
@@ -571,9 +573,10 @@ void decodeCall(Reader &r, Call &c, flexsn_image *image, int current) {
   // Buffers need the descriptor to size them.
   c.buffers.assign(storage, nullptr);
   if (c.haveDesc && d.kinds && d.element_size > 0) {
-    bool sane = d.element_sizes == nullptr ||
-                std::all_of(c.elementSizes.begin(), c.elementSizes.end(),
-                            [](int s) { return s == 2 || s == 4; });
+    bool sane = true;
+    for (int i = 0; d.element_sizes && i < storage; ++i)
+      sane &= c.elementSizes[i] == 2 || c.elementSizes[i] == 4 ||
+              (c.elementSizes[i] == 1 && c.kinds[i] == FLEXSN_OUTPUT_SEQUENCE);
     bool kindsValid =
         std::all_of(c.kinds.begin(), c.kinds.end(),
                     [](int k) { return k >= 0 && k < kNumKinds; });

@@ -76,6 +76,11 @@ static cl::list<std::string>
     gradStateFlags("grad-state",
                    cl::desc("train: @file.npy of the gradient of one state "
                             "sequence, in order (absent: zeros)"), cl::cat(runCategory));
+static cl::opt<std::string>
+    spikeStorageName("spike-storage", cl::init("dense"),
+                     cl::desc("inference, final-state: dense (spike outputs "
+                              "in the inputs' dtype) or u8 (uint8 0/1)"),
+                     cl::cat(runCategory));
 static cl::opt<bool>
     checkFinite("check-finite",
                 cl::desc("Report the first NaN or infinity of every input, "
@@ -218,6 +223,14 @@ int main(int argc, char **argv) {
     fail("--neuron: no neuron named '" + neuronName + "' in " + inputFile);
   }
   bool train = variantName == "train";
+  std::optional<SpikeStorage> spikes = symbolizeSpikeStorage(spikeStorageName);
+  if (!spikes)
+    fail("--spike-storage: expected dense or u8, got '" + spikeStorageName +
+         "'");
+  if (train && *spikes != SpikeStorage::Dense)
+    fail("--spike-storage=" + spikeStorageName +
+         ": training outputs carry gradients, so they stay in the inputs' "
+         "dtype");
   // "train" runs the forward kernel, then the backward kernel.
   std::optional<KernelVariant> variant =
       train ? KernelVariant::Forward : symbolizeKernelVariant(variantName);
@@ -380,7 +393,8 @@ int main(int argc, char **argv) {
                                                   : Type(builder.getF16Type());
   auto compile = [&](KernelVariant v) {
     auto kernel =
-        CpuKernel::compile(*module, neuron.getSymName(), v, storageType);
+        CpuKernel::compile(*module, neuron.getSymName(), v, storageType,
+                           train ? SpikeStorage::Dense : *spikes);
     if (!kernel)
       fail(llvm::toString(kernel.takeError()));
     return std::move(*kernel);
@@ -407,8 +421,15 @@ int main(int argc, char **argv) {
   };
   results.reserve(2 * (numOutputs + numStates) + numInputs +
                   neuron.getNumParams());
+  // Output k in its kernel buffer's dtype: bytes for spikes stored as u8.
+  SmallVector<KernelBufferAttr> outputBuffers = llvm::filter_to_vector(
+      kernel->getInterface().getBuffers(), [](KernelBufferAttr b) {
+        return b.getRole() == BufferRole::OutputSequence;
+      });
   for (unsigned k = 0; k < numOutputs; ++k)
-    addResult("out" + std::to_string(k) + ".npy", seqShape, first.dtype);
+    addResult("out" + std::to_string(k) + ".npy", seqShape,
+              outputBuffers[k].getElementType().isInteger(8) ? NpyDType::U8
+                                                             : first.dtype);
   for (unsigned s = 0; s < numStates; ++s)
     addResult((finalStates ? "final_state" : "state_seq") + std::to_string(s) +
                   ".npy",

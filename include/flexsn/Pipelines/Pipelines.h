@@ -29,6 +29,10 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::init(false)};
   ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
+  ListOption<std::string> spikeStorage{
+      *this, "spike-storage",
+      llvm::cl::desc("Inference and final-state kernels: how spike outputs "
+                     "are stored, dense (default) and/or u8")};
   Option<bool> generateKernels{
       *this, "generate-kernels",
       llvm::cl::desc("Generate kernel functions from the neurons first; "
@@ -69,6 +73,10 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init(false)};
   ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
+  ListOption<std::string> spikeStorage{
+      *this, "spike-storage",
+      llvm::cl::desc("Inference and final-state kernels: how spike outputs "
+                     "are stored, dense (default) and/or u8")};
 };
 
 /// Neuron definitions to a module whose `gpu.binary` holds the kernels (two

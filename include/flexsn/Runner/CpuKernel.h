@@ -47,10 +47,11 @@ llvm::Error setParamDefault(NeuronOp neuron, StringRef name, TypedAttr value);
 class CpuKernel {
 public:
   /// Compiles `variant` of `neuron` (in `module`, which is not modified)
-  /// with sequences stored as `storageType` (f32, f16 or bf16).
+  /// with sequences stored as `storageType` (f32, f16 or bf16) and spike
+  /// outputs as `spikes` (u8: bytes, inference and final-state only).
   static llvm::Expected<std::unique_ptr<CpuKernel>>
   compile(ModuleOp module, StringRef neuron, KernelVariant variant,
-          Type storageType);
+          Type storageType, SpikeStorage spikes = SpikeStorage::Dense);
   ~CpuKernel();
 
   /// Runs the kernel. `buffers` come in the order of the kernel's interface

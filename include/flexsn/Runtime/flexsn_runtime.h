@@ -153,7 +153,9 @@ typedef struct flexsn_kernel_desc {
   const flexsn_buffer_kind *kinds;
   int num_scalars; /* runtime parameters, passed after T, N, ld */
   const int *element_sizes; /* per buffer (training kernels mix f32 saved
-                               values with f16 data); NULL: element_size */
+                               values with f16 data; an output sequence of
+                               spikes stored as bytes has 1); NULL:
+                               element_size */
 } flexsn_kernel_desc;
 
 /* Validates, then launches one kernel on `stream` computing T steps of N
@@ -177,7 +179,8 @@ typedef struct flexsn_kernel_desc {
 
    Checks, before any driver call, in this order:
      - image, its data, desc malformed (NULL names, width < 1, element_size not
-       2 or 4, negative counts, num_buffers + num_scalars >
+       2 or 4, an element_sizes entry not 2 or 4 (or 1 for an output
+       sequence), negative counts, num_buffers + num_scalars >
        FLEXSN_MAX_KERNEL_ARGS, kinds or buffers NULL when num_buffers > 0, a
        kind out of range, more final states than initial states, more than
        one FLEXSN_REDUCTION_SCRATCH, scalars or a

@@ -692,8 +692,9 @@ private:
     return SmallVector<Value>(branch.getResults());
   }
 
-  /// Stores f32 `lanes` as consecutive elements at `index` (a vector of
-  /// 16-byte alignment when there are several).
+  /// Stores f32 `lanes` as consecutive elements at `index`: a vector when
+  /// there are several, as aligned as the group (16 bytes for the floats
+  /// that set the width; width bytes for byte outputs).
   void store(unsigned buffer, Value index, ValueRange lanes) {
     Value ptr = address(buffer, index);
     Type type = elementType(buffer);
@@ -710,7 +711,9 @@ private:
       vector = LLVM::InsertElementOp::create(b, loc, vector,
                                              fromF32(value, type), position);
     }
-    LLVM::StoreOp::create(b, loc, vector, ptr, kAccessBytes);
+    unsigned groupBytes = lanes.size() * elementBytes(buffer);
+    LLVM::StoreOp::create(b, loc, vector, ptr,
+                          std::min(groupBytes, kAccessBytes));
   }
 
   void storeIfPresent(unsigned buffer, Value index, ValueRange lanes) {
@@ -733,8 +736,14 @@ private:
   Value toF32(Value v) {
     return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
   }
+  /// The f32 `v` in `type`; a byte output holds 0/1 spikes, converted
+  /// as unsigned.
   Value fromF32(Value v, Type type) {
-    return type == f32 ? v : arith::TruncFOp::create(b, loc, type, v);
+    if (type == f32)
+      return v;
+    if (isa<IntegerType>(type))
+      return arith::FPToUIOp::create(b, loc, type, v);
+    return arith::TruncFOp::create(b, loc, type, v);
   }
 
   OpBuilder &b;
@@ -912,10 +921,14 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
       continue; // a scalar param
 
     Type element = type.getElementType();
-    if (!element.isF32() && !element.isF16() && !element.isBF16())
-      return plan.scan().emitError("GPU kernels store f32, f16 or bf16, got ")
+    bool isFloat = element.isF32() || element.isF16() || element.isBF16();
+    bool isOutput = llvm::is_contained(scan.getOutputs(), value);
+    if (!isFloat && !(element.isInteger(8) && isOutput))
+      return plan.scan().emitError("GPU kernels store f32, f16 or bf16 (and "
+                                   "outputs as i8), got ")
              << element;
-    if (type.getRank() > 0)
+    // Byte outputs do not set the width: a thread stores its width bytes.
+    if (type.getRank() > 0 && isFloat)
       smallest = std::min(smallest, element.getIntOrFloatBitWidth() / 8);
     plan.elementTypes.push_back(element);
   }

@@ -31,10 +31,14 @@ _next_handle = itertools.count(1)
 class Handle:
     """A compiled neuron and how a module calls it."""
 
-    def __init__(self, compiled, deterministic: bool = False):
+    def __init__(self, compiled, deterministic: bool = False,
+                 spikes: str = "dense"):
         self.compiled = compiled
         self.info = compiled.info
         self.deterministic = deterministic
+        # How inference stores spike outputs: "dense" (the inputs' dtype)
+        # or "u8" (uint8, no gradient).
+        self.spikes = spikes
         self._kernels = {}
         runtime = self.info.runtime_params
         self.num_trainable = len(self.info.trainable_params)
@@ -162,8 +166,19 @@ def _inference(handle, inputs, inits, runtime_values, store_state_seqs,
     kernels = handle.kernels_for(inputs[0])
     outputs, states = kernels.inference(list(inputs), list(inits),
                                         runtime_values, store_state_seqs,
-                                        shaped=shaped)
+                                        shaped=shaped, spikes=handle.spikes)
     return outputs, states
+
+
+def _check_no_grad_spikes(handle: Handle) -> None:
+    """uint8 spikes carry no gradient: a module asked for them runs
+    inference only."""
+    if handle.spikes != "dense":
+        raise RuntimeError(
+            f"{handle.info.name}: spikes stored as {handle.spikes} carry no "
+            f"gradient, but an input, state or trainable parameter requires "
+            f"one: run the module under torch.no_grad() (inference), or "
+            f"build it without spike_dtype for training")
 
 
 class _ScanFunction(torch.autograd.Function):
@@ -242,6 +257,7 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
         shaped = _shaped_tensors(handle, trainable, fixed)
         return _inference(handle, inputs, inits, values, store_state_seqs,
                           shaped)
+    _check_no_grad_spikes(handle)
     _check_inputs(handle, inputs, inits,
                   _shaped_tensors(handle, trainable, fixed))
     present = tuple(s is not None for s in inits)
@@ -298,7 +314,8 @@ if _HAS_CUSTOM_OP:
             return outputs + states + [workspace]
         outputs, states = kernels.inference(inputs, inits, values,
                                             store_state_seqs,
-                                            shaped=shaped)
+                                            shaped=shaped,
+                                            spikes=handle.spikes)
         return outputs + states
 
     @_scan_op.register_fake
@@ -307,8 +324,10 @@ if _HAS_CUSTOM_OP:
         handle = _registry[handle_id]
         x = tensors[0]
         info = handle.info
-        outputs = [torch.empty_like(x, memory_format=torch.contiguous_format)
-                   for _ in info.outputs]
+        dtypes = ([x.dtype] * len(info.outputs) if training else
+                  handle.kernels(x.device).output_dtypes(x, handle.spikes))
+        outputs = [torch.empty_like(x, memory_format=torch.contiguous_format,
+                                    dtype=dtype) for dtype in dtypes]
         if training or store_state_seqs:
             states = [torch.empty_like(x, memory_format=torch.contiguous_format)
                       for _ in info.states]
@@ -420,6 +439,8 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     training = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
         for t in itertools.chain(inputs, inits, trainable))
+    if training:
+        _check_no_grad_spikes(handle)
     present_mask = sum(1 << i for i, s in enumerate(inits) if s is not None)
     tensors = (list(inputs) + [s for s in inits if s is not None]
                + list(trainable) + list(fixed))

@@ -28,6 +28,9 @@ from .._manifest import Kernel
 from .._runtime import NoDeterministicKernelError
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+#: How kernels store spike outputs, by the dtype a module asks for them in
+#: (None: the inputs' dtype).
+SPIKE_STORAGE = {None: "dense", torch.uint8: "u8"}
 
 
 def storage_type(tensors: Sequence[torch.Tensor], what: str) -> str:
@@ -180,14 +183,24 @@ class NeuronKernels:
         self._layouts = {}
         self._written = {}
 
-    def kernel(self, variant: str, dtype: str,
-               deterministic: bool = False) -> Kernel:
-        key = (variant, dtype, deterministic)
+    def kernel(self, variant: str, dtype: str, deterministic: bool = False,
+               spikes: str = "dense") -> Kernel:
+        key = (variant, dtype, deterministic, spikes)
         kernel = self._cache.get(key)
         if kernel is None:
             kernel = self._cache[key] = self.compiled.kernel(
-                self.device_type, variant, dtype, deterministic)
+                self.device_type, variant, dtype, deterministic, spikes)
         return kernel
+
+    def output_dtypes(self, x: torch.Tensor, spikes: str) -> List[torch.dtype]:
+        """The dtype of each output of an inference or final-state kernel
+        over inputs like `x`: uint8 for spike outputs stored as u8, else
+        x's."""
+        if spikes == "dense":
+            return [x.dtype] * self.num_outputs
+        spec = self.kernel("inference", DTYPES[x.dtype], spikes=spikes).spec
+        return [torch.uint8 if b.dtype == "u8" else x.dtype
+                for b in spec.buffers_with_role("output_sequence")]
 
     # -- launching ---------------------------------------------------------
 
@@ -257,14 +270,15 @@ class NeuronKernels:
     def inference(self, inputs: List[torch.Tensor],
                   inits: List[Optional[torch.Tensor]], params: Sequence,
                   store_state_seqs: bool, allow_strided: bool = True,
-                  shaped: Sequence[torch.Tensor] = ()
+                  shaped: Sequence[torch.Tensor] = (), spikes: str = "dense"
                   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
-        """Outputs and (state sequences or final states), with no graph."""
+        """Outputs and (state sequences or final states), with no graph.
+        With `spikes="u8"`, spike outputs are uint8 (0 or 1)."""
         # Everything that depends only on the layout is worked out (and
         # checked) once per layout: a module is called with few of them.
         # Shaped parameters are part of the layout (shape, dtype, device):
         # the plan checks them too.
-        key = (store_state_seqs, allow_strided,
+        key = (store_state_seqs, allow_strided, spikes,
                *[(x.shape, x.stride(), x.dtype, x.get_device())
                  for x in inputs],
                *[None if s is None else (s.shape, s.stride(), s.dtype,
@@ -275,23 +289,24 @@ class NeuronKernels:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan_inference(inputs, inits, store_state_seqs,
-                                        allow_strided, shaped)
+                                        allow_strided, shaped, spikes)
             if len(self._plans) >= 64:
                 self._plans.clear()
             self._plans[key] = plan
-        kernel, T, N, ld, copy_inputs, seq_shape, layout = plan
+        (kernel, T, N, ld, copy_inputs, seq_shape, layout,
+         output_dtypes) = plan
         if copy_inputs:
             inputs = [x.contiguous() for x in inputs]
         inits = [None if s is None else s.contiguous() for s in inits]
         x0 = inputs[0]
 
-        def sequence():
+        def sequence(dtype=None):
             if ld == N:
                 # Contiguous like the (possibly copied) inputs.
-                return torch.empty_like(x0)
-            return x0.new_empty((T, ld))[:, :N].view(seq_shape)
+                return torch.empty_like(x0, dtype=dtype)
+            return x0.new_empty((T, ld), dtype=dtype)[:, :N].view(seq_shape)
 
-        outputs = [sequence() for _ in range(self.num_outputs)]
+        outputs = [sequence(dtype) for dtype in output_dtypes]
         if store_state_seqs:
             states = [sequence() for _ in range(self.num_states)]
         else:
@@ -315,9 +330,9 @@ class NeuronKernels:
         return outputs, states
 
     def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided,
-                        shaped=()):
+                        shaped=(), spikes="dense"):
         """(kernel, T, N, ld, whether to copy the inputs, sequence shape,
-        channels)."""
+        channels, the outputs' dtypes)."""
         check_inputs(self.info, inputs, inits, shaped)
         dtype = storage_type(inputs + [s for s in inits if s is not None],
                              self.info.name)
@@ -331,9 +346,12 @@ class NeuronKernels:
         if copy_inputs:
             ld = N
         kernel = self.kernel("inference" if store_state_seqs
-                             else "final-state", dtype)
+                             else "final-state", dtype, spikes=spikes)
+        output_dtypes = [
+            torch.uint8 if b.dtype == "u8" else x0.dtype
+            for b in kernel.spec.buffers_with_role("output_sequence")]
         return (kernel, T, N, ld, copy_inputs, (T,) + tuple(shape),
-                channels(self.info, x0))
+                channels(self.info, x0), output_dtypes)
 
     def forward(self, inputs, inits, params, shaped=()):
         """Training forward: outputs, state sequences and the workspace.

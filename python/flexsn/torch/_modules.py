@@ -10,6 +10,7 @@ from torch import nn
 from .. import compiler
 from .. import surrogate as surrogates
 from ._function import Handle, final_states, scan
+from ._kernels import SPIKE_STORAGE
 
 
 class FlexSN(nn.Module):
@@ -46,6 +47,13 @@ class FlexSN(nn.Module):
     `nn.Parameter` (trainable) or buffer (runtime) of shape `[C]`, C being
     `num_channels` or the length of a tensor given in `params`. Its
     gradient is summed over time, batch and the dimensions after C.
+
+    `spike_dtype=torch.uint8` returns spike outputs (outputs that are
+    `flexsn.spike` results) as uint8 0/1 sequences, written by kernels that
+    store a byte per spike: a quarter of float32's bytes. Such spikes carry
+    no gradient, so the module then runs inference only (under
+    `torch.no_grad()`, or with no input, state or parameter requiring a
+    gradient); its other outputs and states keep the inputs' dtype.
     """
 
     def __init__(self, neuron, num_inputs: Optional[int] = None,
@@ -59,6 +67,7 @@ class FlexSN(nn.Module):
                  num_channels: Optional[int] = None,
                  surrogate_function=None, deterministic: bool = False,
                  step_mode: str = "m",
+                 spike_dtype: Optional[torch.dtype] = None,
                  storage_types: Sequence[str] = ("f32", "f16", "bf16"),
                  neuron_name: Optional[str] = None, example_inputs=None,
                  requires_grad=None, backend=None, **compile_options):
@@ -66,6 +75,12 @@ class FlexSN(nn.Module):
         if step_mode not in ("m", "s"):
             raise ValueError("step_mode is 'm' (multi-step, [T, N...]) or "
                              "'s' (single step, [N...])")
+        if spike_dtype not in SPIKE_STORAGE:
+            raise ValueError(f"spike_dtype is None (the inputs' dtype) or "
+                             f"torch.uint8, got {spike_dtype!r}")
+        spikes = SPIKE_STORAGE[spike_dtype]
+        if spikes != "dense":
+            compile_options["spike_storage"] = ("dense", spikes)
         step = None
         if callable(neuron) and not isinstance(neuron, (str, os.PathLike)):
             step = _import_step(neuron, num_inputs, num_states, num_outputs,
@@ -97,7 +112,7 @@ class FlexSN(nn.Module):
                 raise ValueError(
                     f"{info.name} has {len(actual)} {what} "
                     f"({', '.join(actual) or 'none'}), not {expected}")
-        self.handle = Handle(self.compiled, deterministic)
+        self.handle = Handle(self.compiled, deterministic, spikes)
         self.store_state_seqs = store_state_seqs
         self.step_mode = step_mode
         self._runtime_names = []
@@ -179,7 +194,9 @@ class FlexSN(nn.Module):
                 + (f", neuron_shape={self.neuron_shape}"
                    if self.info.per_neuron_params else "")
                 + (f", num_channels={self.num_channels}"
-                   if self.info.channels else ""))
+                   if self.info.channels else "")
+                + (", spike_dtype=torch.uint8"
+                   if self.handle.spikes == "u8" else ""))
 
     def forward(self, *inputs: torch.Tensor):
         if len(inputs) != len(self.info.inputs):

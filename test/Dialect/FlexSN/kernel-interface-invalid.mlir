@@ -168,3 +168,44 @@ func.func @per_neuron_shape(%th: memref<f32>) attributes {flexsn.kernel = #flexs
 func.func @inference_gradient(%g: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"th_grad", per_neuron_param_gradient, f32, per_neuron>]>} {
   return
 }
+
+// -----
+
+// Bytes hold spikes, which only outputs are.
+// expected-error@+2 {{a state_sequence buffer ('v') cannot hold i8: only spike outputs (output_sequence) are stored as bytes}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", state_sequence, i8, sequence>], spikes = u8>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{buffer 'x' must hold f32, f16, bf16 or i8, got 'i16'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @short(%x: memref<?x?xi16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, i16, sequence>]>} {
+  return
+}
+
+// -----
+
+// A dense kernel stores no byte spikes.
+// expected-error@+1 {{an i8 output buffer belongs to a kernel storing spikes as u8 (spikes = u8)}}
+func.func @dense(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i8, sequence>]>} {
+  return
+}
+
+// -----
+
+// A u8 kernel has a byte output.
+// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel with an i8 output buffer}}
+func.func @no_bytes(%x: memref<?x?xf32>, %s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, f32, sequence>], spikes = u8>} {
+  return
+}
+
+// -----
+
+// Training outputs carry gradients: no byte spikes.
+// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel with an i8 output buffer}}
+func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i8, sequence>], spikes = u8>} {
+  return
+}

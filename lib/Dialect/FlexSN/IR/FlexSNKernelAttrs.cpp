@@ -90,9 +90,18 @@ KernelBufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (std::optional<std::string> problem = checkExportedName(name.getValue()))
     return emitError() << "buffer name '" << name.getValue() << "' "
                        << *problem;
-  if (!elementType.isIntOrFloat())
+  bool isByte = elementType.isInteger(8);
+  if (!elementType.isF32() && !elementType.isF16() && !elementType.isBF16() &&
+      !isByte)
     return emitError() << "buffer '" << name.getValue()
-                       << "' must hold integers or floats, got " << elementType;
+                       << "' must hold f32, f16, bf16 or i8, got "
+                       << elementType;
+  // Bytes hold 0/1 spikes, which only outputs are.
+  if (isByte && role != BufferRole::OutputSequence)
+    return emitError() << "a " << stringifyBufferRole(role) << " buffer ('"
+                       << name.getValue()
+                       << "') cannot hold i8: only spike outputs "
+                          "(output_sequence) are stored as bytes";
   if (shape != getShapeOfRole(role))
     return emitError() << "a " << stringifyBufferRole(role) << " buffer ('"
                        << name.getValue() << "') has shape class "
@@ -139,14 +148,15 @@ KernelInterfaceAttr::withBuffer(KernelBufferAttr buffer) const {
   SmallVector<KernelBufferAttr> buffers(getBuffers());
   buffers.push_back(buffer);
   return get(getContext(), getNeuron(), getVariant(), getStorage(), buffers,
-             getParams(), getWorkspaceSequences(), getReductionSlots());
+             getParams(), getWorkspaceSequences(), getReductionSlots(),
+             getSpikes());
 }
 
 LogicalResult KernelInterfaceAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, StringAttr neuron,
     KernelVariant variant, StorageType storage,
     ArrayRef<KernelBufferAttr> buffers, ArrayRef<ParamAttr> params,
-    int64_t workspaceSequences, int64_t reductionSlots) {
+    int64_t workspaceSequences, int64_t reductionSlots, SpikeStorage spikes) {
   if (!neuron.getValue().empty())
     if (std::optional<std::string> problem =
             checkExportedName(neuron.getValue(), /*isPrefix=*/true))
@@ -211,6 +221,15 @@ LogicalResult KernelInterfaceAttr::verify(
                        << " saved buffer(s)";
   if (scratches > 1)
     return emitError() << "a kernel has at most one reduction scratch";
+  bool byteSpikes = llvm::any_of(buffers, [](KernelBufferAttr buffer) {
+    return buffer.getElementType().isInteger(8);
+  });
+  if (spikes == SpikeStorage::U8 && (training || !byteSpikes))
+    return emitError() << "a kernel storing spikes as u8 is an inference or "
+                          "final-state kernel with an i8 output buffer";
+  if (spikes == SpikeStorage::Dense && byteSpikes)
+    return emitError() << "an i8 output buffer belongs to a kernel storing "
+                          "spikes as u8 (spikes = u8)";
   return success();
 }
 

@@ -79,6 +79,28 @@ SmallVector<ParamAttr> NeuronOp::getRuntimeParamAttrs() {
                                 [](ParamAttr p) { return p.isRuntime(); });
 }
 
+/// Whether `value`, in a neuron body, is always 0 or 1.
+static bool isSpikeValue(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (isa_and_nonnull<SpikeOp>(def))
+    return true;
+  if (auto detach = dyn_cast_or_null<DetachOp>(def))
+    return isSpikeValue(detach.getInput());
+  if (auto apply = dyn_cast_or_null<ApplyOp>(def)) {
+    // Neurons do not apply themselves (verified), so this terminates.
+    auto callee = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
+        apply, apply.getCalleeAttr());
+    unsigned index = cast<OpResult>(value).getResultNumber();
+    return callee && index < callee.getNumOutputs() &&
+           callee.isSpikeOutput(index);
+  }
+  return false;
+}
+
+bool NeuronOp::isSpikeOutput(unsigned index) {
+  return isSpikeValue(getBodyBlock().getTerminator()->getOperand(index));
+}
+
 /// Parses `keyword(%a: t, %b: t)` into `args`, recording the names.
 static ParseResult parseArgGroup(OpAsmParser &parser, StringRef keyword,
                                  bool required,

@@ -79,7 +79,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
                          unsigned numSaved) {
       return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
                                       storage, buffers, scalarParams, numSaved,
-                                      numScalarTrainable);
+                                      numScalarTrainable, SpikeStorage::Dense);
     };
     KernelInterfaceAttr fwdInterface =
         interface(KernelVariant::Forward, fwdBuffers, 0);

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::flexsn {
@@ -28,26 +29,38 @@ namespace {
 /// step's buffers, its shaped parameters' buffers and its scalar
 /// runtime parameters.
 KernelInterfaceAttr getKernelInterface(NeuronOp neuron, KernelVariant variant,
-                                       StorageType storage) {
+                                       StorageType storage,
+                                       SpikeStorage spikes) {
   MLIRContext *ctx = neuron.getContext();
   SmallVector<KernelBufferAttr> buffers =
       getStepBuffers(neuron, getStorageElementType(ctx, storage),
-                     variant == KernelVariant::FinalState);
+                     variant == KernelVariant::FinalState, spikes);
   llvm::append_range(buffers, getShapedParamBuffers(neuron));
   return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
                                   storage, buffers,
-                                  getScalarRuntimeParams(neuron), 0, 0);
+                                  getScalarRuntimeParams(neuron), 0, 0, spikes);
 }
 
-/// Builds `@<neuron>_<variant>_<dtype>`: the ABI arguments, then one scan.
+/// A kernel to build: its variant and how it stores sequences and spikes.
+struct KernelRequest {
+  KernelVariant variant;
+  StorageType storage;
+  SpikeStorage spikes;
+};
+
+/// Builds `@<neuron>_<variant>_<dtype>[_spikes_u8]`: the ABI arguments, then
+/// one scan.
 func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
-                         KernelVariant variant, StorageType storage) {
+                         const KernelRequest &request) {
   Location loc = neuron.getLoc();
+  KernelVariant variant = request.variant;
   KernelInterfaceAttr interface =
-      getKernelInterface(neuron, variant, storage);
-  func::FuncOp func = createKernelFunction(
-      builder, loc, getKernelName(neuron.getSymName(), variant, storage),
-      interface);
+      getKernelInterface(neuron, variant, request.storage, request.spikes);
+  func::FuncOp func =
+      createKernelFunction(builder, loc,
+                           getKernelName(neuron.getSymName(), variant,
+                                         request.storage, request.spikes),
+                           interface);
   OpBuilder body = OpBuilder::atBlockBegin(&func.getBody().front());
   ValueRange args = func.getArguments();
   unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates(),
@@ -84,11 +97,27 @@ struct GenerateKernelsPass
         return !seen.insert(name).second;
       });
     };
-    if (hasDuplicate(variantNames) || hasDuplicate(typeNames)) {
-      module.emitError("a kernel variant or storage type is listed twice");
+    SmallVector<std::string> spikeNames(spikeStorage.begin(),
+                                        spikeStorage.end());
+    if (spikeNames.empty())
+      spikeNames = {"dense"};
+    if (hasDuplicate(variantNames) || hasDuplicate(typeNames) ||
+        hasDuplicate(spikeNames)) {
+      module.emitError(
+          "a kernel variant, storage type or spike storage is listed twice");
       return signalPassFailure();
     }
-    SmallVector<std::pair<KernelVariant, StorageType>> requests;
+    SmallVector<SpikeStorage> spikeChoices;
+    for (StringRef name : spikeNames) {
+      std::optional<SpikeStorage> spikes = symbolizeSpikeStorage(name);
+      if (!spikes) {
+        module.emitError() << "unknown spike storage '" << name
+                           << "'; expected dense or u8";
+        return signalPassFailure();
+      }
+      spikeChoices.push_back(*spikes);
+    }
+    SmallVector<KernelRequest> requests;
     for (StringRef variantName : variantNames) {
       std::optional<KernelVariant> variant =
           symbolizeKernelVariant(variantName);
@@ -106,7 +135,8 @@ struct GenerateKernelsPass
             parseStorageTypeOption(module, typeName);
         if (failed(storage))
           return signalPassFailure();
-        requests.push_back({*variant, *storage});
+        for (SpikeStorage spikes : spikeChoices)
+          requests.push_back({*variant, *storage, spikes});
       }
     }
 
@@ -123,8 +153,18 @@ struct GenerateKernelsPass
     SymbolTable symbols(module);
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     for (NeuronOp neuron : selected) {
-      for (auto [variant, storage] : requests) {
-        func::FuncOp kernel = buildKernel(builder, neuron, variant, storage);
+      bool hasSpikes =
+          llvm::any_of(llvm::seq(neuron.getNumOutputs()),
+                       [&](unsigned i) { return neuron.isSpikeOutput(i); });
+      if (!hasSpikes && llvm::is_contained(spikeChoices, SpikeStorage::U8)) {
+        neuron.emitError() << "spike-storage=u8: neuron @"
+                           << neuron.getSymName()
+                           << " has no spike output (an output that is a "
+                              "flexsn.spike result) to store as bytes";
+        return signalPassFailure();
+      }
+      for (const KernelRequest &request : requests) {
+        func::FuncOp kernel = buildKernel(builder, neuron, request);
         if (symbols.lookup(kernel.getSymName())) {
           kernel.emitError() << "kernel name '" << kernel.getSymName()
                              << "' is already taken in the module";

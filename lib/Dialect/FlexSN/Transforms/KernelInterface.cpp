@@ -127,7 +127,8 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
 }
 
 SmallVector<KernelBufferAttr>
-mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates) {
+mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates,
+                             SpikeStorage spikes) {
   MLIRContext *ctx = neuron.getContext();
   SmallVector<KernelBufferAttr> buffers;
   auto add = [&](ArrayAttr names, StringRef suffix, BufferRole role) {
@@ -136,7 +137,13 @@ mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates) {
   };
   add(neuron.getInputNames(), "", BufferRole::InputSequence);
   add(neuron.getStateNames(), "_init", BufferRole::InitialState);
-  add(neuron.getOutputNames(), "", BufferRole::OutputSequence);
+  for (auto [i, name] :
+       llvm::enumerate(neuron.getOutputNames().getAsValueRange<StringAttr>())) {
+    bool byte = spikes == SpikeStorage::U8 && neuron.isSpikeOutput(i);
+    buffers.push_back(
+        KernelBufferAttr::get(ctx, name, BufferRole::OutputSequence,
+                              byte ? Type(IntegerType::get(ctx, 8)) : dtype));
+  }
   if (finalStates)
     add(neuron.getStateNames(), "_final", BufferRole::FinalState);
   else
@@ -274,10 +281,13 @@ func::FuncOp mlir::flexsn::createKernelFunction(OpBuilder &builder,
 }
 
 std::string mlir::flexsn::getKernelName(StringRef neuron, KernelVariant variant,
-                                        StorageType storage) {
+                                        StorageType storage,
+                                        SpikeStorage spikes) {
   std::string name = (neuron + "_" + stringifyKernelVariant(variant) + "_" +
                       stringifyStorageType(storage))
                          .str();
+  if (spikes != SpikeStorage::Dense)
+    name += ("_spikes_" + stringifySpikeStorage(spikes)).str();
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }

@@ -297,6 +297,27 @@ def FlexSN_StorageType : I32EnumAttr<"StorageType",
   }];
 }
 
+def FlexSN_SpikeStorage : I32EnumAttr<"SpikeStorage",
+    "how a kernel stores its spike outputs", [
+    I32EnumAttrCase<"Dense", 0, "dense">,
+    I32EnumAttrCase<"U8", 1, "u8">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    A spike output is a neuron output that is always 0 or 1: a
+    `flexsn.spike` result (possibly detached, or a spike output of an
+    applied neuron).
+
+    * `dense`: spike outputs are sequences of the storage type, like every
+      other output;
+    * `u8`: spike outputs are sequences of bytes (`i8` buffers, read as
+      unsigned: 0 or 1), a quarter of the f32 traffic. Inference and
+      final-state kernels only: a training forward's outputs carry
+      gradients.
+  }];
+}
+
 // The values are those of `flexsn_buffer_kind` in flexsn_runtime.h (a unit
 // test checks it): the header emitter names the runtime's constants after
 // these cases.
@@ -376,7 +397,8 @@ def FlexSN_KernelBufferAttr : FlexSN_Attr<"KernelBuffer", "buffer"> {
   let description = [{
     The name is a C identifier, exported as the argument name of the header
     stub and in the manifest; the element type is that of the memref the
-    kernel function takes (`f32`, `f16` or `bf16`).
+    kernel function takes (`f32`, `f16` or `bf16`; `i8` for the spike
+    outputs of a kernel storing spikes as bytes, an `output_sequence`).
 
     ```mlir
     #flexsn.buffer<"v_seq", state_sequence, f16, sequence>
@@ -425,6 +447,9 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
     parameters: a forward kernel counts them too, so that every training
     kernel of a neuron needs the same workspace).
 
+    `spikes` says how the kernel stores its spike outputs (`dense`, the
+    default, or `u8`: then exactly the spike outputs' buffers are `i8`).
+
     ```mlir
     func.func @lif_inference_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
                                  %s: memref<?x?xf32>, %v: memref<?x?xf32>)
@@ -446,10 +471,14 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
       DefaultValuedParameter<"int64_t", "0",
                              "saved f32 sequences">:$workspace_sequences,
       DefaultValuedParameter<"int64_t", "0",
-                             "gradients in the reduction scratch">:$reduction_slots);
+                             "gradients in the reduction scratch">:$reduction_slots,
+      DefaultValuedParameter<"::mlir::flexsn::SpikeStorage",
+                             "::mlir::flexsn::SpikeStorage::Dense",
+                             "how spike outputs are stored">:$spikes);
   let assemblyFormat = [{
     `<` $neuron `,` $variant `,` $storage `,`
-    struct($buffers, $params, $workspace_sequences, $reduction_slots) `>`
+    struct($buffers, $params, $workspace_sequences, $reduction_slots,
+           $spikes) `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -101,6 +101,10 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
     unsigned getNumStates() { return getStateNames().size(); }
     unsigned getNumOutputs() { return getOutputNames().size(); }
     unsigned getNumParams() { return getParams().size(); }
+    /// Whether output `index` is a spike output, always 0 or 1: a
+    /// `flexsn.spike` result, possibly detached, or a spike output of an
+    /// applied neuron. Kernels may store these as bytes.
+    bool isSpikeOutput(unsigned index);
     /// The parameters as typed attributes, in declaration order.
     ::llvm::SmallVector<ParamAttr> getParamAttrs();
     /// The parameters that are kernel arguments (runtime or trainable).

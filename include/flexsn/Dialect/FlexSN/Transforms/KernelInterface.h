@@ -46,9 +46,10 @@ FailureOr<KernelFunction> analyzeKernelFunction(func::FuncOp func);
 /// named after its values: inputs, initial states (`<state>_init`), outputs,
 /// then state sequences (`<state>_seq`) or, with `finalStates`, final states
 /// (`<state>_final`). Inference, final-state and training forward kernels
-/// start with them.
-SmallVector<KernelBufferAttr> getStepBuffers(NeuronOp neuron, Type dtype,
-                                             bool finalStates);
+/// start with them. With `spikes` u8, the spike outputs' buffers are `i8`.
+SmallVector<KernelBufferAttr>
+getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates,
+               SpikeStorage spikes = SpikeStorage::Dense);
 
 /// The buffers of a neuron's shaped parameters (`per_neuron_param` or
 /// `per_channel_param`, f32, named after them), in declaration order. Every
@@ -85,9 +86,11 @@ func::FuncOp createKernelFunction(OpBuilder &builder, Location loc,
                                   StringRef name,
                                   KernelInterfaceAttr interface);
 
-/// The name of a kernel: `<neuron>_<variant>_<storage>` with `_` for `-`.
+/// The name of a kernel: `<neuron>_<variant>_<storage>` with `_` for `-`,
+/// and `_spikes_u8` after it for a kernel storing spikes as bytes.
 std::string getKernelName(StringRef neuron, KernelVariant variant,
-                          StorageType storage);
+                          StorageType storage,
+                          SpikeStorage spikes = SpikeStorage::Dense);
 
 /// Parses a storage type option ("f32"); emits an error on `module` for an
 /// unknown one.

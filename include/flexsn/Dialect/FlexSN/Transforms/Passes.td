@@ -35,6 +35,13 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
     role, element type and shape class, and the parameters), which every
     later pass, the lowerings and the emitters read.
 
+    `spike-storage=u8` also (or, listed alone, only) makes
+    `@<neuron>_<variant>_<dtype>_spikes_u8`, whose spike outputs (outputs
+    always 0 or 1: a `flexsn.spike` result, possibly detached) are `i8`
+    sequences holding 0 or 1, a quarter of an f32 sequence's bytes; the
+    other buffers keep the storage type. A neuron without a spike output
+    has no such kernel (an error).
+
     Rationale:
     * Variants are IR, not templates: every later pass (autodiff, fusion,
       both lowerings) sees ordinary functions holding scans.
@@ -46,6 +53,9 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
                "Sequence storage types: f32, f16, bf16">,
     ListOption<"neurons", "neurons", "std::string",
                "Neurons to generate kernels for (default: all)">,
+    ListOption<"spikeStorage", "spike-storage", "std::string",
+               "How spike outputs are stored: dense (the storage type, the "
+               "default), u8 (bytes)">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect"];

@@ -1,0 +1,201 @@
+"""Spikes stored as bytes: `spike_dtype=torch.uint8` modules, the u8
+kernels they call, and their misuse.
+
+The reference is reference.py's LIF loop (float32, no FlexSN code); the u8
+kernels must also agree bit for bit with the dense kernels of the same
+neuron, whose states they share."""
+
+import pytest
+import torch
+
+import flexsn
+from flexsn.torch import FlexSN, LIFNode, ParametricLIFNode
+
+import reference
+from devices import DEVICES
+
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def drive(shape, dtype, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g) * 1.5 + 0.4).to(device, dtype)
+
+
+def far_from_threshold(x, v_threshold=1.0, tau=2.0, margin=1e-2):
+    """Neurons whose charge h never comes within `margin` of the threshold
+    (float32 reference): their spikes cannot flip on rounding."""
+    v = torch.zeros(x.shape[1:])
+    far = torch.ones(x.shape[1:], dtype=torch.bool)
+    for xt in x.float().cpu():
+        h = v + (xt - v) / tau
+        far &= (h - v_threshold).abs() >= margin
+        v = torch.where(h >= v_threshold, torch.zeros_like(h), h)
+    return far
+
+
+@pytest.fixture(scope="module")
+def modules():
+    """A u8 LIF and a dense one, per store_v_seq."""
+    return {seq: (LIFNode(spike_dtype=torch.uint8, store_v_seq=seq),
+                  LIFNode(store_v_seq=seq)) for seq in (False, True)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("store_v_seq", [False, True],
+                         ids=["final-state", "inference"])
+@pytest.mark.parametrize("shape", [(7, 3, 37), (16, 2, 4, 5), (1, 1), (9, 4)])
+def test_u8_spikes_match_reference_and_dense(modules, shape, store_v_seq,
+                                             dtype, device):
+    u8, dense = (m.to(device) for m in modules[store_v_seq])
+    x = drive(shape, DTYPES[dtype], device)
+    v0 = drive(shape[1:], DTYPES[dtype], device, seed=1) * 0.5
+    for m in (u8, dense):
+        m.reset()
+        m.v = v0.clone()
+    with torch.no_grad():
+        s = u8(x)
+        s_dense = dense(x)
+    assert s.dtype == torch.uint8 and s.shape == x.shape
+    assert s.device == x.device
+    assert set(s.unique().tolist()) <= {0, 1}
+    # The same kernel arithmetic: the bytes are the dense spikes.
+    assert torch.equal(s, s_dense.to(torch.uint8))
+    assert torch.equal(u8.v, dense.v) and u8.v.dtype == x.dtype
+    if store_v_seq:
+        assert torch.equal(u8.v_seq, dense.v_seq)
+    # Independent: the float32 reference, away from the threshold.
+    if dtype == "f32":
+        want, v_seq = reference.lif_ref(x.cpu(), v0.cpu())
+        assert torch.equal(s.cpu().float(), want)
+        assert torch.allclose(u8.v.cpu(), v_seq[-1], rtol=1e-5, atol=1e-5)
+    if shape[0] > 1:
+        assert s.any(), "no spike: the input tests nothing"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_u8_spikes_against_reference_near_threshold(device):
+    """Half precision rounds the charge: only neurons that never come near
+    the threshold are compared to the float32 reference."""
+    u8 = LIFNode(spike_dtype=torch.uint8).to(device)
+    x = drive((12, 4, 64), torch.float16, device, seed=3)
+    with torch.no_grad():
+        s = u8(x)
+    want, _ = reference.lif_ref(x.float().cpu())
+    far = far_from_threshold(x)
+    assert far.float().mean() > 0.5
+    assert torch.equal(s.cpu()[:, far].float(), want[:, far])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_u8_per_channel_and_single_step(device):
+    """Per-channel PLIF ([B, C, S] kernels) and single-step mode."""
+    torch.manual_seed(0)
+    x = drive((6, 2, 3, 5), torch.float32, device)
+    u8 = ParametricLIFNode(num_channels=3, spike_dtype=torch.uint8).to(device)
+    dense = ParametricLIFNode(num_channels=3).to(device)
+    with torch.no_grad():
+        u8.w.copy_(torch.tensor([-1.0, 0.0, 2.0]))
+        dense.w.copy_(u8.w)
+        assert torch.equal(u8(x), dense(x).to(torch.uint8))
+    step = LIFNode(spike_dtype=torch.uint8, step_mode="s").to(device)
+    ref = LIFNode(step_mode="s").to(device)
+    with torch.no_grad():
+        for t in range(x.shape[0]):
+            got = step(x[t])
+            assert got.dtype == torch.uint8 and got.shape == x.shape[1:]
+            assert torch.equal(got, ref(x[t]).to(torch.uint8))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_u8_empty_sequences(device):
+    u8 = LIFNode(spike_dtype=torch.uint8).to(device)
+    with torch.no_grad():
+        for shape in ((0, 3), (4, 0)):
+            s = u8(torch.zeros(shape, device=device))
+            assert s.dtype == torch.uint8 and s.shape == shape
+            u8.reset()
+
+
+@pytest.mark.cuda
+def test_u8_strided_time_on_cuda():
+    """A [T, N] view with time stride > N is read in place; the byte
+    output has the same layout rule."""
+    u8 = LIFNode(spike_dtype=torch.uint8, store_v_seq=True).cuda()
+    dense = LIFNode(store_v_seq=True).cuda()
+    base = drive((5, 40), torch.float32, "cuda")
+    x = base[:, :36]
+    with torch.no_grad():
+        assert torch.equal(u8(x), dense(x).to(torch.uint8))
+
+
+def test_u8_spikes_carry_no_gradient():
+    u8 = LIFNode(spike_dtype=torch.uint8)
+    x = drive((4, 3), torch.float32, "cpu").requires_grad_()
+    with pytest.raises(RuntimeError, match="carry no gradient"):
+        u8(x)
+    # Under no_grad the same module runs.
+    with torch.no_grad():
+        assert u8(x).dtype == torch.uint8
+    # A trainable parameter needs a gradient too.
+    plif = ParametricLIFNode(spike_dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match="carry no gradient"):
+        plif(drive((4, 3), torch.float32, "cpu"))
+
+
+def test_u8_misuse_is_a_clear_error():
+    with pytest.raises(ValueError, match="spike_dtype is None"):
+        LIFNode(spike_dtype=torch.int8)
+    with pytest.raises(ValueError, match="unknown spike storage 'bits'"):
+        flexsn.compile("lif", spike_storage=("bits",), targets=("cpu",))
+    with pytest.raises(ValueError, match="lists no storage"):
+        flexsn.compile("lif", spike_storage=(), targets=("cpu",))
+    # A neuron without a spike output has no byte kernel.
+    leaky = """
+    flexsn.neuron @leaky inputs(%x: f32) states(%v: f32) outputs(y) {
+      %h = arith.addf %v, %x : f32
+      flexsn.yield %h, %h : f32, f32
+    }"""
+    with pytest.raises(flexsn.CompileError) as info:
+        flexsn.compile(leaky, spike_storage=("u8",), targets=("cpu",))
+    assert "has no spike output" in info.value.diagnostics
+    # A dense-only compile has no u8 kernel: a clear KeyError.
+    compiled = flexsn.compile("lif", targets=("cpu",),
+                              variants=("inference",))
+    with pytest.raises(KeyError, match="spikes as u8"):
+        compiled.kernel("cpu", "inference", "f32", spikes="u8")
+
+
+def test_manifest_describes_byte_spikes():
+    compiled = flexsn.compile("lif", targets=("cpu",),
+                              variants=("inference", "final-state"),
+                              spike_storage=("dense", "u8"))
+    assert compiled.spike_storage == ("dense", "u8")
+    kernels = {k.name: k for k in compiled.manifest.cpu_kernels}
+    assert sorted(kernels) == ["lif_final_state_f32",
+                               "lif_final_state_f32_spikes_u8",
+                               "lif_inference_f32",
+                               "lif_inference_f32_spikes_u8"]
+    u8 = kernels["lif_inference_f32_spikes_u8"]
+    assert u8.spikes == "u8" and kernels["lif_inference_f32"].spikes == "dense"
+    assert [(b.name, b.dtype, b.element_bytes) for b in u8.buffers] == [
+        ("x", "f32", 4), ("v_init", "f32", 4), ("spike", "u8", 1),
+        ("v_seq", "f32", 4)]
+    assert compiled.manifest.find("cpu", "inference", "f32",
+                                  spikes="u8") is u8
+
+
+def test_step_function_with_u8_spikes():
+    """A Python step function's spike (flexsn.fx) is a spike output."""
+    def core(x, v):
+        h = v + (x - v) / 2.0
+        s = flexsn.spike(h - 1.0)
+        return s, h * (1.0 - s)
+
+    module = FlexSN(core, 1, 1, spike_dtype=torch.uint8)
+    x = drive((6, 10), torch.float32, "cpu")
+    with torch.no_grad():
+        s = module(x)
+    want, _ = reference.lif_ref(x)
+    assert s.dtype == torch.uint8 and torch.equal(s.float(), want)
