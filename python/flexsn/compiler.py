@@ -170,8 +170,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     surrogate. `spike_storage` says how the inference and final-state
     kernels store spike outputs (outputs that are `flexsn.spike` results):
     "dense" (in the storage type) and/or "u8" (uint8 0/1, a quarter of
-    f32's bytes; the neuron needs a spike output). A second compile of the same neuron and
-    options runs no tool. A neuron that does not verify raises CompileError
+    f32's bytes; the neuron needs a spike output). A second compile of
+    the same neuron and options runs no tool. A neuron that does not verify raises CompileError
     carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
     text, filename = read_source(source)
     variants = tuple(dict.fromkeys(variants))

@@ -199,3 +199,30 @@ def test_step_function_with_u8_spikes():
         s = module(x)
     want, _ = reference.lif_ref(x)
     assert s.dtype == torch.uint8 and torch.equal(s.float(), want)
+
+
+@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
+                    reason="torch has no torch.library.custom_op")
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("store_v_seq", [False, True],
+                         ids=["final-state", "inference"])
+def test_u8_spikes_under_torch_compile(store_v_seq, device):
+    """torch.compile(fullgraph=True) traces flexsn::scan returning uint8
+    spikes: its fake gives the dtypes the kernels write."""
+    u8 = LIFNode(spike_dtype=torch.uint8, store_v_seq=store_v_seq).to(device)
+    dense = LIFNode(store_v_seq=store_v_seq).to(device)
+    x = drive((8, 4, 33), torch.float32, device, seed=5)
+
+    def run(module, x):
+        module.reset()
+        s = module(x)
+        return s, module.v
+
+    compiled = torch.compile(lambda x: run(u8, x), fullgraph=True,
+                             backend="aot_eager")
+    with torch.no_grad():
+        s, v = compiled(x)
+        s_dense, v_dense = run(dense, x)
+    assert s.dtype == torch.uint8 and v.dtype == torch.float32
+    assert torch.equal(s, s_dense.to(torch.uint8))
+    assert torch.equal(v, v_dense)
