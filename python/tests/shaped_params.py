@@ -1,8 +1,9 @@
 """What test_per_neuron_params.py and test_per_channel_params.py share:
 tolerances, the reset-flag matrix, the spike of their reference loops, a
-comparison that says by how much it missed, and a per-file cache of
-compiled modules. Independent of the `flexsn` package, as the references
-built on it must be."""
+comparison that says by how much it missed, a per-file cache of compiled
+modules, and the module-side steps of their checks (setting flags and a
+shaped parameter, running both forward kernels). Independent of the
+`flexsn` package, as the references built on it must be."""
 
 import contextlib
 
@@ -76,3 +77,38 @@ class ModuleCache:
         m = self.modules[name]
         m.reset()
         return m.to(device)
+
+
+def set_flags(m, flags):
+    """The module's reset flags from a FLAGS entry's name."""
+    m.soft_reset = FLAGS[flags]["soft"]
+    m.detach_reset = FLAGS[flags]["detach"]
+
+
+def set_param(m, name, value):
+    """Overwrites shaped parameter `name` of module m, clearing its
+    gradient."""
+    param = getattr(m, name)
+    with torch.no_grad():
+        param.copy_(value)
+    param.grad = None
+
+
+def check_forward_kernels(m, x, v0, want_s, want_v, tol):
+    """Module m (store_state_seqs) from initial state v0 over x gives the
+    reference's spikes and v sequence through both forward kernels: the
+    inference kernel (no graph, also the final state) and the training
+    forward."""
+    with torch.no_grad():
+        m.reset()
+        m.states[0] = v0.clone()
+        s = m(x)
+    close(s, want_s, tol, "spikes")
+    close(m.state_seqs[0], want_v, tol, "v_seq")
+    close(m.states[0], want_v[-1], tol, "v")
+    m.reset()
+    m.states[0] = v0.clone()
+    s = m(x)
+    assert s.requires_grad
+    close(s.detach(), want_s, tol, "spikes (training)")
+    close(m.state_seqs[0].detach(), want_v, tol, "v_seq (training)")

@@ -32,7 +32,8 @@ from flexsn.torch import FlexSN, ParametricLIFNode
 
 from devices import DEVICES  # noqa: E402
 from shaped_params import (FLAGS, FWD_TOL, GRAD_TOL, ModuleCache,  # noqa: E402
-                           SigmoidSpike, close, slope)
+                           SigmoidSpike, check_forward_kernels, close,
+                           set_flags, set_param, slope)
 
 C = 3
 SHAPE = (2, C, 4)  # [B, C, S]: N = 24
@@ -124,15 +125,6 @@ CONFIGS = {
 module = ModuleCache(CONFIGS)
 
 
-def set_flags(m, flags):
-    m.soft_reset = FLAGS[flags]["soft"]
-    m.detach_reset = FLAGS[flags]["detach"]
-
-
-def set_w(m, w):
-    with torch.no_grad():
-        m.w.copy_(w)
-    m.w.grad = None
 
 
 # ---------------------------------------------------------------------------
@@ -195,24 +187,10 @@ def test_forward_matches_reference(flags, device):
     m = module("plif", device)
     set_flags(m, flags)
     x, v0, w = data(device, 1)
-    set_w(m, w)
+    set_param(m, "w", w)
     want_s, want_v = plif_loop(x, w, v0=v0, **FLAGS[flags])
     assert 0.1 < want_s.mean().item() < 0.9
-    # The inference kernel (no graph) ...
-    with torch.no_grad():
-        m.reset()
-        m.states[0] = v0.clone()
-        s = m(x)
-    close(s, want_s, FWD_TOL[device], "spikes")
-    close(m.state_seqs[0], want_v, FWD_TOL[device], "v_seq")
-    # ... and the training forward kernel.
-    m.reset()
-    m.states[0] = v0.clone()
-    s = m(x)
-    assert s.requires_grad
-    close(s.detach(), want_s, FWD_TOL[device], "spikes (training)")
-    close(m.state_seqs[0].detach(), want_v, FWD_TOL[device],
-          "v_seq (training)")
+    check_forward_kernels(m, x, v0, want_s, want_v, FWD_TOL[device])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -224,7 +202,7 @@ def test_gradients_match_reference(shape, flags, device):
     set_flags(m, flags)
     x, v0, w = data(device, 2, shape)
     w_s, w_v = weights(device, 2, shape)
-    set_w(m, w)
+    set_param(m, "w", w)
 
     def loss(s, v_seq):
         return (s * w_s).sum() + (v_seq * w_v).sum()
@@ -256,7 +234,7 @@ def test_reference_sensitivity(device):
     set_flags(m, "hard")
     x, v0, w = data(device, 3)
     w_s, _ = weights(device, 3)
-    set_w(m, w)
+    set_param(m, "w", w)
     m.reset()
     x_m = x.clone().requires_grad_()
     s = m(x_m)
@@ -303,7 +281,7 @@ def test_half_storage(dtype, device):
     x, v0, w = data(device, 5)
     w_s, w_v = weights(device, 5)
     x, v0 = x.to(dtype), v0.to(dtype)
-    set_w(m, w)
+    set_param(m, "w", w)
     x_m, v0_m = x.clone().requires_grad_(), v0.clone().requires_grad_()
     m.reset()
     m.states[0] = v0_m
@@ -338,7 +316,7 @@ def test_per_channel_and_per_neuron_params_together(device):
     assert [n for n, _ in m.named_parameters()] == ["w", "v_threshold"]
     assert [n for n, _ in m.named_buffers()] == ["v_reset"]
     assert m.v_reset.shape == (C,) and m.v_threshold.shape == SHAPE
-    set_w(m, w)
+    set_param(m, "w", w)
     with torch.no_grad():
         m.v_threshold.copy_(thr)
         m.v_reset.copy_(v_reset)
@@ -393,7 +371,7 @@ def test_node_optimizer_step(device):
     m = module("node", device)
     assert [n for n, _ in m.named_parameters()] == ["w"]
     assert isinstance(m.w, torch.nn.Parameter) and m.w.shape == (C,)
-    set_w(m, torch.zeros(C))  # init_tau = 2
+    set_param(m, "w", torch.zeros(C))  # init_tau = 2
     x, _, _ = data(device, 7, shape=(4, C, 5))
     w_s, _ = weights(device, 7, shape=(4, C, 5))
     opt = torch.optim.SGD(m.parameters(), lr=0.5)
@@ -449,7 +427,7 @@ def test_single_step_mode(device):
     m = module("node-s", device)
     x, _, w = data(device, 9, shape=(2, C, 3))
     w_s, _ = weights(device, 9, shape=(2, C, 3))
-    set_w(m, w)
+    set_param(m, "w", w)
     m.reset()
     spikes = [m(x[t]) for t in range(T)]
     assert spikes[0].shape == (2, C, 3)
@@ -479,7 +457,7 @@ def test_deterministic_mode(device):
     fallback, unless torch's deterministic mode is warn_only."""
     m = module("node", device)
     x, _, w = data(device, 10)
-    set_w(m, w)
+    set_param(m, "w", w)
     m.deterministic = True
     try:
         m.reset()
@@ -521,7 +499,7 @@ def test_torch_compile_custom_op(device):
     tensors (trainable and runtime) and its backward op."""
     m = module("mixed", device)
     x, v0, w = data(device, 11)
-    set_w(m, w)
+    set_param(m, "w", w)
     with torch.no_grad():
         m.v_threshold.fill_(1.0)
         m.v_reset.copy_(torch.tensor([-0.3, 0.0, 0.2]))
@@ -680,7 +658,7 @@ def test_python_step_function_declares_shaped_params(device):
     w_s, w_v = weights(device, 12)
     g = torch.Generator().manual_seed(12)
     thr = (torch.rand(SHAPE, generator=g) * 0.8 + 0.6).to(device)
-    set_w(m, w)
+    set_param(m, "w", w)
     with torch.no_grad():
         m.v_threshold.copy_(thr)
     m.states[0] = v0.clone()

@@ -30,7 +30,8 @@ from flexsn.torch import FlexSN, LIFNode, ParametricLIFNode
 
 from devices import DEVICES  # noqa: E402
 from shaped_params import (FLAGS, FWD_TOL, GRAD_TOL, ModuleCache,  # noqa: E402
-                           SigmoidSpike, close, slope)
+                           SigmoidSpike, check_forward_kernels, close,
+                           set_flags, set_param, slope)
 
 SHAPE = (3, 5)  # the neuron shape: N = 15
 T = 7
@@ -122,15 +123,6 @@ CONFIGS = {
 module = ModuleCache(CONFIGS)
 
 
-def set_flags(m, flags):
-    m.soft_reset = FLAGS[flags]["soft"]
-    m.detach_reset = FLAGS[flags]["detach"]
-
-
-def set_threshold(m, thr):
-    with torch.no_grad():
-        m.v_threshold.copy_(thr)
-    m.v_threshold.grad = None
 
 
 # ---------------------------------------------------------------------------
@@ -207,25 +199,10 @@ def test_forward_matches_reference(flags, device):
     m = module("lif", device)
     set_flags(m, flags)
     x, v0, thr = data(device, 1)
-    set_threshold(m, thr)
+    set_param(m, "v_threshold", thr)
     want_s, want_v = lif_loop(x, thr, v0, **FLAGS[flags])
     assert 0.1 < want_s.mean().item() < 0.9  # the thresholds matter
-    # The inference kernel (no graph) ...
-    with torch.no_grad():
-        m.reset()
-        m.states[0] = v0.clone()
-        s = m(x)
-    close(s, want_s, FWD_TOL[device], "spikes")
-    close(m.state_seqs[0], want_v, FWD_TOL[device], "v_seq")
-    close(m.states[0], want_v[-1], FWD_TOL[device], "v")
-    # ... and the training forward kernel.
-    m.reset()
-    m.states[0] = v0.clone()
-    s = m(x)
-    assert s.requires_grad
-    close(s.detach(), want_s, FWD_TOL[device], "spikes (training)")
-    close(m.state_seqs[0].detach(), want_v, FWD_TOL[device],
-          "v_seq (training)")
+    check_forward_kernels(m, x, v0, want_s, want_v, FWD_TOL[device])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -235,7 +212,7 @@ def test_gradients_match_reference(flags, device):
     set_flags(m, flags)
     x, v0, thr = data(device, 2)
     w_s, w_v, w_final = weights(device, 2)
-    set_threshold(m, thr)
+    set_param(m, "v_threshold", thr)
 
     def loss(s, v_seq):
         return (s * w_s).sum() + (v_seq * w_v).sum() + (v_seq[-1]
@@ -271,7 +248,7 @@ def test_half_storage(dtype, device):
     x, v0, thr = data(device, 5)
     w_s, w_v, _ = weights(device, 5)
     x, v0 = x.to(dtype), v0.to(dtype)
-    set_threshold(m, thr)
+    set_param(m, "v_threshold", thr)
     x_m, v0_m = x.clone().requires_grad_(), v0.clone().requires_grad_()
     m.reset()
     m.states[0] = v0_m
@@ -301,7 +278,7 @@ def test_reference_sensitivity(device):
     set_flags(m, "hard")
     x, v0, thr = data(device, 2)
     w_s, _, _ = weights(device, 2)
-    set_threshold(m, thr)
+    set_param(m, "v_threshold", thr)
     m.reset()
     x_m = x.clone().requires_grad_()
     (m(x_m) * w_s).sum().backward()
@@ -342,7 +319,7 @@ def test_scalar_and_per_neuron_params_together(deterministic, device):
         m.tau.fill_(2.5)
         m.v_reset.copy_(v_reset)
     m.tau.grad = None
-    set_threshold(m, thr)
+    set_param(m, "v_threshold", thr)
     m.reset()
     m.states[0] = v0.clone()
     x_m = x.clone().requires_grad_()
@@ -466,7 +443,7 @@ def test_single_step_mode(device):
     thr = (torch.rand(6, generator=g) * 0.8 + 0.6).to(device)
     x = (torch.randn(9, 6, generator=g) * 0.9 + 0.8).to(device)
     w = torch.randn(9, 6, generator=g).to(device)
-    set_threshold(m, thr)
+    set_param(m, "v_threshold", thr)
     m.reset()
     spikes = [m(x[t]) for t in range(x.shape[0])]
     assert spikes[0].shape == (6,)
@@ -566,7 +543,7 @@ def test_torch_compile_custom_op(device):
     with torch.no_grad():
         m.tau.fill_(2.0)
         m.v_reset.copy_(v_reset)
-    set_threshold(m, thr)
+    set_param(m, "v_threshold", thr)
     w = weights(device, 9)[0]
 
     def run(x, v0):
