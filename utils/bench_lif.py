@@ -130,7 +130,8 @@ PLIF_COMPILE = dict(variants=("forward", "backward"), storage_types=("f32",),
 # they are compared with.
 LIF_U8_COMPILE = dict(variants=("inference", "final-state"),
                       storage_types=("f32", "f16"),
-                      spike_storage=("dense", "u8"), **COMPILE_OPTIONS)
+                      spike_storage=("dense", "u8", "bits"),
+                      **COMPILE_OPTIONS)
 # SpikingJelly's fastest kernel for an inference call of its multi-step LIF
 # (its FlexSN kernel: 0.870 ms), measured side by side with FlexSN's
 # inference kernel (0.822 ms) on an H200 (LIF, f32, T = 16, N = 2^24;
@@ -783,11 +784,23 @@ def spike_bytes(variant, T, N, es, spike_es):
     return (T + 2) * N * es + T * N * spike_es
 
 
+def pack_spikes(torch, spikes):
+    """[T, N] 0/1 spikes (N a multiple of 8) packed 8 per byte, least
+    significant bit first: the bits kernels' layout, computed with torch
+    ops."""
+    T, N = spikes.shape
+    weights = torch.tensor([1 << i for i in range(8)], device=spikes.device,
+                           dtype=torch.int32)
+    return (spikes.reshape(T, N // 8, 8).to(torch.int32) * weights).sum(
+        -1).to(torch.uint8)
+
+
 def bench_spike_storage(torch, lif_u8, timer, N, copy_gbs, Ts=(4, 16, 64)):
     """LIF's inference and final-state kernels storing spikes in the
-    storage type and as bytes, on the same inputs: times, the fraction of
-    the copy bandwidth on each call's own bytes, the speedup of bytes over
-    dense, and whether both wrote the same spikes (and states, bitwise)."""
+    storage type, as bytes and as bits, on the same inputs: times, the
+    fraction of the copy bandwidth on each call's own bytes, the speedups
+    of bytes and bits over dense, and whether all wrote the same spikes
+    (and states, bitwise)."""
     out = []
     stream = torch.cuda.current_stream().cuda_stream
     tdt = tdtypes(torch)
@@ -796,7 +809,7 @@ def bench_spike_storage(torch, lif_u8, timer, N, copy_gbs, Ts=(4, 16, 64)):
             es = ELEM[dtype]
             kv = KERNEL_VARIANT[variant]
             kernels = {s: lif_u8.kernel("cuda", kv, dtype, spikes=s)
-                       for s in ("dense", "u8")}
+                       for s in ("dense", "u8", "bits")}
             for T in Ts:
                 gen = torch.Generator(device="cuda").manual_seed(200 + T)
                 x = (torch.randn((T, N), device="cuda", generator=gen) * 0.5
@@ -805,9 +818,10 @@ def bench_spike_storage(torch, lif_u8, timer, N, copy_gbs, Ts=(4, 16, 64)):
                 rec = dict(variant=variant, dtype=dtype, T=T, N=N)
                 got = {}
                 for s, k in kernels.items():
-                    spike = torch.empty((T, N), device="cuda",
-                                        dtype=torch.uint8 if s == "u8"
-                                        else tdt[dtype])
+                    spike = torch.empty((T, N // 8 if s == "bits" else N),
+                                        device="cuda",
+                                        dtype=tdt[dtype] if s == "dense"
+                                        else torch.uint8)
                     state = torch.empty((T, N) if variant == "inference"
                                         else (N,), device="cuda",
                                         dtype=tdt[dtype])
@@ -820,25 +834,34 @@ def bench_spike_storage(torch, lif_u8, timer, N, copy_gbs, Ts=(4, 16, 64)):
                         k.launch(stream, T, N, 0, ptrs, 0, [])
                     ms, _ = timer.gpu_ms(call)
                     nbytes = spike_bytes(variant, T, N, es,
-                                         1 if s == "u8" else es)
+                                         dict(dense=es, u8=1, bits=1 / 8)[s])
                     rec[s] = dict(ms=ms, frac_copy=nbytes / (ms * 1e-3)
                                   / 1e9 / copy_gbs)
                     got[s] = (spike, state)
                 rec["speedup"] = rec["dense"]["ms"] / rec["u8"]["ms"]
+                rec["bits_speedup"] = rec["dense"]["ms"] / rec["bits"]["ms"]
+                dense_spikes = got["dense"][0]
                 rec["same"] = bool(
-                    torch.equal(got["u8"][0], got["dense"][0].to(torch.uint8))
-                    and torch.equal(got["u8"][1], got["dense"][1]))
+                    torch.equal(got["u8"][0], dense_spikes.to(torch.uint8))
+                    and torch.equal(got["u8"][1], got["dense"][1])
+                    and torch.equal(got["bits"][0],
+                                    pack_spikes(torch, dense_spikes))
+                    and torch.equal(got["bits"][1], got["dense"][1]))
                 sj = SJ_BEST_MS.get((variant, dtype, T)) if N == 1 << 24 \
                     else None
                 if sj:
                     rec["vs_sj_best"] = sj / rec["u8"]["ms"]
+                    rec["bits_vs_sj_best"] = sj / rec["bits"]["ms"]
                 print("bench_lif: LIF %s %s T=%d N=2^%d spikes dense %.4f ms "
-                      "(%.1f%% of copy), u8 %.4f ms (%.1f%%): x%.3f%s%s" % (
+                      "(%.1f%% of copy), u8 %.4f ms (%.1f%%): x%.3f, bits "
+                      "%.4f ms (%.1f%%): x%.3f%s%s" % (
                           variant, dtype, T, N.bit_length() - 1,
                           rec["dense"]["ms"], 100 * rec["dense"]["frac_copy"],
                           rec["u8"]["ms"], 100 * rec["u8"]["frac_copy"],
-                          rec["speedup"],
-                          ", x%.2f of SpikingJelly's best" % rec["vs_sj_best"]
+                          rec["speedup"], rec["bits"]["ms"],
+                          100 * rec["bits"]["frac_copy"], rec["bits_speedup"],
+                          ", x%.2f / x%.2f of SpikingJelly's best"
+                          % (rec["vs_sj_best"], rec["bits_vs_sj_best"])
                           if sj else "",
                           "" if rec["same"] else ", SPIKES DIFFER"))
                 sys.stdout.flush()

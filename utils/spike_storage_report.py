@@ -7,8 +7,8 @@ Reads the `spike_storage` records (bench_lif.py's bench_spike_storage) and
 the copy bandwidth of the same run from RESULTS.json (bench_lif.py's
 results.json), and writes OUT_DIR/spike_storage_results.json (the records
 and the run's metadata), spike_storage_results.md (the table) and
-spike_storage.svg (% of copy of the dense and u8 kernels per row, and the
-u8 speedup). Plain SVG: no plotting package needed.
+spike_storage.svg (% of copy of the dense, u8 and bits kernels per row,
+and the u8 and bits speedups). Plain SVG: no plotting package needed.
 """
 
 import json
@@ -23,15 +23,19 @@ def row_label(d):
     return "%s %s T=%d" % (d["variant"].replace("_", "-"), d["dtype"], d["T"])
 
 
+STORAGES = (("dense", "#9aa9c9"), ("u8", "#2f5fb3"), ("bits", "#17355f"))
+
+
 def svg(records, meta):
-    bar, gap, left, top, height = 14, 10, 150, 40, 180
-    width = left + len(records) * (2 * bar + gap) + 60
+    bar, gap, left, top, height = 12, 12, 150, 40, 180
+    bars = len(STORAGES)
+    width = left + len(records) * (bars * bar + gap) + 60
     total = top + height + 110
     y = lambda f: top + height * (1 - min(f, 1.0))  # noqa: E731
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'font-family="sans-serif" font-size="11">' % (width, total),
            '<text x="%d" y="18" font-size="13">LIF, N = 2^24, %s: %% of copy '
-           '(%.0f GB/s); label: u8 speedup over dense</text>'
+           '(%.0f GB/s); labels: u8 and bits speedups over dense</text>'
            % (left, meta["device"], meta["copy_gbs"])]
     for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
         out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>'
@@ -39,61 +43,67 @@ def svg(records, meta):
                    % (left - 5, width - 40, y(frac), y(frac), left - 8,
                       y(frac) + 4, 100 * frac))
     for i, d in enumerate(records):
-        x = left + i * (2 * bar + gap)
-        for j, (key, color) in enumerate((("dense", "#9aa9c9"),
-                                          ("u8", "#2f5fb3"))):
+        x = left + i * (bars * bar + gap)
+        for j, (key, color) in enumerate(STORAGES):
             f = d[key]["frac_copy"]
             out.append('<rect x="%d" y="%.1f" width="%d" height="%.1f" '
                        'fill="%s"/>' % (x + j * bar, y(f), bar - 1,
                                         top + height - y(f), color))
-        out.append('<text x="%d" y="%.1f" text-anchor="middle">x%.2f</text>'
-                   % (x + bar, y(max(d["dense"]["frac_copy"],
-                                     d["u8"]["frac_copy"])) - 4, d["speedup"]))
+        top_bar = y(max(d[key]["frac_copy"] for key, _ in STORAGES))
+        for k, key in enumerate(("bits_speedup", "speedup")):
+            out.append('<text x="%d" y="%.1f" text-anchor="middle" '
+                       'font-size="9">x%.2f</text>'
+                       % (x + bars * bar / 2, top_bar - 4 - 11 * k, d[key]))
         out.append('<text transform="translate(%d,%d) rotate(60)">%s</text>'
                    % (x + 4, top + height + 10, row_label(d)))
-    out.append('<rect x="%d" y="%d" width="10" height="10" fill="#9aa9c9"/>'
-               '<text x="%d" y="%d">dense spikes</text>'
-               '<rect x="%d" y="%d" width="10" height="10" fill="#2f5fb3"/>'
-               '<text x="%d" y="%d">u8 spikes</text>'
-               % (width - 150, 26, width - 136, 35, width - 150, 40,
-                  width - 136, 49))
+    for j, (key, color) in enumerate(STORAGES):
+        out.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/>'
+                   '<text x="%d" y="%d">%s spikes</text>'
+                   % (width - 150, 26 + 14 * j, color, width - 136,
+                      35 + 14 * j, key))
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
 
 def markdown(records, meta):
-    lines = ["# Spikes stored as bytes on an H200", "",
+    lines = ["# Spikes stored as bytes and bits on an H200", "",
              "From the benchmark step of `bash utils/device_run.sh` "
              "(`utils/bench_lif.py`, `bench_spike_storage`), %s, torch %s, "
              "copy %.0f GB/s measured in the same run (%.0f at its end). "
              "LIF's inference (x, spike, v_seq) and final-state (x, spike, "
              "v_final) kernels on the same inputs, spikes in the storage "
-             "type (dense) or as uint8; median of %d runs; %% of copy on "
+             "type (dense), as uint8 (u8) or bit-packed, 8 per byte "
+             "(bits); median of %d runs; %% of copy on "
              "each call's own bytes. x SJ: the time of SpikingJelly's "
              "fastest kernel for an inference call of its multi-step LIF "
              "(0.870 ms at f32, T = 16, measured side by side with FlexSN "
              "on an H200, docs/Reference.md; not in this run) over u8's; "
              "that call returns the spikes and the final v, as FlexSN's "
              "final-state call does, and writes the v sequence, as its "
-             "inference call does. "
-             "same: the u8 spikes equal the dense ones and the states are "
+             "inference call does (u8 / bits). "
+             "same: the u8 spikes equal the dense ones, the bits equal the "
+             "dense spikes packed with torch ops, and the states are "
              "bitwise equal." % (meta["device"], meta["torch"],
                                  meta["copy_gbs"],
                                  meta.get("copy_end_gbs") or 0,
                                  meta["reps"]),
              "", "![% of copy](spike_storage.svg)", "",
              "| N | variant | dtype | T | dense ms | % copy | u8 ms | % copy "
-             "| x dense | x SJ | same |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| x dense | bits ms | % copy | x dense | x SJ (u8 / bits) "
+             "| same |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for d in records:
         sj = d.get("vs_sj_best")
         lines.append("| 2^%d | %s | %s | %d | %.4f | %.1f | %.4f | %.1f | "
-                     "%.3f | %s | %s |" % (
+                     "%.3f | %.4f | %.1f | %.3f | %s | %s |" % (
                          d["N"].bit_length() - 1, d["variant"], d["dtype"],
                          d["T"], d["dense"]["ms"],
                          100 * d["dense"]["frac_copy"], d["u8"]["ms"],
                          100 * d["u8"]["frac_copy"], d["speedup"],
-                         "%.2f" % sj if sj else "-",
+                         d["bits"]["ms"], 100 * d["bits"]["frac_copy"],
+                         d["bits_speedup"],
+                         "%.2f / %.2f" % (sj, d["bits_vs_sj_best"])
+                         if sj else "-",
                          "yes" if d["same"] else "NO"))
     return "\n".join(lines) + "\n"
 
@@ -107,14 +117,9 @@ def main():
     records = meta.get("spike_storage")
     if not records:
         sys.exit("%s has no spike_storage records" % sys.argv[1])
-    # The SpikingJelly times of bench_lif.py, for records written before
-    # it compared a call.
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench_lif import SJ_BEST_MS
-    for d in records:
-        sj = SJ_BEST_MS.get((d["variant"], d["dtype"], d["T"]))
-        if sj and d["N"] == 1 << 24 and "vs_sj_best" not in d:
-            d["vs_sj_best"] = sj / d["u8"]["ms"]
+    if any("bits" not in d for d in records):
+        sys.exit("%s predates the bits kernels: rerun bench_lif.py"
+                 % sys.argv[1])
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
     kept = {k: meta.get(k) for k in KEEP_META}

@@ -507,10 +507,12 @@ static flexsn_status check_desc(const flexsn_image *image,
     default:
       return FLEXSN_ERROR_INVALID_ARGUMENT;
     }
-    /* Bytes (1) hold the spikes of an output sequence only. */
+    /* Bytes (1) and bits (FLEXSN_BIT_PACKED) hold the spikes of an output
+       sequence only. */
     if (desc->element_sizes && desc->element_sizes[i] != 2 &&
         desc->element_sizes[i] != 4 &&
-        !(desc->element_sizes[i] == 1 &&
+        !((desc->element_sizes[i] == 1 ||
+           desc->element_sizes[i] == FLEXSN_BIT_PACKED) &&
           desc->kinds[i] == FLEXSN_OUTPUT_SEQUENCE))
       return FLEXSN_ERROR_INVALID_ARGUMENT;
   }
@@ -833,6 +835,14 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
   for (i = 0; i < nb; ++i) {
     int64_t size = element_size_of(desc, i);
     int64_t count = is_sequence(desc->kinds[i]) ? seq_bytes : state_bytes;
+    if (size == FLEXSN_BIT_PACKED) {
+      /* Rows of ceil(ld / 8) bytes; the last holds ceil(N / 8). No
+         overflow: (T-1)*ld + N fits (ld + 7 might not). */
+      extents[i] =
+          count ? (T - 1) * (ld / 8 + (ld % 8 != 0)) + (N / 8 + (N % 8 != 0))
+                : 0;
+      continue;
+    }
     if (count > INT64_MAX / size)
       return FLEXSN_ERROR_SIZE_OVERFLOW;
     extents[i] = count * size;
@@ -846,7 +856,8 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
                            ((N + 255) / 256);
   }
   for (i = 0; i < nb; ++i)
-    if ((uintptr_t)buffers[i] % (uintptr_t)element_size_of(desc, i) != 0)
+    if (element_size_of(desc, i) != FLEXSN_BIT_PACKED &&
+        (uintptr_t)buffers[i] % (uintptr_t)element_size_of(desc, i) != 0)
       return blame(i, FLEXSN_ERROR_INVALID_ARGUMENT);
 
   if (N == 0 || T == 0) {
@@ -883,9 +894,14 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
   }
 
   vector = ld % desc->vector_width == 0;
-  for (i = 0; i < nb; ++i)
-    vector &= is_scalar_access(desc->kinds[i]) ||
-              (uintptr_t)buffers[i] % 16 == 0;
+  for (i = 0; i < nb; ++i) {
+    /* A vector thread stores vector_width / 8 bytes of bits. */
+    uintptr_t alignment = element_size_of(desc, i) == FLEXSN_BIT_PACKED
+                              ? (uintptr_t)(desc->vector_width / 8)
+                              : 16;
+    vector &= is_scalar_access(desc->kinds[i]) || alignment <= 1 ||
+              (uintptr_t)buffers[i] % alignment == 0;
+  }
   status = get_function(image, context,
                         vector ? desc->vector_kernel : desc->scalar_kernel,
                         &function);

@@ -135,8 +135,8 @@ FailureOr<SmallVector<CompiledKernelAttr>> readKernels(ModuleOp module) {
 }
 
 std::string cElementType(Type type) {
-  if (type.isInteger(8))
-    return "uint8_t"; // 0/1 spikes
+  if (type.isInteger(8) || type.isInteger(1))
+    return "uint8_t"; // 0/1 spikes: bytes, or bits 8 per byte
   return type.isF32() ? "float" : "uint16_t";
 }
 
@@ -256,7 +256,10 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
       os << " *   " << b.getName().getValue() << ": "
          << roleComment(b.getRole(), variant)
          << (b.getElementType().isInteger(8) ? ", spikes as bytes (0 or 1)"
-                                             : "")
+             : b.getElementType().isInteger(1)
+                 ? ", spikes as bits: neuron n of step t is bit n % 8 of "
+                   "byte\n *     t * ((ld + 7) / 8) + n / 8"
+                 : "")
          << "\n";
   if (hasWorkspace)
     os << " *   workspace: "
@@ -296,6 +299,7 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   if (mixed) {
     os << "  static const int element_sizes[] = {";
     llvm::interleaveComma(buffers, os, [&](KernelBufferAttr b) {
+      // Bits are 0: FLEXSN_BIT_PACKED.
       os << b.getElementType().getIntOrFloatBitWidth() / 8;
     });
     os << "};\n";

@@ -24,13 +24,11 @@ using namespace mlir::flexsn;
 /// order of its kernel function, as the CPU kernel always did. Version 5:
 /// parameters have a shape (per_neuron ones are buffers of two new roles).
 /// Version 7: kernels say how they store spikes ("spikes": "dense" or
-/// "u8"); an output buffer's dtype may be "u8".
-static constexpr int kManifestVersion = 7;
+/// "u8"); an output buffer's dtype may be "u8". Version 8: "spikes" may be
+/// "bits", whose output buffers have dtype "bits" (8 per byte).
+static constexpr int kManifestVersion = 8;
 
 static std::string typeName(Type type) {
-  // Byte buffers hold 0/1 spikes: unsigned.
-  if (type.isInteger(8))
-    return "u8";
   std::string name;
   llvm::raw_string_ostream os(name);
   type.print(os);
@@ -105,7 +103,11 @@ static void writeBuffer(llvm::json::OStream &json, KernelBufferAttr buffer,
                         bool cpuChannels) {
   json.attribute("name", buffer.getName().getValue());
   json.attribute("role", stringifyBufferRole(buffer.getRole()));
-  json.attribute("dtype", typeName(buffer.getElementType()));
+  // Byte buffers hold 0/1 spikes: unsigned; i1 buffers pack them.
+  Type element = buffer.getElementType();
+  json.attribute("dtype", element.isInteger(8)   ? "u8"
+                          : element.isInteger(1) ? "bits"
+                                                 : typeName(element));
   json.attributeArray("shape", [&] {
     for (StringRef size : bufferShape(buffer.getShape(), cpuChannels))
       json.value(size);

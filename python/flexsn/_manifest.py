@@ -13,10 +13,12 @@ import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 MANIFEST_FORMAT = "flexsn-manifest"
-MANIFEST_VERSION = 7
+MANIFEST_VERSION = 8
 
-#: Bytes per element of each storage dtype the compiler emits.
-ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "u8": 1, "i1": 1, "i32": 4}
+#: Bytes per element of each storage dtype the compiler emits; "bits"
+#: (spikes packed 8 per byte) is 0, the runtime's FLEXSN_BIT_PACKED.
+ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "u8": 1, "bits": 0, "i1": 1,
+                 "i32": 4}
 
 
 class ManifestError(ValueError):
@@ -180,7 +182,8 @@ class Kernel:
     scalar_kernel: str = ""
     vector_width: int = 1
     channels: bool = False  # sees its neurons as [B, C, S]: takes C and S
-    spikes: str = "dense"  # spike outputs: "dense" (dtype) or "u8" (bytes)
+    # Spike outputs: "dense" (dtype), "u8" (bytes) or "bits" (8 per byte).
+    spikes: str = "dense"
 
     def workspace_size(self, T: int, N: int, ld: int) -> int:
         return evaluate_size(self.workspace_bytes, T=T, N=N, ld=ld or N)

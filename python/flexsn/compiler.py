@@ -34,8 +34,8 @@ ALL_VARIANTS = ("inference", "final-state", "forward", "backward")
 STORAGE_TYPES = ("f32", "f16", "bf16")
 PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
 #: How inference and final-state kernels store spike outputs: in the
-#: storage type, or as bytes (0/1).
-SPIKE_STORAGES = ("dense", "u8")
+#: storage type, as bytes (0/1), or bit-packed (8 per byte).
+SPIKE_STORAGES = ("dense", "u8", "bits")
 TARGETS = ("cpu", "cuda")
 CACHE_FORMAT = 1  # bumped when an entry's layout changes
 
@@ -135,8 +135,8 @@ class CompiledNeuron:
     def kernel(self, device: str, variant: str, dtype: str,
                deterministic: bool = False, spikes: str = "dense"):
         """The runnable kernel (see flexsn._runtime), loaded once;
-        `spikes="u8"` picks the inference or final-state kernel that
-        stores spike outputs as bytes."""
+        `spikes="u8"` or `"bits"` picks the inference or final-state
+        kernel that stores spike outputs as bytes or bit-packed."""
         from . import _runtime
         return _runtime.load_kernel(self, device, variant, dtype,
                                     deterministic, spikes)
@@ -169,8 +169,10 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     `flexsn.surrogate` object or attribute text) replaces every spike's
     surrogate. `spike_storage` says how the inference and final-state
     kernels store spike outputs (outputs that are `flexsn.spike` results):
-    "dense" (in the storage type) and/or "u8" (uint8 0/1, a quarter of
-    f32's bytes; the neuron needs a spike output). A second compile of
+    "dense" (in the storage type), "u8" (uint8 0/1, a quarter of f32's
+    bytes) and/or "bits" (8 spikes per byte: bit n % 8 of byte
+    t * ceil(ld / 8) + n / 8; the non-dense ones need a spike output).
+    A second compile of
     the same neuron and options runs no tool. A neuron that does not verify raises CompileError
     carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
     text, filename = read_source(source)
@@ -182,7 +184,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
             raise ValueError(f"unknown spike storage '{s}' (one of: "
                              f"{', '.join(SPIKE_STORAGES)})")
     if not spike_storage:
-        raise ValueError("spike_storage lists no storage (dense, u8)")
+        raise ValueError("spike_storage lists no storage ("
+                         f"{', '.join(SPIKE_STORAGES)})")
     for v in variants:
         if v not in ALL_VARIANTS:
             raise ValueError(f"unknown variant '{v}' (one of: "

@@ -1,10 +1,13 @@
-"""Spikes stored as bytes: `spike_dtype=torch.uint8` modules, the u8
-kernels they call, and their misuse.
+"""Spikes stored as bytes and as bits: `spike_dtype=torch.uint8` and
+`spike_dtype="bits"` modules, the u8 and bits kernels they call, and their
+misuse.
 
-The reference is reference.py's LIF loop (float32, no FlexSN code); the u8
-kernels must also agree bit for bit with the dense kernels of the same
-neuron, whose states they share."""
+The reference is reference.py's LIF loop (float32, no FlexSN code); the
+compact kernels must also agree bit for bit with the dense kernels of the
+same neuron, whose states they share. Bit-packed spikes are checked against
+numpy.packbits (axis=-1, bitorder="little") of the dense spikes."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -147,8 +150,8 @@ def test_u8_spikes_carry_no_gradient():
 def test_u8_misuse_is_a_clear_error():
     with pytest.raises(ValueError, match="spike_dtype is None"):
         LIFNode(spike_dtype=torch.int8)
-    with pytest.raises(ValueError, match="unknown spike storage 'bits'"):
-        flexsn.compile("lif", spike_storage=("bits",), targets=("cpu",))
+    with pytest.raises(ValueError, match="unknown spike storage 'u4'"):
+        flexsn.compile("lif", spike_storage=("u4",), targets=("cpu",))
     with pytest.raises(ValueError, match="lists no storage"):
         flexsn.compile("lif", spike_storage=(), targets=("cpu",))
     # A neuron without a spike output has no byte kernel.
@@ -225,4 +228,187 @@ def test_u8_spikes_under_torch_compile(store_v_seq, device):
         s_dense, v_dense = run(dense, x)
     assert s.dtype == torch.uint8 and v.dtype == torch.float32
     assert torch.equal(s, s_dense.to(torch.uint8))
+    assert torch.equal(v, v_dense)
+
+
+# -- spikes as bits -----------------------------------------------------------
+
+
+def packbits(spikes):
+    """numpy's packing of [T, N...] 0/1 spikes over the flattened neurons:
+    [T, ceil(N / 8)] bytes, least significant bit first."""
+    s = (spikes.detach().cpu().reshape(spikes.shape[0], -1) != 0).numpy()
+    return torch.from_numpy(np.packbits(s, axis=-1, bitorder="little"))
+
+
+@pytest.fixture(scope="module")
+def bit_modules():
+    """A bits LIF and a dense one, per store_v_seq."""
+    return {seq: (LIFNode(spike_dtype="bits", store_v_seq=seq),
+                  LIFNode(store_v_seq=seq)) for seq in (False, True)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("store_v_seq", [False, True],
+                         ids=["final-state", "inference"])
+# N = 111 and 4 (not multiples of 8: the scalar kernel, a partial byte per
+# row, on CUDA a partial warp), 40 and 4096 (whole bytes: the vector
+# kernel), 1003 (many warps, the last partial).
+@pytest.mark.parametrize("shape", [(7, 3, 37), (16, 2, 4, 5), (1, 1), (9, 4),
+                                   (3, 4096), (5, 1003)])
+def test_bit_spikes_match_packbits_reference_and_dense(
+        bit_modules, shape, store_v_seq, dtype, device):
+    bits, dense = (m.to(device) for m in bit_modules[store_v_seq])
+    x = drive(shape, DTYPES[dtype], device)
+    v0 = drive(shape[1:], DTYPES[dtype], device, seed=1) * 0.5
+    for m in (bits, dense):
+        m.reset()
+        m.v = v0.clone()
+    with torch.no_grad():
+        s = bits(x)
+        s_dense = dense(x)
+    T, N = shape[0], x[0].numel()
+    assert s.dtype == torch.uint8 and s.shape == (T, (N + 7) // 8)
+    assert s.device == x.device
+    # The dense spikes, packed by numpy; the bits past N are zero.
+    assert torch.equal(s.cpu(), packbits(s_dense))
+    assert torch.equal(flexsn.torch.unpack_spikes(s, x.shape, x.dtype),
+                       s_dense)
+    assert torch.equal(bits.v, dense.v) and bits.v.dtype == x.dtype
+    if store_v_seq:
+        assert torch.equal(bits.v_seq, dense.v_seq)
+    if dtype == "f32":
+        want, _ = reference.lif_ref(x.cpu(), v0.cpu())
+        assert torch.equal(s.cpu(), packbits(want))
+    if T > 1:
+        assert s.any(), "no spike: the input tests nothing"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bit_spikes_against_reference_near_threshold(device):
+    bits = LIFNode(spike_dtype="bits").to(device)
+    x = drive((12, 4, 64), torch.float16, device, seed=3)
+    with torch.no_grad():
+        s = bits(x)
+    want, _ = reference.lif_ref(x.float().cpu())
+    got = torch.from_numpy(np.unpackbits(s.cpu().numpy(), axis=-1,
+                                         bitorder="little"))
+    far = far_from_threshold(x).reshape(-1)
+    assert far.float().mean() > 0.5
+    assert torch.equal(got.reshape(12, -1)[:, far].float(),
+                       want.reshape(12, -1)[:, far])
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("n", [37, 40, 300])
+def test_bit_spikes_strided_time_on_cuda(n):
+    """A [T, N] view with time stride ld = 48 (or 304) > N is read in place:
+    each row of packed spikes is ceil(ld / 8) bytes, of which the first
+    ceil(N / 8) hold the row (N = 37: the vector kernel's last group is
+    partial)."""
+    bits = LIFNode(spike_dtype="bits", store_v_seq=True).cuda()
+    dense = LIFNode(store_v_seq=True).cuda()
+    ld = (n + 8) // 8 * 8 + 8
+    base = drive((5, ld), torch.float32, "cuda")
+    x = base[:, :n]
+    with torch.no_grad():
+        s = bits(x)
+        s_dense = dense(x)
+    assert s.shape == (5, (n + 7) // 8) and s.stride() == ((ld + 7) // 8, 1)
+    assert torch.equal(s.cpu(), packbits(s_dense))
+    assert torch.equal(bits.v_seq, dense.v_seq)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bit_per_channel_and_single_step(device):
+    torch.manual_seed(0)
+    x = drive((6, 2, 3, 5), torch.float32, device)
+    bits = ParametricLIFNode(num_channels=3, spike_dtype="bits").to(device)
+    dense = ParametricLIFNode(num_channels=3).to(device)
+    with torch.no_grad():
+        bits.w.copy_(torch.tensor([-1.0, 0.0, 2.0]))
+        dense.w.copy_(bits.w)
+        assert torch.equal(bits(x).cpu(), packbits(dense(x)))
+    step = LIFNode(spike_dtype="bits", step_mode="s").to(device)
+    ref = LIFNode(step_mode="s").to(device)
+    with torch.no_grad():
+        for t in range(x.shape[0]):
+            got = step(x[t])
+            assert got.dtype == torch.uint8 and got.shape == (4,)
+            assert torch.equal(got.cpu(), packbits(ref(x[t])[None])[0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bit_empty_sequences(device):
+    bits = LIFNode(spike_dtype="bits").to(device)
+    with torch.no_grad():
+        for shape, packed in (((0, 3), (0, 1)), ((4, 0), (4, 0))):
+            s = bits(torch.zeros(shape, device=device))
+            assert s.dtype == torch.uint8 and s.shape == packed
+            bits.reset()
+
+
+def test_unpack_spikes_matches_numpy():
+    g = torch.Generator().manual_seed(4)
+    packed = torch.randint(0, 256, (3, 5), generator=g, dtype=torch.uint8)
+    for shape in ((3, 37), (3, 40), (3, 2, 19)):
+        n = int(np.prod(shape[1:]))
+        want = np.unpackbits(packed.numpy(), axis=-1, count=n,
+                             bitorder="little").reshape(shape)
+        got = flexsn.torch.unpack_spikes(packed, shape, torch.uint8)
+        assert torch.equal(got, torch.from_numpy(want))
+    with pytest.raises(ValueError,
+                       match=r"uint8 \[3, 6\], got torch.uint8 \(3, 5\)"):
+        flexsn.torch.unpack_spikes(packed, (3, 41))
+    with pytest.raises(ValueError, match="got torch.int32"):
+        flexsn.torch.unpack_spikes(packed.int(), (3, 40))
+
+
+def test_bit_spikes_carry_no_gradient_and_misuse():
+    bits = LIFNode(spike_dtype="bits")
+    x = drive((4, 3), torch.float32, "cpu").requires_grad_()
+    with pytest.raises(RuntimeError, match="stored as bits carry no"):
+        bits(x)
+    with pytest.raises(ValueError, match="or 'bits'"):
+        LIFNode(spike_dtype="bytes")
+    assert "spike_dtype='bits'" in repr(bits)
+    compiled = flexsn.compile("lif", targets=("cpu",),
+                              variants=("inference",))
+    with pytest.raises(KeyError, match="spikes as bits"):
+        compiled.kernel("cpu", "inference", "f32", spikes="bits")
+
+
+def test_manifest_describes_bit_spikes():
+    compiled = flexsn.compile("lif", targets=("cpu",),
+                              variants=("final-state",),
+                              spike_storage=("bits",))
+    [kernel] = compiled.manifest.cpu_kernels
+    assert kernel.name == "lif_final_state_f32_spikes_bits"
+    assert kernel.spikes == "bits"
+    assert [(b.name, b.dtype, b.element_bytes) for b in kernel.buffers] == [
+        ("x", "f32", 4), ("v_init", "f32", 4), ("spike", "bits", 0),
+        ("v_final", "f32", 4)]
+
+
+@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
+                    reason="torch has no torch.library.custom_op")
+@pytest.mark.parametrize("device", DEVICES)
+def test_bit_spikes_under_torch_compile(device):
+    """The fake of flexsn::scan gives packed spikes their [T, ceil(N / 8)]
+    shape."""
+    bits = LIFNode(spike_dtype="bits").to(device)
+    dense = LIFNode().to(device)
+    x = drive((8, 4, 33), torch.float32, device, seed=5)
+
+    def run(module, x):
+        module.reset()
+        return module(x), module.v
+
+    compiled = torch.compile(lambda x: run(bits, x), fullgraph=True,
+                             backend="aot_eager")
+    with torch.no_grad():
+        s, v = compiled(x)
+        s_dense, v_dense = run(dense, x)
+    assert s.shape == (8, 17) and torch.equal(s.cpu(), packbits(s_dense))
     assert torch.equal(v, v_dense)

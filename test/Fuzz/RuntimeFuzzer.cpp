@@ -151,6 +151,9 @@ int64_t mulAdd(int64_t a, int64_t b, int64_t c) {
   return product;
 }
 
+/// ceil(a / 8) for a >= 0, without overflow.
+int64_t ceilDiv8(int64_t a) { return a / 8 + (a % 8 != 0); }
+
 /// One decoded flexsn_launch call.
 struct Call {
   bool haveImage = true;
@@ -208,7 +211,12 @@ struct Call {
     if (T == 0 || N == 0)
       return 0;
     int64_t elements = mulAdd(T - 1, resolvedLd(), N);
-    return elements < 0 ? -1 : mulAdd(elements, elementSize(i), 0);
+    if (elements < 0)
+      return -1;
+    // Bits: T rows of ceil(ld / 8) bytes, the last ceil(N / 8).
+    if (elementSize(i) == FLEXSN_BIT_PACKED)
+      return mulAdd(T - 1, ceilDiv8(resolvedLd()), ceilDiv8(N));
+    return mulAdd(elements, elementSize(i), 0);
   }
 };
 
@@ -240,9 +248,11 @@ Expectation checkWithoutDriver(const Call &c) {
     initials += kind == FLEXSN_INITIAL_STATE;
     finals += kind == FLEXSN_FINAL_STATE;
     scratch += kind == FLEXSN_REDUCTION_SCRATCH;
-    // Bytes (1) only for an output sequence's spikes.
+    // Bytes (1) and bits only for an output sequence's spikes.
     if (d.element_sizes && d.element_sizes[i] != 2 && d.element_sizes[i] != 4 &&
-        !(d.element_sizes[i] == 1 && kind == FLEXSN_OUTPUT_SEQUENCE))
+        !((d.element_sizes[i] == 1 ||
+           d.element_sizes[i] == FLEXSN_BIT_PACKED) &&
+          kind == FLEXSN_OUTPUT_SEQUENCE))
       return e;
   }
   if (finals > initials || scratch > 1)
@@ -273,7 +283,8 @@ Expectation checkWithoutDriver(const Call &c) {
     if (c.extent(i) < 0)
       return {FLEXSN_ERROR_SIZE_OVERFLOW, -1, true};
   for (int i = 0; i < d.num_buffers; ++i)
-    if (reinterpret_cast<uintptr_t>(c.buffers[i]) % c.elementSize(i) != 0)
+    if (c.elementSize(i) != FLEXSN_BIT_PACKED &&
+        reinterpret_cast<uintptr_t>(c.buffers[i]) % c.elementSize(i) != 0)
       return {FLEXSN_ERROR_INVALID_ARGUMENT, i, true};
   return {FLEXSN_SUCCESS};
 }
@@ -416,9 +427,14 @@ Expectation checkWithDriver(const Call &c, int context, bool imageLoadable,
                                         isWritten(d.kinds[i])))
         return {s, i};
   vector = c.resolvedLd() % d.vector_width == 0;
-  for (int i = 0; i < nb; ++i)
-    if (!isScalarAccess(d.kinds[i]))
-      vector &= reinterpret_cast<uintptr_t>(c.buffers[i]) % 16 == 0;
+  for (int i = 0; i < nb; ++i) {
+    // A vector thread stores vector_width / 8 bytes of bits.
+    uintptr_t alignment = c.elementSize(i) == FLEXSN_BIT_PACKED
+                              ? uintptr_t(d.vector_width / 8)
+                              : 16;
+    if (!isScalarAccess(d.kinds[i]) && alignment > 1)
+      vector &= reinterpret_cast<uintptr_t>(c.buffers[i]) % alignment == 0;
+  }
   if (!imageLoadable)
     return {FLEXSN_ERROR_MODULE_LOAD};
   const char *name = vector ? d.vector_kernel : d.scalar_kernel;

@@ -1,15 +1,18 @@
 // RUN: flexsn-opt %s --split-input-file '--flexsn-generate-kernels=spike-storage=u8' -verify-diagnostics
-// RUN: not flexsn-opt %s '--flexsn-generate-kernels=spike-storage=bits' 2>&1 \
+// RUN: not flexsn-opt %s '--flexsn-generate-kernels=spike-storage=dense,bits' 2>&1 \
+// RUN: | FileCheck %s --check-prefix=BITS
+// RUN: not flexsn-opt %s '--flexsn-generate-kernels=spike-storage=u4' 2>&1 \
 // RUN: | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not flexsn-opt %s '--flexsn-generate-kernels=spike-storage=u8,u8' 2>&1 \
 // RUN: | FileCheck %s --check-prefix=TWICE
 
-// UNKNOWN: unknown spike storage 'bits'; expected dense or u8
+// UNKNOWN: unknown spike storage 'u4'; expected dense, u8 or bits
+// BITS: spike-storage=bits: neuron @scaled has no spike output
 // TWICE: a kernel variant, storage type or spike storage is listed twice
 
-// A neuron whose outputs are not spikes has no byte-spike kernel: an output
-// computed from a spike (here 2 * s) may be anything.
-// expected-error @+1 {{spike-storage=u8: neuron @scaled has no spike output (an output that is a flexsn.spike result) to store as bytes}}
+// A neuron whose outputs are not spikes has no byte- or bit-spike kernel:
+// an output computed from a spike (here 2 * s) may be anything.
+// expected-error @+1 {{spike-storage=u8: neuron @scaled has no spike output (an output that is a flexsn.spike result) to store compactly}}
 flexsn.neuron @scaled inputs(%x: f32) states(%v: f32) outputs(y) {
   %s = flexsn.spike %x surrogate(#flexsn.atan) : f32
   %y = arith.addf %s, %s : f32

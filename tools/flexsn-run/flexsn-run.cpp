@@ -79,7 +79,8 @@ static cl::list<std::string>
 static cl::opt<std::string>
     spikeStorageName("spike-storage", cl::init("dense"),
                      cl::desc("inference, final-state: dense (spike outputs "
-                              "in the inputs' dtype) or u8 (uint8 0/1)"),
+                              "in the inputs' dtype), u8 (uint8 0/1) or bits "
+                              "(uint8 [T, ceil(N/8)], 8 spikes per byte)"),
                      cl::cat(runCategory));
 static cl::opt<bool>
     checkFinite("check-finite",
@@ -225,8 +226,8 @@ int main(int argc, char **argv) {
   bool train = variantName == "train";
   std::optional<SpikeStorage> spikes = symbolizeSpikeStorage(spikeStorageName);
   if (!spikes)
-    fail("--spike-storage: expected dense or u8, got '" + spikeStorageName +
-         "'");
+    fail("--spike-storage: expected dense, u8 or bits, got '" +
+         spikeStorageName + "'");
   if (train && *spikes != SpikeStorage::Dense)
     fail("--spike-storage=" + spikeStorageName +
          ": training outputs carry gradients, so they stay in the inputs' "
@@ -421,15 +422,23 @@ int main(int argc, char **argv) {
   };
   results.reserve(2 * (numOutputs + numStates) + numInputs +
                   neuron.getNumParams());
-  // Output k in its kernel buffer's dtype: bytes for spikes stored as u8.
+  // Output k in its kernel buffer's dtype: bytes for spikes stored as u8;
+  // for spikes stored as bits, [T, ceil(N / 8)] bytes (N flattens the
+  // neuron dimensions), numpy.packbits(axis=-1, bitorder="little") of the
+  // [T, N] spikes.
   SmallVector<KernelBufferAttr> outputBuffers = llvm::filter_to_vector(
       kernel->getInterface().getBuffers(), [](KernelBufferAttr b) {
         return b.getRole() == BufferRole::OutputSequence;
       });
-  for (unsigned k = 0; k < numOutputs; ++k)
-    addResult("out" + std::to_string(k) + ".npy", seqShape,
-              outputBuffers[k].getElementType().isInteger(8) ? NpyDType::U8
-                                                             : first.dtype);
+  for (unsigned k = 0; k < numOutputs; ++k) {
+    Type element = outputBuffers[k].getElementType();
+    SmallVector<int64_t> shape(seqShape);
+    if (element.isInteger(1))
+      shape = {numSteps, llvm::divideCeil(numNeurons, 8)};
+    addResult("out" + std::to_string(k) + ".npy", shape,
+              element.isInteger(8) || element.isInteger(1) ? NpyDType::U8
+                                                           : first.dtype);
+  }
   for (unsigned s = 0; s < numStates; ++s)
     addResult((finalStates ? "final_state" : "state_seq") + std::to_string(s) +
                   ".npy",
@@ -460,8 +469,10 @@ int main(int argc, char **argv) {
   for (unsigned s = 0; s < numStates; ++s)
     buffers.push_back(
         {states.empty() ? nullptr : dataOf(states[s]), perNeuron});
-  for (Result &result : results)
-    buffers.push_back({dataOf(result.array), shapeOf(result.array)});
+  // The outputs are sequences (packed bits too), then come the states.
+  for (auto [i, result] : llvm::enumerate(results))
+    buffers.push_back({dataOf(result.array),
+                       i < numOutputs ? sequence : shapeOf(result.array)});
   // Training: the workspace of saved [T, N] f32 sequences.
   SmallVector<NpyArray> saved;
   for (int64_t i = 0; i < kernel->getInterface().getWorkspaceSequences(); ++i)

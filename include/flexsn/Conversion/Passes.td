@@ -19,7 +19,8 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     parameters replaced by their values and `flexsn.apply` inlined, or the
     scan's own region — and stores the outputs (truncating to the storage
     type; `i8` stores the value converted to an unsigned integer, for 0/1
-    spikes). Absent buffers (null base pointer) read as zeros or are not
+    spikes; `i1` packs 0/1 spikes 8 per byte, in the layout
+    `SpikeStorage` documents). Absent buffers (null base pointer) read as zeros or are not
     written. Reductions are summed per neuron over time in registers, then
     added into their rank-0 buffer, which is zeroed first.
 
@@ -35,6 +36,7 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
       simple rather than fast.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
 }

@@ -32,7 +32,7 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
   ListOption<std::string> spikeStorage{
       *this, "spike-storage",
       llvm::cl::desc("Inference and final-state kernels: how spike outputs "
-                     "are stored, dense (default) and/or u8")};
+                     "are stored: dense (default), u8 and/or bits")};
   Option<bool> generateKernels{
       *this, "generate-kernels",
       llvm::cl::desc("Generate kernel functions from the neurons first; "
@@ -76,7 +76,7 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   ListOption<std::string> spikeStorage{
       *this, "spike-storage",
       llvm::cl::desc("Inference and final-state kernels: how spike outputs "
-                     "are stored, dense (default) and/or u8")};
+                     "are stored: dense (default), u8 and/or bits")};
 };
 
 /// Neuron definitions to a module whose `gpu.binary` holds the kernels (two

@@ -48,7 +48,8 @@ class CpuKernel {
 public:
   /// Compiles `variant` of `neuron` (in `module`, which is not modified)
   /// with sequences stored as `storageType` (f32, f16 or bf16) and spike
-  /// outputs as `spikes` (u8: bytes, inference and final-state only).
+  /// outputs as `spikes` (u8: bytes, bits: 8 per byte; inference and
+  /// final-state only).
   static llvm::Expected<std::unique_ptr<CpuKernel>>
   compile(ModuleOp module, StringRef neuron, KernelVariant variant,
           Type storageType, SpikeStorage spikes = SpikeStorage::Dense);

@@ -143,7 +143,8 @@ int flexsn_buffer_kind_from_role(const char *role);
 typedef struct flexsn_kernel_desc {
   const char *vector_kernel; /* entry name using vector_width neurons per thread
                                 and 16-byte accesses; needs every non-NULL
-                                buffer 16-byte aligned and
+                                buffer 16-byte aligned (bit-packed
+                                ones vector_width / 8) and
                                 ld % vector_width == 0 */
   const char *scalar_kernel; /* entry name, one neuron per thread, any 4/2-byte
                                 alignment */
@@ -154,9 +155,16 @@ typedef struct flexsn_kernel_desc {
   int num_scalars; /* runtime parameters, passed after T, N, ld */
   const int *element_sizes; /* per buffer (training kernels mix f32 saved
                                values with f16 data; an output sequence of
-                               spikes stored as bytes has 1); NULL:
-                               element_size */
+                               spikes stored as bytes has 1, as bits
+                               FLEXSN_BIT_PACKED); NULL: element_size */
 } flexsn_kernel_desc;
+
+/* The element_sizes entry of an output sequence of bit-packed spikes: the
+   spike of neuron n at step t is bit n % 8 (least significant first) of
+   byte t * ceil(ld / 8) + n / 8; each row's bits past N are written as
+   zeros. Its extent is (T-1) * ceil(ld / 8) + ceil(N / 8) bytes, at any
+   alignment. */
+#define FLEXSN_BIT_PACKED 0
 
 /* Validates, then launches one kernel on `stream` computing T steps of N
    neurons.
@@ -179,10 +187,10 @@ typedef struct flexsn_kernel_desc {
 
    Checks, before any driver call, in this order:
      - image, its data, desc malformed (NULL names, width < 1, element_size not
-       2 or 4, an element_sizes entry not 2 or 4 (or 1 for an output
-       sequence), negative counts, num_buffers + num_scalars >
-       FLEXSN_MAX_KERNEL_ARGS, kinds or buffers NULL when num_buffers > 0, a
-       kind out of range, more final states than initial states, more than
+       2 or 4, an element_sizes entry not 2 or 4 (or 1 or
+       FLEXSN_BIT_PACKED for an output sequence), negative counts, num_buffers +
+   num_scalars > FLEXSN_MAX_KERNEL_ARGS, kinds or buffers NULL when num_buffers
+   > 0, a kind out of range, more final states than initial states, more than
        one FLEXSN_REDUCTION_SCRATCH, scalars or a
        scalars[i] NULL when num_scalars > 0)       -> INVALID_ARGUMENT
      - T < 0 or N < 0                              -> NEGATIVE_SIZE

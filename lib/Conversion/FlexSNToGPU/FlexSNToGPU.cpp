@@ -48,6 +48,9 @@ struct KernelPlan {
   /// Whether the kernel sees its neurons as [B, C, S]: it then takes C and
   /// S after ld, and neuron n is in channel (n / S) mod C.
   bool channels = false;
+  /// Whether an output holds bit-packed spikes (i1): the vector kernel then
+  /// gives each thread whole bytes (a multiple of 8 neurons).
+  bool packsBits = false;
 
   func::FuncOp func() const { return kernel.func; }
   ScanOp scan() const { return kernel.scan; }
@@ -74,8 +77,8 @@ public:
   /// A deterministic kernel takes one more pointer after the buffers: the
   /// reduction scratch.
   KernelEmitter(OpBuilder &b, Location loc, const KernelPlan &plan,
-                gpu::GPUFuncOp kernel, bool deterministic)
-      : b(b), loc(loc), plan(plan) {
+                gpu::GPUFuncOp kernel, bool deterministic, unsigned width)
+      : b(b), loc(loc), plan(plan), kernelWidth(width) {
     unsigned numBuffers = plan.numBuffers();
     ValueRange args = kernel.getArguments();
     for (unsigned index : plan.kernel.operandBuffers)
@@ -215,8 +218,12 @@ public:
             for (auto [r, value] : llvm::enumerate(stepResults))
               results[r].push_back(value);
           }
-          for (unsigned k = 0; k < plan.numOutputs(); ++k)
-            storeIfPresent(outputBase + k, index, results[k]);
+          for (unsigned k = 0; k < plan.numOutputs(); ++k) {
+            if (isBits(outputBase + k))
+              storeBitsIfPresent(outputBase + k, step, first, results[k]);
+            else
+              storeIfPresent(outputBase + k, index, results[k]);
+          }
           for (unsigned s = 0; s < plan.numStateResults(); ++s)
             if (!plan.scan().isFinalState(s))
               storeIfPresent(stateBase + s, index,
@@ -529,6 +536,9 @@ public:
 
 private:
   Type elementType(unsigned buffer) const { return plan.elementTypes[buffer]; }
+  bool isBits(unsigned buffer) const {
+    return elementType(buffer).isInteger(1);
+  }
 
   bool isPerChannel(unsigned buffer) const {
     return plan.interface()
@@ -716,6 +726,129 @@ private:
                           std::min(groupBytes, kAccessBytes));
   }
 
+  /// Stores the 0/1 spikes `lanes` of neurons [first, first + lanes) at
+  /// `step` into the bit-packed `buffer`: bit n mod 8 of byte
+  /// step * ceil(ld / 8) + n / 8. A byte is written by one thread, whole:
+  ///  - a vector group (a multiple of 8 neurons, 8-aligned) packs its bytes;
+  ///  - the scalar kernel's warps hold 32 consecutive neurons (32-aligned):
+  ///    a ballot gathers their bits and lanes 0-3 store its 4 bytes;
+  ///  - the vector kernel's last, partial group walks its neurons one at a
+  ///    time from a byte boundary: the first writes the byte (clearing the
+  ///    bits past N), the others add their bit to it.
+  void storeBits(unsigned buffer, Value step, Value first, ValueRange lanes) {
+    Type i8 = b.getI8Type(), i32 = b.getI32Type();
+    Value rowBytes = arith::DivUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, timeStride, constant(7)),
+        constant(8));
+    Value rowStart = arith::MulIOp::create(b, loc, step, rowBytes);
+    auto byteAddress = [&](Value neuron) {
+      Value index = arith::AddIOp::create(
+          b, loc, rowStart,
+          arith::DivUIOp::create(b, loc, neuron, constant(8)));
+      return LLVM::GEPOp::create(b, loc, ptrType, i8, buffers[buffer],
+                                 ValueRange{index});
+    };
+    auto bit = [&](Value spike, Type type) {
+      return arith::ExtUIOp::create(
+          b, loc, type,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, spike,
+                                zeroF32()));
+    };
+    auto shiftLeft = [&](Value value, Value amount) {
+      return arith::ShLIOp::create(b, loc, value, amount);
+    };
+    if (lanes.size() > 1) {
+      assert(lanes.size() % 8 == 0 && "vector groups hold whole bytes");
+      SmallVector<Value> bytes;
+      for (unsigned j = 0; j < lanes.size(); j += 8) {
+        Value byte = bit(lanes[j], i8);
+        for (unsigned l = 1; l < 8; ++l)
+          byte = arith::OrIOp::create(
+              b, loc, byte,
+              shiftLeft(
+                  bit(lanes[j + l], i8),
+                  arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(l))));
+        bytes.push_back(byte);
+      }
+      Value ptr = byteAddress(first);
+      if (bytes.size() == 1) {
+        LLVM::StoreOp::create(b, loc, bytes.front(), ptr, 1);
+        return;
+      }
+      auto vectorType = VectorType::get({int64_t(bytes.size())}, i8);
+      Value vector = LLVM::PoisonOp::create(b, loc, vectorType);
+      for (auto [j, byte] : llvm::enumerate(bytes))
+        vector = LLVM::InsertElementOp::create(
+            b, loc, vector, byte,
+            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(j)));
+      LLVM::StoreOp::create(b, loc, vector, ptr, bytes.size());
+      return;
+    }
+    Value spike = lanes.front();
+    if (kernelWidth == 1) {
+      // The warp's neurons [warpFirst, warpFirst + 32): lanes past N do not
+      // run the steps, so the ballot names only the others.
+      Value lane = arith::RemUIOp::create(b, loc, first, constant(kWarpSize));
+      Value warpFirst = arith::SubIOp::create(b, loc, first, lane);
+      Value count = arith::MinUIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, numNeurons, warpFirst),
+          constant(kWarpSize));
+      Value one64 = constant(1);
+      Value mask = arith::TruncIOp::create(
+          b, loc, i32,
+          arith::SubIOp::create(b, loc, shiftLeft(one64, count), one64));
+      Value ballot = NVVM::VoteSyncOp::create(
+          b, loc, i32, mask,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, spike,
+                                zeroF32()),
+          NVVM::VoteSyncKind::ballot);
+      Value byteFirst = arith::AddIOp::create(
+          b, loc, warpFirst, arith::MulIOp::create(b, loc, lane, constant(8)));
+      Value stores = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane,
+                                constant(4)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, byteFirst,
+                                numNeurons));
+      emitIf(stores, [&] {
+        Value shift = arith::TruncIOp::create(
+            b, loc, i32, arith::MulIOp::create(b, loc, lane, constant(8)));
+        Value byte = arith::TruncIOp::create(
+            b, loc, i8, arith::ShRUIOp::create(b, loc, ballot, shift));
+        LLVM::StoreOp::create(b, loc, byte, byteAddress(byteFirst), 1);
+      });
+      return;
+    }
+    Value ptr = byteAddress(first);
+    Value position = arith::TruncIOp::create(
+        b, loc, i8, arith::RemUIOp::create(b, loc, first, constant(8)));
+    Value value = shiftLeft(bit(spike, i8), position);
+    Value starts = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, position,
+        arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0)));
+    scf::IfOp::create(
+        b, loc, starts,
+        [&](OpBuilder &nested, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          LLVM::StoreOp::create(b, loc, value, ptr, 1);
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &nested, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          Value old = LLVM::LoadOp::create(b, loc, i8, ptr, 1);
+          LLVM::StoreOp::create(
+              b, loc, arith::OrIOp::create(b, loc, old, value), ptr, 1);
+          scf::YieldOp::create(b, loc);
+        });
+  }
+
+  void storeBitsIfPresent(unsigned buffer, Value step, Value first,
+                          ValueRange lanes) {
+    emitIf(present(buffer), [&] { storeBits(buffer, step, first, lanes); });
+  }
+
   void storeIfPresent(unsigned buffer, Value index, ValueRange lanes) {
     scf::IfOp::create(
         b, loc, present(buffer), [&](OpBuilder &nested, Location) {
@@ -759,6 +892,7 @@ private:
   // channel.
   Value channelSlots, blockChannel;
   unsigned slotsPerReduction = 0;
+  unsigned kernelWidth; // neurons per thread of the kernel (1: scalar)
   Type ptrType, f32;
 };
 
@@ -810,7 +944,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
       DenseI32ArrayAttr::get(ctx, {int32_t(kBlockSize), 1, 1}));
 
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  KernelEmitter emitter(b, loc, plan, kernel, deterministic);
+  KernelEmitter emitter(b, loc, plan, kernel, deterministic, width);
   if (!plan.channelReductions.empty())
     emitter.beginChannelSlots(kernel.getWorkgroupAttributions().back(), width);
   Value first = arith::MulIOp::create(b, loc, emitter.threadIndex(),
@@ -923,16 +1057,21 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
     Type element = type.getElementType();
     bool isFloat = element.isF32() || element.isF16() || element.isBF16();
     bool isOutput = llvm::is_contained(scan.getOutputs(), value);
-    if (!isFloat && !(element.isInteger(8) && isOutput))
+    bool isSpikes = element.isInteger(8) || element.isInteger(1);
+    if (!isFloat && !(isSpikes && isOutput))
       return plan.scan().emitError("GPU kernels store f32, f16 or bf16 (and "
-                                   "outputs as i8), got ")
+                                   "outputs as i8 or i1), got ")
              << element;
-    // Byte outputs do not set the width: a thread stores its width bytes.
+    plan.packsBits |= element.isInteger(1);
+    // Byte and bit outputs do not set the width: a thread stores its width
+    // bytes, or width / 8 bytes of bits.
     if (type.getRank() > 0 && isFloat)
       smallest = std::min(smallest, element.getIntOrFloatBitWidth() / 8);
     plan.elementTypes.push_back(element);
   }
   plan.width = kAccessBytes / smallest;
+  if (plan.packsBits)
+    plan.width = std::max(plan.width, 8u);
   return plan;
 }
 

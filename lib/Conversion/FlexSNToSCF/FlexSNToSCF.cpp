@@ -68,11 +68,71 @@ Value loadIfPresent(OpBuilder &b, Location loc, Value present, Value buffer,
   return load.getResult(0);
 }
 
+/// Stores the 0/1 spike `value` at `indices` into the bit-packed `buffer`
+/// (i1, 8 per byte; `SpikeStorage` gives the layout): element e (its
+/// linear index, in elements, from the buffer's offset and strides) lies in
+/// row t = e / ld at column n = e mod ld, ld being the time stride, and is
+/// bit n mod 8 of byte t * ceil(ld / 8) + n / 8. The loops visit a row's
+/// neurons in order, so the first of each byte writes it whole (clearing
+/// the bits past N) and the others add their bit to it.
+void storeBits(OpBuilder &b, Location loc, Value value, Value buffer,
+               ValueRange indices) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  ValueRange strides = metadata.getStrides();
+  Value element = metadata.getOffset();
+  for (auto [index, stride] : llvm::zip_equal(indices, strides))
+    element = arith::AddIOp::create(
+        b, loc, element, arith::MulIOp::create(b, loc, index, stride));
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value ld = strides[0];
+  Value neuron = arith::RemUIOp::create(b, loc, element, ld);
+  Value rowBytes = arith::CeilDivUIOp::create(b, loc, ld, index(8));
+  Value offset = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, element, ld),
+                            rowBytes),
+      arith::DivUIOp::create(b, loc, neuron, index(8)));
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Type i8 = b.getI8Type(), i64 = b.getI64Type();
+  Value integer = arith::IndexCastUIOp::create(
+      b, loc, i64, arith::AddIOp::create(b, loc, base, offset));
+  Value address = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), integer);
+  Value position = arith::RemUIOp::create(b, loc, neuron, index(8));
+  Value spike = arith::ExtUIOp::create(
+      b, loc, i8,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value,
+                            f32Constant(b, loc, 0.0)));
+  Value bit = arith::ShLIOp::create(
+      b, loc, spike, arith::IndexCastUIOp::create(b, loc, i8, position));
+  Value starts = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       position, index(0));
+  scf::IfOp::create(
+      b, loc, starts,
+      [&](OpBuilder &then, Location loc) {
+        LLVM::StoreOp::create(then, loc, bit, address, 1);
+        scf::YieldOp::create(then, loc);
+      },
+      [&](OpBuilder &otherwise, Location loc) {
+        Value old = LLVM::LoadOp::create(otherwise, loc, i8, address, 1);
+        LLVM::StoreOp::create(otherwise, loc,
+                              arith::OrIOp::create(otherwise, loc, old, bit),
+                              address, 1);
+        scf::YieldOp::create(otherwise, loc);
+      });
+}
+
 /// Stores `value` only when `present` holds.
 void storeIfPresent(OpBuilder &b, Location loc, Value present, Value value,
                     Value buffer, ValueRange indices) {
+  bool bits = cast<MemRefType>(buffer.getType()).getElementType().isInteger(1);
   scf::IfOp::create(b, loc, present, [&](OpBuilder &then, Location loc) {
-    storeFromF32(then, loc, value, buffer, indices);
+    if (bits)
+      storeBits(then, loc, value, buffer, indices);
+    else
+      storeFromF32(then, loc, value, buffer, indices);
     scf::YieldOp::create(then, loc);
   });
 }

@@ -6,7 +6,8 @@
 """
 
 from ._function import Handle, has_custom_op, scan
+from ._kernels import unpack_spikes
 from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
 
 __all__ = ["FlexSN", "Handle", "IFNode", "LIFNode", "ParametricLIFNode",
-           "has_custom_op", "scan"]
+           "has_custom_op", "scan", "unpack_spikes"]

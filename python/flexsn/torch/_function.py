@@ -36,8 +36,9 @@ class Handle:
         self.compiled = compiled
         self.info = compiled.info
         self.deterministic = deterministic
-        # How inference stores spike outputs: "dense" (the inputs' dtype)
-        # or "u8" (uint8, no gradient).
+        # How inference stores spike outputs: "dense" (the inputs' dtype),
+        # "u8" (uint8) or "bits" (packed uint8); the compact ones carry no
+        # gradient.
         self.spikes = spikes
         self._kernels = {}
         runtime = self.info.runtime_params
@@ -324,10 +325,8 @@ if _HAS_CUSTOM_OP:
         handle = _registry[handle_id]
         x = tensors[0]
         info = handle.info
-        dtypes = ([x.dtype] * len(info.outputs) if training else
-                  handle.kernels(x.device).output_dtypes(x, handle.spikes))
-        outputs = [torch.empty_like(x, memory_format=torch.contiguous_format,
-                                    dtype=dtype) for dtype in dtypes]
+        outputs = handle.kernels(x.device).empty_outputs(
+            x, "dense" if training else handle.spikes)
         if training or store_state_seqs:
             states = [torch.empty_like(x, memory_format=torch.contiguous_format)
                       for _ in info.states]

@@ -29,8 +29,39 @@ from .._runtime import NoDeterministicKernelError
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 #: How kernels store spike outputs, by the dtype a module asks for them in
-#: (None: the inputs' dtype).
-SPIKE_STORAGE = {None: "dense", torch.uint8: "u8"}
+#: (None: the inputs' dtype; "bits": uint8 bytes of 8 spikes each).
+SPIKE_STORAGE = {None: "dense", torch.uint8: "u8", "bits": "bits"}
+
+
+def output_kinds(spec: Kernel, x_dtype: torch.dtype) -> list:
+    """Per output of an inference or final-state kernel: the torch dtype it
+    is stored in, or "bits" for spikes packed 8 per byte."""
+    return ["bits" if b.dtype == "bits" else
+            torch.uint8 if b.dtype == "u8" else x_dtype
+            for b in spec.buffers_with_role("output_sequence")]
+
+
+def packed_shape(seq_shape: Sequence[int]) -> Tuple[int, int]:
+    """The shape of bit-packed spikes of a [T, N...] sequence: [T, ceil(N /
+    8)] bytes, numpy.packbits(axis=-1, bitorder="little") of [T, N]."""
+    return (seq_shape[0], (math.prod(seq_shape[1:]) + 7) // 8)
+
+
+def unpack_spikes(packed: torch.Tensor, shape: Sequence[int],
+                  dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The 0/1 spikes of shape `shape` ([T, N...]) from their bit-packed
+    form `packed` (uint8 [T, ceil(N / 8)], as `spike_dtype="bits"` returns
+    them): bit n % 8 (least significant first) of byte n // 8 of each row
+    is neuron n's spike."""
+    T, N = shape[0], math.prod(shape[1:])
+    if packed.dtype != torch.uint8 or tuple(packed.shape) != (T, (N + 7) // 8):
+        raise ValueError(f"packed spikes of a {tuple(shape)} sequence are "
+                         f"uint8 [{T}, {(N + 7) // 8}], got {packed.dtype} "
+                         f"{tuple(packed.shape)}")
+    weights = torch.tensor([1 << i for i in range(8)], dtype=torch.uint8,
+                           device=packed.device)
+    bits = packed.unsqueeze(-1).bitwise_and(weights).ne(0)
+    return bits.reshape(T, -1)[:, :N].reshape(tuple(shape)).to(dtype)
 
 
 def storage_type(tensors: Sequence[torch.Tensor], what: str) -> str:
@@ -192,15 +223,19 @@ class NeuronKernels:
                 self.device_type, variant, dtype, deterministic, spikes)
         return kernel
 
-    def output_dtypes(self, x: torch.Tensor, spikes: str) -> List[torch.dtype]:
-        """The dtype of each output of an inference or final-state kernel
-        over inputs like `x`: uint8 for spike outputs stored as u8, else
-        x's."""
-        if spikes == "dense":
-            return [x.dtype] * self.num_outputs
-        spec = self.kernel("inference", DTYPES[x.dtype], spikes=spikes).spec
-        return [torch.uint8 if b.dtype == "u8" else x.dtype
-                for b in spec.buffers_with_role("output_sequence")]
+    def empty_outputs(self, x: torch.Tensor, spikes: str
+                      ) -> List[torch.Tensor]:
+        """Contiguous tensors like the outputs of an inference or
+        final-state kernel over inputs like `x`: uint8 for spikes stored as
+        u8, packed uint8 [T, ceil(N / 8)] for spikes stored as bits, else
+        like x."""
+        kinds = ([x.dtype] * self.num_outputs if spikes == "dense" else
+                 output_kinds(self.kernel("inference", DTYPES[x.dtype],
+                                          spikes=spikes).spec, x.dtype))
+        return [x.new_empty(packed_shape(x.shape), dtype=torch.uint8)
+                if kind == "bits" else
+                torch.empty_like(x, memory_format=torch.contiguous_format,
+                                 dtype=kind) for kind in kinds]
 
     # -- launching ---------------------------------------------------------
 
@@ -273,7 +308,8 @@ class NeuronKernels:
                   shaped: Sequence[torch.Tensor] = (), spikes: str = "dense"
                   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
         """Outputs and (state sequences or final states), with no graph.
-        With `spikes="u8"`, spike outputs are uint8 (0 or 1)."""
+        With `spikes="u8"`, spike outputs are uint8 (0 or 1); with
+        `spikes="bits"`, uint8 [T, ceil(N / 8)] of 8 spikes per byte."""
         # Everything that depends only on the layout is worked out (and
         # checked) once per layout: a module is called with few of them.
         # Shaped parameters are part of the layout (shape, dtype, device):
@@ -301,6 +337,10 @@ class NeuronKernels:
         x0 = inputs[0]
 
         def sequence(dtype=None):
+            if dtype == "bits":
+                # Rows of ceil(ld / 8) bytes, the first ceil(N / 8) used.
+                rows = x0.new_empty((T, (ld + 7) // 8), dtype=torch.uint8)
+                return rows[:, :(N + 7) // 8]
             if ld == N:
                 # Contiguous like the (possibly copied) inputs.
                 return torch.empty_like(x0, dtype=dtype)
@@ -347,9 +387,7 @@ class NeuronKernels:
             ld = N
         kernel = self.kernel("inference" if store_state_seqs
                              else "final-state", dtype, spikes=spikes)
-        output_dtypes = [
-            torch.uint8 if b.dtype == "u8" else x0.dtype
-            for b in kernel.spec.buffers_with_role("output_sequence")]
+        output_dtypes = output_kinds(kernel.spec, x0.dtype)
         return (kernel, T, N, ld, copy_inputs, (T,) + tuple(shape),
                 channels(self.info, x0), output_dtypes)
 

@@ -50,8 +50,14 @@ class FlexSN(nn.Module):
 
     `spike_dtype=torch.uint8` returns spike outputs (outputs that are
     `flexsn.spike` results) as uint8 0/1 sequences, written by kernels that
-    store a byte per spike: a quarter of float32's bytes. Such spikes carry
-    no gradient, so the module then runs inference only (under
+    store a byte per spike: a quarter of float32's bytes. `spike_dtype=
+    "bits"` returns them bit-packed, 8 per byte: a spike output over `[T,
+    N...]` inputs is a uint8 `[T, ceil(N / 8)]` tensor (`[ceil(N / 8)]` in
+    single-step mode) whose bit `n % 8` (least significant first) of byte
+    `n // 8` of row t is the spike of neuron n (flattened) at step t, i.e.
+    `numpy.packbits(s.reshape(T, N), axis=-1, bitorder="little")`;
+    `flexsn.torch.unpack_spikes` unpacks it. Such spikes carry no
+    gradient, so the module then runs inference only (under
     `torch.no_grad()`, or with no input, state or parameter requiring a
     gradient); its other outputs and states keep the inputs' dtype.
     """
@@ -76,8 +82,8 @@ class FlexSN(nn.Module):
             raise ValueError("step_mode is 'm' (multi-step, [T, N...]) or "
                              "'s' (single step, [N...])")
         if spike_dtype not in SPIKE_STORAGE:
-            raise ValueError(f"spike_dtype is None (the inputs' dtype) or "
-                             f"torch.uint8, got {spike_dtype!r}")
+            raise ValueError(f"spike_dtype is None (the inputs' dtype), "
+                             f"torch.uint8 or 'bits', got {spike_dtype!r}")
         spikes = SPIKE_STORAGE[spike_dtype]
         if spikes != "dense":
             compile_options["spike_storage"] = ("dense", spikes)
@@ -195,8 +201,8 @@ class FlexSN(nn.Module):
                    if self.info.per_neuron_params else "")
                 + (f", num_channels={self.num_channels}"
                    if self.info.channels else "")
-                + (", spike_dtype=torch.uint8"
-                   if self.handle.spikes == "u8" else ""))
+                + {"dense": "", "u8": ", spike_dtype=torch.uint8",
+                   "bits": ", spike_dtype='bits'"}[self.handle.spikes])
 
     def forward(self, *inputs: torch.Tensor):
         if len(inputs) != len(self.info.inputs):

@@ -1121,7 +1121,7 @@ func.func @f(%x: memref<?x?xi8>, %s: memref<?x?xf32>) {
 
 // Output sequences are stored as f32, f16, bf16 or i8, not f64.
 func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf64>) {
-  // expected-error@+1 {{'flexsn.scan' op operand #1 must be variadic of 0D/1D/2D/3D/4D/5D tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values or 0D/1D/2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer values, but got 'memref<?x?xf64>'}}
+  // expected-error@+1 {{'flexsn.scan' op operand #1 must be variadic of 0D/1D/2D/3D/4D/5D tensor of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer or 1-bit signless integer values or 0D/1D/2D/3D/4D/5D memref of 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer or 1-bit signless integer values, but got 'memref<?x?xf64>'}}
   flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf64>) {
   ^bb0(%a: f32):
     flexsn.yield %a : f32

@@ -172,7 +172,7 @@ func.func @inference_gradient(%g: memref<?xf32>) attributes {flexsn.kernel = #fl
 // -----
 
 // Bytes hold spikes, which only outputs are.
-// expected-error@+2 {{a state_sequence buffer ('v') cannot hold i8: only spike outputs (output_sequence) are stored as bytes}}
+// expected-error@+2 {{a state_sequence buffer ('v') cannot hold 'i8': only spike outputs (output_sequence) are stored as bytes or bits}}
 // expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
 func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", state_sequence, i8, sequence>], spikes = u8>} {
   return
@@ -180,7 +180,7 @@ func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.ke
 
 // -----
 
-// expected-error@+2 {{buffer 'x' must hold f32, f16, bf16 or i8, got 'i16'}}
+// expected-error@+2 {{buffer 'x' must hold f32, f16, bf16, i8 or i1, got 'i16'}}
 // expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
 func.func @short(%x: memref<?x?xi16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, i16, sequence>]>} {
   return
@@ -197,7 +197,7 @@ func.func @dense(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.ker
 // -----
 
 // A u8 kernel has a byte output.
-// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel with an i8 output buffer}}
+// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
 func.func @no_bytes(%x: memref<?x?xf32>, %s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, f32, sequence>], spikes = u8>} {
   return
 }
@@ -205,7 +205,48 @@ func.func @no_bytes(%x: memref<?x?xf32>, %s: memref<?x?xf32>) attributes {flexsn
 // -----
 
 // Training outputs carry gradients: no byte spikes.
-// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel with an i8 output buffer}}
+// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
 func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i8, sequence>], spikes = u8>} {
+  return
+}
+
+// -----
+
+// Bits hold spikes, which only outputs are.
+// expected-error@+2 {{a final_state buffer ('v') cannot hold 'i1': only spike outputs (output_sequence) are stored as bytes or bits}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @bit_state(%v: memref<?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", final_state, i1, per_neuron>], spikes = bits>} {
+  return
+}
+
+// -----
+
+// A dense kernel stores no bit spikes.
+// expected-error@+1 {{an i1 output buffer belongs to a kernel storing spikes as bits (spikes = bits)}}
+func.func @dense_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i1, sequence>]>} {
+  return
+}
+
+// -----
+
+// A bits kernel stores its spikes as i1, not as bytes.
+// expected-error@+1 {{a kernel storing spikes as bits is an inference or final-state kernel whose compact outputs are all i1}}
+func.func @bits_as_bytes(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", "final-state", f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i8, sequence>], spikes = bits>} {
+  return
+}
+
+// -----
+
+// One storage per kernel: bytes and bits do not mix.
+// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
+func.func @mixed(%s: memref<?x?xi8>, %b: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"s", output_sequence, i8, sequence>, <"b", output_sequence, i1, sequence>], spikes = u8>} {
+  return
+}
+
+// -----
+
+// Training outputs carry gradients: no bit spikes.
+// expected-error@+1 {{a kernel storing spikes as bits is an inference or final-state kernel whose compact outputs are all i1}}
+func.func @training_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i1, sequence>], spikes = bits>} {
   return
 }

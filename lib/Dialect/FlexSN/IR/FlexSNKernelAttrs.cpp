@@ -90,18 +90,18 @@ KernelBufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (std::optional<std::string> problem = checkExportedName(name.getValue()))
     return emitError() << "buffer name '" << name.getValue() << "' "
                        << *problem;
-  bool isByte = elementType.isInteger(8);
+  // Bytes and bits hold 0/1 spikes, which only outputs are.
+  bool isSpikeType = elementType.isInteger(8) || elementType.isInteger(1);
   if (!elementType.isF32() && !elementType.isF16() && !elementType.isBF16() &&
-      !isByte)
+      !isSpikeType)
     return emitError() << "buffer '" << name.getValue()
-                       << "' must hold f32, f16, bf16 or i8, got "
+                       << "' must hold f32, f16, bf16, i8 or i1, got "
                        << elementType;
-  // Bytes hold 0/1 spikes, which only outputs are.
-  if (isByte && role != BufferRole::OutputSequence)
+  if (isSpikeType && role != BufferRole::OutputSequence)
     return emitError() << "a " << stringifyBufferRole(role) << " buffer ('"
-                       << name.getValue()
-                       << "') cannot hold i8: only spike outputs "
-                          "(output_sequence) are stored as bytes";
+                       << name.getValue() << "') cannot hold " << elementType
+                       << ": only spike outputs (output_sequence) are stored "
+                          "as bytes or bits";
   if (shape != getShapeOfRole(role))
     return emitError() << "a " << stringifyBufferRole(role) << " buffer ('"
                        << name.getValue() << "') has shape class "
@@ -221,15 +221,30 @@ LogicalResult KernelInterfaceAttr::verify(
                        << " saved buffer(s)";
   if (scratches > 1)
     return emitError() << "a kernel has at most one reduction scratch";
-  bool byteSpikes = llvm::any_of(buffers, [](KernelBufferAttr buffer) {
-    return buffer.getElementType().isInteger(8);
-  });
-  if (spikes == SpikeStorage::U8 && (training || !byteSpikes))
-    return emitError() << "a kernel storing spikes as u8 is an inference or "
-                          "final-state kernel with an i8 output buffer";
-  if (spikes == SpikeStorage::Dense && byteSpikes)
-    return emitError() << "an i8 output buffer belongs to a kernel storing "
-                          "spikes as u8 (spikes = u8)";
+  // The spike storage is the element type of the spike outputs: i8 for u8,
+  // i1 for bits, none for dense.
+  auto holds = [&](unsigned width) {
+    return llvm::any_of(buffers, [&](KernelBufferAttr buffer) {
+      return buffer.getElementType().isInteger(width);
+    });
+  };
+  bool bytes = holds(8), bits = holds(1);
+  if (spikes == SpikeStorage::Dense && (bytes || bits))
+    return emitError() << "an " << (bytes ? "i8" : "i1")
+                       << " output buffer belongs to a kernel storing spikes "
+                          "as "
+                       << (bytes ? "u8 (spikes = u8)" : "bits (spikes = bits)");
+  if (spikes != SpikeStorage::Dense) {
+    bool own = spikes == SpikeStorage::U8 ? bytes : bits;
+    bool other = spikes == SpikeStorage::U8 ? bits : bytes;
+    StringRef type = spikes == SpikeStorage::U8 ? "i8" : "i1";
+    if (training || !own || other)
+      return emitError() << "a kernel storing spikes as "
+                         << stringifySpikeStorage(spikes)
+                         << " is an inference or final-state kernel whose "
+                            "compact outputs are all "
+                         << type;
+  }
   return success();
 }
 

@@ -48,8 +48,8 @@ struct KernelRequest {
   SpikeStorage spikes;
 };
 
-/// Builds `@<neuron>_<variant>_<dtype>[_spikes_u8]`: the ABI arguments, then
-/// one scan.
+/// Builds `@<neuron>_<variant>_<dtype>[_spikes_<u8|bits>]`: the ABI arguments,
+/// then one scan.
 func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
                          const KernelRequest &request) {
   Location loc = neuron.getLoc();
@@ -112,7 +112,7 @@ struct GenerateKernelsPass
       std::optional<SpikeStorage> spikes = symbolizeSpikeStorage(name);
       if (!spikes) {
         module.emitError() << "unknown spike storage '" << name
-                           << "'; expected dense or u8";
+                           << "'; expected dense, u8 or bits";
         return signalPassFailure();
       }
       spikeChoices.push_back(*spikes);
@@ -156,13 +156,15 @@ struct GenerateKernelsPass
       bool hasSpikes =
           llvm::any_of(llvm::seq(neuron.getNumOutputs()),
                        [&](unsigned i) { return neuron.isSpikeOutput(i); });
-      if (!hasSpikes && llvm::is_contained(spikeChoices, SpikeStorage::U8)) {
-        neuron.emitError() << "spike-storage=u8: neuron @"
-                           << neuron.getSymName()
-                           << " has no spike output (an output that is a "
-                              "flexsn.spike result) to store as bytes";
-        return signalPassFailure();
-      }
+      for (SpikeStorage spikes : spikeChoices)
+        if (!hasSpikes && spikes != SpikeStorage::Dense) {
+          neuron.emitError()
+              << "spike-storage=" << stringifySpikeStorage(spikes)
+              << ": neuron @" << neuron.getSymName()
+              << " has no spike output (an output that is a flexsn.spike "
+                 "result) to store compactly";
+          return signalPassFailure();
+        }
       for (const KernelRequest &request : requests) {
         func::FuncOp kernel = buildKernel(builder, neuron, request);
         if (symbols.lookup(kernel.getSymName())) {

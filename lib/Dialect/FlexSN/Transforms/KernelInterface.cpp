@@ -139,10 +139,11 @@ mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates,
   add(neuron.getStateNames(), "_init", BufferRole::InitialState);
   for (auto [i, name] :
        llvm::enumerate(neuron.getOutputNames().getAsValueRange<StringAttr>())) {
-    bool byte = spikes == SpikeStorage::U8 && neuron.isSpikeOutput(i);
+    Type type = dtype;
+    if (spikes != SpikeStorage::Dense && neuron.isSpikeOutput(i))
+      type = IntegerType::get(ctx, spikes == SpikeStorage::U8 ? 8 : 1);
     buffers.push_back(
-        KernelBufferAttr::get(ctx, name, BufferRole::OutputSequence,
-                              byte ? Type(IntegerType::get(ctx, 8)) : dtype));
+        KernelBufferAttr::get(ctx, name, BufferRole::OutputSequence, type));
   }
   if (finalStates)
     add(neuron.getStateNames(), "_final", BufferRole::FinalState);

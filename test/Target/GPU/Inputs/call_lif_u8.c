@@ -1,7 +1,7 @@
-/* Calls LIF's inference function that stores spikes as bytes, on a machine
- * that may have no GPU: the spike buffer is a uint8_t sequence, which needs
- * no alignment, while the float buffers keep theirs. Prints one line per
- * check. */
+/* Calls LIF's inference functions that store spikes as bytes and as bits,
+ * on a machine that may have no GPU: the spike buffer is a uint8_t
+ * sequence, which needs no alignment, while the float buffers keep theirs.
+ * Prints one line per check. */
 #include "lif_u8.h"
 
 #include <stdio.h>
@@ -22,5 +22,12 @@ int main(void) {
   report("odd state address",
          flexsn_lif_inference_f32_spikes_u8(NULL, 4, 8, 0, fake, NULL, odd,
                                             (float *)(uintptr_t)0x10001));
+  report("bits, no input", flexsn_lif_inference_f32_spikes_bits(
+                               NULL, 4, 8, 0, NULL, NULL, odd, NULL));
+  report("bits, odd spike address", flexsn_lif_inference_f32_spikes_bits(
+                                        NULL, 4, 8, 0, fake, NULL, odd, fake));
+  report("bits, odd state address",
+         flexsn_lif_inference_f32_spikes_bits(NULL, 4, 8, 0, fake, NULL, odd,
+                                              (float *)(uintptr_t)0x10001));
   return 0;
 }

@@ -300,7 +300,8 @@ def FlexSN_StorageType : I32EnumAttr<"StorageType",
 def FlexSN_SpikeStorage : I32EnumAttr<"SpikeStorage",
     "how a kernel stores its spike outputs", [
     I32EnumAttrCase<"Dense", 0, "dense">,
-    I32EnumAttrCase<"U8", 1, "u8">
+    I32EnumAttrCase<"U8", 1, "u8">,
+    I32EnumAttrCase<"Bits", 2, "bits">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
@@ -312,9 +313,17 @@ def FlexSN_SpikeStorage : I32EnumAttr<"SpikeStorage",
     * `dense`: spike outputs are sequences of the storage type, like every
       other output;
     * `u8`: spike outputs are sequences of bytes (`i8` buffers, read as
-      unsigned: 0 or 1), a quarter of the f32 traffic. Inference and
-      final-state kernels only: a training forward's outputs carry
-      gradients.
+      unsigned: 0 or 1), a quarter of the f32 traffic;
+    * `bits`: spike outputs are bit-packed (`i1` buffers), 8 neurons per
+      byte: the spike of neuron `n` at step `t` is bit `n mod 8` (least
+      significant first) of byte `t * ceil(ld / 8) + n / 8`. Each time step
+      starts a new byte (its row is `ceil(ld / 8)` bytes), and the bits past
+      `N` in a row's last byte are zero: with `ld = N` the buffer is
+      `numpy.packbits(spikes, axis=-1, bitorder="little")` of the `[T, N]`
+      spikes. A thirty-second of the f32 traffic.
+
+    `u8` and `bits` make inference and final-state kernels only: a training
+    forward's outputs carry gradients.
   }];
 }
 
@@ -397,8 +406,9 @@ def FlexSN_KernelBufferAttr : FlexSN_Attr<"KernelBuffer", "buffer"> {
   let description = [{
     The name is a C identifier, exported as the argument name of the header
     stub and in the manifest; the element type is that of the memref the
-    kernel function takes (`f32`, `f16` or `bf16`; `i8` for the spike
-    outputs of a kernel storing spikes as bytes, an `output_sequence`).
+    kernel function takes (`f32`, `f16` or `bf16`; for the spike outputs of
+    a kernel storing spikes compactly, an `output_sequence`, `i8` for bytes
+    and `i1` for bits, packed 8 per byte as `bits` says).
 
     ```mlir
     #flexsn.buffer<"v_seq", state_sequence, f16, sequence>
@@ -448,7 +458,8 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
     kernel of a neuron needs the same workspace).
 
     `spikes` says how the kernel stores its spike outputs (`dense`, the
-    default, or `u8`: then exactly the spike outputs' buffers are `i8`).
+    default; `u8`: then exactly the spike outputs' buffers are `i8`; `bits`:
+    then they are `i1`, bit-packed).
 
     ```mlir
     func.func @lif_inference_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,

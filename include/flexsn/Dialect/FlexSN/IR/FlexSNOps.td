@@ -138,8 +138,8 @@ class FlexSN_ScanShaped<list<Type> elementTypes> : AnyTypeOf<[
     TensorRankOf<elementTypes, [0, 1, 2, 3, 4, 5]>,
     MemRefRankOf<elementTypes, [0, 1, 2, 3, 4, 5]>]>;
 def FlexSN_ScanInput : FlexSN_ScanShaped<[F32, F16, BF16]>;
-// Outputs may also be bytes (0/1 spikes).
-def FlexSN_ScanOutput : FlexSN_ScanShaped<[F32, F16, BF16, I8]>;
+// Outputs may also be bytes or bits (0/1 spikes).
+def FlexSN_ScanOutput : FlexSN_ScanShaped<[F32, F16, BF16, I8, I1]>;
 def FlexSN_ScanReduction : FlexSN_ScanShaped<[F32]>;
 
 def FlexSN_ScanOp : FlexSN_Op<"scan", [
@@ -210,8 +210,10 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     (positions in `ins`), which read as zeros when absent — incoming
     gradients of a backward scan, for instance.
 
-    Operands are stored as `f32`, `f16` or `bf16` (outputs also as `i8`, for
-    0/1 spikes); values convert to and from `f32` at the boundary only.
+    Operands are stored as `f32`, `f16` or `bf16` (outputs also as `i8` or
+    `i1`, for 0/1 spikes; an `i1` buffer packs them 8 per byte, in the
+    layout `SpikeStorage` documents); values convert to and from `f32` at
+    the boundary only.
     Buffers may have any layout, so a strided time dimension needs no copy.
 
     The neuron dimensions are parallel: the scan implements

@@ -39,8 +39,11 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
     `@<neuron>_<variant>_<dtype>_spikes_u8`, whose spike outputs (outputs
     always 0 or 1: a `flexsn.spike` result, possibly detached) are `i8`
     sequences holding 0 or 1, a quarter of an f32 sequence's bytes; the
-    other buffers keep the storage type. A neuron without a spike output
-    has no such kernel (an error).
+    other buffers keep the storage type. `spike-storage=bits` makes
+    `@<neuron>_<variant>_<dtype>_spikes_bits`, whose spike outputs are `i1`
+    sequences packed 8 per byte (the layout is `SpikeStorage`'s), a
+    thirty-second of an f32 sequence's bytes. A neuron without a spike
+    output has no such kernels (an error).
 
     Rationale:
     * Variants are IR, not templates: every later pass (autodiff, fusion,
@@ -55,7 +58,7 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
                "Neurons to generate kernels for (default: all)">,
     ListOption<"spikeStorage", "spike-storage", "std::string",
                "How spike outputs are stored: dense (the storage type, the "
-               "default), u8 (bytes)">,
+               "default), u8 (bytes), bits (8 per byte)">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect"];
