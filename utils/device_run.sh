@@ -22,6 +22,9 @@
 #                   forward/backward pair vs PyTorch autograd and the CPU
 #                   kernels, T = 0, NULL gradients, strides, misalignment, a
 #                   too-small workspace                      -> $OUT/train/
+#   4b. channels / bits  python/tests/channel_kernel_checks.py and
+#                   bit_spike_checks.py (and --quick under memcheck, and
+#                   initcheck for bits)
 #   5. memcheck     compute-sanitizer --tool memcheck on kernel_checks.py --quick
 #   6. trainmem     compute-sanitizer --tool memcheck on train_kernel_checks.py
 #                   --quick (a subset of the neurons)
@@ -122,12 +125,22 @@ run_step train "$lim" "$PY" python/tests/train_kernel_checks.py \
 lim=$(min 60 $(($(left) - BENCH_RESERVE - 80)))
 run_step channels "$lim" "$PY" python/tests/channel_kernel_checks.py \
   --out "$OUT/channels"
+lim=$(min 60 $(($(left) - BENCH_RESERVE - 80)))
+run_step bits "$lim" "$PY" python/tests/bit_spike_checks.py --out "$OUT/bits"
 
 if command -v compute-sanitizer >/dev/null; then
   lim=$(min 60 $(($(left) - BENCH_RESERVE - 70)))
   run_step channelmem "$lim" compute-sanitizer --tool memcheck \
     --error-exitcode 99 "$PY" python/tests/channel_kernel_checks.py --quick \
     --out "$OUT/channelmem"
+  # The bits kernels' byte stores: nothing out of bounds, nothing read that
+  # was not written (the partial groups' read-modify-write).
+  for step in bitsmem:memcheck bitsinit:initcheck; do
+    lim=$(min 60 $(($(left) - BENCH_RESERVE - 70)))
+    run_step "${step%%:*}" "$lim" compute-sanitizer --tool "${step#*:}" \
+      --error-exitcode 99 "$PY" python/tests/bit_spike_checks.py --quick \
+      --out "$OUT/${step%%:*}"
+  done
   lim=$(min 80 $(($(left) - BENCH_RESERVE - 60)))
   run_step memcheck "$lim" compute-sanitizer --tool memcheck \
     --error-exitcode 99 "$PY" python/tests/kernel_checks.py --quick \
@@ -203,7 +216,7 @@ def add(name, ok, what):
     lines.append("%-10s %-7s %4ds  %s" % (name, state, secs, what))
 
 for name in ("env", "smoke", "check", "train", "channels", "channelmem",
-             "memcheck", "trainmem", "racecheck", "initcheck", "trainrace",
+             "bits", "bitsmem", "bitsinit", "memcheck", "trainmem", "racecheck", "initcheck", "trainrace",
              "trainsync", "pytest", "bench"):
     if name not in steps:
         continue
@@ -219,9 +232,9 @@ for name in ("env", "smoke", "check", "train", "channels", "channelmem",
         add(name, rc == "0", "rc %s%s; %s" % (rc, " (timed out)" if timed_out else "",
                                              (text.strip().splitlines() or ["no output"])[-1][:90]))
         continue
-    if name in ("channels", "channelmem"):
+    if name in ("channels", "channelmem", "bits", "bitsmem", "bitsinit"):
         summ = last(r"^\d+ of \d+ passed.*$", text) or "no summary"
-        if name == "channelmem":
+        if name in ("channelmem", "bitsmem", "bitsinit"):
             summ = "%s; %s" % (last(r"ERROR SUMMARY: .*$", text) or
                                "no sanitizer summary", summ)
         add(name, rc == "0", ("TIMED OUT; " if timed_out else "") + summ)

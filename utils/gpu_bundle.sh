@@ -99,6 +99,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" python/tests/kernel_checks.py --compile-only
 "$PY" python/tests/train_kernel_checks.py --compile-only
 "$PY" python/tests/channel_kernel_checks.py --compile-only
+"$PY" python/tests/bit_spike_checks.py --compile-only
 "$PY" utils/device_torch.py --compile-only
 "$PY" utils/bench_lif.py --compile-only
 "$PY" utils/bench_fx.py --compile-only --out "$DIR/fx"
