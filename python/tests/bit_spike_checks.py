@@ -94,7 +94,9 @@ def run_case(torch, compiled, N, T, dtype, variant, layout):
     state_name = "v_seq" if variant == "inference" else "v_final"
 
     def launch(kernel, spike, state):
-        values = {"x": x.data_ptr(), "v_init": v_init.data_ptr(),
+        # T = 0 launches nothing, but x must not be NULL: any address.
+        values = {"x": x.data_ptr() if T else v_init.data_ptr(),
+                  "v_init": v_init.data_ptr(),
                   "spike": spike, state_name: state}
         kernel.launch(stream, T, N, ld,
                       [values[b.name] for b in kernel.spec.buffers], 0)
@@ -120,7 +122,7 @@ def run_case(torch, compiled, N, T, dtype, variant, layout):
             return False, (f"row {bad[0]} byte {bad[1]}: "
                            f"{have[tuple(bad)]:#04x}, want "
                            f"{want[tuple(bad)]:#04x}")
-        if not spikes.any() and T > 1:
+        if not spikes.any() and T > 1 and N >= 8:
             return False, "no spike: the inputs test nothing"
     if variant == "inference":
         same = torch.equal(bits_state.view(T, ld)[:, :N],
