@@ -32,18 +32,15 @@ spike buffer).
 Exit status 0 when every case passes; one line per case on stdout.
 """
 
-import argparse
-import json
-import os
 import pathlib
 import sys
-import time
 
 import numpy as np
 
 # The package of this checkout, wherever it is installed.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import flexsn  # noqa: E402
+import check_cli  # noqa: E402  (beside this script)
 
 NEURONS = (1, 7, 8, 33, 1003, 4096, 8192)
 DTYPES = ("f32", "f16")
@@ -189,49 +186,22 @@ def read_device(ptr, nbytes):
     return host
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--compile-only", action="store_true")
-    parser.add_argument("--quick", action="store_true",
-                        help="T = 5, dense and strided layouts only")
-    parser.add_argument("--out", help="directory for results.json")
-    args = parser.parse_args()
-    compiled = compile_neuron()
-    if args.compile_only:
-        print("compiled", compiled.directory)
-        return 0
-    import torch
-    if not torch.cuda.is_available():
-        print("no CUDA device")
-        return 2
-    records, failed = [], 0
-    start = time.time()
+def checks(torch, compiled, quick):
     cases = []
     for N in NEURONS:
         for dtype in DTYPES:
             for variant in ("inference", "final-state"):
-                for T in ((5,) if args.quick else (0, 1, 5)):
-                    layouts = ("dense", "strided") if args.quick else (
+                for T in ((5,) if quick else (0, 1, 5)):
+                    layouts = ("dense", "strided") if quick else (
                         "dense", "strided", "misaligned")
                     cases += [(N, T, dtype, variant, layout)
                               for layout in layouts]
-    checks = [("N=%d T=%d %s %s %s" % case,
-               lambda case=case: run_case(torch, compiled, *case))
-              for case in cases]
-    checks.append(("extent", lambda: check_extent(torch, compiled)))
-    for name, check in checks:
-        ok, message = check()
-        failed += not ok
-        print(("ok   " if ok else "FAIL ") + name + ": " + message)
-        records.append({"case": name, "ok": ok, "message": message})
-    print(f"{len(records) - failed} of {len(records)} passed in "
-          f"{time.time() - start:.1f} s")
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "results.json"), "w") as f:
-            json.dump(records, f, indent=1)
-    return 1 if failed else 0
+    return [("N=%d T=%d %s %s %s" % case,
+             lambda case=case: run_case(torch, compiled, *case))
+            for case in cases] + [
+        ("extent", lambda: check_extent(torch, compiled))]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(check_cli.main(__doc__, "T = 5, dense and strided layouts only",
+                            compile_neuron, checks))

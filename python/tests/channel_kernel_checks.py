@@ -44,16 +44,13 @@ Checks:
 Exit status 0 when every case passes; one line per case on stdout.
 """
 
-import argparse
-import json
-import os
 import pathlib
 import sys
-import time
 
 # The package of this checkout, wherever it is installed.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import flexsn  # noqa: E402
+import check_cli  # noqa: E402  (beside this script)
 from flexsn import compiler  # noqa: E402
 
 SHAPES = [(2, 3, 1000), (4, 64, 1), (3, 5, 7), (2, 1, 4099), (8, 256, 49),
@@ -237,48 +234,20 @@ def check_guards(torch, compiled):
     return True, "BAD_CHANNELS, and channels required"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--compile-only", action="store_true")
-    parser.add_argument("--quick", action="store_true",
-                        help="T = 8, f32 and f16, default layout only")
-    parser.add_argument("--out", help="directory for results.json")
-    args = parser.parse_args()
-    compiled = compile_neuron()
-    if args.compile_only:
-        print("compiled", compiled.directory)
-        return 0
-    import torch
-    if not torch.cuda.is_available():
-        print("no CUDA device")
-        return 2
-    records, failed = [], 0
-    start = time.time()
+def checks(torch, compiled, quick):
     cases = []
     for B, C, S in SHAPES:
         for dtype in DTYPES:
-            for T in ((8,) if args.quick else (0, 1, 8)):
-                layouts = ("dense",) if args.quick or T == 0 else (
+            for T in ((8,) if quick else (0, 1, 8)):
+                layouts = ("dense",) if quick or T == 0 else (
                     "dense", "strided", "misaligned")
                 cases += [(B, C, S, T, dtype, layout) for layout in layouts]
-    for case in cases:
-        ok, message = run_case(torch, compiled, *case)
-        failed += not ok
-        name = "B=%d C=%d S=%d T=%d %s %s" % case
-        print(("ok   " if ok else "FAIL ") + name + ": " + message)
-        records.append({"case": name, "ok": ok, "message": message})
-    ok, message = check_guards(torch, compiled)
-    failed += not ok
-    print(("ok   " if ok else "FAIL ") + "guards: " + message)
-    records.append({"case": "guards", "ok": ok, "message": message})
-    print(f"{len(records) - failed} of {len(records)} passed in "
-          f"{time.time() - start:.1f} s")
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "results.json"), "w") as f:
-            json.dump(records, f, indent=1)
-    return 1 if failed else 0
+    return [("B=%d C=%d S=%d T=%d %s %s" % case,
+             lambda case=case: run_case(torch, compiled, *case))
+            for case in cases] + [
+        ("guards", lambda: check_guards(torch, compiled))]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(check_cli.main(__doc__, "T = 8, f32 and f16, default layout only",
+                            compile_neuron, checks))

@@ -39,9 +39,24 @@ def far_from_threshold(x, v_threshold=1.0, tau=2.0, margin=1e-2):
 
 @pytest.fixture(scope="module")
 def modules():
-    """A u8 LIF and a dense one, per store_v_seq."""
-    return {seq: (LIFNode(spike_dtype=torch.uint8, store_v_seq=seq),
-                  LIFNode(store_v_seq=seq)) for seq in (False, True)}
+    """A LIF storing spikes compactly and a dense one, per spike dtype
+    (torch.uint8, "bits") and store_v_seq."""
+    return {(spikes, seq): (LIFNode(spike_dtype=spikes, store_v_seq=seq),
+                            LIFNode(store_v_seq=seq))
+            for spikes in (torch.uint8, "bits") for seq in (False, True)}
+
+
+def run_with_dense(pair, shape, dtype, device):
+    """Runs the compact module and the dense one of `pair` on the same
+    inputs and initial v: (x, v0, compact spikes, dense spikes), the
+    modules' states left for comparison."""
+    x = drive(shape, DTYPES[dtype], device)
+    v0 = drive(shape[1:], DTYPES[dtype], device, seed=1) * 0.5
+    for m in pair:
+        m.reset()
+        m.v = v0.clone()
+    with torch.no_grad():
+        return (x, v0) + tuple(m(x) for m in pair)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -51,15 +66,8 @@ def modules():
 @pytest.mark.parametrize("shape", [(7, 3, 37), (16, 2, 4, 5), (1, 1), (9, 4)])
 def test_u8_spikes_match_reference_and_dense(modules, shape, store_v_seq,
                                              dtype, device):
-    u8, dense = (m.to(device) for m in modules[store_v_seq])
-    x = drive(shape, DTYPES[dtype], device)
-    v0 = drive(shape[1:], DTYPES[dtype], device, seed=1) * 0.5
-    for m in (u8, dense):
-        m.reset()
-        m.v = v0.clone()
-    with torch.no_grad():
-        s = u8(x)
-        s_dense = dense(x)
+    u8, dense = (m.to(device) for m in modules[torch.uint8, store_v_seq])
+    x, v0, s, s_dense = run_with_dense((u8, dense), shape, dtype, device)
     assert s.dtype == torch.uint8 and s.shape == x.shape
     assert s.device == x.device
     assert set(s.unique().tolist()) <= {0, 1}
@@ -241,13 +249,6 @@ def packbits(spikes):
     return torch.from_numpy(np.packbits(s, axis=-1, bitorder="little"))
 
 
-@pytest.fixture(scope="module")
-def bit_modules():
-    """A bits LIF and a dense one, per store_v_seq."""
-    return {seq: (LIFNode(spike_dtype="bits", store_v_seq=seq),
-                  LIFNode(store_v_seq=seq)) for seq in (False, True)}
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("store_v_seq", [False, True],
@@ -258,16 +259,9 @@ def bit_modules():
 @pytest.mark.parametrize("shape", [(7, 3, 37), (16, 2, 4, 5), (1, 1), (9, 4),
                                    (3, 4096), (5, 1003)])
 def test_bit_spikes_match_packbits_reference_and_dense(
-        bit_modules, shape, store_v_seq, dtype, device):
-    bits, dense = (m.to(device) for m in bit_modules[store_v_seq])
-    x = drive(shape, DTYPES[dtype], device)
-    v0 = drive(shape[1:], DTYPES[dtype], device, seed=1) * 0.5
-    for m in (bits, dense):
-        m.reset()
-        m.v = v0.clone()
-    with torch.no_grad():
-        s = bits(x)
-        s_dense = dense(x)
+        modules, shape, store_v_seq, dtype, device):
+    bits, dense = (m.to(device) for m in modules["bits", store_v_seq])
+    x, v0, s, s_dense = run_with_dense((bits, dense), shape, dtype, device)
     T, N = shape[0], x[0].numel()
     assert s.dtype == torch.uint8 and s.shape == (T, (N + 7) // 8)
     assert s.device == x.device
