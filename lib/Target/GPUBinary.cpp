@@ -299,8 +299,10 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   if (mixed) {
     os << "  static const int element_sizes[] = {";
     llvm::interleaveComma(buffers, os, [&](KernelBufferAttr b) {
-      // Bits are 0: FLEXSN_BIT_PACKED.
-      os << b.getElementType().getIntOrFloatBitWidth() / 8;
+      if (b.getElementType().isInteger(1))
+        os << "FLEXSN_BIT_PACKED";
+      else
+        os << b.getElementType().getIntOrFloatBitWidth() / 8;
     });
     os << "};\n";
   }

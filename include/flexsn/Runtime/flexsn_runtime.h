@@ -187,10 +187,10 @@ typedef struct flexsn_kernel_desc {
 
    Checks, before any driver call, in this order:
      - image, its data, desc malformed (NULL names, width < 1, element_size not
-       2 or 4, an element_sizes entry not 2 or 4 (or 1 or
-       FLEXSN_BIT_PACKED for an output sequence), negative counts, num_buffers +
-   num_scalars > FLEXSN_MAX_KERNEL_ARGS, kinds or buffers NULL when num_buffers
-   > 0, a kind out of range, more final states than initial states, more than
+       2 or 4, an element_sizes entry not 2 or 4 (or 1 or FLEXSN_BIT_PACKED
+       for an output sequence), negative counts, num_buffers + num_scalars >
+       FLEXSN_MAX_KERNEL_ARGS, kinds or buffers NULL when num_buffers > 0, a
+       kind out of range, more final states than initial states, more than
        one FLEXSN_REDUCTION_SCRATCH, scalars or a
        scalars[i] NULL when num_scalars > 0)       -> INVALID_ARGUMENT
      - T < 0 or N < 0                              -> NEGATIVE_SIZE
