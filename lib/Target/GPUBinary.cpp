@@ -251,6 +251,19 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
           "order that\n * depends only on the inputs and the launch shape, so "
           "reruns give the same\n * bits (the plain function adds them with "
           "atomics).\n";
+  // Its per-channel parameters' gradients come per neuron.
+  auto isChannelGradient = [&](KernelBufferAttr b) {
+    return b.getRole() == BufferRole::PerNeuronParamGradient &&
+           llvm::any_of(buffers, [&](KernelBufferAttr p) {
+             return p.getRole() == BufferRole::PerChannelParam &&
+                    b.getName().getValue() ==
+                        (p.getName().getValue() + "_grad").str();
+           });
+  };
+  if (k.getDeterministic() && llvm::any_of(buffers, isChannelGradient))
+    os << " * A per-channel parameter's gradient comes per neuron ([N], each "
+          "neuron's sum\n * over T): sum it over each channel's neurons (B "
+          "and S) in an order of your own.\n";
   for (KernelBufferAttr b : buffers)
     if (!isWorkspace(b))
       os << " *   " << b.getName().getValue() << ": "
@@ -263,10 +276,10 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
          << "\n";
   if (hasWorkspace)
     os << " *   workspace: "
-       << (k.getDeterministic() ? "as written by the forward kernel, and "
-                                  "scratch space"
-           : writesWorkspace    ? "written for the backward kernel"
-                                : "as written by the forward kernel")
+       << (interface.count(BufferRole::ReductionScratch)
+               ? "as written by the forward kernel, and scratch space"
+           : writesWorkspace ? "written for the backward kernel"
+                             : "as written by the forward kernel")
        << " (see _workspace_bytes)\n";
   for (ParamAttr p : params)
     os << " *   " << p.getName().getValue() << ": runtime parameter ("

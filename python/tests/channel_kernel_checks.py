@@ -38,6 +38,9 @@ Checks:
   w_grad[c]   |got - want| <= 1e-3 max(|want|, 0.01 sum |contrib|) plus the
               sum of |contrib| of the neurons left out (atomics add in any
               order);
+  deterministic  the deterministic backward kernel's per-neuron w_grad
+              terms, summed per channel here, within the same tolerance;
+              two launches give the same bits;
   guards      C and S that do not tile N are refused (BAD_CHANNELS), and a
               kernel with channels launched without them raises.
 
@@ -145,10 +148,14 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     v_init_grad = torch.full((N + off + 8,), float("nan"), dtype=tdtype,
                              device=dev)[off:off + N]
     w_grad = torch.full((C,), float("nan"), device=dev)
+    # The deterministic kernel's per-neuron sums, written twice.
+    w_terms = [torch.full((N + off + 8,), float("nan"), device=dev)[off:off + N]
+               for _ in range(2)]
 
     inference = compiled.kernel("cuda", "inference", dtype)
     forward = compiled.kernel("cuda", "forward", dtype)
     backward = compiled.kernel("cuda", "backward", dtype)
+    fixed = compiled.kernel("cuda", "backward", dtype, deterministic=True)
     work = torch.empty(max(1, forward.spec.workspace_size(T, N, ld)),
                        dtype=torch.uint8, device=dev)
     stream = torch.cuda.current_stream().cuda_stream
@@ -168,14 +175,18 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     launch(inference, {"spike": ptr(spike_inf)})
     launch(forward)
     launch(backward)
+    for terms in w_terms:
+        launch(fixed, {"w_grad": terms.data_ptr()})
     torch.cuda.synchronize()
 
     want_s, near, want_gx, contrib = reference(
         torch, x.float().view(T, B, C, S), w, gy.float().view(T, B, C, S))
     if T == 0:
         ok = bool(torch.all(w_grad == 0)) and bool(
-            torch.all(v_init_grad == 0))
+            torch.all(v_init_grad == 0)) and bool(torch.all(w_terms[0] == 0))
         return ok, f"w_grad {w_grad.tolist()[:4]}"
+    if not torch.equal(w_terms[0], w_terms[1]):
+        return False, "the deterministic kernel's w_grad terms differ by run"
     got_s = spike.float().view(T, B, C, S)
     if not torch.equal(spike_inf.float(), spike.float()):
         return False, "inference and forward spikes differ"
@@ -199,11 +210,15 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     want_w = (contrib * keep).sum((0, 2))
     slack = (contrib.abs() * left_out).sum((0, 2))
     tol_w = 1e-3 * torch.maximum(want_w.abs(), 0.01 * absum) + slack + 1e-6
-    werr = (w_grad.double() - want_w).abs() - tol_w
-    if float(werr.max()) > 0:
-        c = int(werr.argmax())
-        return False, (f"w_grad[{c}] = {float(w_grad[c]):.6g}, want "
-                       f"{float(want_w[c]):.6g} (tolerance {float(tol_w[c]):.3g})")
+    fixed_w = w_terms[0].double().view(B, C, S).sum((0, 2))
+    for what, got_w in (("w_grad", w_grad.double()),
+                        ("deterministic w_grad", fixed_w)):
+        werr = (got_w - want_w).abs() - tol_w
+        if float(werr.max()) > 0:
+            c = int(werr.argmax())
+            return False, (f"{what}[{c}] = {float(got_w[c]):.6g}, want "
+                           f"{float(want_w[c]):.6g} (tolerance "
+                           f"{float(tol_w[c]):.3g})")
     return True, (f"max |w_grad - want| {float((w_grad.double() - want_w).abs().max()):.3g}, "
                   f"{int(left_out.sum())} left out")
 

@@ -84,11 +84,13 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 // workgroup memory (one per channel the block can touch, zeroed first;
 // by the warp when it holds one channel, else by each thread, or lane),
 // and each nonzero slot is added to its channel's gradient with one global
-// atomic. Without a fixed summation order there is no deterministic
-// variant.
+// atomic. The deterministic variant stores the per-channel gradient per
+// neuron instead ([N]: each neuron's sum over time, which the caller sums
+// over each channel's neurons) and sums the scalar one (tau) through the
+// reduction scratch.
 // GPU-LABEL: module attributes {flexsn.gpu_kernels = [
 // GPU-SAME:    #flexsn.compiled_kernel<"scaled_backward_f16", {{[^#]*}}vector_width = 8>
-// GPU-NOT:     _deterministic
+// GPU-SAME:    #flexsn.compiled_kernel<"scaled_backward_f16_deterministic", {{.*}}<"tau_grad", param_gradient, f32, scalar>, <"w_grad", per_neuron_param_gradient, f32, per_neuron>, <"reduction_scratch", reduction_scratch, f32, scratch>]{{.*}}deterministic = true>
 // GPU-LABEL: gpu.func @scaled_backward_f16_vec(
 // GPU-SAME:      %[[W:arg7]]: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %[[TAU_GRAD:arg9]]: !llvm.ptr, %[[W_GRAD:arg10]]: !llvm.ptr, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %[[C:arg14]]: i64, %[[S:arg15]]: i64, %{{[a-z0-9]+}}: f32)
 // 256 threads x 8 lanes + 2 slots.
@@ -124,6 +126,18 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 // GPU-NEXT:          %[[CH:.*]] = arith.remui %[[SUMC]], %[[C]] : i64
 // GPU-NEXT:          %[[LEAD:.*]] = llvm.getelementptr %[[W_GRAD]][%[[CH]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // GPU-NEXT:          llvm.atomicrmw fadd %[[LEAD]], %[[SUM]] monotonic
+// GPU:           gpu.return
+// GPU-LABEL: gpu.func @scaled_backward_f16_deterministic_vec(
+// GPU-SAME:      %[[W_GRAD:arg10]]: !llvm.ptr, %[[SCRATCH:arg11]]: !llvm.ptr,
+// GPU-SAME:      workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xi32, #gpu.address_space<workgroup>>)
+// GPU-NOT:       memref.atomic_rmw
+// GPU-NOT:       llvm.atomicrmw fadd
+// GPU:           %[[AT:.*]] = llvm.getelementptr %[[W_GRAD]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// GPU:           llvm.store %{{.*}}, %[[AT]] {alignment = 16 : i64} : vector<8xf32>, !llvm.ptr
+// GPU-NOT:       memref.atomic_rmw
+// GPU-NOT:       llvm.atomicrmw fadd
+// GPU:           llvm.atomicrmw add %[[SCRATCH]], %{{.*}} monotonic : !llvm.ptr, i32
+// GPU-NOT:       llvm.atomicrmw fadd
 // GPU:           gpu.return
 // GPU-LABEL: gpu.func @gain_backward_f16_vec(
 // GPU-NOT:       llvm.atomicrmw

@@ -74,16 +74,16 @@ struct KernelPlan {
 /// Emits one thread's work over a contiguous group of neurons.
 class KernelEmitter {
 public:
-  /// A deterministic kernel takes one more pointer after the buffers: the
-  /// reduction scratch.
+  /// A kernel with a reduction scratch takes one more pointer after the
+  /// buffers.
   KernelEmitter(OpBuilder &b, Location loc, const KernelPlan &plan,
-                gpu::GPUFuncOp kernel, bool deterministic, unsigned width)
+                gpu::GPUFuncOp kernel, bool hasScratch, unsigned width)
       : b(b), loc(loc), plan(plan), kernelWidth(width) {
     unsigned numBuffers = plan.numBuffers();
     ValueRange args = kernel.getArguments();
     for (unsigned index : plan.kernel.operandBuffers)
       buffers.push_back(args[index]);
-    if (deterministic)
+    if (hasScratch)
       scratch = args[numBuffers++];
     numSteps = args[numBuffers];
     numNeurons = args[numBuffers + 1];
@@ -897,15 +897,20 @@ private:
 };
 
 /// Builds `<name>_vec` (width > 1) or `<name>_scalar` (width == 1); with
-/// `deterministic`, `<name>_deterministic_vec` / `_scalar`, which take the
-/// reduction scratch after the buffers.
+/// `deterministic`, `<name>_deterministic_vec` / `_scalar`, which sum the
+/// scalar reductions in a fixed order through the reduction scratch, taken
+/// after the buffers (the plan of a deterministic kernel has no per-channel
+/// reductions: it stores them per neuron).
 void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
                  unsigned width, bool deterministic) {
+  assert((!deterministic || plan.channelReductions.empty()) &&
+         "per-channel sums are atomic");
+  bool hasScratch = deterministic && !plan.scalarReductions.empty();
   Location loc = plan.func().getLoc();
   MLIRContext *ctx = moduleBuilder.getContext();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> argTypes(plan.numBuffers() + deterministic, ptrType);
+  SmallVector<Type> argTypes(plan.numBuffers() + hasScratch, ptrType);
   argTypes.append({i64, i64, i64});
   if (plan.channels)
     argTypes.append({i64, i64});
@@ -922,7 +927,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
         {int64_t(plan.scalarReductions.size() * kWarpsPerBlock)},
         Float32Type::get(ctx),
         MemRefLayoutAttrInterface(), space));
-  if (deterministic)
+  if (hasScratch)
     workgroup.push_back(MemRefType::get({1}, IntegerType::get(ctx, 32),
                                         MemRefLayoutAttrInterface(), space));
   // The per-channel reductions' slots: one per channel a block can touch.
@@ -944,7 +949,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
       DenseI32ArrayAttr::get(ctx, {int32_t(kBlockSize), 1, 1}));
 
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  KernelEmitter emitter(b, loc, plan, kernel, deterministic, width);
+  KernelEmitter emitter(b, loc, plan, kernel, hasScratch, width);
   if (!plan.channelReductions.empty())
     emitter.beginChannelSlots(kernel.getWorkgroupAttributions().back(), width);
   Value first = arith::MulIOp::create(b, loc, emitter.threadIndex(),
@@ -1007,7 +1012,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
       });
   ValueRange results = activeBranch.getResults();
   ValueRange scalarPartials = results.take_front(plan.scalarReductions.size());
-  if (deterministic)
+  if (hasScratch)
     emitter.emitDeterministicReductions(scalarPartials,
                                         kernel.getWorkgroupAttributions()[0],
                                         kernel.getWorkgroupAttributions()[1]);
@@ -1075,6 +1080,30 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   return plan;
 }
 
+/// The interface of `plan`'s kernel with the gradients of its per-channel
+/// reductions `channelReductions` stored per neuron: [N] buffers of each
+/// neuron's sum over time (role per_neuron_param_gradient).
+KernelInterfaceAttr
+perNeuronChannelGradients(const KernelPlan &plan,
+                          ArrayRef<unsigned> channelReductions) {
+  SmallVector<KernelBufferAttr> buffers(plan.interface().getBuffers());
+  unsigned firstReduction = plan.numBuffers() - plan.numReductions();
+  for (unsigned r : channelReductions) {
+    KernelBufferAttr &buffer =
+        buffers[plan.kernel.operandBuffers[firstReduction + r]];
+    buffer =
+        KernelBufferAttr::get(buffer.getContext(), buffer.getName(),
+                              BufferRole::PerNeuronParamGradient,
+                              buffer.getElementType(), BufferShape::PerNeuron);
+  }
+  KernelInterfaceAttr interface = plan.interface();
+  return KernelInterfaceAttr::get(
+      interface.getContext(), interface.getNeuron(), interface.getVariant(),
+      interface.getStorage(), buffers, interface.getParams(),
+      interface.getWorkspaceSequences(), interface.getReductionSlots(),
+      interface.getSpikes());
+}
+
 struct ConvertFlexSNToGPUPass
     : flexsn::impl::ConvertFlexSNToGPUBase<ConvertFlexSNToGPUPass> {
   void runOnOperation() override {
@@ -1106,21 +1135,29 @@ struct ConvertFlexSNToGPUPass
       kernels.push_back(CompiledKernelAttr::get(ctx, plan.func().getSymNameAttr(),
                                                 plan.interface(), plan.width,
                                                 /*deterministic=*/false));
-      // Kernels with scalar reductions (parameter gradients summed over
-      // neurons) also come in a deterministic mode, which takes the
-      // reduction scratch last. Per-neuron sums are deterministic anyway;
-      // per-channel ones are added atomically, so a kernel with them has
-      // no deterministic mode (yet).
-      if (!plan.scalarReductions.empty() && plan.channelReductions.empty()) {
-        buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/true);
-        buildKernel(kernelBuilder, plan, 1, /*deterministic=*/true);
+      // Kernels with reductions across neurons (parameter gradients) also
+      // come in a deterministic mode. Per-neuron sums are deterministic
+      // anyway. Scalar ones are summed in a fixed order through the
+      // reduction scratch, which the kernel takes last. Per-channel ones
+      // are stored per neuron instead (their sums over time, [N]), which
+      // the caller sums over each channel's neurons in an order of its
+      // own: the grid cannot finish a channel's sum in one launch without
+      // atomics.
+      if (!plan.scalarReductions.empty() || !plan.channelReductions.empty()) {
+        KernelPlan fixed = plan;
+        KernelInterfaceAttr interface =
+            perNeuronChannelGradients(plan, fixed.channelReductions);
+        fixed.channelReductions.clear();
+        if (!plan.scalarReductions.empty())
+          interface = interface.withBuffer(KernelBufferAttr::get(
+              ctx, "reduction_scratch", BufferRole::ReductionScratch,
+              Float32Type::get(ctx)));
+        buildKernel(kernelBuilder, fixed, plan.width, /*deterministic=*/true);
+        buildKernel(kernelBuilder, fixed, 1, /*deterministic=*/true);
         kernels.push_back(CompiledKernelAttr::get(
             ctx,
             StringAttr::get(ctx, plan.func().getSymName() + "_deterministic"),
-            plan.interface().withBuffer(KernelBufferAttr::get(
-                ctx, "reduction_scratch", BufferRole::ReductionScratch,
-                Float32Type::get(ctx))),
-            plan.width, /*deterministic=*/true));
+            interface, plan.width, /*deterministic=*/true));
       }
     }
     module->setAttr("flexsn.gpu_kernels", builder.getArrayAttr(kernels));

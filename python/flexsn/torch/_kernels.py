@@ -213,6 +213,7 @@ class NeuronKernels:
         self._plans = {}
         self._layouts = {}
         self._written = {}
+        self._per_neuron_sums = {}
 
     def kernel(self, variant: str, dtype: str, deterministic: bool = False,
                spikes: str = "dense") -> Kernel:
@@ -291,6 +292,14 @@ class NeuronKernels:
             # The trainable parameters whose gradient the kernel writes.
             self._written[spec.name] = frozenset(
                 i for role, i in layout if role == "param_gradient")
+            # Per-channel ones that a deterministic kernel writes per
+            # neuron (each neuron's sum over time), summed here.
+            trainable = self.info.trainable_params
+            self._per_neuron_sums[spec.name] = frozenset(
+                i for b, (role, i) in zip(
+                    (b for b in spec.buffers if not b.in_workspace), layout)
+                if b.role == "per_neuron_param_gradient"
+                and trainable[i].per_channel)
         return layout
 
     @staticmethod
@@ -456,13 +465,16 @@ class NeuronKernels:
                       for p in (present or [True] * self.num_states)]
         layout = self._backward_layout(spec)
         written = self._written[spec.name]
+        per_neuron_sums = self._per_neuron_sums[spec.name]
         # Scalar gradients start at zero; shaped ones are overwritten by
         # the kernel (zeros where it has no buffer for one, or when no
-        # kernel runs).
+        # kernel runs); a per-channel one that the kernel writes per neuron
+        # is summed over each channel's neurons after it ran.
         grad_params = [
             dtype_like.new_zeros((), dtype=torch.float32) if not p.shaped
             else dtype_like.new_empty(
-                shape if p.per_neuron else shape[1:2], dtype=torch.float32)
+                shape if p.per_neuron or i in per_neuron_sums
+                else shape[1:2], dtype=torch.float32)
             if i in written and T and N else
             dtype_like.new_zeros(shape if p.per_neuron else shape[1:2],
                                  dtype=torch.float32)
@@ -491,4 +503,8 @@ class NeuronKernels:
         buffers = [self._address(sources[role][i]) for role, i in layout]
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device, channels(self.info, dtype_like))
+        for i in per_neuron_sums:
+            # [B, C, ...] -> [C], in torch's fixed reduction order.
+            g = grad_params[i]
+            grad_params[i] = g.reshape(g.shape[0], g.shape[1], -1).sum((0, 2))
         return grad_inputs, grad_inits, grad_params
