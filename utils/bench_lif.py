@@ -711,12 +711,17 @@ def bench_per_channel(torch, plif, timer, N, copy_gbs, Ts=(4, 16)):
     the CHANNEL_LAYOUTS, on the same inputs: times, the fraction of the
     copy bandwidth on the bytes the backward must move (spike_grad, x, the
     f32 workspace read, x_grad written: T N (3 es + 4)), and the ratio to
-    the scalar kernel. One record per (T, layout)."""
+    the scalar kernel. A per-channel layout also times the deterministic
+    gradient: its kernel (each neuron's sum over time, [N]) and the torch
+    sum over B and S that the PyTorch layer adds. One record per (T,
+    layout)."""
     import flexsn
     out = []
     kernels = {name: (c.kernel("cuda", "forward", "f32"),
                       c.kernel("cuda", "backward", "f32"))
                for name, c in plif.items()}
+    fixed = plif["per_channel"].kernel("cuda", "backward", "f32",
+                                       deterministic=True)
     stream = torch.cuda.current_stream().cuda_stream
     for T in Ts:
         gen = torch.Generator(device="cuda").manual_seed(100 + T)
@@ -751,6 +756,24 @@ def bench_per_channel(torch, plif, timer, N, copy_gbs, Ts=(4, 16)):
                     kb.launch(stream, T, N, 0, ptrs, wp, params,
                               channels=layout)
                 ms, _ = timer.gpu_ms(call)
+                if layout is not None:
+                    terms = torch.empty(N, device="cuda")
+                    fixed_ptrs = addresses(fixed, dict(
+                        spike_grad=gs, x=x, x_grad=xg, w_grad=terms, w=w))
+                    B = N // (layout[0] * layout[1])
+
+                    def fixed_call(ptrs=fixed_ptrs, layout=layout, B=B,
+                                   terms=terms, wp=ws.data_ptr()):
+                        fixed.launch(stream, T, N, 0, ptrs, wp, [],
+                                     channels=layout)
+                        return terms.view(B, layout[0], -1).sum((0, 2))
+                    fixed_ms, _ = timer.gpu_ms(fixed_call)
+                    got = fixed_call()
+                    torch.cuda.synchronize()
+                    rec["deterministic_ms"] = fixed_ms
+                    rec["deterministic_close"] = bool(torch.allclose(
+                        got, wg, rtol=1e-3, atol=1e-3 * float(
+                            wg.abs().max())))
             except flexsn.RuntimeStatusError as e:
                 rec.update(status=e.status, error=str(e))
                 out.append(rec)
@@ -761,13 +784,19 @@ def bench_per_channel(torch, plif, timer, N, copy_gbs, Ts=(4, 16)):
                 scalar_ms = ms
             elif scalar_ms:
                 rec["vs_scalar"] = ms / scalar_ms
+                rec["deterministic_vs_scalar"] = (rec["deterministic_ms"]
+                                                  / scalar_ms)
             print("bench_lif: PLIF backward f32 T=%d N=2^%d %s: %.4f ms, "
                   "%.1f%% of copy%s" % (
                       T, N.bit_length() - 1,
                       "scalar w" if layout is None else
                       "per-channel w C=%d S=%d" % layout, ms,
                       100 * rec["frac_copy"],
-                      ", x%.3f of scalar" % rec["vs_scalar"]
+                      ", x%.3f of scalar; deterministic %.4f ms (x%.3f)%s"
+                      % (rec["vs_scalar"], rec["deterministic_ms"],
+                         rec["deterministic_vs_scalar"],
+                         "" if rec["deterministic_close"]
+                         else ", GRADIENTS DIFFER")
                       if "vs_scalar" in rec else ""))
             sys.stdout.flush()
             out.append(rec)
@@ -1462,9 +1491,13 @@ def write_outputs(out, meta, rows, with_plot=True):
         lines += ["", "## Parameter gradients: per-channel w", "",
                   "PLIF backward, f32, same inputs: w scalar, or one per "
                   "channel of [B, C, S] neurons (atomic sums); % of copy on "
-                  "T N (3 es + 4) bytes.", "",
-                  "| N | T | w | B, C, S | ms | % copy | x scalar |",
-                  "|---|---|---|---|---|---|---|"]
+                  "T N (3 es + 4) bytes. Deterministic: the deterministic "
+                  "kernel (each neuron's sum over time) and the torch sum "
+                  "over B and S after it; close: its w_grad agrees with the "
+                  "atomic kernel's (rtol 1e-3).", "",
+                  "| N | T | w | B, C, S | ms | % copy | x scalar "
+                  "| deterministic ms | x scalar | close |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for d in meta["per_channel"]:
             lay = d["layout"]
             shape = "" if lay is None else "%d, %d, %d" % (
@@ -1475,28 +1508,38 @@ def write_outputs(out, meta, rows, with_plot=True):
                     d["N"].bit_length() - 1, d["T"], what, shape,
                     d.get("status")))
                 continue
-            lines.append("| 2^%d | %d | %s | %s | %.4f | %.1f | %s |" % (
+            fixed = "| %.4f | %.3f | %s" % (
+                d["deterministic_ms"], d["deterministic_vs_scalar"],
+                "yes" if d["deterministic_close"] else "NO") \
+                if "deterministic_vs_scalar" in d else "| | |"
+            lines.append("| 2^%d | %d | %s | %s | %.4f | %.1f | %s %s |" % (
                 d["N"].bit_length() - 1, d["T"], what, shape, d["ms"],
                 100 * d["frac_copy"],
-                "%.3f" % d["vs_scalar"] if "vs_scalar" in d else ""))
+                "%.3f" % d["vs_scalar"] if "vs_scalar" in d else "", fixed))
     if meta.get("spike_storage"):
-        lines += ["", "## Spikes stored as bytes", "",
+        lines += ["", "## Spikes stored as bytes and bits", "",
                   "LIF inference (x, spike, v_seq) and final-state (x, spike, "
-                  "v_final) kernels, same inputs, spikes in the storage type "
-                  "or as uint8; % of copy on each call's own bytes. x SJ: "
-                  "SpikingJelly's fastest kernel for the call (measured "
-                  "side by side on an H200, docs/Reference.md) over u8.", "",
+                  "v_final) kernels, same inputs, spikes in the storage type, "
+                  "as uint8 or bit-packed; % of copy on each call's own "
+                  "bytes. x SJ: SpikingJelly's fastest kernel for the call "
+                  "(measured side by side on an H200, docs/Reference.md) "
+                  "over u8 / bits.", "",
                   "| N | variant | dtype | T | dense ms | % copy | u8 ms "
-                  "| % copy | x dense | x SJ | same |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| % copy | x dense | bits ms | % copy | x dense | x SJ "
+                  "| same |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for d in meta["spike_storage"]:
+            sj = d.get("vs_sj_best")
             lines.append("| 2^%d | %s | %s | %d | %.4f | %.1f | %.4f | %.1f "
-                         "| %.3f | %s | %s |" % (
+                         "| %.3f | %.4f | %.1f | %.3f | %s | %s |" % (
                              d["N"].bit_length() - 1, d["variant"],
                              d["dtype"], d["T"], d["dense"]["ms"],
                              100 * d["dense"]["frac_copy"], d["u8"]["ms"],
                              100 * d["u8"]["frac_copy"], d["speedup"],
-                             fmt(d.get("vs_sj_best"), ".2f"),
+                             d["bits"]["ms"], 100 * d["bits"]["frac_copy"],
+                             d["bits_speedup"],
+                             "%.2f / %.2f" % (sj, d["bits_vs_sj_best"])
+                             if sj else "-",
                              "yes" if d["same"] else "NO"))
     if meta.get("modules"):
         lines += module_md(meta["modules"])

@@ -451,11 +451,12 @@ def test_double_module_passes_float32():
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_deterministic_mode(device):
-    """The deterministic mode gives the same w.grad bits on every run: CPU
-    kernels sum in one order; on the GPU the deterministic kernel writes
-    each neuron's sum over time, which the module sums per channel with
-    torch (the plain kernel adds them with atomics). Both agree with the
-    reference loop, and with each other within rounding."""
+    """w.grad has the same bits on every run, in either mode: CPU kernels
+    sum in one order; on the GPU the module always calls the deterministic
+    kernel, which writes each neuron's sum over time, and sums them per
+    channel with torch (the kernel that adds them with atomics is slower,
+    and serves only direct launches). Both agree with the reference
+    loop."""
     m = module("node", device)
     x, _, w = data(device, 10)
     set_param(m, "w", w)
@@ -475,10 +476,7 @@ def test_deterministic_mode(device):
         for _ in range(3):
             assert torch.equal(grad(True), first)
         close(first, w_r.grad, GRAD_TOL[device], "deterministic w.grad")
-        plain = grad(False)
-        if device == "cpu":
-            assert torch.equal(plain, first)
-        close(plain, first, GRAD_TOL[device], "plain w.grad")
+        assert torch.equal(grad(False), first)
         # torch's deterministic mode picks the deterministic kernel too.
         previous = torch.are_deterministic_algorithms_enabled()
         torch.use_deterministic_algorithms(True)

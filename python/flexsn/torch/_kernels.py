@@ -214,6 +214,12 @@ class NeuronKernels:
         self._layouts = {}
         self._written = {}
         self._per_neuron_sums = {}
+        # Per-channel gradients on the GPU: the deterministic kernel (each
+        # neuron's sum over time, summed per channel here by torch) is also
+        # the faster one (docs/perf/per_channel_results.md): it serves
+        # every backward call.
+        self._sum_channels_here = device_type == "cuda" and any(
+            p.per_channel for p in self.info.trainable_params)
 
     def kernel(self, variant: str, dtype: str, deterministic: bool = False,
                spikes: str = "dense") -> Kernel:
@@ -445,15 +451,18 @@ class NeuronKernels:
         for a per-channel one (summed over T, B and S)."""
         dtype = DTYPES[dtype_like.dtype]
         try:
-            kernel = self.kernel("backward", dtype, bool(deterministic))
+            kernel = self.kernel("backward", dtype,
+                                 bool(deterministic) or self._sum_channels_here)
         except NoDeterministicKernelError as error:
-            if deterministic != "warn":
+            if deterministic and deterministic != "warn":
                 raise
-            # torch.use_deterministic_algorithms(True, warn_only=True): as
-            # torch's own operations without a deterministic version do.
-            warnings.warn(f"{error}; running the non-deterministic kernel "
-                          f"(torch.use_deterministic_algorithms(warn_only="
-                          f"True))", UserWarning, stacklevel=2)
+            if deterministic:
+                # torch.use_deterministic_algorithms(True, warn_only=True):
+                # as torch's own operations without a deterministic version
+                # do.
+                warnings.warn(f"{error}; running the non-deterministic "
+                              f"kernel (torch.use_deterministic_algorithms("
+                              f"warn_only=True))", UserWarning, stacklevel=2)
             kernel = self.kernel("backward", dtype, False)
         spec = kernel.spec
         T, shape = dtype_like.shape[0], tuple(dtype_like.shape[1:])
