@@ -1096,12 +1096,7 @@ perNeuronChannelGradients(const KernelPlan &plan,
                               BufferRole::PerNeuronParamGradient,
                               buffer.getElementType(), BufferShape::PerNeuron);
   }
-  KernelInterfaceAttr interface = plan.interface();
-  return KernelInterfaceAttr::get(
-      interface.getContext(), interface.getNeuron(), interface.getVariant(),
-      interface.getStorage(), buffers, interface.getParams(),
-      interface.getWorkspaceSequences(), interface.getReductionSlots(),
-      interface.getSpikes());
+  return plan.interface().withBuffers(buffers);
 }
 
 struct ConvertFlexSNToGPUPass

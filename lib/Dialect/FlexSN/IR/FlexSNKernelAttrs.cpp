@@ -147,6 +147,11 @@ KernelInterfaceAttr
 KernelInterfaceAttr::withBuffer(KernelBufferAttr buffer) const {
   SmallVector<KernelBufferAttr> buffers(getBuffers());
   buffers.push_back(buffer);
+  return withBuffers(buffers);
+}
+
+KernelInterfaceAttr
+KernelInterfaceAttr::withBuffers(ArrayRef<KernelBufferAttr> buffers) const {
   return get(getContext(), getNeuron(), getVariant(), getStorage(), buffers,
              getParams(), getWorkspaceSequences(), getReductionSlots(),
              getSpikes());

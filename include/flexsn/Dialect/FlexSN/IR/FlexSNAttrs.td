@@ -509,6 +509,9 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
     bool hasChannels() const;
     /// The same interface with one more buffer at the end.
     KernelInterfaceAttr withBuffer(KernelBufferAttr buffer) const;
+    /// The same interface with `buffers` in place of its own.
+    KernelInterfaceAttr
+    withBuffers(::llvm::ArrayRef<KernelBufferAttr> buffers) const;
   }];
 }
 
