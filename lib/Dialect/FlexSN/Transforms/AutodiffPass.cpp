@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::flexsn {
@@ -23,10 +24,234 @@ namespace mlir::flexsn {
 using namespace mlir;
 using namespace mlir::flexsn;
 
+std::string mlir::flexsn::getBackwardKernelName(StringRef forwardName) {
+  size_t pos = forwardName.rfind("forward");
+  if (pos == StringRef::npos)
+    return (forwardName + "_backward").str();
+  return (forwardName.take_front(pos) + "backward" +
+          forwardName.drop_front(pos + StringRef("forward").size()))
+      .str();
+}
+
+FailureOr<func::FuncOp>
+mlir::flexsn::differentiateKernel(func::FuncOp forward,
+                                  ArrayRef<bool> trainable, bool storeAll) {
+  FailureOr<KernelFunction> kernel = analyzeKernelFunction(forward);
+  if (failed(kernel))
+    return failure();
+  KernelInterfaceAttr fwdInterface = kernel->interface;
+  ScanOp scan = kernel->scan;
+  if (fwdInterface.getVariant() != KernelVariant::Forward ||
+      fwdInterface.getWorkspaceSequences() != 0)
+    return forward.emitError("autodiff takes a forward kernel that saves "
+                             "nothing yet");
+  if (scan.getCallee())
+    return scan.emitError("autodiff differentiates an inline body: the "
+                          "scan must not call a neuron");
+  if (scan.getReverse() || !scan.getReductions().empty() ||
+      scan.getOptionalInputs())
+    return scan.emitError("autodiff differentiates a forward-time scan "
+                          "without reductions or optional inputs");
+  unsigned numInputs = scan.getInputs().size();
+  unsigned numStates = scan.getInits().size();
+  unsigned numOutputs = scan.getOutputs().size();
+  for (unsigned s = 0; s < numStates; ++s)
+    if (scan.isFinalState(s))
+      return scan.emitError() << "state #" << s
+                              << " keeps only its final value: the backward "
+                                 "scan reads every step's state";
+  if (trainable.size() != scan.getParams().size())
+    return scan.emitError()
+           << "autodiff was told about " << trainable.size()
+           << " parameter(s), the scan takes " << scan.getParams().size();
+
+  MLIRContext *ctx = forward.getContext();
+  Location loc = forward.getLoc();
+  Type f32 = Float32Type::get(ctx);
+  Type dtype = fwdInterface.getStorageType();
+  ArrayRef<KernelBufferAttr> fwdBuffers = fwdInterface.getBuffers();
+  auto bufferOf = [&](Value operand) {
+    return fwdBuffers[cast<BlockArgument>(operand).getArgNumber()];
+  };
+  auto nameOf = [&](Value operand) {
+    return bufferOf(operand).getName().getValue();
+  };
+  // A state's name: its initial state's buffer without `_init`.
+  auto stateStem = [&](unsigned s) {
+    StringRef name = nameOf(scan.getInits()[s]);
+    name.consume_back("_init");
+    return name;
+  };
+
+  // The parameters, in the scan's order: a buffer each for the shaped ones
+  // (the backward takes the forward's), a scalar argument for the others.
+  SmallVector<KernelBufferAttr> paramBuffers;
+  SmallVector<KernelBufferAttr> paramGradients;
+  unsigned nextScalar = 0, numScalarTrainable = 0;
+  for (auto [param, isTrainable] : llvm::zip(scan.getParams(), trainable)) {
+    if (isa<MemRefType>(param.getType())) {
+      KernelBufferAttr buffer = bufferOf(param);
+      paramBuffers.push_back(buffer);
+      if (isTrainable)
+        paramGradients.push_back(
+            KernelBufferAttr::get(ctx, buffer.getName().getValue() + "_grad",
+                                  buffer.getRole() == BufferRole::PerNeuronParam
+                                      ? BufferRole::PerNeuronParamGradient
+                                      : BufferRole::PerChannelParamGradient,
+                                  f32));
+      continue;
+    }
+    ParamAttr attr = fwdInterface.getParams()[nextScalar++];
+    if (!isTrainable)
+      continue;
+    if (!isa<Float32Type>(attr.getType()))
+      return scan.emitError() << "parameter '" << attr.getName().getValue()
+                              << "' is trainable but not f32";
+    ++numScalarTrainable;
+    paramGradients.push_back(
+        KernelBufferAttr::get(ctx, attr.getName().getValue() + "_grad",
+                              BufferRole::ParamGradient, f32));
+  }
+  // Checked: derived names may collide with a hand-written kernel's.
+  auto interface = [&](KernelVariant variant,
+                       ArrayRef<KernelBufferAttr> buffers, unsigned numSaved) {
+    return KernelInterfaceAttr::getChecked(
+        [&] {
+          return forward.emitError()
+                 << "cannot name the " << stringifyKernelVariant(variant)
+                 << " kernel's buffers: ";
+        },
+        ctx, fwdInterface.getNeuron(), variant, fwdInterface.getStorage(),
+        buffers, fwdInterface.getParams(), int64_t(numSaved),
+        int64_t(numScalarTrainable), SpikeStorage::Dense);
+  };
+
+  Block *body = &scan.getBody().front();
+  FailureOr<SavePlan> plan =
+      planSaves(*body, numInputs, numStates, numOutputs, trainable, storeAll);
+  if (failed(plan))
+    return failure();
+  unsigned numSaved = plan->saved.size();
+  unsigned numReread = plan->rereadInputs.size();
+  auto saved = [&](BufferRole role) {
+    SmallVector<KernelBufferAttr> buffers;
+    for (unsigned i = 0; i < numSaved; ++i)
+      buffers.push_back(
+          KernelBufferAttr::get(ctx, "saved" + Twine(i), role, f32));
+    return buffers;
+  };
+
+  // The backward's buffers are named after the forward's.
+  SmallVector<KernelBufferAttr> bwdBuffers;
+  auto add = [&](ValueRange operands, StringRef suffix, BufferRole role,
+                 Type type) {
+    for (Value operand : operands)
+      bwdBuffers.push_back(
+          KernelBufferAttr::get(ctx, nameOf(operand) + suffix, role, type));
+  };
+  add(scan.getOutputs(), "_grad", BufferRole::OptionalInputSequence, dtype);
+  add(scan.getStates(), "_grad", BufferRole::OptionalInputSequence, dtype);
+  llvm::append_range(bwdBuffers, saved(BufferRole::SavedInput));
+  for (unsigned i : plan->rereadInputs)
+    add(scan.getInputs()[i], "", BufferRole::InputSequence, dtype);
+  for (unsigned s = 0; s < numStates; ++s)
+    bwdBuffers.push_back(KernelBufferAttr::get(
+        ctx, stateStem(s) + "_final_grad", BufferRole::InitialState, dtype));
+  add(scan.getInputs(), "_grad", BufferRole::OutputSequence, dtype);
+  add(scan.getInits(), "_grad", BufferRole::FinalState, dtype);
+  llvm::append_range(bwdBuffers, paramBuffers);
+  llvm::append_range(bwdBuffers, paramGradients);
+
+  // Backward: a reverse scan over the gradients, right after the forward.
+  KernelInterfaceAttr bwdInterface =
+      interface(KernelVariant::Backward, bwdBuffers, numSaved);
+  // The forward takes the saved buffers after its last output or state
+  // sequence.
+  unsigned savedPos = 0;
+  for (ValueRange group : {scan.getOutputs(), scan.getStates()})
+    for (Value operand : group)
+      savedPos =
+          std::max(savedPos, cast<BlockArgument>(operand).getArgNumber() + 1);
+  SmallVector<KernelBufferAttr> withSaved(fwdBuffers);
+  SmallVector<KernelBufferAttr> savedOutputs = saved(BufferRole::SavedOutput);
+  withSaved.insert(withSaved.begin() + savedPos, savedOutputs.begin(),
+                   savedOutputs.end());
+  KernelInterfaceAttr newInterface =
+      interface(KernelVariant::Forward, withSaved, numSaved);
+  if (!bwdInterface || !newInterface)
+    return failure();
+  OpBuilder builder(forward->getContext());
+  builder.setInsertionPointAfter(forward);
+  auto backward = createKernelFunction(
+      builder, loc, getBackwardKernelName(forward.getSymName()), bwdInterface);
+  Block *bentry = &backward.getBody().front();
+  OpBuilder bb = OpBuilder::atBlockBegin(bentry);
+  ValueRange b = bentry->getArguments();
+  // The scan's parameters: each buffer by its position, scalars in order.
+  SmallVector<Value> bwdParams;
+  unsigned nextBuffer =
+      bwdBuffers.size() - paramGradients.size() - paramBuffers.size();
+  nextScalar = bwdBuffers.size();
+  for (Value param : scan.getParams())
+    bwdParams.push_back(isa<MemRefType>(param.getType()) ? b[nextBuffer++]
+                                                         : b[nextScalar++]);
+  unsigned numIns = numOutputs + numStates + numSaved + numReread;
+  auto bscan = createKernelScan(
+      bb, loc, bwdInterface, FlatSymbolRefAttr(), b.take_front(numIns),
+      b.slice(numIns, numStates), bwdParams,
+      b.slice(numIns + numStates, numInputs),
+      b.slice(numIns + numStates + numInputs, numStates),
+      b.slice(bwdBuffers.size() - paramGradients.size(), paramGradients.size()),
+      /*reverse=*/true);
+  // Incoming gradients may be absent (zeros); saved values and inputs not.
+  SmallVector<int64_t> optional;
+  for (unsigned i = 0; i < numOutputs + numStates; ++i)
+    optional.push_back(i);
+  bscan.setOptionalInputsAttr(builder.getDenseI64ArrayAttr(optional));
+  func::ReturnOp::create(bb, loc);
+  Block *bbody = new Block();
+  bscan.getBody().push_back(bbody);
+  for (unsigned i = 0; i < numIns + numStates; ++i)
+    bbody->addArgument(f32, loc);
+  for (Value arg : body->getArguments().drop_front(numInputs + numStates))
+    bbody->addArgument(arg.getType(), loc);
+  if (failed(emitBackwardStep(*body, *plan, numInputs, numStates, numOutputs,
+                              trainable, *bbody))) {
+    backward.erase();
+    return failure();
+  }
+
+  // Forward: the step also yields the saved values, after the outputs.
+  auto yield = cast<YieldOp>(body->getTerminator());
+  SmallVector<Value> yielded(yield.getValues().take_front(numOutputs));
+  llvm::append_range(yielded, plan->saved);
+  llvm::append_range(yielded, yield.getValues().drop_front(numOutputs));
+  OpBuilder yieldBuilder(yield);
+  YieldOp::create(yieldBuilder, loc, yielded);
+  yield.erase();
+  bool channels = newInterface.hasChannels();
+  SmallVector<Value> outs(scan.getOutputs());
+  for (unsigned i = 0; i < numSaved; ++i) {
+    (void)forward.insertArgument(
+        savedPos + i, getBufferType(withSaved[savedPos + i], channels), {},
+        loc);
+    outs.push_back(forward.getArgument(savedPos + i));
+  }
+  forward->setAttr(KernelInterfaceAttr::getAttrName(), newInterface);
+  OpBuilder fb(scan);
+  auto fullScan = createKernelScan(
+      fb, loc, newInterface, FlatSymbolRefAttr(), scan.getInputs(),
+      scan.getInits(), scan.getParams(), outs, scan.getStates(), ValueRange(),
+      /*reverse=*/false);
+  fullScan.getBody().takeBody(scan.getBody());
+  scan.erase();
+  return backward;
+}
+
 namespace {
 
 /// Folds what specialization made constant (flags, detach of constants...).
-LogicalResult canonicalize(Region &region) {
+void canonicalize(Region &region) {
   MLIRContext *ctx = region.getContext();
   RewritePatternSet patterns(ctx);
   for (Dialect *dialect : ctx->getLoadedDialects())
@@ -34,200 +259,99 @@ LogicalResult canonicalize(Region &region) {
   for (RegisteredOperationName op : ctx->getRegisteredOperations())
     op.getCanonicalizationPatterns(patterns, ctx);
   (void)applyPatternsGreedily(region, std::move(patterns));
-  return success();
+}
+
+/// The forward kernel of `neuron` before autodiff: its specialized step
+/// (const parameters folded, canonicalized) in an inline-body scan over
+/// state sequences, saving nothing yet.
+func::FuncOp createStepKernel(ModuleOp module, NeuronOp neuron,
+                              StorageType storage) {
+  Location loc = neuron.getLoc();
+  MLIRContext *ctx = module.getContext();
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  unsigned numInputs = neuron.getNumInputs();
+  unsigned numStates = neuron.getNumStates();
+  unsigned numOutputs = neuron.getNumOutputs();
+  SmallVector<ParamAttr> params = neuron.getRuntimeParamAttrs();
+  unsigned numScalarTrainable = llvm::count_if(params, [](ParamAttr p) {
+    return p.getKind() == ParamKind::Trainable && !p.isShaped();
+  });
+  SmallVector<KernelBufferAttr> buffers = getStepBuffers(
+      neuron, getStorageElementType(ctx, storage), /*finalStates=*/false);
+  llvm::append_range(buffers, getShapedParamBuffers(neuron));
+  auto interface = KernelInterfaceAttr::get(
+      ctx, neuron.getSymNameAttr(), KernelVariant::Forward, storage, buffers,
+      getScalarRuntimeParams(neuron), /*workspaceSequences=*/0,
+      numScalarTrainable, SpikeStorage::Dense);
+  auto forward = createKernelFunction(
+      builder, loc,
+      getKernelName(neuron.getSymName(), KernelVariant::Forward, storage),
+      interface);
+  Block *entry = &forward.getBody().front();
+  OpBuilder fb = OpBuilder::atBlockBegin(entry);
+  ValueRange a = entry->getArguments();
+  auto scan = createKernelScan(
+      fb, loc, interface, FlatSymbolRefAttr(), a.take_front(numInputs),
+      a.slice(numInputs, numStates), getScanParams(forward, neuron),
+      a.slice(numInputs + numStates, numOutputs),
+      a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
+      /*reverse=*/false);
+  func::ReturnOp::create(fb, loc);
+  Block *body = new Block();
+  scan.getBody().push_back(body);
+  Type f32 = builder.getF32Type();
+  for (unsigned i = 0; i < numInputs + numStates; ++i)
+    body->addArgument(f32, loc);
+  for (ParamAttr p : params)
+    body->addArgument(p.getType(), loc);
+  OpBuilder bb = OpBuilder::atBlockBegin(body);
+  // All runtime params come in; const ones become constants.
+  SmallVector<Value> results = emitNeuronStep(
+      bb, loc, neuron, body->getArguments().take_front(numInputs + numStates),
+      body->getArguments().drop_front(numInputs + numStates));
+  YieldOp::create(bb, loc, results);
+  canonicalize(scan.getBody());
+  return forward;
 }
 
 struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
   using Base::Base;
 
-  LogicalResult differentiate(ModuleOp module, NeuronOp neuron,
-                              StorageType storage) {
-    Location loc = neuron.getLoc();
-    MLIRContext *ctx = &getContext();
-    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-    Type dtype = getStorageElementType(ctx, storage);
-    unsigned numInputs = neuron.getNumInputs();
-    unsigned numStates = neuron.getNumStates();
-    unsigned numOutputs = neuron.getNumOutputs();
-    // Every runtime parameter is a body argument; the shaped ones are
-    // buffers of the kernels, the others scalar arguments.
-    SmallVector<ParamAttr> params = neuron.getRuntimeParamAttrs();
-    SmallVector<ParamAttr> scalarParams = getScalarRuntimeParams(neuron);
-    SmallVector<KernelBufferAttr> paramBuffers = getShapedParamBuffers(neuron);
-    SmallVector<bool> trainable = llvm::map_to_vector(params, [](ParamAttr p) {
+  bool selected(StringRef neuron) {
+    return neurons.empty() || llvm::is_contained(neurons, neuron);
+  }
+
+  /// Forward kernels written by hand (or produced by another pass) that
+  /// save nothing and have no backward kernel yet.
+  SmallVector<func::FuncOp> findUndifferentiated(ModuleOp module) {
+    SymbolTable symbols(module);
+    SmallVector<func::FuncOp> forwards;
+    for (func::FuncOp func : getKernelFunctions(module)) {
+      auto interface = func->getAttrOfType<KernelInterfaceAttr>(
+          KernelInterfaceAttr::getAttrName());
+      if (interface.getVariant() == KernelVariant::Forward &&
+          interface.getWorkspaceSequences() == 0 &&
+          selected(interface.getNeuron()) &&
+          !symbols.lookup(getBackwardKernelName(func.getSymName())))
+        forwards.push_back(func);
+    }
+    return forwards;
+  }
+
+  /// A kernel's scalar parameters say whether they are trainable; its
+  /// parameter buffers do not, so only a neuron's kernels may have them.
+  FailureOr<SmallVector<bool>> getTrainable(func::FuncOp forward) {
+    auto interface = forward->getAttrOfType<KernelInterfaceAttr>(
+        KernelInterfaceAttr::getAttrName());
+    for (KernelBufferAttr buffer : interface.getBuffers())
+      if (isParamRole(buffer.getRole()))
+        return forward.emitError()
+               << "cannot tell whether parameter buffer '"
+               << buffer.getName().getValue()
+               << "' is trainable: declare the parameter in a neuron";
+    return llvm::map_to_vector(interface.getParams(), [](ParamAttr p) {
       return p.getKind() == ParamKind::Trainable;
     });
-    SmallVector<Type> paramTypes =
-        llvm::map_to_vector(params, [](ParamAttr p) { return p.getType(); });
-    unsigned numTrainable = llvm::count(trainable, true);
-    // Scalar gradients are summed across threads: the reduction scratch
-    // holds one slot each.
-    unsigned numScalarTrainable = llvm::count_if(params, [](ParamAttr p) {
-      return p.getKind() == ParamKind::Trainable && !p.isShaped();
-    });
-    Type f32 = builder.getF32Type();
-
-    // Forward: the specialized step in an inline-body scan. What it saves
-    // is planned on that body (canonicalization hoists its constants into
-    // the function), then added to its buffers and results.
-    SmallVector<KernelBufferAttr> fwdBuffers =
-        getStepBuffers(neuron, dtype, /*finalStates=*/false);
-    unsigned savedPos = fwdBuffers.size();
-    llvm::append_range(fwdBuffers, paramBuffers);
-    auto interface = [&](KernelVariant variant,
-                         ArrayRef<KernelBufferAttr> buffers,
-                         unsigned numSaved) {
-      return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
-                                      storage, buffers, scalarParams, numSaved,
-                                      numScalarTrainable, SpikeStorage::Dense);
-    };
-    KernelInterfaceAttr fwdInterface =
-        interface(KernelVariant::Forward, fwdBuffers, 0);
-    bool channels = fwdInterface.hasChannels();
-    auto forward = createKernelFunction(
-        builder, loc,
-        getKernelName(neuron.getSymName(), KernelVariant::Forward, storage),
-        fwdInterface);
-    Block *entry = &forward.getBody().front();
-    OpBuilder fb = OpBuilder::atBlockBegin(entry);
-    ValueRange a = entry->getArguments();
-    auto scan = createKernelScan(
-        fb, loc, fwdInterface, FlatSymbolRefAttr(), a.take_front(numInputs),
-        a.slice(numInputs, numStates), getScanParams(forward, neuron),
-        a.slice(numInputs + numStates, numOutputs),
-        a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
-        /*reverse=*/false);
-    func::ReturnOp::create(fb, loc);
-    SmallVector<Type> bodyTypes(numInputs + numStates, f32);
-    llvm::append_range(bodyTypes, paramTypes);
-    Block *body = new Block();
-    scan.getBody().push_back(body);
-    for (Type t : bodyTypes)
-      body->addArgument(t, loc);
-    {
-      OpBuilder bb = OpBuilder::atBlockBegin(body);
-      // All runtime params come in; const ones become constants.
-      SmallVector<Value> results = emitNeuronStep(
-          bb, loc, neuron,
-          body->getArguments().take_front(numInputs + numStates),
-          body->getArguments().drop_front(numInputs + numStates));
-      YieldOp::create(bb, loc, results);
-    }
-    (void)canonicalize(scan.getBody());
-
-    FailureOr<SavePlan> plan =
-        planSaves(*body, numInputs, numStates, numOutputs, trainable, storeAll);
-    if (failed(plan))
-      return failure();
-    unsigned numSaved = plan->saved.size();
-    unsigned numReread = plan->rereadInputs.size();
-
-    // The forward writes the saved sequences after its step's buffers; the
-    // backward's buffers are named after the neuron's values.
-    auto saved = [&](BufferRole role) {
-      SmallVector<KernelBufferAttr> buffers;
-      for (unsigned i = 0; i < numSaved; ++i)
-        buffers.push_back(
-            KernelBufferAttr::get(ctx, "saved" + Twine(i), role, f32));
-      return buffers;
-    };
-    SmallVector<KernelBufferAttr> savedOutputs =
-        saved(BufferRole::SavedOutput);
-    fwdBuffers.insert(fwdBuffers.begin() + savedPos, savedOutputs.begin(),
-                      savedOutputs.end());
-
-    auto names = [](ArrayAttr attr) {
-      return llvm::to_vector(attr.getAsValueRange<StringAttr>());
-    };
-    SmallVector<StringRef> inputNames = names(neuron.getInputNames()),
-                           stateNames = names(neuron.getStateNames()),
-                           outputNames = names(neuron.getOutputNames());
-    SmallVector<KernelBufferAttr> bwdBuffers;
-    auto add = [&](ArrayRef<StringRef> stems, StringRef suffix,
-                   BufferRole role, Type type) {
-      for (StringRef stem : stems)
-        bwdBuffers.push_back(
-            KernelBufferAttr::get(ctx, stem + suffix, role, type));
-    };
-    add(outputNames, "_grad", BufferRole::OptionalInputSequence, dtype);
-    add(stateNames, "_seq_grad", BufferRole::OptionalInputSequence, dtype);
-    llvm::append_range(bwdBuffers, saved(BufferRole::SavedInput));
-    for (unsigned i : plan->rereadInputs)
-      add(inputNames[i], "", BufferRole::InputSequence, dtype);
-    add(stateNames, "_final_grad", BufferRole::InitialState, dtype);
-    add(inputNames, "_grad", BufferRole::OutputSequence, dtype);
-    add(stateNames, "_init_grad", BufferRole::FinalState, dtype);
-    llvm::append_range(bwdBuffers, paramBuffers);
-    for (ParamAttr p : params)
-      if (p.getKind() == ParamKind::Trainable)
-        add(p.getName().getValue(), "_grad",
-            p.isPerNeuron()    ? BufferRole::PerNeuronParamGradient
-            : p.isPerChannel() ? BufferRole::PerChannelParamGradient
-                               : BufferRole::ParamGradient,
-            f32);
-
-    // Backward: a reverse scan over the gradients.
-    KernelInterfaceAttr bwdInterface =
-        interface(KernelVariant::Backward, bwdBuffers, numSaved);
-    auto backward = createKernelFunction(
-        builder, loc,
-        getKernelName(neuron.getSymName(), KernelVariant::Backward, storage),
-        bwdInterface);
-    Block *bentry = &backward.getBody().front();
-    OpBuilder bb = OpBuilder::atBlockBegin(bentry);
-    ValueRange b = bentry->getArguments();
-    unsigned numIns = numOutputs + numStates + numSaved + numReread;
-    unsigned gradPos =
-        numIns + 2 * numStates + numInputs + paramBuffers.size();
-    auto bscan = createKernelScan(
-        bb, loc, bwdInterface, FlatSymbolRefAttr(), b.take_front(numIns),
-        b.slice(numIns, numStates), getScanParams(backward, neuron),
-        b.slice(numIns + numStates, numInputs),
-        b.slice(numIns + numStates + numInputs, numStates),
-        b.slice(gradPos, numTrainable), /*reverse=*/true);
-    // Incoming gradients may be absent (zeros); saved values and inputs not.
-    SmallVector<int64_t> optional;
-    for (unsigned i = 0; i < numOutputs + numStates; ++i)
-      optional.push_back(i);
-    bscan.setOptionalInputsAttr(builder.getDenseI64ArrayAttr(optional));
-    func::ReturnOp::create(bb, loc);
-    Block *bbody = new Block();
-    bscan.getBody().push_back(bbody);
-    for (unsigned i = 0; i < numIns + numStates; ++i)
-      bbody->addArgument(f32, loc);
-    for (Type t : paramTypes)
-      bbody->addArgument(t, loc);
-    if (failed(emitBackwardStep(*body, *plan, numInputs, numStates, numOutputs,
-                                trainable, *bbody)))
-      return failure();
-
-    // Forward: the step also yields the saved values, after the outputs,
-    // which the function takes after its state sequences.
-    auto yield = cast<YieldOp>(body->getTerminator());
-    SmallVector<Value> yielded(yield.getValues().take_front(numOutputs));
-    llvm::append_range(yielded, plan->saved);
-    llvm::append_range(yielded, yield.getValues().drop_front(numOutputs));
-    OpBuilder yieldBuilder(yield);
-    YieldOp::create(yieldBuilder, loc, yielded);
-    yield.erase();
-    for (unsigned i = 0; i < numSaved; ++i)
-      (void)forward.insertArgument(
-          savedPos + i, getBufferType(fwdBuffers[savedPos + i], channels), {},
-          loc);
-    fwdInterface = interface(KernelVariant::Forward, fwdBuffers, numSaved);
-    forward->setAttr(KernelInterfaceAttr::getAttrName(), fwdInterface);
-    a = entry->getArguments();
-    SmallVector<Value> outs(a.slice(numInputs + numStates, numOutputs));
-    llvm::append_range(outs, a.slice(savedPos, numSaved));
-    fb.setInsertionPoint(scan);
-    auto fullScan = createKernelScan(
-        fb, loc, fwdInterface, FlatSymbolRefAttr(), a.take_front(numInputs),
-        a.slice(numInputs, numStates), getScanParams(forward, neuron), outs,
-        a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
-        /*reverse=*/false);
-    fullScan.getBody().takeBody(scan.getBody());
-    scan.erase();
-    return success();
   }
 
   void runOnOperation() override {
@@ -235,15 +359,28 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     // Steps are emitted from flat bodies.
     if (failed(inlineApplications(module)))
       return signalPassFailure();
+    for (func::FuncOp forward : findUndifferentiated(module)) {
+      FailureOr<SmallVector<bool>> trainable = getTrainable(forward);
+      if (failed(trainable) ||
+          failed(differentiateKernel(forward, *trainable, storeAll)))
+        return signalPassFailure();
+    }
     SmallVector<std::string> types(storageTypes.begin(), storageTypes.end());
     if (types.empty())
       types = {"f32"};
     for (NeuronOp neuron : llvm::to_vector(module.getOps<NeuronOp>())) {
-      if (!neurons.empty() && !llvm::is_contained(neurons, neuron.getSymName()))
+      if (!selected(neuron.getSymName()))
         continue;
+      SmallVector<bool> trainable =
+          llvm::map_to_vector(neuron.getRuntimeParamAttrs(), [](ParamAttr p) {
+            return p.getKind() == ParamKind::Trainable;
+          });
       for (StringRef name : types) {
         FailureOr<StorageType> storage = parseStorageTypeOption(module, name);
-        if (failed(storage) || failed(differentiate(module, neuron, *storage)))
+        if (failed(storage))
+          return signalPassFailure();
+        func::FuncOp forward = createStepKernel(module, neuron, *storage);
+        if (failed(differentiateKernel(forward, trainable, storeAll)))
           return signalPassFailure();
       }
     }

@@ -4,11 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Training kernels come from the step body alone. The forward step is the
-// neuron's body (specialized: const parameters folded, applications
-// inlined) plus the values the backward step must not recompute; the
-// backward step recomputes what it needs from those saved values and runs the
-// reverse sweep of the body, op by op, with one derivative rule per op.
+// Training kernels come from a forward scan's body alone, whatever wrote it
+// (a neuron, specialized and inlined, or a kernel built by hand or by
+// another pass). The forward step is that body plus the values the backward
+// step must not recompute; the backward step recomputes what it needs from
+// those saved values and runs the reverse sweep of the body, op by op, with
+// one derivative rule per op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,8 @@
 #define FLEXSN_DIALECT_FLEXSN_TRANSFORMS_AUTODIFF_H
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::flexsn {
 
@@ -45,6 +48,24 @@ LogicalResult emitBackwardStep(Block &forwardBody, const SavePlan &plan,
                                unsigned numInputs, unsigned numStates,
                                unsigned numOutputs, ArrayRef<bool> trainable,
                                Block &backward);
+
+/// Makes `forward` trainable. It must be a forward kernel function that
+/// saves nothing yet, whose scan runs an inline body forward in time over
+/// state sequences, without reductions. Plans what the step saves, adds
+/// those `saved_output` buffers to `forward` (after its last output or state
+/// sequence) and creates its backward kernel function right after it, named
+/// by `getBackwardKernelName`, with buffers named after the forward's
+/// (`<output>_grad`, `<state seq>_grad`, `<state>_final_grad`,
+/// `<input>_grad`, `<init>_grad`, `<param>_grad`). `trainable` says, for
+/// each of the scan's parameters, whether it gets a gradient.
+FailureOr<func::FuncOp> differentiateKernel(func::FuncOp forward,
+                                            ArrayRef<bool> trainable,
+                                            bool storeAll);
+
+/// The backward kernel's name of the forward kernel `forwardName`: its last
+/// `forward` replaced by `backward` (`lif_forward_f32` ->
+/// `lif_backward_f32`), or `_backward` appended.
+std::string getBackwardKernelName(StringRef forwardName);
 
 } // namespace mlir::flexsn
 

@@ -67,8 +67,18 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
 def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
   let summary = "Generate training kernels: forward with saves, reverse-time backward";
   let description = [{
-    For every neuron (or those named by `neurons`) and storage type, adds two
-    kernel functions:
+    Autodiff differentiates scans, not neurons: its input is a forward
+    kernel function (`flexsn.kernel` with variant `forward`, saving nothing
+    yet) whose scan runs an inline body forward in time over state
+    sequences. For every neuron (or those named by `neurons`) and storage
+    type it first builds that kernel from the neuron's specialized step;
+    forward kernels already in the module (written by hand, or by another
+    pass) are differentiated too, unless their backward kernel exists. Their
+    scalar parameters' kinds say which get gradients; a parameter buffer
+    needs a neuron to say so. Each forward kernel is completed and gets its
+    backward kernel, named with its last `forward` replaced by `backward`
+    (or `_backward` appended), with buffers named after the forward's. For
+    a neuron the pair is:
 
     * `@<neuron>_forward_<dtype>(inputs [T,N]..., inits [N]..., outputs
       [T,N]..., state sequences [T,N]..., saved [T,N] f32..., runtime

@@ -1,0 +1,109 @@
+// RUN: flexsn-opt %s --split-input-file --flexsn-autodiff -verify-diagnostics
+
+// A forward kernel that autodiff cannot differentiate gets a diagnostic.
+
+// Only the final state is kept: the backward needs every step's.
+func.func @final_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
+                             %v: memref<?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"final", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"v_init", initial_state, f32, per_neuron>,
+                 <"v_final", final_state, f32, per_neuron>]>} {
+  // expected-error@+1 {{state #0 keeps only its final value: the backward scan reads every step's state}}
+  flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
+      states(%v : memref<?xf32>) {
+  ^bb0(%xi: f32, %vi: f32):
+    %h = arith.mulf %vi, %xi : f32
+    flexsn.yield %h : f32
+  }
+  return
+}
+
+// -----
+
+flexsn.neuron @double inputs(%x: f32) states() outputs(y) {
+  %y = arith.addf %x, %x : f32
+  flexsn.yield %y : f32
+}
+
+// The scan must carry its body, not call a neuron.
+func.func @call_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"call", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"y", output_sequence, f32, sequence>]>} {
+  // expected-error@+1 {{autodiff differentiates an inline body: the scan must not call a neuron}}
+  flexsn.scan @double ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// A parameter buffer's kernel interface does not say whether it trains.
+// expected-error@+1 {{cannot tell whether parameter buffer 'w' is trainable: declare the parameter in a neuron}}
+func.func @shaped_forward_f32(%x: memref<?x?xf32>, %w: memref<?xf32>,
+                              %y: memref<?x?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"shaped", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"w", per_neuron_param, f32, per_neuron>,
+                 <"y", output_sequence, f32, sequence>]>} {
+  flexsn.scan ins(%x : memref<?x?xf32>) params(%w : memref<?xf32>)
+      outs(%y : memref<?x?xf32>) {
+  ^bb0(%xi: f32, %wi: f32):
+    %r = arith.mulf %xi, %wi : f32
+    flexsn.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A kernel function is checked against its interface first.
+func.func @two_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>,
+                           %z: memref<?x?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"two", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"y", output_sequence, f32, sequence>,
+                 <"z", output_sequence, f32, sequence>]>} {
+  // expected-error@+1 {{the scan does not use buffer 'z'}}
+  flexsn.scan ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>) {
+  ^bb0(%xi: f32):
+    flexsn.yield %xi : f32
+  }
+  return
+}
+
+// -----
+
+// A scan that already runs backward in time is not a forward kernel's.
+func.func @rev_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"rev", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"y", output_sequence, f32, sequence>]>} {
+  // expected-error@+1 {{autodiff differentiates a forward-time scan without reductions or optional inputs}}
+  flexsn.scan reverse ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>) {
+  ^bb0(%xi: f32):
+    flexsn.yield %xi : f32
+  }
+  return
+}
+
+// -----
+
+// The backward's buffer names come from the forward's: here the output
+// `v_final` and the state `v` would both give `v_final_grad`.
+// expected-error@+1 {{cannot name the backward kernel's buffers: two buffers are named 'v_final_grad'}}
+func.func @clash_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
+                             %y: memref<?x?xf32>, %v: memref<?x?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"clash", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"v_init", initial_state, f32, per_neuron>,
+                 <"v_final", output_sequence, f32, sequence>,
+                 <"v_seq", state_sequence, f32, sequence>]>} {
+  flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
+      outs(%y : memref<?x?xf32>) states(%v : memref<?x?xf32>) {
+  ^bb0(%xi: f32, %vi: f32):
+    %r = arith.mulf %xi, %vi : f32
+    flexsn.yield %r, %r : f32, f32
+  }
+  return
+}

@@ -1,0 +1,117 @@
+// RUN: flexsn-opt %s --split-input-file --flexsn-autodiff --canonicalize | FileCheck %s
+// RUN: flexsn-opt %s --split-input-file --flexsn-autodiff=neurons=other | FileCheck %s --check-prefix=FILTERED
+// RUN: flexsn-opt %s --split-input-file --flexsn-autodiff --convert-flexsn-to-gpu | FileCheck %s --check-prefix=GPU
+
+// Autodiff differentiates scans, not neurons: a forward kernel written by
+// hand (here a block: an affine pre-op p = x·scale + shift, a leaky
+// soft-reset neuron on it, a residual readout y = s + x) gets its saved
+// sequences and a backward kernel named after it, with buffers named after
+// its own. Its scalar parameters' kinds say which get gradients.
+
+// CHECK-LABEL: func.func @block_forward_f32(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<?x?xf32>, %[[V0:[^:]*]]: memref<?xf32>, %[[Y:[^:]*]]: memref<?x?xf32>, %[[V:[^:]*]]: memref<?x?xf32>, %[[SAVED:[^:]*]]: memref<?x?xf32>, %[[A:[^:]*]]: f32, %[[C:[^:]*]]: f32)
+// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v_seq", state_sequence, f32, sequence>, <"saved0", saved_output, f32, sequence>], params = [<"scale", 1.000000e+00 : f32, trainable>, <"shift", 0.000000e+00 : f32, runtime>], workspace_sequences = 1, reduction_slots = 1>
+// The step saves the state it starts from and recomputes h from it.
+// CHECK:         flexsn.scan ins(%[[X]] : memref<?x?xf32>) inits(%[[V0]] : memref<?xf32>) params(%[[A]], %[[C]] : f32, f32) outs(%[[Y]], %[[SAVED]] : memref<?x?xf32>, memref<?x?xf32>) states(%[[V]] : memref<?x?xf32>)
+// CHECK-NEXT:    ^bb0(%[[xi:[^:]*]]: f32, %[[vi:[^:]*]]: f32,
+// CHECK:           flexsn.yield %{{.*}}, %[[vi]], %{{.*}} : f32, f32, f32
+
+// CHECK-LABEL: func.func @block_backward_f32(
+// CHECK-SAME:    %[[GY:[^:]*]]: memref<?x?xf32>, %[[GV:[^:]*]]: memref<?x?xf32>, %[[S:[^:]*]]: memref<?x?xf32>, %[[XR:[^:]*]]: memref<?x?xf32>, %[[GFIN:[^:]*]]: memref<?xf32>, %[[GX:[^:]*]]: memref<?x?xf32>, %[[GV0:[^:]*]]: memref<?xf32>, %[[GA:[^:]*]]: memref<f32>, %[[BA:[^:]*]]: f32, %[[BC:[^:]*]]: f32)
+// CHECK-SAME:    #flexsn.kernel<"block", backward, f32, buffers = [<"y_grad", optional_input_sequence, f32, sequence>, <"v_seq_grad", optional_input_sequence, f32, sequence>, <"saved0", saved_input, f32, sequence>, <"x", input_sequence, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>, <"scale_grad", param_gradient, f32, scalar>], params = [<"scale", {{.*}}, trainable>, <"shift", {{.*}}, runtime>], workspace_sequences = 1, reduction_slots = 1>
+// CHECK:         flexsn.scan reverse ins(%[[GY]], %[[GV]], %[[S]], %[[XR]] : {{.*}}) inits(%[[GFIN]] : memref<?xf32>) params(%[[BA]], %[[BC]] : f32, f32) outs(%[[GX]] : memref<?x?xf32>) states(%[[GV0]] : memref<?xf32>) reductions(%[[GA]] : memref<f32>)
+// CHECK:           flexsn.surrogate_grad %{{.*}} surrogate(#flexsn.piecewise_quadratic)
+// CHECK:         } attributes {optional_inputs = array<i64: 0, 1>}
+
+// The GPU lowering takes both kernels like a neuron's, with a
+// deterministic backward for the trainable scale.
+// GPU: gpu.func @block_forward_f32_vec(
+// GPU: gpu.func @block_backward_f32_vec(
+// GPU: gpu.func @block_backward_f32_deterministic_vec(
+
+// A kernel listed by another neuron's name is left alone.
+// FILTERED-NOT:  @block_backward_f32
+// FILTERED-LABEL: func.func @block_forward_f32(
+// FILTERED-SAME:    %{{[^:]*}}: memref<?x?xf32>, %{{[^:]*}}: f32, %{{[^:]*}}: f32)
+// FILTERED-NOT:  @block_backward_f32
+func.func @block_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
+                             %y: memref<?x?xf32>, %v: memref<?x?xf32>,
+                             %scale: f32, %shift: f32)
+    attributes {flexsn.kernel = #flexsn.kernel<"block", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"v_init", initial_state, f32, per_neuron>,
+                 <"y", output_sequence, f32, sequence>,
+                 <"v_seq", state_sequence, f32, sequence>],
+      params = [<"scale", 1.0 : f32, trainable>, <"shift", 0.0 : f32, runtime>]>} {
+  flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
+      params(%scale, %shift : f32, f32) outs(%y : memref<?x?xf32>)
+      states(%v : memref<?x?xf32>) {
+  ^bb0(%xi: f32, %vi: f32, %a: f32, %c: f32):
+    %half = arith.constant 0.5 : f32
+    %one = arith.constant 1.0 : f32
+    %ax = arith.mulf %xi, %a : f32
+    %p = arith.addf %ax, %c : f32
+    %leak = arith.mulf %vi, %half : f32
+    %h = arith.addf %leak, %p : f32
+    %over = arith.subf %h, %one : f32
+    %s = flexsn.spike %over surrogate(#flexsn.piecewise_quadratic) : f32
+    %vn = arith.subf %h, %s : f32
+    %yi = arith.addf %s, %xi : f32
+    flexsn.yield %yi, %vn : f32, f32
+  }
+  return
+}
+
+// -----
+
+// A running product in bf16 whose name has no "forward": the backward's
+// name appends "_backward". Its buffers list the state sequence before the
+// output, so the saved sequence (the state each step starts from) goes after
+// the output. Nothing is trainable: no reductions.
+// CHECK-LABEL: func.func @product(
+// CHECK-SAME:    buffers = [<"u", input_sequence, bf16, sequence>, <"acc_init", initial_state, bf16, per_neuron>, <"acc_seq", state_sequence, bf16, sequence>, <"y", output_sequence, bf16, sequence>, <"saved0", saved_output, f32, sequence>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
+// CHECK:         flexsn.scan ins(%arg0 : {{.*}}) inits(%arg1 : {{.*}}) params(%arg5 : f32) outs(%arg3, %arg4 : memref<?x?xbf16>, memref<?x?xf32>) states(%arg2 : memref<?x?xbf16>)
+// CHECK-LABEL: func.func @product_backward(
+// CHECK-SAME:    buffers = [<"y_grad", optional_input_sequence, bf16, sequence>, <"acc_seq_grad", optional_input_sequence, bf16, sequence>, <"saved0", saved_input, f32, sequence>, <"u", input_sequence, bf16, sequence>, <"acc_final_grad", initial_state, bf16, per_neuron>, <"u_grad", output_sequence, bf16, sequence>, <"acc_init_grad", final_state, bf16, per_neuron>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
+// CHECK-NOT:     reductions
+// CHECK:         return
+func.func @product(%u: memref<?x?xbf16>, %acc0: memref<?xbf16>,
+                   %acc: memref<?x?xbf16>, %y: memref<?x?xbf16>, %k: f32)
+    attributes {flexsn.kernel = #flexsn.kernel<"", forward, bf16,
+      buffers = [<"u", input_sequence, bf16, sequence>,
+                 <"acc_init", initial_state, bf16, per_neuron>,
+                 <"acc_seq", state_sequence, bf16, sequence>,
+                 <"y", output_sequence, bf16, sequence>],
+      params = [<"k", 2.0 : f32, runtime>]>} {
+  flexsn.scan ins(%u : memref<?x?xbf16>) inits(%acc0 : memref<?xbf16>)
+      params(%k : f32) outs(%y : memref<?x?xbf16>)
+      states(%acc : memref<?x?xbf16>) {
+  ^bb0(%ui: f32, %ai: f32, %ki: f32):
+    %m = arith.mulf %ai, %ui : f32
+    %r = arith.mulf %m, %ki : f32
+    flexsn.yield %r, %m : f32, f32
+  }
+  return
+}
+
+// -----
+
+// A forward kernel whose backward exists is not differentiated again.
+// CHECK-LABEL: func.func @done_forward_f32(
+// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>]>
+// CHECK-LABEL: func.func @done_backward_f32(
+// CHECK-NEXT:    return
+func.func @done_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"done", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"y", output_sequence, f32, sequence>]>} {
+  flexsn.scan ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>) {
+  ^bb0(%xi: f32):
+    %r = arith.mulf %xi, %xi : f32
+    flexsn.yield %r : f32
+  }
+  return
+}
+func.func @done_backward_f32() {
+  return
+}
