@@ -13,8 +13,9 @@
 #                   --compile-only modes) and of python/tests/
 #                   test_torch_neurons.py, test_fx.py,
 #                   test_per_neuron_params.py,
-#                   test_per_channel_params.py and
-#                   test_spike_storage.py (their CPU run). The GPU
+#                   test_per_channel_params.py,
+#                   test_spike_storage.py and
+#                   test_kernel_modules.py (their CPU run). The GPU
 #                   machine has no tools: there
 #                   compile() serves these entries, found by the same
 #                   arguments, with FLEXSN_CACHE_DIR=DIR/cache and
@@ -112,6 +113,7 @@ log "compiling what python/tests uses (their CPU run)"
   python/tests/test_fx.py python/tests/test_per_neuron_params.py \
   python/tests/test_per_channel_params.py \
   python/tests/test_spike_storage.py \
+  python/tests/test_kernel_modules.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
 # Unfinished builds of a failed compile are no use there.

@@ -326,14 +326,47 @@ def load_kernel(compiled, device: str, variant: str, dtype: str,
                 f"'{variant}', storage {dtype}{stored}: compile it with that "
                 f"variant, storage type"
                 + (", spike storage" if stored else "") + " and target")
-        if device == "cuda":
-            images = _loaded.setdefault(("image", str(compiled.directory)),
-                                        GpuImage(compiled.gpu_image))
-            kernel = GpuKernel(spec, images)
-        else:
-            libraries = _loaded.setdefault(
-                ("library", str(compiled.directory)),
-                ctypes.CDLL(str(compiled.cpu_library)))
-            kernel = CpuKernel(spec, libraries)
-        _loaded[key] = kernel
+        kernel = _loaded[key] = _instantiate(compiled, device, spec)
+        return kernel
+
+
+def _instantiate(compiled, device: str, spec: Kernel):
+    """The kernel `spec` of `compiled`'s image or library, each loaded once
+    (the caller holds _load_lock)."""
+    if device == "cuda":
+        images = _loaded.setdefault(("image", str(compiled.directory)),
+                                    GpuImage(compiled.gpu_image))
+        return GpuKernel(spec, images)
+    libraries = _loaded.setdefault(("library", str(compiled.directory)),
+                                   ctypes.CDLL(str(compiled.cpu_library)))
+    return CpuKernel(spec, libraries)
+
+
+def load_named_kernel(compiled, device: str, name: str,
+                      deterministic: bool = False):
+    key = (str(compiled.directory), device, name, deterministic)
+    with _load_lock:
+        if key in _loaded:
+            return _loaded[key]
+        manifest = compiled.manifest
+        kernels = (manifest.gpu_kernels if device == "cuda"
+                   else manifest.cpu_kernels)
+        if device not in ("cpu", "cuda") or not kernels:
+            raise KeyError(f"no kernel was compiled for '{device}' (targets: "
+                           f"{', '.join(compiled.targets)})")
+        wanted = name + ("_deterministic" if deterministic else "")
+        spec = next((k for k in kernels if k.name == wanted), None)
+        if spec is None and deterministic:
+            # Without parameter gradients summed across threads (or on the
+            # CPU) the kernel is deterministic as it is.
+            spec = next((k for k in kernels if k.name == name), None)
+            if spec is not None and spec.buffers_with_role(
+                    "param_gradient", "per_channel_param_gradient"
+            ) and device == "cuda":
+                raise NoDeterministicKernelError(
+                    f"{name}: no deterministic kernel")
+        if spec is None:
+            raise KeyError(f"no kernel '{name}' (the kernels: "
+                           f"{', '.join(compiled.names)})")
+        kernel = _loaded[key] = _instantiate(compiled, device, spec)
         return kernel

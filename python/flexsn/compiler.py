@@ -1,4 +1,5 @@
-"""`flexsn.compile`: a neuron to CPU and GPU kernels, cached by content.
+"""`flexsn.compile`: a neuron to CPU and GPU kernels, cached by content;
+`flexsn.compile_kernels`: the same for kernel functions written by hand.
 
 A compile runs the tools once and stores, in one cache entry:
 
@@ -142,7 +143,33 @@ class CompiledNeuron:
                                     deterministic, spikes)
 
 
-_memo: Dict[str, CompiledNeuron] = {}
+@dataclasses.dataclass
+class CompiledKernels:
+    """The artifacts of one `compile_kernels`; kernels are loaded on first
+    use, by name."""
+    directory: pathlib.Path
+    manifest: Manifest
+    targets: tuple
+
+    cpu_library = CompiledNeuron.cpu_library
+    gpu_image = CompiledNeuron.gpu_image
+
+    @property
+    def names(self) -> tuple:
+        """The kernels' names (each compiled for every target)."""
+        return tuple(dict.fromkeys(
+            k.name for k in self.manifest.cpu_kernels + self.manifest.gpu_kernels
+            if not k.deterministic))
+
+    def kernel(self, device: str, name: str, deterministic: bool = False):
+        """The runnable kernel `name` for `device` ("cpu" or "cuda"; see
+        flexsn._runtime), loaded once; `deterministic` picks a backward
+        kernel's variant that sums parameter gradients in a fixed order."""
+        from . import _runtime
+        return _runtime.load_named_kernel(self, device, name, deterministic)
+
+
+_memo: Dict[str, object] = {}
 _memo_lock = threading.Lock()
 
 
@@ -199,14 +226,7 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
             raise ValueError(f"unknown shape '{shape}' for parameter "
                              f"'{name}' (one of: {', '.join(PARAM_SHAPES)})")
     chips = (chip,) if isinstance(chip, str) else tuple(chip)
-    if targets is None:
-        targets = ("cpu", "cuda") if (cuda_toolkit() / "bin" / "ptxas"
-                                      ).is_file() or not _tools.tools_available(
-                                      ) else ("cpu",)
-    targets = tuple(dict.fromkeys(targets))
-    for t in targets:
-        if t not in TARGETS:
-            raise ValueError(f"unknown target '{t}' (cpu or cuda)")
+    targets = _targets(targets)
     options = {
         "variants": variants, "storage_types": storage_types,
         "targets": targets, "chips": chips if "cuda" in targets else (),
@@ -221,6 +241,24 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
         options["shapes"] = sorted(shapes.items())
     if spike_storage != ("dense",):
         options["spike_storage"] = spike_storage
+    return _cached(text, filename, options, _load)
+
+
+def _targets(targets: Optional[Iterable[str]]) -> tuple:
+    if targets is None:
+        targets = ("cpu", "cuda") if (cuda_toolkit() / "bin" / "ptxas"
+                                      ).is_file() or not _tools.tools_available(
+                                      ) else ("cpu",)
+    targets = tuple(dict.fromkeys(targets))
+    for t in targets:
+        if t not in TARGETS:
+            raise ValueError(f"unknown target '{t}' (cpu or cuda)")
+    return targets
+
+
+def _cached(text: str, filename: str, options: dict, load):
+    """`load(entry, options)` of the cache entry of `text` compiled with
+    `options`, built first where the tools are."""
     key = hashlib.sha256(
         json.dumps([text, options], sort_keys=True).encode()).hexdigest()[:24]
     with _memo_lock:
@@ -238,15 +276,35 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
         if not built:
             raise _tools.ToolNotFoundError(
                 "the FlexSN tools are not installed and the cache "
-                f"({cache_dir()}) holds no compiled copy of this neuron with "
+                f"({cache_dir()}) holds no compiled copy of this source with "
                 "these options: compile it where the tools are, then copy "
                 "the cache (set $FLEXSN_CACHE_DIR)")
         entry = built[-1].parent
 
-    compiled = _load(entry, options)
+    compiled = load(entry, options)
     with _memo_lock:
         _memo[key] = compiled
     return compiled
+
+
+def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
+                    chip: Union[str, Sequence[str]] = "sm_90"
+                    ) -> "CompiledKernels":
+    """Compiles the kernel functions of a module written by hand (a `.mlir`
+    path or MLIR text: `func.func`s carrying a `flexsn.kernel` interface
+    around one `flexsn.scan`; see docs/Python.md) to kernels for `targets`
+    (as for `compile`). Autodiff first completes every forward kernel that
+    has no backward kernel yet: it adds the sequences the forward saves and
+    the backward kernel, named with the forward's last `forward` replaced by
+    `backward`. A module that does not verify, or that autodiff cannot
+    differentiate, raises CompileError with the MLIR diagnostics."""
+    text, filename = read_source(source)
+    chips = (chip,) if isinstance(chip, str) else tuple(chip)
+    targets = _targets(targets)
+    options = {"kernels": True, "targets": targets,
+               "chips": chips if "cuda" in targets else (),
+               "cache_format": CACHE_FORMAT}
+    return _cached(text, filename, options, _load_kernels)
 
 
 def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
@@ -262,6 +320,14 @@ def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
     return CompiledNeuron(name, entry, manifest, options["variants"],
                           options["storage_types"], options["targets"],
                           tuple(options.get("spike_storage", ("dense",))))
+
+
+def _load_kernels(entry: pathlib.Path, options: dict) -> "CompiledKernels":
+    documents = [json.loads((entry / name).read_text())
+                 for name in ("cpu.json", "gpu.json")
+                 if (entry / name).is_file()]
+    return CompiledKernels(entry, Manifest.from_json(documents),
+                           options["targets"])
 
 
 def _build(entry: pathlib.Path, text: str, filename: str,
@@ -290,6 +356,11 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
     if not source.name.endswith(".mlir"):
         source = work / "neuron.mlir"
     source.write_text(text)
+    if options.get("kernels"):
+        # Kernel functions as written: training pairs completed, no neuron
+        # to configure or generate kernels from.
+        _lower(work, source, filename, options, "variants=forward,backward")
+        return
     configure = []
     if options["neuron"]:
         configure.append("neurons=" + options["neuron"])
@@ -319,17 +390,47 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
                 "-o", work / "neuron.json"])
 
     neurons = ("neurons=" + options["neuron"] + " ") if options["neuron"] else ""
-    variants = ",".join(options["variants"])
-    storage = ",".join(options["storage_types"])
     spikes = ("spike-storage=" + ",".join(options["spike_storage"]) + " "
               if options.get("spike_storage") else "")
+    _lower(work, configured, filename, options,
+           f"{neurons}{spikes}variants={','.join(options['variants'])} "
+           f"storage-types={','.join(options['storage_types'])}")
+
+
+def _lower(work: pathlib.Path, module: pathlib.Path, filename: str,
+           options: dict, pipeline: str) -> None:
+    """Lowers `module` for each target with the pipelines' options
+    `pipeline`: cpu.json and kernels.so, gpu.json and the GPU image."""
+    opt, translate = _tools.find_tool("flexsn-opt"), _tools.find_tool(
+        "flexsn-translate")
+
+    def check_kernels(manifest, key):
+        # Only compile_kernels' sources may lack kernels: a neuron has some.
+        if options.get("kernels") and not json.loads(
+                manifest.read_text())[key]:
+            raise CompileError(f"{filename} holds no kernel function (a "
+                               "func.func carrying flexsn.kernel)", "")
+
+    def run_pipeline(lowered, pass_pipeline):
+        argv = [opt, module, "-o", lowered, pass_pipeline]
+        if not options.get("kernels"):
+            _tools.run(argv)  # a configured neuron: verified already
+            return
+        try:
+            _tools.run(argv, f"{filename} does not compile")
+        except CompileError as error:
+            # Report the user's path, not the build directory's copy.
+            raise CompileError(
+                f"{filename} does not compile",
+                error.diagnostics.replace(str(module), filename),
+                error.command) from None
+
     if "cpu" in options["targets"]:
         lowered = work / "cpu.mlir"
-        _tools.run([opt, configured, "-o", lowered,
-                    f"--flexsn-lower-to-cpu={neurons}{spikes}"
-                    f"variants={variants} storage-types={storage}"])
+        run_pipeline(lowered, f"--flexsn-lower-to-cpu={pipeline}")
         _tools.run([translate, "--flexsn-to-manifest", lowered,
                     "-o", work / "cpu.json"])
+        check_kernels(work / "cpu.json", "cpu_kernels")
         _tools.run([translate, "--flexsn-to-host-object", lowered,
                     "-o", work / "kernels.o"])
         _tools.run([_tools.c_compiler(), "-shared", "-o", work / "kernels.so",
@@ -337,15 +438,14 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
         (work / "kernels.o").unlink()
         lowered.unlink()
     if "cuda" in options["targets"]:
-        toolkit = cuda_toolkit()
         lowered = work / "gpu.mlir"
-        _tools.run([opt, configured, "-o", lowered,
-                    f"--flexsn-lower-to-nvvm={neurons}{spikes}"
-                    f"variants={variants} "
-                    f"storage-types={storage} chip={','.join(options['chips'])} "
-                    f"toolkit={toolkit}"])
+        run_pipeline(lowered,
+                     f"--flexsn-lower-to-nvvm={pipeline} "
+                     f"chip={','.join(options['chips'])} "
+                     f"toolkit={cuda_toolkit()}")
         _tools.run([translate, "--flexsn-to-manifest", lowered,
                     "-o", work / "gpu.json"])
+        check_kernels(work / "gpu.json", "kernels")
         image = "kernels.cubin" if len(options["chips"]) == 1 else "kernels.fatbin"
         _tools.run([translate, "--flexsn-to-" + image.split(".")[1], lowered,
                     "-o", work / image])
