@@ -169,81 +169,45 @@ public:
         laneParams[lane].push_back(lanes[lane]);
     }
 
-    SmallVector<Value> carries; // [state][lane], then [reduction][lane]
+    SmallVector<Value> initialStates; // [state][lane]
     for (unsigned s = 0; s < numStates; ++s) {
       SmallVector<Value> lanes = plan.numInits()
                                      ? loadIfPresent(initBase + s, first, width)
                                      : SmallVector<Value>(width, zeroF32());
-      carries.append(lanes);
+      initialStates.append(lanes);
     }
-    carries.append(plan.numReductions() * width, zeroF32());
 
-    Value one = constant(1);
-    auto loop = scf::ForOp::create(
-        b, loc, constant(0), numSteps, one, carries,
-        [&](OpBuilder &nested, Location, Value iteration, ValueRange iter) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(nested.getInsertionBlock());
-          Value step = iteration;
-          if (plan.scan().getReverse())
-            step = arith::SubIOp::create(
-                b, loc, arith::SubIOp::create(b, loc, numSteps, one),
-                iteration);
-          Value index = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, step, timeStride), first);
-
-          SmallVector<SmallVector<Value>> inputs; // [input][lane]
-          for (unsigned k = 0; k < numInputs; ++k)
-            inputs.push_back(optionalInputs.contains(k)
-                                 ? loadIfPresent(k, index, width)
-                                 : load(k, index, width));
-
-          unsigned numResults =
-              plan.numOutputs() + numStates + plan.numReductions();
-          SmallVector<SmallVector<Value>> results(numResults);
-          for (unsigned lane = 0; lane < width; ++lane) {
-            SmallVector<Value> args;
-            for (unsigned k = 0; k < numInputs; ++k)
-              args.push_back(inputs[k][lane]);
-            for (unsigned s = 0; s < numStates; ++s)
-              args.push_back(iter[s * width + lane]);
-            SmallVector<Value> stepResults;
-            if (plan.neuron()) {
-              stepResults = emitNeuronStep(b, loc, plan.neuron(), args,
-                                           laneParams[lane]);
-            } else {
-              llvm::append_range(args, laneParams[lane]);
-              stepResults = emitStepBody(b, *plan.body, args);
-            }
-            for (auto [r, value] : llvm::enumerate(stepResults))
-              results[r].push_back(value);
-          }
-          for (unsigned k = 0; k < plan.numOutputs(); ++k) {
-            if (isBits(outputBase + k))
-              storeBitsIfPresent(outputBase + k, step, first, results[k]);
-            else
-              storeIfPresent(outputBase + k, index, results[k]);
-          }
-          for (unsigned s = 0; s < plan.numStateResults(); ++s)
-            if (!plan.scan().isFinalState(s))
-              storeIfPresent(stateBase + s, index,
-                             results[plan.numOutputs() + s]);
-          SmallVector<Value> next;
-          for (unsigned s = 0; s < numStates; ++s)
-            next.append(results[plan.numOutputs() + s]);
-          for (unsigned r = 0; r < plan.numReductions(); ++r)
-            for (unsigned lane = 0; lane < width; ++lane)
-              next.push_back(arith::AddFOp::create(
-                  b, loc, iter[(numStates + r) * width + lane],
-                  results[plan.numOutputs() + numStates + r][lane]));
-          scf::YieldOp::create(b, loc, next);
-        });
+    // The buffers at step t: the lanes' elements t * ld + first...
+    auto at = [&](Value step) {
+      return arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, step, timeStride), first);
+    };
+    auto loadInput = [&](unsigned k, Value step) {
+      return optionalInputs.contains(k) ? loadIfPresent(k, at(step), width)
+                                        : load(k, at(step), width);
+    };
+    auto storeOutput = [&](unsigned k, Value step, ValueRange lanes) {
+      if (isBits(outputBase + k))
+        storeBitsIfPresent(outputBase + k, step, first, lanes);
+      else
+        storeIfPresent(outputBase + k, at(step), lanes);
+    };
+    auto storeState = [&](unsigned s, Value step, ValueRange lanes) {
+      storeIfPresent(stateBase + s, at(step), lanes);
+    };
+    auto addAtStep = [](unsigned, Value, ValueRange) {
+      llvm_unreachable("a GPU kernel's reductions are summed over time");
+    };
+    ScanGroupAccess access{width, loadInput, storeOutput, storeState,
+                           addAtStep};
+    ValueRange finals = emitTimeLoop(
+        b, loc, plan.scan(), plan.neuron(), numSteps, initialStates, laneParams,
+        llvm::to_vector(llvm::seq(plan.numReductions())), access);
     for (unsigned s = 0; s < plan.numStateResults(); ++s)
       if (plan.scan().isFinalState(s))
-        storeIfPresent(stateBase + s, first,
-                       loop.getResults().slice(s * width, width));
+        storeIfPresent(stateBase + s, first, finals.slice(s * width, width));
     auto sums = [&](unsigned r) {
-      return loop.getResults().slice((numStates + r) * width, width);
+      return finals.slice((numStates + r) * width, width);
     };
     for (unsigned r = 0; r < plan.numReductions(); ++r)
       if (!llvm::is_contained(plan.scalarReductions, r) &&

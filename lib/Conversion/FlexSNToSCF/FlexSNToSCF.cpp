@@ -184,7 +184,6 @@ void lowerScan(ScanOp scan) {
         scan, scan.getCalleeAttr());
   Block &body = neuron ? neuron.getBodyBlock() : scan.getBody().front();
   unsigned numInputs = scan.getInputs().size();
-  unsigned numOutputs = scan.getOutputs().size();
   unsigned numStates =
       neuron ? neuron.getNumStates()
              : body.getNumArguments() - numInputs - scan.getParams().size();
@@ -196,6 +195,7 @@ void lowerScan(ScanOp scan) {
   };
   SmallVector<AffineMap> inputMaps = mapsOf(scan.getInputsMutable());
   SmallVector<AffineMap> initMaps = mapsOf(scan.getInitsMutable());
+  SmallVector<AffineMap> outputMaps = mapsOf(scan.getOutputsMutable());
   SmallVector<AffineMap> stateMaps = mapsOf(scan.getStatesMutable());
   SmallVector<AffineMap> reductionMaps = mapsOf(scan.getReductionsMutable());
 
@@ -250,7 +250,6 @@ void lowerScan(ScanOp scan) {
               loadIfPresent(nb, loc, initPresent[s], scan.getInits()[s],
                             selectIndices(initMaps[s], point)));
         }
-        carries.append(carriedReductions.size(), f32Constant(nb, loc, 0.0));
         // Params: scalars as they are; shaped ones (time-invariant) read
         // once per neuron, through their maps.
         SmallVector<Value> params;
@@ -262,61 +261,37 @@ void lowerScan(ScanOp scan) {
                                             point))
                   : param.get());
 
-        auto timeLoop = scf::ForOp::create(
-            nb, loc, zeroIndex, numSteps, oneIndex, carries,
-            [&](OpBuilder &tb, Location loc, Value iteration,
-                ValueRange iterArgs) {
-              Value step = iteration;
-              if (scan.getReverse()) {
-                Value last = arith::SubIOp::create(tb, loc, numSteps, oneIndex);
-                step = arith::SubIOp::create(tb, loc, last, iteration);
-              }
-              SmallVector<Value> index(point);
-              index[0] = step;
-
-              SmallVector<Value> args;
-              for (auto [k, input] : llvm::enumerate(scan.getInputs())) {
-                SmallVector<Value> at = selectIndices(inputMaps[k], index);
-                args.push_back(
-                    inputPresent[k]
-                        ? loadIfPresent(tb, loc, inputPresent[k], input, at)
-                        : loadAsF32(tb, loc, input, at));
-              }
-              args.append(iterArgs.begin(), iterArgs.begin() + numStates);
-              SmallVector<Value> results =
-                  neuron
-                      ? emitNeuronStep(tb, loc, neuron, args, params)
-                      : [&] {
-                          args.append(params.begin(), params.end());
-                          return emitStepBody(tb, body, args);
-                        }();
-              ValueRange stepResults(results);
-              ValueRange outputs = stepResults.take_front(numOutputs);
-              ValueRange newStates = stepResults.slice(numOutputs, numStates);
-              ValueRange contributions =
-                  stepResults.drop_front(numOutputs + numStates);
-
-              for (auto [k, value] : llvm::enumerate(outputs))
-                storeIfPresent(tb, loc, outputPresent[k], value,
-                               scan.getOutputs()[k], index);
-              for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
-                if (!scan.isFinalState(s))
-                  storeIfPresent(tb, loc, statePresent[s], newStates[s], buffer,
-                                 index);
-
-              SmallVector<Value> next(newStates);
-              for (auto [c, r] : llvm::enumerate(carriedReductions))
-                next.push_back(arith::AddFOp::create(
-                    tb, loc, iterArgs[numStates + c], contributions[r]));
-              for (auto [r, map] : llvm::enumerate(reductionMaps))
-                if (usesTime(map))
-                  accumulate(tb, loc, contributions[r],
-                             scan.getReductions()[r],
-                             selectIndices(map, index));
-              scf::YieldOp::create(tb, loc, next);
-            });
-
-        ValueRange finals = timeLoop.getResults();
+        // Each operand at the domain point (step, n...), through its map.
+        auto at = [&](AffineMap map, Value step) {
+          SmallVector<Value> index(point);
+          index[0] = step;
+          return selectIndices(map, index);
+        };
+        auto loadInput = [&](unsigned k, Value step) {
+          Value input = scan.getInputs()[k];
+          SmallVector<Value> indices = at(inputMaps[k], step);
+          return SmallVector<Value>{
+              inputPresent[k]
+                  ? loadIfPresent(nb, loc, inputPresent[k], input, indices)
+                  : loadAsF32(nb, loc, input, indices)};
+        };
+        auto storeOutput = [&](unsigned k, Value step, ValueRange lanes) {
+          storeIfPresent(nb, loc, outputPresent[k], lanes.front(),
+                         scan.getOutputs()[k], at(outputMaps[k], step));
+        };
+        auto storeState = [&](unsigned s, Value step, ValueRange lanes) {
+          storeIfPresent(nb, loc, statePresent[s], lanes.front(),
+                         scan.getStates()[s], at(stateMaps[s], step));
+        };
+        auto addAtStep = [&](unsigned r, Value step, ValueRange lanes) {
+          accumulate(nb, loc, lanes.front(), scan.getReductions()[r],
+                     at(reductionMaps[r], step));
+        };
+        ScanGroupAccess access{1, loadInput, storeOutput, storeState,
+                               addAtStep};
+        ValueRange finals =
+            emitTimeLoop(nb, loc, scan, neuron, numSteps, carries, {params},
+                         carriedReductions, access);
         for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
           if (scan.isFinalState(s))
             storeIfPresent(nb, loc, statePresent[s], finals[s], buffer,

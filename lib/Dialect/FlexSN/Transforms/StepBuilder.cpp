@@ -7,6 +7,7 @@
 #include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/Inliner.h"
@@ -85,4 +86,84 @@ SmallVector<Value> mlir::flexsn::emitNeuronStep(OpBuilder &builder,
           arith::ConstantOp::create(builder, loc, param.getDefaultValue()));
   }
   return emitStepBody(builder, neuron.getBodyBlock(), args);
+}
+
+ValueRange mlir::flexsn::emitTimeLoop(OpBuilder &b, Location loc, ScanOp scan,
+                                      NeuronOp neuron, Value numSteps,
+                                      ArrayRef<Value> initialStates,
+                                      ArrayRef<SmallVector<Value>> laneParams,
+                                      ArrayRef<unsigned> carriedReductions,
+                                      const ScanGroupAccess &access) {
+  unsigned lanes = access.lanes;
+  unsigned numStates = initialStates.size() / lanes;
+  unsigned numInputs = scan.getInputs().size();
+  unsigned numOutputs = scan.getOutputs().size();
+  Block *body = neuron ? nullptr : &scan.getBody().front();
+  Type count = numSteps.getType();
+  auto constant = [&](int64_t value) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(count, value));
+  };
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  SmallVector<Value> carries(initialStates);
+  carries.append(carriedReductions.size() * lanes, zero);
+  SmallVector<bool> carried(scan.getReductions().size(), false);
+  for (unsigned r : carriedReductions)
+    carried[r] = true;
+
+  Value one = constant(1);
+  auto loop = scf::ForOp::create(
+      b, loc, constant(0), numSteps, one, carries,
+      [&](OpBuilder &nested, Location, Value iteration, ValueRange iter) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(nested.getInsertionBlock());
+        Value step = iteration;
+        if (scan.getReverse())
+          step = arith::SubIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, numSteps, one), iteration);
+        SmallVector<SmallVector<Value>> inputs; // [input][lane]
+        for (unsigned k = 0; k < numInputs; ++k)
+          inputs.push_back(access.loadInput(k, step));
+
+        SmallVector<SmallVector<Value>> results; // [result][lane]
+        for (unsigned lane = 0; lane < lanes; ++lane) {
+          SmallVector<Value> args;
+          for (unsigned k = 0; k < numInputs; ++k)
+            args.push_back(inputs[k][lane]);
+          for (unsigned s = 0; s < numStates; ++s)
+            args.push_back(iter[s * lanes + lane]);
+          SmallVector<Value> stepResults;
+          if (neuron) {
+            stepResults =
+                emitNeuronStep(b, loc, neuron, args, laneParams[lane]);
+          } else {
+            llvm::append_range(args, laneParams[lane]);
+            stepResults = emitStepBody(b, *body, args);
+          }
+          results.resize(stepResults.size());
+          for (auto [r, value] : llvm::enumerate(stepResults))
+            results[r].push_back(value);
+        }
+        for (unsigned k = 0; k < numOutputs; ++k)
+          access.storeOutput(k, step, results[k]);
+        // A scan may carry states it writes nowhere (no state buffers).
+        for (unsigned s = 0, e = scan.getStates().size(); s < e; ++s)
+          if (!scan.isFinalState(s))
+            access.storeState(s, step, results[numOutputs + s]);
+        auto contributions =
+            ArrayRef(results).drop_front(numOutputs + numStates);
+        for (auto [r, lanesOf] : llvm::enumerate(contributions))
+          if (!carried[r])
+            access.addAtStep(r, step, lanesOf);
+
+        SmallVector<Value> next;
+        for (unsigned s = 0; s < numStates; ++s)
+          next.append(results[numOutputs + s]);
+        for (auto [c, r] : llvm::enumerate(carriedReductions))
+          for (unsigned lane = 0; lane < lanes; ++lane)
+            next.push_back(arith::AddFOp::create(
+                b, loc, iter[(numStates + c) * lanes + lane],
+                contributions[r][lane]));
+        scf::YieldOp::create(b, loc, next);
+      });
+  return loop.getResults();
 }

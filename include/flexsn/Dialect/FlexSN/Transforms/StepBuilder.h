@@ -4,9 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Both lowerings of flexsn.scan (CPU loops, GPU threads) place the step body
-// inside their own time loop. These helpers emit that body once, at a
-// builder's insertion point, from scalar values.
+// Both lowerings of flexsn.scan (CPU loops, GPU threads) share one time
+// loop: emitTimeLoop runs the step body (emitted once per neuron of a group,
+// at a builder's insertion point, from scalar values) over the steps,
+// carrying states and sums; the lowerings differ only in how a group of
+// neurons reaches its buffers (ScanGroupAccess) and in how groups map to
+// loops or threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +38,41 @@ SmallVector<Value> emitNeuronStep(OpBuilder &builder, Location loc,
 /// with `args` for its block arguments, and returns the values it yields.
 SmallVector<Value> emitStepBody(OpBuilder &builder, Block &body,
                                 ValueRange args);
+
+/// How a lowering reaches a scan's buffers for one group of neurons (a CPU
+/// loop point, a GPU thread's vector lanes): every call loads or stores one
+/// value per lane, at time index `step` (counted from the first row, also
+/// in a reverse scan). The callbacks emit at the builder given to
+/// emitTimeLoop.
+struct ScanGroupAccess {
+  unsigned lanes;
+  /// Input k's values at `step`, as f32 (zero when an optional input is
+  /// absent).
+  function_ref<SmallVector<Value>(unsigned k, Value step)> loadInput;
+  /// Stores output k's values at `step`.
+  function_ref<void(unsigned k, Value step, ValueRange lanes)> storeOutput;
+  /// Stores state s's values after `step` (state sequences only).
+  function_ref<void(unsigned s, Value step, ValueRange lanes)> storeState;
+  /// Adds reduction r's contributions at `step` (reductions whose map keeps
+  /// t only; the others the loop carries).
+  function_ref<void(unsigned r, Value step, ValueRange lanes)> addAtStep;
+};
+
+/// Emits the time loop of `scan` for one group of neurons, over `numSteps`
+/// steps (an index or integer value), forward or in reverse as the scan
+/// says: each step loads the inputs, runs the body once per lane (`neuron`'s
+/// when the scan calls one, else the scan's region) on the inputs, the
+/// carried states and `laneParams` [lane][param], stores the outputs and
+/// state sequences, and adds the reductions' contributions. The loop starts
+/// from `initialStates` [state][lane] and carries, after the states, the
+/// sums over time of `carriedReductions` [reduction][lane], from zero.
+/// Returns the loop's results: the final states, then those sums.
+ValueRange emitTimeLoop(OpBuilder &builder, Location loc, ScanOp scan,
+                        NeuronOp neuron, Value numSteps,
+                        ArrayRef<Value> initialStates,
+                        ArrayRef<SmallVector<Value>> laneParams,
+                        ArrayRef<unsigned> carriedReductions,
+                        const ScanGroupAccess &access);
 
 } // namespace mlir::flexsn
 
