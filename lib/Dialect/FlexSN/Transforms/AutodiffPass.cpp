@@ -266,49 +266,24 @@ void canonicalize(Region &region) {
 /// state sequences, saving nothing yet.
 func::FuncOp createStepKernel(ModuleOp module, NeuronOp neuron,
                               StorageType storage) {
-  Location loc = neuron.getLoc();
-  MLIRContext *ctx = module.getContext();
   OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-  unsigned numInputs = neuron.getNumInputs();
-  unsigned numStates = neuron.getNumStates();
-  unsigned numOutputs = neuron.getNumOutputs();
-  SmallVector<ParamAttr> params = neuron.getRuntimeParamAttrs();
-  unsigned numScalarTrainable = llvm::count_if(params, [](ParamAttr p) {
-    return p.getKind() == ParamKind::Trainable && !p.isShaped();
-  });
-  SmallVector<KernelBufferAttr> buffers = getStepBuffers(
-      neuron, getStorageElementType(ctx, storage), /*finalStates=*/false);
-  llvm::append_range(buffers, getShapedParamBuffers(neuron));
-  auto interface = KernelInterfaceAttr::get(
-      ctx, neuron.getSymNameAttr(), KernelVariant::Forward, storage, buffers,
-      getScalarRuntimeParams(neuron), /*workspaceSequences=*/0,
-      numScalarTrainable, SpikeStorage::Dense);
-  auto forward = createKernelFunction(
-      builder, loc,
-      getKernelName(neuron.getSymName(), KernelVariant::Forward, storage),
-      interface);
-  Block *entry = &forward.getBody().front();
-  OpBuilder fb = OpBuilder::atBlockBegin(entry);
-  ValueRange a = entry->getArguments();
-  auto scan = createKernelScan(
-      fb, loc, interface, FlatSymbolRefAttr(), a.take_front(numInputs),
-      a.slice(numInputs, numStates), getScanParams(forward, neuron),
-      a.slice(numInputs + numStates, numOutputs),
-      a.slice(numInputs + numStates + numOutputs, numStates), ValueRange(),
-      /*reverse=*/false);
-  func::ReturnOp::create(fb, loc);
+  func::FuncOp forward =
+      createNeuronKernel(builder, neuron, KernelVariant::Forward, storage,
+                         SpikeStorage::Dense, /*callNeuron=*/false);
+  ScanOp scan = *forward.getOps<ScanOp>().begin();
+  Location loc = neuron.getLoc();
+  unsigned numInputsAndStates = neuron.getNumInputs() + neuron.getNumStates();
   Block *body = new Block();
   scan.getBody().push_back(body);
-  Type f32 = builder.getF32Type();
-  for (unsigned i = 0; i < numInputs + numStates; ++i)
-    body->addArgument(f32, loc);
-  for (ParamAttr p : params)
+  for (unsigned i = 0; i < numInputsAndStates; ++i)
+    body->addArgument(builder.getF32Type(), loc);
+  for (ParamAttr p : neuron.getRuntimeParamAttrs())
     body->addArgument(p.getType(), loc);
   OpBuilder bb = OpBuilder::atBlockBegin(body);
   // All runtime params come in; const ones become constants.
   SmallVector<Value> results = emitNeuronStep(
-      bb, loc, neuron, body->getArguments().take_front(numInputs + numStates),
-      body->getArguments().drop_front(numInputs + numStates));
+      bb, loc, neuron, body->getArguments().take_front(numInputsAndStates),
+      body->getArguments().drop_front(numInputsAndStates));
   YieldOp::create(bb, loc, results);
   canonicalize(scan.getBody());
   return forward;

@@ -25,22 +25,6 @@ using namespace mlir::flexsn;
 
 namespace {
 
-/// The interface of `variant` (inference or final-state) of `neuron`: its
-/// step's buffers, its shaped parameters' buffers and its scalar
-/// runtime parameters.
-KernelInterfaceAttr getKernelInterface(NeuronOp neuron, KernelVariant variant,
-                                       StorageType storage,
-                                       SpikeStorage spikes) {
-  MLIRContext *ctx = neuron.getContext();
-  SmallVector<KernelBufferAttr> buffers =
-      getStepBuffers(neuron, getStorageElementType(ctx, storage),
-                     variant == KernelVariant::FinalState, spikes);
-  llvm::append_range(buffers, getShapedParamBuffers(neuron));
-  return KernelInterfaceAttr::get(ctx, neuron.getSymNameAttr(), variant,
-                                  storage, buffers,
-                                  getScalarRuntimeParams(neuron), 0, 0, spikes);
-}
-
 /// A kernel to build: its variant and how it stores sequences and spikes.
 struct KernelRequest {
   KernelVariant variant;
@@ -49,33 +33,11 @@ struct KernelRequest {
 };
 
 /// Builds `@<neuron>_<variant>_<dtype>[_spikes_<u8|bits>]`: the ABI arguments,
-/// then one scan.
+/// then one scan calling the neuron.
 func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
                          const KernelRequest &request) {
-  Location loc = neuron.getLoc();
-  KernelVariant variant = request.variant;
-  KernelInterfaceAttr interface =
-      getKernelInterface(neuron, variant, request.storage, request.spikes);
-  func::FuncOp func =
-      createKernelFunction(builder, loc,
-                           getKernelName(neuron.getSymName(), variant,
-                                         request.storage, request.spikes),
-                           interface);
-  OpBuilder body = OpBuilder::atBlockBegin(&func.getBody().front());
-  ValueRange args = func.getArguments();
-  unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates(),
-           numOutputs = neuron.getNumOutputs();
-  ValueRange inputs = args.take_front(numInputs);
-  ValueRange inits = args.slice(numInputs, numStates);
-  ValueRange outputs = args.slice(numInputs + numStates, numOutputs);
-  ValueRange states = args.slice(numInputs + numStates + numOutputs, numStates);
-  // The state buffers' ranks choose sequences or final states.
-  createKernelScan(body, loc, interface,
-                   FlatSymbolRefAttr::get(neuron.getSymNameAttr()), inputs,
-                   inits, getScanParams(func, neuron), outputs, states,
-                   /*reductions=*/ValueRange(), /*reverse=*/false);
-  func::ReturnOp::create(body, loc);
-  return func;
+  return createNeuronKernel(builder, neuron, request.variant, request.storage,
+                            request.spikes, /*callNeuron=*/true);
 }
 
 struct GenerateKernelsPass

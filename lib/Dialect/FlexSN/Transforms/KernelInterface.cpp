@@ -281,6 +281,40 @@ func::FuncOp mlir::flexsn::createKernelFunction(OpBuilder &builder,
   return func;
 }
 
+func::FuncOp
+mlir::flexsn::createNeuronKernel(OpBuilder &builder, NeuronOp neuron,
+                                 KernelVariant variant, StorageType storage,
+                                 SpikeStorage spikes, bool callNeuron) {
+  Location loc = neuron.getLoc();
+  MLIRContext *ctx = neuron.getContext();
+  SmallVector<KernelBufferAttr> buffers =
+      getStepBuffers(neuron, getStorageElementType(ctx, storage),
+                     variant == KernelVariant::FinalState, spikes);
+  llvm::append_range(buffers, getShapedParamBuffers(neuron));
+  auto interface = KernelInterfaceAttr::get(
+      ctx, neuron.getSymNameAttr(), variant, storage, buffers,
+      getScalarRuntimeParams(neuron), /*workspaceSequences=*/0,
+      /*reductionSlots=*/0, spikes);
+  func::FuncOp func = createKernelFunction(
+      builder, loc,
+      getKernelName(neuron.getSymName(), variant, storage, spikes), interface);
+  OpBuilder body = OpBuilder::atBlockBegin(&func.getBody().front());
+  ValueRange args = func.getArguments();
+  unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates(),
+           numOutputs = neuron.getNumOutputs();
+  // The state buffers' ranks choose sequences or final states.
+  createKernelScan(body, loc, interface,
+                   callNeuron ? FlatSymbolRefAttr::get(neuron.getSymNameAttr())
+                              : FlatSymbolRefAttr(),
+                   args.take_front(numInputs), args.slice(numInputs, numStates),
+                   getScanParams(func, neuron),
+                   args.slice(numInputs + numStates, numOutputs),
+                   args.slice(numInputs + numStates + numOutputs, numStates),
+                   /*reductions=*/ValueRange(), /*reverse=*/false);
+  func::ReturnOp::create(body, loc);
+  return func;
+}
+
 std::string mlir::flexsn::getKernelName(StringRef neuron, KernelVariant variant,
                                         StorageType storage,
                                         SpikeStorage spikes) {

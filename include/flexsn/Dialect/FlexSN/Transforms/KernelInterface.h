@@ -86,6 +86,16 @@ func::FuncOp createKernelFunction(OpBuilder &builder, Location loc,
                                   StringRef name,
                                   KernelInterfaceAttr interface);
 
+/// Creates `neuron`'s kernel function of `variant`, named by getKernelName,
+/// at `builder`: its buffers are the step's (state sequences, or final
+/// states for final-state kernels), then the shaped parameters'; its
+/// parameters the scalar runtime ones. It holds one scan over its arguments
+/// that calls the neuron, or with `callNeuron` false has an empty body
+/// region for the caller to fill.
+func::FuncOp createNeuronKernel(OpBuilder &builder, NeuronOp neuron,
+                                KernelVariant variant, StorageType storage,
+                                SpikeStorage spikes, bool callNeuron);
+
 /// The name of a kernel: `<neuron>_<variant>_<storage>` with `_` for `-`,
 /// and `_spikes_u8` after it for a kernel storing spikes as bytes.
 std::string getKernelName(StringRef neuron, KernelVariant variant,
