@@ -59,6 +59,7 @@ void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
                                  options.storageTypes.end());
     autodiff.neurons.assign(options.neurons.begin(), options.neurons.end());
     autodiff.storeAll = options.storeAll;
+    autodiff.saveInStorageType = options.saveInStorageType;
     pm.addPass(createFlexSNAutodiff(autodiff));
   }
   pm.addPass(createConvertFlexSNToSCF());
@@ -116,6 +117,7 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
     autodiff.storageTypes.assign(storage.begin(), storage.end());
     autodiff.neurons.assign(options.neurons.begin(), options.neurons.end());
     autodiff.storeAll = options.storeAll;
+    autodiff.saveInStorageType = options.saveInStorageType;
     pm.addPass(createFlexSNAutodiff(autodiff));
   }
   pm.addPass(createConvertFlexSNToGPU());

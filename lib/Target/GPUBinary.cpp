@@ -209,28 +209,38 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   KernelVariant variant = interface.getVariant();
   Type dtype = interface.getStorageType();
   int64_t saved = interface.getWorkspaceSequences();
-  int64_t reductionSlots = k.getReductionSlots();
+  WorkspaceLayout layout = k.getWorkspaceLayout();
+  int64_t reductionSlots = layout.reductionSlots;
   auto isWorkspace = [](KernelBufferAttr b) {
     return isWorkspaceRole(b.getRole());
   };
-  // The training workspace: the saved sequences (saved * T * ld floats),
-  // then, for a neuron with trainable parameters, the deterministic
-  // reduction scratch (a counter and one float per parameter and block).
+  // The training workspace: the saved sequences (savedBytes * T * ld bytes,
+  // rounded up to whole floats), then, for a neuron with trainable
+  // parameters, the deterministic reduction scratch (a counter and one float
+  // per parameter and block).
   bool hasWorkspace = saved > 0 || reductionSlots > 0;
   bool writesWorkspace = interface.count(BufferRole::SavedOutput) ||
                          interface.count(BufferRole::ReductionScratch);
+  // The saved sequences' bytes rounded up to whole floats: where the
+  // scratch starts.
+  auto savedBytes = [&](StringRef elements) {
+    return ("(((size_t)" + Twine(layout.savedBytes) + " * " + elements +
+            " + 3) / 4 * 4)")
+        .str();
+  };
   if (hasWorkspace) {
     os << "/* Bytes of the training workspace of flexsn_" << name << ": "
-       << saved << " float sequence(s) of T x ld (ld = 0: N)";
+       << saved << " saved sequence(s) of T x ld (ld = 0: N), "
+       << layout.savedBytes
+       << " byte(s) per element\n * together, rounded up to whole floats";
     if (reductionSlots)
-      os << ", then the\n * deterministic reduction scratch (4 + 4 * "
+      os << ", then the deterministic reduction scratch\n * (4 + 4 * "
          << reductionSlots << " * ceil(N / 256) bytes)";
-    os << ". Every\n * training kernel of " << neuron
-       << " reports the same size: one allocation serves them all. */\n"
+    os << ". Every training kernel of " << neuron
+       << " reports\n * the same size: one allocation serves them all. */\n"
        << "static inline size_t flexsn_" << name
        << "_workspace_bytes(int64_t T, int64_t N, int64_t ld) {\n"
-       << "  return (size_t)" << saved
-       << " * (size_t)T * (size_t)(ld ? ld : N) * sizeof(float)";
+       << "  return " << savedBytes("(size_t)T * (size_t)(ld ? ld : N)");
     if (reductionSlots)
       os << " +\n         (1 + (size_t)" << reductionSlots
          << " * (((size_t)N + 255) / 256)) * sizeof(float)";
@@ -324,16 +334,18 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
      << dtype.getIntOrFloatBitWidth() / 8 << ", " << buffers.size()
      << ", kinds, " << params.size() << ", "
      << (mixed ? "element_sizes" : "NULL") << "};\n";
+  // Workspace parts lie at byte offsets, in elements of one sequence.
   if (hasWorkspace)
-    os << "  const size_t saved_stride = (size_t)T * (size_t)(ld ? ld : N);\n";
+    os << "  const size_t saved_stride = (size_t)T * (size_t)(ld ? ld : N);\n"
+       << "  char *const workspace_bytes = (char *)(uintptr_t)workspace;\n";
   os << "  void *const buffers[] = {";
-  int savedIndex = 0;
-  llvm::interleaveComma(buffers, os, [&](KernelBufferAttr b) {
+  llvm::interleaveComma(llvm::enumerate(buffers), os, [&](auto indexed) {
+    auto [i, b] = indexed;
     if (b.getRole() == BufferRole::ReductionScratch)
-      os << "(void *)(uintptr_t)(workspace + " << saved << " * saved_stride)";
+      os << "workspace_bytes + " << savedBytes("saved_stride");
     else if (isWorkspace(b))
-      os << "(void *)(uintptr_t)(workspace + " << savedIndex++
-         << " * saved_stride)";
+      os << "workspace_bytes + " << layout.savedOffsets[i]
+         << " * saved_stride";
     else
       os << "(void *)(uintptr_t)" << b.getName().getValue();
   });

@@ -26,7 +26,7 @@ using namespace mlir::flexsn;
 /// Version 7: kernels say how they store spikes ("spikes": "dense" or
 /// "u8"); an output buffer's dtype may be "u8". Version 8: "spikes" may be
 /// "bits", whose output buffers have dtype "bits" (8 per byte).
-static constexpr int kManifestVersion = 8;
+static constexpr int kManifestVersion = 9;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -138,7 +138,7 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
       json.attribute("scalar_kernel", (name + "_scalar").str());
       json.attribute("vector_width", kernel.getVectorWidth());
     }
-    // The training workspace: saved * T * ld f32, then the deterministic
+    // The training workspace: the saved sequences, then the deterministic
     // reduction scratch of a neuron with trainable parameters.
     int64_t saved = interface.getWorkspaceSequences();
     int64_t slots = kernel.getReductionSlots();
@@ -151,18 +151,12 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     // flexsn_launch (or of a CPU function) passes. Workspace parts name
     // their byte offset in the workspace; the rest are arguments.
     json.attributeArray("buffers", [&] {
-      int64_t savedIndex = 0;
-      for (KernelBufferAttr buffer : interface.getBuffers())
+      for (auto [i, buffer] : llvm::enumerate(interface.getBuffers()))
         json.object([&] {
           writeBuffer(json, buffer, cpu && channels);
-          BufferRole role = buffer.getRole();
-          if (role == BufferRole::ReductionScratch)
+          if (isWorkspaceRole(buffer.getRole()))
             json.attribute("workspace_offset",
-                           llvm::formatv("{0} * T * ld * 4", saved).str());
-          else if (isWorkspaceRole(role))
-            json.attribute(
-                "workspace_offset",
-                llvm::formatv("{0} * T * ld * 4", savedIndex++).str());
+                           kernel.getWorkspaceOffsetFormula(i));
         });
     });
     // Arguments: the buffers, the workspace, then the kernel's T, N, ld (and

@@ -13,7 +13,7 @@ import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 MANIFEST_FORMAT = "flexsn-manifest"
-MANIFEST_VERSION = 8
+MANIFEST_VERSION = 9
 
 #: Bytes per element of each storage dtype the compiler emits; "bits"
 #: (spikes packed 8 per byte) is 0, the runtime's FLEXSN_BIT_PACKED.

@@ -181,7 +181,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
             kinds: Optional[Mapping[str, str]] = None,
             surrogate=None, neuron: Optional[str] = None,
             shapes: Optional[Mapping[str, str]] = None,
-            spike_storage: Iterable[str] = ("dense",)) -> CompiledNeuron:
+            spike_storage: Iterable[str] = ("dense",),
+            save_in_storage_type: bool = False) -> CompiledNeuron:
     """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
     to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
     when a CUDA toolkit is installed).
@@ -199,7 +200,10 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     "dense" (in the storage type), "u8" (uint8 0/1, a quarter of f32's
     bytes) and/or "bits" (8 spikes per byte: bit n % 8 of byte
     t * ceil(ld / 8) + n / 8; the non-dense ones need a spike output).
-    A second compile of
+    `save_in_storage_type` makes the f16 and bf16 training kernels save
+    what the backward reads in their storage type instead of f32: fewer
+    bytes, but the backward sees the saved values rounded (docs/Python.md
+    measures the cost). A second compile of
     the same neuron and options runs no tool. A neuron that does not verify raises CompileError
     carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
     text, filename = read_source(source)
@@ -241,6 +245,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
         options["shapes"] = sorted(shapes.items())
     if spike_storage != ("dense",):
         options["spike_storage"] = spike_storage
+    if save_in_storage_type:
+        options["save_in_storage_type"] = True
     return _cached(text, filename, options, _load)
 
 
@@ -392,8 +398,11 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
     neurons = ("neurons=" + options["neuron"] + " ") if options["neuron"] else ""
     spikes = ("spike-storage=" + ",".join(options["spike_storage"]) + " "
               if options.get("spike_storage") else "")
+    saved = ("save-in-storage-type=true "
+             if options.get("save_in_storage_type") else "")
     _lower(work, configured, filename, options,
-           f"{neurons}{spikes}variants={','.join(options['variants'])} "
+           f"{neurons}{spikes}{saved}"
+           f"variants={','.join(options['variants'])} "
            f"storage-types={','.join(options['storage_types'])}")
 
 

@@ -473,10 +473,15 @@ int main(int argc, char **argv) {
   for (auto [i, result] : llvm::enumerate(results))
     buffers.push_back({dataOf(result.array),
                        i < numOutputs ? sequence : shapeOf(result.array)});
-  // Training: the workspace of saved [T, N] f32 sequences.
+  // Training: the workspace of saved [T, N] sequences (2-byte ones hold
+  // the storage type's bits, whatever their NpyDType says).
   SmallVector<NpyArray> saved;
-  for (int64_t i = 0; i < kernel->getInterface().getWorkspaceSequences(); ++i)
-    saved.push_back(makeArray(NpyDType::F32, seqShape));
+  for (KernelBufferAttr buffer : kernel->getInterface().getBuffers())
+    if (buffer.getRole() == BufferRole::SavedOutput)
+      saved.push_back(makeArray(buffer.getElementType().isF32()
+                                    ? NpyDType::F32
+                                    : NpyDType::F16,
+                                seqShape));
   for (NpyArray &array : saved)
     buffers.push_back({dataOf(array), sequence});
   // Every kernel takes the shaped parameters after those.

@@ -27,6 +27,11 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       *this, "store-all",
       llvm::cl::desc("Training: save every value the backward step reads"),
       llvm::cl::init(false)};
+  Option<bool> saveInStorageType{
+      *this, "save-in-storage-type",
+      llvm::cl::desc("Training: save values in the storage type instead of "
+                     "f32 (f16/bf16: fewer bytes, a rounded backward)"),
+      llvm::cl::init(false)};
   ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
   ListOption<std::string> spikeStorage{
@@ -70,6 +75,11 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   Option<bool> storeAll{
       *this, "store-all",
       llvm::cl::desc("Training: save every value the backward step reads"),
+      llvm::cl::init(false)};
+  Option<bool> saveInStorageType{
+      *this, "save-in-storage-type",
+      llvm::cl::desc("Training: save values in the storage type instead of "
+                     "f32 (f16/bf16: fewer bytes, a rounded backward)"),
       llvm::cl::init(false)};
   ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};

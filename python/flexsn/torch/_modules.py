@@ -31,7 +31,10 @@ class FlexSN(nn.Module):
     recompiling once, cached); `runtime` ones are attributes of the module;
     `trainable` ones are `nn.Parameter`s. `deterministic=True` (or
     `torch.use_deterministic_algorithms(True)`) sums parameter gradients in
-    a fixed order on the GPU.
+    a fixed order on the GPU. `save_in_storage_type=True` makes float16 and
+    bfloat16 training save what the backward reads (LIF: its charge) in
+    the inputs' dtype instead of float32: a quarter fewer bytes for LIF,
+    gradients from rounded values (docs/Python.md measures the cost).
 
     Per-neuron parameters (`shapes={"v_threshold": "per_neuron"}`, with a
     `runtime` or `trainable` kind, or declared so in the neuron) hold one

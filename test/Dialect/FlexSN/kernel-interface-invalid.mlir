@@ -16,9 +16,9 @@ func.func @shape(%v0: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kerne
 
 // -----
 
-// expected-error@+2 {{a saved_output buffer ('saved0') holds f32, not 'f16'}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
-func.func @saved_f16(%s: memref<?x?xf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f16, buffers = [<"saved0", saved_output, f16, sequence>], workspace_sequences = 1>} {
+// Saved values are f32 or the storage type, not another one.
+// expected-error@+1 {{saved buffer 'saved0' holds 'bf16': saved values are f32 or the storage type ('f16')}}
+func.func @saved_bf16(%s: memref<?x?xbf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f16, buffers = [<"saved0", saved_output, bf16, sequence>], workspace_sequences = 1>} {
   return
 }
 

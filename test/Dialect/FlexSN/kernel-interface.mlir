@@ -22,6 +22,16 @@ func.func @training(%g: memref<?x?xbf16>, %s: memref<?x?xf32>, %dx: memref<?x?xb
 
 // -----
 
+// Saved values in the storage type (save-in-storage-type).
+// CHECK-LABEL: func.func @saved_in_storage_type
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"lif", forward, bf16, buffers = [<"x", input_sequence, bf16, sequence>, <"saved0", saved_output, bf16, sequence>], workspace_sequences = 1>
+func.func @saved_in_storage_type(%x: memref<?x?xbf16>, %h: memref<?x?xbf16>)
+    attributes {flexsn.kernel = #flexsn.kernel<"lif", forward, bf16, buffers = [<"x", input_sequence, bf16, sequence>, <"saved0", saved_output, bf16, sequence>], workspace_sequences = 1>} {
+  return
+}
+
+// -----
+
 // A variant that is not a keyword is quoted.
 // CHECK: flexsn.cpu_kernels = [#flexsn.compiled_kernel<"k", <"k", "final-state", f32, buffers = [<"x", input_sequence, f32, sequence>]>>]
 // CHECK-SAME: flexsn.gpu_kernels = [#flexsn.compiled_kernel<"k_deterministic", <"k", backward, f32, buffers = [<"x_grad", output_sequence, f32, sequence>, <"w_grad", param_gradient, f32, scalar>, <"reduction_scratch", reduction_scratch, f32, scratch>], params = [<"w", 1.000000e+00 : f32, trainable>], reduction_slots = 1>, vector_width = 4, deterministic = true>]

@@ -74,8 +74,7 @@ BufferShape mlir::flexsn::getShapeOfRole(BufferRole role) {
 
 /// Whether a buffer of `role` is f32 whatever the storage type.
 static bool isAlwaysF32(BufferRole role) {
-  return role == BufferRole::SavedOutput || role == BufferRole::SavedInput ||
-         role == BufferRole::ParamGradient ||
+  return role == BufferRole::ParamGradient ||
          role == BufferRole::ReductionScratch ||
          role == BufferRole::PerNeuronParam ||
          role == BufferRole::PerNeuronParamGradient ||
@@ -214,6 +213,14 @@ LogicalResult KernelInterfaceAttr::verify(
                          << stringifyBufferRole(savedRole) << ", not '"
                          << buffer.getName().getValue() << "'";
     saved += role == savedRole;
+    // Saved values keep f32 precision or are rounded to the storage type.
+    Type storageType = getStorageElementType(neuron.getContext(), storage);
+    if (role == savedRole && !buffer.getElementType().isF32() &&
+        buffer.getElementType() != storageType)
+      return emitError() << "saved buffer '" << buffer.getName().getValue()
+                         << "' holds " << buffer.getElementType()
+                         << ": saved values are f32 or the storage type ("
+                         << storageType << ")";
     if (role == BufferRole::ReductionScratch) {
       ++scratches;
       if (i + 1 != buffers.size())
@@ -253,13 +260,54 @@ LogicalResult KernelInterfaceAttr::verify(
   return success();
 }
 
+WorkspaceLayout CompiledKernelAttr::getWorkspaceLayout() const {
+  WorkspaceLayout layout;
+  for (KernelBufferAttr buffer : getInterface().getBuffers()) {
+    BufferRole role = buffer.getRole();
+    bool saved =
+        role == BufferRole::SavedOutput || role == BufferRole::SavedInput;
+    layout.savedOffsets.push_back(saved ? layout.savedBytes : -1);
+    if (saved)
+      layout.savedBytes += buffer.getElementType().getIntOrFloatBitWidth() / 8;
+  }
+  layout.reductionSlots = getReductionSlots();
+  return layout;
+}
+
+/// The bytes of `bytesPerElement` bytes for each of T * ld elements, as the
+/// manifest spells them (in 4-byte units where they divide: `k * T * ld * 4`).
+static std::string sequenceBytesFormula(int64_t bytesPerElement) {
+  if (bytesPerElement % 4 == 0)
+    return llvm::formatv("{0} * T * ld * 4", bytesPerElement / 4).str();
+  return llvm::formatv("{0} * T * ld", bytesPerElement).str();
+}
+
+/// The saved sequences' bytes rounded up to 4: where the reduction scratch
+/// starts, and the size of a workspace without one (so that a workspace is
+/// always whole floats).
+static std::string scratchOffsetFormula(const WorkspaceLayout &layout) {
+  if (layout.savedBytes % 4 == 0)
+    return sequenceBytesFormula(layout.savedBytes);
+  return llvm::formatv("4 * ceil({0} * T * ld / 4)", layout.savedBytes).str();
+}
+
 std::string CompiledKernelAttr::getWorkspaceBytesFormula() const {
-  SmallVector<std::string> terms;
-  if (int64_t saved = getInterface().getWorkspaceSequences())
-    terms.push_back(llvm::formatv("{0} * T * ld * 4", saved).str());
-  if (int64_t slots = getReductionSlots())
-    terms.push_back(llvm::formatv("4 + 4 * {0} * ceil(N / 256)", slots).str());
-  return terms.empty() ? "0" : llvm::join(terms, " + ");
+  WorkspaceLayout layout = getWorkspaceLayout();
+  std::string scratch =
+      llvm::formatv("4 + 4 * {0} * ceil(N / 256)", layout.reductionSlots);
+  if (!layout.reductionSlots)
+    return layout.savedBytes ? scratchOffsetFormula(layout) : "0";
+  return layout.savedBytes ? scratchOffsetFormula(layout) + " + " + scratch
+                           : scratch;
+}
+
+std::string CompiledKernelAttr::getWorkspaceOffsetFormula(unsigned buffer) const {
+  WorkspaceLayout layout = getWorkspaceLayout();
+  if (getInterface().getBuffers()[buffer].getRole() ==
+      BufferRole::ReductionScratch)
+    return scratchOffsetFormula(layout);
+  assert(layout.savedOffsets[buffer] >= 0 && "not a workspace part");
+  return sequenceBytesFormula(layout.savedOffsets[buffer]);
 }
 
 /// `flexsn.kernel` describes the function's signature: one memref per

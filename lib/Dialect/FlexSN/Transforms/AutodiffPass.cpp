@@ -35,7 +35,8 @@ std::string mlir::flexsn::getBackwardKernelName(StringRef forwardName) {
 
 FailureOr<func::FuncOp>
 mlir::flexsn::differentiateKernel(func::FuncOp forward,
-                                  ArrayRef<bool> trainable, bool storeAll) {
+                                  ArrayRef<bool> trainable, bool storeAll,
+                                  bool saveInStorageType) {
   FailureOr<KernelFunction> kernel = analyzeKernelFunction(forward);
   if (failed(kernel))
     return failure();
@@ -133,11 +134,12 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
     return failure();
   unsigned numSaved = plan->saved.size();
   unsigned numReread = plan->rereadInputs.size();
+  Type savedType = saveInStorageType ? dtype : f32;
   auto saved = [&](BufferRole role) {
     SmallVector<KernelBufferAttr> buffers;
     for (unsigned i = 0; i < numSaved; ++i)
       buffers.push_back(
-          KernelBufferAttr::get(ctx, "saved" + Twine(i), role, f32));
+          KernelBufferAttr::get(ctx, "saved" + Twine(i), role, savedType));
     return buffers;
   };
 
@@ -337,7 +339,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     for (func::FuncOp forward : findUndifferentiated(module)) {
       FailureOr<SmallVector<bool>> trainable = getTrainable(forward);
       if (failed(trainable) ||
-          failed(differentiateKernel(forward, *trainable, storeAll)))
+          failed(differentiateKernel(forward, *trainable, storeAll,
+                                      saveInStorageType)))
         return signalPassFailure();
     }
     SmallVector<std::string> types(storageTypes.begin(), storageTypes.end());
@@ -355,7 +358,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
         if (failed(storage))
           return signalPassFailure();
         func::FuncOp forward = createStepKernel(module, neuron, *storage);
-        if (failed(differentiateKernel(forward, trainable, storeAll)))
+        if (failed(differentiateKernel(forward, trainable, storeAll,
+                                          saveInStorageType)))
           return signalPassFailure();
       }
     }

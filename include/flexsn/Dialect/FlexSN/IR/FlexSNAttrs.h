@@ -51,6 +51,22 @@ bool isParamGradientRole(BufferRole role);
 /// The element type sequences of `storage` are stored in.
 Type getStorageElementType(MLIRContext *ctx, StorageType storage);
 
+/// Where the parts of a kernel's training workspace lie, in bytes. A saved
+/// sequence starts at `savedOffsets[i] * T * ld` (for the kernel's buffer
+/// `i`; -1 for a buffer outside the workspace), all of them take
+/// `savedBytes * T * ld`, and the deterministic reduction scratch of
+/// `reductionSlots` gradients follows, 4-byte aligned: at
+/// `scratchOffset(T * ld)`.
+struct WorkspaceLayout {
+  SmallVector<int64_t> savedOffsets;
+  int64_t savedBytes = 0;
+  int64_t reductionSlots = 0;
+
+  int64_t scratchOffset(int64_t sequenceElements) const {
+    return (savedBytes * sequenceElements + 3) / 4 * 4;
+  }
+};
+
 /// Parses `[a, b, ...]` (possibly empty) of attributes of kind `AttrT`, each
 /// in its short form `<...>` or in full.
 template <typename AttrT>

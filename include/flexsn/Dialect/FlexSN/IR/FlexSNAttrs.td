@@ -292,8 +292,10 @@ def FlexSN_StorageType : I32EnumAttr<"StorageType",
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
   let description = [{
-    Bodies compute in `f32`; a kernel converts at the scan boundary. Saved
-    training values and parameter gradients are `f32` whatever the storage.
+    Bodies compute in `f32`; a kernel converts at the scan boundary.
+    Parameter values and gradients are `f32` whatever the storage; saved
+    training values are `f32` too unless the kernel saves them in its storage
+    type (`flexsn-autodiff`'s `save-in-storage-type`).
   }];
 }
 
@@ -357,7 +359,8 @@ def FlexSN_BufferRole : I32EnumAttr<"BufferRole",
     * `output_sequence`, `state_sequence`, `final_state`: written, absent is
       not written;
     * `saved_output`, `saved_input`: the training workspace, written by the
-      forward kernel and read by the backward kernel, required;
+      forward kernel and read by the backward kernel, required; `f32` or the
+      kernel's storage type;
     * `param_gradient`: one `f32`, zeroed then accumulated, required;
     * `reduction_scratch`: the deterministic reduction scratch, required
       (GPU only: the lowering adds it);
@@ -450,12 +453,13 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
     kernel function's arguments in order: its buffers (one memref argument
     each), then its runtime parameters (one scalar argument each).
 
-    The training workspace is `workspace_sequences` `f32` sequences (the
+    The training workspace is `workspace_sequences` sequences (the
     `saved_output` buffers of a forward kernel, the `saved_input` buffers of
-    a backward kernel), followed on the GPU by the deterministic reduction
-    scratch of `reduction_slots` gradients (the neuron's trainable
-    parameters: a forward kernel counts them too, so that every training
-    kernel of a neuron needs the same workspace).
+    a backward kernel, each `f32` or of the storage type), followed on the
+    GPU by the deterministic reduction scratch of `reduction_slots`
+    gradients (the neuron's trainable parameters: a forward kernel counts
+    them too, so that every training kernel of a neuron needs the same
+    workspace). `getWorkspaceLayout` says where each part lies.
 
     `spikes` says how the kernel stores its spike outputs (`dense`, the
     default; `u8`: then exactly the spike outputs' buffers are `i8`; `bits`:
@@ -480,7 +484,7 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
       BracketedAttrListParameter<"::mlir::flexsn::ParamAttr",
                                  "runtime parameters">:$params,
       DefaultValuedParameter<"int64_t", "0",
-                             "saved f32 sequences">:$workspace_sequences,
+                             "saved sequences">:$workspace_sequences,
       DefaultValuedParameter<"int64_t", "0",
                              "gradients in the reduction scratch">:$reduction_slots,
       DefaultValuedParameter<"::mlir::flexsn::SpikeStorage",
@@ -549,9 +553,14 @@ def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
     int64_t getReductionSlots() const {
       return isGPU() ? getInterface().getReductionSlots() : 0;
     }
+    /// Where the parts of the training workspace lie.
+    WorkspaceLayout getWorkspaceLayout() const;
     /// The workspace size in bytes as a formula of T, N and ld ("0" for
     /// none), as the manifest spells it.
     std::string getWorkspaceBytesFormula() const;
+    /// The byte offset of the workspace part `buffer` (an index into the
+    /// interface's buffers) as a formula of T, N and ld.
+    std::string getWorkspaceOffsetFormula(unsigned buffer) const;
   }];
 }
 

@@ -58,9 +58,14 @@ LogicalResult emitBackwardStep(Block &forwardBody, const SavePlan &plan,
 /// (`<output>_grad`, `<state seq>_grad`, `<state>_final_grad`,
 /// `<input>_grad`, `<init>_grad`, `<param>_grad`). `trainable` says, for
 /// each of the scan's parameters, whether it gets a gradient.
+///
+/// `storeAll` saves every value the backward reads instead of the cheapest
+/// set; `saveInStorageType` saves them in the kernel's storage type instead
+/// of f32 (fewer bytes; the backward then reads rounded values).
 FailureOr<func::FuncOp> differentiateKernel(func::FuncOp forward,
                                             ArrayRef<bool> trainable,
-                                            bool storeAll);
+                                            bool storeAll,
+                                            bool saveInStorageType);
 
 /// The backward kernel's name of the forward kernel `forwardName`: its last
 /// `forward` replaced by `backward` (`lif_forward_f32` ->

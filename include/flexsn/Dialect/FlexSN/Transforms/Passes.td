@@ -119,6 +119,15 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     re-read inputs (`input_sequence`, named after the inputs), and
     `workspace_sequences` counts them: the workspace is
     `workspace_sequences * T * N * 4` bytes.
+
+    Saved values are `f32` whatever the storage type, so that the backward
+    reads the forward's values exactly. `save-in-storage-type` saves them
+    in the storage type instead: an f16 or bf16 kernel then moves 2 bytes
+    instead of 4 per saved value and step, twice (the forward's write, the
+    backward's read), and its backward evaluates its derivatives at values
+    rounded to the storage type. The workspace is then
+    `workspace_sequences * T * N * 2` bytes, rounded up to whole floats.
+    The saving policy's costs stay those of f32 values.
   }];
   let options = [
     ListOption<"storageTypes", "storage-types", "std::string",
@@ -127,6 +136,9 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
                "Neurons to differentiate (default: all)">,
     Option<"storeAll", "store-all", "bool", "false",
            "Save every value the backward step reads (debugging)">,
+    Option<"saveInStorageType", "save-in-storage-type", "bool", "false",
+           "Save values in the storage type instead of f32 (f16/bf16: "
+           "fewer bytes, a rounded backward)">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect"];

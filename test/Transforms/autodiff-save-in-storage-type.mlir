@@ -1,0 +1,44 @@
+// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff="storage-types=f32,f16,bf16 save-in-storage-type" | FileCheck %s
+// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff="storage-types=bf16 save-in-storage-type" --convert-flexsn-to-scf | FileCheck %s --check-prefix=SCF
+// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff="storage-types=f16" | FileCheck %s --check-prefix=DEFAULT
+
+// save-in-storage-type: LIF's saved charge h is a sequence of the storage
+// type (an f32 kernel is unchanged), which the forward rounds to on its
+// store and the backward widens back to f32 on its load.
+
+// CHECK-LABEL: func.func @lif_forward_f32(
+// CHECK-SAME:    %{{[^:]*}}: memref<?x?xf32>, %{{[^:]*}}: memref<?xf32>, %{{[^:]*}}: memref<?x?xf32>, %{{[^:]*}}: memref<?x?xf32>, %{{[^:]*}}: memref<?x?xf32>)
+// CHECK-SAME:    <"saved0", saved_output, f32, sequence>], workspace_sequences = 1>
+// CHECK-LABEL: func.func @lif_backward_f32(
+// CHECK-SAME:    <"saved0", saved_input, f32, sequence>
+// CHECK-LABEL: func.func @lif_forward_f16(
+// CHECK-SAME:    %{{[^:]*}}: memref<?x?xf16>, %{{[^:]*}}: memref<?xf16>, %{{[^:]*}}: memref<?x?xf16>, %{{[^:]*}}: memref<?x?xf16>, %[[SAVED:[^:]*]]: memref<?x?xf16>)
+// CHECK-SAME:    <"saved0", saved_output, f16, sequence>], workspace_sequences = 1>
+// CHECK:         flexsn.scan ins({{.*}}) inits({{.*}}) outs(%{{[^,]*}}, %[[SAVED]] : memref<?x?xf16>, memref<?x?xf16>)
+// CHECK-LABEL: func.func @lif_backward_f16(
+// CHECK-SAME:    %{{[^:]*}}: memref<?x?xf16>, %{{[^:]*}}: memref<?x?xf16>, %[[IN:[^:]*]]: memref<?x?xf16>,
+// CHECK-SAME:    <"saved0", saved_input, f16, sequence>
+// CHECK:         flexsn.scan reverse ins(%{{[^,]*}}, %{{[^,]*}}, %[[IN]] : memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>)
+// CHECK-NEXT:    ^bb0(%{{[^:]*}}: f32, %{{[^:]*}}: f32, %{{[^:]*}}: f32, %{{[^:]*}}: f32):
+// CHECK-LABEL: func.func @lif_forward_bf16(
+// CHECK-SAME:    <"saved0", saved_output, bf16, sequence>], workspace_sequences = 1>
+// CHECK-LABEL: func.func @lif_backward_bf16(
+// CHECK-SAME:    <"saved0", saved_input, bf16, sequence>
+
+// SCF-LABEL: func.func @lif_forward_bf16(
+// SCF-SAME:    %[[SAVED:[^:]*]]: memref<?x?xbf16>) {
+// SCF:         %[[H:.*]] = arith.addf
+// SCF:         %[[ROUNDED:.*]] = arith.truncf %[[H]] : f32 to bf16
+// SCF-NEXT:    memref.store %[[ROUNDED]], %[[SAVED]][%{{.*}}, %{{.*}}] : memref<?x?xbf16>
+// SCF-LABEL: func.func @lif_backward_bf16(
+// SCF-SAME:    %{{[^:]*}}: memref<?x?xbf16>, %{{[^:]*}}: memref<?x?xbf16>, %[[IN:[^:]*]]: memref<?x?xbf16>,
+// SCF:         %[[LOADED:.*]] = memref.load %[[IN]][%{{.*}}, %{{.*}}] : memref<?x?xbf16>
+// SCF-NEXT:    %[[WIDE:.*]] = arith.extf %[[LOADED]] : bf16 to f32
+// SCF:         arith.subf %[[WIDE]]
+
+// By default saved values are f32 whatever the storage type.
+// DEFAULT-LABEL: func.func @lif_forward_f16(
+// DEFAULT-SAME:    %{{[^:]*}}: memref<?x?xf32>)
+// DEFAULT-SAME:    <"saved0", saved_output, f32, sequence>
+// DEFAULT-LABEL: func.func @lif_backward_f16(
+// DEFAULT-SAME:    <"saved0", saved_input, f32, sequence>
