@@ -344,8 +344,7 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
     if (b.getRole() == BufferRole::ReductionScratch)
       os << "workspace_bytes + " << savedBytes("saved_stride");
     else if (isWorkspace(b))
-      os << "workspace_bytes + " << layout.savedOffsets[i]
-         << " * saved_stride";
+      os << "workspace_bytes + " << layout.savedOffsets[i] << " * saved_stride";
     else
       os << "(void *)(uintptr_t)" << b.getName().getValue();
   });

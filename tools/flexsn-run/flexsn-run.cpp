@@ -478,9 +478,8 @@ int main(int argc, char **argv) {
   SmallVector<NpyArray> saved;
   for (KernelBufferAttr buffer : kernel->getInterface().getBuffers())
     if (buffer.getRole() == BufferRole::SavedOutput)
-      saved.push_back(makeArray(buffer.getElementType().isF32()
-                                    ? NpyDType::F32
-                                    : NpyDType::F16,
+      saved.push_back(makeArray(buffer.getElementType().isF32() ? NpyDType::F32
+                                                                : NpyDType::F16,
                                 seqShape));
   for (NpyArray &array : saved)
     buffers.push_back({dataOf(array), sequence});

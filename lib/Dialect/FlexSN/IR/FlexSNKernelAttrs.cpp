@@ -301,7 +301,8 @@ std::string CompiledKernelAttr::getWorkspaceBytesFormula() const {
                            : scratch;
 }
 
-std::string CompiledKernelAttr::getWorkspaceOffsetFormula(unsigned buffer) const {
+std::string
+CompiledKernelAttr::getWorkspaceOffsetFormula(unsigned buffer) const {
   WorkspaceLayout layout = getWorkspaceLayout();
   if (getInterface().getBuffers()[buffer].getRole() ==
       BufferRole::ReductionScratch)

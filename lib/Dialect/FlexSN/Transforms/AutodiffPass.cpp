@@ -340,7 +340,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
       FailureOr<SmallVector<bool>> trainable = getTrainable(forward);
       if (failed(trainable) ||
           failed(differentiateKernel(forward, *trainable, storeAll,
-                                      saveInStorageType)))
+                                     saveInStorageType)))
         return signalPassFailure();
     }
     SmallVector<std::string> types(storageTypes.begin(), storageTypes.end());
@@ -359,7 +359,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
           return signalPassFailure();
         func::FuncOp forward = createStepKernel(module, neuron, *storage);
         if (failed(differentiateKernel(forward, trainable, storeAll,
-                                          saveInStorageType)))
+                                       saveInStorageType)))
           return signalPassFailure();
       }
     }
