@@ -103,6 +103,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" python/tests/bit_spike_checks.py --compile-only
 "$PY" utils/device_torch.py --compile-only
 "$PY" utils/bench_lif.py --compile-only
+"$PY" -c 'import sys; sys.path.insert(0, "utils"); import bench_saved_storage as b, bench_placement as p; b.compile_both(p.load_bench())'
 "$PY" utils/bench_fx.py --compile-only --out "$DIR/fx"
 "$PY" utils/device_ddp.py --compile-only
 # The package's tests compile with flexsn.compile's default targets (CPU and
@@ -113,7 +114,7 @@ log "compiling what python/tests uses (their CPU run)"
   python/tests/test_fx.py python/tests/test_per_neuron_params.py \
   python/tests/test_per_channel_params.py \
   python/tests/test_spike_storage.py \
-  python/tests/test_kernel_modules.py \
+  python/tests/test_kernel_modules.py python/tests/test_saved_storage.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
 # Unfinished builds of a failed compile are no use there.
