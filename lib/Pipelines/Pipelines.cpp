@@ -121,7 +121,9 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
     pm.addPass(createFlexSNAutodiff(autodiff));
   }
   pm.addPass(createConvertFlexSNToGPU());
-  pm.addPass(createFlexSNExpandSurrogates());
+  FlexSNExpandSurrogatesOptions surrogates;
+  surrogates.approximateFunctions = options.approximateSurrogates;
+  pm.addPass(createFlexSNExpandSurrogates(surrogates));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

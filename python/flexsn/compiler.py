@@ -182,7 +182,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
             surrogate=None, neuron: Optional[str] = None,
             shapes: Optional[Mapping[str, str]] = None,
             spike_storage: Iterable[str] = ("dense",),
-            save_in_storage_type: bool = False) -> CompiledNeuron:
+            save_in_storage_type: bool = False,
+            approximate_surrogates: bool = True) -> CompiledNeuron:
     """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
     to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
     when a CUDA toolkit is installed).
@@ -203,7 +204,10 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     `save_in_storage_type` makes the f16 and bf16 training kernels save
     what the backward reads in their storage type instead of f32: fewer
     bytes, but the backward sees the saved values rounded (docs/Python.md
-    measures the cost). A second compile of
+    measures the cost). `approximate_surrogates=False` makes the CUDA
+    backward kernels evaluate surrogate gradients correctly rounded instead
+    of with the GPU's approximate exp and division (a few ulp; slower f16
+    and bf16 backward kernels). A second compile of
     the same neuron and options runs no tool. A neuron that does not verify raises CompileError
     carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
     text, filename = read_source(source)
@@ -247,7 +251,14 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
         options["spike_storage"] = spike_storage
     if save_in_storage_type:
         options["save_in_storage_type"] = True
+    _set_surrogate_precision(options, approximate_surrogates)
     return _cached(text, filename, options, _load)
+
+
+def _set_surrogate_precision(options: dict, approximate: bool) -> None:
+    # Only when not the default: the keys of every other compile stay.
+    if not approximate:
+        options["approximate_surrogates"] = False
 
 
 def _targets(targets: Optional[Iterable[str]]) -> tuple:
@@ -294,7 +305,8 @@ def _cached(text: str, filename: str, options: dict, load):
 
 
 def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
-                    chip: Union[str, Sequence[str]] = "sm_90"
+                    chip: Union[str, Sequence[str]] = "sm_90",
+                    approximate_surrogates: bool = True
                     ) -> "CompiledKernels":
     """Compiles the kernel functions of a module written by hand (a `.mlir`
     path or MLIR text: `func.func`s carrying a `flexsn.kernel` interface
@@ -303,13 +315,15 @@ def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
     has no backward kernel yet: it adds the sequences the forward saves and
     the backward kernel, named with the forward's last `forward` replaced by
     `backward`. A module that does not verify, or that autodiff cannot
-    differentiate, raises CompileError with the MLIR diagnostics."""
+    differentiate, raises CompileError with the MLIR diagnostics.
+    `approximate_surrogates` is as for `compile`."""
     text, filename = read_source(source)
     chips = (chip,) if isinstance(chip, str) else tuple(chip)
     targets = _targets(targets)
     options = {"kernels": True, "targets": targets,
                "chips": chips if "cuda" in targets else (),
                "cache_format": CACHE_FORMAT}
+    _set_surrogate_precision(options, approximate_surrogates)
     return _cached(text, filename, options, _load_kernels)
 
 
@@ -448,8 +462,10 @@ def _lower(work: pathlib.Path, module: pathlib.Path, filename: str,
         lowered.unlink()
     if "cuda" in options["targets"]:
         lowered = work / "gpu.mlir"
+        exact = ("approximate-surrogates=false "
+                 if options.get("approximate_surrogates") is False else "")
         run_pipeline(lowered,
-                     f"--flexsn-lower-to-nvvm={pipeline} "
+                     f"--flexsn-lower-to-nvvm={pipeline} {exact}"
                      f"chip={','.join(options['chips'])} "
                      f"toolkit={cuda_toolkit()}")
         _tools.run([translate, "--flexsn-to-manifest", lowered,

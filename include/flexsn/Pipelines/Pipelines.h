@@ -87,6 +87,12 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "spike-storage",
       llvm::cl::desc("Inference and final-state kernels: how spike outputs "
                      "are stored: dense (default), u8 and/or bits")};
+  Option<bool> approximateSurrogates{
+      *this, "approximate-surrogates",
+      llvm::cl::desc("Evaluate surrogate gradients with the GPU's "
+                     "approximate exp, division... (a few ulp; default "
+                     "true): backward kernels issue fewer instructions"),
+      llvm::cl::init(true)};
 };
 
 /// Neuron definitions to a module whose `gpu.binary` holds the kernels (two

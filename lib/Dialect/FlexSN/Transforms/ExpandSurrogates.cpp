@@ -7,6 +7,7 @@
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::flexsn {
@@ -18,8 +19,30 @@ using namespace mlir;
 using namespace mlir::flexsn;
 
 namespace {
+/// Collects the operations a builder creates.
+struct CreatedOps : OpBuilder::Listener {
+  SmallVector<Operation *> ops;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+};
+
 struct ExpandSurrogatesPass
     : flexsn::impl::FlexSNExpandSurrogatesBase<ExpandSurrogatesPass> {
+  using Base::Base;
+
+  /// Lets the target evaluate `ops`' functions (exp, division...) to a few
+  /// ulp instead of correctly rounded.
+  static void approximate(ArrayRef<Operation *> ops) {
+    for (Operation *op : ops)
+      if (auto fastMath = dyn_cast<arith::ArithFastMathInterface>(op))
+        op->setAttr(
+            fastMath.getFastMathAttrName(),
+            arith::FastMathFlagsAttr::get(
+                op->getContext(), fastMath.getFastMathFlagsAttr().getValue() |
+                                      arith::FastMathFlags::afn));
+  }
+
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     getOperation()->walk([&](Operation *op) {
@@ -38,8 +61,13 @@ struct ExpandSurrogatesPass
       } else if (auto detach = dyn_cast<DetachOp>(op)) {
         rewriter.replaceOp(detach, detach.getInput());
       } else if (auto grad = dyn_cast<SurrogateGradOp>(op)) {
-        rewriter.replaceOp(grad, grad.getSurrogate().buildDerivative(
-                                     rewriter, loc, grad.getInput()));
+        CreatedOps created;
+        OpBuilder builder(grad, &created);
+        Value derivative =
+            grad.getSurrogate().buildDerivative(builder, loc, grad.getInput());
+        if (approximateFunctions)
+          approximate(created.ops);
+        rewriter.replaceOp(grad, derivative);
       }
     });
   }

@@ -200,10 +200,26 @@ def FlexSNExpandSurrogates : Pass<"flexsn-expand-surrogates"> {
       and `math` ops, emitted from the same formula text
       (`SurrogateFormulas.h`) that evaluates the attribute in C++.
 
+    With `approximate-functions`, the ops of each `g(x)` carry
+    `fastmath<afn>`, so the target may evaluate its functions to a few ulp
+    instead of correctly rounded (the GPU pipeline: `ex2.approx` for `exp`,
+    `rcp.approx` for a division); the rest of the body is untouched.
+
     Rationale:
     * It must run after autodiff: once expanded, a spike has lost the
       surrogate that defines its derivative.
+    * A surrogate gradient is a heuristic stand-in for the derivative of a
+      step: evaluating it to 2 ulp instead of 0.5 changes nothing a training
+      run can tell, while the correctly rounded `exp` and reciprocal make a
+      half-precision backward kernel instruction-bound (LIF's f16 backward
+      with `h` saved in f16: 86% of copy bandwidth, 98.6% approximated).
+      The forward and the neuron's own math stay exact.
   }];
+  let options = [
+    Option<"approximateFunctions", "approximate-functions", "bool", "false",
+           "Mark the surrogates' ops `fastmath<afn>`: the target may "
+           "evaluate their functions (exp, division...) to a few ulp">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];
 }
