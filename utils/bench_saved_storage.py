@@ -5,23 +5,25 @@
 
 For f16 and bf16, T in {4, 16, 64}, N = 2^24: times LIF's training forward
 + backward compiled as the benchmark compiles it (h saved in f32) and with
-`save_in_storage_type=True` (h saved in the storage type), on the same
-buffers (one workspace, sized for the f32 saves, serves both: only the
-kernels differ), alternating A, B, A, B and averaging each kernel's two
-medians (CUDA events, as utils/bench_lif.py times). Each is reported as a
-fraction of the device-to-device copy bandwidth measured first, on its
-own bytes: T N (4 es + 2 saved) + 2 N es (forward: x, spike, h; backward:
-spike gradient, h, x gradient; v_init and its gradient).
+`save_in_storage_type=True` (h saved in the storage type), and with
+`approximate_surrogates=True` as well (the surrogate's exp and division
+approximate), on the same buffers (one workspace, sized for the f32
+saves, serves all three: only the kernels differ), in turn twice and
+averaging each kernel's two medians (CUDA events, as utils/bench_lif.py
+times). Each is reported as a fraction of the device-to-device copy
+bandwidth measured first, on its own bytes: T N (4 es + 2 saved) + 2 N es
+(forward: x, spike, h; backward: spike gradient, h, x gradient; v_init and
+its gradient).
 
-The precision cost, at N = 2^20 and the same T: both kernels' input
+The precision cost, at N = 2^20 and the same T: the kernels' input
 gradients against float64 autograd of the same LIF loop on the same
 (rounded) inputs, as the mean absolute error over the mean absolute
 gradient, the largest error over the largest gradient, and the fraction of
-elements off by more than 1% of the largest gradient; also whether both
+elements off by more than 1% of the largest gradient; also whether all
 wrote the same spikes (the forward does not depend on how h is saved).
 
 Writes saved_storage_results.json and .md to --out. Needs the compile
-cache of the bundle (utils/gpu_bundle.sh compiles both).
+cache of the bundle (utils/gpu_bundle.sh compiles them).
 """
 
 import argparse
@@ -37,16 +39,19 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 N_TIME, N_PRECISION = 1 << 24, 1 << 20
 TS = (4, 16, 64)
 DTYPES = ("f16", "bf16")
-MODES = ("f32", "storage")
+MODES = ("f32", "storage", "approx")
 
 
-def compile_both(bench):
-    """(the benchmark's LIF, LIF saving in the storage type)."""
+def compile_all(bench):
+    """{mode: compiled LIF}: the benchmark's, saving in the storage type,
+    and that with approximate surrogates."""
     import flexsn
-    storage = flexsn.compile("lif", variants=("forward", "backward"),
-                             storage_types=DTYPES, save_in_storage_type=True,
-                             **bench.COMPILE_OPTIONS)
-    return flexsn.compile("lif", **bench.LIF_COMPILE), storage
+    storage = dict(variants=("forward", "backward"), storage_types=DTYPES,
+                   save_in_storage_type=True, **bench.COMPILE_OPTIONS)
+    return {"f32": flexsn.compile("lif", **bench.LIF_COMPILE),
+            "storage": flexsn.compile("lif", **storage),
+            "approx": flexsn.compile("lif", approximate_surrogates=True,
+                                     **storage)}
 
 
 def training_call(torch, bench, kernels, dtype, T, N):
@@ -104,8 +109,7 @@ def main():
     args = ap.parse_args()
     import torch
     bench = load_bench()
-    lif, lif_storage = compile_both(bench)
-    kernels = {"f32": lif, "storage": lif_storage}
+    kernels = compile_all(bench)
     timer = bench.Timer(torch, 20, 3)
     copy = copy_gbs(torch, bench, timer)
     meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
@@ -130,14 +134,18 @@ def main():
                           + 2 * N_TIME * es)
                 row[m] = dict(ms=ms, medians=times[m], bytes=nbytes,
                               frac_copy=nbytes / (ms * 1e-3) / 1e9 / copy)
-            row["speedup"] = row["f32"]["ms"] / row["storage"]["ms"]
+            for m in MODES[1:]:
+                row[m]["speedup"] = row["f32"]["ms"] / row[m]["ms"]
             meta["rows"].append(row)
             print("bench_saved_storage: %s T=%d N=2^24: h in f32 %.4f ms "
-                  "(%.1f%% of copy), in %s %.4f ms (%.1f%%): x%.3f" % (
+                  "(%.1f%% of copy), in %s %.4f ms (%.1f%%): x%.3f, also "
+                  "approximate surrogates %.4f ms (%.1f%%): x%.3f" % (
                       dtype, T, row["f32"]["ms"],
                       100 * row["f32"]["frac_copy"], dtype,
                       row["storage"]["ms"], 100 * row["storage"]["frac_copy"],
-                      row["speedup"]))
+                      row["storage"]["speedup"], row["approx"]["ms"],
+                      100 * row["approx"]["frac_copy"],
+                      row["approx"]["speedup"]))
             sys.stdout.flush()
             del calls
             torch.cuda.empty_cache()
@@ -151,17 +159,20 @@ def main():
             torch.cuda.synchronize()
             gx, gv = reference_grads(torch, bench, x, v0, gs, T)
             rec = dict(dtype=dtype, T=T, N=N_PRECISION,
-                       same_spikes=bool(torch.equal(outs["f32"][0],
-                                                    outs["storage"][0])))
+                       same_spikes=all(torch.equal(outs["f32"][0],
+                                                   outs[m][0])
+                                       for m in MODES[1:]))
             for m in MODES:
                 rec[m] = dict(x_grad=errors(outs[m][1], gx),
                               v_init_grad=errors(outs[m][2], gv))
             meta["precision"].append(rec)
-            print("bench_saved_storage: %s T=%d N=2^20 x_grad vs float64: "
-                  "h in f32 mean %.2e max %.2e beyond 1%% %.2e; in %s mean "
-                  "%.2e max %.2e beyond 1%% %.2e; same spikes: %s" % (
+            print("bench_saved_storage: %s T=%d N=2^20 x_grad vs float64 "
+                  "(mean, max, beyond 1%%): h in f32 %.2e %.2e %.2e; in %s "
+                  "%.2e %.2e %.2e; also approximate %.2e %.2e %.2e; same "
+                  "spikes: %s" % (
                       dtype, T, *rec["f32"]["x_grad"].values(), dtype,
-                      *rec["storage"]["x_grad"].values(), rec["same_spikes"]))
+                      *rec["storage"]["x_grad"].values(),
+                      *rec["approx"]["x_grad"].values(), rec["same_spikes"]))
             sys.stdout.flush()
             del calls, outs, x, v0, gs, gx, gv
             torch.cuda.empty_cache()
@@ -181,38 +192,43 @@ def markdown(meta):
         "From `python3 utils/bench_saved_storage.py` (docstring: method), "
         "%s, torch %s, copy %.0f GB/s measured in the same run. Forward + "
         "backward, %% of copy on each call's own bytes (h in f32: T N (4 es "
-        "+ 8) + 2 N es; in the storage type: T N 6 es + 2 N es)."
+        "+ 8) + 2 N es; in the storage type: T N 6 es + 2 N es). storage: "
+        "`save_in_storage_type=True`; + approx: also "
+        "`approximate_surrogates=True`; x: speedup over h in f32."
         % (meta["device"], meta["torch"], meta["copy_gbs"]),
         "",
-        "| dtype | T | h in f32: ms | % copy | h in storage: ms | % copy "
-        "| speedup |",
-        "|---|---|---|---|---|---|---|",
+        "| dtype | T | h in f32: ms | % copy | storage: ms | % copy | x "
+        "| + approx: ms | % copy | x |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in meta["rows"]:
-        lines.append("| %s | %d | %.4f | %.1f | %.4f | %.1f | %.3f |" % (
-            r["dtype"], r["T"], r["f32"]["ms"], 100 * r["f32"]["frac_copy"],
-            r["storage"]["ms"], 100 * r["storage"]["frac_copy"],
-            r["speedup"]))
+        a, b, c = (r[m] for m in MODES)
+        lines.append("| %s | %d | %.4f | %.1f | %.4f | %.1f | %.3f | %.4f "
+                     "| %.1f | %.3f |" % (
+                         r["dtype"], r["T"], a["ms"], 100 * a["frac_copy"],
+                         b["ms"], 100 * b["frac_copy"], b["speedup"],
+                         c["ms"], 100 * c["frac_copy"], c["speedup"]))
     lines += [
         "",
         "Precision, N = 2^20: the input gradient against float64 autograd "
-        "of the same loop on the same inputs (mean |error| / mean |gradient|;"
-        " max |error| / max |gradient|; fraction of elements off by more "
-        "than 1% of the max |gradient|). Same spikes: both kernels wrote "
-        "identical spikes.",
+        "of the same loop on the same inputs: mean |error| / mean "
+        "|gradient|; max |error| / max |gradient|; the fraction of elements "
+        "off by more than 1% of the max |gradient|. Same spikes: all three "
+        "kernels wrote identical spikes.",
         "",
-        "| dtype | T | h in f32: mean | max | > 1% | h in storage: mean | max "
-        "| > 1% | same spikes |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| dtype | T | h in f32: mean | max | > 1% | storage: mean | max "
+        "| > 1% | + approx: mean | max | > 1% | same spikes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in meta["precision"]:
-        a, b = r["f32"]["x_grad"], r["storage"]["x_grad"]
-        lines.append("| %s | %d | %.2e | %.2e | %.2e | %.2e | %.2e | %.2e "
-                     "| %s |" % (r["dtype"], r["T"], a["mean_rel"],
-                                 a["max_rel"], a["beyond_1pct"],
-                                 b["mean_rel"], b["max_rel"],
-                                 b["beyond_1pct"],
-                                 "yes" if r["same_spikes"] else "no"))
+        cells = []
+        for m in MODES:
+            e = r[m]["x_grad"]
+            cells += ["%.2e" % e["mean_rel"], "%.2e" % e["max_rel"],
+                      "%.2e" % e["beyond_1pct"]]
+        lines.append("| %s | %d | %s | %s |" % (
+            r["dtype"], r["T"], " | ".join(cells),
+            "yes" if r["same_spikes"] else "no"))
     return "\n".join(lines) + "\n"
 
 

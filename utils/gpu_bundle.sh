@@ -103,7 +103,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" python/tests/bit_spike_checks.py --compile-only
 "$PY" utils/device_torch.py --compile-only
 "$PY" utils/bench_lif.py --compile-only
-"$PY" -c 'import sys; sys.path.insert(0, "utils"); import bench_saved_storage as b, bench_placement as p; b.compile_both(p.load_bench())'
+"$PY" -c 'import sys; sys.path.insert(0, "utils"); import bench_saved_storage as b, bench_placement as p; b.compile_all(p.load_bench())'
 "$PY" utils/bench_fx.py --compile-only --out "$DIR/fx"
 "$PY" utils/device_ddp.py --compile-only
 # The package's tests compile with flexsn.compile's default targets (CPU and

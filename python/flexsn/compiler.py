@@ -183,7 +183,7 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
             shapes: Optional[Mapping[str, str]] = None,
             spike_storage: Iterable[str] = ("dense",),
             save_in_storage_type: bool = False,
-            approximate_surrogates: bool = True) -> CompiledNeuron:
+            approximate_surrogates: bool = False) -> CompiledNeuron:
     """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
     to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
     when a CUDA toolkit is installed).
@@ -204,10 +204,10 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     `save_in_storage_type` makes the f16 and bf16 training kernels save
     what the backward reads in their storage type instead of f32: fewer
     bytes, but the backward sees the saved values rounded (docs/Python.md
-    measures the cost). `approximate_surrogates=False` makes the CUDA
-    backward kernels evaluate surrogate gradients correctly rounded instead
-    of with the GPU's approximate exp and division (a few ulp; slower f16
-    and bf16 backward kernels). A second compile of
+    measures the cost). `approximate_surrogates=True` makes the CUDA
+    backward kernels evaluate surrogate gradients with the GPU's
+    approximate exp and division (a few ulp; faster f16 and bf16 backward
+    kernels) instead of correctly rounded. A second compile of
     the same neuron and options runs no tool. A neuron that does not verify raises CompileError
     carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
     text, filename = read_source(source)
@@ -257,8 +257,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
 
 def _set_surrogate_precision(options: dict, approximate: bool) -> None:
     # Only when not the default: the keys of every other compile stay.
-    if not approximate:
-        options["approximate_surrogates"] = False
+    if approximate:
+        options["approximate_surrogates"] = True
 
 
 def _targets(targets: Optional[Iterable[str]]) -> tuple:
@@ -306,7 +306,7 @@ def _cached(text: str, filename: str, options: dict, load):
 
 def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
                     chip: Union[str, Sequence[str]] = "sm_90",
-                    approximate_surrogates: bool = True
+                    approximate_surrogates: bool = False
                     ) -> "CompiledKernels":
     """Compiles the kernel functions of a module written by hand (a `.mlir`
     path or MLIR text: `func.func`s carrying a `flexsn.kernel` interface
@@ -462,10 +462,10 @@ def _lower(work: pathlib.Path, module: pathlib.Path, filename: str,
         lowered.unlink()
     if "cuda" in options["targets"]:
         lowered = work / "gpu.mlir"
-        exact = ("approximate-surrogates=false "
-                 if options.get("approximate_surrogates") is False else "")
+        approximate = ("approximate-surrogates=true "
+                       if options.get("approximate_surrogates") else "")
         run_pipeline(lowered,
-                     f"--flexsn-lower-to-nvvm={pipeline} {exact}"
+                     f"--flexsn-lower-to-nvvm={pipeline} {approximate}"
                      f"chip={','.join(options['chips'])} "
                      f"toolkit={cuda_toolkit()}")
         _tools.run([translate, "--flexsn-to-manifest", lowered,

@@ -77,21 +77,24 @@ def test_second_compile_runs_no_tool(cache, monkeypatch):
 @pytest.mark.skipif(
     not (flexsn.compiler.cuda_toolkit() / "bin" / "ptxas").is_file(),
     reason="no CUDA toolkit")
-def test_exact_surrogates_reach_the_gpu_pipeline_only(cache, monkeypatch):
-    """approximate_surrogates=False is another entry whose GPU lowering
+def test_approximate_surrogates_reach_the_gpu_pipeline_only(cache,
+                                                            monkeypatch):
+    """approximate_surrogates=True is another entry whose GPU lowering
     (and only it: the CPU pipeline has no such option) is asked for
-    correctly rounded surrogates; the default asks nothing."""
+    approximate surrogates; the default asks nothing."""
     calls = count_tool_runs(monkeypatch)
     kwargs = dict(targets=("cpu", "cuda"), variants=("forward", "backward"))
     default = flexsn.compile("lif", **kwargs)
-    exact = flexsn.compile("lif", approximate_surrogates=False, **kwargs)
-    assert exact.directory != default.directory
+    approximate = flexsn.compile("lif", approximate_surrogates=True,
+                                 **kwargs)
+    assert approximate.directory != default.directory
     lowerings = [a for c in calls for a in c if a.startswith("--flexsn-lower")]
-    flagged = [a for a in lowerings if "approximate-surrogates=false" in a]
+    flagged = [a for a in lowerings if "approximate-surrogates=true" in a]
     assert len(lowerings) == 4, lowerings
     assert len(flagged) == 1 and flagged[0].startswith(
         "--flexsn-lower-to-nvvm="), lowerings
-    assert (exact.gpu_image.read_bytes() != default.gpu_image.read_bytes())
+    assert (approximate.gpu_image.read_bytes()
+            != default.gpu_image.read_bytes())
 
 
 def test_cache_layout_and_manifest(cache):

@@ -90,9 +90,9 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   Option<bool> approximateSurrogates{
       *this, "approximate-surrogates",
       llvm::cl::desc("Evaluate surrogate gradients with the GPU's "
-                     "approximate exp, division... (a few ulp; default "
-                     "true): backward kernels issue fewer instructions"),
-      llvm::cl::init(true)};
+                     "approximate exp, division... (a few ulp): backward "
+                     "kernels issue fewer instructions"),
+      llvm::cl::init(false)};
 };
 
 /// Neuron definitions to a module whose `gpu.binary` holds the kernels (two

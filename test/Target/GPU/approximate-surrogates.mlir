@@ -1,13 +1,14 @@
-// LIF's backward evaluates its sigmoid surrogate with the GPU's approximate
-// exp (one ex2.approx after a scaling multiply, no range reduction) and
-// reciprocal by default; approximate-surrogates=false keeps libdevice's
-// correctly rounded expf and rcp.rn. The forward has no surrogate.
+// With approximate-surrogates, LIF's backward evaluates its sigmoid
+// surrogate with the GPU's approximate exp (one ex2.approx after a scaling
+// multiply, no range reduction) and reciprocal; by default it keeps
+// libdevice's correctly rounded expf and rcp.rn. The forward has no
+// surrogate.
 // REQUIRES: cuda-toolkit
 // RUN: flexsn-opt %neurons/lif.mlir \
-// RUN:   '--flexsn-lower-to-nvvm=variants=forward,backward storage-types=f16 save-in-storage-type format=isa toolkit=%cuda_toolkit' \
+// RUN:   '--flexsn-lower-to-nvvm=variants=forward,backward storage-types=f16 save-in-storage-type approximate-surrogates format=isa toolkit=%cuda_toolkit' \
 // RUN: | flexsn-translate --flexsn-to-ptx | FileCheck %s
 // RUN: flexsn-opt %neurons/lif.mlir \
-// RUN:   '--flexsn-lower-to-nvvm=variants=backward storage-types=f16 approximate-surrogates=false format=isa toolkit=%cuda_toolkit' \
+// RUN:   '--flexsn-lower-to-nvvm=variants=backward storage-types=f16 format=isa toolkit=%cuda_toolkit' \
 // RUN: | flexsn-translate --flexsn-to-ptx | FileCheck %s --check-prefix=EXACT
 
 // CHECK-LABEL: .visible .entry lif_forward_f16_vec(

@@ -44,13 +44,10 @@ inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 constexpr double kPi = 3.14159265358979323846;
 
-// a·σ(ax)·(1 − σ(ax)) = a·e/(1 + e)² with e = exp(−a|x|) ≤ 1 (g is even):
-// no 1 − σ to cancel in the tails, where σ(ax) rounds to 1, and no overflow.
 template <typename V>
 V sigmoidGrad(V x, double a) {
-  V e = exp(abs(x) * -a);
-  V r = 1.0 / (e + 1.0);
-  return e * r * r * a;
+  V s = sigmoid(x * a);
+  return s * (1.0 - s) * a;
 }
 template <typename V>
 V sigmoidPrimitive(V x, double a) {

@@ -209,11 +209,13 @@ def FlexSNExpandSurrogates : Pass<"flexsn-expand-surrogates"> {
     * It must run after autodiff: once expanded, a spike has lost the
       surrogate that defines its derivative.
     * A surrogate gradient is a heuristic stand-in for the derivative of a
-      step: evaluating it to 2 ulp instead of 0.5 changes nothing a training
-      run can tell, while the correctly rounded `exp` and reciprocal make a
+      step, and the correctly rounded `exp` and reciprocal make a
       half-precision backward kernel instruction-bound (LIF's f16 backward
       with `h` saved in f16: 86% of copy bandwidth, 98.6% approximated).
-      The forward and the neuron's own math stay exact.
+      The forward and the neuron's own math stay exact. It is an option,
+      off by default: where `σ` nears 1, `sigmoid`'s `1 − σ` cancels, and
+      the approximate reciprocal's few ulp become up to 15% of a tail
+      gradient below 10^-4 of the peak.
   }];
   let options = [
     Option<"approximateFunctions", "approximate-functions", "bool", "false",
