@@ -25,7 +25,9 @@ using namespace mlir::flexsn;
 /// parameters have a shape (per_neuron ones are buffers of two new roles).
 /// Version 7: kernels say how they store spikes ("spikes": "dense" or
 /// "u8"); an output buffer's dtype may be "u8". Version 8: "spikes" may be
-/// "bits", whose output buffers have dtype "bits" (8 per byte).
+/// "bits", whose output buffers have dtype "bits" (8 per byte). Version 9:
+/// saved sequences may have the storage type, so workspace offsets and sizes
+/// are byte formulas with the saved sequences rounded up to whole floats.
 static constexpr int kManifestVersion = 9;
 
 static std::string typeName(Type type) {
