@@ -189,6 +189,7 @@ LogicalResult KernelInterfaceAttr::verify(
   bool training =
       variant == KernelVariant::Forward || variant == KernelVariant::Backward;
   int64_t saved = 0, scratches = 0;
+  Type storageType = getStorageElementType(neuron.getContext(), storage);
   for (auto [i, buffer] : llvm::enumerate(buffers)) {
     BufferRole role = buffer.getRole();
     bool trainingRole = role == BufferRole::SavedOutput ||
@@ -214,7 +215,6 @@ LogicalResult KernelInterfaceAttr::verify(
                          << buffer.getName().getValue() << "'";
     saved += role == savedRole;
     // Saved values keep f32 precision or are rounded to the storage type.
-    Type storageType = getStorageElementType(neuron.getContext(), storage);
     if (role == savedRole && !buffer.getElementType().isF32() &&
         buffer.getElementType() != storageType)
       return emitError() << "saved buffer '" << buffer.getName().getValue()
