@@ -49,3 +49,29 @@ func.func @scan_outer(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
   flexsn.scan @outer ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
   return
 }
+
+// A scan's inline body may apply a neuron too (producer fusion builds such
+// bodies): the inliner and the lowering inline it, through the chain.
+// CHECK-LABEL: func.func @inline_body
+// CHECK:         flexsn.scan ins(
+// CHECK-NOT:       flexsn.apply
+// CHECK-COUNT-2:   arith.mulf
+// CHECK:           flexsn.spike
+// SCF-LABEL: func.func @inline_body
+// SCF-NOT:     flexsn.apply
+// SCF:         arith.addf %{{.*}}, %{{.*}} : f32
+// SCF-COUNT-2: arith.mulf
+// SCF:         flexsn.spike
+func.func @inline_body(%x: memref<?x?xf32>, %b: memref<?xf32>,
+                       %y: memref<?x?xf32>) {
+  flexsn.scan ins(%x, %b : memref<?x?xf32>, memref<?xf32>)
+      outs(%y : memref<?x?xf32>)
+      indexing_maps = [affine_map<(t, n) -> (t, n)>, affine_map<(t, n) -> (n)>,
+                       affine_map<(t, n) -> (t, n)>] {
+  ^bb0(%xi: f32, %bi: f32, %a: f32, %c: f32):
+    %in = arith.addf %xi, %bi : f32
+    %s, %a1, %c1 = flexsn.apply @outer(%in, %a, %c) : (f32, f32, f32) -> (f32, f32, f32)
+    flexsn.yield %s, %a1, %c1 : f32, f32, f32
+  }
+  return
+}

@@ -567,26 +567,9 @@ flexsn.neuron @id inputs(%x: f32) outputs(s) {
 }
 
 func.func @f(%x: f32) -> f32 {
-  // expected-error@+1 {{'flexsn.apply' op must be inside a flexsn.neuron body}}
+  // expected-error@+1 {{'flexsn.apply' op must be inside a flexsn.neuron body or a flexsn.scan's inline body}}
   %y = flexsn.apply @id(%x) : (f32) -> f32
   return %y : f32
-}
-
-// -----
-
-// flexsn.apply belongs in a neuron body, not in a scan's inline body.
-flexsn.neuron @id inputs(%x: f32) outputs(s) {
-  flexsn.yield %x : f32
-}
-
-func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
-  flexsn.scan ins(%x : memref<?x?xf32>) outs(%s : memref<?x?xf32>) {
-  ^bb0(%a: f32):
-    // expected-error@+1 {{'flexsn.apply' op must be inside a flexsn.neuron body}}
-    %y = flexsn.apply @id(%a) : (f32) -> f32
-    flexsn.yield %y : f32
-  }
-  return
 }
 
 // -----

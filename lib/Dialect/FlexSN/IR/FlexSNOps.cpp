@@ -23,8 +23,7 @@ using namespace mlir::flexsn;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// Scalars a step body may compute with: f32 and integers (flags, counters).
-static bool isBodyScalarType(Type type) {
+bool mlir::flexsn::isStepScalarType(Type type) {
   return type.isF32() || type.isSignlessInteger() || type.isIndex();
 }
 
@@ -44,7 +43,7 @@ static LogicalResult verifyStepBody(Block &block, StringRef owner) {
                 "(arith, math and flexsn ops are), or apply a neuron";
     for (Type type :
          llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes())) {
-      if (isBodyScalarType(type))
+      if (isStepScalarType(type))
         continue;
       if (isa<FloatType>(type))
         return op.emitOpError() << "computes in " << type << ", but a " << owner
@@ -460,8 +459,9 @@ LogicalResult ApplyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "'@" << getCallee()
                          << "' does not reference a flexsn.neuron";
   auto caller = (*this)->getParentOfType<NeuronOp>();
-  if (!caller)
-    return emitOpError("must be inside a flexsn.neuron body");
+  if (!caller && !isa_and_present<ScanOp>((*this)->getParentOp()))
+    return emitOpError("must be inside a flexsn.neuron body or a "
+                       "flexsn.scan's inline body");
 
   Block &calleeBlock = callee.getBodyBlock();
   if (getOperands().size() != calleeBlock.getNumArguments())
@@ -484,7 +484,10 @@ LogicalResult ApplyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << callee.getNumOutputs() << " outputs + "
                          << callee.getNumStates() << " new states)";
 
-  // Recursion has no meaning for a per-step body: reject any cycle.
+  // Recursion has no meaning for a per-step body: reject any cycle. (A scan
+  // is no symbol: nothing applies it.)
+  if (!caller)
+    return success();
   llvm::SmallPtrSet<Operation *, 8> visited;
   SmallVector<StringRef> path = {caller.getSymName()};
   if (callee == caller ||

@@ -24,9 +24,9 @@ LogicalResult mlir::flexsn::inlineApplications(ModuleOp module) {
   // apply further neurons. The verifier rejects cycles, so the chains end;
   // the bound only guards modules that were never verified.
   for (unsigned round = 0;; ++round) {
+    // In neurons and in scans' inline bodies.
     SmallVector<ApplyOp> applications;
-    for (auto neuron : module.getOps<NeuronOp>())
-      neuron.walk([&](ApplyOp apply) { applications.push_back(apply); });
+    module.walk([&](ApplyOp apply) { applications.push_back(apply); });
     if (applications.empty())
       return success();
     if (round == 64)

@@ -29,4 +29,10 @@ class AdjointBuilder;
 #define GET_OP_CLASSES
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h.inc"
 
+namespace mlir::flexsn {
+/// The scalar types a per-step body computes with: f32 and integers (flags,
+/// counters).
+bool isStepScalarType(Type type);
+} // namespace mlir::flexsn
+
 #endif // FLEXSN_DIALECT_FLEXSN_IR_FLEXSNOPS_H

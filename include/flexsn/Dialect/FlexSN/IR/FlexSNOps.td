@@ -365,13 +365,15 @@ def FlexSN_DetachOp : FlexSN_Op<"detach", [Pure, SameOperandsAndResultType]> {
 def FlexSN_ApplyOp : FlexSN_Op<"apply", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<CallOpInterface>]> {
-  let summary = "One step of another neuron, inside a neuron body";
+  let summary = "One step of a neuron, inside a neuron or scan body";
   let description = [{
     Applies the body of neuron `@callee` to scalars, so neurons compose
-    (a two-compartment neuron can reuse a LIF step). Operands are the
-    callee's `(inputs..., states..., params...)`; results are its
-    `(outputs..., new_states...)`. A neuron must not apply itself, directly
-    or through others.
+    (a two-compartment neuron can reuse a LIF step) and a scan's inline
+    body can run a neuron among other ops (what `flexsn-fuse-producers`
+    builds). It sits directly in a `flexsn.neuron` body or a `flexsn.scan`
+    inline body. Operands are the callee's `(inputs..., states...,
+    params...)`; results are its `(outputs..., new_states...)`. A neuron
+    must not apply itself, directly or through others.
 
     It is a call (`CallOpInterface`): MLIR's inliner (`--inline`) replaces
     it by the callee's body, and the passes that emit steps

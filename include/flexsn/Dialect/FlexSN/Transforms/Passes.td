@@ -188,6 +188,74 @@ def FlexSNSetParams : Pass<"flexsn-set-params", "::mlir::ModuleOp"> {
   ];
 }
 
+def FlexSNFuseProducers : Pass<"flexsn-fuse-producers"> {
+  let summary = "Move elementwise producers of scan inputs into the scan";
+  let description = [{
+    On the value form (tensors), moves each elementwise linalg op that
+    produces an input of a `flexsn.scan` into the scan's body, so the
+    `[T, N...]` tensor between them is never written: batch-norm's apply
+    step `x * scale[c] + shift[c]`, a bias, a dropout mask, a cast to f32.
+    Repeated, it moves chains of producers.
+
+    The producer's tensor operands become scan inputs, after the scan's
+    own, read through the composition of the scan's map for the fused input
+    with the producer's maps: a per-channel `[C]` operand of a producer
+    over `[T, C, HW]` becomes an input with map `(t, c, hw) -> (c)`. Its
+    scalar operands become params. Its payload runs at the start of the
+    body, and its result replaces the fused input. A scan that calls a
+    neuron first gets an inline body applying it (`flexsn.apply`, which
+    the lowerings inline).
+
+    ```mlir
+    %y = linalg.generic {indexing_maps = [#seq, #chan, #chan, #seq], ...}
+        ins(%x, %scale, %shift : tensor<?x?x?xf32>, tensor<?xf32>, tensor<?xf32>)
+        outs(%e : tensor<?x?x?xf32>) { ... mulf, addf ... }
+    %s, %v = flexsn.scan @lif ins(%y : tensor<?x?x?xf32>) ...
+    // becomes
+    %s, %v = flexsn.scan ins(%x, %scale, %shift : ...) ...
+        indexing_maps = [#seq, #chan, #chan, ...] {
+    ^bb0(%xi: f32, %scale_c: f32, %shift_c: f32, %v: f32):
+      %m = arith.mulf %xi, %scale_c : f32
+      %yi = arith.addf %m, %shift_c : f32
+      %r:2 = flexsn.apply @lif(%yi, %v, ...) : ...
+      flexsn.yield %r#0, %r#1 : f32, f32
+    }
+    ```
+
+    A producer fuses when it is a linalg op on tensors with only parallel
+    loops and no `linalg.index`, the scan input is its result's only use,
+    it writes that result through a permutation of its loops, and:
+    * each tensor operand holds f32, f16 or bf16 and is read through a map
+      that keeps the scan's domain dimensions once each, in order (no
+      transposes: a scan reads each operand along its domain);
+    * a half-precision operand is only extended to f32 (the scan reads it
+      as f32 already), and the result is f32: a scan body computes in
+      f32, so a rounding to f16 cannot move into it;
+    * scalar operands are f32, i1 or i32, and the payload's ops are free of
+      memory effects and regions, on f32 and integer scalars, using from
+      outside only constants.
+    Fusion moves computation, never changes it: the fused scan computes
+    the same operations in the same order. With `remarks`, every scan
+    input still produced by a linalg op gets a remark saying why it was
+    not fused. `populateFuseProducersPatterns` takes a control function,
+    as upstream linalg's elementwise fusion does.
+
+    Rationale:
+    * Fusing into the scan, rather than scans into linalg: the scan's
+      domain `(t, n...)` with its sequential `t` is not a linalg iteration
+      space, while an elementwise op is a per-step body already.
+    * A producer with other uses stays unfused: fusing it would compute it
+      twice and still write its result for the other users.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each scan input still produced by a linalg "
+           "op, saying why it was not fused">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::flexsn::FlexSNDialect"];
+}
+
 def FlexSNExpandSurrogates : Pass<"flexsn-expand-surrogates"> {
   let summary = "Expand spike, detach and surrogate ops into arith and math";
   let description = [{

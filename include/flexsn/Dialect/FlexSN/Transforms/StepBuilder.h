@@ -20,10 +20,10 @@
 
 namespace mlir::flexsn {
 
-/// Inlines every `flexsn.apply` in the neurons of `module` (and in what the
-/// inlined bodies apply in turn) with MLIR's inliner, so that step bodies are
-/// flat. Fails, with an error on the application, if a body holds an op whose
-/// dialect does not allow inlining.
+/// Inlines every `flexsn.apply` in `module`, in neurons and in scans' inline
+/// bodies (and in what the inlined bodies apply in turn), with MLIR's
+/// inliner, so that step bodies are flat. Fails, with an error on the
+/// application, if a body holds an op whose dialect does not allow inlining.
 LogicalResult inlineApplications(ModuleOp module);
 
 /// Emits one step of `neuron`: `inputsAndStates` feed its inputs and states,

@@ -1,0 +1,60 @@
+//===- Fusion.h - Moving elementwise ops into flexsn.scan -------*- C++ -*-===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// Loop fusion on the value form of flexsn.scan: the elementwise linalg ops
+// around a scan run inside its body, so the [T, N...] tensors between them
+// are never written. The entry points mirror upstream linalg's elementwise
+// fusion (`populateElementwiseOpsFusionPatterns` and its control function).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXSN_DIALECT_FLEXSN_TRANSFORMS_FUSION_H
+#define FLEXSN_DIALECT_FLEXSN_TRANSFORMS_FUSION_H
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+#include <functional>
+#include <string>
+
+namespace mlir::flexsn {
+
+/// Decides whether the producer of `fusedOperand`, an input of a
+/// flexsn.scan, moves into the scan. Asked only once the move is legal.
+using ControlFusionFn = std::function<bool(OpOperand *fusedOperand)>;
+
+/// Succeeds when the producer of scan input `input` can move into the scan:
+/// an elementwise linalg op on tensors whose only use is `input`, whose
+/// operands the scan can read (f32, f16 or bf16 tensors through indexing
+/// maps that keep the scan's domain dimensions in order; f32, i1 or i32
+/// scalars as params) and whose payload a scan body can hold (f32
+/// arithmetic free of memory effects; half-precision operands only
+/// extended to f32). Otherwise says why in `reason`.
+LogicalResult checkProducerFusion(OpOperand &input,
+                                  std::string *reason = nullptr);
+
+/// Moves the producer of scan input `input` into the scan and returns the
+/// new scan: the producer's tensor operands become inputs (after the
+/// scan's own), its scalars params (after the scan's own), its payload runs
+/// first in the body, and the producer is erased. A scan that calls a
+/// neuron gets an inline body applying it first. Fails, changing nothing,
+/// where `checkProducerFusion` does.
+FailureOr<ScanOp> fuseProducer(RewriterBase &rewriter, OpOperand &input);
+
+/// Rewrites a scan that calls a neuron into one whose inline body applies
+/// it (`flexsn.apply`, the neuron's constant params as constants): the
+/// same scan, with a body that fusion can extend.
+FailureOr<ScanOp> materializeInlineBody(RewriterBase &rewriter, ScanOp scan);
+
+/// Patterns moving into each scan every producer that is legal to fuse
+/// and that `control` accepts (every one when `control` is empty).
+void populateFuseProducersPatterns(RewritePatternSet &patterns,
+                                   const ControlFusionFn &control = {});
+
+} // namespace mlir::flexsn
+
+#endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_FUSION_H
