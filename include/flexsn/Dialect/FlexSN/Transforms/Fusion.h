@@ -23,8 +23,10 @@
 
 namespace mlir::flexsn {
 
-/// Decides whether the producer of `fusedOperand`, an input of a
-/// flexsn.scan, moves into the scan. Asked only once the move is legal.
+/// Decides whether the op on the other side of `fusedOperand` moves into
+/// the flexsn.scan: for producers, `fusedOperand` is a scan input; for
+/// consumers, the consumer's use of a scan result. Asked only once the
+/// move is legal.
 using ControlFusionFn = std::function<bool(OpOperand *fusedOperand)>;
 
 /// Succeeds when the producer of scan input `input` can move into the scan:
@@ -50,9 +52,33 @@ FailureOr<ScanOp> fuseProducer(RewriterBase &rewriter, OpOperand &input);
 /// same scan, with a body that fusion can extend.
 FailureOr<ScanOp> materializeInlineBody(RewriterBase &rewriter, ScanOp scan);
 
+/// Succeeds when the linalg op owning `use`, a use of a flexsn.scan's
+/// result, can move into the scan: an elementwise op on tensors with one
+/// result, reading the scan's f32 output or state sequences along the
+/// scan's domain, its other operands as a producer's would be (and
+/// computed before the scan), writing its result along the domain as f32,
+/// or as f16/bf16 by rounding an f32 value to nearest (what the scan's
+/// storage does). Otherwise says why in `reason`.
+LogicalResult checkConsumerFusion(OpOperand &use,
+                                  std::string *reason = nullptr);
+
+/// Moves the linalg op owning `use` into the scan whose result it reads
+/// and returns the new scan: its payload runs before the body's yield, on
+/// the yielded values; its result becomes a new scan output (after the
+/// scan's own; a tensor.empty destination is re-created before the scan);
+/// its other tensor operands become inputs and its scalars params. Scan
+/// outputs that nothing else reads are dropped. Fails, changing nothing,
+/// where `checkConsumerFusion` does.
+FailureOr<ScanOp> fuseConsumer(RewriterBase &rewriter, OpOperand &use);
+
 /// Patterns moving into each scan every producer that is legal to fuse
 /// and that `control` accepts (every one when `control` is empty).
 void populateFuseProducersPatterns(RewritePatternSet &patterns,
+                                   const ControlFusionFn &control = {});
+
+/// The same for consumers of each scan's results; `control` gets the use of
+/// the scan result.
+void populateFuseConsumersPatterns(RewritePatternSet &patterns,
                                    const ControlFusionFn &control = {});
 
 } // namespace mlir::flexsn

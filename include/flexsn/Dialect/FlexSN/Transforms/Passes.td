@@ -188,6 +188,65 @@ def FlexSNSetParams : Pass<"flexsn-set-params", "::mlir::ModuleOp"> {
   ];
 }
 
+def FlexSNFuseConsumers : Pass<"flexsn-fuse-consumers"> {
+  let summary = "Move elementwise consumers of scan sequences into the scan";
+  let description = [{
+    On the value form (tensors), moves each elementwise linalg op that
+    reads a `flexsn.scan`'s output or state sequence into the scan's body,
+    so the sequence need not be written for it: a residual add of the
+    spikes and the input, SEW-ResNet's ADD/AND/IAND with another sequence,
+    a scaling, a cast to f16. Repeated, it moves chains of consumers.
+
+    The consumer's payload runs before the body's yield, on the values the
+    body yields for the sequences it reads. Its result becomes a new scan
+    output, after the scan's own, written into the consumer's destination
+    (a `tensor.empty` made after the scan is re-created before it). Its
+    other tensor operands become scan inputs through composed maps, its
+    scalars params, as for `flexsn-fuse-producers`. A scan output that
+    nothing reads once the consumer is fused is dropped, so the sequence
+    is never written; state sequences stay (the body carries the state).
+    A scan that calls a neuron first gets an inline body applying it.
+
+    ```mlir
+    %s, %v = flexsn.scan @lif ins(%x : tensor<?x?xf32>) ...
+    %y = linalg.map { arith.addf } ins(%s, %x : ...) outs(%e : ...)
+    // becomes
+    %y, %v = flexsn.scan ins(%x : tensor<?x?xf32>) outs(%e : ...) ... {
+    ^bb0(%xi: f32, %vi: f32):
+      %r:2 = flexsn.apply @lif(%xi, %vi, ...) : ...
+      %yi = arith.addf %r#0, %xi : f32
+      flexsn.yield %yi, %r#1 : f32, f32
+    }
+    ```
+
+    A consumer fuses when it is a linalg op on tensors with one result, only
+    parallel loops and no `linalg.index`, it reads the scan's sequences
+    along the scan's domain (a permutation of its loops that makes them
+    the identity), they are f32 (the body's values before any storage
+    rounding), its other operands could fuse as a producer's and are
+    computed before the scan, and it writes its result along the domain as
+    f32, or as f16/bf16 by an `arith.truncf` to nearest at the end of its
+    payload (which the scan's storage performs). Final states and
+    reductions do not fuse (they are not per-step values). With
+    `remarks`, every linalg op still reading a scan result gets a remark
+    saying why. `populateFuseConsumersPatterns` takes a control function.
+
+    Rationale:
+    * The fused value is the body's own f32 value, which the consumer
+      read back after storage: only f32 sequences make the two equal.
+    * A residual block's output is what the next layer reads, so the scan
+      writes it; the spikes it was computed from no longer need to be.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each linalg op still reading a scan result, "
+           "saying why it was not fused">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::flexsn::FlexSNDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FlexSNFuseProducers : Pass<"flexsn-fuse-producers"> {
   let summary = "Move elementwise producers of scan inputs into the scan";
   let description = [{

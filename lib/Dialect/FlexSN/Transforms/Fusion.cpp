@@ -1,0 +1,834 @@
+//===- Fusion.cpp - Elementwise linalg ops into flexsn.scan ---------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// Moves the elementwise linalg ops around a scan into its body. A producer
+// of a scan input (batch-norm's `x * scale[c] + shift[c]`, a bias, a cast
+// to f32) runs at the start of the body; a consumer of a scan's sequence
+// (a residual add, a scaling, a cast to f16) at its end, its result a new
+// scan output. Their other operands become scan operands read through
+// composed indexing maps, so the [T, N...] tensors between them and the
+// scan are never written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Dialect/FlexSN/Transforms/Fusion.h"
+#include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include "llvm/Support/Debug.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+#define DEBUG_TYPE "flexsn-fusion"
+
+namespace mlir::flexsn {
+#define GEN_PASS_DEF_FLEXSNFUSECONSUMERS
+#define GEN_PASS_DEF_FLEXSNFUSEPRODUCERS
+#include "flexsn/Dialect/FlexSN/Transforms/Passes.h.inc"
+} // namespace mlir::flexsn
+
+using namespace mlir;
+using namespace mlir::flexsn;
+
+/// Why a fusion is refused; none when it is legal.
+using Refusal = std::optional<std::string>;
+
+//===----------------------------------------------------------------------===//
+// What a linalg op must be to run in a scan body
+//===----------------------------------------------------------------------===//
+
+/// Whether `map` keeps domain dimensions, each once and in order: the maps
+/// a scan operand may have.
+static bool keepsDimensionsInOrder(AffineMap map) {
+  int64_t last = -1;
+  for (AffineExpr expr : map.getResults()) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim || static_cast<int64_t>(dim.getPosition()) <= last)
+      return false;
+    last = dim.getPosition();
+  }
+  return true;
+}
+
+static bool isHalf(Type type) { return type.isF16() || type.isBF16(); }
+
+/// `value` as printed, for reasons.
+template <typename T>
+static std::string printed(const T &value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << value;
+  return text;
+}
+
+/// "its producer 'linalg.generic'", for reasons.
+static std::string describe(StringRef role, linalg::LinalgOp op) {
+  return (role + " '" + op->getName().getStringRef() + "'").str();
+}
+
+/// An extension to f32 of a half-precision payload argument: the scan
+/// reads its inputs as f32 already, so fusion drops it.
+static bool isExtensionOfArgument(Operation &op, Block &payload) {
+  auto ext = dyn_cast<arith::ExtFOp>(op);
+  return ext && ext.getType().isF32() && isa<BlockArgument>(ext.getIn()) &&
+         cast<BlockArgument>(ext.getIn()).getOwner() == &payload;
+}
+
+/// A linalg op fusion may move: on tensors, only parallel loops, no loop
+/// indices, not reading the destination `init`.
+static Refusal checkElementwise(linalg::LinalgOp op, OpOperand *init,
+                                const std::string &what) {
+  if (!op.hasPureTensorSemantics())
+    return what + " works on buffers";
+  if (op.getNumLoops() != op.getNumParallelLoops())
+    return what + " has reduction loops: only elementwise ops fuse";
+  if (op.hasIndexSemantics())
+    return what + " reads its loop indices (linalg.index)";
+  if (op.payloadUsesValueFromOperand(init))
+    return what + " reads its destination";
+  return std::nullopt;
+}
+
+/// The map through which the scan reads `operand` of `op` (tensors; a null
+/// map for a scalar, which becomes a param), given the map from the scan's
+/// domain to `op`'s loops.
+static FailureOr<AffineMap> operandMap(linalg::LinalgOp op, OpOperand *operand,
+                                       AffineMap domainToLoops,
+                                       const std::string &what,
+                                       Refusal &refusal) {
+  std::string which =
+      what + " operand #" + std::to_string(operand->getOperandNumber());
+  Type type = operand->get().getType();
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor) {
+    if (type.isF32() || type.isInteger(1) || type.isInteger(32))
+      return AffineMap();
+    refusal = which + " is a " + printed(type) +
+              " scalar: scan params are f32, i1 or i32";
+    return failure();
+  }
+  Type element = tensor.getElementType();
+  if (!element.isF32() && !isHalf(element)) {
+    refusal = which + " holds " + printed(element) +
+              ": scan inputs hold f32, f16 or bf16";
+    return failure();
+  }
+  if (isHalf(element))
+    for (Operation *user : op.getMatchingBlockArgument(operand).getUsers())
+      if (!isExtensionOfArgument(*user, *op.getBlock())) {
+        refusal = which + " is " + printed(element) +
+                  " and used other than extended to f32: a scan body "
+                  "computes in f32";
+        return failure();
+      }
+  AffineMap map = op.getMatchingIndexingMap(operand).compose(domainToLoops);
+  if (!keepsDimensionsInOrder(map)) {
+    refusal = which + " would be read through " + printed(map) +
+              ": a scan operand keeps domain dimensions once each, in order";
+    return failure();
+  }
+  return map;
+}
+
+/// Whether `payload` can run in a scan body, yielding `stored`: its ops
+/// (but those fusion drops, `dropped`) free of memory effects and regions,
+/// on f32 and integer scalars, using from outside only constants.
+static Refusal checkPayload(Block &payload, Value stored,
+                            function_ref<bool(Operation &)> dropped,
+                            const std::string &what) {
+  auto isConstantFromAbove = [&](Value value) {
+    Operation *def = value.getDefiningOp();
+    return def && def->getBlock() != &payload &&
+           def->hasTrait<OpTrait::ConstantLike>();
+  };
+  if (stored.getParentBlock() != &payload && !isConstantFromAbove(stored))
+    return what + " yields a value defined outside it that is not a constant";
+  for (Operation &op : payload.without_terminator()) {
+    if (dropped(op))
+      continue;
+    std::string name = "'" + op.getName().getStringRef().str() + "'";
+    if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+      return what + " computes with " + name +
+             ", which has regions or memory effects";
+    for (Type type :
+         llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes()))
+      if (!isStepScalarType(type))
+        return what + " computes with " + name + " in " + printed(type) +
+               ": a scan body computes in f32";
+    for (Value value : op.getOperands())
+      if (value.getParentBlock() != &payload && !isConstantFromAbove(value))
+        return what + " uses a value defined outside it that is not a "
+                      "constant";
+  }
+  return std::nullopt;
+}
+
+/// Clones `payload` (but the ops `dropped`) at the rewriter's insertion
+/// point, its constants from above along, and returns what `stored` became.
+static Value clonePayload(RewriterBase &rewriter, Block &payload, Value stored,
+                          function_ref<bool(Operation &)> dropped,
+                          IRMapping &mapping) {
+  Block *target = rewriter.getInsertionBlock();
+  for (Operation &op : payload.without_terminator())
+    for (Value value : op.getOperands())
+      if (value.getParentBlock() != &payload && !mapping.contains(value))
+        rewriter.clone(*value.getDefiningOp(), mapping);
+  for (Operation &op : payload.without_terminator())
+    if (!dropped(op))
+      rewriter.clone(op, mapping);
+  Value value = mapping.lookupOrDefault(stored);
+  if (value.getParentBlock() != target) // a constant from above
+    value = rewriter.clone(*value.getDefiningOp())->getResult(0);
+  return value;
+}
+
+/// The maps of `scan`'s operand group `group`.
+static SmallVector<AffineMap> groupMaps(ScanOp scan, unsigned group) {
+  auto [first, count] = scan.getODSOperandIndexAndLength(group);
+  return llvm::to_vector(
+      ArrayRef<AffineMap>(scan.getIndexingMapsArray()).slice(first, count));
+}
+
+/// The operands a fusion adds to a scan: tensors as inputs, scalars as
+/// params. A tensor the scan already reads through the same map (the
+/// block input of a residual add, say) is read once.
+struct AddedOperands {
+  SmallVector<Value> inputs, params;
+  SmallVector<AffineMap> inputMaps;
+  // Per operand of the fused op: the position among the scan's inputs (its
+  // own, then the added ones) or, for scalars, among the added params.
+  DenseMap<OpOperand *, unsigned> inputOf, paramOf;
+
+  /// `scan`'s own inputs (but `droppedInput`) are there to be shared.
+  AddedOperands(ScanOp scan, std::optional<unsigned> droppedInput)
+      : scanInputs(scan.getInputs()), scanMaps(groupMaps(scan, 0)),
+        droppedInput(droppedInput) {}
+
+  void add(OpOperand *operand, AffineMap map) {
+    Value value = operand->get();
+    if (!map) {
+      paramOf[operand] = params.size();
+      params.push_back(value);
+      return;
+    }
+    for (auto [k, input] : llvm::enumerate(scanInputs))
+      if (input == value && scanMaps[k] == map && k != droppedInput) {
+        inputOf[operand] = k;
+        return;
+      }
+    for (auto [k, input] : llvm::enumerate(inputs))
+      if (input == value && inputMaps[k] == map) {
+        inputOf[operand] = scanInputs.size() + k;
+        return;
+      }
+    inputOf[operand] = scanInputs.size() + inputs.size();
+    inputs.push_back(value);
+    inputMaps.push_back(map);
+  }
+
+  /// Adds their body arguments to `body` (inputs after the scan's, read as
+  /// f32; params at the end) and maps `op`'s payload arguments to them,
+  /// extensions of half-precision ones included.
+  void addArguments(Block &body, linalg::LinalgOp op, IRMapping &mapping) {
+    Location loc = op.getLoc();
+    Block &payload = *op.getBlock();
+    for (unsigned k = 0; k < inputs.size(); ++k)
+      body.insertArgument(scanInputs.size() + k,
+                          Float32Type::get(op.getContext()), loc);
+    for (auto [operand, k] : inputOf) {
+      BlockArgument payloadArg = op.getMatchingBlockArgument(operand);
+      mapping.map(payloadArg, body.getArgument(k));
+      for (Operation *user : payloadArg.getUsers())
+        if (isExtensionOfArgument(*user, payload))
+          mapping.map(user->getResult(0), body.getArgument(k));
+    }
+    unsigned firstParam = body.getNumArguments();
+    for (Value param : params)
+      body.addArgument(param.getType(), loc);
+    for (auto [operand, k] : paramOf)
+      mapping.map(op.getMatchingBlockArgument(operand),
+                  body.getArgument(firstParam + k));
+  }
+
+private:
+  SmallVector<Value> scanInputs;
+  SmallVector<AffineMap> scanMaps;
+  std::optional<unsigned> droppedInput;
+};
+
+/// Builds the scan `scan` becomes with `added` operands, outputs `outputs`
+/// (maps `outputMaps`) and results `resultTypes`, its inputs but
+/// `droppedInput` (when set): the same attributes; the body is moved over
+/// from `scan`.
+static ScanOp rebuildScan(RewriterBase &rewriter, ScanOp scan,
+                          const AddedOperands &added,
+                          std::optional<unsigned> droppedInput,
+                          ValueRange outputs, ArrayRef<AffineMap> outputMaps,
+                          TypeRange resultTypes) {
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (auto [k, value, map] :
+       llvm::enumerate(scan.getInputs(), groupMaps(scan, 0))) {
+    if (droppedInput && k == *droppedInput)
+      continue;
+    inputs.push_back(value);
+    maps.push_back(map);
+  }
+  llvm::append_range(inputs, added.inputs);
+  llvm::append_range(maps, added.inputMaps);
+  llvm::append_range(maps, groupMaps(scan, 1));
+  SmallVector<Value> params(scan.getParams());
+  llvm::append_range(params, added.params);
+  llvm::append_range(maps, groupMaps(scan, 2));
+  maps.append(added.params.size(),
+              AffineMap::get(scan.getDomainRank(), 0, rewriter.getContext()));
+  llvm::append_range(maps, outputMaps);
+  llvm::append_range(maps, groupMaps(scan, 4));
+  llvm::append_range(maps, groupMaps(scan, 5));
+  DenseI64ArrayAttr optional;
+  if (auto old = scan.getOptionalInputs())
+    optional =
+        rewriter.getDenseI64ArrayAttr(llvm::map_to_vector(*old, [&](int64_t i) {
+          return droppedInput && i > int64_t(*droppedInput) ? i - 1 : i;
+        }));
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(scan);
+  auto fused = ScanOp::create(
+      rewriter, scan.getLoc(), resultTypes, FlatSymbolRefAttr(), inputs,
+      scan.getInits(), params, outputs, scan.getStates(), scan.getReductions(),
+      rewriter.getAffineMapArrayAttr(maps), scan.getReverseAttr(), optional);
+  fused->setDiscardableAttrs(scan->getDiscardableAttrDictionary());
+  rewriter.inlineRegionBefore(scan.getBody(), fused.getBody(),
+                              fused.getBody().end());
+  return fused;
+}
+
+//===----------------------------------------------------------------------===//
+// Producers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// How a legal producer reaches the fused scan.
+struct ProducerPlan {
+  linalg::LinalgOp producer;
+  OpResult result;     // the value the scan reads
+  unsigned inputIndex; // its position among the scan's inputs
+  AddedOperands added;
+};
+} // namespace
+
+static FailureOr<ProducerPlan> planProducerFusion(OpOperand &input,
+                                                  std::string *reason) {
+  auto fail = [&](const Twine &why) -> FailureOr<ProducerPlan> {
+    if (reason)
+      *reason = why.str();
+    return failure();
+  };
+  auto scan = dyn_cast<ScanOp>(input.getOwner());
+  if (!scan)
+    return fail("not an operand of a flexsn.scan");
+  auto [first, count] = scan.getODSOperandIndexAndLength(0);
+  unsigned number = input.getOperandNumber();
+  if (number < first || number >= first + count)
+    return fail("only a scan's inputs ('ins') take producers");
+  unsigned inputIndex = number - first;
+  std::string what = "input #" + std::to_string(inputIndex);
+  if (!scan.hasTensorSemantics())
+    return fail("the scan works on buffers: fusion runs on tensors, before "
+                "bufferization");
+  if (llvm::is_contained(scan.getOptionalInputs().value_or(ArrayRef<int64_t>()),
+                         int64_t(inputIndex)))
+    return fail(what + " is optional (it reads as zeros when absent)");
+
+  auto result = dyn_cast<OpResult>(input.get());
+  auto producer =
+      result ? dyn_cast<linalg::LinalgOp>(result.getOwner()) : nullptr;
+  if (!producer)
+    return fail(what + " is not produced by a linalg op");
+  std::string op = describe("its producer", producer);
+  OpOperand *init = producer.getDpsInitOperand(result.getResultNumber());
+  if (Refusal refusal = checkElementwise(producer, init, op))
+    return fail(*refusal);
+  if (!result.hasOneUse())
+    return fail(op + " has other uses of its result: it would run twice");
+  AffineMap resultMap = producer.getMatchingIndexingMap(init);
+  if (!resultMap.isPermutation())
+    return fail(op + " writes its result through " +
+                std::to_string(resultMap.getNumResults()) +
+                " indices that are not a permutation of its loops");
+
+  // domain -> the producer's loops -> each operand's indices.
+  AffineMap domainToLoops = inversePermutation(resultMap).compose(
+      scan.getMatchingIndexingMap(&input));
+  ProducerPlan plan{producer, result, inputIndex,
+                    AddedOperands(scan, inputIndex)};
+  for (OpOperand *operand : producer.getDpsInputOperands()) {
+    Refusal refusal;
+    FailureOr<AffineMap> map =
+        operandMap(producer, operand, domainToLoops, op, refusal);
+    if (failed(map))
+      return fail(*refusal);
+    plan.added.add(operand, *map);
+  }
+  Type element = getElementTypeOrSelf(result.getType());
+  if (!element.isF32())
+    return fail(op + " yields " + printed(element) +
+                ": its rounding cannot move into a scan body, which "
+                "computes in f32");
+  Block &payload = *producer.getBlock();
+  Value stored = payload.getTerminator()->getOperand(result.getResultNumber());
+  if (Refusal refusal = checkPayload(
+          payload, stored,
+          [&](Operation &o) { return isExtensionOfArgument(o, payload); }, op))
+    return fail(*refusal);
+  return plan;
+}
+
+LogicalResult mlir::flexsn::checkProducerFusion(OpOperand &input,
+                                                std::string *reason) {
+  return success(succeeded(planProducerFusion(input, reason)));
+}
+
+FailureOr<ScanOp> mlir::flexsn::materializeInlineBody(RewriterBase &rewriter,
+                                                      ScanOp scan) {
+  if (!scan.getCallee())
+    return scan;
+  auto neuron = SymbolTable::lookupNearestSymbolFrom<NeuronOp>(
+      scan, scan.getCalleeAttr());
+  if (!neuron)
+    return failure();
+  Location loc = scan.getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(scan);
+  auto inlined = ScanOp::create(
+      rewriter, loc, scan.getResultTypes(), FlatSymbolRefAttr(),
+      scan.getInputs(), scan.getInits(), scan.getParams(), scan.getOutputs(),
+      scan.getStates(), scan.getReductions(), scan.getIndexingMaps(),
+      scan.getReverseAttr(), scan.getOptionalInputsAttr());
+  inlined->setDiscardableAttrs(scan->getDiscardableAttrDictionary());
+
+  // The body's arguments: inputs and states as f32, params as the scan
+  // passes them (shaped ones per element, as f32).
+  Type f32 = rewriter.getF32Type();
+  SmallVector<Type> argTypes(scan.getInputs().size() + neuron.getNumStates(),
+                             f32);
+  for (Value param : scan.getParams())
+    argTypes.push_back(isa<ShapedType>(param.getType()) ? f32
+                                                        : param.getType());
+  Block *body =
+      rewriter.createBlock(&inlined.getBody(), {}, argTypes,
+                           SmallVector<Location>(argTypes.size(), loc));
+  unsigned numInputsAndStates = scan.getInputs().size() + neuron.getNumStates();
+  SmallVector<Value> operands(
+      body->getArguments().take_front(numInputsAndStates));
+  auto runtime = body->getArguments().drop_front(numInputsAndStates).begin();
+  for (ParamAttr param : neuron.getParamAttrs())
+    operands.push_back(
+        param.isRuntime()
+            ? *runtime++
+            : arith::ConstantOp::create(rewriter, loc, param.getDefaultValue())
+                  .getResult());
+  auto apply = ApplyOp::create(
+      rewriter, loc,
+      SmallVector<Type>(neuron.getNumOutputs() + neuron.getNumStates(), f32),
+      scan.getCalleeAttr(), operands, ArrayAttr(), ArrayAttr());
+  YieldOp::create(rewriter, loc, apply.getResults());
+  rewriter.replaceOp(scan, inlined.getResults());
+  return inlined;
+}
+
+FailureOr<ScanOp> mlir::flexsn::fuseProducer(RewriterBase &rewriter,
+                                             OpOperand &input) {
+  FailureOr<ProducerPlan> plan = planProducerFusion(input, nullptr);
+  if (failed(plan))
+    return failure();
+  FailureOr<ScanOp> inlined =
+      materializeInlineBody(rewriter, cast<ScanOp>(input.getOwner()));
+  if (failed(inlined))
+    return failure();
+  ScanOp scan = *inlined;
+  linalg::LinalgOp producer = plan->producer;
+  unsigned inputIndex = plan->inputIndex;
+  ScanOp fused =
+      rebuildScan(rewriter, scan, plan->added, inputIndex, scan.getOutputs(),
+                  groupMaps(scan, 3), scan.getResultTypes());
+
+  // The producer's operands after the scan's inputs, its payload first.
+  Block &body = fused.getBody().front();
+  Block &payload = *producer.getBlock();
+  IRMapping mapping;
+  plan->added.addArguments(body, producer, mapping);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&body);
+  Value value = clonePayload(
+      rewriter, payload,
+      payload.getTerminator()->getOperand(plan->result.getResultNumber()),
+      [&](Operation &op) { return isExtensionOfArgument(op, payload); },
+      mapping);
+  rewriter.replaceAllUsesWith(body.getArgument(inputIndex), value);
+  body.eraseArgument(inputIndex);
+
+  rewriter.replaceOp(scan, fused.getResults());
+  rewriter.eraseOp(producer);
+  return fused;
+}
+
+//===----------------------------------------------------------------------===//
+// Consumers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// How a legal consumer moves into its scan.
+struct ConsumerPlan {
+  linalg::LinalgOp consumer;
+  ScanOp scan;
+  // Per DPS input of the consumer that is a result of `scan`: its result
+  // number.
+  DenseMap<OpOperand *, unsigned> scanResults;
+  AddedOperands added;
+  // The value the payload stores (before a final truncation to the
+  // destination's half type, which the scan's storage does).
+  Value stored;
+  Operation *storageTruncation = nullptr;
+  // The consumer's destination, when a tensor.empty after the scan: fusion
+  // makes one before it.
+  tensor::EmptyOp emptyAfterScan;
+};
+} // namespace
+
+static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
+                                                  std::string *reason) {
+  auto fail = [&](const Twine &why) -> FailureOr<ConsumerPlan> {
+    if (reason)
+      *reason = why.str();
+    return failure();
+  };
+  auto consumer = dyn_cast<linalg::LinalgOp>(use.getOwner());
+  auto result = dyn_cast<OpResult>(use.get());
+  auto scan = result ? dyn_cast<ScanOp>(result.getOwner()) : nullptr;
+  if (!consumer || !scan)
+    return fail("not a linalg op's use of a flexsn.scan result");
+  std::string op = describe("consumer", consumer);
+  if (consumer.getNumDpsInits() != 1)
+    return fail(op + " has " + std::to_string(consumer.getNumDpsInits()) +
+                " results: fusion moves ops with one");
+  OpOperand *init = consumer.getDpsInitOperand(0);
+  if (Refusal refusal = checkElementwise(consumer, init, op))
+    return fail(*refusal);
+  // A scan result that is a sequence: the body's f32 value at each step.
+  unsigned numSequences = scan.getOutputs().size() + scan.getStates().size();
+  auto checkSequence = [&](OpOperand *operand, OpResult value) -> Refusal {
+    std::string which =
+        op + " operand #" + std::to_string(operand->getOperandNumber());
+    unsigned r = value.getResultNumber();
+    if (r >= numSequences ||
+        !scan.getMatchingIndexingMap(scan.getDpsInitOperand(r)).isIdentity())
+      return which + " is a scan result that is no sequence (a final state "
+                     "or a reduction)";
+    Type element = getElementTypeOrSelf(value.getType());
+    if (!element.isF32())
+      return which + " is the scan's " + printed(element) +
+             " sequence: the body's values are f32 before storage";
+    return std::nullopt;
+  };
+  if (consumer.isDpsInit(&use))
+    return fail(op + " writes into the scan's result");
+  if (Refusal refusal = checkSequence(&use, result))
+    return fail(*refusal);
+  AffineMap useMap = consumer.getMatchingIndexingMap(&use);
+  if (!useMap.isPermutation())
+    return fail(op + " reads the scan's result through " + printed(useMap) +
+                ", not a permutation of its loops");
+  // The scan's sequences are indexed by its domain: domain -> loops.
+  AffineMap domainToLoops = inversePermutation(useMap);
+
+  DominanceInfo dominance(scan->getParentOp());
+  ConsumerPlan plan{consumer, scan,   {}, AddedOperands(scan, std::nullopt), {},
+                    nullptr,  nullptr};
+  for (OpOperand *operand : consumer.getDpsInputOperands()) {
+    auto other = dyn_cast<OpResult>(operand->get());
+    if (other && other.getOwner() == scan) {
+      if (Refusal refusal = checkSequence(operand, other))
+        return fail(*refusal);
+      if (!consumer.getMatchingIndexingMap(operand)
+               .compose(domainToLoops)
+               .isIdentity())
+        return fail(op + " operand #" +
+                    std::to_string(operand->getOperandNumber()) +
+                    " reads a scan sequence other than along the scan's "
+                    "domain");
+      plan.scanResults[operand] = other.getResultNumber();
+      continue;
+    }
+    if (!dominance.properlyDominates(operand->get(), scan))
+      return fail(op + " operand #" +
+                  std::to_string(operand->getOperandNumber()) +
+                  " is computed after the scan");
+    Refusal refusal;
+    FailureOr<AffineMap> map =
+        operandMap(consumer, operand, domainToLoops, op, refusal);
+    if (failed(map))
+      return fail(*refusal);
+    plan.added.add(operand, *map);
+  }
+  if (!dominance.properlyDominates(init->get(), scan)) {
+    // Only an empty tensor's shape matters, and it is the scan's domain.
+    auto empty = init->get().getDefiningOp<tensor::EmptyOp>();
+    if (!empty)
+      return fail(op + "'s destination is computed after the scan");
+    plan.emptyAfterScan = empty;
+  }
+  if (!consumer.getMatchingIndexingMap(init)
+           .compose(domainToLoops)
+           .isIdentity())
+    return fail(op + " writes its result other than along the scan's domain");
+
+  Block &payload = *consumer.getBlock();
+  plan.stored = payload.getTerminator()->getOperand(0);
+  Type element = getElementTypeOrSelf(init->get().getType());
+  if (isHalf(element)) {
+    // The scan's storage rounds f32 to the destination's type as this
+    // truncation does (arith.truncf, to nearest even).
+    auto trunc = plan.stored.getDefiningOp<arith::TruncFOp>();
+    if (!trunc || trunc->getBlock() != &payload ||
+        !trunc.getIn().getType().isF32() || !trunc->hasOneUse() ||
+        trunc.getRoundingmodeAttr())
+      return fail(op + " yields " + printed(element) +
+                  " other than by rounding an f32 value to nearest: a scan "
+                  "body computes in f32");
+    plan.storageTruncation = trunc;
+    plan.stored = trunc.getIn();
+  } else if (!element.isF32()) {
+    return fail(op + " yields " + printed(element) +
+                ": a scan stores its body's f32 values as f32, f16 or bf16 "
+                "(and spikes as bytes or bits, which kernel generation "
+                "chooses)");
+  }
+  Operation *truncation = plan.storageTruncation;
+  if (Refusal refusal = checkPayload(
+          payload, plan.stored,
+          [&](Operation &o) {
+            return &o == truncation || isExtensionOfArgument(o, payload);
+          },
+          op))
+    return fail(*refusal);
+  return plan;
+}
+
+LogicalResult mlir::flexsn::checkConsumerFusion(OpOperand &use,
+                                                std::string *reason) {
+  return success(succeeded(planConsumerFusion(use, reason)));
+}
+
+FailureOr<ScanOp> mlir::flexsn::fuseConsumer(RewriterBase &rewriter,
+                                             OpOperand &use) {
+  FailureOr<ConsumerPlan> plan = planConsumerFusion(use, nullptr);
+  if (failed(plan))
+    return failure();
+  linalg::LinalgOp consumer = plan->consumer;
+  FailureOr<ScanOp> inlined = materializeInlineBody(rewriter, plan->scan);
+  if (failed(inlined))
+    return failure();
+  ScanOp scan = *inlined;
+  unsigned numOutputs = scan.getOutputs().size();
+
+  // Outputs that only the consumer reads are dropped: their values live on
+  // in the body only.
+  SmallVector<bool> dropped(numOutputs, false);
+  for (unsigned r = 0; r < numOutputs; ++r)
+    dropped[r] = llvm::all_of(scan->getResult(r).getUsers(), [&](Operation *u) {
+      return u == consumer.getOperation();
+    });
+  SmallVector<Value> outputs;
+  SmallVector<AffineMap> outputMaps;
+  SmallVector<Type> resultTypes;
+  for (auto [r, value, map] :
+       llvm::enumerate(scan.getOutputs(), groupMaps(scan, 3)))
+    if (!dropped[r]) {
+      outputs.push_back(value);
+      outputMaps.push_back(map);
+      resultTypes.push_back(scan->getResult(r).getType());
+    }
+  unsigned newOutput = outputs.size();
+  Value init = consumer.getDpsInitOperand(0)->get();
+  if (plan->emptyAfterScan) {
+    // The same empty tensor before the scan, sized like its domain.
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(scan);
+    auto type = cast<RankedTensorType>(init.getType());
+    SmallVector<Value> sizes;
+    for (auto [i, size] : llvm::enumerate(type.getShape()))
+      if (ShapedType::isDynamic(size))
+        sizes.push_back(tensor::DimOp::create(rewriter, scan.getLoc(),
+                                              scan.getDomainOperand(), i));
+    init = tensor::EmptyOp::create(rewriter, scan.getLoc(), type, sizes);
+  }
+  outputs.push_back(init);
+  outputMaps.push_back(AffineMap::getMultiDimIdentityMap(
+      scan.getDomainRank(), rewriter.getContext()));
+  resultTypes.push_back(init.getType());
+  llvm::append_range(resultTypes,
+                     TypeRange(scan.getResults()).drop_front(numOutputs));
+  ScanOp fused = rebuildScan(rewriter, scan, plan->added, std::nullopt, outputs,
+                             outputMaps, resultTypes);
+
+  // The consumer's payload before the yield, on the values yielded.
+  Block &body = fused.getBody().front();
+  Block &payload = *consumer.getBlock();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  IRMapping mapping;
+  for (auto [operand, r] : plan->scanResults)
+    mapping.map(consumer.getMatchingBlockArgument(operand),
+                yield.getValues()[r]);
+  plan->added.addArguments(body, consumer, mapping);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(yield);
+  Operation *truncation = plan->storageTruncation;
+  Value value = clonePayload(
+      rewriter, payload, plan->stored,
+      [&](Operation &op) {
+        return &op == truncation || isExtensionOfArgument(op, payload);
+      },
+      mapping);
+  SmallVector<Value> yielded;
+  for (auto [r, v] : llvm::enumerate(yield.getValues().take_front(numOutputs)))
+    if (!dropped[r])
+      yielded.push_back(v);
+  yielded.push_back(value);
+  llvm::append_range(yielded, yield.getValues().drop_front(numOutputs));
+  rewriter.replaceOpWithNewOp<YieldOp>(yield, yielded);
+
+  rewriter.replaceOp(consumer, fused->getResult(newOutput));
+  for (unsigned r = 0, next = 0, e = scan->getNumResults(); r < e; ++r) {
+    if (r < numOutputs && dropped[r])
+      continue;
+    if (next == newOutput)
+      ++next;
+    rewriter.replaceAllUsesWith(scan->getResult(r), fused->getResult(next++));
+  }
+  rewriter.eraseOp(scan);
+  return fused;
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns and passes
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct FuseProducersPattern : OpRewritePattern<ScanOp> {
+  FuseProducersPattern(MLIRContext *ctx, ControlFusionFn control)
+      : OpRewritePattern<ScanOp>(ctx), control(std::move(control)) {}
+
+  LogicalResult matchAndRewrite(ScanOp scan,
+                                PatternRewriter &rewriter) const override {
+    for (OpOperand &input : scan.getInputsMutable()) {
+      std::string reason;
+      if (failed(checkProducerFusion(input, &reason))) {
+        LLVM_DEBUG(llvm::dbgs() << "no producer fusion into " << scan.getLoc()
+                                << ": " << reason << "\n");
+        continue;
+      }
+      if (control && !control(&input))
+        continue;
+      if (succeeded(fuseProducer(rewriter, input)))
+        return success();
+    }
+    return rewriter.notifyMatchFailure(scan, "no input has a producer to fuse");
+  }
+
+  ControlFusionFn control;
+};
+
+struct FuseConsumersPattern : OpRewritePattern<ScanOp> {
+  FuseConsumersPattern(MLIRContext *ctx, ControlFusionFn control)
+      : OpRewritePattern<ScanOp>(ctx), control(std::move(control)) {}
+
+  LogicalResult matchAndRewrite(ScanOp scan,
+                                PatternRewriter &rewriter) const override {
+    for (OpResult result : scan->getResults())
+      for (OpOperand &use : result.getUses()) {
+        std::string reason;
+        if (failed(checkConsumerFusion(use, &reason))) {
+          LLVM_DEBUG(llvm::dbgs() << "no consumer fusion into " << scan.getLoc()
+                                  << ": " << reason << "\n");
+          continue;
+        }
+        if (control && !control(&use))
+          continue;
+        if (succeeded(fuseConsumer(rewriter, use)))
+          return success();
+      }
+    return rewriter.notifyMatchFailure(scan,
+                                       "no result has a consumer to fuse");
+  }
+
+  ControlFusionFn control;
+};
+
+struct FuseProducersPass
+    : flexsn::impl::FlexSNFuseProducersBase<FuseProducersPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFuseProducersPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    if (!remarks)
+      return;
+    // What stayed: each scan input still produced by a linalg op, and why.
+    getOperation()->walk([](ScanOp scan) {
+      for (OpOperand &input : scan.getInputsMutable()) {
+        if (!input.get().getDefiningOp<linalg::LinalgOp>())
+          continue;
+        std::string reason;
+        if (failed(checkProducerFusion(input, &reason)))
+          scan.emitRemark() << "not fused: " << reason;
+      }
+    });
+  }
+};
+
+struct FuseConsumersPass
+    : flexsn::impl::FlexSNFuseConsumersBase<FuseConsumersPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFuseConsumersPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    if (!remarks)
+      return;
+    // What stayed: each linalg op still reading a scan result, and why.
+    getOperation()->walk([](linalg::LinalgOp op) {
+      for (OpOperand &use : op->getOpOperands()) {
+        if (!use.get().getDefiningOp<ScanOp>())
+          continue;
+        std::string reason;
+        if (failed(checkConsumerFusion(use, &reason)))
+          op->emitRemark() << "not fused into the scan: " << reason;
+      }
+    });
+  }
+};
+} // namespace
+
+void mlir::flexsn::populateFuseProducersPatterns(
+    RewritePatternSet &patterns, const ControlFusionFn &control) {
+  patterns.add<FuseProducersPattern>(patterns.getContext(), control);
+}
+
+void mlir::flexsn::populateFuseConsumersPatterns(
+    RewritePatternSet &patterns, const ControlFusionFn &control) {
+  patterns.add<FuseConsumersPattern>(patterns.getContext(), control);
+}
