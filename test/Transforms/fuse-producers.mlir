@@ -6,18 +6,18 @@
 // the remark saying why.
 
 // Batch-norm's apply step on an f16 input, feeding a scan that calls a
-// neuron: the scan gets an inline body applying it; x, scale and shift are
-// its inputs, scale and shift per channel; the extension to f32 is gone
-// (the scan reads x as f32).
+// neuron: the scan gets an inline body applying it; x is its input, scale
+// and shift, which do not depend on t, its per-channel params; the
+// extension to f32 is gone (the scan reads x as f32).
 // CHECK-DAG:   #[[$SEQ:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG:   #[[$CHAN:.+]] = affine_map<(d0, d1, d2) -> (d1)>
 // CHECK-DAG:   #[[$NEURON:.+]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-LABEL: func.func @batch_norm
 // CHECK-SAME:    (%[[X:[^:]+]]: tensor<?x?x?xf16>, %[[A:[^:]+]]: tensor<?xf32>, %[[B:[^:]+]]: tensor<?xf32>
 // CHECK-NOT:     linalg.generic
-// CHECK:         %[[R:.*]]:2 = flexsn.scan ins(%[[X]], %[[A]], %[[B]] : tensor<?x?x?xf16>, tensor<?xf32>, tensor<?xf32>)
+// CHECK:         %[[R:.*]]:2 = flexsn.scan ins(%[[X]] : tensor<?x?x?xf16>) params(%[[A]], %[[B]] : tensor<?xf32>, tensor<?xf32>)
 // CHECK-SAME:      indexing_maps = [#[[$SEQ]], #[[$CHAN]], #[[$CHAN]], #[[$SEQ]], #[[$NEURON]]] {
-// CHECK-NEXT:    ^bb0(%[[XI:.*]]: f32, %[[AC:.*]]: f32, %[[BC:.*]]: f32, %[[V:.*]]: f32):
+// CHECK-NEXT:    ^bb0(%[[XI:[^:]*]]: f32, %[[V:[^:]*]]: f32, %[[AC:[^:]*]]: f32, %[[BC:[^:]*]]: f32):
 // CHECK-NOT:       arith.extf
 // CHECK-NEXT:      %[[M:.*]] = arith.mulf %[[XI]], %[[AC]] : f32
 // CHECK-NEXT:      %[[Y:.*]] = arith.addf %[[M]], %[[BC]] : f32
@@ -55,17 +55,15 @@ func.func @batch_norm(%x: tensor<?x?x?xf16>, %scale: tensor<?xf32>,
 // -----
 
 // A chain (a cast to f32, then a per-neuron bias, as linalg.map and
-// linalg.generic), and a scalar operand, which becomes a param. The scan's
-// own second input (a mask) stays where it was, before the fused inputs.
-// CHECK-DAG:   #[[$SEQ:.+]] = affine_map<(d0, d1) -> (d0, d1)>
-// CHECK-DAG:   #[[$NEURON:.+]] = affine_map<(d0, d1) -> (d1)>
-// CHECK-DAG:   #[[$SCALAR:.+]] = affine_map<(d0, d1) -> ()>
+// linalg.generic); the bias and a scalar gain become params (through the
+// maps their ranks imply: not printed). The scan's
+// own second input (a mask) stays where it was, before the fused input.
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME:    (%[[X:[^:]+]]: tensor<?x?xbf16>, %[[B:[^:]+]]: tensor<?xf32>, %[[G:[^:]+]]: f32, %[[M:[^:]+]]: tensor<?x?xf32>
 // CHECK-NOT:     linalg
-// CHECK:         flexsn.scan ins(%[[M]], %[[B]], %[[X]] : tensor<?x?xf32>, tensor<?xf32>, tensor<?x?xbf16>) params(%[[G]] : f32)
-// CHECK-SAME:      indexing_maps = [#[[$SEQ]], #[[$NEURON]], #[[$SEQ]], #[[$SCALAR]], #[[$SEQ]]] {
-// CHECK-NEXT:    ^bb0(%[[MI:.*]]: f32, %[[BI:.*]]: f32, %[[XI:.*]]: f32, %[[GI:.*]]: f32):
+// CHECK:         flexsn.scan ins(%[[M]], %[[X]] : tensor<?x?xf32>, tensor<?x?xbf16>) params(%[[B]], %[[G]] : tensor<?xf32>, f32)
+// CHECK-SAME:      outs(%{{.*}} : tensor<?x?xf32>) {
+// CHECK-NEXT:    ^bb0(%[[MI:[^:]*]]: f32, %[[XI:[^:]*]]: f32, %[[BI:[^:]*]]: f32, %[[GI:[^:]*]]: f32):
 // CHECK-NEXT:      %[[P:.*]] = arith.addf %[[XI]], %[[BI]] : f32
 // CHECK-NEXT:      %[[Q:.*]] = arith.mulf %[[P]], %[[GI]] : f32
 // CHECK-NEXT:      %[[O:.*]] = arith.mulf %[[Q]], %[[MI]] : f32
@@ -100,13 +98,13 @@ func.func @chain(%x: tensor<?x?xbf16>, %b: tensor<?xf32>, %g: f32,
 
 // A producer of a broadcast input: the per-channel weight of a scan with a
 // per-channel reduction is computed by a 1-D op over [C]; its operand is
-// read per channel too. The payload's constant from above stays usable (the
+// read per channel too, as a param. The payload's constant from above stays usable (the
 // rewrite driver keeps constants at the function's entry).
 // CHECK-DAG:   #[[$CHAN:.+]] = affine_map<(d0, d1, d2) -> (d1)>
 // CHECK-LABEL: func.func @per_channel_weight
 // CHECK-SAME:    (%[[X:[^:]+]]: tensor<?x?x?xf32>, %[[LOGW:[^:]+]]: tensor<?xf32>
 // CHECK:         %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
-// CHECK-NEXT:    flexsn.scan ins(%[[X]], %[[LOGW]] : tensor<?x?x?xf32>, tensor<?xf32>)
+// CHECK-NEXT:    flexsn.scan ins(%[[X]] : tensor<?x?x?xf32>) params(%[[LOGW]] : tensor<?xf32>)
 // CHECK-SAME:      indexing_maps = [#{{.*}}, #[[$CHAN]], #{{.*}}, #[[$CHAN]]] {
 // CHECK-NEXT:    ^bb0(%[[XI:.*]]: f32, %[[LI:.*]]: f32):
 // CHECK-NEXT:      %[[E:.*]] = math.exp %[[LI]] : f32

@@ -22,11 +22,12 @@
 // RUN: FileCheck %s --input-file=%t.unfused.txt
 // RUN: diff %t.unfused.txt %t.fused.txt
 //
-// The fused block is one scan reading x (once), scale and shift, writing
-// the block's output and the final v; the spikes are never stored.
+// The fused block is one scan reading x (once), with scale and shift as
+// per-channel params, writing the block's output and the final v; the
+// spikes are never stored.
 // IR-LABEL: func.func @bn_lif
 // IR-NOT:     linalg.generic
-// IR:         flexsn.scan ins(%{{.*}} : tensor<?x?x?xf16>, tensor<?xf32>, tensor<?xf32>)
+// IR:         flexsn.scan ins(%{{.*}} : tensor<?x?x?xf16>) params(%{{.*}} : tensor<?xf32>, tensor<?xf32>)
 // IR-SAME:      outs(%{{.*}} : tensor<?x?x?xf32>) states(%{{.*}} : tensor<?x?xf32>)
 // IR:           arith.mulf
 // IR:           arith.addf

@@ -198,71 +198,90 @@ static SmallVector<AffineMap> groupMaps(ScanOp scan, unsigned group) {
       ArrayRef<AffineMap>(scan.getIndexingMapsArray()).slice(first, count));
 }
 
-/// The operands a fusion adds to a scan: tensors as inputs, scalars as
-/// params. A tensor the scan already reads through the same map (the
-/// block input of a residual add, say) is read once.
+/// The operands a fusion adds to a scan. A tensor read at every step
+/// becomes an input; one that does not depend on t (a per-channel scale, a
+/// per-neuron bias) and a scalar become params, as a neuron's parameters
+/// are. An operand the scan already reads through the same map (the block
+/// input of a residual add, say) is read once.
 struct AddedOperands {
   SmallVector<Value> inputs, params;
-  SmallVector<AffineMap> inputMaps;
-  // Per operand of the fused op: the position among the scan's inputs (its
-  // own, then the added ones) or, for scalars, among the added params.
-  DenseMap<OpOperand *, unsigned> inputOf, paramOf;
+  SmallVector<AffineMap> inputMaps, paramMaps;
 
-  /// `scan`'s own inputs (but `droppedInput`) are there to be shared.
+  /// `scan`'s own operands (but input `droppedInput`) are there to share.
   AddedOperands(ScanOp scan, std::optional<unsigned> droppedInput)
-      : scanInputs(scan.getInputs()), scanMaps(groupMaps(scan, 0)),
-        droppedInput(droppedInput) {}
+      : scanInputs(scan.getInputs()), scanParams(scan.getParams()),
+        scanInputMaps(groupMaps(scan, 0)), scanParamMaps(groupMaps(scan, 2)),
+        droppedInput(droppedInput), domainRank(scan.getDomainRank()) {}
 
+  /// Adds `operand`, read through `map` (null for a scalar).
   void add(OpOperand *operand, AffineMap map) {
     Value value = operand->get();
-    if (!map) {
-      paramOf[operand] = params.size();
-      params.push_back(value);
+    if (!map)
+      map = AffineMap::get(domainRank, 0, value.getContext());
+    bool perStep = map.getNumResults() && map.getDimPosition(0) == 0;
+    auto find = [&](ArrayRef<Value> values, ArrayRef<AffineMap> maps,
+                    std::optional<unsigned> skip) -> std::optional<unsigned> {
+      for (auto [k, v, m] : llvm::enumerate(values, maps))
+        if (v == value && m == map && k != skip)
+          return k;
+      return std::nullopt;
+    };
+    if (perStep) {
+      if (auto k = find(scanInputs, scanInputMaps, droppedInput))
+        inputOf[operand] = *k;
+      else if (auto k = find(inputs, inputMaps, std::nullopt))
+        inputOf[operand] = scanInputs.size() + *k;
+      else {
+        inputOf[operand] = scanInputs.size() + inputs.size();
+        inputs.push_back(value);
+        inputMaps.push_back(map);
+      }
       return;
     }
-    for (auto [k, input] : llvm::enumerate(scanInputs))
-      if (input == value && scanMaps[k] == map && k != droppedInput) {
-        inputOf[operand] = k;
-        return;
-      }
-    for (auto [k, input] : llvm::enumerate(inputs))
-      if (input == value && inputMaps[k] == map) {
-        inputOf[operand] = scanInputs.size() + k;
-        return;
-      }
-    inputOf[operand] = scanInputs.size() + inputs.size();
-    inputs.push_back(value);
-    inputMaps.push_back(map);
+    if (auto k = find(scanParams, scanParamMaps, std::nullopt))
+      paramOf[operand] = *k;
+    else if (auto k = find(params, paramMaps, std::nullopt))
+      paramOf[operand] = scanParams.size() + *k;
+    else {
+      paramOf[operand] = scanParams.size() + params.size();
+      params.push_back(value);
+      paramMaps.push_back(map);
+    }
   }
 
-  /// Adds their body arguments to `body` (inputs after the scan's, read as
-  /// f32; params at the end) and maps `op`'s payload arguments to them,
-  /// extensions of half-precision ones included.
+  /// Adds their body arguments to `body` (inputs after the scan's, params
+  /// after the scan's; tensors' elements as f32) and maps `op`'s payload
+  /// arguments to them, extensions of half-precision ones included.
   void addArguments(Block &body, linalg::LinalgOp op, IRMapping &mapping) {
     Location loc = op.getLoc();
-    Block &payload = *op.getBlock();
+    Type f32 = Float32Type::get(op.getContext());
     for (unsigned k = 0; k < inputs.size(); ++k)
-      body.insertArgument(scanInputs.size() + k,
-                          Float32Type::get(op.getContext()), loc);
-    for (auto [operand, k] : inputOf) {
-      BlockArgument payloadArg = op.getMatchingBlockArgument(operand);
-      mapping.map(payloadArg, body.getArgument(k));
-      for (Operation *user : payloadArg.getUsers())
-        if (isExtensionOfArgument(*user, payload))
-          mapping.map(user->getResult(0), body.getArgument(k));
-    }
-    unsigned firstParam = body.getNumArguments();
+      body.insertArgument(scanInputs.size() + k, f32, loc);
+    unsigned firstParam = body.getNumArguments() - scanParams.size();
     for (Value param : params)
-      body.addArgument(param.getType(), loc);
+      body.addArgument(isa<ShapedType>(param.getType()) ? f32 : param.getType(),
+                       loc);
+    auto bind = [&](OpOperand *operand, BlockArgument arg) {
+      BlockArgument payloadArg = op.getMatchingBlockArgument(operand);
+      mapping.map(payloadArg, arg);
+      for (Operation *user : payloadArg.getUsers())
+        if (isExtensionOfArgument(*user, *op.getBlock()))
+          mapping.map(user->getResult(0), arg);
+    };
+    for (auto [operand, k] : inputOf)
+      bind(operand, body.getArgument(k));
     for (auto [operand, k] : paramOf)
-      mapping.map(op.getMatchingBlockArgument(operand),
-                  body.getArgument(firstParam + k));
+      bind(operand, body.getArgument(firstParam + k));
   }
 
 private:
-  SmallVector<Value> scanInputs;
-  SmallVector<AffineMap> scanMaps;
+  // Per operand of the fused op: its position among the scan's inputs or
+  // params (the scan's own, then the added ones).
+  DenseMap<OpOperand *, unsigned> inputOf, paramOf;
+  SmallVector<Value> scanInputs, scanParams;
+  SmallVector<AffineMap> scanInputMaps, scanParamMaps;
   std::optional<unsigned> droppedInput;
+  unsigned domainRank;
 };
 
 /// Builds the scan `scan` becomes with `added` operands, outputs `outputs`
@@ -289,8 +308,7 @@ static ScanOp rebuildScan(RewriterBase &rewriter, ScanOp scan,
   SmallVector<Value> params(scan.getParams());
   llvm::append_range(params, added.params);
   llvm::append_range(maps, groupMaps(scan, 2));
-  maps.append(added.params.size(),
-              AffineMap::get(scan.getDomainRank(), 0, rewriter.getContext()));
+  llvm::append_range(maps, added.paramMaps);
   llvm::append_range(maps, outputMaps);
   llvm::append_range(maps, groupMaps(scan, 4));
   llvm::append_range(maps, groupMaps(scan, 5));

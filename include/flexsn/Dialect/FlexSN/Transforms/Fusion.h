@@ -40,9 +40,11 @@ LogicalResult checkProducerFusion(OpOperand &input,
                                   std::string *reason = nullptr);
 
 /// Moves the producer of scan input `input` into the scan and returns the
-/// new scan: the producer's tensor operands become inputs (after the
-/// scan's own), its scalars params (after the scan's own), its payload runs
-/// first in the body, and the producer is erased. A scan that calls a
+/// new scan: the producer's operands read at every step become inputs
+/// (after the scan's own), the others (tensors that do not depend on t,
+/// scalars) params (after the scan's own), an operand the scan already
+/// reads through the same map is shared, its payload runs first in the
+/// body, and the producer is erased. A scan that calls a
 /// neuron gets an inline body applying it first. Fails, changing nothing,
 /// where `checkProducerFusion` does.
 FailureOr<ScanOp> fuseProducer(RewriterBase &rewriter, OpOperand &input);
@@ -66,7 +68,7 @@ LogicalResult checkConsumerFusion(OpOperand &use,
 /// and returns the new scan: its payload runs before the body's yield, on
 /// the yielded values; its result becomes a new scan output (after the
 /// scan's own; a tensor.empty destination is re-created before the scan);
-/// its other tensor operands become inputs and its scalars params. Scan
+/// its other operands become inputs or params, as a producer's do. Scan
 /// outputs that nothing else reads are dropped. Fails, changing nothing,
 /// where `checkConsumerFusion` does.
 FailureOr<ScanOp> fuseConsumer(RewriterBase &rewriter, OpOperand &use);

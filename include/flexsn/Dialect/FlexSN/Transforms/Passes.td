@@ -201,8 +201,8 @@ def FlexSNFuseConsumers : Pass<"flexsn-fuse-consumers"> {
     body yields for the sequences it reads. Its result becomes a new scan
     output, after the scan's own, written into the consumer's destination
     (a `tensor.empty` made after the scan is re-created before it). Its
-    other tensor operands become scan inputs through composed maps, its
-    scalars params, as for `flexsn-fuse-producers`. A scan output that
+    other operands become scan inputs or params through composed maps, as
+    for `flexsn-fuse-producers`. A scan output that
     nothing reads once the consumer is fused is dropped, so the sequence
     is never written; state sequences stay (the body carries the state).
     A scan that calls a neuron first gets an inline body applying it.
@@ -256,12 +256,15 @@ def FlexSNFuseProducers : Pass<"flexsn-fuse-producers"> {
     step `x * scale[c] + shift[c]`, a bias, a dropout mask, a cast to f32.
     Repeated, it moves chains of producers.
 
-    The producer's tensor operands become scan inputs, after the scan's
-    own, read through the composition of the scan's map for the fused input
-    with the producer's maps: a per-channel `[C]` operand of a producer
-    over `[T, C, HW]` becomes an input with map `(t, c, hw) -> (c)`. Its
-    scalar operands become params. Its payload runs at the start of the
-    body, and its result replaces the fused input. A scan that calls a
+    The producer's operands are read through the composition of the
+    scan's map for the fused input with the producer's maps. Those read at
+    every step become scan inputs, after the scan's own; those that do not
+    depend on `t`, and scalars, become params, after the scan's own, as a
+    neuron's parameters are: a per-channel `[C]` operand of a producer
+    over `[T, C, HW]` becomes a param with map `(t, c, hw) -> (c)`. An
+    operand the scan already reads through the same map is read once. Its
+    payload runs at the start of the body, and its result replaces the
+    fused input. A scan that calls a
     neuron first gets an inline body applying it (`flexsn.apply`, which
     the lowerings inline).
 
@@ -271,9 +274,9 @@ def FlexSNFuseProducers : Pass<"flexsn-fuse-producers"> {
         outs(%e : tensor<?x?x?xf32>) { ... mulf, addf ... }
     %s, %v = flexsn.scan @lif ins(%y : tensor<?x?x?xf32>) ...
     // becomes
-    %s, %v = flexsn.scan ins(%x, %scale, %shift : ...) ...
+    %s, %v = flexsn.scan ins(%x : ...) params(%scale, %shift : ...) ...
         indexing_maps = [#seq, #chan, #chan, ...] {
-    ^bb0(%xi: f32, %scale_c: f32, %shift_c: f32, %v: f32):
+    ^bb0(%xi: f32, %v: f32, %scale_c: f32, %shift_c: f32):
       %m = arith.mulf %xi, %scale_c : f32
       %yi = arith.addf %m, %shift_c : f32
       %r:2 = flexsn.apply @lif(%yi, %v, ...) : ...
