@@ -112,6 +112,51 @@ func.func @chain(%x: tensor<?x?xf32>, %g: tensor<?x?xf32>, %w: tensor<?xf32>,
 
 // -----
 
+// A spike count (a sum over t into zeros) and a readout's total over t of
+// the spikes scaled per neuron: each becomes a scan reduction, kept per
+// neuron (maps implied by the ranks); the spikes are no longer stored, and
+// the scan keeps only its input and the two sums.
+// CHECK-LABEL: func.func @spike_count
+// CHECK-SAME:    (%[[X:[^:]+]]: tensor<?x?xf32>, %[[W:[^:]+]]: tensor<?xf32>, %[[E:[^:]+]]: tensor<?x?xf32>, %[[C:[^:]+]]: tensor<?xf32>, %[[O:[^:]+]]: tensor<?xf32>)
+// CHECK:         %[[ZC:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[C]] : tensor<?xf32>)
+// CHECK:         %[[ZO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[O]] : tensor<?xf32>)
+// CHECK:         %[[R:.*]]:2 = flexsn.scan ins(%[[X]] : tensor<?x?xf32>) params(%[[W]] : tensor<?xf32>)
+// CHECK-SAME:      reductions(%[[ZO]], %[[ZC]] : tensor<?xf32>, tensor<?xf32>) {
+// CHECK-NEXT:    ^bb0(%[[XI:[^:]*]]: f32, %[[V:[^:]*]]: f32, %[[WI:[^:]*]]: f32):
+// CHECK-NEXT:      %[[S:.*]]:2 = flexsn.apply @lif(%[[XI]], %[[V]]) : (f32, f32) -> (f32, f32)
+// CHECK-NEXT:      %[[SW:.*]] = arith.mulf %[[S]]#0, %[[WI]] : f32
+// CHECK-NEXT:      flexsn.yield %[[S]]#1, %[[SW]], %[[S]]#0 : f32, f32, f32
+// CHECK:         return %[[R]]#1, %[[R]]#0
+flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike) {
+  %h = arith.addf %v, %x : f32
+  %s = flexsn.spike %h surrogate(#flexsn.atan) : f32
+  flexsn.yield %s, %h : f32, f32
+}
+
+func.func @spike_count(%x: tensor<?x?xf32>, %w: tensor<?xf32>,
+                       %e: tensor<?x?xf32>, %count: tensor<?xf32>,
+                       %out: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %zc = linalg.fill ins(%zero : f32) outs(%count : tensor<?xf32>) -> tensor<?xf32>
+  %zo = linalg.fill ins(%zero : f32) outs(%out : tensor<?xf32>) -> tensor<?xf32>
+  %s = flexsn.scan @lif ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
+  %c = linalg.reduce { arith.addf } ins(%s : tensor<?x?xf32>)
+      outs(%zc : tensor<?xf32>) dimensions = [0]
+  %o = linalg.generic {indexing_maps = [affine_map<(t, n) -> (t, n)>,
+                                        affine_map<(t, n) -> (n)>,
+                                        affine_map<(t, n) -> (n)>],
+                       iterator_types = ["reduction", "parallel"]}
+      ins(%s, %w : tensor<?x?xf32>, tensor<?xf32>) outs(%zo : tensor<?xf32>) {
+  ^bb0(%si: f32, %wi: f32, %acc: f32):
+    %p = arith.mulf %si, %wi : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<?xf32>
+  return %c, %o : tensor<?xf32>, tensor<?xf32>
+}
+
+// -----
+
 // Refusals. Each consumer stays; with `remarks`, each says why.
 
 flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike) {
@@ -150,7 +195,7 @@ func.func @operand_after(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>,
                          %count: tensor<?xf32>, %e2: tensor<?x?xf32>)
     -> tensor<?x?xf32> {
   %s = flexsn.scan @lif ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
-  // expected-remark@+1 {{not fused into the scan: consumer 'linalg.reduce' has reduction loops: only elementwise ops fuse}}
+  // expected-remark@+1 {{not fused into the scan: consumer 'linalg.reduce' sums into a destination not known to hold +0.0 (a scan reduction starts from +0.0)}}
   %c = linalg.reduce { arith.addf } ins(%s : tensor<?x?xf32>)
       outs(%count : tensor<?xf32>) dimensions = [0]
   // expected-remark@+1 {{not fused into the scan: consumer 'linalg.generic' operand #1 is computed after the scan}}
@@ -164,13 +209,37 @@ func.func @operand_after(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>,
   return %y : tensor<?x?xf32>
 }
 
-// A firing rate (a sum over t) is a reduction, not an elementwise op.
-func.func @spike_count(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>,
-                       %count: tensor<?xf32>) -> tensor<?xf32> {
+// A sum over t fuses only into zeros: a scan reduction starts from +0.0.
+func.func @count_into_argument(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>,
+                               %count: tensor<?xf32>) -> tensor<?xf32> {
   %s = flexsn.scan @lif ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
-  // expected-remark@+1 {{not fused into the scan: consumer 'linalg.reduce' has reduction loops: only elementwise ops fuse}}
+  // expected-remark@+1 {{not fused into the scan: consumer 'linalg.reduce' sums into a destination not known to hold +0.0 (a scan reduction starts from +0.0)}}
   %c = linalg.reduce { arith.addf } ins(%s : tensor<?x?xf32>)
       outs(%count : tensor<?xf32>) dimensions = [0]
+  return %c : tensor<?xf32>
+}
+
+// A sum over the neurons of each step is no time reduction.
+func.func @per_step_sum(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>,
+                        %per_step: tensor<?xf32>) -> tensor<?xf32> {
+  %zero = arith.constant 0.0 : f32
+  %zeros = linalg.fill ins(%zero : f32) outs(%per_step : tensor<?xf32>) -> tensor<?xf32>
+  %s = flexsn.scan @lif ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
+  // expected-remark@+1 {{not fused into the scan: consumer 'linalg.reduce' reduces other than over t into one value per neuron}}
+  %c = linalg.reduce { arith.addf } ins(%s : tensor<?x?xf32>)
+      outs(%zeros : tensor<?xf32>) dimensions = [1]
+  return %c : tensor<?xf32>
+}
+
+// A maximum over t is no sum.
+func.func @max_over_time(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>,
+                         %m: tensor<?xf32>) -> tensor<?xf32> {
+  %zero = arith.constant 0.0 : f32
+  %zeros = linalg.fill ins(%zero : f32) outs(%m : tensor<?xf32>) -> tensor<?xf32>
+  %s = flexsn.scan @lif ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
+  // expected-remark@+1 {{not fused into the scan: consumer 'linalg.reduce' reduces other than by adding each step's value to its accumulator}}
+  %c = linalg.reduce { arith.maximumf } ins(%s : tensor<?x?xf32>)
+      outs(%zeros : tensor<?xf32>) dimensions = [0]
   return %c : tensor<?xf32>
 }
 

@@ -1,7 +1,8 @@
 // End to end on the CPU: a spiking block, batch-norm's apply step
 // y = x·scale[c] + shift[c] on an f16 input, a LIF neuron, and a residual
-// add of the spikes and the block input, run once as written (a linalg op,
-// the scan, a linalg op) and once fused into one scan. Both runs print the
+// add of the spikes and the block input, and each neuron's spike count,
+// run once as written (linalg ops around the scan) and once fused into one
+// scan. Both runs print the
 // values worked by hand below, and the same bits for a larger input whose
 // arithmetic rounds.
 //
@@ -23,12 +24,12 @@
 // RUN: diff %t.unfused.txt %t.fused.txt
 //
 // The fused block is one scan reading x (once), with scale and shift as
-// per-channel params, writing the block's output and the final v; the
-// spikes are never stored.
+// per-channel params, writing the block's output, the final v and the
+// spike count; the spikes are never stored.
 // IR-LABEL: func.func @bn_lif
 // IR-NOT:     linalg.generic
 // IR:         flexsn.scan ins(%{{.*}} : tensor<?x?x?xf16>) params(%{{.*}} : tensor<?xf32>, tensor<?xf32>)
-// IR-SAME:      outs(%{{.*}} : tensor<?x?x?xf32>) states(%{{.*}} : tensor<?x?xf32>)
+// IR-SAME:      outs(%{{.*}} : tensor<?x?x?xf32>) states(%{{.*}} : tensor<?x?xf32>) reductions(%{{.*}} : tensor<?x?xf32>)
 // IR:           arith.mulf
 // IR:           arith.addf
 // IR:           flexsn.apply @lif
@@ -45,6 +46,7 @@
 //   t = 1: h = [[0.5, 2.125], [0.5625, 0.8125]], s = [[0, 1], [0, 0]],
 //          v = [[0.5, 0], [0.5625, 0.8125]]
 //   out = s + x: [[[2, 0.5], [2, -1]], [[0.25, 2.5], [0.5, 3]]]
+//   count = s[0] + s[1] = [[1, 1], [0, 0]]
 // All exact in f16 and f32.
 // CHECK:       sizes = [2, 2, 2]
 // CHECK-NEXT:  {{\[\[\[}}2, {{ *}}0.5],
@@ -54,8 +56,12 @@
 // CHECK:       sizes = [2, 2]
 // CHECK-NEXT:  [0.5, {{ *}}0]
 // CHECK-NEXT:  [0.5625, {{ *}}0.8125]
+// CHECK:       sizes = [2, 2]
+// CHECK-NEXT:  [1, {{ *}}1]
+// CHECK-NEXT:  [0, {{ *}}0]
 // The larger run's bits (compared by diff above).
 // CHECK:       sizes = [8, 3, 5]
+// CHECK:       sizes = [3, 5]
 // CHECK:       sizes = [3, 5]
 
 flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike)
@@ -75,7 +81,8 @@ flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike)
 #chan = affine_map<(t, c, n) -> (c)>
 
 func.func @bn_lif(%x: tensor<?x?x?xf16>, %scale: tensor<?xf32>,
-                  %shift: tensor<?xf32>) -> (tensor<?x?x?xf32>, tensor<?x?xf32>) {
+                  %shift: tensor<?xf32>)
+    -> (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -107,7 +114,12 @@ func.func @bn_lif(%x: tensor<?x?x?xf16>, %scale: tensor<?xf32>,
     %r = arith.addf %si, %xf : f32
     linalg.yield %r : f32
   } -> tensor<?x?x?xf32>
-  return %out, %v : tensor<?x?x?xf32>, tensor<?x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %ec = tensor.empty(%C, %N) : tensor<?x?xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%ec : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %count = linalg.reduce { arith.addf } ins(%s : tensor<?x?x?xf32>)
+      outs(%zeros : tensor<?x?xf32>) dimensions = [0]
+  return %out, %v, %count : tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
 }
 
 func.func private @printMemrefF32(tensor<*xf32>)
@@ -115,21 +127,26 @@ func.func private @printMemrefI32(tensor<*xi32>)
 
 func.func @run(%x: tensor<?x?x?xf16>, %scale: tensor<?xf32>,
                %shift: tensor<?xf32>, %bits: i1) {
-  %s, %v = call @bn_lif(%x, %scale, %shift)
+  %s, %v, %c = call @bn_lif(%x, %scale, %shift)
       : (tensor<?x?x?xf16>, tensor<?xf32>, tensor<?xf32>)
-      -> (tensor<?x?x?xf32>, tensor<?x?xf32>)
+      -> (tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>)
   scf.if %bits {
     %sb = arith.bitcast %s : tensor<?x?x?xf32> to tensor<?x?x?xi32>
     %vb = arith.bitcast %v : tensor<?x?xf32> to tensor<?x?xi32>
+    %cb = arith.bitcast %c : tensor<?x?xf32> to tensor<?x?xi32>
     %s_u = tensor.cast %sb : tensor<?x?x?xi32> to tensor<*xi32>
     %v_u = tensor.cast %vb : tensor<?x?xi32> to tensor<*xi32>
+    %c_u = tensor.cast %cb : tensor<?x?xi32> to tensor<*xi32>
     func.call @printMemrefI32(%s_u) : (tensor<*xi32>) -> ()
     func.call @printMemrefI32(%v_u) : (tensor<*xi32>) -> ()
+    func.call @printMemrefI32(%c_u) : (tensor<*xi32>) -> ()
   } else {
     %s_u = tensor.cast %s : tensor<?x?x?xf32> to tensor<*xf32>
     %v_u = tensor.cast %v : tensor<?x?xf32> to tensor<*xf32>
+    %c_u = tensor.cast %c : tensor<?x?xf32> to tensor<*xf32>
     func.call @printMemrefF32(%s_u) : (tensor<*xf32>) -> ()
     func.call @printMemrefF32(%v_u) : (tensor<*xf32>) -> ()
+    func.call @printMemrefF32(%c_u) : (tensor<*xf32>) -> ()
   }
   return
 }

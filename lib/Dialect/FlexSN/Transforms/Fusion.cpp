@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/Support/Debug.h"
@@ -285,14 +286,14 @@ private:
 };
 
 /// Builds the scan `scan` becomes with `added` operands, outputs `outputs`
-/// (maps `outputMaps`) and results `resultTypes`, its inputs but
-/// `droppedInput` (when set): the same attributes; the body is moved over
-/// from `scan`.
-static ScanOp rebuildScan(RewriterBase &rewriter, ScanOp scan,
-                          const AddedOperands &added,
-                          std::optional<unsigned> droppedInput,
-                          ValueRange outputs, ArrayRef<AffineMap> outputMaps,
-                          TypeRange resultTypes) {
+/// and reductions `reductions` (with their maps) and results
+/// `resultTypes`, its inputs but `droppedInput` (when set): the same
+/// attributes; the body is moved over from `scan`.
+static ScanOp
+rebuildScan(RewriterBase &rewriter, ScanOp scan, const AddedOperands &added,
+            std::optional<unsigned> droppedInput, ValueRange outputs,
+            ArrayRef<AffineMap> outputMaps, ValueRange reductions,
+            ArrayRef<AffineMap> reductionMaps, TypeRange resultTypes) {
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   for (auto [k, value, map] :
@@ -311,7 +312,7 @@ static ScanOp rebuildScan(RewriterBase &rewriter, ScanOp scan,
   llvm::append_range(maps, added.paramMaps);
   llvm::append_range(maps, outputMaps);
   llvm::append_range(maps, groupMaps(scan, 4));
-  llvm::append_range(maps, groupMaps(scan, 5));
+  llvm::append_range(maps, reductionMaps);
   DenseI64ArrayAttr optional;
   if (auto old = scan.getOptionalInputs())
     optional =
@@ -322,7 +323,7 @@ static ScanOp rebuildScan(RewriterBase &rewriter, ScanOp scan,
   rewriter.setInsertionPoint(scan);
   auto fused = ScanOp::create(
       rewriter, scan.getLoc(), resultTypes, FlatSymbolRefAttr(), inputs,
-      scan.getInits(), params, outputs, scan.getStates(), scan.getReductions(),
+      scan.getInits(), params, outputs, scan.getStates(), reductions,
       rewriter.getAffineMapArrayAttr(maps), scan.getReverseAttr(), optional);
   fused->setDiscardableAttrs(scan->getDiscardableAttrDictionary());
   rewriter.inlineRegionBefore(scan.getBody(), fused.getBody(),
@@ -478,7 +479,8 @@ FailureOr<ScanOp> mlir::flexsn::fuseProducer(RewriterBase &rewriter,
   unsigned inputIndex = plan->inputIndex;
   ScanOp fused =
       rebuildScan(rewriter, scan, plan->added, inputIndex, scan.getOutputs(),
-                  groupMaps(scan, 3), scan.getResultTypes());
+                  groupMaps(scan, 3), scan.getReductions(), groupMaps(scan, 5),
+                  scan.getResultTypes());
 
   // The producer's operands after the scan's inputs, its payload first.
   Block &body = fused.getBody().front();
@@ -517,11 +519,50 @@ struct ConsumerPlan {
   // destination's half type, which the scan's storage does).
   Value stored;
   Operation *storageTruncation = nullptr;
-  // The consumer's destination, when a tensor.empty after the scan: fusion
-  // makes one before it.
-  tensor::EmptyOp emptyAfterScan;
+  // Whether the consumer's destination, made after the scan, is only a
+  // shape (a tensor.empty, or zeros for a sum, which a scan reduction
+  // starts from anyway): fusion makes an empty tensor before the scan.
+  bool freshDestination = false;
+  // The map from the scan's domain to the consumer's result.
+  AffineMap resultMap;
+  // A sum over time: the payload's `acc + stored`, which becomes a scan
+  // reduction of `stored` (null for an elementwise consumer).
+  Operation *accumulation = nullptr;
 };
 } // namespace
+
+/// Whether `payload` sums into its destination `init`, starting from +0
+/// (the value a scan reduction starts from): it yields `acc + v` with the
+/// accumulator `acc` used only there, and `init` holds zeros (a linalg.fill
+/// or constant of +0.0). Records `v` and the addition in `plan`.
+static Refusal checkSumOverTime(ConsumerPlan &plan, Block &payload,
+                                OpOperand *init, const std::string &what) {
+  BlockArgument acc = plan.consumer.getMatchingBlockArgument(init);
+  auto add =
+      payload.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != &payload || !acc.hasOneUse() ||
+      !llvm::is_contained(add->getOperands(), Value(acc)) ||
+      add.getLhs() == add.getRhs())
+    return what + " reduces other than by adding each step's value to its "
+                  "accumulator";
+  plan.accumulation = add;
+  plan.stored = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  auto isPositiveZero = [](Attribute attr) {
+    auto value = dyn_cast_or_null<FloatAttr>(attr);
+    if (auto splat = dyn_cast_or_null<SplatElementsAttr>(attr))
+      value = dyn_cast<FloatAttr>(splat.getSplatValue<Attribute>());
+    return value && value.getValue().isPosZero();
+  };
+  Attribute zeros;
+  if (auto fill = init->get().getDefiningOp<linalg::FillOp>())
+    matchPattern(fill.getInputs().front(), m_Constant(&zeros));
+  else
+    matchPattern(init->get(), m_Constant(&zeros));
+  if (!isPositiveZero(zeros))
+    return what + " sums into a destination not known to hold +0.0 (a "
+                  "scan reduction starts from +0.0)";
+  return std::nullopt;
+}
 
 static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
                                                   std::string *reason) {
@@ -540,7 +581,12 @@ static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
     return fail(op + " has " + std::to_string(consumer.getNumDpsInits()) +
                 " results: fusion moves ops with one");
   OpOperand *init = consumer.getDpsInitOperand(0);
-  if (Refusal refusal = checkElementwise(consumer, init, op))
+  // A sum over t (a spike count, a readout's total) is the one reduction
+  // that fuses: it becomes a scan reduction.
+  bool sumsOverTime = consumer.getNumReductionLoops() == 1;
+  if (Refusal refusal = checkElementwise(consumer, init, op);
+      refusal && !(sumsOverTime && consumer.hasPureTensorSemantics() &&
+                   !consumer.hasIndexSemantics()))
     return fail(*refusal);
   // A scan result that is a sequence: the body's f32 value at each step.
   unsigned numSequences = scan.getOutputs().size() + scan.getStates().size();
@@ -570,8 +616,8 @@ static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
   AffineMap domainToLoops = inversePermutation(useMap);
 
   DominanceInfo dominance(scan->getParentOp());
-  ConsumerPlan plan{consumer, scan,   {}, AddedOperands(scan, std::nullopt), {},
-                    nullptr,  nullptr};
+  ConsumerPlan plan{consumer, scan, DenseMap<OpOperand *, unsigned>(),
+                    AddedOperands(scan, std::nullopt)};
   for (OpOperand *operand : consumer.getDpsInputOperands()) {
     auto other = dyn_cast<OpResult>(operand->get());
     if (other && other.getOwner() == scan) {
@@ -598,22 +644,41 @@ static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
       return fail(*refusal);
     plan.added.add(operand, *map);
   }
-  if (!dominance.properlyDominates(init->get(), scan)) {
-    // Only an empty tensor's shape matters, and it is the scan's domain.
-    auto empty = init->get().getDefiningOp<tensor::EmptyOp>();
-    if (!empty)
-      return fail(op + "'s destination is computed after the scan");
-    plan.emptyAfterScan = empty;
-  }
-  if (!consumer.getMatchingIndexingMap(init)
-           .compose(domainToLoops)
-           .isIdentity())
-    return fail(op + " writes its result other than along the scan's domain");
-
+  AffineMap resultMap =
+      consumer.getMatchingIndexingMap(init).compose(domainToLoops);
   Block &payload = *consumer.getBlock();
-  plan.stored = payload.getTerminator()->getOperand(0);
+  if (sumsOverTime) {
+    unsigned rank = scan.getDomainRank();
+    SmallVector<unsigned> reductionLoops;
+    consumer.getReductionDims(reductionLoops);
+    if (domainToLoops.getDimPosition(0) != reductionLoops.front() ||
+        resultMap != AffineMap::getMultiDimIdentityMap(rank, scan.getContext())
+                         .dropResult(0))
+      return fail(op + " reduces other than over t into one value per "
+                       "neuron");
+    if (Refusal refusal = checkSumOverTime(plan, payload, init, op))
+      return fail(*refusal);
+    plan.freshDestination = !dominance.properlyDominates(init->get(), scan);
+  } else {
+    if (!dominance.properlyDominates(init->get(), scan)) {
+      // Only an empty tensor's shape matters, and it is the scan's domain.
+      if (!init->get().getDefiningOp<tensor::EmptyOp>())
+        return fail(op + "'s destination is computed after the scan");
+      plan.freshDestination = true;
+    }
+    if (!resultMap.isIdentity())
+      return fail(op + " writes its result other than along the scan's "
+                       "domain");
+  }
+  plan.resultMap = resultMap;
+
+  if (!sumsOverTime)
+    plan.stored = payload.getTerminator()->getOperand(0);
   Type element = getElementTypeOrSelf(init->get().getType());
-  if (isHalf(element)) {
+  if (sumsOverTime && !element.isF32()) {
+    return fail(op + " sums into " + printed(element) +
+                ": scan reductions are f32");
+  } else if (isHalf(element)) {
     // The scan's storage rounds f32 to the destination's type as this
     // truncation does (arith.truncf, to nearest even).
     auto trunc = plan.stored.getDefiningOp<arith::TruncFOp>();
@@ -632,10 +697,12 @@ static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
                 "chooses)");
   }
   Operation *truncation = plan.storageTruncation;
+  Operation *accumulation = plan.accumulation;
   if (Refusal refusal = checkPayload(
           payload, plan.stored,
           [&](Operation &o) {
-            return &o == truncation || isExtensionOfArgument(o, payload);
+            return &o == truncation || &o == accumulation ||
+                   isExtensionOfArgument(o, payload);
           },
           op))
     return fail(*refusal);
@@ -658,6 +725,7 @@ FailureOr<ScanOp> mlir::flexsn::fuseConsumer(RewriterBase &rewriter,
     return failure();
   ScanOp scan = *inlined;
   unsigned numOutputs = scan.getOutputs().size();
+  bool sumsOverTime = plan->accumulation;
 
   // Outputs that only the consumer reads are dropped: their values live on
   // in the body only.
@@ -668,36 +736,48 @@ FailureOr<ScanOp> mlir::flexsn::fuseConsumer(RewriterBase &rewriter,
     });
   SmallVector<Value> outputs;
   SmallVector<AffineMap> outputMaps;
-  SmallVector<Type> resultTypes;
   for (auto [r, value, map] :
        llvm::enumerate(scan.getOutputs(), groupMaps(scan, 3)))
     if (!dropped[r]) {
       outputs.push_back(value);
       outputMaps.push_back(map);
-      resultTypes.push_back(scan->getResult(r).getType());
     }
-  unsigned newOutput = outputs.size();
+  unsigned numKept = outputs.size();
+  SmallVector<Value> reductions(scan.getReductions());
+  SmallVector<AffineMap> reductionMaps = groupMaps(scan, 5);
+
+  // The consumer's result: a new output (after the scan's own) or, for a
+  // sum over t, a new reduction (after the scan's own).
   Value init = consumer.getDpsInitOperand(0)->get();
-  if (plan->emptyAfterScan) {
-    // The same empty tensor before the scan, sized like its domain.
+  if (plan->freshDestination) {
+    // An empty tensor before the scan, sized from its domain.
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(scan);
     auto type = cast<RankedTensorType>(init.getType());
     SmallVector<Value> sizes;
     for (auto [i, size] : llvm::enumerate(type.getShape()))
       if (ShapedType::isDynamic(size))
-        sizes.push_back(tensor::DimOp::create(rewriter, scan.getLoc(),
-                                              scan.getDomainOperand(), i));
+        sizes.push_back(tensor::DimOp::create(
+            rewriter, scan.getLoc(), scan.getDomainOperand(),
+            plan->resultMap.getDimPosition(i)));
     init = tensor::EmptyOp::create(rewriter, scan.getLoc(), type, sizes);
   }
-  outputs.push_back(init);
-  outputMaps.push_back(AffineMap::getMultiDimIdentityMap(
-      scan.getDomainRank(), rewriter.getContext()));
-  resultTypes.push_back(init.getType());
-  llvm::append_range(resultTypes,
-                     TypeRange(scan.getResults()).drop_front(numOutputs));
-  ScanOp fused = rebuildScan(rewriter, scan, plan->added, std::nullopt, outputs,
-                             outputMaps, resultTypes);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(scan.getDomainRank(),
+                                                         rewriter.getContext());
+  if (sumsOverTime) {
+    reductions.push_back(init);
+    reductionMaps.push_back(identity.dropResult(0));
+  } else {
+    outputs.push_back(init);
+    outputMaps.push_back(identity);
+  }
+  SmallVector<Type> resultTypes;
+  for (Value destination :
+       llvm::concat<Value>(outputs, scan.getStates(), reductions))
+    resultTypes.push_back(destination.getType());
+  ScanOp fused =
+      rebuildScan(rewriter, scan, plan->added, std::nullopt, outputs,
+                  outputMaps, reductions, reductionMaps, resultTypes);
 
   // The consumer's payload before the yield, on the values yielded.
   Block &body = fused.getBody().front();
@@ -711,25 +791,31 @@ FailureOr<ScanOp> mlir::flexsn::fuseConsumer(RewriterBase &rewriter,
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(yield);
   Operation *truncation = plan->storageTruncation;
+  Operation *accumulation = plan->accumulation;
   Value value = clonePayload(
       rewriter, payload, plan->stored,
       [&](Operation &op) {
-        return &op == truncation || isExtensionOfArgument(op, payload);
+        return &op == truncation || &op == accumulation ||
+               isExtensionOfArgument(op, payload);
       },
       mapping);
   SmallVector<Value> yielded;
   for (auto [r, v] : llvm::enumerate(yield.getValues().take_front(numOutputs)))
     if (!dropped[r])
       yielded.push_back(v);
-  yielded.push_back(value);
+  if (!sumsOverTime)
+    yielded.push_back(value);
   llvm::append_range(yielded, yield.getValues().drop_front(numOutputs));
+  if (sumsOverTime)
+    yielded.push_back(value);
   rewriter.replaceOpWithNewOp<YieldOp>(yield, yielded);
 
-  rewriter.replaceOp(consumer, fused->getResult(newOutput));
+  unsigned newResult = sumsOverTime ? fused->getNumResults() - 1 : numKept;
+  rewriter.replaceOp(consumer, fused->getResult(newResult));
   for (unsigned r = 0, next = 0, e = scan->getNumResults(); r < e; ++r) {
     if (r < numOutputs && dropped[r])
       continue;
-    if (next == newOutput)
+    if (next == newResult)
       ++next;
     rewriter.replaceAllUsesWith(scan->getResult(r), fused->getResult(next++));
   }

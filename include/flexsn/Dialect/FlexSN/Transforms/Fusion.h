@@ -60,14 +60,16 @@ FailureOr<ScanOp> materializeInlineBody(RewriterBase &rewriter, ScanOp scan);
 /// scan's domain, its other operands as a producer's would be (and
 /// computed before the scan), writing its result along the domain as f32,
 /// or as f16/bf16 by rounding an f32 value to nearest (what the scan's
-/// storage does). Otherwise says why in `reason`.
+/// storage does); or summing over t into zeros, one f32 value per neuron.
+/// Otherwise says why in `reason`.
 LogicalResult checkConsumerFusion(OpOperand &use,
                                   std::string *reason = nullptr);
 
 /// Moves the linalg op owning `use` into the scan whose result it reads
 /// and returns the new scan: its payload runs before the body's yield, on
 /// the yielded values; its result becomes a new scan output (after the
-/// scan's own; a tensor.empty destination is re-created before the scan);
+/// scan's own; a tensor.empty destination is made anew before the scan),
+/// or for a sum over t a new scan reduction (after the scan's own);
 /// its other operands become inputs or params, as a producer's do. Scan
 /// outputs that nothing else reads are dropped. Fails, changing nothing,
 /// where `checkConsumerFusion` does.

@@ -195,12 +195,20 @@ def FlexSNFuseConsumers : Pass<"flexsn-fuse-consumers"> {
     reads a `flexsn.scan`'s output or state sequence into the scan's body,
     so the sequence need not be written for it: a residual add of the
     spikes and the input, SEW-ResNet's ADD/AND/IAND with another sequence,
-    a scaling, a cast to f16. Repeated, it moves chains of consumers.
+    a scaling, a cast to f16; and sums over t, a spike count or a
+    readout's total (the mean is that sum over T, outside). Repeated, it
+    moves chains of consumers.
 
     The consumer's payload runs before the body's yield, on the values the
     body yields for the sequences it reads. Its result becomes a new scan
     output, after the scan's own, written into the consumer's destination
-    (a `tensor.empty` made after the scan is re-created before it). Its
+    (a `tensor.empty` made after the scan is made anew before it). A sum
+    over t (`linalg.reduce { arith.addf } dimensions = [0]`, or a generic
+    whose one reduction loop is t, yielding `acc + v`) becomes a new scan
+    reduction of `v` kept per neuron, after the scan's own; its
+    destination must hold +0.0 (a `linalg.fill` or constant of zeros), as
+    a scan reduction starts from +0.0, and the per-neuron sums add the
+    steps in the same order. Its
     other operands become scan inputs or params through composed maps, as
     for `flexsn-fuse-producers`. A scan output that
     nothing reads once the consumer is fused is dropped, so the sequence
@@ -226,8 +234,9 @@ def FlexSNFuseConsumers : Pass<"flexsn-fuse-consumers"> {
     rounding), its other operands could fuse as a producer's and are
     computed before the scan, and it writes its result along the domain as
     f32, or as f16/bf16 by an `arith.truncf` to nearest at the end of its
-    payload (which the scan's storage performs). Final states and
-    reductions do not fuse (they are not per-step values). With
+    payload (which the scan's storage performs). Consumers of final
+    states and reductions do not fuse (they are not per-step values), nor
+    other reductions (a sum over neurons would add in another order). With
     `remarks`, every linalg op still reading a scan result gets a remark
     saying why. `populateFuseConsumersPatterns` takes a control function.
 
