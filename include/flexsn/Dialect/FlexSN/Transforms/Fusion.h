@@ -75,6 +75,32 @@ LogicalResult checkConsumerFusion(OpOperand &use,
 /// where `checkConsumerFusion` does.
 FailureOr<ScanOp> fuseConsumer(RewriterBase &rewriter, OpOperand &use);
 
+/// Succeeds when scans `first` and `second` (after it, in one block) can
+/// become one: on tensors, in the same direction, without optional inputs,
+/// both or neither starting from given states and returning states, and
+/// either `second` reads only `first`'s f32 sequences of `first`'s results
+/// (along the domain, as inputs) or both read one input along the domain;
+/// nothing between them uses `first`'s results. Otherwise says why.
+LogicalResult checkSiblingFusion(ScanOp first, ScanOp second,
+                                 std::string *reason = nullptr);
+
+/// Merges `first` into `second` and returns the scan that replaces both,
+/// at `second`'s place: `first`'s body runs, then `second`'s on its yielded
+/// values where `second` read `first`'s sequences; the operands are
+/// `first`'s, then `second`'s in each group (an input both read along one
+/// map is read once); `first`'s outputs that only `second` read are
+/// dropped. Fails, changing nothing, where `checkSiblingFusion` does.
+FailureOr<ScanOp> fuseSiblings(RewriterBase &rewriter, ScanOp first,
+                               ScanOp second);
+
+/// Decides whether `first` and `second` become one scan, once legal.
+using ControlSiblingFusionFn = std::function<bool(ScanOp first, ScanOp second)>;
+
+/// Patterns merging each scan with an earlier one it reads from or shares
+/// an input with, where legal and `control` accepts.
+void populateFuseSiblingsPatterns(RewritePatternSet &patterns,
+                                  const ControlSiblingFusionFn &control = {});
+
 /// Patterns moving into each scan every producer that is legal to fuse
 /// and that `control` accepts (every one when `control` is empty).
 void populateFuseProducersPatterns(RewritePatternSet &patterns,

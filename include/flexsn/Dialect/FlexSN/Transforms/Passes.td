@@ -256,6 +256,55 @@ def FlexSNFuseConsumers : Pass<"flexsn-fuse-consumers"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FlexSNFuseSiblings : Pass<"flexsn-fuse-siblings"> {
+  let summary = "Merge scans over one domain that meet only at each (t, n)";
+  let description = [{
+    On the value form (tensors), merges two `flexsn.scan`s into one where
+    the later reads the earlier's sequences (a neuron feeding another
+    neuron, a two-layer recurrence per neuron) or both read one input
+    along the domain (two neurons on one input). Each step of the merged
+    scan runs the first body, then the second on the values the first
+    yields, so the sequence between them is never written.
+
+    The operands of each group are the first scan's, then the second's;
+    an input both read through one map is read once; the first's outputs
+    that only the second read are dropped. The merged scan takes the
+    second's place.
+
+    ```mlir
+    %s1, %v1 = flexsn.scan @lif ins(%x : ...) outs(%e1 : ...) states(%f1 : ...)
+    %s2, %v2 = flexsn.scan @lif ins(%s1 : ...) outs(%e2 : ...) states(%f2 : ...)
+    // becomes
+    %s2, %v1, %v2 = flexsn.scan ins(%x : ...) outs(%e2 : ...) states(%f1, %f2 : ...) {
+    ^bb0(%xi: f32, %a: f32, %b: f32):
+      %r1:2 = flexsn.apply @lif(%xi, %a, ...) : ...
+      %r2:2 = flexsn.apply @lif(%r1#0, %b, ...) : ...
+      flexsn.yield %r2#0, %r1#1, %r2#1 : f32, f32, f32
+    }
+    ```
+
+    Two scans merge when they run on tensors in the same direction without
+    optional inputs, both or neither start from given states and return
+    states, the second reads of the first only f32 output or state
+    sequences, as inputs, along the domain (a final state or a reduction
+    is known only after the last step), and nothing between them uses the
+    first's results. With `remarks`, each scan still reading another's
+    result gets a remark saying why. `populateFuseSiblingsPatterns` takes a
+    control function.
+
+    Rationale:
+    * A dependence only at the same `(t, n)` is what a step body expresses;
+      anything across `t` or `n` is not, and stays between scans.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each scan still reading another scan's result, "
+           "saying why they were not merged">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::flexsn::FlexSNDialect"];
+}
+
 def FlexSNFuseProducers : Pass<"flexsn-fuse-producers"> {
   let summary = "Move elementwise producers of scan inputs into the scan";
   let description = [{
