@@ -393,7 +393,54 @@ LogicalResult FlexSNDialect::verifyOperationAttribute(Operation *op,
                                << (gpu ? "CPU" : "GPU") << " kernel";
     return success();
   }
+  if (name == "flexsn.block") {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitError("'flexsn.block' is a unit attribute of a "
+                           "function (a block that kernel generation "
+                           "compiles)");
+    return success();
+  }
   return op->emitError() << "unknown attribute '" << name
                          << "': a kernel function's interface is "
-                            "'flexsn.kernel'";
+                            "'flexsn.kernel', a block function's mark "
+                            "'flexsn.block'";
+}
+
+/// `flexsn.name` (a C identifier naming the kernel buffer or parameter) and,
+/// on arguments, `flexsn.trainable` (a unit: the parameter gets a gradient)
+/// on a block function's arguments and results.
+static LogicalResult
+verifyBlockValueAttribute(Operation *op, NamedAttribute attr, bool isArgument) {
+  StringRef name = attr.getName().getValue();
+  if (name == "flexsn.name") {
+    auto value = dyn_cast<StringAttr>(attr.getValue());
+    if (!value)
+      return op->emitError("'flexsn.name' must be a string");
+    if (std::optional<std::string> problem = checkExportedName(value))
+      return op->emitError()
+             << "'flexsn.name' \"" << value.getValue() << "\" " << *problem;
+    return success();
+  }
+  if (name == "flexsn.trainable" && isArgument) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("'flexsn.trainable' is a unit attribute");
+    return success();
+  }
+  return op->emitError() << "unknown " << (isArgument ? "argument" : "result")
+                         << " attribute '" << name << "': a block's "
+                         << (isArgument ? "arguments take 'flexsn.name' and "
+                                          "'flexsn.trainable'"
+                                        : "results take 'flexsn.name'");
+}
+
+LogicalResult FlexSNDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                      unsigned,
+                                                      NamedAttribute attr) {
+  return verifyBlockValueAttribute(op, attr, /*isArgument=*/true);
+}
+
+LogicalResult FlexSNDialect::verifyRegionResultAttribute(Operation *op,
+                                                         unsigned, unsigned,
+                                                         NamedAttribute attr) {
+  return verifyBlockValueAttribute(op, attr, /*isArgument=*/false);
 }

@@ -8,9 +8,12 @@
 #include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringSet.h"
@@ -38,6 +41,208 @@ func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
                          const KernelRequest &request) {
   return createNeuronKernel(builder, neuron, request.variant, request.storage,
                             request.spikes, /*callNeuron=*/true);
+}
+
+/// The name of a block function's argument or result: its `flexsn.name`
+/// attribute, or `<prefix><index>`.
+std::string blockName(DictionaryAttr attrs, StringRef prefix, unsigned index) {
+  if (attrs)
+    if (auto name = attrs.getAs<StringAttr>("flexsn.name"))
+      return name.str();
+  return (prefix + Twine(index)).str();
+}
+
+/// Builds `@<block>_inference_<dtype>` from `block`, a function on tensors
+/// marked `flexsn.block` whose only work is one scan: a kernel function
+/// taking a buffer per tensor the scan reads or writes (in the scan's
+/// operand order) and its scalar params, holding that scan on them.
+/// Emits an error and fails on anything a kernel cannot hold.
+FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
+                                         func::FuncOp block) {
+  MLIRContext *ctx = block.getContext();
+  auto fail = [&](Operation *at) {
+    return at->emitError() << "block @" << block.getSymName() << ": ";
+  };
+  ScanOp scan;
+  for (Operation &op : block.getBody().front()) {
+    if (auto found = dyn_cast<ScanOp>(op)) {
+      if (scan)
+        return fail(found) << "holds two scans (flexsn-fuse-siblings merges "
+                              "scans that meet only at each (t, n))",
+               failure();
+      scan = found;
+      continue;
+    }
+    if (!isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp, func::ReturnOp>(
+            op))
+      return fail(&op) << "'" << op.getName()
+                       << "' runs outside its scan: a block kernel runs its "
+                          "scan only (the flexsn-fuse-* passes move "
+                          "elementwise ops into it; remarks=true says why an "
+                          "op stayed)",
+             failure();
+  }
+  if (!scan)
+    return fail(block) << "holds no scan", failure();
+  if (!scan.getReductions().empty())
+    return fail(scan) << "its scan has reductions, which are no kernel "
+                         "buffers yet",
+           failure();
+  unsigned rank = scan.getDomainRank();
+  bool channels = rank == 4;
+  if (rank != 2 && rank != 4)
+    return fail(scan) << "its scan runs over a domain of rank " << rank
+                      << ": a kernel runs over [T, N] or [T, B, C, S]",
+           failure();
+
+  // Each returned value is one scan result, named by the result.
+  auto ret = cast<func::ReturnOp>(block.getBody().front().getTerminator());
+  SmallVector<std::string> resultNames(scan->getNumResults());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto result = dyn_cast<OpResult>(value);
+    if (!result || result.getOwner() != scan ||
+        !resultNames[result.getResultNumber()].empty())
+      return fail(ret) << "returns a value that is not a scan result (or "
+                          "one twice)",
+             failure();
+    resultNames[result.getResultNumber()] =
+        blockName(block.getResultAttrDict(i), "result", i);
+  }
+  for (auto [r, name] : llvm::enumerate(resultNames))
+    if (name.empty())
+      return fail(scan) << "does not return scan result #" << r
+                        << ": a kernel writes all of them",
+             failure();
+
+  // The buffers, in the scan's operand order, and the scalar params.
+  SmallVector<KernelBufferAttr> buffers;
+  SmallVector<ParamAttr> params;
+  SmallVector<int64_t> argumentOf; // per scan operand: the kernel argument
+  SmallVector<int64_t> paramIndex; // per scalar param: its position
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap perNeuron = identity.dropResult(0);
+  auto [firstOut, numOut] = scan.getODSOperandIndexAndLength(3);
+  for (OpOperand &operand : scan->getOpOperands()) {
+    unsigned number = operand.getOperandNumber();
+    AffineMap map = scan.getMatchingIndexingMap(&operand);
+    Type type = operand.get().getType();
+    // Destinations: named by the results; contents are never read.
+    if (number >= firstOut) {
+      unsigned r = number - firstOut;
+      BufferRole role = r < numOut         ? BufferRole::OutputSequence
+                        : map.isIdentity() ? BufferRole::StateSequence
+                                           : BufferRole::FinalState;
+      argumentOf.push_back(buffers.size());
+      buffers.push_back(KernelBufferAttr::get(ctx, resultNames[r], role,
+                                              getElementTypeOrSelf(type)));
+      continue;
+    }
+    auto arg = dyn_cast<BlockArgument>(operand.get());
+    if (!arg || arg.getOwner() != &block.getBody().front())
+      return fail(scan) << "its operand #" << number
+                        << " is not an argument of the block: a kernel "
+                           "reads its arguments",
+             failure();
+    DictionaryAttr attrs = block.getArgAttrDict(arg.getArgNumber());
+    std::string name = blockName(attrs, "arg", arg.getArgNumber());
+    auto [firstParam, numParams] = scan.getODSOperandIndexAndLength(2);
+    bool isParam = number >= firstParam && number < firstParam + numParams;
+    if (isParam && !isa<ShapedType>(type)) {
+      bool trainable = attrs && attrs.contains("flexsn.trainable");
+      argumentOf.push_back(-1 - params.size());
+      params.push_back(ParamAttr::get(
+          ctx, StringAttr::get(ctx, name),
+          cast<TypedAttr>(builder.getZeroAttr(type)),
+          trainable ? ParamKind::Trainable : ParamKind::Runtime));
+      continue;
+    }
+    BufferRole role;
+    if (isParam) {
+      bool perChannel =
+          channels && map.getNumResults() == 1 && map.getDimPosition(0) == 2;
+      if (map != perNeuron && !perChannel)
+        return fail(scan) << "its param '" << name << "' is read through "
+                          << AffineMapAttr::get(map)
+                          << ": a kernel's param buffers are per neuron or "
+                             "per channel",
+               failure();
+      role =
+          perChannel ? BufferRole::PerChannelParam : BufferRole::PerNeuronParam;
+    } else if (number < scan.getInputs().size()) {
+      if (!map.isIdentity())
+        return fail(scan) << "its input '" << name << "' is read through "
+                          << AffineMapAttr::get(map)
+                          << ": a kernel's inputs are sequences",
+               failure();
+      role = BufferRole::InputSequence;
+    } else {
+      role = BufferRole::InitialState;
+    }
+    argumentOf.push_back(buffers.size());
+    buffers.push_back(
+        KernelBufferAttr::get(ctx, name, role, getElementTypeOrSelf(type)));
+  }
+  if (channels && !llvm::any_of(buffers, [](KernelBufferAttr b) {
+        return b.getRole() == BufferRole::PerChannelParam;
+      }))
+    return fail(scan) << "runs over [T, B, C, S] without a per-channel "
+                         "param: write it over [T, N]",
+           failure();
+
+  Type element = getElementTypeOrSelf(scan.getInputs().front().getType());
+  std::optional<StorageType> storage =
+      symbolizeStorageType(element.isF32()    ? "f32"
+                           : element.isF16()  ? "f16"
+                           : element.isBF16() ? "bf16"
+                                              : "");
+  if (!storage)
+    return fail(scan) << "its first input holds " << element
+                      << ": kernels store f32, f16 or bf16",
+           failure();
+  auto interface = KernelInterfaceAttr::get(
+      ctx, block.getSymNameAttr(), KernelVariant::Inference, *storage, buffers,
+      params, /*workspaceSequences=*/0, /*reductionSlots=*/0,
+      SpikeStorage::Dense);
+  func::FuncOp kernel = createKernelFunction(
+      builder, block.getLoc(),
+      getKernelName(block.getSymName(), KernelVariant::Inference, *storage),
+      interface);
+  if (channels != interface.hasChannels())
+    return fail(scan) << "its shapes do not match its kernel's", failure();
+  OpBuilder body = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  unsigned numBuffers = buffers.size();
+  SmallVector<Value> operands = llvm::map_to_vector(argumentOf, [&](int64_t a) {
+    return Value(kernel.getArgument(a >= 0 ? a : numBuffers + (-1 - a)));
+  });
+  ScanOp kernelScan = scan.cloneWithOperands(body, operands, {});
+  func::ReturnOp::create(body, block.getLoc());
+  // The body's constants from the block (hoisted there by canonicalization)
+  // come along; nothing else from the block may.
+  IRMapping constants;
+  OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  WalkResult walk = kernelScan.getBody().walk([&](Operation *op) {
+    for (OpOperand &use : op->getOpOperands()) {
+      Value value = use.get();
+      if (kernel.getBody().isAncestor(value.getParentRegion()))
+        continue;
+      Operation *def = value.getDefiningOp();
+      if (!def || !def->hasTrait<OpTrait::ConstantLike>()) {
+        op->emitError() << "block @" << block.getSymName()
+                        << ": its scan's body uses a value from the block "
+                           "that is not a constant";
+        return WalkResult::interrupt();
+      }
+      if (!constants.contains(value))
+        entry.clone(*def, constants);
+      use.set(constants.lookup(value));
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted()) {
+    kernel.erase();
+    return failure();
+  }
+  return kernel;
 }
 
 struct GenerateKernelsPass
@@ -114,6 +319,27 @@ struct GenerateKernelsPass
 
     SymbolTable symbols(module);
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    auto insert = [&](func::FuncOp kernel) {
+      if (symbols.lookup(kernel.getSymName())) {
+        kernel.emitError() << "kernel name '" << kernel.getSymName()
+                           << "' is already taken in the module";
+        kernel.erase();
+        return failure();
+      }
+      symbols.insert(kernel);
+      return success();
+    };
+
+    // Blocks: each becomes its inference kernel, which replaces it.
+    if (llvm::is_contained(variantNames, "inference"))
+      for (auto block : llvm::to_vector(module.getOps<func::FuncOp>())) {
+        if (!block->hasAttr("flexsn.block"))
+          continue;
+        FailureOr<func::FuncOp> kernel = buildBlockKernel(builder, block);
+        if (failed(kernel) || failed(insert(*kernel)))
+          return signalPassFailure();
+        block.erase();
+      }
     for (NeuronOp neuron : selected) {
       bool hasSpikes =
           llvm::any_of(llvm::seq(neuron.getNumOutputs()),
@@ -127,16 +353,9 @@ struct GenerateKernelsPass
                  "result) to store compactly";
           return signalPassFailure();
         }
-      for (const KernelRequest &request : requests) {
-        func::FuncOp kernel = buildKernel(builder, neuron, request);
-        if (symbols.lookup(kernel.getSymName())) {
-          kernel.emitError() << "kernel name '" << kernel.getSymName()
-                             << "' is already taken in the module";
-          kernel.erase();
+      for (const KernelRequest &request : requests)
+        if (failed(insert(buildKernel(builder, neuron, request))))
           return signalPassFailure();
-        }
-        symbols.insert(kernel);
-      }
     }
   }
 };

@@ -31,8 +31,12 @@ def FlexSN_Dialect : Dialect {
   // Custom parseAttribute: an unknown attribute lists the surrogates.
   let useDefaultAttributePrinterParser = 0;
   let hasConstantMaterializer = 1;
-  // `flexsn.kernel` on kernel functions, the kernel lists on modules.
+  // `flexsn.kernel` on kernel functions, the kernel lists on modules,
+  // `flexsn.block` on block functions; `flexsn.name` and `flexsn.trainable`
+  // on their arguments and results.
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
     ::mlir::Attribute parseAttribute(::mlir::DialectAsmParser &parser,

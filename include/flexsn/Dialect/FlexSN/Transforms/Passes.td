@@ -10,7 +10,8 @@
 include "mlir/Pass/PassBase.td"
 
 def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> {
-  let summary = "Generate the kernel variants of each neuron as functions";
+  let summary = "Generate the kernel variants of each neuron, and block "
+                "kernels, as functions";
   let description = [{
     For every `flexsn.neuron` (or those named by `neurons`), every requested
     variant and every storage type, adds a `func.func` whose arguments are
@@ -45,9 +46,44 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
     thirty-second of an f32 sequence's bytes. A neuron without a spike
     output has no such kernels (an error).
 
+    **Blocks.** A `func.func` marked `flexsn.block`, on tensors, whose only
+    work is one `flexsn.scan` (what the `flexsn-fuse-*` passes leave of a
+    spiking block: normalization, neuron, residual in one scan) becomes
+    `@<block>_inference_<dtype>` when `inference` is requested, and is
+    replaced by it. The kernel takes a buffer per tensor the scan reads or
+    writes, in the scan's operand order: inputs (`[T, N]` sequences, the
+    block's arguments), initial states, param buffers (per neuron, or per
+    channel over a `[T, B, C, S]` domain), outputs and states (sequences
+    or final states, the block's results); then its scalar params. Names
+    come from `flexsn.name` on the block's arguments and results (else
+    `argN`, `resultN`); a scalar param marked `flexsn.trainable` is
+    trainable. `dtype` is the first input's element type; each buffer keeps
+    its tensor's. The scan's body comes along as it is (with the constants
+    it uses). A block whose scan has reductions, runs over another rank, or
+    keeps other work (an unfused linalg op, a second scan) is an error
+    naming what stays.
+
+    ```mlir
+    func.func @bn_lif(%x: tensor<?x?x?x?xf32> {flexsn.name = "x"},
+                      %scale: tensor<?xf32> {flexsn.name = "scale"}, ...)
+        -> (tensor<?x?x?x?xf32> {flexsn.name = "y"}, ...)
+        attributes {flexsn.block} {
+      ... one flexsn.scan ...
+    }
+    // becomes
+    func.func @bn_lif_inference_f32(%x: memref<?x?x?x?xf32>,
+                                    %scale: memref<?xf32>, ...)
+        attributes {flexsn.kernel = #flexsn.kernel<"bn_lif", inference,
+          f32, buffers = [<"x", input_sequence, f32, sequence>,
+                          <"scale", per_channel_param, f32, per_channel>, ...]>}
+    ```
+
     Rationale:
     * Variants are IR, not templates: every later pass (autodiff, fusion,
       both lowerings) sees ordinary functions holding scans.
+    * A block is written on tensors, where fusion works, and its kernel is
+      the same interface as a neuron's: the lowerings, the header, the
+      manifest and the runtime need nothing new.
   }];
   let options = [
     ListOption<"variants", "variants", "std::string",

@@ -1,0 +1,172 @@
+// RUN: flexsn-opt %s --split-input-file --flexsn-generate-kernels=variants=inference \
+// RUN:   -verify-diagnostics | FileCheck %s
+
+// A function marked `flexsn.block` whose only work is one scan (what the
+// flexsn-fuse-* passes leave of a spiking block) becomes an inference
+// kernel, which replaces it: a buffer per tensor the scan reads or writes,
+// in the scan's operand order, named by `flexsn.name` (or argN / resultN),
+// then its scalar params.
+
+// Batch-norm apply, LIF and a residual add over [T, B, C, S]: scale and
+// shift are per-channel param buffers, the state a final state; the
+// constants hoisted into the block come along into the kernel.
+// CHECK-NOT:   func.func @bn_lif(
+// CHECK-LABEL: func.func @bn_lif_inference_f32
+// CHECK-SAME:    (%[[X:.*]]: memref<?x?x?x?xf32>, %[[A:.*]]: memref<?xf32>, %[[B:.*]]: memref<?xf32>, %[[Y:.*]]: memref<?x?x?x?xf32>, %[[V:.*]]: memref<?x?x?xf32>)
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>
+// CHECK:         %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK:         flexsn.scan ins(%[[X]] : memref<?x?x?x?xf32>) params(%[[A]], %[[B]] : memref<?xf32>, memref<?xf32>) outs(%[[Y]] : memref<?x?x?x?xf32>) states(%[[V]] : memref<?x?x?xf32>)
+// CHECK:           %[[M:.*]] = arith.mulf
+// CHECK:           %[[H:.*]] = arith.addf %[[M]]
+// CHECK:           flexsn.apply @lif(%[[H]], %{{.*}}, %[[TWO]])
+// CHECK:         return
+flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike)
+    params(%tau: f32 = 2.0) {
+  %q = arith.divf %x, %tau : f32
+  %h = arith.addf %v, %q : f32
+  %s = flexsn.spike %h surrogate(#flexsn.atan) : f32
+  flexsn.yield %s, %h : f32, f32
+}
+
+#seq = affine_map<(t, b, c, s) -> (t, b, c, s)>
+#chan = affine_map<(t, b, c, s) -> (c)>
+#neuron = affine_map<(t, b, c, s) -> (b, c, s)>
+func.func @bn_lif(%x: tensor<?x?x?x?xf32> {flexsn.name = "x"},
+                  %scale: tensor<?xf32> {flexsn.name = "scale"},
+                  %shift: tensor<?xf32> {flexsn.name = "shift"})
+    -> (tensor<?x?x?x?xf32> {flexsn.name = "y"}, tensor<?x?x?xf32> {flexsn.name = "v"})
+    attributes {flexsn.block} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %two = arith.constant 2.0 : f32
+  %T = tensor.dim %x, %c0 : tensor<?x?x?x?xf32>
+  %B = tensor.dim %x, %c1 : tensor<?x?x?x?xf32>
+  %C = tensor.dim %x, %c2 : tensor<?x?x?x?xf32>
+  %S = tensor.dim %x, %c3 : tensor<?x?x?x?xf32>
+  %e = tensor.empty(%T, %B, %C, %S) : tensor<?x?x?x?xf32>
+  %ev = tensor.empty(%B, %C, %S) : tensor<?x?x?xf32>
+  %y, %v = flexsn.scan ins(%x : tensor<?x?x?x?xf32>)
+      params(%scale, %shift : tensor<?xf32>, tensor<?xf32>)
+      outs(%e : tensor<?x?x?x?xf32>) states(%ev : tensor<?x?x?xf32>)
+      indexing_maps = [#seq, #chan, #chan, #seq, #neuron] {
+  ^bb0(%xi: f32, %vi: f32, %a: f32, %b: f32):
+    %m = arith.mulf %xi, %a : f32
+    %h = arith.addf %m, %b : f32
+    %r:2 = flexsn.apply @lif(%h, %vi, %two) : (f32, f32, f32) -> (f32, f32)
+    %o = arith.addf %r#0, %xi : f32
+    flexsn.yield %o, %r#1 : f32, f32
+  }
+  return %y, %v : tensor<?x?x?x?xf32>, tensor<?x?x?xf32>
+}
+
+// -----
+
+// Over [T, N] in f16, with an initial state, a per-neuron param and scalar
+// params (one trainable); unnamed values are argN / resultN, and the
+// buffers follow the scan's operand order whatever the return order.
+// CHECK-LABEL: func.func @gain_inference_f16
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"gain", inference, f16, buffers = [<"arg0", input_sequence, f16, sequence>, <"v0", initial_state, f16, per_neuron>, <"bias", per_neuron_param, f32, per_neuron>, <"result1", output_sequence, f16, sequence>, <"result0", state_sequence, f32, sequence>], params = [<"k", 0.000000e+00 : f32, trainable>, <"arg4", false, runtime>]>
+func.func @gain(%x: tensor<?x?xf16>, %v0: tensor<?xf16> {flexsn.name = "v0"},
+                %bias: tensor<?xf32> {flexsn.name = "bias"},
+                %k: f32 {flexsn.name = "k", flexsn.trainable}, %flag: i1,
+                %e: tensor<?x?xf16>, %es: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf16>) attributes {flexsn.block} {
+  %y, %v = flexsn.scan ins(%x : tensor<?x?xf16>) inits(%v0 : tensor<?xf16>)
+      params(%bias, %k, %flag : tensor<?xf32>, f32, i1)
+      outs(%e : tensor<?x?xf16>) states(%es : tensor<?x?xf32>) {
+  ^bb0(%xi: f32, %vi: f32, %bi: f32, %ki: f32, %f: i1):
+    %p = arith.mulf %xi, %ki : f32
+    %q = arith.addf %p, %bi : f32
+    %w = arith.addf %vi, %q : f32
+    %r = arith.select %f, %w, %q : f32
+    flexsn.yield %r, %w : f32, f32
+  }
+  return %v, %y : tensor<?x?xf32>, tensor<?x?xf16>
+}
+
+// -----
+
+// What a block kernel cannot hold.
+
+#id = affine_map<(t, n) -> (t, n)>
+func.func @unfused(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {flexsn.block} {
+  // expected-error@+1 {{block @unfused: 'linalg.map' runs outside its scan: a block kernel runs its scan only (the flexsn-fuse-* passes move elementwise ops into it; remarks=true says why an op stayed)}}
+  %n = linalg.map { arith.negf } ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
+  %y = flexsn.scan ins(%n : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%xi: f32):
+    flexsn.yield %xi : f32
+  }
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @count(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>, %c: tensor<?xf32>)
+    -> (tensor<?x?xf32>, tensor<?xf32>) attributes {flexsn.block} {
+  // expected-error@+1 {{block @count: its scan has reductions, which are no kernel buffers yet}}
+  %y, %n = flexsn.scan ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
+      reductions(%c : tensor<?xf32>) {
+  ^bb0(%xi: f32):
+    flexsn.yield %xi, %xi : f32, f32
+  }
+  return %y, %n : tensor<?x?xf32>, tensor<?xf32>
+}
+
+// -----
+
+func.func @not_returned(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>, %f: tensor<?xf32>)
+    -> tensor<?x?xf32> attributes {flexsn.block} {
+  // expected-error@+1 {{block @not_returned: does not return scan result #1: a kernel writes all of them}}
+  %y, %v = flexsn.scan ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
+      states(%f : tensor<?xf32>) {
+  ^bb0(%xi: f32, %vi: f32):
+    %h = arith.addf %xi, %vi : f32
+    flexsn.yield %h, %h : f32, f32
+  }
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @rank3(%x: tensor<?x?x?xf32>, %e: tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+    attributes {flexsn.block} {
+  // expected-error@+1 {{block @rank3: its scan runs over a domain of rank 3: a kernel runs over [T, N] or [T, B, C, S]}}
+  %y = flexsn.scan ins(%x : tensor<?x?x?xf32>) outs(%e : tensor<?x?x?xf32>) {
+  ^bb0(%xi: f32):
+    flexsn.yield %xi : f32
+  }
+  return %y : tensor<?x?x?xf32>
+}
+
+// -----
+
+func.func @two_scans(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>) -> tensor<?x?xf32>
+    attributes {flexsn.block} {
+  %y = flexsn.scan ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%xi: f32):
+    flexsn.yield %xi : f32
+  }
+  // expected-error@+1 {{block @two_scans: holds two scans (flexsn-fuse-siblings merges scans that meet only at each (t, n))}}
+  %z = flexsn.scan ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%xi: f32):
+    flexsn.yield %xi : f32
+  }
+  return %z : tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'flexsn.name' "2x" is not a C identifier}}
+func.func @bad_name(%x: tensor<?x?xf32> {flexsn.name = "2x"}) attributes {flexsn.block} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'flexsn.block' is a unit attribute of a function (a block that kernel generation compiles)}}
+func.func @bad_mark() attributes {flexsn.block = 1 : i32} {
+  return
+}
