@@ -38,11 +38,22 @@ static bool isTrainingVariant(StringRef name) {
          variant == KernelVariant::Backward;
 }
 
+/// The fusion passes, when `fuse` is set: producers and consumers into
+/// scans, then scans into each other.
+static void addFusionPasses(OpPassManager &pm, bool fuse) {
+  if (!fuse)
+    return;
+  pm.addPass(createFlexSNFuseProducers());
+  pm.addPass(createFlexSNFuseConsumers());
+  pm.addPass(createFlexSNFuseSiblings());
+}
+
 void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
                                            const LowerToCPUOptions &options) {
   SmallVector<std::string> plain, training;
   for (const std::string &variant : options.variants)
     (isTrainingVariant(variant) ? training : plain).push_back(variant);
+  addFusionPasses(pm, options.fuse);
   if (options.generateKernels && (options.variants.empty() || !plain.empty())) {
     FlexSNGenerateKernelsOptions kernels;
     kernels.variants.assign(plain.begin(), plain.end());
@@ -103,6 +114,7 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
   SmallVector<std::string> plain, training;
   for (const std::string &variant : options.variants)
     (isTrainingVariant(variant) ? training : plain).push_back(variant);
+  addFusionPasses(pm, options.fuse);
   if (options.variants.empty() || !plain.empty()) {
     FlexSNGenerateKernelsOptions kernels;
     kernels.variants.assign(plain.begin(), plain.end());

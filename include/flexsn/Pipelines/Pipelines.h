@@ -38,6 +38,13 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       *this, "spike-storage",
       llvm::cl::desc("Inference and final-state kernels: how spike outputs "
                      "are stored: dense (default), u8 and/or bits")};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Fuse first: elementwise linalg ops into the scans "
+                     "they feed or read, scans over one domain into one "
+                     "(flexsn-fuse-producers, -consumers, -siblings), so "
+                     "that a block marked flexsn.block becomes one kernel"),
+      llvm::cl::init(true)};
   Option<bool> generateKernels{
       *this, "generate-kernels",
       llvm::cl::desc("Generate kernel functions from the neurons first; "
@@ -87,6 +94,13 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "spike-storage",
       llvm::cl::desc("Inference and final-state kernels: how spike outputs "
                      "are stored: dense (default), u8 and/or bits")};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Fuse first: elementwise linalg ops into the scans "
+                     "they feed or read, scans over one domain into one "
+                     "(flexsn-fuse-producers, -consumers, -siblings), so "
+                     "that a block marked flexsn.block becomes one kernel"),
+      llvm::cl::init(true)};
   Option<bool> approximateSurrogates{
       *this, "approximate-surrogates",
       llvm::cl::desc("Evaluate surrogate gradients with the GPU's "
