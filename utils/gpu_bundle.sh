@@ -20,6 +20,7 @@
 #                   compile() serves these entries, found by the same
 #                   arguments, with FLEXSN_CACHE_DIR=DIR/cache and
 #                   FLEXSN_RUNTIME_LIB=DIR/libflexsn_runtime.so;
+#   block.cubin     the fused block utils/bench_block.py times;
 #   libflexsn_runtime.so   a copy of the build's C runtime (libc only), which
 #                   GpuKernel launches through;
 #   device_smoke    test/Runtime/device_smoke.c linked against the libcuda
@@ -106,6 +107,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" -c 'import sys; sys.path.insert(0, "utils"); import bench_saved_storage as b, bench_placement as p; b.compile_all(p.load_bench())'
 "$PY" utils/bench_fx.py --compile-only --out "$DIR/fx"
 "$PY" utils/device_ddp.py --compile-only
+"$PY" utils/bench_block.py --compile-only --cubin "$DIR/block.cubin"
 # The package's tests compile with flexsn.compile's default targets (CPU and
 # CUDA where the toolkit is): their CPU run here fills the entries their
 # CUDA cases use there.
