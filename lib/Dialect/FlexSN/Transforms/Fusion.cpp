@@ -5,14 +5,15 @@
 //===----------------------------------------------------------------------===//
 //
 // Moves the elementwise linalg ops around a scan into its body, and merges
-// scans over one domain. A producer
-// of a scan input (batch-norm's `x * scale[c] + shift[c]`, a bias, a cast
-// to f32) runs at the start of the body; a consumer of a scan's sequence
-// (a residual add, a scaling, a cast to f16) at its end, its result a new
-// scan output. Their other operands become scan operands read through
-// composed indexing maps, so the [T, N...] tensors between them and the
-// scan are never written. Two scans where one reads the other's sequences
-// (a neuron feeding a neuron), or both read one input, become one.
+// scans over one domain. A producer of a scan input (batch-norm's
+// `x * scale[c] + shift[c]`, a bias, a cast to f32) runs at the start of
+// the body; a consumer of a scan's sequence (a residual add, a scaling, a
+// cast to f16) at its end, its result a new scan output, and a sum over t
+// a new scan reduction. Their other operands become scan operands read
+// through composed indexing maps, so the [T, N...] tensors between them and
+// the scan are never written. Two scans where one reads the other's
+// sequences (a neuron feeding a neuron), or both read one input, become
+// one.
 //
 //===----------------------------------------------------------------------===//
 
