@@ -26,7 +26,6 @@ chooses), with the ABI of docs/ABI.md: buffers, then T, N, ld, C, S.
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -79,7 +78,7 @@ def main():
     import torch
     import cupy as cp
     sys.path.insert(0, HERE)
-    from bench_placement import copy_gbs, load_bench
+    from bench_placement import copy_gbs, load_bench, write_results
     bench = load_bench()
     timer = bench.Timer(torch, 20, 3)
     module = cp.RawModule(path=args.cubin)
@@ -154,11 +153,7 @@ def main():
                                           unfused_ms, row["speedup"]))
         sys.stdout.flush()
 
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "block_results.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-    with open(os.path.join(args.out, "block_results.md"), "w") as f:
-        f.write(markdown(meta))
+    write_results(args.out, "block_results", meta, markdown(meta))
     return 0 if all(c["bitwise"] for c in meta["checks"]) else 1
 
 

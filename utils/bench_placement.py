@@ -16,6 +16,7 @@ there).
 
 import argparse
 import importlib.util
+import json
 import os
 import sys
 
@@ -29,6 +30,15 @@ def load_bench():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def write_results(out, stem, meta, markdown):
+    """Writes `meta` as OUT/<stem>.json and `markdown` as OUT/<stem>.md."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, stem + ".json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    with open(os.path.join(out, stem + ".md"), "w") as f:
+        f.write(markdown)
 
 
 def copy_gbs(torch, bench, timer):

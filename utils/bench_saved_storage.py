@@ -27,11 +27,10 @@ cache of the bundle (utils/gpu_bundle.sh compiles them).
 """
 
 import argparse
-import json
 import os
 import sys
 
-from bench_placement import copy_gbs, load_bench
+from bench_placement import copy_gbs, load_bench, write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -177,11 +176,7 @@ def main():
             del calls, outs, x, v0, gs, gx, gv
             torch.cuda.empty_cache()
 
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "saved_storage_results.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-    with open(os.path.join(args.out, "saved_storage_results.md"), "w") as f:
-        f.write(markdown(meta))
+    write_results(args.out, "saved_storage_results", meta, markdown(meta))
     return 0
 
 

@@ -34,12 +34,11 @@ bitwise) is checked. Writes schedule_results.json and .md to --out.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
 
-from bench_placement import copy_gbs, load_bench
+from bench_placement import copy_gbs, load_bench, write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -275,11 +274,7 @@ def main():
             sys.stdout.flush()
             del calls, s, v, x, want
             torch.cuda.empty_cache()
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "schedule_results.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-    with open(os.path.join(args.out, "schedule_results.md"), "w") as f:
-        f.write(markdown(meta))
+    write_results(args.out, "schedule_results", meta, markdown(meta))
     return 0
 
 
