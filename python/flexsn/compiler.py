@@ -310,8 +310,10 @@ def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
                     ) -> "CompiledKernels":
     """Compiles the kernel functions of a module written by hand (a `.mlir`
     path or MLIR text: `func.func`s carrying a `flexsn.kernel` interface
-    around one `flexsn.scan`; see docs/Python.md) to kernels for `targets`
-    (as for `compile`). Autodiff first completes every forward kernel that
+    around one `flexsn.scan`, and blocks: `func.func`s on tensors marked
+    `flexsn.block`, which the pipeline fuses into one scan and compiles to
+    `<block>_inference_<dtype>`; see docs/Python.md) to kernels for
+    `targets` (as for `compile`). Autodiff first completes every forward kernel that
     has no backward kernel yet: it adds the sequences the forward saves and
     the backward kernel, named with the forward's last `forward` replaced by
     `backward`. A module that does not verify, or that autodiff cannot
@@ -377,9 +379,10 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
         source = work / "neuron.mlir"
     source.write_text(text)
     if options.get("kernels"):
-        # Kernel functions as written: training pairs completed, no neuron
-        # to configure or generate kernels from.
-        _lower(work, source, filename, options, "variants=forward,backward")
+        # Kernel functions as written, training pairs completed, and blocks
+        # (functions marked flexsn.block) fused into inference kernels.
+        _lower(work, source, filename, options,
+               "variants=inference,forward,backward")
         return
     configure = []
     if options["neuron"]:
