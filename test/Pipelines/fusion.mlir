@@ -12,3 +12,10 @@
 // CHECK:       llvm.func @bn_lif_inference_f32(
 
 // UNFUSED:     error: block @bn_lif: 'linalg.generic' runs outside its scan
+
+// A block is compiled by the inference variant only; without it, the
+// lowering says so rather than leave the block uncompiled.
+// RUN: not flexsn-opt %S/Inputs/bn_lif_block.mlir \
+// RUN:   '--flexsn-lower-to-cpu=variants=final-state' -o /dev/null 2>&1 \
+// RUN: | FileCheck %s --check-prefix=NO-INFERENCE
+// NO-INFERENCE: error: block @bn_lif has no kernel: blocks compile to inference kernels (flexsn-generate-kernels with variants including inference)

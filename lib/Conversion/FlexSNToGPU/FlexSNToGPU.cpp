@@ -1068,7 +1068,8 @@ struct ConvertFlexSNToGPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Steps are emitted from flat bodies.
-    if (failed(inlineApplications(module)))
+    if (failed(checkBlocksCompiled(module)) ||
+        failed(inlineApplications(module)))
       return signalPassFailure();
     std::vector<KernelPlan> plans;
     for (func::FuncOp func : getKernelFunctions(module)) {

@@ -308,7 +308,8 @@ struct ConvertFlexSNToSCFPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Steps are emitted from flat bodies.
-    if (failed(inlineApplications(module)))
+    if (failed(checkBlocksCompiled(module)) ||
+        failed(inlineApplications(module)))
       return signalPassFailure();
     // The kernels' interfaces move to the module, for the manifest and the
     // runtimes that call the compiled functions.

@@ -12,6 +12,19 @@
 using namespace mlir;
 using namespace mlir::flexsn;
 
+LogicalResult mlir::flexsn::checkBlocksCompiled(ModuleOp module) {
+  bool found = false;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr("flexsn.block")) {
+      func.emitError() << "block @" << func.getSymName()
+                       << " has no kernel: blocks compile to inference "
+                          "kernels (flexsn-generate-kernels with variants "
+                          "including inference)";
+      found = true;
+    }
+  return failure(found);
+}
+
 SmallVector<func::FuncOp> mlir::flexsn::getKernelFunctions(ModuleOp module) {
   SmallVector<func::FuncOp> kernels;
   for (auto func : module.getOps<func::FuncOp>())

@@ -35,6 +35,11 @@ struct KernelFunction {
 /// The kernel functions of `module`: the functions carrying `flexsn.kernel`.
 SmallVector<func::FuncOp> getKernelFunctions(ModuleOp module);
 
+/// Fails, with an error on each, if `module` still holds a function marked
+/// `flexsn.block`: kernel generation replaces blocks by their kernels, so a
+/// lowering that meets one would otherwise leave it uncompiled.
+LogicalResult checkBlocksCompiled(ModuleOp module);
+
 /// Checks `func` (a kernel function) and maps its scan's operands to its
 /// buffers: it must hold exactly one scan, whose buffers are distinct
 /// function arguments of the roles their operand positions imply, and
