@@ -8,7 +8,7 @@
 // RUN:   '--flexsn-lower-to-cpu=variants=inference fuse=false' -o /dev/null 2>&1 \
 // RUN: | FileCheck %s --check-prefix=UNFUSED
 
-// CHECK:       flexsn.cpu_kernels = [#flexsn.compiled_kernel<"bn_lif_inference_f32", <"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>>
+// CHECK:       flexsn.cpu_kernels = [#flexsn.compiled_kernel<"bn_lif_inference_f32", <"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>>
 // CHECK:       llvm.func @bn_lif_inference_f32(
 
 // UNFUSED:     error: block @bn_lif: 'linalg.generic' runs outside its scan

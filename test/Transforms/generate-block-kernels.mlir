@@ -8,14 +8,16 @@
 // then its scalar params.
 
 // Batch-norm apply, LIF and a residual add over [T, B, C, S]: scale and
-// shift are per-channel param buffers, the state a final state; the
-// constants hoisted into the block come along into the kernel.
+// shift are per-channel param buffers, the state a final state, which
+// starts from an initial-state buffer the kernel adds (v_init: absent
+// reads as zeros, as the block's zeros); the constants hoisted into the
+// block come along into the kernel.
 // CHECK-NOT:   func.func @bn_lif(
 // CHECK-LABEL: func.func @bn_lif_inference_f32
-// CHECK-SAME:    (%[[X:.*]]: memref<?x?x?x?xf32>, %[[A:.*]]: memref<?xf32>, %[[B:.*]]: memref<?xf32>, %[[Y:.*]]: memref<?x?x?x?xf32>, %[[V:.*]]: memref<?x?x?xf32>)
-// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>
+// CHECK-SAME:    (%[[X:[^:]*]]: memref<?x?x?x?xf32>, %[[V0:[^:]*]]: memref<?x?x?xf32>, %[[A:[^:]*]]: memref<?xf32>, %[[B:[^:]*]]: memref<?xf32>, %[[Y:[^:]*]]: memref<?x?x?x?xf32>, %[[V:[^:]*]]: memref<?x?x?xf32>)
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>
 // CHECK:         %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK:         flexsn.scan ins(%[[X]] : memref<?x?x?x?xf32>) params(%[[A]], %[[B]] : memref<?xf32>, memref<?xf32>) outs(%[[Y]] : memref<?x?x?x?xf32>) states(%[[V]] : memref<?x?x?xf32>)
+// CHECK:         flexsn.scan ins(%[[X]] : memref<?x?x?x?xf32>) inits(%[[V0]] : memref<?x?x?xf32>) params(%[[A]], %[[B]] : memref<?xf32>, memref<?xf32>) outs(%[[Y]] : memref<?x?x?x?xf32>) states(%[[V]] : memref<?x?x?xf32>)
 // CHECK:           %[[M:.*]] = arith.mulf
 // CHECK:           %[[H:.*]] = arith.addf %[[M]]
 // CHECK:           flexsn.apply @lif(%[[H]], %{{.*}}, %[[TWO]])

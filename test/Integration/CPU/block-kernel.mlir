@@ -27,7 +27,7 @@
 //
 // KERNEL-NOT:   func.func @bn_lif(
 // KERNEL-LABEL: func.func @bn_lif_inference_f32
-// KERNEL-SAME:    #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>
+// KERNEL-SAME:    #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>
 //
 // LIF: h = v + (y - v)/2, s = H(h - 1), v' = (1 - s)·h, v0 = 0, on the
 // normalized input p = x·scale[c] + shift[c]; the block returns s + x.
@@ -53,6 +53,7 @@ memref.global "private" constant @x : memref<2x1x2x2xf32> =
     dense<[[[[1.0, 0.5], [2.0, -1.0]]], [[[0.25, 1.5], [0.5, 3.0]]]]>
 memref.global "private" constant @scale : memref<2xf32> = dense<[2.0, 0.5]>
 memref.global "private" constant @shift : memref<2xf32> = dense<[0.5, 0.25]>
+memref.global "private" constant @v0 : memref<1x2x2xf32> = dense<0.0>
 
 func.func private @printMemrefF32(memref<*xf32>) attributes {llvm.emit_c_interface}
 
@@ -63,12 +64,14 @@ func.func @main() {
   %x = memref.cast %x_g : memref<2x1x2x2xf32> to memref<?x?x?x?xf32>
   %a = memref.cast %a_g : memref<2xf32> to memref<?xf32>
   %b = memref.cast %b_g : memref<2xf32> to memref<?xf32>
+  %v0_g = memref.get_global @v0 : memref<1x2x2xf32>
+  %v0 = memref.cast %v0_g : memref<1x2x2xf32> to memref<?x?x?xf32>
   %y_s = memref.alloc() : memref<2x1x2x2xf32>
   %v_s = memref.alloc() : memref<1x2x2xf32>
   %y = memref.cast %y_s : memref<2x1x2x2xf32> to memref<?x?x?x?xf32>
   %v = memref.cast %v_s : memref<1x2x2xf32> to memref<?x?x?xf32>
-  func.call @bn_lif_inference_f32(%x, %a, %b, %y, %v)
-      : (memref<?x?x?x?xf32>, memref<?xf32>, memref<?xf32>,
+  func.call @bn_lif_inference_f32(%x, %v0, %a, %b, %y, %v)
+      : (memref<?x?x?x?xf32>, memref<?x?x?xf32>, memref<?xf32>, memref<?xf32>,
          memref<?x?x?x?xf32>, memref<?x?x?xf32>) -> ()
   %y_p = memref.cast %y_s : memref<2x1x2x2xf32> to memref<*xf32>
   %v_p = memref.cast %v_s : memref<1x2x2xf32> to memref<*xf32>

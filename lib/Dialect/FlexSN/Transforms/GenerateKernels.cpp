@@ -189,6 +189,24 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
                          "param: write it over [T, N]",
            failure();
 
+  // A kernel's states start from optional initial-state buffers (absent:
+  // zeros), which also give a final state its value when T = 0: a block
+  // whose states start at zero gets them, `<state>_init`, after its inputs.
+  unsigned numInputs = scan.getInputs().size();
+  unsigned addedInits = 0;
+  if (scan.getInits().empty()) {
+    for (auto [s, state] : llvm::enumerate(scan.getStates()))
+      buffers.insert(
+          buffers.begin() + numInputs + s,
+          KernelBufferAttr::get(ctx, resultNames[numOut + s] + "_init",
+                                BufferRole::InitialState,
+                                getElementTypeOrSelf(state.getType())));
+    addedInits = scan.getStates().size();
+    for (int64_t &a : argumentOf)
+      if (a >= int64_t(numInputs))
+        a += addedInits;
+  }
+
   Type element = getElementTypeOrSelf(scan.getInputs().front().getType());
   std::optional<StorageType> storage =
       symbolizeStorageType(element.isF32()    ? "f32"
@@ -214,7 +232,25 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
   SmallVector<Value> operands = llvm::map_to_vector(argumentOf, [&](int64_t a) {
     return Value(kernel.getArgument(a >= 0 ? a : numBuffers + (-1 - a)));
   });
-  ScanOp kernelScan = scan.cloneWithOperands(body, operands, {});
+  ScanOp kernelScan;
+  if (addedInits == 0) {
+    kernelScan = scan.cloneWithOperands(body, operands, {});
+  } else {
+    // The same scan with an inits group, read per neuron.
+    auto group = [&](unsigned g) {
+      auto [first, count] = scan.getODSOperandIndexAndLength(g);
+      return ValueRange(operands).slice(first, count);
+    };
+    SmallVector<AffineMap> maps = scan.getIndexingMapsArray();
+    maps.insert(maps.begin() + numInputs, addedInits, perNeuron);
+    kernelScan = ScanOp::create(
+        body, scan.getLoc(), TypeRange(), scan.getCalleeAttr(), group(0),
+        kernel.getArguments().slice(numInputs, addedInits), group(2), group(3),
+        group(4), group(5), body.getAffineMapArrayAttr(maps),
+        scan.getReverseAttr(), scan.getOptionalInputsAttr());
+    IRMapping mapping;
+    scan.getBody().cloneInto(&kernelScan.getBody(), mapping);
+  }
   func::ReturnOp::create(body, block.getLoc());
   // The body's constants from the block (hoisted there by canonicalization)
   // come along; nothing else from the block may.

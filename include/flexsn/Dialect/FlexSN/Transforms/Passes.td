@@ -52,7 +52,9 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
     `@<block>_inference_<dtype>` when `inference` is requested, and is
     replaced by it. The kernel takes a buffer per tensor the scan reads or
     writes, in the scan's operand order: inputs (`[T, N]` sequences, the
-    block's arguments), initial states, param buffers (per neuron, or per
+    block's arguments), initial states (the block's, or for a block whose
+    states start at zero, optional `<state>_init` buffers, as a neuron
+    kernel has: absent reads as zeros), param buffers (per neuron, or per
     channel over a `[T, B, C, S]` domain), outputs and states (sequences
     or final states, the block's results); then its scalar params. Names
     come from `flexsn.name` on the block's arguments and results (else
