@@ -172,3 +172,18 @@ func.func @bad_name(%x: tensor<?x?xf32> {flexsn.name = "2x"}) attributes {flexsn
 func.func @bad_mark() attributes {flexsn.block = 1 : i32} {
   return
 }
+
+// -----
+
+// One argument read as two buffers: their names collide.
+func.func @twice(%x: tensor<?x?xf32> {flexsn.name = "x"}, %e: tensor<?x?xf32>)
+    -> tensor<?x?xf32> attributes {flexsn.block} {
+  // expected-error@+1 {{block @twice: its kernel's interface: two buffers are named 'x'}}
+  %y = flexsn.scan ins(%x, %x : tensor<?x?xf32>, tensor<?x?xf32>)
+      outs(%e : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.addf %a, %b : f32
+    flexsn.yield %r : f32
+  }
+  return %y : tensor<?x?xf32>
+}

@@ -217,10 +217,15 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
     return fail(scan) << "its first input holds " << element
                       << ": kernels store f32, f16 or bf16",
            failure();
-  auto interface = KernelInterfaceAttr::get(
-      ctx, block.getSymNameAttr(), KernelVariant::Inference, *storage, buffers,
-      params, /*workspaceSequences=*/0, /*reductionSlots=*/0,
+  // Checked: two of the block's names may collide (an argument read twice).
+  auto interface = KernelInterfaceAttr::getChecked(
+      [&] { return fail(scan) << "its kernel's interface: "; }, ctx,
+      block.getSymNameAttr(), KernelVariant::Inference, *storage,
+      ArrayRef<KernelBufferAttr>(buffers), ArrayRef<ParamAttr>(params),
+      /*workspaceSequences=*/int64_t(0), /*reductionSlots=*/int64_t(0),
       SpikeStorage::Dense);
+  if (!interface)
+    return failure();
   func::FuncOp kernel = createKernelFunction(
       builder, block.getLoc(),
       getKernelName(block.getSymName(), KernelVariant::Inference, *storage),
