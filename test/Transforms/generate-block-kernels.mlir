@@ -187,3 +187,19 @@ func.func @twice(%x: tensor<?x?xf32> {flexsn.name = "x"}, %e: tensor<?x?xf32>)
   }
   return %y : tensor<?x?xf32>
 }
+
+// -----
+
+// Param buffers hold f32.
+func.func @half_param(%x: tensor<?x?xf16>, %b: tensor<?xf16> {flexsn.name = "b"},
+                      %e: tensor<?x?xf16>) -> tensor<?x?xf16>
+    attributes {flexsn.block} {
+  // expected-error@+1 {{block @half_param: its kernel's buffer: a per_neuron_param buffer ('b') holds f32, not 'f16'}}
+  %y = flexsn.scan ins(%x : tensor<?x?xf16>) params(%b : tensor<?xf16>)
+      outs(%e : tensor<?x?xf16>) {
+  ^bb0(%a: f32, %bi: f32):
+    %r = arith.addf %a, %bi : f32
+    flexsn.yield %r : f32
+  }
+  return %y : tensor<?x?xf16>
+}

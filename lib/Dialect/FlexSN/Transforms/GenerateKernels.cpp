@@ -118,7 +118,15 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
   SmallVector<KernelBufferAttr> buffers;
   SmallVector<ParamAttr> params;
   SmallVector<int64_t> argumentOf; // per scan operand: the kernel argument
-  SmallVector<int64_t> paramIndex; // per scalar param: its position
+  // Checked: a name or an element type may not suit a kernel buffer.
+  bool invalid = false;
+  auto buffer = [&](const Twine &name, BufferRole role, Type type) {
+    KernelBufferAttr attr = KernelBufferAttr::getChecked(
+        [&] { return fail(scan) << "its kernel's buffer: "; }, ctx,
+        StringAttr::get(ctx, name), role, type, getShapeOfRole(role));
+    invalid |= !attr;
+    return attr;
+  };
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
   AffineMap perNeuron = identity.dropResult(0);
   auto [firstOut, numOut] = scan.getODSOperandIndexAndLength(3);
@@ -133,8 +141,8 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
                         : map.isIdentity() ? BufferRole::StateSequence
                                            : BufferRole::FinalState;
       argumentOf.push_back(buffers.size());
-      buffers.push_back(KernelBufferAttr::get(ctx, resultNames[r], role,
-                                              getElementTypeOrSelf(type)));
+      buffers.push_back(
+          buffer(resultNames[r], role, getElementTypeOrSelf(type)));
       continue;
     }
     auto arg = dyn_cast<BlockArgument>(operand.get());
@@ -179,8 +187,7 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
       role = BufferRole::InitialState;
     }
     argumentOf.push_back(buffers.size());
-    buffers.push_back(
-        KernelBufferAttr::get(ctx, name, role, getElementTypeOrSelf(type)));
+    buffers.push_back(buffer(name, role, getElementTypeOrSelf(type)));
   }
   if (channels && !llvm::any_of(buffers, [](KernelBufferAttr b) {
         return b.getRole() == BufferRole::PerChannelParam;
@@ -189,6 +196,8 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
                          "param: write it over [T, N]",
            failure();
 
+  if (invalid)
+    return failure();
   // A kernel's states start from optional initial-state buffers (absent:
   // zeros), which also give a final state its value when T = 0: a block
   // whose states start at zero gets them, `<state>_init`, after its inputs.
@@ -196,16 +205,18 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder,
   unsigned addedInits = 0;
   if (scan.getInits().empty()) {
     for (auto [s, state] : llvm::enumerate(scan.getStates()))
-      buffers.insert(
-          buffers.begin() + numInputs + s,
-          KernelBufferAttr::get(ctx, resultNames[numOut + s] + "_init",
-                                BufferRole::InitialState,
-                                getElementTypeOrSelf(state.getType())));
+      buffers.insert(buffers.begin() + numInputs + s,
+                     buffer(resultNames[numOut + s] + "_init",
+                            BufferRole::InitialState,
+                            getElementTypeOrSelf(state.getType())));
     addedInits = scan.getStates().size();
     for (int64_t &a : argumentOf)
       if (a >= int64_t(numInputs))
         a += addedInits;
   }
+
+  if (invalid)
+    return failure();
 
   Type element = getElementTypeOrSelf(scan.getInputs().front().getType());
   std::optional<StorageType> storage =
