@@ -38,41 +38,49 @@ static bool isTrainingVariant(StringRef name) {
          variant == KernelVariant::Backward;
 }
 
-/// The fusion passes, when `fuse` is set: producers and consumers into
-/// scans, then scans into each other.
-static void addFusionPasses(OpPassManager &pm, bool fuse) {
-  if (!fuse)
+/// Fusion (when `fuse` is set: producers and consumers into scans, then
+/// scans into each other), then, with `generate`, kernel generation for
+/// the plain variants and autodiff for the training ones, with sequences
+/// stored as `storage` (empty: the passes' default).
+template <typename Derived>
+static void addKernelPasses(OpPassManager &pm,
+                            const KernelOptions<Derived> &options,
+                            ArrayRef<std::string> storage, bool generate) {
+  if (options.fuse) {
+    pm.addPass(createFlexSNFuseProducers());
+    pm.addPass(createFlexSNFuseConsumers());
+    pm.addPass(createFlexSNFuseSiblings());
+  }
+  if (!generate)
     return;
-  pm.addPass(createFlexSNFuseProducers());
-  pm.addPass(createFlexSNFuseConsumers());
-  pm.addPass(createFlexSNFuseSiblings());
-}
-
-void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
-                                           const LowerToCPUOptions &options) {
   SmallVector<std::string> plain, training;
   for (const std::string &variant : options.variants)
     (isTrainingVariant(variant) ? training : plain).push_back(variant);
-  addFusionPasses(pm, options.fuse);
-  if (options.generateKernels && (options.variants.empty() || !plain.empty())) {
+  if (options.variants.empty() || !plain.empty()) {
     FlexSNGenerateKernelsOptions kernels;
     kernels.variants.assign(plain.begin(), plain.end());
-    kernels.storageTypes.assign(options.storageTypes.begin(),
-                                options.storageTypes.end());
+    kernels.storageTypes.assign(storage.begin(), storage.end());
     kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
     kernels.spikeStorage.assign(options.spikeStorage.begin(),
                                 options.spikeStorage.end());
     pm.addPass(createFlexSNGenerateKernels(kernels));
   }
-  if (options.generateKernels && !training.empty()) {
+  if (!training.empty()) {
     FlexSNAutodiffOptions autodiff;
-    autodiff.storageTypes.assign(options.storageTypes.begin(),
-                                 options.storageTypes.end());
+    autodiff.storageTypes.assign(storage.begin(), storage.end());
     autodiff.neurons.assign(options.neurons.begin(), options.neurons.end());
     autodiff.storeAll = options.storeAll;
     autodiff.saveInStorageType = options.saveInStorageType;
     pm.addPass(createFlexSNAutodiff(autodiff));
   }
+}
+
+void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
+                                           const LowerToCPUOptions &options) {
+  addKernelPasses(pm, options,
+                  SmallVector<std::string>(options.storageTypes.begin(),
+                                           options.storageTypes.end()),
+                  options.generateKernels);
   pm.addPass(createConvertFlexSNToSCF());
   pm.addPass(createFlexSNExpandSurrogates());
   pm.addPass(createCanonicalizerPass());
@@ -111,27 +119,7 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
                                    options.storageTypes.end());
   if (storage.empty())
     storage = {"f32", "f16", "bf16"};
-  SmallVector<std::string> plain, training;
-  for (const std::string &variant : options.variants)
-    (isTrainingVariant(variant) ? training : plain).push_back(variant);
-  addFusionPasses(pm, options.fuse);
-  if (options.variants.empty() || !plain.empty()) {
-    FlexSNGenerateKernelsOptions kernels;
-    kernels.variants.assign(plain.begin(), plain.end());
-    kernels.storageTypes.assign(storage.begin(), storage.end());
-    kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
-    kernels.spikeStorage.assign(options.spikeStorage.begin(),
-                                options.spikeStorage.end());
-    pm.addPass(createFlexSNGenerateKernels(kernels));
-  }
-  if (!training.empty()) {
-    FlexSNAutodiffOptions autodiff;
-    autodiff.storageTypes.assign(storage.begin(), storage.end());
-    autodiff.neurons.assign(options.neurons.begin(), options.neurons.end());
-    autodiff.storeAll = options.storeAll;
-    autodiff.saveInStorageType = options.saveInStorageType;
-    pm.addPass(createFlexSNAutodiff(autodiff));
-  }
+  addKernelPasses(pm, options, storage, /*generate=*/true);
   pm.addPass(createConvertFlexSNToGPU());
   FlexSNExpandSurrogatesOptions surrogates;
   surrogates.approximateFunctions = options.approximateSurrogates;

@@ -14,37 +14,44 @@ class OpPassManager;
 
 namespace flexsn {
 
-/// Options of `flexsn-lower-to-cpu`.
-struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
-  ListOption<std::string> variants{
+/// The options both pipelines take for fusion, kernel generation and
+/// autodiff.
+template <typename Derived>
+struct KernelOptions : public PassPipelineOptions<Derived> {
+  using Options = ::mlir::detail::PassOptions;
+  Options::ListOption<std::string> variants{
       *this, "variants",
       llvm::cl::desc("Kernel variants: inference, final-state (default "
                      "both), forward, backward (training, by autodiff)")};
-  ListOption<std::string> storageTypes{
-      *this, "storage-types",
-      llvm::cl::desc("Sequence storage types: f32, f16, bf16 (default f32)")};
-  Option<bool> storeAll{
+  Options::Option<bool> storeAll{
       *this, "store-all",
       llvm::cl::desc("Training: save every value the backward step reads"),
       llvm::cl::init(false)};
-  Option<bool> saveInStorageType{
+  Options::Option<bool> saveInStorageType{
       *this, "save-in-storage-type",
       llvm::cl::desc("Training: save values in the storage type instead of "
                      "f32 (f16/bf16: fewer bytes, a rounded backward)"),
       llvm::cl::init(false)};
-  ListOption<std::string> neurons{
+  Options::ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
-  ListOption<std::string> spikeStorage{
+  Options::ListOption<std::string> spikeStorage{
       *this, "spike-storage",
       llvm::cl::desc("Inference and final-state kernels: how spike outputs "
                      "are stored: dense (default), u8 and/or bits")};
-  Option<bool> fuse{
+  Options::Option<bool> fuse{
       *this, "fuse",
       llvm::cl::desc("Fuse first: elementwise linalg ops into the scans "
                      "they feed or read, scans over one domain into one "
                      "(flexsn-fuse-producers, -consumers, -siblings), so "
                      "that a block marked flexsn.block becomes one kernel"),
       llvm::cl::init(true)};
+};
+
+/// Options of `flexsn-lower-to-cpu`.
+struct LowerToCPUOptions : public KernelOptions<LowerToCPUOptions> {
+  ListOption<std::string> storageTypes{
+      *this, "storage-types",
+      llvm::cl::desc("Sequence storage types: f32, f16, bf16 (default f32)")};
   Option<bool> generateKernels{
       *this, "generate-kernels",
       llvm::cl::desc("Generate kernel functions from the neurons first; "
@@ -53,7 +60,7 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
 };
 
 /// Options of `flexsn-lower-to-nvvm`.
-struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+struct LowerToNVVMOptions : public KernelOptions<LowerToNVVMOptions> {
   ListOption<std::string> chips{
       *this, "chip",
       llvm::cl::desc("Target architectures, e.g. sm_90 (default) or "
@@ -72,35 +79,9 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       *this, "format",
       llvm::cl::desc("Object format: bin (cubin), fatbin or isa (PTX)"),
       llvm::cl::init("bin")};
-  ListOption<std::string> variants{
-      *this, "variants",
-      llvm::cl::desc("Kernel variants: inference, final-state (default "
-                     "both), forward, backward (training, by autodiff)")};
   ListOption<std::string> storageTypes{
       *this, "storage-types",
       llvm::cl::desc("Storage types (default f32,f16,bf16)")};
-  Option<bool> storeAll{
-      *this, "store-all",
-      llvm::cl::desc("Training: save every value the backward step reads"),
-      llvm::cl::init(false)};
-  Option<bool> saveInStorageType{
-      *this, "save-in-storage-type",
-      llvm::cl::desc("Training: save values in the storage type instead of "
-                     "f32 (f16/bf16: fewer bytes, a rounded backward)"),
-      llvm::cl::init(false)};
-  ListOption<std::string> neurons{
-      *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
-  ListOption<std::string> spikeStorage{
-      *this, "spike-storage",
-      llvm::cl::desc("Inference and final-state kernels: how spike outputs "
-                     "are stored: dense (default), u8 and/or bits")};
-  Option<bool> fuse{
-      *this, "fuse",
-      llvm::cl::desc("Fuse first: elementwise linalg ops into the scans "
-                     "they feed or read, scans over one domain into one "
-                     "(flexsn-fuse-producers, -consumers, -siblings), so "
-                     "that a block marked flexsn.block becomes one kernel"),
-      llvm::cl::init(true)};
   Option<bool> approximateSurrogates{
       *this, "approximate-surrogates",
       llvm::cl::desc("Evaluate surrogate gradients with the GPU's "

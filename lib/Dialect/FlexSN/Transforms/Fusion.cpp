@@ -1192,6 +1192,17 @@ struct FuseSiblingsPattern : OpRewritePattern<ScanOp> {
   ControlSiblingFusionFn control;
 };
 
+/// What the three fusion passes do: apply `patterns` to `root` greedily;
+/// then, with `remarks`, `explain` says why what stayed stayed.
+LogicalResult runFusion(Operation *root, RewritePatternSet &&patterns,
+                        bool remarks, function_ref<void()> explain) {
+  if (failed(applyPatternsGreedily(root, std::move(patterns))))
+    return failure();
+  if (remarks)
+    explain();
+  return success();
+}
+
 struct FuseSiblingsPass
     : flexsn::impl::FlexSNFuseSiblingsBase<FuseSiblingsPass> {
   using Base::Base;
@@ -1199,19 +1210,21 @@ struct FuseSiblingsPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFuseSiblingsPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
-    if (!remarks)
-      return;
     // What stayed: each scan reading another's result, and why.
-    getOperation()->walk([](ScanOp second) {
-      for (Value input : second.getInputs()) {
-        auto first = input.getDefiningOp<ScanOp>();
-        std::string reason;
-        if (first && failed(checkSiblingFusion(first, second, &reason)))
-          second.emitRemark() << "not fused with the scan it reads: " << reason;
-      }
-    });
+    auto explain = [&] {
+      getOperation()->walk([](ScanOp second) {
+        for (Value input : second.getInputs()) {
+          auto first = input.getDefiningOp<ScanOp>();
+          std::string reason;
+          if (first && failed(checkSiblingFusion(first, second, &reason)))
+            second.emitRemark()
+                << "not fused with the scan it reads: " << reason;
+        }
+      });
+    };
+    if (failed(
+            runFusion(getOperation(), std::move(patterns), remarks, explain)))
+      signalPassFailure();
   }
 };
 
@@ -1222,20 +1235,21 @@ struct FuseProducersPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFuseProducersPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
-    if (!remarks)
-      return;
     // What stayed: each scan input still produced by a linalg op, and why.
-    getOperation()->walk([](ScanOp scan) {
-      for (OpOperand &input : scan.getInputsMutable()) {
-        if (!input.get().getDefiningOp<linalg::LinalgOp>())
-          continue;
-        std::string reason;
-        if (failed(checkProducerFusion(input, &reason)))
-          scan.emitRemark() << "not fused: " << reason;
-      }
-    });
+    auto explain = [&] {
+      getOperation()->walk([](ScanOp scan) {
+        for (OpOperand &input : scan.getInputsMutable()) {
+          if (!input.get().getDefiningOp<linalg::LinalgOp>())
+            continue;
+          std::string reason;
+          if (failed(checkProducerFusion(input, &reason)))
+            scan.emitRemark() << "not fused: " << reason;
+        }
+      });
+    };
+    if (failed(
+            runFusion(getOperation(), std::move(patterns), remarks, explain)))
+      signalPassFailure();
   }
 };
 
@@ -1246,20 +1260,21 @@ struct FuseConsumersPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFuseConsumersPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
-    if (!remarks)
-      return;
     // What stayed: each linalg op still reading a scan result, and why.
-    getOperation()->walk([](linalg::LinalgOp op) {
-      for (OpOperand &use : op->getOpOperands()) {
-        if (!use.get().getDefiningOp<ScanOp>())
-          continue;
-        std::string reason;
-        if (failed(checkConsumerFusion(use, &reason)))
-          op->emitRemark() << "not fused into the scan: " << reason;
-      }
-    });
+    auto explain = [&] {
+      getOperation()->walk([](linalg::LinalgOp op) {
+        for (OpOperand &use : op->getOpOperands()) {
+          if (!use.get().getDefiningOp<ScanOp>())
+            continue;
+          std::string reason;
+          if (failed(checkConsumerFusion(use, &reason)))
+            op->emitRemark() << "not fused into the scan: " << reason;
+        }
+      });
+    };
+    if (failed(
+            runFusion(getOperation(), std::move(patterns), remarks, explain)))
+      signalPassFailure();
   }
 };
 } // namespace
