@@ -56,6 +56,16 @@ static void addKernelPasses(OpPassManager &pm,
   SmallVector<std::string> plain, training;
   for (const std::string &variant : options.variants)
     (isTrainingVariant(variant) ? training : plain).push_back(variant);
+  // Blocks: inference kernels for inference, forward kernels (which
+  // autodiff completes) for training.
+  FlexSNGenerateBlockKernelsOptions blocks;
+  if (options.variants.empty() ||
+      llvm::is_contained(options.variants, "inference"))
+    blocks.variants.push_back("inference");
+  if (!training.empty())
+    blocks.variants.push_back("forward");
+  if (!blocks.variants.empty())
+    pm.addPass(createFlexSNGenerateBlockKernels(blocks));
   if (options.variants.empty() || !plain.empty()) {
     FlexSNGenerateKernelsOptions kernels;
     kernels.variants.assign(plain.begin(), plain.end());

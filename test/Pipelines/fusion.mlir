@@ -13,9 +13,22 @@
 
 // UNFUSED:     error: block @bn_lif: 'linalg.generic' runs outside its scan
 
-// A block is compiled by the inference variant only; without it, the
-// lowering says so rather than leave the block uncompiled.
+// A block is compiled by the inference and training variants only;
+// without them, the lowering says so rather than leave the block
+// uncompiled.
 // RUN: not flexsn-opt %S/Inputs/bn_lif_block.mlir \
 // RUN:   '--flexsn-lower-to-cpu=variants=final-state' -o /dev/null 2>&1 \
 // RUN: | FileCheck %s --check-prefix=NO-INFERENCE
-// NO-INFERENCE: error: block @bn_lif has no kernel: blocks compile to inference kernels (flexsn-generate-kernels with variants including inference)
+// NO-INFERENCE: error: block @bn_lif has no kernel: flexsn-generate-block-kernels compiles blocks (the pipelines do, for variants inference, forward or backward)
+
+// For training, the block becomes a forward kernel writing its state as a
+// sequence, which autodiff completes with what it saves and a backward
+// kernel: the gradients of x and of the initial state, and per-channel
+// gradients of the trainable scale and shift.
+// RUN: flexsn-opt %S/Inputs/bn_lif_block.mlir --flexsn-lower-to-cpu=variants=forward,backward \
+// RUN: | FileCheck %s --check-prefix=TRAIN
+// TRAIN:       #flexsn.compiled_kernel<"bn_lif_forward_f32", <"bn_lif", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", state_sequence, f32, sequence>, <"saved0", saved_output, f32, sequence>], workspace_sequences = 1>>
+// TRAIN-SAME:  #flexsn.compiled_kernel<"bn_lif_backward_f32", <"bn_lif", backward, f32, buffers = [<"y_grad", optional_input_sequence, f32, sequence>, <"v_grad", optional_input_sequence, f32, sequence>, <"saved0", saved_input, f32, sequence>, <"x", input_sequence, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"scale_grad", per_channel_param_gradient, f32, per_channel>, <"shift_grad", per_channel_param_gradient, f32, per_channel>], workspace_sequences = 1>>
+// TRAIN-NOT:   @bn_lif(
+// TRAIN:       llvm.func @bn_lif_forward_f32(
+// TRAIN:       llvm.func @bn_lif_backward_f32(

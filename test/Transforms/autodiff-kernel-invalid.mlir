@@ -38,25 +38,6 @@ func.func @call_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>)
 
 // -----
 
-// A parameter buffer's kernel interface does not say whether it trains.
-// expected-error@+1 {{cannot tell whether parameter buffer 'w' is trainable: declare the parameter in a neuron}}
-func.func @shaped_forward_f32(%x: memref<?x?xf32>, %w: memref<?xf32>,
-                              %y: memref<?x?xf32>)
-    attributes {flexsn.kernel = #flexsn.kernel<"shaped", forward, f32,
-      buffers = [<"x", input_sequence, f32, sequence>,
-                 <"w", per_neuron_param, f32, per_neuron>,
-                 <"y", output_sequence, f32, sequence>]>} {
-  flexsn.scan ins(%x : memref<?x?xf32>) params(%w : memref<?xf32>)
-      outs(%y : memref<?x?xf32>) {
-  ^bb0(%xi: f32, %wi: f32):
-    %r = arith.mulf %xi, %wi : f32
-    flexsn.yield %r : f32
-  }
-  return
-}
-
-// -----
-
 // A kernel function is checked against its interface first.
 func.func @two_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>,
                            %z: memref<?x?xf32>)

@@ -115,3 +115,31 @@ func.func @done_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>)
 func.func @done_backward_f32() {
   return
 }
+
+// -----
+
+// Parameter buffers get a gradient when their argument is marked
+// flexsn.trainable (w), and none otherwise (b): the backward takes both and
+// writes w_grad only.
+// CHECK-LABEL: func.func @shaped_forward_f32(
+// CHECK-LABEL: func.func @shaped_backward_f32(
+// CHECK-SAME:    <"w", per_neuron_param, f32, per_neuron>, <"b", per_neuron_param, f32, per_neuron>, <"w_grad", per_neuron_param_gradient, f32, per_neuron>]
+// CHECK-NOT:     b_grad
+// CHECK:         flexsn.scan
+func.func @shaped_forward_f32(%x: memref<?x?xf32>,
+                              %w: memref<?xf32> {flexsn.trainable},
+                              %b: memref<?xf32>, %y: memref<?x?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"shaped", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"w", per_neuron_param, f32, per_neuron>,
+                 <"b", per_neuron_param, f32, per_neuron>,
+                 <"y", output_sequence, f32, sequence>]>} {
+  flexsn.scan ins(%x : memref<?x?xf32>) params(%w, %b : memref<?xf32>, memref<?xf32>)
+      outs(%y : memref<?x?xf32>) {
+  ^bb0(%xi: f32, %wi: f32, %bi: f32):
+    %m = arith.mulf %xi, %wi : f32
+    %r = arith.addf %m, %bi : f32
+    flexsn.yield %r : f32
+  }
+  return
+}

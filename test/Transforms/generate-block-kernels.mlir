@@ -1,4 +1,4 @@
-// RUN: flexsn-opt %s --split-input-file --flexsn-generate-kernels=variants=inference \
+// RUN: flexsn-opt %s --split-input-file --flexsn-generate-block-kernels=variants=inference \
 // RUN:   -verify-diagnostics | FileCheck %s
 
 // A function marked `flexsn.block` whose only work is one scan (what the

@@ -9,7 +9,7 @@
 // RUN: rm -rf %t && split-file %s %t
 // RUN: flexsn-opt %S/../../Pipelines/Inputs/bn_lif_block.mlir \
 // RUN:   --flexsn-fuse-producers --flexsn-fuse-consumers \
-// RUN:   --flexsn-generate-kernels=variants=inference --mlir-print-local-scope \
+// RUN:   --flexsn-generate-block-kernels=variants=inference --mlir-print-local-scope \
 // RUN:   -o %t/kernel.mlir
 // RUN: FileCheck %s --check-prefix=KERNEL --input-file=%t/kernel.mlir
 // RUN: %python -c "import sys; k = open(sys.argv[1]).read().strip(); \

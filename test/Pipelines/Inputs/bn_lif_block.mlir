@@ -1,8 +1,9 @@
 // A spiking block on tensors, as a user writes it: batch-norm's apply step
 // (per-channel scale and shift) on [T, B, C, S], a LIF neuron, a residual
-// add of the spikes and the input. Fusion makes it one scan; kernel
-// generation one kernel. Used by test/Pipelines/fusion.mlir,
-// test/Target/GPU/block-ptx.mlir and test/Integration/CPU/block-kernel.mlir.
+// add of the spikes and the input; scale and shift are trainable. Fusion
+// makes it one scan; block kernel generation one kernel per variant. Used
+// by test/Pipelines/fusion.mlir, test/Target/GPU/block-ptx.mlir,
+// test/Integration/CPU/block-kernel.mlir and python/tests.
 
 flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike)
     params(%tau: f32 = 2.0, %v_threshold: f32 = 1.0) {
@@ -20,8 +21,8 @@ flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike)
 #seq = affine_map<(t, b, c, s) -> (t, b, c, s)>
 #chan = affine_map<(t, b, c, s) -> (c)>
 func.func @bn_lif(%x: tensor<?x?x?x?xf32> {flexsn.name = "x"},
-                  %scale: tensor<?xf32> {flexsn.name = "scale"},
-                  %shift: tensor<?xf32> {flexsn.name = "shift"})
+                  %scale: tensor<?xf32> {flexsn.name = "scale", flexsn.trainable},
+                  %shift: tensor<?xf32> {flexsn.name = "shift", flexsn.trainable})
     -> (tensor<?x?x?x?xf32> {flexsn.name = "y"},
         tensor<?x?x?xf32> {flexsn.name = "v"})
     attributes {flexsn.block} {

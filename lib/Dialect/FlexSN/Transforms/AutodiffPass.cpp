@@ -315,20 +315,28 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     return forwards;
   }
 
-  /// A kernel's scalar parameters say whether they are trainable; its
-  /// parameter buffers do not, so only a neuron's kernels may have them.
-  FailureOr<SmallVector<bool>> getTrainable(func::FuncOp forward) {
+  /// Per scan parameter, whether it gets a gradient: a scalar one by its
+  /// kind, a parameter buffer by its argument's `flexsn.trainable` mark.
+  SmallVector<bool> getTrainable(func::FuncOp forward) {
     auto interface = forward->getAttrOfType<KernelInterfaceAttr>(
         KernelInterfaceAttr::getAttrName());
-    for (KernelBufferAttr buffer : interface.getBuffers())
-      if (isParamRole(buffer.getRole()))
-        return forward.emitError()
-               << "cannot tell whether parameter buffer '"
-               << buffer.getName().getValue()
-               << "' is trainable: declare the parameter in a neuron";
-    return llvm::map_to_vector(interface.getParams(), [](ParamAttr p) {
-      return p.getKind() == ParamKind::Trainable;
-    });
+    SmallVector<bool> trainable;
+    auto scans = forward.getOps<ScanOp>();
+    if (scans.empty())
+      return trainable; // differentiateKernel says what is missing
+    ScanOp scan = *scans.begin();
+    unsigned nextScalar = 0;
+    for (Value param : scan.getParams()) {
+      if (auto arg = dyn_cast<BlockArgument>(param);
+          arg && isa<MemRefType>(param.getType()))
+        trainable.push_back(
+            bool(forward.getArgAttr(arg.getArgNumber(), "flexsn.trainable")));
+      else
+        trainable.push_back(nextScalar < interface.getParams().size() &&
+                            interface.getParams()[nextScalar++].getKind() ==
+                                ParamKind::Trainable);
+    }
+    return trainable;
   }
 
   void runOnOperation() override {
@@ -337,9 +345,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     if (failed(inlineApplications(module)))
       return signalPassFailure();
     for (func::FuncOp forward : findUndifferentiated(module)) {
-      FailureOr<SmallVector<bool>> trainable = getTrainable(forward);
-      if (failed(trainable) ||
-          failed(differentiateKernel(forward, *trainable, storeAll,
+      if (failed(differentiateKernel(forward, getTrainable(forward), storeAll,
                                      saveInStorageType)))
         return signalPassFailure();
     }

@@ -17,9 +17,9 @@ LogicalResult mlir::flexsn::checkBlocksCompiled(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
     if (func->hasAttr("flexsn.block")) {
       func.emitError() << "block @" << func.getSymName()
-                       << " has no kernel: blocks compile to inference "
-                          "kernels (flexsn-generate-kernels with variants "
-                          "including inference)";
+                       << " has no kernel: flexsn-generate-block-kernels "
+                          "compiles blocks (the pipelines do, for variants "
+                          "inference, forward or backward)";
       found = true;
     }
   return failure(found);

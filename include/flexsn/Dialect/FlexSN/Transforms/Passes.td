@@ -10,8 +10,7 @@
 include "mlir/Pass/PassBase.td"
 
 def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> {
-  let summary = "Generate the kernel variants of each neuron, and block "
-                "kernels, as functions";
+  let summary = "Generate the kernel variants of each neuron as functions";
   let description = [{
     For every `flexsn.neuron` (or those named by `neurons`), every requested
     variant and every storage type, adds a `func.func` whose arguments are
@@ -46,46 +45,9 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
     thirty-second of an f32 sequence's bytes. A neuron without a spike
     output has no such kernels (an error).
 
-    **Blocks.** A `func.func` marked `flexsn.block`, on tensors, whose only
-    work is one `flexsn.scan` (what the `flexsn-fuse-*` passes leave of a
-    spiking block: normalization, neuron, residual in one scan) becomes
-    `@<block>_inference_<dtype>` when `inference` is requested, and is
-    replaced by it. The kernel takes a buffer per tensor the scan reads or
-    writes, in the scan's operand order: inputs (`[T, N]` sequences, the
-    block's arguments), initial states (the block's, or for a block whose
-    states start at zero, optional `<state>_init` buffers, as a neuron
-    kernel has: absent reads as zeros), param buffers (per neuron, or per
-    channel over a `[T, B, C, S]` domain), outputs and states (sequences
-    or final states, the block's results); then its scalar params. Names
-    come from `flexsn.name` on the block's arguments and results (else
-    `argN`, `resultN`); a scalar param marked `flexsn.trainable` is
-    trainable. `dtype` is the first input's element type; each buffer keeps
-    its tensor's. The scan's body comes along as it is (with the constants
-    it uses). A block whose scan has reductions, runs over another rank, or
-    keeps other work (an unfused linalg op, a second scan) is an error
-    naming what stays.
-
-    ```mlir
-    func.func @bn_lif(%x: tensor<?x?x?x?xf32> {flexsn.name = "x"},
-                      %scale: tensor<?xf32> {flexsn.name = "scale"}, ...)
-        -> (tensor<?x?x?x?xf32> {flexsn.name = "y"}, ...)
-        attributes {flexsn.block} {
-      ... one flexsn.scan ...
-    }
-    // becomes
-    func.func @bn_lif_inference_f32(%x: memref<?x?x?x?xf32>,
-                                    %scale: memref<?xf32>, ...)
-        attributes {flexsn.kernel = #flexsn.kernel<"bn_lif", inference,
-          f32, buffers = [<"x", input_sequence, f32, sequence>,
-                          <"scale", per_channel_param, f32, per_channel>, ...]>}
-    ```
-
     Rationale:
     * Variants are IR, not templates: every later pass (autodiff, fusion,
       both lowerings) sees ordinary functions holding scans.
-    * A block is written on tensors, where fusion works, and its kernel is
-      the same interface as a neuron's: the lowerings, the header, the
-      manifest and the runtime need nothing new.
   }];
   let options = [
     ListOption<"variants", "variants", "std::string",
@@ -102,6 +64,68 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FlexSNGenerateBlockKernels
+    : Pass<"flexsn-generate-block-kernels", "::mlir::ModuleOp"> {
+  let summary = "Compile each spiking block (a function marked flexsn.block) "
+                "to kernel functions";
+  let description = [{
+    A `func.func` marked `flexsn.block`, on tensors, whose only work is one
+    `flexsn.scan` (what the `flexsn-fuse-*` passes leave of a spiking block:
+    normalization, neuron, residual in one scan) becomes
+    `@<block>_<variant>_<dtype>` for each requested variant, and is replaced
+    by them:
+
+    | variant | writes |
+    | --- | --- |
+    | `inference` | the block's results: sequences, final states |
+    | `forward` | the same, every state as a `[T, N]` sequence; `flexsn-autodiff` then adds what it saves and `@<block>_backward_<dtype>` |
+
+    The kernel takes a buffer per tensor the scan reads or writes, in the
+    scan's operand order: inputs (`[T, N]` sequences, the block's
+    arguments), initial states (the block's, or for a block whose states
+    start at zero, optional `<state>_init` buffers, as a neuron kernel has:
+    absent reads as zeros), param buffers (per neuron, or per channel over a
+    `[T, B, C, S]` domain), outputs and states; then its scalar params.
+    Names come from `flexsn.name` on the block's arguments and results (else
+    `argN`, `resultN`). A param marked `flexsn.trainable` is trainable: a
+    scalar one's kind says so, a param buffer's kernel argument keeps
+    the mark, which autodiff reads. `dtype` is the
+    first input's element type; each buffer keeps its tensor's. The scan's
+    body comes along as it is (with the constants it uses). A block whose
+    scan has reductions, runs over another rank, or keeps other work (an
+    unfused linalg op, a second scan) is an error naming what stays.
+
+    ```mlir
+    func.func @bn_lif(%x: tensor<?x?x?x?xf32> {flexsn.name = "x"},
+                      %scale: tensor<?xf32> {flexsn.name = "scale",
+                                             flexsn.trainable}, ...)
+        -> (tensor<?x?x?x?xf32> {flexsn.name = "y"}, ...)
+        attributes {flexsn.block} {
+      ... one flexsn.scan ...
+    }
+    // becomes, with variants=inference
+    func.func @bn_lif_inference_f32(%x: memref<?x?x?x?xf32>,
+                                    %scale: memref<?xf32>, ...)
+        attributes {flexsn.kernel = #flexsn.kernel<"bn_lif", inference,
+          f32, buffers = [<"x", input_sequence, f32, sequence>,
+                          <"scale", per_channel_param, f32, per_channel>, ...]>}
+    ```
+
+    Rationale:
+    * A block is written on tensors, where fusion works, and its kernels
+      have the same interface as a neuron's: autodiff, the lowerings, the
+      header, the manifest and the runtime need nothing new.
+    * Trainability of a param buffer is a mark on the argument, not a new
+      buffer role: the inference kernel and the runtime are unchanged.
+  }];
+  let options = [
+    ListOption<"variants", "variants", "std::string",
+               "Variants to generate: inference (the default), forward">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
   let summary = "Generate training kernels: forward with saves, reverse-time backward";
   let description = [{
@@ -112,8 +136,9 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     type it first builds that kernel from the neuron's specialized step;
     forward kernels already in the module (written by hand, or by another
     pass) are differentiated too, unless their backward kernel exists. Their
-    scalar parameters' kinds say which get gradients; a parameter buffer
-    needs a neuron to say so. Each forward kernel is completed and gets its
+    scalar parameters' kinds say which get gradients, and a parameter
+    buffer gets one when its argument is marked `flexsn.trainable` (as
+    `flexsn-generate-block-kernels` marks a block's). Each forward kernel is completed and gets its
     backward kernel, named with its last `forward` replaced by `backward`
     (or `_backward` appended), with buffers named after the forward's. For
     a neuron the pair is:

@@ -1,0 +1,348 @@
+//===- BlockKernels.cpp - One kernel per spiking block --------------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
+#include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::flexsn {
+#define GEN_PASS_DEF_FLEXSNGENERATEBLOCKKERNELS
+#include "flexsn/Dialect/FlexSN/Transforms/Passes.h.inc"
+} // namespace mlir::flexsn
+
+using namespace mlir;
+using namespace mlir::flexsn;
+
+namespace {
+
+/// The name of a block function's argument or result: its `flexsn.name`
+/// attribute, or `<prefix><index>`.
+std::string blockName(DictionaryAttr attrs, StringRef prefix, unsigned index) {
+  if (attrs)
+    if (auto name = attrs.getAs<StringAttr>("flexsn.name"))
+      return name.str();
+  return (prefix + Twine(index)).str();
+}
+
+/// Builds `@<block>_<variant>_<dtype>` from `block`, a function on tensors
+/// marked `flexsn.block` whose only work is one scan: a kernel function
+/// taking a buffer per tensor the scan reads or writes (in the scan's
+/// operand order) and its scalar params, holding that scan on them; its
+/// trainable param buffers keep their `flexsn.trainable` mark. The forward
+/// kernel writes every state as a sequence (what autodiff reads).
+/// Emits an error and fails on anything a kernel cannot hold.
+FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
+                                         KernelVariant variant) {
+  bool forward = variant == KernelVariant::Forward;
+  MLIRContext *ctx = block.getContext();
+  auto fail = [&](Operation *at) {
+    return at->emitError() << "block @" << block.getSymName() << ": ";
+  };
+  ScanOp scan;
+  for (Operation &op : block.getBody().front()) {
+    if (auto found = dyn_cast<ScanOp>(op)) {
+      if (scan)
+        return fail(found) << "holds two scans (flexsn-fuse-siblings merges "
+                              "scans that meet only at each (t, n))",
+               failure();
+      scan = found;
+      continue;
+    }
+    if (!isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp, func::ReturnOp>(
+            op))
+      return fail(&op) << "'" << op.getName()
+                       << "' runs outside its scan: a block kernel runs its "
+                          "scan only (the flexsn-fuse-* passes move "
+                          "elementwise ops into it; remarks=true says why an "
+                          "op stayed)",
+             failure();
+  }
+  if (!scan)
+    return fail(block) << "holds no scan", failure();
+  if (!scan.getReductions().empty())
+    return fail(scan) << "its scan has reductions, which are no kernel "
+                         "buffers yet",
+           failure();
+  unsigned rank = scan.getDomainRank();
+  bool channels = rank == 4;
+  if (rank != 2 && rank != 4)
+    return fail(scan) << "its scan runs over a domain of rank " << rank
+                      << ": a kernel runs over [T, N] or [T, B, C, S]",
+           failure();
+
+  // Each returned value is one scan result, named by the result.
+  auto ret = cast<func::ReturnOp>(block.getBody().front().getTerminator());
+  SmallVector<std::string> resultNames(scan->getNumResults());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto result = dyn_cast<OpResult>(value);
+    if (!result || result.getOwner() != scan ||
+        !resultNames[result.getResultNumber()].empty())
+      return fail(ret) << "returns a value that is not a scan result (or "
+                          "one twice)",
+             failure();
+    resultNames[result.getResultNumber()] =
+        blockName(block.getResultAttrDict(i), "result", i);
+  }
+  for (auto [r, name] : llvm::enumerate(resultNames))
+    if (name.empty())
+      return fail(scan) << "does not return scan result #" << r
+                        << ": a kernel writes all of them",
+             failure();
+
+  // The buffers, in the scan's operand order, and the scalar params.
+  SmallVector<KernelBufferAttr> buffers;
+  SmallVector<ParamAttr> params;
+  SmallVector<int64_t> argumentOf; // per scan operand: the kernel argument
+  SmallVector<unsigned> trainableBuffers; // param buffers to differentiate
+  // Checked: a name or an element type may not suit a kernel buffer.
+  bool invalid = false;
+  auto buffer = [&](const Twine &name, BufferRole role, Type type) {
+    KernelBufferAttr attr = KernelBufferAttr::getChecked(
+        [&] { return fail(scan) << "its kernel's buffer: "; }, ctx,
+        StringAttr::get(ctx, name), role, type, getShapeOfRole(role));
+    invalid |= !attr;
+    return attr;
+  };
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap perNeuron = identity.dropResult(0);
+  auto [firstOut, numOut] = scan.getODSOperandIndexAndLength(3);
+  for (OpOperand &operand : scan->getOpOperands()) {
+    unsigned number = operand.getOperandNumber();
+    AffineMap map = scan.getMatchingIndexingMap(&operand);
+    Type type = operand.get().getType();
+    // Destinations: named by the results; contents are never read.
+    if (number >= firstOut) {
+      unsigned r = number - firstOut;
+      BufferRole role = r < numOut ? BufferRole::OutputSequence
+                        : map.isIdentity() || forward
+                            ? BufferRole::StateSequence
+                            : BufferRole::FinalState;
+      argumentOf.push_back(buffers.size());
+      buffers.push_back(
+          buffer(resultNames[r], role, getElementTypeOrSelf(type)));
+      continue;
+    }
+    auto arg = dyn_cast<BlockArgument>(operand.get());
+    if (!arg || arg.getOwner() != &block.getBody().front())
+      return fail(scan) << "its operand #" << number
+                        << " is not an argument of the block: a kernel "
+                           "reads its arguments",
+             failure();
+    DictionaryAttr attrs = block.getArgAttrDict(arg.getArgNumber());
+    std::string name = blockName(attrs, "arg", arg.getArgNumber());
+    auto [firstParam, numParams] = scan.getODSOperandIndexAndLength(2);
+    bool isParam = number >= firstParam && number < firstParam + numParams;
+    if (isParam && !isa<ShapedType>(type)) {
+      bool trainable = attrs && attrs.contains("flexsn.trainable");
+      argumentOf.push_back(-1 - params.size());
+      params.push_back(ParamAttr::get(
+          ctx, StringAttr::get(ctx, name),
+          cast<TypedAttr>(builder.getZeroAttr(type)),
+          trainable ? ParamKind::Trainable : ParamKind::Runtime));
+      continue;
+    }
+    BufferRole role;
+    if (isParam && attrs && attrs.contains("flexsn.trainable"))
+      trainableBuffers.push_back(buffers.size());
+    if (isParam) {
+      bool perChannel =
+          channels && map.getNumResults() == 1 && map.getDimPosition(0) == 2;
+      if (map != perNeuron && !perChannel)
+        return fail(scan) << "its param '" << name << "' is read through "
+                          << AffineMapAttr::get(map)
+                          << ": a kernel's param buffers are per neuron or "
+                             "per channel",
+               failure();
+      role =
+          perChannel ? BufferRole::PerChannelParam : BufferRole::PerNeuronParam;
+    } else if (number < scan.getInputs().size()) {
+      if (!map.isIdentity())
+        return fail(scan) << "its input '" << name << "' is read through "
+                          << AffineMapAttr::get(map)
+                          << ": a kernel's inputs are sequences",
+               failure();
+      role = BufferRole::InputSequence;
+    } else {
+      role = BufferRole::InitialState;
+    }
+    argumentOf.push_back(buffers.size());
+    buffers.push_back(buffer(name, role, getElementTypeOrSelf(type)));
+  }
+  if (channels && !llvm::any_of(buffers, [](KernelBufferAttr b) {
+        return b.getRole() == BufferRole::PerChannelParam;
+      }))
+    return fail(scan) << "runs over [T, B, C, S] without a per-channel "
+                         "param: write it over [T, N]",
+           failure();
+
+  if (invalid)
+    return failure();
+  // A kernel's states start from optional initial-state buffers (absent:
+  // zeros), which also give a final state its value when T = 0: a block
+  // whose states start at zero gets them, `<state>_init`, after its inputs.
+  unsigned numInputs = scan.getInputs().size();
+  unsigned addedInits = 0;
+  if (scan.getInits().empty()) {
+    for (auto [s, state] : llvm::enumerate(scan.getStates()))
+      buffers.insert(buffers.begin() + numInputs + s,
+                     buffer(resultNames[numOut + s] + "_init",
+                            BufferRole::InitialState,
+                            getElementTypeOrSelf(state.getType())));
+    addedInits = scan.getStates().size();
+    for (int64_t &a : argumentOf)
+      if (a >= int64_t(numInputs))
+        a += addedInits;
+    for (unsigned &t : trainableBuffers)
+      t += addedInits;
+  }
+
+  if (invalid)
+    return failure();
+
+  Type element = getElementTypeOrSelf(scan.getInputs().front().getType());
+  std::optional<StorageType> storage =
+      symbolizeStorageType(element.isF32()    ? "f32"
+                           : element.isF16()  ? "f16"
+                           : element.isBF16() ? "bf16"
+                                              : "");
+  if (!storage)
+    return fail(scan) << "its first input holds " << element
+                      << ": kernels store f32, f16 or bf16",
+           failure();
+  // Checked: two of the block's names may collide (an argument read twice).
+  auto interface = KernelInterfaceAttr::getChecked(
+      [&] { return fail(scan) << "its kernel's interface: "; }, ctx,
+      block.getSymNameAttr(), variant, *storage,
+      ArrayRef<KernelBufferAttr>(buffers), ArrayRef<ParamAttr>(params),
+      /*workspaceSequences=*/int64_t(0), /*reductionSlots=*/int64_t(0),
+      SpikeStorage::Dense);
+  if (!interface)
+    return failure();
+  if (channels != interface.hasChannels())
+    return fail(scan) << "its shapes do not match its kernel's", failure();
+  func::FuncOp kernel = createKernelFunction(
+      builder, block.getLoc(),
+      getKernelName(block.getSymName(), variant, *storage), interface);
+  for (unsigned t : trainableBuffers)
+    kernel.setArgAttr(t, "flexsn.trainable", builder.getUnitAttr());
+  OpBuilder body = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  unsigned numBuffers = buffers.size();
+  SmallVector<Value> operands = llvm::map_to_vector(argumentOf, [&](int64_t a) {
+    return Value(kernel.getArgument(a >= 0 ? a : numBuffers + (-1 - a)));
+  });
+  // The scan on the kernel's arguments: an inits group where the kernel
+  // added one (read per neuron), states written per step in the forward.
+  auto group = [&](unsigned g) {
+    auto [first, count] = scan.getODSOperandIndexAndLength(g);
+    return ValueRange(operands).slice(first, count);
+  };
+  SmallVector<AffineMap> maps = scan.getIndexingMapsArray();
+  maps.insert(maps.begin() + numInputs, addedInits, perNeuron);
+  if (forward) {
+    auto [firstState, numStates] = scan.getODSOperandIndexAndLength(4);
+    std::fill_n(maps.begin() + addedInits + firstState, numStates, identity);
+  }
+  ValueRange inits = addedInits
+                         ? kernel.getArguments().slice(numInputs, addedInits)
+                         : group(1);
+  ScanOp kernelScan = ScanOp::create(
+      body, scan.getLoc(), TypeRange(), scan.getCalleeAttr(), group(0), inits,
+      group(2), group(3), group(4), group(5), body.getAffineMapArrayAttr(maps),
+      scan.getReverseAttr(), scan.getOptionalInputsAttr());
+  IRMapping mapping;
+  scan.getBody().cloneInto(&kernelScan.getBody(), mapping);
+  func::ReturnOp::create(body, block.getLoc());
+  // The body's constants from the block (hoisted there by canonicalization)
+  // come along; nothing else from the block may.
+  IRMapping constants;
+  OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  WalkResult walk = kernelScan.getBody().walk([&](Operation *op) {
+    for (OpOperand &use : op->getOpOperands()) {
+      Value value = use.get();
+      if (kernel.getBody().isAncestor(value.getParentRegion()))
+        continue;
+      Operation *def = value.getDefiningOp();
+      if (!def || !def->hasTrait<OpTrait::ConstantLike>()) {
+        op->emitError() << "block @" << block.getSymName()
+                        << ": its scan's body uses a value from the block "
+                           "that is not a constant";
+        return WalkResult::interrupt();
+      }
+      if (!constants.contains(value))
+        entry.clone(*def, constants);
+      use.set(constants.lookup(value));
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted()) {
+    kernel.erase();
+    return failure();
+  }
+  return kernel;
+}
+
+struct GenerateBlockKernelsPass
+    : flexsn::impl::FlexSNGenerateBlockKernelsBase<GenerateBlockKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<KernelVariant> requested;
+    llvm::StringSet<> seen;
+    for (const std::string &name : variants) {
+      std::optional<KernelVariant> variant = symbolizeKernelVariant(name);
+      if (!variant || (*variant != KernelVariant::Inference &&
+                       *variant != KernelVariant::Forward)) {
+        module.emitError() << "unknown block kernel variant '" << name
+                           << "'; expected inference or forward (whose "
+                              "backward flexsn-autodiff generates)";
+        return signalPassFailure();
+      }
+      if (!seen.insert(name).second) {
+        module.emitError() << "block kernel variant '" << name
+                           << "' is listed twice";
+        return signalPassFailure();
+      }
+      requested.push_back(*variant);
+    }
+    if (requested.empty())
+      requested = {KernelVariant::Inference};
+
+    SymbolTable symbols(module);
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    for (auto block : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (!block->hasAttr("flexsn.block"))
+        continue;
+      for (KernelVariant variant : requested) {
+        FailureOr<func::FuncOp> kernel =
+            buildBlockKernel(builder, block, variant);
+        if (failed(kernel))
+          return signalPassFailure();
+        if (symbols.lookup(kernel->getSymName())) {
+          kernel->emitError() << "kernel name '" << kernel->getSymName()
+                              << "' is already taken in the module";
+          kernel->erase();
+          return signalPassFailure();
+        }
+        symbols.insert(*kernel);
+      }
+      // The kernels replace the block.
+      symbols.erase(block);
+    }
+  }
+};
+
+} // namespace
