@@ -23,7 +23,7 @@ the GPU the script loads FILE with CuPy and:
 Writes block_results.json and .md to --out. The kernels are launched
 directly (the vector kernel where N is a multiple of 4, as the runtime
 chooses), with the ABI of docs/ABI.md: buffers (x, v_init (null: zeros),
-scale, shift, y, v), then T, N, ld, C, S.
+y, v, scale, shift), then T, N, ld, C, S.
 """
 
 import argparse
@@ -97,7 +97,7 @@ def main():
         kernel, groups = (vec, n // 4) if n % 4 == 0 else (scalar, n)
         kernel(*grid(groups),
                (cp.uint64(x.data_ptr()), cp.uint64(0))  # v_init: zeros
-               + tuple(cp.uint64(t.data_ptr()) for t in (scale, shift, y, v))
+               + tuple(cp.uint64(t.data_ptr()) for t in (y, v, scale, shift))
                + tuple(cp.int64(k) for k in (T, n, n, c, s)), stream=stream)
 
     g = torch.Generator(device="cuda").manual_seed(0)

@@ -60,8 +60,8 @@ def test_block_kernel_against_formulas(block, device, shape):
     y = torch.full_like(x, float("nan"))
     v = torch.full((B, C, S), float("nan"), device=device)
     kernel = block.kernel(device, "bn_lif_inference_f32")
-    addresses = [x.data_ptr(), 0, scale.data_ptr(), shift.data_ptr(),
-                 y.data_ptr(), v.data_ptr()]  # v_init absent: zeros
+    addresses = [x.data_ptr(), 0, y.data_ptr(), v.data_ptr(),
+                 scale.data_ptr(), shift.data_ptr()]  # v_init absent: zeros
     if device == "cuda":
         kernel.launch(torch.cuda.current_stream().cuda_stream, T, N, 0,
                       addresses, 0, channels=(C, S))
@@ -75,10 +75,10 @@ def test_block_kernel_against_formulas(block, device, shape):
 def test_block_kernel_interface(block):
     spec = block.kernel("cpu", "bn_lif_inference_f32").spec
     assert [b.name for b in spec.buffers] == [
-        "x", "v_init", "scale", "shift", "y", "v"]
+        "x", "v_init", "y", "v", "scale", "shift"]
     assert [b.role for b in spec.buffers] == [
-        "input_sequence", "initial_state", "per_channel_param",
-        "per_channel_param", "output_sequence", "final_state"]
+        "input_sequence", "initial_state", "output_sequence", "final_state",
+        "per_channel_param", "per_channel_param"]
     with pytest.raises(ValueError):
         block.kernel("cpu", "bn_lif_inference_f32").launch(
             2, 10, [0] * 6, 0, channels=(3, 2))

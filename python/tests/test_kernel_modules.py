@@ -201,14 +201,56 @@ def test_names_and_errors(block):
         block.kernel("tpu", "block_forward_f32")
     with pytest.raises(flexsn.CompileError, match="holds no kernel function"):
         flexsn.compile_kernels("func.func @f() { return }", targets=("cpu",))
-    # A state kept only at its end cannot be differentiated: the MLIR
-    # diagnostic comes back, pointing into the source.
-    final_only = BLOCK.replace(
-        "%v: memref<?x?xf32>,", "%v: memref<?xf32>,").replace(
-        "states(%v : memref<?x?xf32>)", "states(%v : memref<?xf32>)").replace(
-        '<"v_seq", state_sequence, f32, sequence>',
-        '<"v_final", final_state, f32, per_neuron>')
+    # A reverse-time scan cannot be differentiated: the MLIR diagnostic
+    # comes back, pointing into the source.
+    backwards = BLOCK.replace("flexsn.scan ins(", "flexsn.scan reverse ins(")
     with pytest.raises(flexsn.CompileError) as error:
-        flexsn.compile_kernels(final_only, targets=("cpu",))
-    assert "keeps only its final value" in str(error.value)
+        flexsn.compile_kernels(backwards, targets=("cpu",))
+    assert "forward-time scan" in str(error.value)
     assert error.value.locations, str(error.value)
+
+
+FINAL_ONLY = BLOCK.replace(
+    "%v: memref<?x?xf32>,", "%v: memref<?xf32>,").replace(
+    "states(%v : memref<?x?xf32>)", "states(%v : memref<?xf32>)").replace(
+    '<"v_seq", state_sequence, f32, sequence>',
+    '<"v", final_state, f32, per_neuron>')
+
+
+def test_state_kept_only_at_its_end():
+    """A forward kernel that keeps only the final state trains: its
+    backward takes the final state's gradient and none per step."""
+    block = flexsn.compile_kernels(FINAL_ONLY, targets=("cpu",))
+    forward = block.kernel("cpu", "block_forward_f32")
+    backward = block.kernel("cpu", "block_backward_f32")
+    assert [b.name for b in backward.spec.buffers
+            if not b.in_workspace] == [
+        "y_grad", "x", "v_final_grad", "x_grad", "v_init_grad", "scale_grad"]
+    T, N = 5, 6
+    gen = torch.Generator().manual_seed(4)
+    x, v0, gy, gfinal = (sixteenths(gen, shape, -1, 2)
+                         for shape in ((T, N), (N,), (T, N), (N,)))
+    workspace = torch.zeros(forward.spec.workspace_size(T, N, N) // 4 + 1)
+    y, v, dx, dv0, da = (torch.full(shape, -7.0)
+                         for shape in ((T, N), (N,), (T, N), (N,), ()))
+    tensors = {"x": x, "v_init": v0, "y": y, "v": v, "y_grad": gy,
+               "v_final_grad": gfinal, "x_grad": dx, "v_init_grad": dv0,
+               "scale_grad": da}
+    for kernel in (forward, backward):
+        if kernel is backward:
+            da.zero_()  # a scalar gradient is added to
+        kernel.launch(T, N, [tensors[b.name].data_ptr()
+                             for b in kernel.spec.buffers
+                             if not b.in_workspace],
+                      workspace.data_ptr(), [SCALE, SHIFT])
+    want_y, want_v, want_dx, want_dv0, want_da = expected(x, v0, gy, None,
+                                                          gfinal)
+    import numpy as np
+    np.testing.assert_array_equal(y.double().numpy(), want_y)
+    np.testing.assert_array_equal(v.double().numpy(), want_v[-1])
+    # Gradients multiply f32 roundings over the steps: close, not equal.
+    np.testing.assert_allclose(dx.double().numpy(), want_dx, rtol=1e-6,
+                               atol=1e-7)
+    np.testing.assert_allclose(dv0.double().numpy(), want_dv0, rtol=1e-6,
+                               atol=1e-7)
+    assert float(da) == pytest.approx(want_da, rel=1e-6)

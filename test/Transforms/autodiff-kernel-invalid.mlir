@@ -2,25 +2,6 @@
 
 // A forward kernel that autodiff cannot differentiate gets a diagnostic.
 
-// Only the final state is kept: the backward needs every step's.
-func.func @final_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
-                             %v: memref<?xf32>)
-    attributes {flexsn.kernel = #flexsn.kernel<"final", forward, f32,
-      buffers = [<"x", input_sequence, f32, sequence>,
-                 <"v_init", initial_state, f32, per_neuron>,
-                 <"v_final", final_state, f32, per_neuron>]>} {
-  // expected-error@+1 {{state #0 keeps only its final value: the backward scan reads every step's state}}
-  flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
-      states(%v : memref<?xf32>) {
-  ^bb0(%xi: f32, %vi: f32):
-    %h = arith.mulf %vi, %xi : f32
-    flexsn.yield %h : f32
-  }
-  return
-}
-
-// -----
-
 flexsn.neuron @double inputs(%x: f32) states() outputs(y) {
   %y = arith.addf %x, %x : f32
   flexsn.yield %y : f32

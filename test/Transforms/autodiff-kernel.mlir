@@ -143,3 +143,34 @@ func.func @shaped_forward_f32(%x: memref<?x?xf32>,
   }
   return
 }
+
+// -----
+
+// A state kept only at its end (a block's final state): the forward keeps
+// writing just the final state, and the backward takes no per-step
+// gradient for it, only the final state's (v_final_grad), so the reverse
+// scan reads the saved charge and x alone.
+// CHECK-LABEL: func.func @final_forward_f32(
+// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"v", final_state, f32, per_neuron>, <"saved0", saved_output, f32, sequence>], workspace_sequences = 1>
+// CHECK-LABEL: func.func @final_backward_f32(
+// CHECK-SAME:    %[[SAVED:[^:]*]]: memref<?x?xf32>, %[[X:[^:]*]]: memref<?x?xf32>, %[[GFIN:[^:]*]]: memref<?xf32>, %[[GXS:[^:]*]]: memref<?x?xf32>, %[[GV0:[^:]*]]: memref<?xf32>)
+// CHECK-SAME:    buffers = [<"saved0", saved_input, f32, sequence>, <"x", input_sequence, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>], workspace_sequences = 1>
+// CHECK:         flexsn.scan reverse ins(%[[SAVED]], %[[X]] : {{.*}}) inits(%[[GFIN]] : {{.*}}) outs(%[[GXS]] : {{.*}}) states(%[[GV0]] : {{.*}}) {
+// CHECK-NEXT:    ^bb0(%[[V:.*]]: f32, %[[XI:.*]]: f32, %[[G:.*]]: f32):
+// CHECK-NEXT:      %[[GV:.*]] = arith.mulf %[[G]], %[[XI]] : f32
+// CHECK-NEXT:      %[[GX:.*]] = arith.mulf %[[G]], %[[V]] : f32
+// CHECK-NEXT:      flexsn.yield %[[GX]], %[[GV]] : f32, f32
+func.func @final_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
+                             %v: memref<?xf32>)
+    attributes {flexsn.kernel = #flexsn.kernel<"final", forward, f32,
+      buffers = [<"x", input_sequence, f32, sequence>,
+                 <"v_init", initial_state, f32, per_neuron>,
+                 <"v", final_state, f32, per_neuron>]>} {
+  flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
+      states(%v : memref<?xf32>) {
+  ^bb0(%xi: f32, %vi: f32):
+    %h = arith.mulf %vi, %xi : f32
+    flexsn.yield %h : f32
+  }
+  return
+}

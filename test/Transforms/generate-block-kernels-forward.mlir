@@ -5,20 +5,21 @@
 // RUN:   --flexsn-generate-block-kernels=variants=final-state -o /dev/null 2>&1 \
 // RUN: | FileCheck %s --check-prefix=VARIANT
 
-// The forward kernel of a block (for flexsn-autodiff) writes its state as a
-// sequence where the inference kernel keeps only the final state, and marks
-// the param buffers the block marks trainable. Both replace the block.
+// The forward kernel of a block is its inference kernel under another
+// variant, which flexsn-autodiff completes. Both take their buffers in a
+// neuron kernel's order (param buffers last), mark the param buffers the
+// block marks trainable, and replace the block.
 
 // CHECK-NOT:     func.func @bn_lif(
 // CHECK-LABEL:   func.func @bn_lif_inference_f32(
-// CHECK-SAME:      %{{.*}}: memref<?xf32> {flexsn.trainable}, %{{.*}}: memref<?xf32> {flexsn.trainable}
+// CHECK-SAME:      %{{.*}}: memref<?xf32> {flexsn.trainable}, %{{.*}}: memref<?xf32> {flexsn.trainable})
 // CHECK-SAME:      <"v", final_state, f32, per_neuron>
 // CHECK:           indexing_maps = [{{.*}}, affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>]
 // CHECK-LABEL:   func.func @bn_lif_forward_f32(
-// CHECK-SAME:      %[[X:.*]]: memref<?x?x?x?xf32>, %[[V0:.*]]: memref<?x?x?xf32>, %[[A:.*]]: memref<?xf32> {flexsn.trainable}, %[[B:.*]]: memref<?xf32> {flexsn.trainable}, %[[Y:.*]]: memref<?x?x?x?xf32>, %[[V:.*]]: memref<?x?x?x?xf32>)
-// CHECK-SAME:      #flexsn.kernel<"bn_lif", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", state_sequence, f32, sequence>]>
-// CHECK:           flexsn.scan ins(%[[X]] : {{.*}}) inits(%[[V0]] : {{.*}}) params(%[[A]], %[[B]] : {{.*}}) outs(%[[Y]] : {{.*}}) states(%[[V]] : memref<?x?x?x?xf32>)
-// CHECK-SAME:      affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
+// CHECK-SAME:      %[[X:[^:]*]]: memref<?x?x?x?xf32>, %[[V0:[^:]*]]: memref<?x?x?xf32>, %[[Y:[^:]*]]: memref<?x?x?x?xf32>, %[[V:[^:]*]]: memref<?x?x?xf32>, %[[A:[^:]*]]: memref<?xf32> {flexsn.trainable}, %[[B:[^:]*]]: memref<?xf32> {flexsn.trainable})
+// CHECK-SAME:      #flexsn.kernel<"bn_lif", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>]>
+// CHECK:           flexsn.scan ins(%[[X]] : {{.*}}) inits(%[[V0]] : {{.*}}) params(%[[A]], %[[B]] : {{.*}}) outs(%[[Y]] : {{.*}}) states(%[[V]] : memref<?x?x?xf32>)
+// CHECK-SAME:      affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>]
 // CHECK:             flexsn.apply @lif
 
 // VARIANT: error: unknown block kernel variant 'final-state'; expected inference or forward (whose backward flexsn-autodiff generates)

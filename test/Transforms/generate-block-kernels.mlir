@@ -4,8 +4,9 @@
 // A function marked `flexsn.block` whose only work is one scan (what the
 // flexsn-fuse-* passes leave of a spiking block) becomes an inference
 // kernel, which replaces it: a buffer per tensor the scan reads or writes,
-// in the scan's operand order, named by `flexsn.name` (or argN / resultN),
-// then its scalar params.
+// in a neuron kernel's order (inputs, initial states, outputs, states,
+// param buffers), named by `flexsn.name` (or argN / resultN), then its
+// scalar params.
 
 // Batch-norm apply, LIF and a residual add over [T, B, C, S]: scale and
 // shift are per-channel param buffers, the state a final state, which
@@ -14,8 +15,8 @@
 // block come along into the kernel.
 // CHECK-NOT:   func.func @bn_lif(
 // CHECK-LABEL: func.func @bn_lif_inference_f32
-// CHECK-SAME:    (%[[X:[^:]*]]: memref<?x?x?x?xf32>, %[[V0:[^:]*]]: memref<?x?x?xf32>, %[[A:[^:]*]]: memref<?xf32>, %[[B:[^:]*]]: memref<?xf32>, %[[Y:[^:]*]]: memref<?x?x?x?xf32>, %[[V:[^:]*]]: memref<?x?x?xf32>)
-// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>
+// CHECK-SAME:    (%[[X:[^:]*]]: memref<?x?x?x?xf32>, %[[V0:[^:]*]]: memref<?x?x?xf32>, %[[Y:[^:]*]]: memref<?x?x?x?xf32>, %[[V:[^:]*]]: memref<?x?x?xf32>, %[[A:[^:]*]]: memref<?xf32>, %[[B:[^:]*]]: memref<?xf32>)
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>]>
 // CHECK:         %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK:         flexsn.scan ins(%[[X]] : memref<?x?x?x?xf32>) inits(%[[V0]] : memref<?x?x?xf32>) params(%[[A]], %[[B]] : memref<?xf32>, memref<?xf32>) outs(%[[Y]] : memref<?x?x?x?xf32>) states(%[[V]] : memref<?x?x?xf32>)
 // CHECK:           %[[M:.*]] = arith.mulf
@@ -67,9 +68,9 @@ func.func @bn_lif(%x: tensor<?x?x?x?xf32> {flexsn.name = "x"},
 
 // Over [T, N] in f16, with an initial state, a per-neuron param and scalar
 // params (one trainable); unnamed values are argN / resultN, and the
-// buffers follow the scan's operand order whatever the return order.
+// buffers follow the scan's operands whatever the return order.
 // CHECK-LABEL: func.func @gain_inference_f16
-// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"gain", inference, f16, buffers = [<"arg0", input_sequence, f16, sequence>, <"v0", initial_state, f16, per_neuron>, <"bias", per_neuron_param, f32, per_neuron>, <"result1", output_sequence, f16, sequence>, <"result0", state_sequence, f32, sequence>], params = [<"k", 0.000000e+00 : f32, trainable>, <"arg4", false, runtime>]>
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"gain", inference, f16, buffers = [<"arg0", input_sequence, f16, sequence>, <"v0", initial_state, f16, per_neuron>, <"result1", output_sequence, f16, sequence>, <"result0", state_sequence, f32, sequence>, <"bias", per_neuron_param, f32, per_neuron>], params = [<"k", 0.000000e+00 : f32, trainable>, <"arg4", false, runtime>]>
 func.func @gain(%x: tensor<?x?xf16>, %v0: tensor<?xf16> {flexsn.name = "v0"},
                 %bias: tensor<?xf32> {flexsn.name = "bias"},
                 %k: f32 {flexsn.name = "k", flexsn.trainable}, %flag: i1,

@@ -5,9 +5,11 @@
     spikes = lif(x_seq)            # x_seq: [T, N...], CPU or CUDA
 """
 
+from ._block import Affine, Block, Residual
 from ._function import Handle, has_custom_op, scan
 from ._kernels import unpack_spikes
 from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
 
-__all__ = ["FlexSN", "Handle", "IFNode", "LIFNode", "ParametricLIFNode",
-           "has_custom_op", "scan", "unpack_spikes"]
+__all__ = ["Affine", "Block", "FlexSN", "Handle", "IFNode", "LIFNode",
+           "ParametricLIFNode", "Residual", "has_custom_op", "scan",
+           "unpack_spikes"]

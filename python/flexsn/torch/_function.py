@@ -327,7 +327,12 @@ if _HAS_CUSTOM_OP:
         info = handle.info
         outputs = handle.kernels(x.device).empty_outputs(
             x, "dense" if training else handle.spikes)
-        if training or store_state_seqs:
+        if training:
+            kernels = handle.kernels(x.device)
+            steps = kernels.state_steps(
+                kernels.kernel("forward", _dtype_name(x)), x.shape[0])
+            states = [x.new_empty((n,) + tuple(x.shape[1:])) for n in steps]
+        elif store_state_seqs:
             states = [torch.empty_like(x, memory_format=torch.contiguous_format)
                       for _ in info.states]
         else:

@@ -406,9 +406,19 @@ class NeuronKernels:
         return (kernel, T, N, ld, copy_inputs, (T,) + tuple(shape),
                 channels(self.info, x0), output_dtypes)
 
+    def state_steps(self, kernel: Kernel, T: int) -> List[int]:
+        """Per state, the steps a training forward kernel's state buffer
+        holds: T for a state sequence, min(T, 1) for a final state (a
+        block's forward kernel keeps only what the block returns), so that
+        the last step of either is the final state."""
+        return [T if b.role == "state_sequence" else min(T, 1)
+                for b in kernel.spec.buffers_with_role("state_sequence",
+                                                       "final_state")]
+
     def forward(self, inputs, inits, params, shaped=()):
-        """Training forward: outputs, state sequences and the workspace.
-        The caller has checked the tensors (check_inputs)."""
+        """Training forward: outputs, states ([steps, N...], see
+        state_steps) and the workspace. The caller has checked the tensors
+        (check_inputs)."""
         x0 = inputs[0]
         dtype = storage_type(inputs + [s for s in inits if s is not None],
                              self.info.name)
@@ -419,8 +429,9 @@ class NeuronKernels:
         device = x0.device
         outputs = [x0.new_empty((T,) + shape)
                    for _ in range(self.num_outputs)]
-        states = [x0.new_empty((T,) + shape) for _ in range(self.num_states)]
         kernel = self.kernel("forward", dtype)
+        states = [x0.new_empty((steps,) + shape)
+                  for steps in self.state_steps(kernel, T)]
         workspace = self._workspace(kernel, T, N, N, device)
         if T == 0 or N == 0:
             return outputs, states, workspace

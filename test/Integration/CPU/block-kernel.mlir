@@ -27,7 +27,7 @@
 //
 // KERNEL-NOT:   func.func @bn_lif(
 // KERNEL-LABEL: func.func @bn_lif_inference_f32
-// KERNEL-SAME:    #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>]>
+// KERNEL-SAME:    #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>]>
 //
 // LIF: h = v + (y - v)/2, s = H(h - 1), v' = (1 - s)·h, v0 = 0, on the
 // normalized input p = x·scale[c] + shift[c]; the block returns s + x.
@@ -70,9 +70,9 @@ func.func @main() {
   %v_s = memref.alloc() : memref<1x2x2xf32>
   %y = memref.cast %y_s : memref<2x1x2x2xf32> to memref<?x?x?x?xf32>
   %v = memref.cast %v_s : memref<1x2x2xf32> to memref<?x?x?xf32>
-  func.call @bn_lif_inference_f32(%x, %v0, %a, %b, %y, %v)
-      : (memref<?x?x?x?xf32>, memref<?x?x?xf32>, memref<?xf32>, memref<?xf32>,
-         memref<?x?x?x?xf32>, memref<?x?x?xf32>) -> ()
+  func.call @bn_lif_inference_f32(%x, %v0, %y, %v, %a, %b)
+      : (memref<?x?x?x?xf32>, memref<?x?x?xf32>, memref<?x?x?x?xf32>,
+         memref<?x?x?xf32>, memref<?xf32>, memref<?xf32>) -> ()
   %y_p = memref.cast %y_s : memref<2x1x2x2xf32> to memref<*xf32>
   %v_p = memref.cast %v_s : memref<1x2x2xf32> to memref<*xf32>
   func.call @printMemrefF32(%y_p) : (memref<*xf32>) -> ()

@@ -22,8 +22,8 @@
 // HEADER:      static inline flexsn_status flexsn_bn_lif_inference_f32(CUstream stream, int64_t T, int64_t N, int64_t ld, int64_t C, int64_t S,
 // HEADER-NEXT:     const float *x,
 // HEADER-NEXT:     const float *v_init,
-// HEADER-NEXT:     const float *scale,
-// HEADER-NEXT:     const float *shift,
 // HEADER-NEXT:     float *y,
-// HEADER-NEXT:     float *v) {
+// HEADER-NEXT:     float *v,
+// HEADER-NEXT:     const float *scale,
+// HEADER-NEXT:     const float *shift) {
 // HEADER:        return flexsn_launch_channels(

@@ -10,11 +10,13 @@
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 #include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/Sequence.h"
 
 namespace mlir::flexsn {
 #define GEN_PASS_DEF_FLEXSNAUTODIFF
@@ -56,11 +58,10 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   unsigned numInputs = scan.getInputs().size();
   unsigned numStates = scan.getInits().size();
   unsigned numOutputs = scan.getOutputs().size();
-  for (unsigned s = 0; s < numStates; ++s)
-    if (scan.isFinalState(s))
-      return scan.emitError() << "state #" << s
-                              << " keeps only its final value: the backward "
-                                 "scan reads every step's state";
+  // A state kept only at its end has no per-step gradient: the backward
+  // takes none for it (what the backward reads of states it saves).
+  SmallVector<bool> finalOnly = llvm::map_to_vector(
+      llvm::seq(numStates), [&](unsigned s) { return scan.isFinalState(s); });
   if (trainable.size() != scan.getParams().size())
     return scan.emitError()
            << "autodiff was told about " << trainable.size()
@@ -152,7 +153,11 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
           KernelBufferAttr::get(ctx, nameOf(operand) + suffix, role, type));
   };
   add(scan.getOutputs(), "_grad", BufferRole::OptionalInputSequence, dtype);
-  add(scan.getStates(), "_grad", BufferRole::OptionalInputSequence, dtype);
+  for (unsigned s = 0; s < numStates; ++s)
+    if (!finalOnly[s])
+      add(scan.getStates()[s], "_grad", BufferRole::OptionalInputSequence,
+          dtype);
+  unsigned numStateGrads = llvm::count(finalOnly, false);
   llvm::append_range(bwdBuffers, saved(BufferRole::SavedInput));
   for (unsigned i : plan->rereadInputs)
     add(scan.getInputs()[i], "", BufferRole::InputSequence, dtype);
@@ -197,7 +202,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   for (Value param : scan.getParams())
     bwdParams.push_back(isa<MemRefType>(param.getType()) ? b[nextBuffer++]
                                                          : b[nextScalar++]);
-  unsigned numIns = numOutputs + numStates + numSaved + numReread;
+  unsigned numIns = numOutputs + numStateGrads + numSaved + numReread;
   auto bscan = createKernelScan(
       bb, loc, bwdInterface, FlatSymbolRefAttr(), b.take_front(numIns),
       b.slice(numIns, numStates), bwdParams,
@@ -207,13 +212,14 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
       /*reverse=*/true);
   // Incoming gradients may be absent (zeros); saved values and inputs not.
   SmallVector<int64_t> optional;
-  for (unsigned i = 0; i < numOutputs + numStates; ++i)
+  for (unsigned i = 0; i < numOutputs + numStateGrads; ++i)
     optional.push_back(i);
   bscan.setOptionalInputsAttr(builder.getDenseI64ArrayAttr(optional));
   func::ReturnOp::create(bb, loc);
   Block *bbody = new Block();
   bscan.getBody().push_back(bbody);
-  for (unsigned i = 0; i < numIns + numStates; ++i)
+  unsigned numStepArgs = numOutputs + numStates + numSaved + numReread;
+  for (unsigned i = 0; i < numStepArgs + numStates; ++i)
     bbody->addArgument(f32, loc);
   for (Value arg : body->getArguments().drop_front(numInputs + numStates))
     bbody->addArgument(arg.getType(), loc);
@@ -221,6 +227,17 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
                               trainable, *bbody))) {
     backward.erase();
     return failure();
+  }
+  // The per-step gradient of a state kept only at its end is zero: -0.0,
+  // which adds exactly (x + -0.0 == x), so the addition folds away.
+  for (unsigned s = numStates; s-- > 0;) {
+    if (!finalOnly[s])
+      continue;
+    BlockArgument grad = bbody->getArgument(numOutputs + s);
+    OpBuilder zb = OpBuilder::atBlockBegin(bbody);
+    grad.replaceAllUsesWith(
+        arith::ConstantOp::create(zb, loc, zb.getF32FloatAttr(-0.0)));
+    bbody->eraseArgument(numOutputs + s);
   }
 
   // Forward: the step also yields the saved values, after the outputs.

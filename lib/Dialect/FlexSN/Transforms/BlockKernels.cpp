@@ -16,6 +16,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::flexsn {
@@ -42,11 +43,10 @@ std::string blockName(DictionaryAttr attrs, StringRef prefix, unsigned index) {
 /// taking a buffer per tensor the scan reads or writes (in the scan's
 /// operand order) and its scalar params, holding that scan on them; its
 /// trainable param buffers keep their `flexsn.trainable` mark. The forward
-/// kernel writes every state as a sequence (what autodiff reads).
+/// kernel is the inference kernel that flexsn-autodiff then completes.
 /// Emits an error and fails on anything a kernel cannot hold.
 FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
                                          KernelVariant variant) {
-  bool forward = variant == KernelVariant::Forward;
   MLIRContext *ctx = block.getContext();
   auto fail = [&](Operation *at) {
     return at->emitError() << "block @" << block.getSymName() << ": ";
@@ -126,10 +126,9 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
     // Destinations: named by the results; contents are never read.
     if (number >= firstOut) {
       unsigned r = number - firstOut;
-      BufferRole role = r < numOut ? BufferRole::OutputSequence
-                        : map.isIdentity() || forward
-                            ? BufferRole::StateSequence
-                            : BufferRole::FinalState;
+      BufferRole role = r < numOut         ? BufferRole::OutputSequence
+                        : map.isIdentity() ? BufferRole::StateSequence
+                                           : BufferRole::FinalState;
       argumentOf.push_back(buffers.size());
       buffers.push_back(
           buffer(resultNames[r], role, getElementTypeOrSelf(type)));
@@ -208,9 +207,41 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
     for (unsigned &t : trainableBuffers)
       t += addedInits;
   }
-
   if (invalid)
     return failure();
+
+  // The buffers in a neuron kernel's order (the runtimes match a kernel's
+  // buffers to tensors by it): inputs, initial states, outputs, states,
+  // then param buffers.
+  auto abiGroup = [](KernelBufferAttr b) {
+    switch (b.getRole()) {
+    case BufferRole::InputSequence:
+      return 0;
+    case BufferRole::InitialState:
+      return 1;
+    case BufferRole::OutputSequence:
+      return 2;
+    case BufferRole::StateSequence:
+    case BufferRole::FinalState:
+      return 3;
+    default:
+      return 4;
+    }
+  };
+  SmallVector<unsigned> order =
+      llvm::to_vector(llvm::seq<unsigned>(0, buffers.size()));
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return abiGroup(buffers[a]) < abiGroup(buffers[b]);
+  });
+  SmallVector<unsigned> position(buffers.size());
+  for (auto [to, from] : llvm::enumerate(order))
+    position[from] = to;
+  buffers = llvm::map_to_vector(order, [&](unsigned i) { return buffers[i]; });
+  for (int64_t &a : argumentOf)
+    if (a >= 0)
+      a = position[a];
+  for (unsigned &t : trainableBuffers)
+    t = position[t];
 
   Type element = getElementTypeOrSelf(scan.getInputs().front().getType());
   std::optional<StorageType> storage =
@@ -243,18 +274,14 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
   SmallVector<Value> operands = llvm::map_to_vector(argumentOf, [&](int64_t a) {
     return Value(kernel.getArgument(a >= 0 ? a : numBuffers + (-1 - a)));
   });
-  // The scan on the kernel's arguments: an inits group where the kernel
-  // added one (read per neuron), states written per step in the forward.
+  // The scan on the kernel's arguments, with an inits group where the
+  // kernel added one (read per neuron).
   auto group = [&](unsigned g) {
     auto [first, count] = scan.getODSOperandIndexAndLength(g);
     return ValueRange(operands).slice(first, count);
   };
   SmallVector<AffineMap> maps = scan.getIndexingMapsArray();
   maps.insert(maps.begin() + numInputs, addedInits, perNeuron);
-  if (forward) {
-    auto [firstState, numStates] = scan.getODSOperandIndexAndLength(4);
-    std::fill_n(maps.begin() + addedInits + firstState, numStates, identity);
-  }
   ValueRange inits = addedInits
                          ? kernel.getArguments().slice(numInputs, addedInits)
                          : group(1);

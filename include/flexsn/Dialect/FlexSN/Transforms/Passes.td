@@ -78,7 +78,7 @@ def FlexSNGenerateBlockKernels
     | variant | writes |
     | --- | --- |
     | `inference` | the block's results: sequences, final states |
-    | `forward` | the same, every state as a `[T, N]` sequence; `flexsn-autodiff` then adds what it saves and `@<block>_backward_<dtype>` |
+    | `forward` | the same; `flexsn-autodiff` then adds what it saves and `@<block>_backward_<dtype>` |
 
     The kernel takes a buffer per tensor the scan reads or writes, in the
     scan's operand order: inputs (`[T, N]` sequences, the block's
@@ -132,7 +132,9 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     Autodiff differentiates scans, not neurons: its input is a forward
     kernel function (`flexsn.kernel` with variant `forward`, saving nothing
     yet) whose scan runs an inline body forward in time over state
-    sequences. For every neuron (or those named by `neurons`) and storage
+    sequences (a state kept only at its end, as a block's, gets no per-step
+    gradient in the backward: the backward reads what the forward saves,
+    not the states). For every neuron (or those named by `neurons`) and storage
     type it first builds that kernel from the neuron's specialized step;
     forward kernels already in the module (written by hand, or by another
     pass) are differentiated too, unless their backward kernel exists. Their

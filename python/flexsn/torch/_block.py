@@ -1,0 +1,279 @@
+"""A spiking block as one fused kernel: `Block(neuron, pre=Affine(C),
+post=Residual("add"))`.
+
+The block is written as MLIR on tensors (a `func.func` marked
+`flexsn.block`: a linalg op for the pre-op, a scan of the neuron, a linalg
+op for the post-op), which `flexsn.compile_kernels` fuses into one scan and
+compiles to an inference, a forward and a backward kernel. Those kernels
+have a neuron kernel's interface, so the block runs through the same
+autograd Function and custom op as a neuron (`_function.scan`), with the
+block in the neuron's place: one input `x`, the neuron's states, one
+output, and the parameters `scale` and `shift` (trainable, per channel or
+scalar) before the neuron's own runtime parameters.
+"""
+
+import dataclasses
+from typing import List, Optional
+
+import torch
+from torch import nn
+
+from .. import compiler
+from .._manifest import NeuronInfo, Param
+from ._function import Handle, scan
+
+
+@dataclasses.dataclass(frozen=True)
+class Affine:
+    """The pre-op `x·scale + shift` (batch-norm's apply step). With
+    `num_channels=C` scale and shift are per channel (`[C]`; the block's
+    inputs are then `[T, B, C, ...]`), else scalars; both are trainable
+    `nn.Parameter`s of the block starting at `scale` and `shift`."""
+    num_channels: Optional[int] = None
+    scale: float = 1.0
+    shift: float = 0.0
+
+
+#: SEW-ResNet's connect functions of the neuron's spikes s and the block's
+#: input x, as the body of a linalg.generic over (s, x).
+_RESIDUALS = {
+    "add": ["%r = arith.addf %si, %xi : f32"],
+    "and": ["%r = arith.mulf %si, %xi : f32"],
+    "iand": ["%one = arith.constant 1.0 : f32",
+             "%k = arith.subf %one, %si : f32",
+             "%r = arith.mulf %k, %xi : f32"],
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Residual:
+    """The post-op joining the neuron's output s and the block's input x:
+    "add" (s + x), "and" (s·x) or "iand" ((1 - s)·x), SEW-ResNet's
+    ADD, AND and IAND."""
+    op: str = "add"
+
+    def __post_init__(self):
+        if self.op not in _RESIDUALS:
+            raise ValueError(f"Residual op is one of "
+                             f"{', '.join(_RESIDUALS)}, got {self.op!r}")
+
+
+class _CompiledBlock:
+    """A block's compiled kernels seen as a neuron's (what Handle and
+    NeuronKernels read): `info`, and `kernel(device, variant, dtype)`,
+    where the final-state variant is the block's inference kernel (it
+    writes final states)."""
+
+    _VARIANTS = {"final-state": "inference", "forward": "forward",
+                 "backward": "backward"}
+
+    def __init__(self, kernels, info: NeuronInfo):
+        self.kernels, self.info, self.name = kernels, info, info.name
+        self.directory, self.manifest = kernels.directory, kernels.manifest
+
+    def kernel(self, device: str, variant: str, dtype: str,
+               deterministic: bool = False, spikes: str = "dense"):
+        if variant not in self._VARIANTS or spikes != "dense":
+            raise RuntimeError(
+                f"{self.name}: a Block keeps final states and dense spikes "
+                f"(no {variant} kernel{'' if spikes == 'dense' else ', ' + spikes + ' spikes'})")
+        return self.kernels.kernel(
+            device, f"{self.name}_{self._VARIANTS[variant]}_{dtype}",
+            deterministic)
+
+
+class Block(nn.Module):
+    """`post(neuron(pre(x)), x)` over sequences, as one fused kernel.
+
+    `neuron` is a FlexSN neuron module of one input and one output (e.g.
+    `LIFNode(tau=2.0)`): its compiled step, with its const parameters, is
+    the block's; its runtime and trainable scalar parameters are read from
+    it at each call (a trainable one is trained through the block). `pre`
+    is None or an `Affine`; `post` None or a `Residual`. `readout` must be
+    None: a reduction over time (a spike count) is not a kernel buffer
+    yet. Calling the block with x `[T, N...]` (`[T, B, C, ...]` for a
+    per-channel Affine), float32, on the CPU or a GPU, returns the output
+    sequence and keeps the final states for the next call (`reset()`,
+    `detach()`), as a neuron module does; gradients flow to x, the initial
+    states, scale and shift and the neuron's trainable parameters through
+    the block's backward kernel (one reverse scan)."""
+
+    def __init__(self, neuron, pre: Optional[Affine] = None,
+                 post: Optional[Residual] = None, readout=None,
+                 name: str = "block", targets=None):
+        super().__init__()
+        if readout is not None:
+            raise NotImplementedError(
+                "Block(readout=...): a reduction over time is not a kernel "
+                "buffer yet; sum the output sequence instead")
+        if pre is not None and not isinstance(pre, Affine):
+            raise TypeError(f"pre is None or flexsn.torch.Affine, got "
+                            f"{type(pre).__name__}")
+        if post is not None and not isinstance(post, Residual):
+            raise TypeError(f"post is None or flexsn.torch.Residual, got "
+                            f"{type(post).__name__}")
+        compiled = getattr(neuron, "compiled", None)
+        info = getattr(compiled, "info", None)
+        if not isinstance(info, NeuronInfo):
+            raise TypeError("neuron is a FlexSN neuron module (e.g. "
+                            "flexsn.torch.LIFNode(...))")
+        if len(info.inputs) != 1 or len(info.outputs) != 1:
+            raise ValueError(
+                f"a Block's neuron has one input and one output; "
+                f"{info.name} has {len(info.inputs)} and "
+                f"{len(info.outputs)}")
+        shaped = [p.name for p in info.runtime_params if p.shaped]
+        if shaped:
+            raise ValueError(
+                f"{info.name}: per-neuron or per-channel parameters "
+                f"({', '.join(shaped)}) cannot be in a Block yet")
+        if getattr(neuron, "step_mode", "m") != "m":
+            raise ValueError("a Block runs in multi-step mode: build its "
+                             "neuron with step_mode='m'")
+        if not name.isidentifier():
+            raise ValueError(f"name is an identifier, got {name!r}")
+        self.neuron, self.pre, self.post = neuron, pre, post
+        self.neuron_params = info.runtime_params
+        text = block_source(name, compiled.directory / "configured.mlir",
+                            info, pre, post)
+        self.source = text
+        self.kernels = compiler.compile_kernels(text, targets=targets)
+        outputs = ("y",) if post is not None else info.outputs
+        params = list(self.neuron_params)
+        if pre is not None:
+            shape = "per_channel" if pre.num_channels else "scalar"
+            params[:0] = [Param("scale", "f32", pre.scale, "trainable", shape),
+                          Param("shift", "f32", pre.shift, "trainable", shape)]
+            size = (pre.num_channels,) if pre.num_channels else ()
+            self.scale = nn.Parameter(torch.full(size, float(pre.scale)))
+            self.shift = nn.Parameter(torch.full(size, float(pre.shift)))
+        # In the kernels' order, which fusion chose: their param buffers,
+        # then their scalar params.
+        spec = next(k for k in (self.kernels.manifest.cpu_kernels
+                                 + self.kernels.manifest.gpu_kernels)
+                    if k.name == f"{name}_inference_f32")
+        order = [b.name for b in spec.buffers_with_role(
+            "per_neuron_param", "per_channel_param")]
+        order += [n for n, _ in spec.params]
+        params.sort(key=lambda p: order.index(p.name))
+        self.info = NeuronInfo(name, ("x",), info.states, outputs,
+                               tuple(params))
+        self.handle = Handle(_CompiledBlock(self.kernels, self.info))
+        self.states: List[Optional[torch.Tensor]] = [None] * len(info.states)
+
+    def reset(self):
+        """Forgets the states: the next call starts from zeros."""
+        self.states[:] = [None] * len(self.states)
+
+    def detach(self):
+        """Cuts the states' autograd history (truncated BPTT)."""
+        self.states = [None if s is None else s.detach() for s in self.states]
+
+    def extra_repr(self) -> str:
+        return f"name={self.info.name}, pre={self.pre}, post={self.post}"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != torch.float32:
+            raise TypeError(f"{self.info.name}: a Block's kernels are float32 "
+                            f"for now, got {x.dtype}")
+        trainable, runtime = [], []
+        for p in self.info.runtime_params:
+            owner = self if p.name in ("scale", "shift") and self.pre else \
+                self.neuron
+            value = getattr(owner, p.name)
+            (trainable if p.kind == "trainable" else runtime).append(value)
+        inits = [s if s is None or s.shape == x.shape[1:] else None
+                 for s in self.states]
+        outputs, states = scan(self.handle, [x], inits, trainable, runtime,
+                               False)
+        self.states[:] = states
+        return outputs[0]
+
+
+def block_source(name: str, neuron_file, info: NeuronInfo,
+                 pre: Optional[Affine], post: Optional[Residual]) -> str:
+    """The MLIR of the block: `neuron_file` (the neuron as configured,
+    `module { flexsn.neuron ... }`) with the block function `@name` added
+    to its module."""
+    text = neuron_file.read_text().rstrip()
+    if not (text.startswith("module {") and text.endswith("}")):
+        raise RuntimeError(f"{neuron_file}: not a configured neuron module")
+    channels = pre is not None and pre.num_channels is not None
+    rank = 4 if channels else 2
+    seq = f"tensor<{'?x' * rank}f32>"
+    state = f"tensor<{'?x' * (rank - 1)}f32>"
+    dims = "t, b, c, s" if channels else "t, n"
+    identity = f"affine_map<({dims}) -> ({dims})>"
+    parallel = ", ".join(['"parallel"'] * rank)
+
+    def named(n, trainable=False):
+        return (f'{{flexsn.name = "{n}"'
+                + (", flexsn.trainable}" if trainable else "}"))
+
+    args = [f"%x: {seq} {named('x')}"]
+    if pre is not None:
+        ptype = "tensor<?xf32>" if channels else "f32"
+        args += [f"%scale: {ptype} {named('scale', True)}",
+                 f"%shift: {ptype} {named('shift', True)}"]
+    for p in info.runtime_params:
+        args.append(f"%p_{p.name}: {p.type} "
+                    f"{named(p.name, p.kind == 'trainable')}")
+    results = [f"{seq} {named('y' if post else info.outputs[0])}"]
+    results += [f"{state} {named(s)}" for s in info.states]
+    body = [f"%c{i} = arith.constant {i} : index" for i in range(rank)]
+    body += [f"%d{i} = tensor.dim %x, %c{i} : {seq}" for i in range(rank)]
+    all_dims = ", ".join(f"%d{i}" for i in range(rank))
+    neuron_dims = ", ".join(f"%d{i}" for i in range(1, rank))
+    source = "%x"
+    if pre is not None:
+        param_map = (f"affine_map<({dims}) -> (c)>" if channels else
+                     f"affine_map<({dims}) -> ()>")
+        ptype = "tensor<?xf32>" if channels else "f32"
+        body += [
+            f"%e_pre = tensor.empty({all_dims}) : {seq}",
+            f"%pre = linalg.generic {{indexing_maps = [{identity}, "
+            f"{param_map}, {param_map}, {identity}], iterator_types = "
+            f"[{parallel}]}} ins(%x, %scale, %shift : {seq}, {ptype}, "
+            f"{ptype}) outs(%e_pre : {seq}) {{",
+            "^bb0(%xi: f32, %a: f32, %b: f32, %o: f32):",
+            "  %m = arith.mulf %xi, %a : f32",
+            "  %r = arith.addf %m, %b : f32",
+            "  linalg.yield %r : f32",
+            f"}} -> {seq}"]
+        source = "%pre"
+    states = [f"%st_{i}" for i in range(len(info.states))]
+    body.append(f"%e_out = tensor.empty({all_dims}) : {seq}")
+    body += [f"%e_st_{i} = tensor.empty({neuron_dims}) : {state}"
+             for i in range(len(info.states))]
+    params = ""
+    if info.runtime_params:
+        params = (" params(" + ", ".join(f"%p_{p.name}"
+                                         for p in info.runtime_params)
+                  + " : " + ", ".join(p.type for p in info.runtime_params)
+                  + ")")
+    state_dests = ", ".join(f"%e_st_{i}" for i in range(len(states)))
+    state_types = ", ".join([state] * len(states))
+    body.append(
+        f"{', '.join(['%out'] + states)} = flexsn.scan @{info.name} "
+        f"ins({source} : {seq}){params} outs(%e_out : {seq})"
+        + (f" states({state_dests} : {state_types})" if states else ""))
+    result = "%out"
+    if post is not None:
+        body += [
+            f"%e_post = tensor.empty({all_dims}) : {seq}",
+            f"%post = linalg.generic {{indexing_maps = [{identity}, "
+            f"{identity}, {identity}], iterator_types = [{parallel}]}} "
+            f"ins(%out, %x : {seq}, {seq}) outs(%e_post : {seq}) {{",
+            "^bb0(%si: f32, %xi: f32, %o: f32):",
+            *("  " + line for line in _RESIDUALS[post.op]),
+            "  linalg.yield %r : f32",
+            f"}} -> {seq}"]
+        result = "%post"
+    returned = ", ".join([result] + states)
+    types = ", ".join([seq] + [state] * len(states))
+    body.append(f"return {returned} : {types}")
+    function = (
+        f"  func.func @{name}({', '.join(args)})\n"
+        f"      -> ({', '.join(results)}) attributes {{flexsn.block}} {{\n"
+        + "".join(f"    {line}\n" for line in body) + "  }\n")
+    return text[:-1] + function + "}\n"

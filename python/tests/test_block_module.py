@@ -1,0 +1,237 @@
+"""flexsn.torch.Block: batch-norm's apply step, a neuron and a residual as
+one fused kernel with autograd, on the CPU and (`cuda` marker) the GPU.
+
+References are float64 eager PyTorch from the formulas (`reference.py`'s
+neurons, which share no code with the package, and the pre- and post-ops
+written out here), differentiated by autograd; and the same block run
+unfused, as a FlexSN neuron module between torch ops, whose forward the
+fused kernel must match bit for bit (same operations, same order).
+"""
+
+import pytest
+import torch
+
+import flexsn
+from flexsn.torch import Affine, Block, LIFNode, ParametricLIFNode, Residual
+
+from devices import DEVICES
+import reference
+
+CONNECT = {
+    "add": lambda s, x: s + x,
+    "and": lambda s, x: s * x,
+    "iand": lambda s, x: (1 - s) * x,
+}
+
+
+def block_ref(x, scale, shift, op, neuron=reference.lif_ref, **params):
+    """(y, final states) of the block in x's dtype: p = x·scale[c] +
+    shift[c] (scalars when scale is 0-d), the neuron on p, y = op(s, x)."""
+    if scale.dim():
+        view = (1, 1, -1) + (1,) * (x.dim() - 3)
+        p = x * scale.view(view) + shift.view(view)
+    else:
+        p = x * scale + shift
+    s, v_seq = neuron(p, **params)
+    y = CONNECT[op](s, x) if op else s
+    return y, v_seq[-1]
+
+
+def inputs(shape, device, seed):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen) * 1.5 + 0.5
+    C = shape[2]
+    scale = torch.rand(C, generator=gen) + 0.5
+    shift = torch.randn(C, generator=gen) * 0.25
+    return x.to(device), scale.to(device), shift.to(device)
+
+
+def grads_ref(x, scale, shift, op, grad_y, grad_v, **kw):
+    """Gradients of <y, grad_y> + <v_T, grad_v> by float64 autograd."""
+    x, scale, shift = (t.detach().double().requires_grad_()
+                       for t in (x, scale, shift))
+    y, v = block_ref(x, scale, shift, op, **kw)
+    torch.autograd.backward([y, v], [grad_y.double(), grad_v.double()])
+    return y, v, x.grad, scale.grad, shift.grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["add", "and", "iand"])
+def test_block_against_formulas(device, op):
+    T, B, C, H, W = 6, 2, 3, 4, 5
+    x, scale, shift = inputs((T, B, C, H, W), device, seed=len(op))
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+                  post=Residual(op), name=f"bn_lif_{op}").to(device)
+    with torch.no_grad():
+        block.scale.copy_(scale)
+        block.shift.copy_(shift)
+    x.requires_grad_()
+    y = block(x)
+    v = block.states[0]
+    gen = torch.Generator().manual_seed(7)
+    grad_y = torch.randn(y.shape, generator=gen).to(device)
+    grad_v = torch.randn(v.shape, generator=gen).to(device)
+    torch.autograd.backward([y, v], [grad_y, grad_v])
+
+    want_y, want_v, gx, gscale, gshift = grads_ref(x, scale, shift, op,
+                                                   grad_y, grad_v)
+    assert y.shape == x.shape and v.shape == x.shape[1:]
+    torch.testing.assert_close(y.double(), want_y, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(v.double(), want_v, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x.grad.double(), gx, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(block.scale.grad.double(), gscale,
+                               rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(block.shift.grad.double(), gshift,
+                               rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_block_equals_unfused_modules(device):
+    """The fused kernel against the same block unfused (torch ops around a
+    FlexSN LIF module): the same bits forward, close gradients (sums over
+    channels in another order)."""
+    T, B, C, S = 5, 3, 4, 7
+    x, scale, shift = inputs((T, B, C, S), device, seed=11)
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+                  post=Residual("add"), name="bn_lif_unfused").to(device)
+    lif = LIFNode(tau=2.0)
+    with torch.no_grad():
+        block.scale.copy_(scale)
+        block.shift.copy_(shift)
+    a = scale.clone().requires_grad_()
+    b = shift.clone().requires_grad_()
+    x1 = x.clone().requires_grad_()
+    x2 = x.clone().requires_grad_()
+    y1 = block(x1)
+    p = x2 * a.view(1, 1, C, 1) + b.view(1, 1, C, 1)
+    y2 = lif(p) + x2
+    assert torch.equal(y1, y2)
+    assert torch.equal(block.states[0], lif.v)
+    grad = torch.randn(y1.shape, generator=torch.Generator().manual_seed(3))
+    y1.backward(grad.to(device))
+    y2.backward(grad.to(device))
+    torch.testing.assert_close(x1.grad, x2.grad, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(block.scale.grad, a.grad, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(block.shift.grad, b.grad, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scalar_affine_trainable_neuron_parameter(device):
+    """Scalar scale and shift over [T, N], no post-op (the block returns
+    spikes), and a neuron with a trainable parameter (PLIF's w), trained
+    through the block."""
+    T, N = 7, 33
+    gen = torch.Generator().manual_seed(5)
+    x = (torch.randn(T, N, generator=gen) + 0.8).to(device)
+    neuron = ParametricLIFNode(init_tau=3.0)
+    block = Block(neuron, pre=Affine(scale=1.25, shift=0.125),
+                  name="plif_block").to(device)
+    assert block.scale.shape == () and block.shift.shape == ()
+    x.requires_grad_()
+    s = block(x)
+    v = block.states[0]
+    grad_s = torch.randn(s.shape, generator=gen).to(device)
+    torch.autograd.backward([s, v], [grad_s, torch.ones_like(v)])
+
+    xd = x.detach().double().requires_grad_()
+    w = neuron.w.detach().double().requires_grad_()
+    a = torch.tensor(1.25, dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(0.125, dtype=torch.float64, requires_grad=True)
+    want_s, want_v = block_ref(xd, a, b, None, neuron=reference.plif_ref, w=w)
+    torch.autograd.backward([want_s, want_v],
+                            [grad_s.double(), torch.ones_like(want_v)])
+    assert torch.equal(s.double(), want_s)
+    torch.testing.assert_close(v.double(), want_v, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x.grad.double(), xd.grad, rtol=1e-4, atol=1e-4)
+    for got, want in ((block.scale.grad, a.grad), (block.shift.grad, b.grad),
+                      (neuron.w.grad, w.grad)):
+        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_initial_state_gets_a_gradient(device):
+    T, B, C, S = 4, 2, 3, 6
+    x, scale, shift = inputs((T, B, C, S), device, seed=13)
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+                  post=Residual("add"), name="bn_lif_v0").to(device)
+    with torch.no_grad():
+        block.scale.copy_(scale)
+        block.shift.copy_(shift)
+    v0 = (torch.rand(B, C, S, generator=torch.Generator().manual_seed(1))
+          * 0.9).to(device).requires_grad_()
+    block.states[0] = v0
+    y = block(x)
+    (y.sum() + 2 * block.states[0].sum()).backward()
+
+    v0d = v0.detach().double().requires_grad_()
+    want_y, want_v = block_ref(x.double(), scale.double(), shift.double(),
+                               "add", v0=v0d)
+    (want_y.sum() + 2 * want_v.sum()).backward()
+    torch.testing.assert_close(y.double(), want_y, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(v0.grad.double(), v0d.grad, rtol=1e-4,
+                               atol=1e-4)
+
+    # No steps: no output, the final state is the initial one, and its
+    # gradient passes straight back.
+    block.states[0] = v0
+    v0.grad = None
+    empty = x[:0].clone().requires_grad_()
+    y = block(empty)
+    assert y.shape == empty.shape
+    assert torch.equal(block.states[0], v0.detach())
+    block.states[0].sum().backward()
+    assert torch.equal(v0.grad, torch.ones_like(v0))
+
+
+def test_state_carries_between_calls():
+    T, B, C, S = 6, 2, 3, 4
+    x, scale, shift = inputs((T, B, C, S), "cpu", seed=2)
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+                  post=Residual("add"), name="bn_lif_carry")
+    whole = block(x)
+    v_whole = block.states[0]
+    block.reset()
+    halves = torch.cat([block(x[:3]), block(x[3:])])
+    assert torch.equal(halves, whole)
+    assert torch.equal(block.states[0], v_whole)
+
+
+def test_bad_input_is_a_clear_error():
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=3),
+                  post=Residual("add"), name="bn_lif_errors")
+    with pytest.raises(TypeError, match="float32"):
+        block(torch.zeros(2, 1, 3, 4, dtype=torch.float16))
+    with pytest.raises(ValueError, match="scale"):
+        block(torch.zeros(2, 1, 5, 4))  # 5 channels, scale has 3
+    with pytest.raises(NotImplementedError, match="readout"):
+        Block(LIFNode(), readout="rate")
+    with pytest.raises(ValueError, match="Residual op"):
+        Residual("xor")
+    with pytest.raises(TypeError, match="neuron module"):
+        Block(torch.nn.ReLU())
+    with pytest.raises(ValueError, match="per-neuron or per-channel"):
+        Block(LIFNode(per_neuron_threshold=True, neuron_shape=(4,)))
+
+
+@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
+                    reason="torch.library.custom_op needs torch >= 2.4")
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_traces_the_block(device):
+    T, B, C, S = 4, 2, 3, 5
+    x, scale, shift = inputs((T, B, C, S), device, seed=9)
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+                  post=Residual("add"), name="bn_lif_compiled").to(device)
+
+    def run(x):
+        block.reset()
+        return block(x)
+
+    results = []
+    for fn in (run, torch.compile(run, fullgraph=True, backend="aot_eager")):
+        xi = x.clone().requires_grad_()
+        y = fn(xi)
+        y.sum().backward()
+        results.append((y.detach(), xi.grad, block.scale.grad.clone()))
+        block.zero_grad()
+    for got, want in zip(results[1], results[0]):
+        assert torch.equal(got, want)
