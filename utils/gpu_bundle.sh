@@ -9,12 +9,13 @@
 #   cache/          a flexsn.compile cache holding every compile of
 #                   python/tests/kernel_checks.py, train_kernel_checks.py,
 #                   utils/device_torch.py, utils/device_ddp.py,
-#                   utils/bench_lif.py and utils/bench_fx.py (their
-#                   --compile-only modes) and of python/tests/
-#                   test_torch_neurons.py, test_fx.py,
+#                   utils/bench_lif.py, utils/bench_fx.py and
+#                   utils/bench_block_train.py (their --compile-only
+#                   modes) and of python/tests/test_torch_neurons.py,
+#                   test_fx.py,
 #                   test_per_neuron_params.py,
 #                   test_per_channel_params.py,
-#                   test_spike_storage.py, test_kernel_modules.py and
+#                   test_spike_storage.py, test_kernel_modules.py,
 #                   test_block_kernels.py and test_block_module.py
 #                   (their CPU run). The GPU
 #                   machine has no tools: there
@@ -109,6 +110,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" utils/bench_fx.py --compile-only --out "$DIR/fx"
 "$PY" utils/device_ddp.py --compile-only
 "$PY" utils/bench_block.py --compile-only --cubin "$DIR/block.cubin"
+"$PY" utils/bench_block_train.py --compile-only
 # The package's tests compile with flexsn.compile's default targets (CPU and
 # CUDA where the toolkit is): their CPU run here fills the entries their
 # CUDA cases use there.

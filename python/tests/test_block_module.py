@@ -135,8 +135,8 @@ def test_scalar_affine_trainable_neuron_parameter(device):
 
     xd = x.detach().double().requires_grad_()
     w = neuron.w.detach().double().requires_grad_()
-    a = torch.tensor(1.25, dtype=torch.float64, requires_grad=True)
-    b = torch.tensor(0.125, dtype=torch.float64, requires_grad=True)
+    a, b = (torch.tensor(v, dtype=torch.float64, device=device,
+                         requires_grad=True) for v in (1.25, 0.125))
     want_s, want_v = block_ref(xd, a, b, None, neuron=reference.plif_ref, w=w)
     torch.autograd.backward([want_s, want_v],
                             [grad_s.double(), torch.ones_like(want_v)])
@@ -219,8 +219,10 @@ def test_bad_input_is_a_clear_error():
 def test_torch_compile_traces_the_block(device):
     T, B, C, S = 4, 2, 3, 5
     x, scale, shift = inputs((T, B, C, S), device, seed=9)
+    # The block of test_block_against_formulas: compiled (and cached) by
+    # the CPU run even where torch.compile is not there.
     block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
-                  post=Residual("add"), name="bn_lif_compiled").to(device)
+                  post=Residual("add"), name="bn_lif_add").to(device)
 
     def run(x):
         block.reset()

@@ -524,7 +524,10 @@ class NeuronKernels:
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device, channels(self.info, dtype_like))
         for i in per_neuron_sums:
-            # [B, C, ...] -> [C], in torch's fixed reduction order.
+            # [B, C, ...] -> [C], in torch's fixed reduction order: over
+            # the contiguous S first (a row reduction, several times faster
+            # than both dimensions at once), then B.
             g = grad_params[i]
-            grad_params[i] = g.reshape(g.shape[0], g.shape[1], -1).sum((0, 2))
+            grad_params[i] = g.reshape(g.shape[0], g.shape[1], -1).sum(
+                2).sum(0)
         return grad_inputs, grad_inits, grad_params

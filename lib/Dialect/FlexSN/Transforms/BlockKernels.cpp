@@ -40,8 +40,8 @@ std::string blockName(DictionaryAttr attrs, StringRef prefix, unsigned index) {
 
 /// Builds `@<block>_<variant>_<dtype>` from `block`, a function on tensors
 /// marked `flexsn.block` whose only work is one scan: a kernel function
-/// taking a buffer per tensor the scan reads or writes (in the scan's
-/// operand order) and its scalar params, holding that scan on them; its
+/// taking a buffer per tensor the scan reads or writes (in a neuron
+/// kernel's order) and its scalar params, holding that scan on them; its
 /// trainable param buffers keep their `flexsn.trainable` mark. The forward
 /// kernel is the inference kernel that flexsn-autodiff then completes.
 /// Emits an error and fails on anything a kernel cannot hold.

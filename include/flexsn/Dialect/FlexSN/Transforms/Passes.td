@@ -80,12 +80,15 @@ def FlexSNGenerateBlockKernels
     | `inference` | the block's results: sequences, final states |
     | `forward` | the same; `flexsn-autodiff` then adds what it saves and `@<block>_backward_<dtype>` |
 
-    The kernel takes a buffer per tensor the scan reads or writes, in the
-    scan's operand order: inputs (`[T, N]` sequences, the block's
-    arguments), initial states (the block's, or for a block whose states
-    start at zero, optional `<state>_init` buffers, as a neuron kernel has:
-    absent reads as zeros), param buffers (per neuron, or per channel over a
-    `[T, B, C, S]` domain), outputs and states; then its scalar params.
+    The kernel takes a buffer per tensor the scan reads or writes, in a
+    neuron kernel's order (the runtimes match buffers to tensors by it):
+    inputs (`[T, N]` sequences, the block's arguments), initial states (the
+    block's, or for a block whose states start at zero, optional
+    `<state>_init` buffers, as a neuron kernel has: absent reads as zeros),
+    outputs and states (sequences or final states, as the block returns
+    them), param buffers (per neuron, or per channel over a `[T, B, C, S]`
+    domain); each group in the scan's operand order; then its scalar
+    params.
     Names come from `flexsn.name` on the block's arguments and results (else
     `argN`, `resultN`). A param marked `flexsn.trainable` is trainable: a
     scalar one's kind says so, a param buffer's kernel argument keeps
