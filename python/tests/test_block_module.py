@@ -183,6 +183,53 @@ def test_initial_state_gets_a_gradient(device):
     assert torch.equal(v0.grad, torch.ones_like(v0))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("post", [None, "add"])
+def test_readout_sum(device, post):
+    """readout="sum": the output's sum over time per neuron (the spike
+    count for post=None), the sequence never stored; its gradient reaches
+    x, scale and shift."""
+    T, B, C, S = 6, 2, 3, 5
+    x, scale, shift = inputs((T, B, C, S), device, seed=17)
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+                  post=post and Residual(post), readout="sum",
+                  name=f"bn_lif_sum_{post}").to(device)
+    spec = block.kernels.kernel("cpu", f"bn_lif_sum_{post}_forward_f32").spec
+    assert not spec.buffers_with_role("output_sequence")
+    with torch.no_grad():
+        block.scale.copy_(scale)
+        block.shift.copy_(shift)
+    x.requires_grad_()
+    total = block(x)
+    assert total.shape == x.shape[1:]
+    grad = torch.randn(total.shape,
+                       generator=torch.Generator().manual_seed(2)).to(device)
+    total.backward(grad)
+
+    xd, a, b = (t.detach().double().requires_grad_()
+                for t in (x, scale, shift))
+    y, v = block_ref(xd, a, b, post)
+    want = y.sum(0)
+    want.backward(grad.double())
+    if post is None:
+        assert torch.equal(total.double(), want)  # counts of 0/1 spikes
+    torch.testing.assert_close(total.double(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(block.states[0].double(), v, rtol=1e-5,
+                               atol=1e-5)
+    torch.testing.assert_close(x.grad.double(), xd.grad, rtol=1e-4,
+                               atol=1e-4)
+    torch.testing.assert_close(block.scale.grad.double(), a.grad, rtol=1e-4,
+                               atol=1e-3)
+    torch.testing.assert_close(block.shift.grad.double(), b.grad, rtol=1e-4,
+                               atol=1e-3)
+    # Each call sums its own steps; the neuron's state carries.
+    with torch.no_grad():
+        block.reset()
+        first, second = block(x[:2]), block(x[2:])
+    torch.testing.assert_close(first + second, total.detach(), rtol=1e-6,
+                               atol=1e-6)
+
+
 def test_state_carries_between_calls():
     T, B, C, S = 6, 2, 3, 4
     x, scale, shift = inputs((T, B, C, S), "cpu", seed=2)
@@ -203,7 +250,7 @@ def test_bad_input_is_a_clear_error():
         block(torch.zeros(2, 1, 3, 4, dtype=torch.float16))
     with pytest.raises(ValueError, match="scale"):
         block(torch.zeros(2, 1, 5, 4))  # 5 channels, scale has 3
-    with pytest.raises(NotImplementedError, match="readout"):
+    with pytest.raises(ValueError, match="readout"):
         Block(LIFNode(), readout="rate")
     with pytest.raises(ValueError, match="Residual op"):
         Residual("xor")

@@ -107,15 +107,63 @@ func.func @unfused(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>) -> tensor<?x?xf32>
 
 // -----
 
-func.func @count(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>, %c: tensor<?xf32>)
-    -> (tensor<?x?xf32>, tensor<?xf32>) attributes {flexsn.block} {
-  // expected-error@+1 {{block @count: its scan has reductions, which are no kernel buffers yet}}
+// A sum over t kept per neuron (a spike count; its destination a fill the
+// kernel never reads) becomes a state kept only at its end: a final-state
+// buffer, `count`, starting from `count_init` (absent: zero) and adding the
+// step's value. The state a neuron already carries comes first.
+// CHECK-LABEL: func.func @count_inference_f32
+// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"count_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"count", final_state, f32, per_neuron>]>
+// CHECK:         flexsn.scan
+// CHECK-NEXT:    ^bb0(%[[XI:.*]]: f32, %[[VI:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK:           %[[S:.*]] = arith.select
+// CHECK:           %[[SUM:.*]] = arith.addf %[[ACC]], %[[S]] : f32
+// CHECK-NEXT:      flexsn.yield %{{.*}}, %{{.*}}, %[[SUM]] : f32, f32, f32
+func.func @count(%x: tensor<?x?xf32> {flexsn.name = "x"}, %e: tensor<?x?xf32>,
+                 %f: tensor<?xf32>)
+    -> (tensor<?x?xf32> {flexsn.name = "y"}, tensor<?xf32> {flexsn.name = "v"},
+        tensor<?xf32> {flexsn.name = "count"}) attributes {flexsn.block} {
+  %zero = arith.constant 0.0 : f32
+  %c = linalg.fill ins(%zero : f32) outs(%f : tensor<?xf32>) -> tensor<?xf32>
+  %y, %v, %n = flexsn.scan ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
+      states(%f : tensor<?xf32>) reductions(%c : tensor<?xf32>) {
+  ^bb0(%xi: f32, %vi: f32):
+    %one = arith.constant 1.0 : f32
+    %h = arith.addf %xi, %vi : f32
+    %fire = arith.cmpf oge, %h, %one : f32
+    %s = arith.select %fire, %one, %zero : f32
+    flexsn.yield %s, %h, %s : f32, f32, f32
+  }
+  return %y, %v, %n : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>
+}
+
+// -----
+
+func.func @total(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>, %c: tensor<f32>)
+    -> (tensor<?x?xf32>, tensor<f32>) attributes {flexsn.block} {
+  // expected-error@+1 {{block @total: its scan sums over neurons (a total, a per-channel sum), which is no kernel buffer yet}}
   %y, %n = flexsn.scan ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>)
-      reductions(%c : tensor<?xf32>) {
+      reductions(%c : tensor<f32>) {
   ^bb0(%xi: f32):
     flexsn.yield %xi, %xi : f32, f32
   }
-  return %y, %n : tensor<?x?xf32>, tensor<?xf32>
+  return %y, %n : tensor<?x?xf32>, tensor<f32>
+}
+
+// -----
+
+func.func @count_from(%x: tensor<?x?xf32>, %v0: tensor<?xf32>,
+                      %e: tensor<?x?xf32>, %f: tensor<?xf32>)
+    -> (tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>)
+    attributes {flexsn.block} {
+  // expected-error@+1 {{block @count_from: its scan sums over t and has initial states; a kernel keeps such a sum as a state, which would need one too}}
+  %y, %v, %n = flexsn.scan ins(%x : tensor<?x?xf32>) inits(%v0 : tensor<?xf32>)
+      outs(%e : tensor<?x?xf32>) states(%f : tensor<?xf32>)
+      reductions(%f : tensor<?xf32>) {
+  ^bb0(%xi: f32, %vi: f32):
+    %h = arith.addf %xi, %vi : f32
+    flexsn.yield %h, %h, %xi : f32, f32, f32
+  }
+  return %y, %v, %n : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>
 }
 
 // -----

@@ -89,23 +89,23 @@ class Block(nn.Module):
     `LIFNode(tau=2.0)`): its compiled step, with its const parameters, is
     the block's; its runtime and trainable scalar parameters are read from
     it at each call (a trainable one is trained through the block). `pre`
-    is None or an `Affine`; `post` None or a `Residual`. `readout` must be
-    None: a reduction over time (a spike count) is not a kernel buffer
-    yet. Calling the block with x `[T, N...]` (`[T, B, C, ...]` for a
-    per-channel Affine), float32, on the CPU or a GPU, returns the output
-    sequence and keeps the final states for the next call (`reset()`,
-    `detach()`), as a neuron module does; gradients flow to x, the initial
-    states, scale and shift and the neuron's trainable parameters through
-    the block's backward kernel (one reverse scan)."""
+    is None or an `Affine`; `post` None or a `Residual`. Calling the block
+    with x `[T, N...]` (`[T, B, C, ...]` for a per-channel Affine),
+    float32, on the CPU or a GPU, returns the output sequence, or with
+    `readout="sum"` its sum over time per neuron (`[N...]`: a spike count
+    for post=None; the sequence itself is then never stored), and keeps the
+    neuron's final states for the next call (`reset()`, `detach()`), as a
+    neuron module does; gradients flow to x, the initial states, scale and
+    shift and the neuron's trainable parameters through the block's
+    backward kernel (one reverse scan)."""
 
     def __init__(self, neuron, pre: Optional[Affine] = None,
                  post: Optional[Residual] = None, readout=None,
                  name: str = "block", targets=None):
         super().__init__()
-        if readout is not None:
-            raise NotImplementedError(
-                "Block(readout=...): a reduction over time is not a kernel "
-                "buffer yet; sum the output sequence instead")
+        if readout not in (None, "sum"):
+            raise ValueError(f"readout is None or 'sum' (the output's sum "
+                             f"over time), got {readout!r}")
         if pre is not None and not isinstance(pre, Affine):
             raise TypeError(f"pre is None or flexsn.torch.Affine, got "
                             f"{type(pre).__name__}")
@@ -133,12 +133,17 @@ class Block(nn.Module):
         if not name.isidentifier():
             raise ValueError(f"name is an identifier, got {name!r}")
         self.neuron, self.pre, self.post = neuron, pre, post
+        self.readout = readout
         self.neuron_params = info.runtime_params
         text = block_source(name, compiled.directory / "configured.mlir",
-                            info, pre, post)
+                            info, pre, post, readout)
         self.source = text
         self.kernels = compiler.compile_kernels(text, targets=targets)
         outputs = ("y",) if post is not None else info.outputs
+        # A sum over time is a state of the kernels, kept only at its end.
+        states = info.states + (("readout",) if readout else ())
+        if readout:
+            outputs = ()
         params = list(self.neuron_params)
         if pre is not None:
             shape = "per_channel" if pre.num_channels else "scalar"
@@ -156,8 +161,7 @@ class Block(nn.Module):
             "per_neuron_param", "per_channel_param")]
         order += [n for n, _ in spec.params]
         params.sort(key=lambda p: order.index(p.name))
-        self.info = NeuronInfo(name, ("x",), info.states, outputs,
-                               tuple(params))
+        self.info = NeuronInfo(name, ("x",), states, outputs, tuple(params))
         self.handle = Handle(_CompiledBlock(self.kernels, self.info))
         self.states: List[Optional[torch.Tensor]] = [None] * len(info.states)
 
@@ -170,7 +174,8 @@ class Block(nn.Module):
         self.states = [None if s is None else s.detach() for s in self.states]
 
     def extra_repr(self) -> str:
-        return f"name={self.info.name}, pre={self.pre}, post={self.post}"
+        return (f"name={self.info.name}, pre={self.pre}, post={self.post}, "
+                f"readout={self.readout!r}")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dtype != torch.float32:
@@ -184,14 +189,17 @@ class Block(nn.Module):
             (trainable if p.kind == "trainable" else runtime).append(value)
         inits = [s if s is None or s.shape == x.shape[1:] else None
                  for s in self.states]
+        if self.readout:
+            inits.append(None)  # each call's sum starts at zero
         outputs, states = scan(self.handle, [x], inits, trainable, runtime,
                                False)
-        self.states[:] = states
-        return outputs[0]
+        self.states[:] = states[:len(self.states)]
+        return states[-1] if self.readout else outputs[0]
 
 
 def block_source(name: str, neuron_file, info: NeuronInfo,
-                 pre: Optional[Affine], post: Optional[Residual]) -> str:
+                 pre: Optional[Affine], post: Optional[Residual],
+                 readout: Optional[str] = None) -> str:
     """The MLIR of the block: `neuron_file` (the neuron as configured,
     `module { flexsn.neuron ... }`) with the block function `@name` added
     to its module."""
@@ -218,7 +226,8 @@ def block_source(name: str, neuron_file, info: NeuronInfo,
     for p in info.runtime_params:
         args.append(f"%p_{p.name}: {p.type} "
                     f"{named(p.name, p.kind == 'trainable')}")
-    results = [f"{seq} {named('y' if post else info.outputs[0])}"]
+    results = [f"{state} {named('readout')}" if readout else
+               f"{seq} {named('y' if post else info.outputs[0])}"]
     results += [f"{state} {named(s)}" for s in info.states]
     body = [f"%c{i} = arith.constant {i} : index" for i in range(rank)]
     body += [f"%d{i} = tensor.dim %x, %c{i} : {seq}" for i in range(rank)]
@@ -269,8 +278,20 @@ def block_source(name: str, neuron_file, info: NeuronInfo,
             "  linalg.yield %r : f32",
             f"}} -> {seq}"]
         result = "%post"
+    kind = seq
+    if readout:
+        # The sequence's sum over t: fusion makes it the scan's reduction,
+        # and kernel generation a state kept at its end.
+        body += [
+            "%zero = arith.constant 0.0 : f32",
+            f"%e_sum = tensor.empty({neuron_dims}) : {state}",
+            f"%zeros = linalg.fill ins(%zero : f32) outs(%e_sum : {state}) "
+            f"-> {state}",
+            f"%sum = linalg.reduce {{ arith.addf }} ins({result} : {seq}) "
+            f"outs(%zeros : {state}) dimensions = [0]"]
+        result, kind = "%sum", state
     returned = ", ".join([result] + states)
-    types = ", ".join([seq] + [state] * len(states))
+    types = ", ".join([kind] + [state] * len(states))
     body.append(f"return {returned} : {types}")
     function = (
         f"  func.func @{name}({', '.join(args)})\n"

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -61,7 +62,17 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
       scan = found;
       continue;
     }
-    if (!isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp, func::ReturnOp>(
+    // A fill only makes a destination, whose contents the kernel never
+    // reads (a sum over t starts from zero).
+    auto fill = dyn_cast<linalg::FillOp>(op);
+    bool makesDestination =
+        fill && llvm::all_of(fill->getUses(), [](OpOperand &use) {
+          auto user = dyn_cast<ScanOp>(use.getOwner());
+          return user && use.getOperandNumber() >=
+                             user.getODSOperandIndexAndLength(3).first;
+        });
+    if (!makesDestination &&
+        !isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp, func::ReturnOp>(
             op))
       return fail(&op) << "'" << op.getName()
                        << "' runs outside its scan: a block kernel runs its "
@@ -73,8 +84,8 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
   if (!scan)
     return fail(block) << "holds no scan", failure();
   if (!scan.getReductions().empty())
-    return fail(scan) << "its scan has reductions, which are no kernel "
-                         "buffers yet",
+    return fail(scan) << "its scan sums over neurons (a total, a "
+                         "per-channel sum), which is no kernel buffer yet",
            failure();
   unsigned rank = scan.getDomainRank();
   bool channels = rank == 4;
@@ -321,6 +332,91 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
   return kernel;
 }
 
+/// Makes each sum over t that the scan of `block` keeps per neuron (a
+/// spike count) a state kept only at its end, starting at zero and adding
+/// the step's value: the same sum in the same order, which a kernel holds
+/// as a final-state buffer and autodiff differentiates. Emits an error and
+/// fails for a scan that also has initial states (the new state would need
+/// one).
+LogicalResult keepSumsAsStates(func::FuncOp block) {
+  auto scans = block.getOps<ScanOp>();
+  if (scans.empty())
+    return success(); // buildBlockKernel says what is missing
+  ScanOp scan = *scans.begin();
+  unsigned rank = scan.getDomainRank();
+  AffineMap perNeuron =
+      AffineMap::getMultiDimIdentityMap(rank, block.getContext()).dropResult(0);
+  SmallVector<AffineMap> maps = scan.getIndexingMapsArray();
+  auto [firstReduction, numReductions] = scan.getODSOperandIndexAndLength(5);
+  SmallVector<unsigned> sums, others;
+  for (unsigned r = 0; r < numReductions; ++r)
+    (maps[firstReduction + r] == perNeuron ? sums : others).push_back(r);
+  if (sums.empty())
+    return success();
+  if (!scan.getInits().empty())
+    return scan.emitError()
+           << "block @" << block.getSymName()
+           << ": its scan sums over t and has initial states; a kernel "
+              "keeps such a sum as a state, which would need one too";
+
+  unsigned numInputs = scan.getInputs().size();
+  unsigned numStates = scan.getStates().size();
+  unsigned numOutputs = scan.getOutputs().size();
+  SmallVector<Value> states(scan.getStates()), reductions;
+  unsigned firstState = scan.getODSOperandIndexAndLength(4).first;
+  SmallVector<AffineMap> newMaps(maps.begin(),
+                                 maps.begin() + firstState + numStates);
+  for (unsigned r : sums) {
+    states.push_back(scan.getReductions()[r]);
+    newMaps.push_back(perNeuron);
+  }
+  for (unsigned r : others) {
+    reductions.push_back(scan.getReductions()[r]);
+    newMaps.push_back(maps[firstReduction + r]);
+  }
+
+  // The body: an accumulator argument per sum after the states; it yields
+  // the accumulator plus the step's value in the reduction's place.
+  Block &body = scan.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  OpBuilder b(yield);
+  SmallVector<Value> yielded(
+      yield.getValues().take_front(numOutputs + numStates));
+  for (auto [k, r] : llvm::enumerate(sums)) {
+    BlockArgument acc = body.insertArgument(numInputs + numStates + k,
+                                            b.getF32Type(), scan.getLoc());
+    yielded.push_back(arith::AddFOp::create(
+        b, scan.getLoc(), acc, yield.getValues()[numOutputs + numStates + r]));
+  }
+  for (unsigned r : others)
+    yielded.push_back(yield.getValues()[numOutputs + numStates + r]);
+  YieldOp::create(b, yield.getLoc(), yielded);
+  yield.erase();
+
+  SmallVector<Type> types;
+  for (Value destination :
+       llvm::concat<Value>(scan.getOutputs(), states, reductions))
+    types.push_back(destination.getType());
+  b.setInsertionPoint(scan);
+  auto kept = ScanOp::create(
+      b, scan.getLoc(), types, scan.getCalleeAttr(), scan.getInputs(),
+      scan.getInits(), scan.getParams(), scan.getOutputs(), states, reductions,
+      b.getAffineMapArrayAttr(newMaps), scan.getReverseAttr(),
+      scan.getOptionalInputsAttr());
+  kept.getBody().takeBody(scan.getBody());
+  unsigned firstResult = numOutputs + numStates;
+  for (unsigned i = 0; i < firstResult; ++i)
+    scan->getResult(i).replaceAllUsesWith(kept->getResult(i));
+  for (auto [k, r] : llvm::enumerate(sums))
+    scan->getResult(firstResult + r)
+        .replaceAllUsesWith(kept->getResult(firstResult + k));
+  for (auto [k, r] : llvm::enumerate(others))
+    scan->getResult(firstResult + r)
+        .replaceAllUsesWith(kept->getResult(firstResult + sums.size() + k));
+  scan.erase();
+  return success();
+}
+
 struct GenerateBlockKernelsPass
     : flexsn::impl::FlexSNGenerateBlockKernelsBase<GenerateBlockKernelsPass> {
   using Base::Base;
@@ -353,6 +449,8 @@ struct GenerateBlockKernelsPass
     for (auto block : llvm::to_vector(module.getOps<func::FuncOp>())) {
       if (!block->hasAttr("flexsn.block"))
         continue;
+      if (failed(keepSumsAsStates(block)))
+        return signalPassFailure();
       for (KernelVariant variant : requested) {
         FailureOr<func::FuncOp> kernel =
             buildBlockKernel(builder, block, variant);

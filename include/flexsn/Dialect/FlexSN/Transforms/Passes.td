@@ -94,9 +94,14 @@ def FlexSNGenerateBlockKernels
     scalar one's kind says so, a param buffer's kernel argument keeps
     the mark, which autodiff reads. `dtype` is the
     first input's element type; each buffer keeps its tensor's. The scan's
-    body comes along as it is (with the constants it uses). A block whose
-    scan has reductions, runs over another rank, or keeps other work (an
-    unfused linalg op, a second scan) is an error naming what stays.
+    body comes along as it is (with the constants it uses). A sum over t
+    that the scan keeps per neuron (a spike count: a reduction dropping
+    only t) becomes a state kept only at its end, starting at zero and
+    adding the step's value (the same sum in the same order): a final-state
+    buffer named by the result, with its optional `<name>_init`. A block
+    whose scan sums over neurons, runs over another rank, or keeps other
+    work (an unfused linalg op, a second scan) is an error naming what
+    stays.
 
     ```mlir
     func.func @bn_lif(%x: tensor<?x?x?x?xf32> {flexsn.name = "x"},
