@@ -254,6 +254,8 @@ def test_bad_input_is_a_clear_error():
         Block(LIFNode(), readout="rate")
     with pytest.raises(ValueError, match="Residual op"):
         Residual("xor")
+    with pytest.raises(ValueError, match="num_channels"):
+        Affine(num_channels=0)
     with pytest.raises(TypeError, match="neuron module"):
         Block(torch.nn.ReLU())
     with pytest.raises(ValueError, match="per-neuron or per-channel"):

@@ -7,9 +7,10 @@ op for the post-op), which `flexsn.compile_kernels` fuses into one scan and
 compiles to an inference, a forward and a backward kernel. Those kernels
 have a neuron kernel's interface, so the block runs through the same
 autograd Function and custom op as a neuron (`_function.scan`), with the
-block in the neuron's place: one input `x`, the neuron's states, one
-output, and the parameters `scale` and `shift` (trainable, per channel or
-scalar) before the neuron's own runtime parameters.
+block in the neuron's place: one input `x`, the neuron's states (and,
+with `readout="sum"`, a state holding the sum), one output (none with the
+readout), and the parameters `scale` and `shift` (trainable, per channel
+or scalar) beside the neuron's own runtime parameters.
 """
 
 import dataclasses
@@ -32,6 +33,14 @@ class Affine:
     num_channels: Optional[int] = None
     scale: float = 1.0
     shift: float = 0.0
+
+    def __post_init__(self):
+        if self.num_channels is not None and (
+                isinstance(self.num_channels, bool)
+                or not isinstance(self.num_channels, int)
+                or self.num_channels < 1):
+            raise ValueError(f"Affine num_channels is None or a positive "
+                             f"int, got {self.num_channels!r}")
 
 
 #: SEW-ResNet's connect functions of the neuron's spikes s and the block's
@@ -75,8 +84,8 @@ class _CompiledBlock:
                deterministic: bool = False, spikes: str = "dense"):
         if variant not in self._VARIANTS or spikes != "dense":
             raise RuntimeError(
-                f"{self.name}: a Block keeps final states and dense spikes "
-                f"(no {variant} kernel{'' if spikes == 'dense' else ', ' + spikes + ' spikes'})")
+                f"{self.name}: a Block has no {variant} kernel with "
+                f"{spikes} spikes (it keeps final states, dense spikes)")
         return self.kernels.kernel(
             device, f"{self.name}_{self._VARIANTS[variant]}_{dtype}",
             deterministic)

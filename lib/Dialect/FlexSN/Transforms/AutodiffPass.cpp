@@ -58,8 +58,9 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   unsigned numInputs = scan.getInputs().size();
   unsigned numStates = scan.getInits().size();
   unsigned numOutputs = scan.getOutputs().size();
-  // A state kept only at its end has no per-step gradient: the backward
-  // takes none for it (what the backward reads of states it saves).
+  // A state kept only at its end has no per-step incoming gradient; the
+  // backward reads no state buffer (it reads what the forward saves), so
+  // that is the only difference.
   SmallVector<bool> finalOnly = llvm::map_to_vector(
       llvm::seq(numStates), [&](unsigned s) { return scan.isFinalState(s); });
   if (trainable.size() != scan.getParams().size())

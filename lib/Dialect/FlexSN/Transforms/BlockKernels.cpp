@@ -113,7 +113,8 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
                         << ": a kernel writes all of them",
              failure();
 
-  // The buffers, in the scan's operand order, and the scalar params.
+  // The buffers, in the scan's operand order (regrouped below), and the
+  // scalar params.
   SmallVector<KernelBufferAttr> buffers;
   SmallVector<ParamAttr> params;
   SmallVector<int64_t> argumentOf; // per scan operand: the kernel argument
