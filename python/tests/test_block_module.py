@@ -46,6 +46,20 @@ def inputs(shape, device, seed):
     return x.to(device), scale.to(device), shift.to(device)
 
 
+def bn_lif(C, device, post="add", scale=None, shift=None, readout=None):
+    """The BN-apply + LIF block with `scale` and `shift` (default: ones
+    and zeros); blocks of one post-op and readout share a compile."""
+    name = f"bn_lif_{post or 'spikes'}" + ("_sum" if readout else "")
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+                  post=post and Residual(post), readout=readout,
+                  name=name).to(device)
+    if scale is not None:
+        with torch.no_grad():
+            block.scale.copy_(scale)
+            block.shift.copy_(shift)
+    return block
+
+
 def grads_ref(x, scale, shift, op, grad_y, grad_v, **kw):
     """Gradients of <y, grad_y> + <v_T, grad_v> by float64 autograd."""
     x, scale, shift = (t.detach().double().requires_grad_()
@@ -60,11 +74,7 @@ def grads_ref(x, scale, shift, op, grad_y, grad_v, **kw):
 def test_block_against_formulas(device, op):
     T, B, C, H, W = 6, 2, 3, 4, 5
     x, scale, shift = inputs((T, B, C, H, W), device, seed=len(op))
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
-                  post=Residual(op), name=f"bn_lif_{op}").to(device)
-    with torch.no_grad():
-        block.scale.copy_(scale)
-        block.shift.copy_(shift)
+    block = bn_lif(C, device, op, scale, shift)
     x.requires_grad_()
     y = block(x)
     v = block.states[0]
@@ -92,12 +102,8 @@ def test_block_equals_unfused_modules(device):
     channels in another order)."""
     T, B, C, S = 5, 3, 4, 7
     x, scale, shift = inputs((T, B, C, S), device, seed=11)
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
-                  post=Residual("add"), name="bn_lif_unfused").to(device)
+    block = bn_lif(C, device, "add", scale, shift)
     lif = LIFNode(tau=2.0)
-    with torch.no_grad():
-        block.scale.copy_(scale)
-        block.shift.copy_(shift)
     a = scale.clone().requires_grad_()
     b = shift.clone().requires_grad_()
     x1 = x.clone().requires_grad_()
@@ -152,11 +158,7 @@ def test_scalar_affine_trainable_neuron_parameter(device):
 def test_initial_state_gets_a_gradient(device):
     T, B, C, S = 4, 2, 3, 6
     x, scale, shift = inputs((T, B, C, S), device, seed=13)
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
-                  post=Residual("add"), name="bn_lif_v0").to(device)
-    with torch.no_grad():
-        block.scale.copy_(scale)
-        block.shift.copy_(shift)
+    block = bn_lif(C, device, "add", scale, shift)
     v0 = (torch.rand(B, C, S, generator=torch.Generator().manual_seed(1))
           * 0.9).to(device).requires_grad_()
     block.states[0] = v0
@@ -191,14 +193,10 @@ def test_readout_sum(device, post):
     x, scale and shift."""
     T, B, C, S = 6, 2, 3, 5
     x, scale, shift = inputs((T, B, C, S), device, seed=17)
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
-                  post=post and Residual(post), readout="sum",
-                  name=f"bn_lif_sum_{post}").to(device)
-    spec = block.kernels.kernel("cpu", f"bn_lif_sum_{post}_forward_f32").spec
+    block = bn_lif(C, device, post, scale, shift, readout="sum")
+    spec = block.kernels.kernel(
+        "cpu", f"{block.info.name}_forward_f32").spec
     assert not spec.buffers_with_role("output_sequence")
-    with torch.no_grad():
-        block.scale.copy_(scale)
-        block.shift.copy_(shift)
     x.requires_grad_()
     total = block(x)
     assert total.shape == x.shape[1:]
@@ -233,8 +231,7 @@ def test_readout_sum(device, post):
 def test_state_carries_between_calls():
     T, B, C, S = 6, 2, 3, 4
     x, scale, shift = inputs((T, B, C, S), "cpu", seed=2)
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
-                  post=Residual("add"), name="bn_lif_carry")
+    block = bn_lif(C, "cpu")
     whole = block(x)
     v_whole = block.states[0]
     block.reset()
@@ -244,8 +241,7 @@ def test_state_carries_between_calls():
 
 
 def test_bad_input_is_a_clear_error():
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=3),
-                  post=Residual("add"), name="bn_lif_errors")
+    block = bn_lif(3, "cpu")
     with pytest.raises(TypeError, match="float32"):
         block(torch.zeros(2, 1, 3, 4, dtype=torch.float16))
     with pytest.raises(ValueError, match="scale"):
@@ -268,10 +264,9 @@ def test_bad_input_is_a_clear_error():
 def test_torch_compile_traces_the_block(device):
     T, B, C, S = 4, 2, 3, 5
     x, scale, shift = inputs((T, B, C, S), device, seed=9)
-    # The block of test_block_against_formulas: compiled (and cached) by
-    # the CPU run even where torch.compile is not there.
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
-                  post=Residual("add"), name="bn_lif_add").to(device)
+    # Compiled (and cached) by the other tests' CPU run even where
+    # torch.compile is not there.
+    block = bn_lif(C, device)
 
     def run(x):
         block.reset()
