@@ -89,12 +89,12 @@ def FlexSNGenerateBlockKernels
     them), param buffers (per neuron, or per channel over a `[T, B, C, S]`
     domain); each group in the scan's operand order; then its scalar
     params.
-    Names come from `flexsn.name` on the block's arguments and results (else
-    `argN`, `resultN`). A param marked `flexsn.trainable` is trainable: a
-    scalar one's kind says so, a param buffer's kernel argument keeps
-    the mark, which autodiff reads. `dtype` is the
-    first input's element type; each buffer keeps its tensor's. The scan's
-    body comes along as it is (with the constants it uses). A sum over t
+    Names come from `flexsn.name` on the block's arguments and results
+    (else `argN`, `resultN`). A param marked `flexsn.trainable` is
+    trainable: a scalar one's kind says so, a param buffer's kernel
+    argument keeps the mark, which autodiff reads. `dtype` is the first
+    input's element type; each buffer keeps its tensor's. The scan's body
+    comes along as it is (with the constants it uses). A sum over t
     that the scan keeps per neuron (a spike count: a reduction dropping
     only t) becomes a state kept only at its end, starting at zero and
     adding the step's value (the same sum in the same order): a final-state
@@ -112,10 +112,14 @@ def FlexSNGenerateBlockKernels
       ... one flexsn.scan ...
     }
     // becomes, with variants=inference
-    func.func @bn_lif_inference_f32(%x: memref<?x?x?x?xf32>,
-                                    %scale: memref<?xf32>, ...)
+    func.func @bn_lif_inference_f32(%x: memref<?x?x?x?xf32>, ...,
+                                    %scale: memref<?xf32> {flexsn.trainable},
+                                    ...)
         attributes {flexsn.kernel = #flexsn.kernel<"bn_lif", inference,
           f32, buffers = [<"x", input_sequence, f32, sequence>,
+                          <"v_init", initial_state, f32, per_neuron>,
+                          <"y", output_sequence, f32, sequence>,
+                          <"v", final_state, f32, per_neuron>,
                           <"scale", per_channel_param, f32, per_channel>, ...]>}
     ```
 
@@ -142,8 +146,8 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     yet) whose scan runs an inline body forward in time over state
     sequences (a state kept only at its end, as a block's, gets no per-step
     gradient in the backward: the backward reads what the forward saves,
-    not the states). For every neuron (or those named by `neurons`) and storage
-    type it first builds that kernel from the neuron's specialized step;
+    not the states). For every neuron (or those named by `neurons`) and
+    storage type it first builds that kernel from the neuron's specialized step;
     forward kernels already in the module (written by hand, or by another
     pass) are differentiated too, unless their backward kernel exists. Their
     scalar parameters' kinds say which get gradients, and a parameter
