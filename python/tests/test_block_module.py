@@ -228,6 +228,41 @@ def test_readout_sum(device, post):
                                atol=1e-6)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_storage(device, dtype):
+    """f16 and bf16 blocks: x, y and the state stored in the dtype, the
+    step in f32 (one rounding of y = s + x), scale and shift float32."""
+    T, B, C, S = 5, 2, 3, 4
+    x, scale, shift = inputs((T, B, C, S), device, seed=23)
+    x = x.to(dtype).requires_grad_()
+    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+                  post=Residual("add"), name="bn_lif_half",
+                  storage_types=("f16", "bf16")).to(device)
+    with torch.no_grad():
+        block.scale.copy_(scale)
+        block.shift.copy_(shift)
+    y = block(x)
+    v = block.states[0]
+    assert y.dtype == dtype and v.dtype == dtype
+    grad = torch.randn(y.shape, generator=torch.Generator().manual_seed(4))
+    y.backward(grad.to(device, dtype))
+
+    xd, a, b = (t.detach().double().requires_grad_()
+                for t in (x, scale, shift))
+    want_y, want_v = block_ref(xd, a, b, "add")
+    want_y.backward(grad.to(device, dtype).double())
+    # s + x is exact in f32 for a half x and s in {0, 1}: one rounding.
+    assert torch.equal(y, want_y.to(dtype))
+    tol = dict(rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(v.double(), want_v, **tol)
+    torch.testing.assert_close(x.grad.double(), xd.grad, **tol)
+    torch.testing.assert_close(block.scale.grad.double(), a.grad, **tol)
+    torch.testing.assert_close(block.shift.grad.double(), b.grad, **tol)
+    with pytest.raises(TypeError, match="storage_types"):
+        block(x.detach().float())  # f32 was not compiled
+
+
 def test_state_carries_between_calls():
     T, B, C, S = 6, 2, 3, 4
     x, scale, shift = inputs((T, B, C, S), "cpu", seed=2)
@@ -242,7 +277,7 @@ def test_state_carries_between_calls():
 
 def test_bad_input_is_a_clear_error():
     block = bn_lif(3, "cpu")
-    with pytest.raises(TypeError, match="float32"):
+    with pytest.raises(TypeError, match="storage_types"):
         block(torch.zeros(2, 1, 3, 4, dtype=torch.float16))
     with pytest.raises(ValueError, match="scale"):
         block(torch.zeros(2, 1, 5, 4))  # 5 channels, scale has 3
@@ -252,6 +287,10 @@ def test_bad_input_is_a_clear_error():
         Residual("xor")
     with pytest.raises(ValueError, match="num_channels"):
         Affine(num_channels=0)
+    with pytest.raises(ValueError, match="storage_types"):
+        Block(LIFNode(), storage_types=("f64",))
+    with pytest.raises(ValueError, match="float32 only"):
+        Block(LIFNode(), readout="sum", storage_types=("f16",))
     with pytest.raises(TypeError, match="neuron module"):
         Block(torch.nn.ReLU())
     with pytest.raises(ValueError, match="per-neuron or per-channel"):

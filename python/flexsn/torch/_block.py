@@ -22,6 +22,7 @@ from torch import nn
 from .. import compiler
 from .._manifest import NeuronInfo, Param
 from ._function import Handle, scan
+from ._kernels import DTYPES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,11 +47,11 @@ class Affine:
 #: SEW-ResNet's connect functions of the neuron's spikes s and the block's
 #: input x, as the body of a linalg.generic over (s, x).
 _RESIDUALS = {
-    "add": ["%r = arith.addf %si, %xi : f32"],
-    "and": ["%r = arith.mulf %si, %xi : f32"],
+    "add": ["%r = arith.addf %si, {x} : f32"],
+    "and": ["%r = arith.mulf %si, {x} : f32"],
     "iand": ["%one = arith.constant 1.0 : f32",
              "%k = arith.subf %one, %si : f32",
-             "%r = arith.mulf %k, %xi : f32"],
+             "%r = arith.mulf %k, {x} : f32"],
 }
 
 
@@ -76,6 +77,13 @@ class _CompiledBlock:
     _VARIANTS = {"final-state": "inference", "forward": "forward",
                  "backward": "backward"}
 
+    @staticmethod
+    def kernel_name(block: str, variant: str, dtype: str) -> str:
+        """The block function of each storage type is `@<block>` (f32) or
+        `@<block>_<dtype>`; its kernels `<function>_<variant>_<dtype>`."""
+        function = block if dtype == "f32" else f"{block}_{dtype}"
+        return f"{function}_{variant}_{dtype}"
+
     def __init__(self, kernels, info: NeuronInfo):
         self.kernels, self.info, self.name = kernels, info, info.name
         self.directory, self.manifest = kernels.directory, kernels.manifest
@@ -87,8 +95,8 @@ class _CompiledBlock:
                 f"{self.name}: a Block has no {variant} kernel with "
                 f"{spikes} spikes (it keeps final states, dense spikes)")
         return self.kernels.kernel(
-            device, f"{self.name}_{self._VARIANTS[variant]}_{dtype}",
-            deterministic)
+            device, self.kernel_name(self.name, self._VARIANTS[variant],
+                                     dtype), deterministic)
 
 
 class Block(nn.Module):
@@ -99,8 +107,9 @@ class Block(nn.Module):
     the block's; its runtime and trainable scalar parameters are read from
     it at each call (a trainable one is trained through the block). `pre`
     is None or an `Affine`; `post` None or a `Residual`. Calling the block
-    with x `[T, N...]` (`[T, B, C, ...]` for a per-channel Affine),
-    float32, on the CPU or a GPU, returns the output sequence, or with
+    with x `[T, N...]` (`[T, B, C, ...]` for a per-channel Affine) of one
+    of `storage_types` ("f32", "f16", "bf16"; default f32 only: each is
+    compiled), on the CPU or a GPU, returns the output sequence, or with
     `readout="sum"` its sum over time per neuron (`[N...]`: a spike count
     for post=None; the sequence itself is then never stored), and keeps the
     neuron's final states for the next call (`reset()`, `detach()`), as a
@@ -110,7 +119,8 @@ class Block(nn.Module):
 
     def __init__(self, neuron, pre: Optional[Affine] = None,
                  post: Optional[Residual] = None, readout=None,
-                 name: str = "block", targets=None):
+                 name: str = "block", storage_types=("f32",),
+                 targets=None):
         super().__init__()
         if readout not in (None, "sum"):
             raise ValueError(f"readout is None or 'sum' (the output's sum "
@@ -141,11 +151,22 @@ class Block(nn.Module):
                              "neuron with step_mode='m'")
         if not name.isidentifier():
             raise ValueError(f"name is an identifier, got {name!r}")
+        storage_types = tuple(dict.fromkeys(storage_types))
+        if not storage_types or not set(storage_types) <= set(DTYPES.values()):
+            raise ValueError(f"storage_types are some of f32, f16, bf16, got "
+                             f"{storage_types!r}")
+        if readout and storage_types != ("f32",):
+            raise ValueError("readout='sum' is float32 only for now: a sum "
+                             "over time is kept in float32")
         self.neuron, self.pre, self.post = neuron, pre, post
         self.readout = readout
         self.neuron_params = info.runtime_params
-        text = block_source(name, compiled.directory / "configured.mlir",
-                            info, pre, post, readout)
+        self.storage_types = storage_types
+        neuron_text = (compiled.directory / "configured.mlir").read_text()
+        text = block_module(neuron_text, [
+            block_source(name if dtype == "f32" else f"{name}_{dtype}",
+                         info, pre, post, readout, dtype)
+            for dtype in storage_types])
         self.source = text
         self.kernels = compiler.compile_kernels(text, targets=targets)
         outputs = ("y",) if post is not None else info.outputs
@@ -163,9 +184,11 @@ class Block(nn.Module):
             self.shift = nn.Parameter(torch.full(size, float(pre.shift)))
         # In the kernels' order, which fusion chose: their param buffers,
         # then their scalar params.
+        first = _CompiledBlock.kernel_name(name, "inference",
+                                           storage_types[0])
         spec = next(k for k in (self.kernels.manifest.cpu_kernels
                                  + self.kernels.manifest.gpu_kernels)
-                    if k.name == f"{name}_inference_f32")
+                    if k.name == first)
         order = [b.name for b in spec.buffers_with_role(
             "per_neuron_param", "per_channel_param")]
         order += [n for n, _ in spec.params]
@@ -187,9 +210,10 @@ class Block(nn.Module):
                 f"readout={self.readout!r}")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype != torch.float32:
-            raise TypeError(f"{self.info.name}: a Block's kernels are float32 "
-                            f"for now, got {x.dtype}")
+        if DTYPES.get(x.dtype) not in self.storage_types:
+            raise TypeError(f"{self.info.name}: the block was compiled for "
+                            f"{', '.join(self.storage_types)} inputs "
+                            f"(storage_types), got {x.dtype}")
         trainable, runtime = [], []
         for p in self.info.runtime_params:
             owner = self if p.name in ("scale", "shift") and self.pre else \
@@ -206,19 +230,26 @@ class Block(nn.Module):
         return states[-1] if self.readout else outputs[0]
 
 
-def block_source(name: str, neuron_file, info: NeuronInfo,
-                 pre: Optional[Affine], post: Optional[Residual],
-                 readout: Optional[str] = None) -> str:
-    """The MLIR of the block: `neuron_file` (the neuron as configured,
-    `module { flexsn.neuron ... }`) with the block function `@name` added
-    to its module."""
-    text = neuron_file.read_text().rstrip()
+def block_module(neuron_text: str, functions) -> str:
+    """The neuron's module (as configured: `module { flexsn.neuron ... }`)
+    with the block functions added."""
+    text = neuron_text.rstrip()
     if not (text.startswith("module {") and text.endswith("}")):
-        raise RuntimeError(f"{neuron_file}: not a configured neuron module")
+        raise RuntimeError("not a configured neuron module")
+    return text[:-1] + "".join(functions) + "}\n"
+
+
+def block_source(function: str, info: NeuronInfo, pre: Optional[Affine],
+                 post: Optional[Residual], readout: Optional[str] = None,
+                 dtype: str = "f32") -> str:
+    """The block function `@function` over sequences of `dtype` (read as
+    f32 in the step, the output and states stored back in `dtype`)."""
     channels = pre is not None and pre.num_channels is not None
     rank = 4 if channels else 2
-    seq = f"tensor<{'?x' * rank}f32>"
-    state = f"tensor<{'?x' * (rank - 1)}f32>"
+    seq = f"tensor<{'?x' * rank}{dtype}>"
+    seq32 = f"tensor<{'?x' * rank}f32>"
+    state = f"tensor<{'?x' * (rank - 1)}{dtype}>"
+    half = dtype != "f32"
     dims = "t, b, c, s" if channels else "t, n"
     identity = f"affine_map<({dims}) -> ({dims})>"
     parallel = ", ".join(['"parallel"'] * rank)
@@ -248,19 +279,23 @@ def block_source(name: str, neuron_file, info: NeuronInfo,
                      f"affine_map<({dims}) -> ()>")
         ptype = "tensor<?xf32>" if channels else "f32"
         body += [
-            f"%e_pre = tensor.empty({all_dims}) : {seq}",
+            f"%e_pre = tensor.empty({all_dims}) : {seq32}",
             f"%pre = linalg.generic {{indexing_maps = [{identity}, "
             f"{param_map}, {param_map}, {identity}], iterator_types = "
             f"[{parallel}]}} ins(%x, %scale, %shift : {seq}, {ptype}, "
-            f"{ptype}) outs(%e_pre : {seq}) {{",
-            "^bb0(%xi: f32, %a: f32, %b: f32, %o: f32):",
-            "  %m = arith.mulf %xi, %a : f32",
+            f"{ptype}) outs(%e_pre : {seq32}) {{",
+            f"^bb0(%xi: {dtype}, %a: f32, %b: f32, %o: f32):",
+            *([f"  %xf = arith.extf %xi : {dtype} to f32"] if half else []),
+            f"  %m = arith.mulf {'%xf' if half else '%xi'}, %a : f32",
             "  %r = arith.addf %m, %b : f32",
             "  linalg.yield %r : f32",
-            f"}} -> {seq}"]
+            f"}} -> {seq32}"]
         source = "%pre"
+    source_type = seq32 if pre is not None else seq
+    # The neuron's output: the block's, or f32 for the ops after it.
+    out = seq32 if post is not None or readout else seq
     states = [f"%st_{i}" for i in range(len(info.states))]
-    body.append(f"%e_out = tensor.empty({all_dims}) : {seq}")
+    body.append(f"%e_out = tensor.empty({all_dims}) : {out}")
     body += [f"%e_st_{i} = tensor.empty({neuron_dims}) : {state}"
              for i in range(len(info.states))]
     params = ""
@@ -273,7 +308,7 @@ def block_source(name: str, neuron_file, info: NeuronInfo,
     state_types = ", ".join([state] * len(states))
     body.append(
         f"{', '.join(['%out'] + states)} = flexsn.scan @{info.name} "
-        f"ins({source} : {seq}){params} outs(%e_out : {seq})"
+        f"ins({source} : {source_type}){params} outs(%e_out : {out})"
         + (f" states({state_dests} : {state_types})" if states else ""))
     result = "%out"
     if post is not None:
@@ -281,10 +316,14 @@ def block_source(name: str, neuron_file, info: NeuronInfo,
             f"%e_post = tensor.empty({all_dims}) : {seq}",
             f"%post = linalg.generic {{indexing_maps = [{identity}, "
             f"{identity}, {identity}], iterator_types = [{parallel}]}} "
-            f"ins(%out, %x : {seq}, {seq}) outs(%e_post : {seq}) {{",
-            "^bb0(%si: f32, %xi: f32, %o: f32):",
-            *("  " + line for line in _RESIDUALS[post.op]),
-            "  linalg.yield %r : f32",
+            f"ins(%out, %x : {out}, {seq}) outs(%e_post : {seq}) {{",
+            f"^bb0(%si: f32, %xi: {dtype}, %o: {dtype}):",
+            *([f"  %xf = arith.extf %xi : {dtype} to f32"] if half else []),
+            *("  " + line.format(x="%xf" if half else "%xi")
+              for line in _RESIDUALS[post.op]),
+            *([f"  %t = arith.truncf %r : f32 to {dtype}",
+               f"  linalg.yield %t : {dtype}"] if half else
+              ["  linalg.yield %r : f32"]),
             f"}} -> {seq}"]
         result = "%post"
     kind = seq
@@ -302,8 +341,7 @@ def block_source(name: str, neuron_file, info: NeuronInfo,
     returned = ", ".join([result] + states)
     types = ", ".join([kind] + [state] * len(states))
     body.append(f"return {returned} : {types}")
-    function = (
-        f"  func.func @{name}({', '.join(args)})\n"
+    return (
+        f"  func.func @{function}({', '.join(args)})\n"
         f"      -> ({', '.join(results)}) attributes {{flexsn.block}} {{\n"
         + "".join(f"    {line}\n" for line in body) + "  }\n")
-    return text[:-1] + function + "}\n"
