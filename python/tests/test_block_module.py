@@ -46,13 +46,16 @@ def inputs(shape, device, seed):
     return x.to(device), scale.to(device), shift.to(device)
 
 
-def bn_lif(C, device, post="add", scale=None, shift=None, readout=None):
+def bn_lif(C, device, post="add", scale=None, shift=None, readout=None,
+           storage_types=("f32",)):
     """The BN-apply + LIF block with `scale` and `shift` (default: ones
-    and zeros); blocks of one post-op and readout share a compile."""
-    name = f"bn_lif_{post or 'spikes'}" + ("_sum" if readout else "")
+    and zeros); blocks of one post-op, readout and storage types share a
+    compile."""
+    name = (f"bn_lif_{post or 'spikes'}" + ("_sum" if readout else "")
+            + "".join(f"_{t}" for t in storage_types if t != "f32"))
     block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
                   post=post and Residual(post), readout=readout,
-                  name=name).to(device)
+                  name=name, storage_types=storage_types).to(device)
     if scale is not None:
         with torch.no_grad():
             block.scale.copy_(scale)
@@ -236,12 +239,8 @@ def test_half_storage(device, dtype):
     T, B, C, S = 5, 2, 3, 4
     x, scale, shift = inputs((T, B, C, S), device, seed=23)
     x = x.to(dtype).requires_grad_()
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
-                  post=Residual("add"), name="bn_lif_half",
-                  storage_types=("f16", "bf16")).to(device)
-    with torch.no_grad():
-        block.scale.copy_(scale)
-        block.shift.copy_(shift)
+    block = bn_lif(C, device, "add", scale, shift,
+                   storage_types=("f16", "bf16"))
     y = block(x)
     v = block.states[0]
     assert y.dtype == dtype and v.dtype == dtype

@@ -78,11 +78,16 @@ class _CompiledBlock:
                  "backward": "backward"}
 
     @staticmethod
-    def kernel_name(block: str, variant: str, dtype: str) -> str:
-        """The block function of each storage type is `@<block>` (f32) or
-        `@<block>_<dtype>`; its kernels `<function>_<variant>_<dtype>`."""
-        function = block if dtype == "f32" else f"{block}_{dtype}"
-        return f"{function}_{variant}_{dtype}"
+    def function_name(block: str, dtype: str) -> str:
+        """The block function of each storage type: `@<block>` (f32) or
+        `@<block>_<dtype>`."""
+        return block if dtype == "f32" else f"{block}_{dtype}"
+
+    @classmethod
+    def kernel_name(cls, block: str, variant: str, dtype: str) -> str:
+        """Kernel generation names a block function's kernels
+        `<function>_<variant>_<dtype>`."""
+        return f"{cls.function_name(block, dtype)}_{variant}_{dtype}"
 
     def __init__(self, kernels, info: NeuronInfo):
         self.kernels, self.info, self.name = kernels, info, info.name
@@ -164,8 +169,8 @@ class Block(nn.Module):
         self.storage_types = storage_types
         neuron_text = (compiled.directory / "configured.mlir").read_text()
         text = block_module(neuron_text, [
-            block_source(name if dtype == "f32" else f"{name}_{dtype}",
-                         info, pre, post, readout, dtype)
+            block_source(_CompiledBlock.function_name(name, dtype), info,
+                         pre, post, readout, dtype)
             for dtype in storage_types])
         self.source = text
         self.kernels = compiler.compile_kernels(text, targets=targets)
