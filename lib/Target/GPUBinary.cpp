@@ -6,12 +6,11 @@
 
 #include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
-#include "flexsn/Tools/Registration.h"
+#include "flexsn/Target/Translation.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -439,14 +438,10 @@ LogicalResult translateToHeader(ModuleOp module, raw_ostream &os) {
   return success();
 }
 
-void registerDialects(DialectRegistry &registry) {
-  flexsn::registerAllDialects(registry);
-}
-
 } // namespace
 
 void mlir::flexsn::registerGPUBinaryTranslations() {
-  TranslateFromMLIRRegistration cubin(
+  registerModuleTranslation(
       "flexsn-to-cubin", "Write the cubin of a flexsn-lower-to-nvvm module",
       [](ModuleOp module, raw_ostream &os) -> LogicalResult {
         auto object =
@@ -455,9 +450,8 @@ void mlir::flexsn::registerGPUBinaryTranslations() {
           return failure();
         os << object->bytes;
         return success();
-      },
-      registerDialects);
-  TranslateFromMLIRRegistration ptx(
+      });
+  registerModuleTranslation(
       "flexsn-to-ptx",
       "Write the PTX of a module lowered with flexsn-lower-to-nvvm=format=isa",
       [](ModuleOp module, raw_ostream &os) -> LogicalResult {
@@ -467,9 +461,8 @@ void mlir::flexsn::registerGPUBinaryTranslations() {
           return failure();
         os << object->bytes;
         return success();
-      },
-      registerDialects);
-  TranslateFromMLIRRegistration fatbin(
+      });
+  registerModuleTranslation(
       "flexsn-to-fatbin",
       "Bundle the cubins of every target chip into one fatbin",
       [](ModuleOp module, raw_ostream &os) -> LogicalResult {
@@ -481,11 +474,10 @@ void mlir::flexsn::registerGPUBinaryTranslations() {
           return failure();
         os << *bytes;
         return success();
-      },
-      registerDialects);
-  TranslateFromMLIRRegistration header(
+      });
+  registerModuleTranslation(
       "flexsn-to-header",
       "Write a C header: the embedded kernels and a typed launch function "
       "per kernel (includes flexsn_runtime.h; link lib/Runtime)",
-      translateToHeader, registerDialects);
+      translateToHeader);
 }

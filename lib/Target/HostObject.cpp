@@ -5,13 +5,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Target/HostObject.h"
-#include "flexsn/Tools/Registration.h"
+#include "flexsn/Target/Translation.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
@@ -135,10 +134,9 @@ static LogicalResult translateToHostObject(ModuleOp module,
 }
 
 void mlir::flexsn::registerHostObjectTranslation() {
-  TranslateFromMLIRRegistration registration(
+  registerModuleTranslation(
       "flexsn-to-host-object",
       "Compile a flexsn-lower-to-cpu module to a position-independent "
       "object file for the host",
-      translateToHostObject,
-      [](DialectRegistry &registry) { registerAllDialects(registry); });
+      translateToHostObject);
 }

@@ -6,12 +6,11 @@
 
 #include "flexsn/Target/Manifest.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
-#include "flexsn/Tools/Registration.h"
+#include "flexsn/Target/Translation.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -237,14 +236,8 @@ LogicalResult mlir::flexsn::translateToManifest(ModuleOp module,
 }
 
 void mlir::flexsn::registerToManifestTranslation() {
-  TranslateFromMLIRRegistration registration(
+  registerModuleTranslation(
       "flexsn-to-manifest",
       "Describe a FlexSN module's neurons and kernels as JSON",
-      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
-        auto module = dyn_cast<ModuleOp>(op);
-        if (!module)
-          return op->emitError("expected a builtin.module");
-        return translateToManifest(module, os);
-      },
-      [](DialectRegistry &registry) { registerAllDialects(registry); });
+      translateToManifest);
 }

@@ -103,3 +103,23 @@ def test_unfusable_block_is_an_error():
     # which a block kernel cannot hold.
     with pytest.raises(flexsn.CompileError, match="runs outside its scan"):
         flexsn.compile_kernels(UNFUSABLE, targets=("cpu",))
+
+
+MALFORMED_LIST = """
+func.func @total(%x: tensor<?x?xf32>, %i: tensor<?xf32>) -> tensor<?xf32>
+    attributes {flexsn.block} {
+  %r = linalg.reduce {arith.addf} ins(%x : tensor<?x?xf32>)
+      outs(%i : tensor<?xf32>) dimensions = [0
+  return %r : tensor<?xf32>
+}
+"""
+
+
+def test_malformed_linalg_list_is_a_compile_error():
+    # Upstream's linalg.reduce parser crashes on an unclosed list; the
+    # tools report it at the token that breaks it.
+    with pytest.raises(flexsn.CompileError,
+                       match=r":6:3: error: expected a list of 64-bit "
+                             r"integers in square brackets after "
+                             r"'dimensions ='"):
+        flexsn.compile_kernels(MALFORMED_LIST, targets=("cpu",))

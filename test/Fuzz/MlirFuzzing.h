@@ -12,6 +12,7 @@
 #ifndef FLEXSN_TEST_FUZZ_MLIRFUZZING_H
 #define FLEXSN_TEST_FUZZ_MLIRFUZZING_H
 
+#include "flexsn/Tools/ParserHazards.h"
 #include "flexsn/Tools/Registration.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -20,6 +21,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Parser/Parser.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
 #include <string>
@@ -38,8 +42,15 @@ public:
         }) {}
 
   /// Parses `text` into a module (verified); null if it does not parse.
+  /// Like the tools, it first checks the text for what upstream parsers
+  /// crash on.
   OwningOpRef<ModuleOp> parse(const std::string &text) {
-    return parseSourceString<ModuleOp>(text, &context);
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBuffer(text, "fuzz-input"), llvm::SMLoc());
+    if (failed(checkParserHazards(sourceMgr, &context)))
+      return nullptr;
+    return parseSourceFile<ModuleOp>(sourceMgr, &context);
   }
 
   MLIRContext context;

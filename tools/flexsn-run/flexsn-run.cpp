@@ -29,6 +29,7 @@
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Runner/CpuKernel.h"
 #include "flexsn/Runner/Npy.h"
+#include "flexsn/Tools/ParserHazards.h"
 #include "flexsn/Tools/Registration.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -208,7 +209,9 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module;
+  if (succeeded(checkParserHazards(sourceMgr, &context)))
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     fail("cannot load neuron file '" + inputFile + "'");
 
