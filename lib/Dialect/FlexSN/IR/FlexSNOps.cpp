@@ -15,6 +15,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace mlir::flexsn;
@@ -27,10 +28,51 @@ bool mlir::flexsn::isStepScalarType(Type type) {
   return type.isF32() || type.isSignlessInteger() || type.isIndex();
 }
 
+/// Whether `op` is an integer division or remainder, and if so whether it is
+/// signed: ops whose result LLVM leaves undefined for a zero divisor (and,
+/// signed, for the minimum integer divided by -1).
+static std::optional<bool> isSignedDivision(Operation &op) {
+  return llvm::StringSwitch<std::optional<bool>>(op.getName().getStringRef())
+      .Cases({"arith.divsi", "arith.remsi", "arith.ceildivsi",
+              "arith.floordivsi", "index.divs", "index.rems", "index.ceildivs",
+              "index.floordivs", "llvm.sdiv", "llvm.srem"},
+             true)
+      .Cases({"arith.divui", "arith.remui", "arith.ceildivui", "index.divu",
+              "index.remu", "index.ceildivu", "llvm.udiv", "llvm.urem"},
+             false)
+      .Default(std::nullopt);
+}
+
+/// Checks an integer division's divisor: a constant other than 0 (and -1
+/// for a signed op). Undefined behaviour has no place in a step body: on the
+/// CPU it kills the process (SIGFPE), and LLVM deletes a kernel that
+/// divides by a constant 0.
+static LogicalResult verifyDivisor(Operation &op, bool isSigned,
+                                   StringRef owner) {
+  APInt divisor;
+  if (!matchPattern(op.getOperand(1), m_ConstantInt(&divisor)))
+    return op.emitOpError()
+           << "divides by a value known only at run time: in a " << owner
+           << " body an integer division or remainder needs a constant "
+              "divisor other than 0"
+           << (isSigned ? " and -1" : "")
+           << ", since dividing by 0"
+           << (isSigned ? " (or the minimum integer by -1)" : "")
+           << " has no defined result";
+  if (divisor.isZero())
+    return op.emitOpError() << "divides by 0, which has no defined result";
+  if (isSigned && divisor.isAllOnes())
+    return op.emitOpError()
+           << "divides by -1, which has no defined result for the minimum "
+              "integer: negate with arith.subi instead";
+  return success();
+}
+
 /// Checks the ops of a per-step body: ops free of memory effects and
 /// regions, and applications of neurons, on scalars; so the body lowers the
 /// same way to CPU loops and GPU threads, and autodiff needs only a per-op
-/// rule. Asked through interfaces: any dialect's such ops qualify.
+/// rule. Asked through interfaces: any dialect's such ops qualify. Integer
+/// divisions and remainders need a safe constant divisor.
 static LogicalResult verifyStepBody(Block &block, StringRef owner) {
   for (Operation &op : block.without_terminator()) {
     if (isa<ScanOp, NeuronOp>(op))
@@ -51,6 +93,9 @@ static LogicalResult verifyStepBody(Block &block, StringRef owner) {
       return op.emitOpError() << "uses non-scalar type " << type << ": a "
                               << owner << " body works on scalars only";
     }
+    if (std::optional<bool> isSigned = isSignedDivision(op))
+      if (failed(verifyDivisor(op, *isSigned, owner)))
+        return failure();
   }
   return success();
 }

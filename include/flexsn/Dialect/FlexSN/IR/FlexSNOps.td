@@ -52,6 +52,10 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
     `arith`, `math` and `flexsn` per-step ops, or such ops of any dialect)
     and `flexsn.apply`. Training kernels need a derivative rule
     (`DifferentiableOpInterface`) on every op a gradient flows through.
+    An integer division or remainder (`arith.divsi`, `arith.remui`, ...)
+    needs a constant divisor other than 0, and other than -1 when signed:
+    dividing by 0, or the minimum integer by -1, has no defined result
+    (the same holds in a `flexsn.scan`'s inline body).
 
     A neuron is callable (`CallableOpInterface`): `flexsn.apply` calls it,
     and MLIR's inliner inlines those calls.
