@@ -334,12 +334,30 @@ def _instantiate(compiled, device: str, spec: Kernel):
     """The kernel `spec` of `compiled`'s image or library, each loaded once
     (the caller holds _load_lock)."""
     if device == "cuda":
-        images = _loaded.setdefault(("image", str(compiled.directory)),
-                                    GpuImage(compiled.gpu_image))
-        return GpuKernel(spec, images)
-    libraries = _loaded.setdefault(("library", str(compiled.directory)),
-                                   ctypes.CDLL(str(compiled.cpu_library)))
-    return CpuKernel(spec, libraries)
+        key = ("image", str(compiled.directory))
+        if key not in _loaded:
+            _loaded[key] = _open(compiled, compiled.gpu_image, GpuImage,
+                                 "kernels.cubin or kernels.fatbin")
+        return GpuKernel(spec, _loaded[key])
+    key = ("library", str(compiled.directory))
+    if key not in _loaded:
+        _loaded[key] = _open(compiled, compiled.cpu_library,
+                             lambda path: ctypes.CDLL(str(path)), "kernels.so")
+    return CpuKernel(spec, _loaded[key])
+
+
+def _open(compiled, path, opener, name: str):
+    """`opener(path)` of a compiled file; a file gone or unreadable since
+    the compile checked it raises CacheError naming it, not a bare OSError."""
+    from .compiler import _damaged_file_error
+    if path is None:
+        raise _damaged_file_error(compiled.directory,
+                                  compiled.directory / name, "missing")
+    try:
+        return opener(path)
+    except OSError as error:
+        raise _damaged_file_error(compiled.directory, path,
+                                  f"cannot be loaded ({error})") from None
 
 
 def load_named_kernel(compiled, device: str, name: str,

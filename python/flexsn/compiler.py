@@ -8,13 +8,20 @@ A compile runs the tools once and stores, in one cache entry:
                    shapes)
     cpu.json, kernels.so       CPU kernels (shared library, C interface)
     gpu.json, kernels.cubin    GPU kernels (cubin, or a fatbin for several chips)
+    done           written last: the size and sha256 of every other file
 
 An entry lives at `<cache>/<key>/<toolchain>/`, where `key` hashes the
 neuron text and every option, and `toolchain` hashes the tools: other tools
 compile a new entry. Where no tools exist (a machine that only runs
-kernels), the newest entry for `key` is used as is. Entries are built in a
-temporary directory and renamed into place, so processes compiling the same
-neuron at once never see a half-written entry.
+kernels), the newest entry for `key` that is intact is used. Entries are
+built in a temporary directory and renamed into place, so processes
+compiling the same neuron at once never see a half-written entry.
+
+Before an entry is used, its files are checked against `done` (once per
+process): a truncated kernels.so would kill the process with SIGBUS when
+loaded, a damaged JSON file fail on every run. A damaged entry is rebuilt
+where the tools are (with a warning naming the file); elsewhere it raises
+CacheError, naming the file and what to do.
 """
 
 import dataclasses
@@ -25,7 +32,9 @@ import pathlib
 import shutil
 import tempfile
 import threading
-from typing import Dict, Iterable, Mapping, Optional, Sequence, Union
+import uuid
+import warnings
+from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _tools
 from ._manifest import Manifest, NeuronInfo
@@ -38,7 +47,15 @@ PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
 #: storage type, as bytes (0/1), or bit-packed (8 per byte).
 SPIKE_STORAGES = ("dense", "u8", "bits")
 TARGETS = ("cpu", "cuda")
-CACHE_FORMAT = 1  # bumped when an entry's layout changes
+# Bumped when an entry's layout changes; part of every key, so entries of
+# another format are never read. 2: `done` records the entry's files.
+CACHE_FORMAT = 2
+_RECORD_FORMAT = "flexsn-cache-entry"
+
+
+class CacheError(CompileError):
+    """A cache entry is damaged (a file missing, truncated or altered) and
+    cannot be rebuilt here; the message names the file and what to do."""
 
 
 def cache_dir() -> pathlib.Path:
@@ -285,23 +302,143 @@ def _cached(text: str, filename: str, options: dict, load):
     entry_root = cache_dir() / key
     if _tools.tools_available():
         entry = entry_root / _tools.toolchain_id()
+        if entry.exists():
+            damage = _damage(entry)
+            if damage:
+                warnings.warn(f"{_describe(entry, *damage)}: rebuilding it",
+                              RuntimeWarning, stacklevel=3)
+                _discard(entry)
         if not (entry / "done").is_file():
             _build(entry, text, filename, options)
     else:
-        built = sorted((p for p in entry_root.glob("*/done")),
-                       key=lambda p: p.stat().st_mtime)
-        if not built:
-            raise _tools.ToolNotFoundError(
-                "the FlexSN tools are not installed and the cache "
-                f"({cache_dir()}) holds no compiled copy of this source with "
-                "these options: compile it where the tools are, then copy "
-                "the cache (set $FLEXSN_CACHE_DIR)")
-        entry = built[-1].parent
+        entry = _newest_intact(entry_root)
 
     compiled = load(entry, options)
     with _memo_lock:
         _memo[key] = compiled
     return compiled
+
+
+def _newest_intact(entry_root: pathlib.Path) -> pathlib.Path:
+    """Without tools: the newest entry of `entry_root` whose files match
+    its record."""
+    entries = [p for p in entry_root.iterdir()
+               if p.is_dir() and not p.name.startswith(".")
+               ] if entry_root.is_dir() else []
+    if not entries:
+        raise _tools.ToolNotFoundError(
+            "the FlexSN tools are not installed and the cache "
+            f"({cache_dir()}) holds no compiled copy of this source with "
+            "these options: compile it where the tools are, then copy "
+            "the cache (set $FLEXSN_CACHE_DIR)")
+
+    def built_at(entry):
+        try:
+            return (entry / "done").stat().st_mtime
+        except OSError:
+            return float("-inf")
+
+    damaged = []
+    for entry in sorted(entries, key=built_at, reverse=True):
+        damage = _damage(entry)
+        if damage is None:
+            for line in damaged:
+                warnings.warn(f"{line}: using the older {entry}",
+                              RuntimeWarning, stacklevel=4)
+            return entry
+        damaged.append(_describe(entry, *damage))
+    raise CacheError(
+        "\n".join(damaged) + "\nThe FlexSN tools are not installed here to "
+        "rebuild it: delete " + ", ".join(str(e) for e in entries)
+        + ", compile the source again where the tools are, and copy that "
+        "cache here (set $FLEXSN_CACHE_DIR)")
+
+
+def _sha256(path: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _record(work: pathlib.Path) -> dict:
+    """The contents of `done`: every file of the entry, size and sha256."""
+    return {"format": _RECORD_FORMAT, "files": {
+        p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
+        for p in sorted(work.iterdir()) if p.name != "done"}}
+
+
+def _damage(entry: pathlib.Path) -> Optional[Tuple[pathlib.Path, str]]:
+    """(file, what is wrong) for the first file of `entry` that does not
+    match the record in its `done`; None when all do. Nothing is loaded
+    before this passes: ctypes maps a truncated library and dies of SIGBUS."""
+    done = entry / "done"
+    try:
+        record = json.loads(done.read_text())
+        files = record["files"]
+        if record["format"] != _RECORD_FORMAT or not all(
+                pathlib.PurePath(name).name == name
+                and isinstance(f["size"], int) and isinstance(f["sha256"], str)
+                for name, f in files.items()):
+            raise ValueError
+    except FileNotFoundError:
+        return done, "missing (the entry's record of its files)"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return done, ("not a record of the entry's files (damaged, or "
+                      "written by another FlexSN version)")
+    for name, expected in files.items():
+        path = entry / name
+        try:
+            size = path.stat().st_size
+            if size != expected["size"]:
+                return path, (f"{size} bytes where {expected['size']} were "
+                              "written (truncated or altered)")
+            if _sha256(path) != expected["sha256"]:
+                return path, "its contents differ from what was written"
+        except FileNotFoundError:
+            return path, "missing"
+        except OSError as error:
+            return path, f"unreadable ({error.strerror or error})"
+    return None
+
+
+def _describe(entry: pathlib.Path, path: pathlib.Path, problem: str) -> str:
+    return f"damaged FlexSN cache entry {entry}: {path}: {problem}"
+
+
+def _discard(entry: pathlib.Path) -> None:
+    """Moves a damaged entry aside, then deletes it. The rename is atomic:
+    of processes discarding it at once, one moves it, the others find it
+    gone (and all then build it; the first rename into place wins)."""
+    trash = entry.parent / f".trash-{uuid.uuid4().hex}"
+    try:
+        os.rename(entry, trash)
+    except OSError as error:
+        if entry.exists():
+            raise CacheError(f"cannot move the damaged cache entry {entry} "
+                             f"aside ({error}): delete it and compile "
+                             "again") from None
+        return
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _damaged_file_error(entry: pathlib.Path, path: pathlib.Path,
+                        problem: str) -> CacheError:
+    """The error for a file of `entry` found damaged while being read."""
+    return CacheError(f"{_describe(entry, path, problem)}: delete {entry} "
+                      "and compile again (where the FlexSN tools are)")
+
+
+def _read_json(entry: pathlib.Path, name: str) -> dict:
+    # Checked against the record already; this names the file all the same
+    # should it change since.
+    path = entry / name
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        problem = f"unreadable ({error})"
+        raise _damaged_file_error(entry, path, problem) from None
 
 
 def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
@@ -330,7 +467,7 @@ def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
 
 
 def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
-    documents = [json.loads((entry / name).read_text())
+    documents = [_read_json(entry, name)
                  for name in ("neuron.json", "cpu.json", "gpu.json")
                  if (entry / name).is_file()]
     manifest = Manifest.from_json(documents)
@@ -345,7 +482,7 @@ def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
 
 
 def _load_kernels(entry: pathlib.Path, options: dict) -> "CompiledKernels":
-    documents = [json.loads((entry / name).read_text())
+    documents = [_read_json(entry, name)
                  for name in ("cpu.json", "gpu.json")
                  if (entry / name).is_file()]
     return CompiledKernels(entry, Manifest.from_json(documents),
@@ -358,7 +495,8 @@ def _build(entry: pathlib.Path, text: str, filename: str,
     work = pathlib.Path(tempfile.mkdtemp(prefix=".build-", dir=entry.parent))
     try:
         _run_tools(work, text, filename, options)
-        (work / "done").write_text("")
+        # Last: an entry is complete when `done` exists.
+        (work / "done").write_text(json.dumps(_record(work), indent=1))
         try:
             os.rename(work, entry)
         except OSError:

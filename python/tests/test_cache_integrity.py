@@ -1,0 +1,215 @@
+"""The compile cache checks an entry's files before using them: a damaged
+entry is rebuilt where the tools are, and names the bad file where not."""
+
+import json
+import multiprocessing.pool
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import flexsn
+from flexsn import _tools, compiler
+
+OPTIONS = dict(variants=("inference",))
+HAS_PTXAS = (compiler.cuda_toolkit() / "bin" / "ptxas").is_file()
+_pristine = {}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """pristine(targets): a cache holding "if" compiled for `targets`,
+    built once per module."""
+    def make(targets):
+        if targets not in _pristine:
+            root = tmp_path_factory.mktemp("pristine") / "cache"
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("FLEXSN_CACHE_DIR", str(root))
+                compiler._memo.clear()
+                compiled = flexsn.compile("if", targets=targets, **OPTIONS)
+                compiler._memo.clear()
+            _pristine[targets] = (root, compiled.directory.relative_to(root))
+        return _pristine[targets]
+    return make
+
+
+@pytest.fixture
+def damaged(pristine, tmp_path, monkeypatch):
+    """damaged(file, how, targets) -> (entry, file path): a private copy
+    of the pristine cache with one file of its entry damaged."""
+    def make(name, how, targets=("cpu",)):
+        root, relative = pristine(targets)
+        cache = tmp_path / "cache"
+        shutil.copytree(root, cache)
+        monkeypatch.setenv("FLEXSN_CACHE_DIR", str(cache))
+        compiler._memo.clear()
+        entry = cache / relative
+        path = entry / name
+        corrupt(path, how)
+        return entry, path
+    yield make
+    compiler._memo.clear()
+
+
+def corrupt(path: pathlib.Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "truncate":
+        path.write_bytes(data[:len(data) // 2])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "delete":
+        path.unlink()
+    elif how == "flip":  # same size, other contents
+        path.write_bytes(bytes([data[0] ^ 0xFF]) + data[1:])
+    elif how != "keep":
+        raise ValueError(how)
+
+
+def if_reference(x):
+    """IFNode, hard reset to 0 at threshold 1 (docs/Semantics.md)."""
+    v = np.zeros(x.shape[1], np.float32)
+    spikes = np.empty_like(x)
+    for t in range(x.shape[0]):
+        h = v + x[t]
+        spikes[t] = (h >= 1.0).astype(np.float32)
+        v = h * (1.0 - spikes[t])
+    return spikes
+
+
+def run_if(compiled):
+    """The spikes of the CPU inference kernel on fixed inputs, checked
+    against the reference."""
+    T, N = 8, 64
+    x = np.random.default_rng(0).uniform(0.0, 0.6, (T, N)).astype(np.float32)
+    kernel = compiled.kernel("cpu", "inference", "f32")
+    arrays = []
+    for b in kernel.spec.buffers:
+        shape = {("T", "N"): (T, N), ("N",): (N,)}[b.shape]
+        arrays.append(x if b.role == "input_sequence" else
+                      np.zeros(shape, np.float32) if b.role == "initial_state"
+                      else np.full(shape, np.nan, np.float32))
+    kernel.launch(T, N, [a.ctypes.data for a in arrays], 0)
+    (spikes,) = [a for a, b in zip(arrays, kernel.spec.buffers)
+                 if b.role == "output_sequence"]
+    np.testing.assert_array_equal(spikes, if_reference(x))
+    assert spikes.any() and not spikes.all()
+
+
+CPU_DAMAGE = [("kernels.so", "empty"), ("kernels.so", "delete"),
+              ("kernels.so", "flip"), ("cpu.json", "truncate"),
+              ("neuron.json", "truncate"), ("neuron.json", "delete"),
+              ("done", "empty"), ("done", "delete")]
+# Truncating kernels.so is the subprocess tests' (loaded, it is SIGBUS).
+GPU_DAMAGE = [("gpu.json", "truncate"), ("kernels.cubin", "truncate")]
+CASES = ([pytest.param(n, h, ("cpu",), id=f"{n}-{h}") for n, h in CPU_DAMAGE]
+         + [pytest.param(n, h, ("cpu", "cuda"), id=f"{n}-{h}",
+                         marks=pytest.mark.skipif(not HAS_PTXAS,
+                                                  reason="no CUDA toolkit"))
+            for n, h in GPU_DAMAGE])
+
+
+@pytest.mark.parametrize("name,how,targets", CASES)
+def test_damaged_entry_is_rebuilt(damaged, name, how, targets):
+    entry, path = damaged(name, how, targets)
+    with pytest.warns(RuntimeWarning, match=re.escape(str(path))):
+        compiled = flexsn.compile("if", targets=targets, **OPTIONS)
+    assert compiled.directory == entry
+    assert compiler._damage(entry) is None
+    assert json.loads((entry / "done").read_text())["files"]["kernels.so"]
+    assert not [p for p in entry.parent.iterdir() if p.name.startswith(".")]
+    run_if(compiled)
+    if "cuda" in targets:
+        assert compiled.manifest.gpu_kernels
+        assert compiled.gpu_image.stat().st_size > 0
+    # Intact now: the next process uses it as it is.
+    compiler._memo.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flexsn.compile("if", targets=targets, **OPTIONS)
+
+
+@pytest.mark.parametrize("name,how,targets", CASES)
+def test_without_tools_a_damaged_entry_names_the_file(damaged, monkeypatch,
+                                                      name, how, targets):
+    entry, path = damaged(name, how, targets)
+    monkeypatch.setattr(_tools, "tools_available", lambda: False)
+    with pytest.raises(flexsn.CompileError) as error:
+        flexsn.compile("if", targets=targets, **OPTIONS)
+    message = str(error.value)
+    assert type(error.value).__name__ == "CacheError", message
+    assert str(path) in message, message
+    assert f"delete {entry}" in message and "where the tools are" in message
+    assert path.exists() == (how != "delete")  # nothing deleted without tools
+
+
+def test_without_tools_an_older_intact_entry_serves(damaged, monkeypatch):
+    """An entry of other tools, older but intact, beats a damaged one."""
+    entry, path = damaged("cpu.json", "truncate")
+    root, relative = _pristine[("cpu",)]
+    older = entry.parent / "0000000000000000"
+    shutil.copytree(root / relative, older)
+    os.utime(older / "done", (1, 1))
+    monkeypatch.setattr(_tools, "tools_available", lambda: False)
+    with pytest.warns(RuntimeWarning, match=re.escape(str(path))):
+        compiled = flexsn.compile("if", targets=("cpu",), **OPTIONS)
+    assert compiled.directory == older
+    run_if(compiled)
+
+
+def test_a_file_removed_after_the_check_is_named(damaged):
+    entry, _ = damaged("kernels.so", "keep")
+    compiled = flexsn.compile("if", targets=("cpu",), **OPTIONS)
+    (entry / "kernels.so").unlink()
+    with pytest.raises(flexsn.CompileError,
+                       match=re.escape(str(entry / "kernels.so"))) as error:
+        compiled.kernel("cpu", "inference", "f32")
+    assert isinstance(error.value, compiler.CacheError)
+    assert f"delete {entry}" in str(error.value)
+
+
+RUN_IN_SUBPROCESS = """
+import sys
+sys.path.insert(0, {tests!r})
+import flexsn, test_cache_integrity as t
+t.run_if(flexsn.compile("if", targets=("cpu",), **t.OPTIONS))
+print("ran")
+"""
+
+
+def _run_in_subprocess(env):
+    here = pathlib.Path(__file__).resolve().parent
+    code = RUN_IN_SUBPROCESS.format(tests=str(here))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(
+                              here.parent), **env))
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_truncated_library_is_rebuilt_not_loaded(damaged, processes):
+    """ctypes would map the truncated library and the process die of SIGBUS;
+    processes that find it at once each rebuild it, or use one that did."""
+    entry, path = damaged("kernels.so", "truncate")
+    env = {"FLEXSN_CACHE_DIR": os.environ["FLEXSN_CACHE_DIR"]}
+    with multiprocessing.pool.ThreadPool(processes) as pool:
+        results = pool.map(_run_in_subprocess, [env] * processes)
+    for r in results:
+        assert r.returncode == 0, (r.returncode, r.stderr)
+        assert r.stdout.strip() == "ran"
+    assert str(path) in "".join(r.stderr for r in results)
+    assert compiler._damage(entry) is None
+    assert not [p for p in entry.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_truncated_library_without_tools_is_an_error(damaged, tmp_path):
+    entry, path = damaged("kernels.so", "truncate")
+    r = _run_in_subprocess({"FLEXSN_CACHE_DIR": os.environ["FLEXSN_CACHE_DIR"],
+                            "FLEXSN_TOOLS_DIR": str(tmp_path / "no-tools")})
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "CacheError" in r.stderr and str(path) in r.stderr, r.stderr
+    assert "bytes where" in r.stderr and f"delete {entry}" in r.stderr
