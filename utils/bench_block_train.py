@@ -68,11 +68,11 @@ def flexsn_modules(num_channels):
     """(fused Block, [affine, lif, residual] modules), float32 kernels."""
     from flexsn.torch import Affine, Block, FlexSN, LIFNode, Residual
     f32 = ("f32",)
-    fused = Block(LIFNode(tau=TAU, storage_types=f32),
+    fused = Block(LIFNode(step_mode="m", tau=TAU, storage_types=f32),
                   pre=Affine(num_channels=num_channels),
                   post=Residual("add"), name="bn_lif_train")
     unfused = [FlexSN(AFFINE, num_channels=num_channels, storage_types=f32),
-               LIFNode(tau=TAU, storage_types=f32),
+               LIFNode(step_mode="m", tau=TAU, storage_types=f32),
                FlexSN(RESIDUAL, storage_types=f32)]
     return fused, unfused
 

@@ -590,7 +590,7 @@ def compile_all():
     plif = {"scalar": flexsn.compile("plif", **PLIF_COMPILE),
             "per_channel": flexsn.compile("plif", shapes={"w": "per_channel"},
                                           **PLIF_COMPILE)}
-    modules = {"LIFNode": LIFNode(tau=TAU, v_threshold=V_TH,
+    modules = {"LIFNode": LIFNode(step_mode="m", tau=TAU, v_threshold=V_TH,
                                   **COMPILE_OPTIONS),
                "FlexSN(lif)": FlexSN("lif", **COMPILE_OPTIONS)}
     lif_u8 = flexsn.compile("lif", **LIF_U8_COMPILE)

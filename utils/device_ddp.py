@@ -357,7 +357,7 @@ def main():
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.compile_only:
-        LIFNode()  # the only FlexSN module used; default targets
+        LIFNode(step_mode="m")  # the only FlexSN module used; default targets
         print("compiled lif-node")
         return 0
     if args.batch < WORLD or args.batch % WORLD or args.batch > 1400:

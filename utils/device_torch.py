@@ -35,8 +35,8 @@ def modules():
     """Every module configuration the run uses (compiled by --compile-only)."""
     for name in NEURONS:
         yield name, lambda name=name: FlexSN(name, store_state_seqs=True)
-    yield "lif-node", lambda: LIFNode()
-    yield "plif-node", lambda: ParametricLIFNode(init_tau=2.0)
+    yield "lif-node", lambda: LIFNode(step_mode="m")
+    yield "plif-node", lambda: ParametricLIFNode(step_mode="m", init_tau=2.0)
 
 
 def check_neurons(results):
@@ -77,7 +77,8 @@ def check_neurons(results):
     # The eager reference on the GPU for LIF and PLIF (f32).
     for name in ("lif", "plif"):
         x = (torch.randn(8, 1000, device="cuda") * 1.5).requires_grad_()
-        module = (LIFNode() if name == "lif" else ParametricLIFNode()).cuda()
+        module = (LIFNode if name == "lif" else
+                  ParametricLIFNode)(step_mode="m").cuda()
         y = module(x)
         g = torch.randn_like(y)
         grads = torch.autograd.grad((y * g).sum(), [x] + list(
@@ -104,7 +105,8 @@ def check_compile(results):
                         "skipped": "torch has no custom_op"})
         return
     import torch._dynamo as dynamo
-    net = torch.nn.Sequential(torch.nn.Linear(64, 64), LIFNode()).cuda()
+    net = torch.nn.Sequential(torch.nn.Linear(64, 64),
+                              LIFNode(step_mode="m")).cuda()
 
     def model(x):
         net[1].reset()

@@ -12,13 +12,14 @@ from ._manifest import Kernel, Manifest, ManifestError, NeuronInfo, Param
 from ._runtime import NoDeterministicKernelError, RuntimeStatusError
 from ._tools import CompileError, ToolNotFoundError
 from .compiler import (ALL_VARIANTS, SPIKE_STORAGES, STORAGE_TYPES,
-                       CompiledKernels, CompiledNeuron, cache_dir, compile,
+                       CacheError, CompiledKernels, CompiledNeuron, cache_dir, compile,
                        compile_kernels, shipped_neurons)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ALL_VARIANTS", "STORAGE_TYPES", "CompileError", "CompiledKernels",
+    "ALL_VARIANTS", "STORAGE_TYPES", "CacheError", "CompileError",
+    "CompiledKernels",
     "CompiledNeuron",
     "Kernel", "Manifest", "ManifestError", "NeuronInfo",
     "NoDeterministicKernelError", "Param", "RuntimeStatusError",

@@ -113,16 +113,7 @@ class ControlFlowError(StepImportError):
 def _as_surrogate(surrogate):
     if surrogate is None:
         return _surrogates.Sigmoid()
-    if isinstance(surrogate, _surrogates.Surrogate):
-        return surrogate
-    if isinstance(surrogate, type) and issubclass(surrogate,
-                                                  _surrogates.Surrogate):
-        return surrogate()
-    if isinstance(surrogate, str):
-        return _surrogates.by_name(surrogate)
-    raise TypeError("surrogate is a flexsn.surrogate object (e.g. "
-                    "flexsn.surrogate.ATan(alpha=2.0)), class or name, not %r"
-                    % (surrogate,))
+    return _surrogates.coerce(surrogate)
 
 
 def _full(x, value):
@@ -379,12 +370,23 @@ def _user_frame_of(exc):
     return None
 
 
+_SURROGATE_CLASS_NAMES = frozenset(cls.__name__ for cls in _surrogates.ALL)
+
+
 class _Tracer(torch.fx.Tracer):
     """Traces everything down to torch functions (no leaf modules) and
     stamps each node with the step function's line."""
 
     def is_leaf_module(self, m, module_qualified_name):
         return False
+
+    def call_module(self, m, forward, args, kwargs):
+        # A SpikingJelly surrogate module called on a value is a spike (its
+        # forward, an autograd Function, cannot be traced).
+        if type(m).__name__ in _SURROGATE_CLASS_NAMES and len(args) == 1 \
+                and not kwargs and not isinstance(m, _surrogates.Surrogate):
+            return spike(args[0], surrogate=_surrogates.coerce(m))
+        return super().call_module(m, forward, args, kwargs)
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)

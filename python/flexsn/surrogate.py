@@ -25,7 +25,7 @@ __all__ = [
     "SoftSign", "SuperSpike", "Erf", "NonzeroSignLogAbs", "PiecewiseLeakyReLU",
     "SquarewaveFourierSeries", "S2NN", "QPseudoSpike", "LeakyKReLU",
     "FakeNumericalGradient", "LogTailedReLU", "Rect", "DeterministicPass",
-    "ALL", "by_name",
+    "ALL", "by_name", "coerce",
 ]
 
 # Parameter constraints, as the attribute verifiers state them. Every real
@@ -323,15 +323,15 @@ class QPseudoSpike(Surrogate):
 class LeakyKReLU(Surrogate):
     """g(x) = k if x >= 0 else leak; leak and k finite.
 
-    The argument order is that of SpikingJelly's releases (``spiking``
-    first); pass ``leak`` and ``k`` by keyword to be safe across versions.
+    The argument order is SpikingJelly 2.0's, ``(leak, k, spiking)``
+    (releases before it put ``spiking`` first).
     """
 
     mnemonic = "leaky_k_relu"
     _spec = (("leak", _FINITE), ("k", _FINITE))
     __slots__ = ()
 
-    def __init__(self, spiking=True, leak=0.0, k=1.0):
+    def __init__(self, leak=0.0, k=1.0, spiking=True):
         super().__init__(spiking, leak=leak, k=k)
 
 
@@ -399,6 +399,7 @@ _BY_NAME = {}
 for _cls in ALL:
     _BY_NAME[_cls.mnemonic] = _cls
     _BY_NAME[_cls.__name__] = _cls
+_BY_CLASS_NAME = {cls.__name__: cls for cls in ALL}
 _BY_NAME["deterministic_pass"] = DeterministicPass
 _BY_NAME["StraightThrough"] = DeterministicPass
 del _cls
@@ -414,3 +415,37 @@ def by_name(name, **params):
         raise ValueError("unknown surrogate %r; known: %s" % (
             name, ", ".join(cls.mnemonic for cls in ALL))) from None
     return cls(**params)
+
+
+def coerce(surrogate):
+    """`surrogate` as a flexsn surrogate: a flexsn.surrogate object as is, a
+    surrogate class instantiated with its defaults, a name through
+    `by_name`, or a SpikingJelly surrogate object (`spikingjelly.
+    activation_based.surrogate.ATan(alpha=2.0)`) by duck typing: its class
+    name picks the surrogate and its attributes of the same names give the
+    parameters (SpikingJelly need not be importable). A SpikingJelly
+    surrogate with `spiking=False` (a smooth forward) is refused: FlexSN
+    compiles the spiking form only."""
+    if isinstance(surrogate, Surrogate):
+        return surrogate
+    if isinstance(surrogate, type) and issubclass(surrogate, Surrogate):
+        return surrogate()
+    if isinstance(surrogate, str):
+        return by_name(surrogate)
+    cls = _BY_CLASS_NAME.get(type(surrogate).__name__)
+    if cls is None:
+        raise TypeError(
+            "a surrogate is a flexsn.surrogate object (e.g. flexsn.surrogate."
+            "ATan(alpha=2.0)), a SpikingJelly surrogate object of the same "
+            "name, or a name; got %r (known: %s)" % (
+                surrogate, ", ".join(c.__name__ for c in ALL)))
+    values = {}
+    for name, _ in cls._spec:
+        if not hasattr(surrogate, name):
+            raise TypeError("%r looks like SpikingJelly's %s but has no "
+                            "attribute %r" % (surrogate, cls.__name__, name))
+        value = getattr(surrogate, name)
+        if hasattr(value, "item") and getattr(value, "numel", lambda: 1)() == 1:
+            value = value.item()  # a 0-d tensor parameter
+        values[name] = value
+    return cls(spiking=bool(getattr(surrogate, "spiking", True)), **values)

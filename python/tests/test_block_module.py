@@ -53,7 +53,7 @@ def bn_lif(C, device, post="add", scale=None, shift=None, readout=None,
     compile."""
     name = (f"bn_lif_{post or 'spikes'}" + ("_sum" if readout else "")
             + "".join(f"_{t}" for t in storage_types if t != "f32"))
-    block = Block(LIFNode(tau=2.0), pre=Affine(num_channels=C),
+    block = Block(LIFNode(step_mode="m", tau=2.0), pre=Affine(num_channels=C),
                   post=post and Residual(post), readout=readout,
                   name=name, storage_types=storage_types).to(device)
     if scale is not None:
@@ -106,7 +106,7 @@ def test_block_equals_unfused_modules(device):
     T, B, C, S = 5, 3, 4, 7
     x, scale, shift = inputs((T, B, C, S), device, seed=11)
     block = bn_lif(C, device, "add", scale, shift)
-    lif = LIFNode(tau=2.0)
+    lif = LIFNode(step_mode="m", tau=2.0)
     a = scale.clone().requires_grad_()
     b = shift.clone().requires_grad_()
     x1 = x.clone().requires_grad_()
@@ -132,7 +132,7 @@ def test_scalar_affine_trainable_neuron_parameter(device):
     T, N = 7, 33
     gen = torch.Generator().manual_seed(5)
     x = (torch.randn(T, N, generator=gen) + 0.8).to(device)
-    neuron = ParametricLIFNode(init_tau=3.0)
+    neuron = ParametricLIFNode(step_mode="m", init_tau=3.0)
     block = Block(neuron, pre=Affine(scale=1.25, shift=0.125),
                   name="plif_block").to(device)
     assert block.scale.shape == () and block.shift.shape == ()
@@ -281,19 +281,20 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="scale"):
         block(torch.zeros(2, 1, 5, 4))  # 5 channels, scale has 3
     with pytest.raises(ValueError, match="readout"):
-        Block(LIFNode(), readout="rate")
+        Block(LIFNode(step_mode="m"), readout="rate")
     with pytest.raises(ValueError, match="Residual op"):
         Residual("xor")
     with pytest.raises(ValueError, match="num_channels"):
         Affine(num_channels=0)
     with pytest.raises(ValueError, match="storage_types"):
-        Block(LIFNode(), storage_types=("f64",))
+        Block(LIFNode(step_mode="m"), storage_types=("f64",))
     with pytest.raises(ValueError, match="float32 only"):
-        Block(LIFNode(), readout="sum", storage_types=("f16",))
+        Block(LIFNode(step_mode="m"), readout="sum", storage_types=("f16",))
     with pytest.raises(TypeError, match="neuron module"):
         Block(torch.nn.ReLU())
     with pytest.raises(ValueError, match="per-neuron or per-channel"):
-        Block(LIFNode(per_neuron_threshold=True, neuron_shape=(4,)))
+        Block(LIFNode(step_mode="m",
+                      per_neuron_threshold=True, neuron_shape=(4,)))
 
 
 @pytest.mark.skipif(not flexsn.torch.has_custom_op(),

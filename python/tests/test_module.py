@@ -17,7 +17,7 @@ import reference
 
 @pytest.fixture(scope="module")
 def lif():
-    return LIFNode(targets=("cpu",))
+    return LIFNode(step_mode="m", targets=("cpu",))
 
 
 def test_bad_inputs_are_clear_errors(lif):
@@ -42,10 +42,10 @@ def test_bad_inputs_are_clear_errors(lif):
 
 
 def test_bad_constructor_arguments():
-    with pytest.raises(ValueError, match="tau must be > 1"):
-        LIFNode(tau=0.5, targets=("cpu",))
-    with pytest.raises(ValueError, match="init_tau must be > 1"):
-        ParametricLIFNode(init_tau=1.0, targets=("cpu",))
+    with pytest.raises(ValueError, match="tau must be a finite number > 1"):
+        LIFNode(step_mode="m", tau=0.5, targets=("cpu",))
+    with pytest.raises(ValueError, match="init_tau must be a finite number"):
+        ParametricLIFNode(step_mode="m", init_tau=1.0, targets=("cpu",))
     with pytest.raises(ValueError, match="has 1 states"):
         FlexSN("lif", num_states=2, targets=("cpu",))
     with pytest.raises(ValueError, match="has no parameter bogus"):
@@ -53,9 +53,10 @@ def test_bad_constructor_arguments():
     with pytest.raises(ValueError, match="step_mode"):
         FlexSN("lif", step_mode="x", targets=("cpu",))
     with pytest.raises(TypeError, match="surrogate_function"):
-        LIFNode(surrogate_function=3, targets=("cpu",))
+        LIFNode(step_mode="m", surrogate_function=3, targets=("cpu",))
     with pytest.raises(ValueError, match="alpha"):
-        LIFNode(surrogate_function=flexsn.surrogate.ATan(alpha=0.0),
+        LIFNode(step_mode="m",
+                surrogate_function=flexsn.surrogate.ATan(alpha=0.0),
                 targets=("cpu",))
 
 
@@ -78,11 +79,11 @@ def test_non_contiguous_input_matches_contiguous(lif):
 def test_states_carry_reset_and_detach():
     torch.manual_seed(2)
     x = torch.randn(6, 8) * 1.5
-    node = LIFNode(tau=3.0, targets=("cpu",))
+    node = LIFNode(step_mode="m", tau=3.0, targets=("cpu",))
     whole = node(x)
     v_whole = node.v.clone()
     node.reset()
-    assert node.v is None
+    assert node.v == 0.0  # v_reset, a number until a call
     halves = torch.cat([node(x[:3]), node(x[3:])])
     assert torch.equal(whole, halves) and torch.equal(node.v, v_whole)
     # Truncated BPTT: after detach() the second call's loss reaches only
@@ -113,7 +114,7 @@ def test_single_step_mode_equals_multi_step():
 def test_store_v_seq(lif):
     torch.manual_seed(4)
     x = torch.randn(4, 2, 3) * 2
-    node = LIFNode(store_v_seq=True, targets=("cpu",))
+    node = LIFNode(step_mode="m", store_v_seq=True, targets=("cpu",))
     node(x)
     _, v_seq = reference.lif_ref(x)
     assert node.v_seq.shape == (4, 2, 3)
@@ -132,7 +133,7 @@ def test_runtime_parameters_are_attributes():
 
 
 def test_trainable_parameter_is_a_parameter():
-    node = ParametricLIFNode(init_tau=3.0, targets=("cpu",))
+    node = ParametricLIFNode(step_mode="m", init_tau=3.0, targets=("cpu",))
     names = [name for name, _ in node.named_parameters()]
     assert names == ["w"]
     assert node.w.item() == pytest.approx(reference.init_w(3.0))
@@ -164,7 +165,8 @@ def test_runtime_status_names_the_argument():
 
 
 def test_deterministic_option_and_global_flag():
-    node = ParametricLIFNode(targets=("cpu",), deterministic=True)
+    node = ParametricLIFNode(step_mode="m",
+                             targets=("cpu",), deterministic=True)
     assert node.handle.deterministic_mode() is True
     node.deterministic = False
     assert node.handle.deterministic_mode() is False
@@ -191,7 +193,7 @@ def test_backward_on_a_fresh_autograd_thread():
         import torch
         from flexsn.torch import LIFNode
         x = torch.randn(4, 1024, device="cuda", requires_grad=True)
-        s = LIFNode()(x)
+        s = LIFNode(step_mode="m")(x)
         g, = torch.autograd.grad(s, (x,), torch.ones_like(s))
         print(bool(torch.isfinite(g).all()) and bool((g != 0).any()))
     """)

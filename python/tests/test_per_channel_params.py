@@ -117,7 +117,7 @@ CONFIGS = {
         shapes={"w": "per_channel", "v_threshold": "per_neuron",
                 "v_reset": "per_channel"},
         neuron_shape=SHAPE, store_state_seqs=True),
-    "node": lambda: ParametricLIFNode(num_channels=C),
+    "node": lambda: ParametricLIFNode(step_mode="m", num_channels=C),
     "node-s": lambda: ParametricLIFNode(num_channels=C, step_mode="s"),
 }
 
@@ -442,11 +442,16 @@ def test_single_step_mode(device):
           "w.grad (summed over the steps)")
 
 
-def test_double_module_passes_float32():
-    m = ParametricLIFNode(num_channels=2).double()
-    assert m.w.dtype == torch.float64
-    m(torch.randn(4, 3, 2, 5) + 0.8).sum().backward()
-    assert m.w.grad.dtype == torch.float64 and m.w.grad.shape == (2,)
+def test_half_module_passes_float32():
+    """A module converted with .half() keeps working: the kernels get a
+    float32 copy of w, its gradient comes back in w's dtype; a conversion
+    to a dtype the kernels do not store is refused."""
+    m = ParametricLIFNode(step_mode="m", num_channels=2).half()
+    assert m.w.dtype == torch.float16
+    m(torch.randn(4, 3, 2, 5).half() + 0.8).sum().backward()
+    assert m.w.grad.dtype == torch.float16 and m.w.grad.shape == (2,)
+    with pytest.raises(TypeError, match="float32, float16 and bfloat16"):
+        m.double()
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -536,7 +541,7 @@ def test_constructor_errors():
     with pytest.raises(ValueError, match="pass num_channels=C"):
         FlexSN("plif", shapes=PER_CHANNEL)
     with pytest.raises(ValueError, match="num_channels is a positive int"):
-        ParametricLIFNode(num_channels=0)
+        ParametricLIFNode(step_mode="m", num_channels=0)
     with pytest.raises(ValueError, match="has no per-channel parameter"):
         FlexSN("plif", num_channels=4)
     with pytest.raises(ValueError, match="'w' has 3 channels, num_channels "

@@ -114,7 +114,8 @@ CONFIGS = {
     "runtime": lambda: FlexSN(
         "lif", kinds={"v_threshold": "runtime"}, shapes=PER_NEURON,
         params={"v_threshold": torch.full(SHAPE, 0.9)}),
-    "node": lambda: LIFNode(per_neuron_threshold=True, neuron_shape=(6,)),
+    "node": lambda: LIFNode(step_mode="m", per_neuron_threshold=True,
+                            neuron_shape=(6,)),
     "node-s": lambda: LIFNode(per_neuron_threshold=True, neuron_shape=(6,),
                               step_mode="s"),
 }
@@ -464,7 +465,8 @@ def test_node_with_tensor_threshold(device):
     tensor's shape; here with a soft, detached reset (const flags)."""
     g = torch.Generator().manual_seed(7)
     thr = torch.rand(2, 4, generator=g) * 0.8 + 0.6
-    node = LIFNode(v_threshold=thr, v_reset=None, detach_reset=True,
+    node = LIFNode(step_mode="m",
+                   v_threshold=thr, v_reset=None, detach_reset=True,
                    surrogate_function=flexsn.surrogate.Sigmoid(alpha=4.0))
     assert node.neuron_shape == (2, 4)
     assert torch.equal(node.v_threshold.detach(), thr)
@@ -485,29 +487,31 @@ def test_node_with_tensor_threshold(device):
 
 
 def test_node_runtime_threshold_and_plif():
-    node = LIFNode(v_threshold=torch.full((4,), 0.5),
+    node = LIFNode(step_mode="m", v_threshold=torch.full((4,), 0.5),
                    kinds={"v_threshold": "runtime"})
     assert list(node.parameters()) == []
     assert torch.equal(node.v_threshold, torch.full((4,), 0.5))
     x = torch.full((3, 4), 0.7)
     # h = 0.35 < 0.5, then 0.525 >= 0.5
     assert node(x)[:, 0].tolist() == [0.0, 1.0, 0.0]
-    plif = ParametricLIFNode(per_neuron_threshold=True, neuron_shape=4)
+    plif = ParametricLIFNode(step_mode="m",
+                             per_neuron_threshold=True, neuron_shape=4)
     assert [n for n, _ in plif.named_parameters()] == ["w", "v_threshold"]
     assert plif.v_threshold.shape == (4,)
     plif(torch.randn(3, 4)).sum().backward()
     assert plif.w.grad is not None and plif.v_threshold.grad.shape == (4,)
 
 
-def test_double_module_passes_float32():
-    """A module converted with .double() keeps working: the kernels get
+def test_half_module_passes_float32():
+    """A module converted with .half() keeps working: the kernels get
     float32 copies of its per-neuron parameters, the gradient comes back
     in the parameter's dtype."""
-    m = LIFNode(per_neuron_threshold=True, neuron_shape=(5,)).double()
-    assert m.v_threshold.dtype == torch.float64
-    x = torch.randn(4, 5) + 0.8
+    m = LIFNode(step_mode="m", per_neuron_threshold=True,
+                neuron_shape=(5,)).half()
+    assert m.v_threshold.dtype == torch.float16
+    x = torch.randn(4, 5).half() + 0.8
     m(x).sum().backward()
-    assert m.v_threshold.grad.dtype == torch.float64
+    assert m.v_threshold.grad.dtype == torch.float16
     assert m.v_threshold.grad.shape == (5,)
 
 
@@ -589,7 +593,7 @@ def test_constructor_errors():
     with pytest.raises(ValueError, match="neuron_shape"):
         FlexSN("lif", kinds={"v_threshold": "trainable"}, shapes=PER_NEURON)
     with pytest.raises(ValueError, match="neuron_shape"):
-        LIFNode(per_neuron_threshold=True)
+        LIFNode(step_mode="m", per_neuron_threshold=True)
     with pytest.raises(ValueError, match=r"'v_threshold' has shape \(4,\), "
                                           r"neuron_shape is \(5,\)"):
         FlexSN("lif", kinds={"v_threshold": "trainable"}, shapes=PER_NEURON,

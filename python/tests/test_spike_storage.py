@@ -41,8 +41,9 @@ def far_from_threshold(x, v_threshold=1.0, tau=2.0, margin=1e-2):
 def modules():
     """A LIF storing spikes compactly and a dense one, per spike dtype
     (torch.uint8, "bits") and store_v_seq."""
-    return {(spikes, seq): (LIFNode(spike_dtype=spikes, store_v_seq=seq),
-                            LIFNode(store_v_seq=seq))
+    return {(spikes, seq): (LIFNode(step_mode="m",
+                                    spike_dtype=spikes, store_v_seq=seq),
+                            LIFNode(step_mode="m", store_v_seq=seq))
             for spikes in (torch.uint8, "bits") for seq in (False, True)}
 
 
@@ -89,7 +90,7 @@ def test_u8_spikes_match_reference_and_dense(modules, shape, store_v_seq,
 def test_u8_spikes_against_reference_near_threshold(device):
     """Half precision rounds the charge: only neurons that never come near
     the threshold are compared to the float32 reference."""
-    u8 = LIFNode(spike_dtype=torch.uint8).to(device)
+    u8 = LIFNode(step_mode="m", spike_dtype=torch.uint8).to(device)
     x = drive((12, 4, 64), torch.float16, device, seed=3)
     with torch.no_grad():
         s = u8(x)
@@ -104,8 +105,9 @@ def test_u8_per_channel_and_single_step(device):
     """Per-channel PLIF ([B, C, S] kernels) and single-step mode."""
     torch.manual_seed(0)
     x = drive((6, 2, 3, 5), torch.float32, device)
-    u8 = ParametricLIFNode(num_channels=3, spike_dtype=torch.uint8).to(device)
-    dense = ParametricLIFNode(num_channels=3).to(device)
+    u8 = ParametricLIFNode(step_mode="m",
+                           num_channels=3, spike_dtype=torch.uint8).to(device)
+    dense = ParametricLIFNode(step_mode="m", num_channels=3).to(device)
     with torch.no_grad():
         u8.w.copy_(torch.tensor([-1.0, 0.0, 2.0]))
         dense.w.copy_(u8.w)
@@ -121,7 +123,7 @@ def test_u8_per_channel_and_single_step(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_u8_empty_sequences(device):
-    u8 = LIFNode(spike_dtype=torch.uint8).to(device)
+    u8 = LIFNode(step_mode="m", spike_dtype=torch.uint8).to(device)
     with torch.no_grad():
         for shape in ((0, 3), (4, 0)):
             s = u8(torch.zeros(shape, device=device))
@@ -133,8 +135,9 @@ def test_u8_empty_sequences(device):
 def test_u8_strided_time_on_cuda():
     """A [T, N] view with time stride > N is read in place; the byte
     output has the same layout rule."""
-    u8 = LIFNode(spike_dtype=torch.uint8, store_v_seq=True).cuda()
-    dense = LIFNode(store_v_seq=True).cuda()
+    u8 = LIFNode(step_mode="m",
+                 spike_dtype=torch.uint8, store_v_seq=True).cuda()
+    dense = LIFNode(step_mode="m", store_v_seq=True).cuda()
     base = drive((5, 40), torch.float32, "cuda")
     x = base[:, :36]
     with torch.no_grad():
@@ -142,7 +145,7 @@ def test_u8_strided_time_on_cuda():
 
 
 def test_u8_spikes_carry_no_gradient():
-    u8 = LIFNode(spike_dtype=torch.uint8)
+    u8 = LIFNode(step_mode="m", spike_dtype=torch.uint8)
     x = drive((4, 3), torch.float32, "cpu").requires_grad_()
     with pytest.raises(RuntimeError, match="carry no gradient"):
         u8(x)
@@ -150,14 +153,14 @@ def test_u8_spikes_carry_no_gradient():
     with torch.no_grad():
         assert u8(x).dtype == torch.uint8
     # A trainable parameter needs a gradient too.
-    plif = ParametricLIFNode(spike_dtype=torch.uint8)
+    plif = ParametricLIFNode(step_mode="m", spike_dtype=torch.uint8)
     with pytest.raises(RuntimeError, match="carry no gradient"):
         plif(drive((4, 3), torch.float32, "cpu"))
 
 
 def test_u8_misuse_is_a_clear_error():
     with pytest.raises(ValueError, match="spike_dtype is None"):
-        LIFNode(spike_dtype=torch.int8)
+        LIFNode(step_mode="m", spike_dtype=torch.int8)
     with pytest.raises(ValueError, match="unknown spike storage 'u4'"):
         flexsn.compile("lif", spike_storage=("u4",), targets=("cpu",))
     with pytest.raises(ValueError, match="lists no storage"):
@@ -220,8 +223,9 @@ def test_step_function_with_u8_spikes():
 def test_u8_spikes_under_torch_compile(store_v_seq, device):
     """torch.compile(fullgraph=True) traces flexsn::scan returning uint8
     spikes: its fake gives the dtypes the kernels write."""
-    u8 = LIFNode(spike_dtype=torch.uint8, store_v_seq=store_v_seq).to(device)
-    dense = LIFNode(store_v_seq=store_v_seq).to(device)
+    u8 = LIFNode(step_mode="m",
+                 spike_dtype=torch.uint8, store_v_seq=store_v_seq).to(device)
+    dense = LIFNode(step_mode="m", store_v_seq=store_v_seq).to(device)
     x = drive((8, 4, 33), torch.float32, device, seed=5)
 
     def run(module, x):
@@ -281,7 +285,7 @@ def test_bit_spikes_match_packbits_reference_and_dense(
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_bit_spikes_against_reference_near_threshold(device):
-    bits = LIFNode(spike_dtype="bits").to(device)
+    bits = LIFNode(step_mode="m", spike_dtype="bits").to(device)
     x = drive((12, 4, 64), torch.float16, device, seed=3)
     with torch.no_grad():
         s = bits(x)
@@ -301,8 +305,8 @@ def test_bit_spikes_strided_time_on_cuda(n):
     each row of packed spikes is ceil(ld / 8) bytes, of which the first
     ceil(N / 8) hold the row (N = 37: the vector kernel's last group is
     partial)."""
-    bits = LIFNode(spike_dtype="bits", store_v_seq=True).cuda()
-    dense = LIFNode(store_v_seq=True).cuda()
+    bits = LIFNode(step_mode="m", spike_dtype="bits", store_v_seq=True).cuda()
+    dense = LIFNode(step_mode="m", store_v_seq=True).cuda()
     ld = (n + 8) // 8 * 8 + 8
     base = drive((5, ld), torch.float32, "cuda")
     x = base[:, :n]
@@ -318,8 +322,9 @@ def test_bit_spikes_strided_time_on_cuda(n):
 def test_bit_per_channel_and_single_step(device):
     torch.manual_seed(0)
     x = drive((6, 2, 3, 5), torch.float32, device)
-    bits = ParametricLIFNode(num_channels=3, spike_dtype="bits").to(device)
-    dense = ParametricLIFNode(num_channels=3).to(device)
+    bits = ParametricLIFNode(step_mode="m",
+                             num_channels=3, spike_dtype="bits").to(device)
+    dense = ParametricLIFNode(step_mode="m", num_channels=3).to(device)
     with torch.no_grad():
         bits.w.copy_(torch.tensor([-1.0, 0.0, 2.0]))
         dense.w.copy_(bits.w)
@@ -335,7 +340,7 @@ def test_bit_per_channel_and_single_step(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_bit_empty_sequences(device):
-    bits = LIFNode(spike_dtype="bits").to(device)
+    bits = LIFNode(step_mode="m", spike_dtype="bits").to(device)
     with torch.no_grad():
         for shape, packed in (((0, 3), (0, 1)), ((4, 0), (4, 0))):
             s = bits(torch.zeros(shape, device=device))
@@ -360,12 +365,12 @@ def test_unpack_spikes_matches_numpy():
 
 
 def test_bit_spikes_carry_no_gradient_and_misuse():
-    bits = LIFNode(spike_dtype="bits")
+    bits = LIFNode(step_mode="m", spike_dtype="bits")
     x = drive((4, 3), torch.float32, "cpu").requires_grad_()
     with pytest.raises(RuntimeError, match="stored as bits carry no"):
         bits(x)
     with pytest.raises(ValueError, match="or 'bits'"):
-        LIFNode(spike_dtype="bytes")
+        LIFNode(step_mode="m", spike_dtype="bytes")
     assert "spike_dtype='bits'" in repr(bits)
     compiled = flexsn.compile("lif", targets=("cpu",),
                               variants=("inference",))
@@ -391,8 +396,8 @@ def test_manifest_describes_bit_spikes():
 def test_bit_spikes_under_torch_compile(device):
     """The fake of flexsn::scan gives packed spikes their [T, ceil(N / 8)]
     shape."""
-    bits = LIFNode(spike_dtype="bits").to(device)
-    dense = LIFNode().to(device)
+    bits = LIFNode(step_mode="m", spike_dtype="bits").to(device)
+    dense = LIFNode(step_mode="m").to(device)
     x = drive((8, 4, 33), torch.float32, device, seed=5)
 
     def run(module, x):

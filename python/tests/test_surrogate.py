@@ -21,7 +21,7 @@ from flexsn.surrogate import (
     ALL, ATan, DeterministicPass, Erf, FakeNumericalGradient, LeakyKReLU,
     LogTailedReLU, NonzeroSignLogAbs, PiecewiseExp, PiecewiseLeakyReLU,
     PiecewiseQuadratic, QPseudoSpike, Rect, S2NN, Sigmoid, SoftSign,
-    SquarewaveFourierSeries, SuperSpike, Surrogate, by_name)
+    SquarewaveFourierSeries, SuperSpike, Surrogate, by_name, coerce)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -79,7 +79,7 @@ CUSTOM_TEXT = [
     (S2NN(alpha=2, beta=0.5), "#flexsn.s2nn<alpha=2.0,beta=0.5>"),
     (QPseudoSpike(alpha=1.5), "#flexsn.q_pseudo_spike<alpha=1.5>"),
     (LeakyKReLU(leak=0.1, k=2), "#flexsn.leaky_k_relu<leak=0.1,k=2.0>"),
-    (LeakyKReLU(True, -0.5, 0.0), "#flexsn.leaky_k_relu<leak=-0.5,k=0.0>"),
+    (LeakyKReLU(-0.5, 0.0), "#flexsn.leaky_k_relu<leak=-0.5,k=0.0>"),
     (FakeNumericalGradient(0.5),
      "#flexsn.fake_numerical_gradient<alpha=0.5>"),
     (LogTailedReLU(alpha=-0.25), "#flexsn.log_tailed_relu<alpha=-0.25>"),
@@ -265,10 +265,55 @@ def test_spikingjelly_positional_order():
     assert PiecewiseLeakyReLU(2.0, 0.1).params == {"w": 2.0, "c": 0.1}
     assert SquarewaveFourierSeries(3, 6.0).params == {"n": 3, "T_period": 6.0}
     assert S2NN(2.0, 3.0).params == {"alpha": 2.0, "beta": 3.0}
-    # SpikingJelly's released LeakyKReLU takes `spiking` first.
-    assert LeakyKReLU(True, 0.2, 0.7).params == {"leak": 0.2, "k": 0.7}
+    # SpikingJelly 2.0's order: (leak, k, spiking).
+    assert LeakyKReLU(0.2, 0.7).params == {"leak": 0.2, "k": 0.7}
+    with pytest.raises(ValueError, match="spiking"):
+        LeakyKReLU(0.2, 0.7, False)
     with pytest.raises(ValueError):
         Sigmoid(4.0, False)
+
+
+def _spikingjelly_like(cls_name, spiking=True, **params):
+    """An object shaped as SpikingJelly 2.0's surrogate modules are (a class
+    of the same name, `spiking` and one attribute per parameter), written
+    here: SpikingJelly is not importable with every torch."""
+    import torch
+
+    class Base(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.spiking = spiking
+            for k, v in params.items():
+                setattr(self, k, v)
+
+    return type(cls_name, (Base,), {})()
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda cls: cls.__name__)
+def test_spikingjelly_objects_are_accepted(cls):
+    # Parameters other than the defaults, so that reading them is checked.
+    params = {name: (3 if name == "n" else 1.25 + 0.375 * i)
+              for i, (name, _) in enumerate(cls._spec)}
+    got = coerce(_spikingjelly_like(cls.__name__, **params))
+    assert type(got) is cls
+    assert got.params == {k: (v if k == "n" else float(v))
+                          for k, v in params.items()}
+
+
+def test_spikingjelly_objects_checked():
+    with pytest.raises(ValueError, match="spiking"):
+        coerce(_spikingjelly_like("ATan", spiking=False, alpha=2.0))
+    with pytest.raises(TypeError, match="no attribute 'alpha'"):
+        coerce(_spikingjelly_like("ATan"))
+    with pytest.raises(ValueError, match="alpha > 0"):
+        coerce(_spikingjelly_like("Sigmoid", alpha=-1.0))
+    with pytest.raises(TypeError, match="known:"):
+        coerce(_spikingjelly_like("NotASurrogate", alpha=1.0))
+    assert coerce("atan") == ATan()
+    assert coerce(ATan) == ATan()
+    import torch
+    assert coerce(_spikingjelly_like("Erf", alpha=torch.tensor(1.5))) == \
+        Erf(alpha=1.5)
 
 
 def test_by_name():

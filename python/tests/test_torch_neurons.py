@@ -235,9 +235,16 @@ NODES = {case[0]: case for case in NODE_CASES}
 
 def node_module(case_id, device, **overrides):
     _, cls, ctor, _, _ = NODES[case_id]
-    kwargs = dict(ctor)
+    kwargs = dict(ctor, step_mode="m")
     kwargs.update(overrides)
     return cls(targets=TARGETS[device], **kwargs)
+
+
+def reset_value(case_id):
+    """Where a node's v starts: v_reset, or 0 for a soft reset
+    (SpikingJelly's nodes register v with that reset value)."""
+    v_reset = NODES[case_id][2].get("v_reset", 0.0)
+    return 0.0 if v_reset is None else v_reset
 
 
 def node_reference(case_id, x, v0, w=None):
@@ -760,7 +767,7 @@ def test_node_matches_reference(case, store_v_seq, device):
     w_v = weights(gen, shape, device)
 
     node = node_module(case, device, store_v_seq=store_v_seq)
-    assert node.v is None and node.v_seq is None
+    assert node.v == reset_value(case) and node.v_seq is None
     x_m, v0_m = leaf(x), leaf(v0)
     node.v = v0_m
     spikes = node(x_m)
@@ -850,8 +857,9 @@ def test_node_two_calls_equal_one(case, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("case", ["lif", "plif"])
-def test_node_reset_starts_from_zero(case, device):
+@pytest.mark.parametrize("case", ["lif", "plif", "lif-plain-input"])
+def test_node_reset_starts_from_v_reset(case, device):
+    """After reset() v reads v_reset, and the next call starts there."""
     neuron = NODES[case][3]
     gen = generator(52)
     first = drive(neuron, gen, (5, 10), device=device)
@@ -860,12 +868,13 @@ def test_node_reset_starts_from_zero(case, device):
     node(first)
     assert node.v is not None and node.v_seq is not None
     node.reset()
-    assert node.v is None and node.v_seq is None
+    v0 = reset_value(case)
+    assert node.v == v0 and node.v_seq is None
     spikes = node(second)
-    want_spikes, want_v_seq = node_reference(case, second, None)
+    want_spikes, want_v_seq = node_reference(case, second, v0)
     # Carrying the first call's state would change the result.
     carried_spikes, _ = node_reference(
-        case, torch.cat([first, second]), None)
+        case, torch.cat([first, second]), v0)
     assert not torch.equal(carried_spikes[5:], want_spikes)
     spikes_equal(spikes, want_spikes, "spikes after reset()")
     close(node.v_seq, want_v_seq, "v_seq after reset()", **FWD_TOL[device])
@@ -941,7 +950,8 @@ def test_node_single_step_mode(case, device):
     w_r = None
     if neuron == "plif":
         w_r = torch.tensor(plif_w(case), device=device, requires_grad=True)
-    want_spikes, want_v_seq = node_reference(case, x_r, None, w_r)
+    want_spikes, want_v_seq = node_reference(case, x_r, reset_value(case),
+                                             w_r)
     spike_rate_is_useful(want_spikes)
     ((want_spikes * w_out).sum() + (want_v_seq[-1] * w_v).sum()).backward()
     spikes_equal(spikes, want_spikes, "single-step spikes")

@@ -1,7 +1,8 @@
 """PyTorch integration: modules, autograd and the `flexsn::scan` custom op.
 
     from flexsn.torch import LIFNode, FlexSN
-    lif = LIFNode(tau=2.0, surrogate_function=flexsn.surrogate.ATan())
+    lif = LIFNode(tau=2.0, surrogate_function=flexsn.surrogate.ATan(),
+                  step_mode="m")
     spikes = lif(x_seq)            # x_seq: [T, N...], CPU or CUDA
 """
 

@@ -23,6 +23,7 @@ from .. import compiler
 from .._manifest import NeuronInfo, Param
 from ._function import Handle, scan
 from ._kernels import DTYPES
+from ._state import apply_to_states, check_conversion, initial_states
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,8 +110,11 @@ class Block(nn.Module):
 
     `neuron` is a FlexSN neuron module of one input and one output (e.g.
     `LIFNode(tau=2.0)`): its compiled step, with its const parameters, is
-    the block's; its runtime and trainable scalar parameters are read from
-    it at each call (a trainable one is trained through the block). `pre`
+    the block's (a const write to the neuron rebuilds the block at the
+    next call); its runtime and trainable scalar parameters are read from
+    it at each call (a trainable one is trained through the block); its
+    states start from its reset values (`v_reset`). The block runs
+    `[T, ...]` sequences whatever the neuron's `step_mode`. `pre`
     is None or an `Affine`; `post` None or a `Residual`. Calling the block
     with x `[T, N...]` (`[T, B, C, ...]` for a per-channel Affine) of one
     of `storage_types` ("f32", "f16", "bf16"; default f32 only: each is
@@ -151,9 +155,6 @@ class Block(nn.Module):
             raise ValueError(
                 f"{info.name}: per-neuron or per-channel parameters "
                 f"({', '.join(shaped)}) cannot be in a Block yet")
-        if getattr(neuron, "step_mode", "m") != "m":
-            raise ValueError("a Block runs in multi-step mode: build its "
-                             "neuron with step_mode='m'")
         if not name.isidentifier():
             raise ValueError(f"name is an identifier, got {name!r}")
         storage_types = tuple(dict.fromkeys(storage_types))
@@ -165,15 +166,31 @@ class Block(nn.Module):
                              "over time is kept in float32")
         self.neuron, self.pre, self.post = neuron, pre, post
         self.readout = readout
-        self.neuron_params = info.runtime_params
+        self.name, self.targets = name, targets
         self.storage_types = storage_types
+        if pre is not None:
+            size = (pre.num_channels,) if pre.num_channels else ()
+            self.scale = nn.Parameter(torch.full(size, float(pre.scale)))
+            self.shift = nn.Parameter(torch.full(size, float(pre.shift)))
+        self._built_for = None
+        self._build()
+        self.states: List = [None] * len(info.states)
+        self._assigned = set()
+
+    def _build(self):
+        """Compiles the block around the neuron as it is now configured
+        (its const parameters and surrogate): again after one changed."""
+        compiled = self.neuron.compiled
+        info = compiled.info
+        self.neuron_params = info.runtime_params
+        pre, post, readout, name = self.pre, self.post, self.readout, self.name
         neuron_text = (compiled.directory / "configured.mlir").read_text()
         text = block_module(neuron_text, [
             block_source(_CompiledBlock.function_name(name, dtype), info,
                          pre, post, readout, dtype)
-            for dtype in storage_types])
+            for dtype in self.storage_types])
         self.source = text
-        self.kernels = compiler.compile_kernels(text, targets=targets)
+        self.kernels = compiler.compile_kernels(text, targets=self.targets)
         outputs = ("y",) if post is not None else info.outputs
         # A sum over time is a state of the kernels, kept only at its end.
         states = info.states + (("readout",) if readout else ())
@@ -184,13 +201,10 @@ class Block(nn.Module):
             shape = "per_channel" if pre.num_channels else "scalar"
             params[:0] = [Param("scale", "f32", pre.scale, "trainable", shape),
                           Param("shift", "f32", pre.shift, "trainable", shape)]
-            size = (pre.num_channels,) if pre.num_channels else ()
-            self.scale = nn.Parameter(torch.full(size, float(pre.scale)))
-            self.shift = nn.Parameter(torch.full(size, float(pre.shift)))
         # In the kernels' order, which fusion chose: their param buffers,
         # then their scalar params.
         first = _CompiledBlock.kernel_name(name, "inference",
-                                           storage_types[0])
+                                           self.storage_types[0])
         spec = next(k for k in (self.kernels.manifest.cpu_kernels
                                  + self.kernels.manifest.gpu_kernels)
                     if k.name == first)
@@ -200,21 +214,39 @@ class Block(nn.Module):
         params.sort(key=lambda p: order.index(p.name))
         self.info = NeuronInfo(name, ("x",), states, outputs, tuple(params))
         self.handle = Handle(_CompiledBlock(self.kernels, self.info))
-        self.states: List[Optional[torch.Tensor]] = [None] * len(info.states)
+        self._built_for = compiled
 
     def reset(self):
-        """Forgets the states: the next call starts from zeros."""
+        """Forgets the states: the next call starts from the neuron's reset
+        values (v_reset for SpikingJelly's neurons)."""
         self.states[:] = [None] * len(self.states)
+        self._assigned.clear()
 
     def detach(self):
         """Cuts the states' autograd history (truncated BPTT)."""
-        self.states = [None if s is None else s.detach() for s in self.states]
+        self.states = [s.detach() if isinstance(s, torch.Tensor) else s
+                       for s in self.states]
+
+    def _apply(self, fn, *args, **kwargs):
+        check_conversion(self, fn)
+        module = super()._apply(fn, *args, **kwargs)
+        self.states = apply_to_states(self.states, fn)
+        return module
+
+    def __getstate__(self):
+        # Loaded kernels stay in their process: a copy builds its own at
+        # its first call (from the cache, or compiling).
+        state = self.__dict__.copy()
+        state.update(kernels=None, handle=None, _built_for=None)
+        return state
 
     def extra_repr(self) -> str:
         return (f"name={self.info.name}, pre={self.pre}, post={self.post}, "
                 f"readout={self.readout!r}")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.neuron.compiled is not self._built_for:
+            self._build()
         if DTYPES.get(x.dtype) not in self.storage_types:
             raise TypeError(f"{self.info.name}: the block was compiled for "
                             f"{', '.join(self.storage_types)} inputs "
@@ -225,8 +257,9 @@ class Block(nn.Module):
                 self.neuron
             value = getattr(owner, p.name)
             (trainable if p.kind == "trainable" else runtime).append(value)
-        inits = [s if s is None or s.shape == x.shape[1:] else None
-                 for s in self.states]
+        neuron_states = self.info.states[:len(self.states)]
+        inits = initial_states(self.info.name, neuron_states, self.states,
+                               self.neuron._reset_values, self._assigned, x)
         if self.readout:
             inits.append(None)  # each call's sum starts at zero
         outputs, states = scan(self.handle, [x], inits, trainable, runtime,

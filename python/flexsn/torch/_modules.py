@@ -1,6 +1,7 @@
 """PyTorch modules over compiled neurons: FlexSN and the drop-in nodes."""
 
 import math
+import numbers
 import os
 from typing import Mapping, Optional, Sequence, Union
 
@@ -11,6 +12,10 @@ from .. import compiler
 from .. import surrogate as surrogates
 from ._function import Handle, final_states, scan
 from ._kernels import SPIKE_STORAGE
+from ._state import (apply_to_states, check_conversion, check_finite,
+                     check_state_value, initial_states)
+
+STEP_MODES = ("s", "m")
 
 
 class FlexSN(nn.Module):
@@ -21,20 +26,37 @@ class FlexSN(nn.Module):
     (*outputs, *new_states)` imported with flexsn.fx (SpikingJelly's
     `FlexSN(core, num_inputs, num_states, num_outputs)`; its
     `example_inputs`, `requires_grad` and `backend` are accepted: tracing
-    needs no example, gradients follow autograd, the kernels are FlexSN's). Calling the module with `[T, N...]` input
-    sequences returns the output sequences (one tensor for one output) and
-    keeps the final states for the next call (`reset()` clears them,
-    `detach()` cuts their graph). `store_state_seqs=True` also keeps every
-    step's states in `state_seqs`.
+    needs no example, gradients follow autograd, the kernels are
+    FlexSN's). Calling the module with `[T, N...]` input sequences returns
+    the output sequences (one tensor for one output) and keeps the final
+    states for the next call (`reset()` clears them, `detach()` cuts their
+    graph). `store_state_seqs=True` also keeps every step's states in
+    `state_seqs`. `step_mode="s"` takes and returns single steps `[N...]`.
 
-    Parameters: `const` ones are compiled in (`params` sets their values,
-    recompiling once, cached); `runtime` ones are attributes of the module;
-    `trainable` ones are `nn.Parameter`s. `deterministic=True` (or
-    `torch.use_deterministic_algorithms(True)`) sums parameter gradients in
-    a fixed order on the GPU. `save_in_storage_type=True` makes float16 and
-    bfloat16 training save what the backward reads (LIF: its charge) in
-    the inputs' dtype instead of float32: a quarter fewer bytes for LIF,
-    gradients from rounded values (docs/Python.md measures the cost).
+    Parameters are attributes, read at every call: `const` ones are
+    compiled in (writing one, `m.tau = 3.0`, compiles that variant at the
+    next call, once: compiles are cached); `runtime` ones are kernel
+    arguments; `trainable` ones are `nn.Parameter`s. `params` sets their
+    initial values. `surrogate_function` (a flexsn or SpikingJelly
+    surrogate object) replaces every spike's surrogate; it is an attribute
+    too. `deterministic=True` (or `torch.use_deterministic_algorithms(True)`)
+    sums parameter gradients in a fixed order on the GPU.
+    `save_in_storage_type=True` makes float16 and bfloat16 training save
+    what the backward reads (LIF: its charge) in the inputs' dtype instead
+    of float32: a quarter fewer bytes for LIF, gradients from rounded
+    values (docs/Python.md measures the cost). `check_finite=True` checks
+    the inputs, initial states and results of every call and raises
+    FloatingPointError naming the first tensor, step and neuron that holds
+    a NaN or an infinity (a debugging aid: it synchronizes).
+
+    States: an entry of `states` is None (the state's reset value, zero
+    here), a number (broadcast over the neurons at the next call) or a
+    tensor of the neuron shape; a state left by a call on other neurons (a
+    new batch size) starts again from its reset value. States follow
+    `.to()`, `.half()` and `.bfloat16()`; converting to another dtype is an
+    error. A module pickles (`torch.save`, `copy.deepcopy`) with its
+    neuron's source and options, never its loaded kernels: a loaded copy
+    compiles (or finds in the cache) its kernels at its first call.
 
     Per-neuron parameters (`shapes={"v_threshold": "per_neuron"}`, with a
     `runtime` or `trainable` kind, or declared so in the neuron) hold one
@@ -79,11 +101,10 @@ class FlexSN(nn.Module):
                  spike_dtype: Optional[torch.dtype] = None,
                  storage_types: Sequence[str] = ("f32", "f16", "bf16"),
                  neuron_name: Optional[str] = None, example_inputs=None,
-                 requires_grad=None, backend=None, **compile_options):
+                 requires_grad=None, backend=None,
+                 check_finite: bool = False, **compile_options):
         super().__init__()
-        if step_mode not in ("m", "s"):
-            raise ValueError("step_mode is 'm' (multi-step, [T, N...]) or "
-                             "'s' (single step, [N...])")
+        self.step_mode = step_mode
         if spike_dtype not in SPIKE_STORAGE:
             raise ValueError(f"spike_dtype is None (the inputs' dtype), "
                              f"torch.uint8 or 'bits', got {spike_dtype!r}")
@@ -102,18 +123,11 @@ class FlexSN(nn.Module):
         probe = compiler.compile(neuron, targets=(), kinds=kinds,
                                  shapes=shapes, neuron=neuron_name)
         info = probe.info
-        const = {p.name for p in info.params if p.kind == "const"}
         unknown = set(params) - {p.name for p in info.params}
         if unknown:
             raise ValueError(
                 f"{info.name} has no parameter {', '.join(sorted(unknown))} "
                 f"(it has: {', '.join(p.name for p in info.params)})")
-        self.compiled = compiler.compile(
-            neuron, storage_types=storage_types, kinds=kinds,
-            params={k: v for k, v in params.items() if k in const},
-            surrogate=surrogate_function, neuron=neuron_name, shapes=shapes,
-            **compile_options)
-        self.info = info = self.compiled.info
         for what, expected, actual in (("inputs", num_inputs, info.inputs),
                                        ("states", num_states, info.states),
                                        ("outputs", num_outputs, info.outputs)):
@@ -121,17 +135,23 @@ class FlexSN(nn.Module):
                 raise ValueError(
                     f"{info.name} has {len(actual)} {what} "
                     f"({', '.join(actual) or 'none'}), not {expected}")
-        self.handle = Handle(self.compiled, deterministic, spikes)
-        self.store_state_seqs = store_state_seqs
-        self.step_mode = step_mode
-        self._runtime_names = []
-        shared = {p.name: p.parameter for p in step.params
-                  if p.parameter is not None} if step else {}
-        self.neuron_shape = _neuron_shape(info, params, neuron_shape)
-        self.num_channels = _num_channels(info, params, num_channels,
-                                          self.neuron_shape)
+        # What a rebuild needs (after a const write, or in a process that
+        # unpickled the module): the source text and every option.
+        self._source = compiler.read_source(neuron)[0]
+        self._compile_options = dict(
+            storage_types=tuple(storage_types), kinds=kinds, shapes=shapes,
+            neuron=neuron_name, **compile_options)
+        self._surrogate = _coerce_surrogate(surrogate_function)
+        self._deterministic = bool(deterministic)
+        self._spikes = spikes
+        self._defaults = {p.name: p.default for p in info.params}
+        self._const_names = frozenset(p.name for p in info.params
+                                      if p.kind == "const")
+        # Const and scalar runtime parameter values, by name (trainable and
+        # shaped ones are parameters and buffers).
+        self._param_values = {}
         for p in info.params:
-            value = params.get(p.name)
+            value = params.get(p.name, p.default)
             if (isinstance(value, torch.Tensor) and not p.shaped
                     and value.numel() != 1):
                 raise ValueError(
@@ -140,7 +160,19 @@ class FlexSN(nn.Module):
                     f"or per-channel parameter needs shapes={{'{p.name}': "
                     f"'per_neuron'}} or 'per_channel' and a runtime or "
                     f"trainable kind)")
-        self._shaped_names = tuple(p.name for p in info.shaped_params)
+            if p.kind == "const" or (p.kind == "runtime" and not p.shaped):
+                self._param_values[p.name] = _param_value(info.name, p, value)
+        self._stale, self._compiled, self._handle = True, None, None
+        self._compile(neuron)
+        info = self._info
+        self.store_state_seqs = store_state_seqs
+        self.check_finite = bool(check_finite)
+        self._runtime_names = []
+        shared = {p.name: p.parameter for p in step.params
+                  if p.parameter is not None} if step else {}
+        self.neuron_shape = _neuron_shape(info, params, neuron_shape)
+        self.num_channels = _num_channels(info, params, num_channels,
+                                          self.neuron_shape)
         for p in info.runtime_params:
             value = params.get(p.name, p.default)
             if p.shaped:
@@ -169,72 +201,219 @@ class FlexSN(nn.Module):
                                             torch.tensor(float(value),
                                                          dtype=torch.float32)))
             else:
-                setattr(self, p.name, value)
                 self._runtime_names.append(p.name)
+        self._reset_values = [0.0] * len(info.states)
+        self._assigned = set()  # states the user set since the last call
         self.states = [None] * len(info.states)
         self.state_seqs = None
 
+    # -- compiling -----------------------------------------------------------
+
+    def _compile(self, source=None):
+        """Compiles (or finds in the cache) the kernels for the current const
+        parameter values and surrogate."""
+        # Only values that differ from the neuron's defaults: a module at
+        # its defaults shares the cache entry of flexsn.compile(neuron).
+        values = {name: self._param_values[name]
+                  for name in sorted(self._const_names)
+                  if _text(self._param_values[name]) !=
+                  _text(self._defaults[name])}
+        compiled = compiler.compile(
+            self._source if source is None else source, params=values,
+            surrogate=self._surrogate, **self._compile_options)
+        self._compiled, self._info = compiled, compiled.info
+        self._handle = Handle(compiled, self._deterministic, self._spikes)
+        self._stale = False
+
+    @property
+    def compiled(self):
+        """The compiled neuron (compiled first after a const write)."""
+        if self._stale:
+            self._compile()
+        return self._compiled
+
+    @property
+    def handle(self) -> Handle:
+        if self._stale:
+            self._compile()
+        return self._handle
+
+    @property
+    def info(self):
+        """The neuron's interface: inputs, states, outputs, parameters."""
+        return self._info
+
+    # -- attributes ----------------------------------------------------------
+
+    def __getattr__(self, name):
+        values = self.__dict__.get("_param_values")
+        if values is not None and name in values:
+            return values[name]
+        return super().__getattr__(name)
+
+    def __setattr__(self, name, value):
+        attribute = getattr(type(self), name, None)
+        if isinstance(attribute, property):
+            attribute.__set__(self, value)
+            return
+        values = self.__dict__.get("_param_values")
+        if values is not None and name in values:
+            self._set_param(name, value)
+            return
+        super().__setattr__(name, value)
+
+    def _set_param(self, name: str, value) -> None:
+        """Writes a const or scalar runtime parameter, checked; a changed
+        const value makes the next call compile that variant."""
+        p = next(p for p in self._info.params if p.name == name)
+        value = _param_value(self._info.name, p, value)
+        self._check_param(name, value)
+        old = self._param_values[name]
+        self._param_values[name] = value
+        if name in self._const_names and _text(value) != _text(old):
+            self._stale = True
+
+    def _check_param(self, name: str, value) -> None:
+        """Subclasses check their parameters' ranges here."""
+
+    def _param(self, name: str):
+        """A parameter's current value: a number, or its tensor."""
+        values = self._param_values
+        return values[name] if name in values else getattr(self, name)
+
+    @property
+    def step_mode(self) -> str:
+        return self._step_mode
+
+    @step_mode.setter
+    def step_mode(self, value: str):
+        if value not in STEP_MODES:
+            raise ValueError(f"step_mode is 's' (single step, [N...]) or "
+                             f"'m' (multi-step, [T, N...]), got {value!r}")
+        self.__dict__["_step_mode"] = value
+
+    @property
+    def surrogate_function(self):
+        """The surrogate every spike uses (None: each spike's own)."""
+        return self._surrogate
+
+    @surrogate_function.setter
+    def surrogate_function(self, value):
+        value = _coerce_surrogate(value)
+        if value != self.__dict__.get("_surrogate"):
+            self.__dict__["_surrogate"] = value
+            self.__dict__["_stale"] = True
+
     @property
     def deterministic(self) -> bool:
-        return self.handle.deterministic
+        return self._deterministic
 
     @deterministic.setter
     def deterministic(self, value: bool):
-        self.handle.deterministic = bool(value)
+        self.__dict__["_deterministic"] = bool(value)
+        if self.__dict__.get("_handle") is not None:
+            self._handle.deterministic = bool(value)
+
+    # -- states --------------------------------------------------------------
 
     def reset(self):
-        """Forgets the states: the next call starts from zeros."""
+        """Forgets the states: the next call starts from their reset
+        values."""
         # In place where possible: nn.Module.__setattr__ costs microseconds,
         # and SpikingJelly-style code resets before every sample.
-        self.states[:] = [None] * len(self.info.states)
+        self.states[:] = [None] * len(self._info.states)
+        self._assigned.clear()
         if self.state_seqs is not None:
             self.state_seqs = None
 
     def detach(self):
         """Cuts the states' autograd history (truncated BPTT)."""
-        self.states = [None if s is None else s.detach() for s in self.states]
+        self.states = [s.detach() if isinstance(s, torch.Tensor) else s
+                       for s in self.states]
+
+    def _apply(self, fn, *args, **kwargs):
+        check_conversion(self, fn)
+        module = super()._apply(fn, *args, **kwargs)
+        self.states = apply_to_states(self.states, fn)
+        if self.state_seqs is not None:
+            self.state_seqs = apply_to_states(self.state_seqs, fn)
+        return module
+
+    def __getstate__(self):
+        # Loaded kernels (ctypes handles) stay in their process; the copy
+        # compiles, or finds in the cache, its own at its first call.
+        state = self.__dict__.copy()
+        state.update(_compiled=None, _handle=None, _stale=True)
+        return state
 
     def extra_repr(self) -> str:
-        return (f"neuron={self.info.name}, inputs={list(self.info.inputs)}, "
-                f"states={list(self.info.states)}, "
-                f"outputs={list(self.info.outputs)}, "
+        info = self._info
+        return (f"neuron={info.name}, inputs={list(info.inputs)}, "
+                f"states={list(info.states)}, "
+                f"outputs={list(info.outputs)}, "
                 f"store_state_seqs={self.store_state_seqs}, "
                 f"step_mode={self.step_mode!r}"
+                + "".join(f", {name}={self._param_values[name]!r}"
+                          for name in sorted(self._const_names))
+                + (f", surrogate_function={self._surrogate!r}"
+                   if self._surrogate is not None else "")
                 + (f", neuron_shape={self.neuron_shape}"
-                   if self.info.per_neuron_params else "")
+                   if info.per_neuron_params else "")
                 + (f", num_channels={self.num_channels}"
-                   if self.info.channels else "")
+                   if info.channels else "")
                 + {"dense": "", "u8": ", spike_dtype=torch.uint8",
-                   "bits": ", spike_dtype='bits'"}[self.handle.spikes])
+                   "bits": ", spike_dtype='bits'"}[self._spikes])
+
+    # -- calls ---------------------------------------------------------------
 
     def forward(self, *inputs: torch.Tensor):
-        if len(inputs) != len(self.info.inputs):
+        if self._stale:
+            self._compile()
+        handle = self._handle
+        info = self._info
+        if len(inputs) != len(info.inputs):
             raise ValueError(
-                f"{self.info.name} takes {len(self.info.inputs)} input(s) "
-                f"({', '.join(self.info.inputs)}), got {len(inputs)}")
-        if self.step_mode == "s":
+                f"{info.name} takes {len(info.inputs)} input(s) "
+                f"({', '.join(info.inputs)}), got {len(inputs)}")
+        single = self._step_mode == "s"
+        if single:
             inputs = tuple(x.unsqueeze(0) for x in inputs)
-        trainable = [getattr(self, p.name) for p in self.info.trainable_params]
-        runtime = [getattr(self, name) for name in self._runtime_names]
-        if self._shaped_names:
+        trainable = [self._parameters[p.name] for p in info.trainable_params]
+        values = self._param_values
+        runtime = [values[name] if name in values else self._buffers[name]
+                   for name in self._runtime_names]
+        if info.shaped_params:
             # The kernels take float32 shaped parameters: a module
-            # converted with .half() or .double() passes float32 copies
+            # converted with .half() passes float32 copies
             # (differentiable; the gradient comes back in its dtype).
             trainable = [_float32(t) for t in trainable]
             runtime = [_float32(v) for v in runtime]
-        inits = [s if s is None or s.shape == inputs[0].shape[1:] else None
-                 for s in self.states]
-        outputs, states = scan(self.handle, list(inputs), inits, trainable,
+        inits = initial_states(info.name, info.states, self.states,
+                               self._reset_values, self._assigned, inputs[0])
+        if self.check_finite:
+            self._check_finite("input", info.inputs, inputs, True)
+            self._check_finite("initial state", info.states, inits, False)
+        outputs, states = scan(handle, list(inputs), inits, trainable,
                                runtime, self.store_state_seqs)
+        if self.check_finite:
+            self._check_finite("output", info.outputs, outputs, True)
+            self._check_finite("state", info.states, states,
+                               self.store_state_seqs)
         if self.store_state_seqs:
             self.state_seqs = states
             self.states = final_states(states, inits)
         else:
             # In place: nn.Module.__setattr__ costs microseconds per call.
             self.states[:] = states
-        if self.step_mode == "s":
+        if single:
             outputs = [y[0] for y in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _check_finite(self, what, names, tensors, sequences):
+        for name, tensor in zip(names, tensors):
+            if tensor is not None and tensor.dtype != torch.uint8:
+                check_finite(self._info.name, what, name, tensor,
+                             sequences and self._step_mode == "m")
 
 
 def _float32(value):
@@ -344,53 +523,176 @@ def _import_step(core, num_inputs, num_states, num_outputs, params,
                          params=params, name=name)
 
 
-def _surrogate(surrogate_function):
-    if surrogate_function is None:
-        return surrogates.Sigmoid()
-    if isinstance(surrogate_function, (surrogates.Surrogate, str)):
-        return surrogate_function
-    raise TypeError("surrogate_function is a flexsn.surrogate object (e.g. "
-                    "flexsn.surrogate.ATan(alpha=2.0)) or attribute text")
+def _param_value(owner: str, p, value):
+    """`value` as parameter `p` holds it (bool, int or float), or a clear
+    error."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if p.type == "i1":
+        if isinstance(value, bool) or (isinstance(value, numbers.Integral)
+                                       and value in (0, 1)):
+            return bool(value)
+        raise TypeError(f"{owner}: parameter '{p.name}' is a bool, got "
+                        f"{value!r}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{owner}: parameter '{p.name}' is a number, got "
+                        f"{value!r}")
+    if p.type == "i32":
+        if value != int(value):
+            raise TypeError(f"{owner}: parameter '{p.name}' is an int, got "
+                            f"{value!r}")
+        return int(value)
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{owner}: parameter '{p.name}' must be finite, "
+                         f"got {value}")
+    return value
+
+
+def _text(value) -> str:
+    """A parameter value as the compiler reads it: equal texts, equal
+    kernels (0.0 and -0.0 differ, as they do in MLIR)."""
+    return compiler._format_value(value)
+
+
+#: SpikingJelly's backends: a drop-in neuron accepts their names and runs
+#: FlexSN's kernels whichever is named.
+_SPIKINGJELLY_BACKENDS = ("torch", "cupy", "triton")
 
 
 class _NodeBase(FlexSN):
     """SpikingJelly-style neurons with one state `v`.
+
+    As SpikingJelly's: `v` starts (and `reset()` returns it) at `v_reset`
+    (0 for a soft reset, `v_reset=None`), single-step mode by default,
+    `v_threshold`, `v_reset`, `detach_reset`, `surrogate_function`,
+    `store_v_seq`, `step_mode` (and each neuron's own) are attributes read
+    at every call, and SpikingJelly's surrogate objects are accepted.
+    `backend` takes SpikingJelly's names; the kernels are FlexSN's.
 
     A per-neuron threshold (`per_neuron_threshold=True` with
     `neuron_shape=`, or a tensor `v_threshold`) is a trainable
     `nn.Parameter` `v_threshold` of the neuron shape; with
     `kinds={"v_threshold": "runtime"}` a buffer instead."""
 
+    supported_backends = ("flexsn",) + _SPIKINGJELLY_BACKENDS
+
     def __init__(self, neuron: str, params: dict, v_reset, detach_reset,
-                 surrogate_function, store_v_seq, step_mode,
+                 surrogate_function, store_v_seq, step_mode, backend,
                  per_neuron_threshold=False, **options):
+        _check_backend(backend)
         threshold = params["v_threshold"]
         if isinstance(threshold, torch.Tensor) or per_neuron_threshold:
             options["shapes"] = {**(options.get("shapes") or {}),
                                  "v_threshold": "per_neuron"}
             options["kinds"] = {"v_threshold": "trainable",
                                 **(options.get("kinds") or {})}
-        if not isinstance(threshold, torch.Tensor):
-            params["v_threshold"] = float(threshold)
+        if v_reset is not None and (isinstance(v_reset, bool) or
+                                    not isinstance(v_reset, numbers.Real)):
+            raise TypeError(f"v_reset is a number or None (soft reset), got "
+                            f"{v_reset!r}")
         params.update(v_reset=0.0 if v_reset is None else float(v_reset),
                       soft_reset=v_reset is None,
-                      detach_reset=bool(detach_reset))
+                      detach_reset=detach_reset)
         super().__init__(neuron, params=params,
                          surrogate_function=_surrogate(surrogate_function),
                          store_state_seqs=store_v_seq, step_mode=step_mode,
                          **options)
+        # SpikingJelly registers v with v_reset as its reset value, fixed
+        # at construction.
+        self._reset_values[0] = 0.0 if v_reset is None else float(v_reset)
+
+    @property
+    def v_reset(self) -> Optional[float]:
+        """The hard reset's potential, or None for a soft reset."""
+        return None if self._param("soft_reset") else self._param("v_reset")
+
+    @v_reset.setter
+    def v_reset(self, value: Optional[float]):
+        if value is None:
+            self._set_param("soft_reset", True)
+            return
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"v_reset is a number or None (soft reset), got "
+                            f"{value!r}")
+        self._set_param("v_reset", float(value))
+        self._set_param("soft_reset", False)
+
+    @property
+    def store_v_seq(self) -> bool:
+        return self.store_state_seqs
+
+    @store_v_seq.setter
+    def store_v_seq(self, value: bool):
+        self.store_state_seqs = bool(value)
+        self.state_seqs = None
+
+    @property
+    def backend(self) -> str:
+        return "flexsn"
+
+    @backend.setter
+    def backend(self, value: str):
+        _check_backend(value)
 
     @property
     def v(self):
-        return self.states[0]
+        """The membrane potential: a tensor after a call, else a number
+        (`v_reset`, or what was assigned)."""
+        v = self.states[0]
+        return self._reset_values[0] if v is None else v
 
     @v.setter
     def v(self, value):
-        self.states[0] = value
+        self.states[0] = check_state_value(self._info.name, "v", value)
+        self._assigned.add(0)
 
     @property
     def v_seq(self):
         return None if self.state_seqs is None else self.state_seqs[0]
+
+    def extra_repr(self) -> str:
+        # SpikingJelly's fields, in its order and format; the surrogate on
+        # its own line, where SpikingJelly prints its submodule.
+        threshold = self._param("v_threshold")
+        if isinstance(threshold, torch.Tensor):
+            threshold = f"tensor of shape {tuple(threshold.shape)}"
+        text = (f"v_threshold={threshold}, v_reset={self.v_reset}, "
+                f"detach_reset={self._param('detach_reset')}, "
+                f"step_mode={self.step_mode}, backend={self.backend}"
+                + self._neuron_repr())
+        text += {"dense": "", "u8": ", spike_dtype=torch.uint8",
+                 "bits": ", spike_dtype='bits'"}[self._spikes]
+        surrogate = self._surrogate
+        return text + (f"\n(surrogate_function): "
+                       f"{type(surrogate).__name__}("
+                       + "".join(f"{k}={v}, " for k, v in
+                                 surrogate.params.items())
+                       + "spiking=True)")
+
+    def _neuron_repr(self) -> str:
+        return ""
+
+
+def _check_backend(backend) -> None:
+    if backend is not None and backend not in _NodeBase.supported_backends:
+        raise ValueError(f"backend is one of "
+                         f"{', '.join(_NodeBase.supported_backends)} (each "
+                         f"runs FlexSN's kernels), got {backend!r}")
+
+
+def _surrogate(surrogate_function):
+    return (surrogates.Sigmoid() if surrogate_function is None else
+            _coerce_surrogate(surrogate_function))
+
+
+def _coerce_surrogate(value):
+    if value is None:
+        return None
+    try:
+        return surrogates.coerce(value)
+    except TypeError as error:
+        raise TypeError(f"surrogate_function: {error}") from None
 
 
 class IFNode(_NodeBase):
@@ -398,12 +700,12 @@ class IFNode(_NodeBase):
 
     def __init__(self, v_threshold: Union[float, torch.Tensor] = 1.0,
                  v_reset: Optional[float] = 0.0, surrogate_function=None,
-                 detach_reset: bool = False, step_mode: str = "m",
-                 store_v_seq: bool = False,
+                 detach_reset: bool = False, step_mode: str = "s",
+                 backend: Optional[str] = None, store_v_seq: bool = False,
                  per_neuron_threshold: bool = False, **options):
         super().__init__("if", {"v_threshold": v_threshold}, v_reset,
                          detach_reset, surrogate_function, store_v_seq,
-                         step_mode, per_neuron_threshold, **options)
+                         step_mode, backend, per_neuron_threshold, **options)
 
 
 class LIFNode(_NodeBase):
@@ -413,16 +715,23 @@ class LIFNode(_NodeBase):
                  v_threshold: Union[float, torch.Tensor] = 1.0,
                  v_reset: Optional[float] = 0.0,
                  surrogate_function=None, detach_reset: bool = False,
-                 step_mode: str = "m", store_v_seq: bool = False,
+                 step_mode: str = "s", backend: Optional[str] = None,
+                 store_v_seq: bool = False,
                  per_neuron_threshold: bool = False, **options):
-        if not tau > 1.0:
-            raise ValueError(f"tau must be > 1, got {tau}")
+        _check_tau("tau", tau)
         super().__init__("lif", {"tau": float(tau),
-                                 "decay_input": bool(decay_input),
+                                 "decay_input": decay_input,
                                  "v_threshold": v_threshold},
                          v_reset, detach_reset, surrogate_function,
-                         store_v_seq, step_mode, per_neuron_threshold,
-                         **options)
+                         store_v_seq, step_mode, backend,
+                         per_neuron_threshold, **options)
+
+    def _check_param(self, name, value):
+        if name == "tau":
+            _check_tau(name, value)
+
+    def _neuron_repr(self) -> str:
+        return f", tau={self._param('tau')}"
 
 
 class ParametricLIFNode(_NodeBase):
@@ -436,18 +745,29 @@ class ParametricLIFNode(_NodeBase):
                  v_threshold: Union[float, torch.Tensor] = 1.0,
                  v_reset: Optional[float] = 0.0,
                  surrogate_function=None, detach_reset: bool = False,
-                 step_mode: str = "m", store_v_seq: bool = False,
+                 step_mode: str = "s", backend: Optional[str] = None,
+                 store_v_seq: bool = False,
                  per_neuron_threshold: bool = False,
                  num_channels: Optional[int] = None, **options):
-        if not init_tau > 1.0:
-            raise ValueError(f"init_tau must be > 1, got {init_tau}")
+        _check_tau("init_tau", init_tau)
         if num_channels is not None:
             options["shapes"] = {**(options.get("shapes") or {}),
                                  "w": "per_channel"}
             options["num_channels"] = num_channels
         super().__init__("plif", {"w": -math.log(init_tau - 1.0),
-                                  "decay_input": bool(decay_input),
+                                  "decay_input": decay_input,
                                   "v_threshold": v_threshold},
                          v_reset, detach_reset, surrogate_function,
-                         store_v_seq, step_mode, per_neuron_threshold,
-                         **options)
+                         store_v_seq, step_mode, backend,
+                         per_neuron_threshold, **options)
+
+    def _neuron_repr(self) -> str:
+        with torch.no_grad():
+            tau = 1.0 / self.w.sigmoid()
+        return f", tau={tau}"
+
+
+def _check_tau(name: str, tau) -> None:
+    if (isinstance(tau, bool) or not isinstance(tau, numbers.Real)
+            or not tau > 1.0 or not math.isfinite(tau)):
+        raise ValueError(f"{name} must be a finite number > 1, got {tau!r}")

@@ -1,0 +1,117 @@
+"""What neuron modules and blocks share about their states: where each
+call starts from, how states follow `.to()`, the optional finite check, and
+what a pickled module leaves out.
+
+A module keeps one entry per state in `states`: None (the state's reset
+value), a Python number (broadcast over the neurons at the next call, as
+SpikingJelly's `v = v_reset` is) or a tensor (the last call's final state,
+or one the user assigned).
+"""
+
+import math
+from typing import List, Optional, Sequence
+
+import torch
+
+#: The dtypes FlexSN kernels store sequences in.
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def initial_states(owner: str, names: Sequence[str], states: List,
+                   reset_values: Sequence[float], assigned: set,
+                   x: torch.Tensor) -> List[Optional[torch.Tensor]]:
+    """The initial states of a call on `x` ([T, N...]): None for a zero
+    state (the kernels then read no buffer), else a tensor of the neuron
+    shape in x's dtype and device.
+
+    A state carried from a call on other neurons starts again from its
+    reset value (SpikingJelly does the same when the batch size changes);
+    one the user assigned (indices in `assigned`) must fit, or it is an
+    error naming both shapes."""
+    shape = x.shape[1:]
+    inits = []
+    for i, (name, state) in enumerate(zip(names, states)):
+        if isinstance(state, torch.Tensor):
+            if state.shape != shape:
+                if i in assigned:
+                    raise ValueError(
+                        f"{owner}: state '{name}' was set to a tensor of "
+                        f"shape {tuple(state.shape)}, but the inputs' "
+                        f"neurons are {tuple(shape)}")
+                state = None
+            elif state.dtype != x.dtype or state.device != x.device:
+                state = state.to(dtype=x.dtype, device=x.device)
+        if state is None:
+            state = reset_values[i]
+        if not isinstance(state, torch.Tensor):
+            value = float(state)
+            if value == 0.0 and math.copysign(1.0, value) > 0:
+                state = None  # +0.0: the kernels' own zero start
+            else:
+                state = torch.full(shape, value, dtype=x.dtype,
+                                   device=x.device)
+        inits.append(state)
+    assigned.clear()
+    return inits
+
+
+def check_state_value(owner: str, name: str, value):
+    """A value a user assigns to a state: a number, a tensor or None."""
+    if value is None or isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{owner}: state '{name}' is a number or a tensor, "
+                        f"got {type(value).__name__}")
+    return float(value)
+
+
+def check_conversion(module: torch.nn.Module, fn) -> None:
+    """Raises, before anything is converted, when `fn` (what `.to()`,
+    `.half()`, `.double()`... apply to every tensor) makes floating-point
+    tensors of a dtype FlexSN kernels do not store."""
+    try:
+        probe = fn(torch.zeros(1))
+    except Exception:  # noqa: BLE001: the conversion itself will say
+        return
+    if (isinstance(probe, torch.Tensor) and probe.is_floating_point()
+            and probe.dtype not in SUPPORTED_DTYPES):
+        raise TypeError(
+            f"{type(module).__name__}: FlexSN kernels run float32, float16 "
+            f"and bfloat16 tensors; cannot convert the module to "
+            f"{probe.dtype}")
+
+
+def apply_to_states(states: List, fn) -> List:
+    """The states with `fn` applied to each tensor among them (what
+    `nn.Module._apply` does to parameters and buffers)."""
+    return [fn(s) if isinstance(s, torch.Tensor) else s for s in states]
+
+
+def check_finite(owner: str, what: str, name: str, tensor, sequence: bool):
+    """Raises FloatingPointError naming `tensor` ('<what> <name>'), the
+    first step (for a [T, N...] sequence) and the neuron holding a NaN or
+    an infinity."""
+    if tensor is None or not tensor.is_floating_point():
+        return
+    bad = ~torch.isfinite(tensor)
+    if not bool(bad.any()):
+        return
+    where = ""
+    if sequence:
+        step = int(bad.reshape(bad.shape[0], -1).any(1).nonzero()[0])
+        tensor, bad = tensor[step], bad[step]
+        where = f" at step t = {step}"
+    flat = int(bad.reshape(-1).nonzero()[0])
+    index = tuple(int(i) for i in _unravel(flat, tensor.shape))
+    value = float(tensor.reshape(-1)[flat])
+    raise FloatingPointError(
+        f"{owner}: {what} '{name}' is not finite{where}: {value} at neuron "
+        f"{index} (check_finite=True)")
+
+
+def _unravel(flat: int, shape) -> List[int]:
+    index = []
+    for size in reversed(tuple(shape)):
+        index.append(flat % size)
+        flat //= size
+    return list(reversed(index))
