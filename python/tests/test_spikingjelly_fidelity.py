@@ -259,7 +259,7 @@ def test_saved_before_a_call_trains_with_its_own_kernels():
     other = IFNode(v_threshold=2.0, step_mode="m", targets=CPU)
     other(drive(2, 3))
     buffer.seek(0)
-    loaded = torch.load(buffer)
+    loaded = torch.load(buffer, weights_only=False)
     x = drive(6, 25, seed=11).requires_grad_()
     s = loaded(x)
     s.sum().backward()
@@ -289,7 +289,7 @@ LOAD = textwrap.dedent("""
     import sys, torch
     from flexsn.torch import IFNode
     IFNode(v_threshold=3.0, step_mode="m")(torch.ones(2, 2))  # takes id 1
-    saved = torch.load(sys.argv[1])
+    saved = torch.load(sys.argv[1], weights_only=False)
     net, x = saved["net"], saved["x"].requires_grad_()
     y = net(x)
     y.sum().backward()
@@ -315,8 +315,9 @@ def test_save_and_load_across_processes(tmp_path):
     carried over, then LIF with the tau written before saving)."""
     _python(SAVE, tmp_path / "net.pt")
     _python(LOAD, tmp_path / "net.pt", tmp_path / "out.pt")
-    out = torch.load(tmp_path / "out.pt")
-    x = torch.load(tmp_path / "net.pt")["x"].double().requires_grad_()
+    out = torch.load(tmp_path / "out.pt", weights_only=False)
+    x = torch.load(tmp_path / "net.pt", weights_only=False)["x"]
+    x = x.double().requires_grad_()
     w = torch.tensor(ref.init_w(3.0), dtype=torch.float64,
                      requires_grad=True)
     # The first call, in the saving process.
