@@ -279,8 +279,9 @@ SAVE = textwrap.dedent("""
         ParametricLIFNode(init_tau=3.0, v_reset=-0.1, step_mode="m"),
         LIFNode(v_threshold=0.5, v_reset=None, step_mode="m"))
     x = torch.randn(4, 16) + 0.6
-    with torch.no_grad():
-        net(x)
+    if sys.argv[2] == "call":
+        with torch.no_grad():
+            net(x)
     net[1].tau = 4.0
     torch.save({"net": net, "x": x}, sys.argv[1])
 """)
@@ -309,24 +310,29 @@ def _python(code, *args):
     assert result.returncode == 0, result.stderr
 
 
-def test_save_and_load_across_processes(tmp_path):
-    """A model trained a step in one process is saved there and trained in
-    another: the other process's results are the formulas' (PLIF's state
-    carried over, then LIF with the tau written before saving)."""
-    _python(SAVE, tmp_path / "net.pt")
+@pytest.mark.parametrize("before", ["call", "no-call"])
+def test_save_and_load_across_processes(tmp_path, before):
+    """A model saved in one process, after a call or before any, trains in
+    another that built other modules first: the other process's results
+    are the formulas' (PLIF's state carried over, then LIF with the tau
+    written before saving)."""
+    _python(SAVE, tmp_path / "net.pt", before)
     _python(LOAD, tmp_path / "net.pt", tmp_path / "out.pt")
     out = torch.load(tmp_path / "out.pt", weights_only=False)
     x = torch.load(tmp_path / "net.pt", weights_only=False)["x"]
     x = x.double().requires_grad_()
     w = torch.tensor(ref.init_w(3.0), dtype=torch.float64,
                      requires_grad=True)
-    # The first call, in the saving process.
-    s0_first, v0_first = ref.plif_ref(x.detach(), -0.1, w=w.detach(),
-                                      v_reset=-0.1)
-    _, v1_first = ref.lif_ref(s0_first, 0.0, v_threshold=0.5, v_reset=None)
-    # The second, in the loading process.
-    s0, v0 = ref.plif_ref(x, v0_first[-1], w=w, v_reset=-0.1)
-    s1, v1 = ref.lif_ref(s0, v1_first[-1], tau=4.0, v_threshold=0.5,
+    v0_start, v1_start = -0.1, 0.0  # v_reset; 0 for the soft reset
+    if before == "call":  # the first call, in the saving process
+        s0_first, v0_first = ref.plif_ref(x.detach(), -0.1, w=w.detach(),
+                                          v_reset=-0.1)
+        _, v1_first = ref.lif_ref(s0_first, 0.0, v_threshold=0.5,
+                                  v_reset=None)
+        v0_start, v1_start = v0_first[-1], v1_first[-1]
+    # The call in the loading process.
+    s0, v0 = ref.plif_ref(x, v0_start, w=w, v_reset=-0.1)
+    s1, v1 = ref.lif_ref(s0, v1_start, tau=4.0, v_threshold=0.5,
                          v_reset=None)
     s1.sum().backward()
     assert out["tau"] == 4.0
