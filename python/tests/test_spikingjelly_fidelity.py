@@ -48,6 +48,17 @@ def lif_expected(x, v0, **kwargs):
     return s, v
 
 
+def assert_lif_gradient(node, seed, v0=0.0, **formula):
+    """x.grad of sum(node(x)) is the LIF formula's (float64 autograd)."""
+    x = drive(6, 30, seed=seed).requires_grad_()
+    node(x).sum().backward()
+    xr = x.detach().double().requires_grad_()
+    s, _ = ref.lif_ref(xr, v0, **formula)
+    s.sum().backward()
+    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5,
+                               atol=1e-6)
+
+
 def drive(*shape, seed=0, mean=0.6, std=0.6):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=g) * std + mean
@@ -95,14 +106,8 @@ def test_lif_starts_and_resets_at_v_reset(device, v_reset):
 def test_gradient_from_v_reset():
     """The initial v_reset takes part in training: gradients equal those
     of the formula started at v_reset."""
-    x = drive(6, 32, seed=2).requires_grad_()
     node = LIFNode(v_reset=-0.3, step_mode="m", targets=CPU)
-    node(x).sum().backward()
-    xr = x.detach().double().requires_grad_()
-    s, _ = ref.lif_ref(xr, -0.3, v_reset=-0.3)
-    s.sum().backward()
-    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5,
-                               atol=1e-6)
+    assert_lif_gradient(node, 2, -0.3, v_reset=-0.3)
 
 
 def test_block_starts_at_v_reset():
@@ -173,14 +178,8 @@ def test_attribute_writes_take_effect(name, value, formula):
 def test_attribute_writes_change_gradients(name, value, surrogate):
     node = LIFNode(step_mode="m", targets=CPU)
     setattr(node, name, value)
-    x = drive(6, 30, seed=6).requires_grad_()
-    node(x).sum().backward()
-    xr = x.detach().double().requires_grad_()
-    s, _ = ref.lif_ref(xr, 0.0, surrogate=surrogate,
-                       detach_reset=(name == "detach_reset"))
-    s.sum().backward()
-    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5,
-                               atol=1e-6)
+    assert_lif_gradient(node, 6, surrogate=surrogate,
+                        detach_reset=(name == "detach_reset"))
 
 
 def test_store_v_seq_write():
@@ -474,13 +473,7 @@ def test_spikingjelly_surrogate_objects():
     node = LIFNode(surrogate_function=ATan(alpha=3.0), step_mode="m",
                    targets=CPU)
     assert node.surrogate_function == sg.ATan(alpha=3.0)
-    x = drive(5, 20, seed=16).requires_grad_()
-    node(x).sum().backward()
-    xr = x.detach().double().requires_grad_()
-    s, _ = ref.lif_ref(xr, 0.0, surrogate=("atan", {"alpha": 3.0}))
-    s.sum().backward()
-    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5,
-                               atol=1e-6)
+    assert_lif_gradient(node, 16, surrogate=("atan", {"alpha": 3.0}))
     with pytest.raises(ValueError, match="spiking"):
         LIFNode(surrogate_function=ATan(spiking=False), targets=CPU)
 
@@ -497,13 +490,7 @@ def test_core_calling_a_spikingjelly_surrogate():
                   targets=CPU)
     assert "#flexsn.atan<alpha = 3.0" in node.compiled.directory.joinpath(
         "configured.mlir").read_text()
-    x = drive(5, 20, seed=17).requires_grad_()
-    node(x).sum().backward()
-    xr = x.detach().double().requires_grad_()
-    s, _ = ref.lif_ref(xr, 0.0, surrogate=("atan", {"alpha": 3.0}))
-    s.sum().backward()
-    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5,
-                               atol=1e-6)
+    assert_lif_gradient(node, 17, surrogate=("atan", {"alpha": 3.0}))
 
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from .. import compiler
 from .._manifest import NeuronInfo, Param
 from ._function import Handle, scan
 from ._kernels import DTYPES
-from ._state import apply_to_states, check_conversion, initial_states
+from ._state import StatefulModule, initial_states
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +105,7 @@ class _CompiledBlock:
                                      dtype), deterministic)
 
 
-class Block(nn.Module):
+class Block(StatefulModule):
     """`post(neuron(pre(x)), x)` over sequences, as one fused kernel.
 
     `neuron` is a FlexSN neuron module of one input and one output (e.g.
@@ -125,6 +125,10 @@ class Block(nn.Module):
     neuron module does; gradients flow to x, the initial states, scale and
     shift and the neuron's trainable parameters through the block's
     backward kernel (one reverse scan)."""
+
+    # A copy builds its kernels at its first call (from the cache, or
+    # compiling).
+    _process_local = dict(kernels=None, handle=None, _built_for=None)
 
     def __init__(self, neuron, pre: Optional[Affine] = None,
                  post: Optional[Residual] = None, readout=None,
@@ -221,24 +225,6 @@ class Block(nn.Module):
         values (v_reset for SpikingJelly's neurons)."""
         self.states[:] = [None] * len(self.states)
         self._assigned.clear()
-
-    def detach(self):
-        """Cuts the states' autograd history (truncated BPTT)."""
-        self.states = [s.detach() if isinstance(s, torch.Tensor) else s
-                       for s in self.states]
-
-    def _apply(self, fn, *args, **kwargs):
-        check_conversion(self, fn)
-        module = super()._apply(fn, *args, **kwargs)
-        self.states = apply_to_states(self.states, fn)
-        return module
-
-    def __getstate__(self):
-        # Loaded kernels stay in their process: a copy builds its own at
-        # its first call (from the cache, or compiling).
-        state = self.__dict__.copy()
-        state.update(kernels=None, handle=None, _built_for=None)
-        return state
 
     def extra_repr(self) -> str:
         return (f"name={self.info.name}, pre={self.pre}, post={self.post}, "

@@ -12,13 +12,13 @@ from .. import compiler
 from .. import surrogate as surrogates
 from ._function import Handle, final_states, scan
 from ._kernels import SPIKE_STORAGE
-from ._state import (apply_to_states, check_conversion, check_finite,
-                     check_state_value, initial_states)
+from ._state import (StatefulModule, check_finite, check_state_value,
+                     initial_states)
 
 STEP_MODES = ("s", "m")
 
 
-class FlexSN(nn.Module):
+class FlexSN(StatefulModule):
     """A compiled neuron in multi-step mode.
 
     `neuron` is a `.mlir` path, neuron text, a shipped neuron name ("lif",
@@ -86,6 +86,10 @@ class FlexSN(nn.Module):
     `torch.no_grad()`, or with no input, state or parameter requiring a
     gradient); its other outputs and states keep the inputs' dtype.
     """
+
+    # Loaded kernels (ctypes handles) stay in their process; a copy
+    # compiles, or finds in the cache, its own at its first call.
+    _process_local = dict(_compiled=None, _handle=None, _stale=True)
 
     def __init__(self, neuron, num_inputs: Optional[int] = None,
                  num_states: Optional[int] = None,
@@ -325,26 +329,6 @@ class FlexSN(nn.Module):
         self._assigned.clear()
         if self.state_seqs is not None:
             self.state_seqs = None
-
-    def detach(self):
-        """Cuts the states' autograd history (truncated BPTT)."""
-        self.states = [s.detach() if isinstance(s, torch.Tensor) else s
-                       for s in self.states]
-
-    def _apply(self, fn, *args, **kwargs):
-        check_conversion(self, fn)
-        module = super()._apply(fn, *args, **kwargs)
-        self.states = apply_to_states(self.states, fn)
-        if self.state_seqs is not None:
-            self.state_seqs = apply_to_states(self.state_seqs, fn)
-        return module
-
-    def __getstate__(self):
-        # Loaded kernels (ctypes handles) stay in their process; the copy
-        # compiles, or finds in the cache, its own at its first call.
-        state = self.__dict__.copy()
-        state.update(_compiled=None, _handle=None, _stale=True)
-        return state
 
     def extra_repr(self) -> str:
         info = self._info

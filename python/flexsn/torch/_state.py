@@ -55,6 +55,34 @@ def initial_states(owner: str, names: Sequence[str], states: List,
     return inits
 
 
+class StatefulModule(torch.nn.Module):
+    """A module holding `states` (and, when it keeps them, `state_seqs`)
+    beside kernels loaded in this process: the states follow `.to()` and
+    `.detach()`; a pickled copy leaves the kernels behind, replacing the
+    attributes named in `_process_local` with the values given there, and
+    loads its own at its first call."""
+
+    _process_local: dict = {}
+
+    def detach(self):
+        """Cuts the states' autograd history (truncated BPTT)."""
+        self.states = [s.detach() if isinstance(s, torch.Tensor) else s
+                       for s in self.states]
+
+    def _apply(self, fn, *args, **kwargs):
+        check_conversion(self, fn)
+        module = super()._apply(fn, *args, **kwargs)
+        self.states = apply_to_states(self.states, fn)
+        if getattr(self, "state_seqs", None) is not None:
+            self.state_seqs = apply_to_states(self.state_seqs, fn)
+        return module
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.update(self._process_local)
+        return state
+
+
 def check_state_value(owner: str, name: str, value):
     """A value a user assigns to a state: a number, a tensor or None."""
     if value is None or isinstance(value, torch.Tensor):
