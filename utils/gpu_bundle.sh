@@ -16,8 +16,9 @@
 #                   test_per_neuron_params.py,
 #                   test_per_channel_params.py,
 #                   test_spike_storage.py, test_kernel_modules.py,
-#                   test_block_kernels.py and test_block_module.py
-#                   (their CPU run). The GPU
+#                   test_block_kernels.py, test_block_module.py,
+#                   test_spikingjelly_fidelity.py and
+#                   test_against_spikingjelly.py (their CPU run). The GPU
 #                   machine has no tools: there
 #                   compile() serves these entries, found by the same
 #                   arguments, with FLEXSN_CACHE_DIR=DIR/cache and
@@ -121,6 +122,8 @@ log "compiling what python/tests uses (their CPU run)"
   python/tests/test_spike_storage.py \
   python/tests/test_kernel_modules.py python/tests/test_saved_storage.py \
   python/tests/test_block_kernels.py python/tests/test_block_module.py \
+  python/tests/test_spikingjelly_fidelity.py \
+  python/tests/test_against_spikingjelly.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
 # Unfinished builds of a failed compile are no use there.
