@@ -93,11 +93,13 @@ flexsn.neuron @state_only inputs(%x: f32) states(%v: f32) outputs() {
   flexsn.yield %v1 : f32
 }
 
-// Output names live apart from argument names: an output may be called `x`.
+// Output names live apart from state names: an output may be called like a
+// state, whose buffers are `v_init`, `v_seq` and `v_final` (an output named
+// like an input would share its buffer name: see names-invalid.mlir).
 // CHECK-LABEL: flexsn.neuron @passthrough
-// CHECK-SAME:    inputs(%x: f32) outputs(x) {
-flexsn.neuron @passthrough inputs(%x: f32) outputs(x) {
-  flexsn.yield %x : f32
+// CHECK-SAME:    inputs(%x: f32) states(%v: f32) outputs(v) {
+flexsn.neuron @passthrough inputs(%x: f32) states(%v: f32) outputs(v) {
+  flexsn.yield %x, %v : f32, f32
 }
 
 // flexsn.apply runs one step of another neuron, with params passed as operands.

@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Regex.h"
 
 #include <charconv>
 
@@ -127,6 +128,31 @@ void mlir::flexsn::printSurrogateParam(AsmPrinter &printer,
 // ParamAttr
 //===----------------------------------------------------------------------===//
 
+/// Whether `name` is an object-like macro a host stub would see: one of the
+/// headers it includes (stddef.h, stdint.h, cuda.h and the stdlib.h that
+/// cuda.h includes, with glibc's additions in GNU modes), GCC's and Clang's
+/// predefined ones, or the C library's that a caller may include first
+/// (errno.h, complex.h, stdnoreturn.h, math.h).
+static bool isHeaderMacro(StringRef name) {
+  static const llvm::StringSet<> macros = {
+      "NULL", "EXIT_FAILURE", "EXIT_SUCCESS", "RAND_MAX", "MB_CUR_MAX",
+      "BIG_ENDIAN", "LITTLE_ENDIAN", "PDP_ENDIAN", "BYTE_ORDER", "FD_SETSIZE",
+      "NFDBITS", "WNOHANG", "WUNTRACED", "WSTOPPED", "WEXITED", "WCONTINUED",
+      "WNOWAIT", "CUDAAPI", "linux", "unix", "errno", "complex", "imaginary",
+      "I", "noreturn", "math_errhandling"};
+  if (macros.contains(name))
+    return true;
+  // cuda.h's constants.
+  if (name.starts_with("CU_") || name.starts_with("CUDA_") ||
+      name.starts_with("RESOURCE_ABI_"))
+    return true;
+  // stdint.h's limits: INT8_MAX, UINT_LEAST16_WIDTH, SIZE_MAX, ...
+  static const llvm::Regex limits(
+      "^(U?INT(_LEAST|_FAST)?(8|16|32|64)|U?INTPTR|U?INTMAX|PTRDIFF|"
+      "SIG_ATOMIC|SIZE|WCHAR|WINT)_(MAX|MIN|WIDTH)$");
+  return limits.match(name);
+}
+
 std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
                                                            bool isPrefix) {
   if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_') ||
@@ -136,19 +162,60 @@ std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
     return std::nullopt;
   static const llvm::StringSet<> keywords = {
       // C and C++ keywords a host stub could not use as a name.
-      "auto", "bool", "break", "case", "char", "class", "const", "continue",
-      "default", "delete", "do", "double", "else", "enum", "extern", "false",
-      "float", "for", "goto", "if", "inline", "int", "long", "namespace", "new",
-      "nullptr", "operator", "private", "protected", "public", "register",
-      "restrict", "return", "short", "signed", "sizeof", "static", "struct",
-      "switch", "template", "this", "throw", "true", "typedef", "typename",
-      "union", "unsigned", "using", "virtual", "void", "volatile", "while",
+      "alignas", "alignof", "and_eq", "asm", "auto", "bitand", "bitor", "bool",
+      "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t",
+      "class", "co_await", "co_return", "co_yield", "compl", "concept",
+      "const", "const_cast", "consteval", "constexpr", "constinit",
+      "continue", "decltype", "default", "delete", "do", "double",
+      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
+      "float", "for", "friend", "goto", "if", "inline", "int", "long",
+      "mutable", "namespace", "new", "noexcept", "not_eq", "nullptr",
+      "operator", "or_eq", "private", "protected", "public", "register",
+      "reinterpret_cast", "requires", "restrict", "return", "short",
+      "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+      "switch", "template", "this", "thread_local", "throw", "true",
+      "typedef", "typeid", "typename", "typeof", "typeof_unqual", "union",
+      "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
+      "xor", "xor_eq",
       // Python keywords a keyword argument could not use.
-      "and", "as", "assert", "def", "del", "elif", "except", "from", "global",
-      "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
-      "try", "with", "yield", "None", "True", "False"};
+      "and", "as", "assert", "async", "await", "def", "del", "elif", "except",
+      "finally", "from", "global", "import", "in", "is", "lambda", "nonlocal",
+      "not", "or", "pass", "raise", "try", "with", "yield", "None", "True",
+      "False"};
   if (keywords.contains(name))
     return std::string("is a C, C++ or Python keyword");
+  // Every name is an argument of the host stubs (lib/Target/GPUBinary.cpp),
+  // next to these arguments and locals of their own.
+  static const llvm::StringSet<> stubNames = {
+      "stream",  "T",           "N",       "ld",           "C",
+      "S",       "workspace",   "kinds",   "element_sizes", "desc",
+      "buffers", "saved_stride", "scalars", "workspace_bytes"};
+  if (stubNames.contains(name))
+    return std::string("is an argument or local variable of the generated "
+                       "host stubs");
+  if (name.starts_with("__") ||
+      (name.size() > 1 && name[0] == '_' && llvm::isUpper(name[1])))
+    return std::string("is reserved in C and C++ (it starts with '__' or "
+                       "'_' and a capital letter)");
+  if (name.starts_with_insensitive("flexsn"))
+    return std::string("is reserved for the names FlexSN's headers define "
+                       "(flexsn_*, FLEXSN_*)");
+  // Types the stubs name after their arguments (a parameter of the type's
+  // name would hide it).
+  static const llvm::StringSet<> stubTypes = {
+      "CUstream",    "size_t",        "ptrdiff_t",     "max_align_t",
+      "intptr_t",    "uintptr_t",     "intmax_t",      "uintmax_t",
+      "int8_t",      "int16_t",       "int32_t",       "int64_t",
+      "uint8_t",     "uint16_t",      "uint32_t",      "uint64_t",
+      "int_least8_t", "int_least16_t", "int_least32_t", "int_least64_t",
+      "uint_least8_t", "uint_least16_t", "uint_least32_t", "uint_least64_t",
+      "int_fast8_t", "int_fast16_t",  "int_fast32_t",  "int_fast64_t",
+      "uint_fast8_t", "uint_fast16_t", "uint_fast32_t", "uint_fast64_t"};
+  if (stubTypes.contains(name))
+    return std::string("names a C type of the host stubs' headers");
+  if (isHeaderMacro(name))
+    return std::string("is a macro C compilers, the C library or cuda.h "
+                       "define");
   return std::nullopt;
 }
 

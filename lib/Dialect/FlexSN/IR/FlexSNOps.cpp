@@ -369,6 +369,71 @@ void NeuronOp::getAsmBlockArgumentNames(Region &region,
     setNameFn(arg, name);
 }
 
+/// Whether `name` is `saved<k>`: a training workspace buffer's name.
+static bool isSavedBufferName(StringRef name) {
+  return name.consume_front("saved") && !name.empty() &&
+         llvm::all_of(name, llvm::isDigit);
+}
+
+/// Kernel generation and autodiff name every buffer after an input, state,
+/// output or parameter (KernelInterface.cpp, AutodiffPass.cpp), and a host
+/// stub takes them all, with the i1 parameters' byte copies, in one C scope:
+/// over every variant, no two may share a name.
+static LogicalResult verifyKernelArgumentNames(NeuronOp neuron) {
+  llvm::StringMap<std::string> owners;
+  auto claim = [&](const Twine &buffer, const Twine &what) -> LogicalResult {
+    std::string name = buffer.str();
+    // A derived name is exported too (state `_` would give `__init`).
+    if (std::optional<std::string> problem = checkExportedName(name))
+      return neuron.emitOpError() << "would name " << what.str() << " '"
+                                  << name << "', which " << *problem;
+    if (isSavedBufferName(name))
+      return neuron.emitOpError()
+             << "would name " << what.str() << " '" << name
+             << "', the name of a training kernel's saved buffer (saved0, "
+                "saved1, ...)";
+    auto [it, inserted] = owners.try_emplace(name, what.str());
+    if (inserted)
+      return success();
+    return neuron.emitOpError()
+           << "would give two kernel arguments the name '" << name
+           << "': " << it->second << " and " << what.str();
+  };
+  // A name's buffer and its gradient's.
+  auto claimWithGradient = [&](StringRef name, StringRef suffix,
+                               const Twine &what) {
+    return failure(failed(claim(name + suffix, what)) ||
+                   failed(claim(name + suffix + "_grad",
+                                "the gradient of " + what)));
+  };
+  for (StringRef x : neuron.getInputNames().getAsValueRange<StringAttr>())
+    if (failed(claimWithGradient(x, "", "input '" + x + "'")))
+      return failure();
+  static constexpr std::pair<StringLiteral, StringLiteral> kStateBuffers[] = {
+      {"_init", "the initial state"},
+      {"_seq", "the state sequence"},
+      {"_final", "the final state"}};
+  for (StringRef v : neuron.getStateNames().getAsValueRange<StringAttr>())
+    for (auto [suffix, what] : kStateBuffers)
+      if (failed(claimWithGradient(v, suffix,
+                                   what + " of state '" + v + "'")))
+        return failure();
+  for (StringRef y : neuron.getOutputNames().getAsValueRange<StringAttr>())
+    if (failed(claimWithGradient(y, "", "output '" + y + "'")))
+      return failure();
+  // Any parameter may become a trainable one (flexsn-set-params).
+  for (ParamAttr param : neuron.getParamAttrs()) {
+    StringRef p = param.getName().getValue();
+    if (failed(claimWithGradient(p, "", "parameter '" + p + "'")))
+      return failure();
+    if (param.getType().isInteger(1) &&
+        failed(claim(p + "_i8",
+                     "the host stubs' byte copy of i1 parameter '" + p + "'")))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult NeuronOp::verify() {
   if (getNumInputs() == 0)
     return emitOpError("needs at least one input: T comes from the input "
@@ -402,9 +467,12 @@ LogicalResult NeuronOp::verify() {
       failed(checkNames(getStateNames(), "state")) ||
       failed(checkNames(ArrayAttr::get(getContext(), paramNames), "parameter")))
     return failure();
-  // Outputs live in their own namespace (they are results, not arguments).
+  // Outputs live in their own namespace (they are results, not arguments);
+  // the kernels' buffer names are checked next.
   seen.clear();
-  return checkNames(getOutputNames(), "output");
+  if (failed(checkNames(getOutputNames(), "output")))
+    return failure();
+  return verifyKernelArgumentNames(*this);
 }
 
 LogicalResult NeuronOp::verifyRegions() {

@@ -28,11 +28,14 @@ void printSurrogateParam(AsmPrinter &printer, const llvm::APFloat &value);
 std::string formatShortest(double value);
 /// Same, for a value that lives in f32.
 std::string formatShortest(float value);
-/// Why `name` cannot name a neuron, input, state, output or parameter, if it
-/// cannot: such names reach C host stubs, the manifest and Python keyword
-/// arguments, so they must be C identifiers and not C/C++/Python keywords.
-/// A name that is only ever a prefix of longer names (a neuron's: its stubs
-/// are `<neuron>_<variant>`) may be a keyword.
+/// Why `name` cannot name a neuron, input, state, output, parameter or
+/// kernel buffer, if it cannot: such names reach C host stubs, the manifest
+/// and Python keyword arguments, so they must be C identifiers, not
+/// C/C++/Python keywords, and not names the host stubs or their headers
+/// declare (`T`, `N`, `ld`, `stream`, reserved identifiers, `flexsn_*`,
+/// macros such as `NULL`, the stdint types; docs/Semantics.md). A name that
+/// is only ever a prefix of longer names (a neuron's: its stubs are
+/// `<neuron>_<variant>`) need only be an identifier.
 std::optional<std::string> checkExportedName(StringRef name,
                                              bool isPrefix = false);
 /// Whether a buffer of `role` lives in the training workspace rather than

@@ -70,7 +70,12 @@ def FlexSN_NeuronOp : FlexSN_Op<"neuron", [
     value (`%v_threshold: f32 = 1.0 trainable per_neuron`).
 
     Names of inputs, states, outputs and parameters are C identifiers: host
-    stubs, the manifest and the Python layer expose them.
+    stubs, the manifest and the Python layer expose them. They may not be
+    names a host stub declares itself (`T`, `N`, `ld`, `stream`, ...) or
+    its headers may define (macros such as `NULL`, reserved identifiers,
+    `flexsn_*`, the stdint types), nor make two kernel buffers share a
+    name: a parameter `v_final` next to a state `v`, whose final-state
+    buffer is `v_final` (`docs/Semantics.md` lists the rules).
 
     Example (an integrate-and-fire neuron with a hard reset):
 
