@@ -123,6 +123,7 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
   check.toolkit = options.toolkit;
   check.format = options.format;
   check.chips.assign(options.chips.begin(), options.chips.end());
+  check.features = options.features;
   pm.addPass(createFlexSNCheckGPUOptions(check));
 
   SmallVector<std::string> storage(options.storageTypes.begin(),
@@ -162,15 +163,75 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
+using ErrorHandler = function_ref<LogicalResult(const Twine &)>;
+
+/// The checks both pipelines make of their kernel options before building:
+/// no list given empty, and no compact spike storage without a kernel to
+/// store spikes compactly (training kernels keep the storage type).
+template <typename Derived, typename... Lists>
+static LogicalResult checkKernelOptions(StringRef pipeline,
+                                        const KernelOptions<Derived> &options,
+                                        ErrorHandler errorHandler,
+                                        const Lists &...lists) {
+  if (failed(checkListOptionsGiven(pipeline, errorHandler, options.variants,
+                                   options.neurons, options.spikeStorage,
+                                   lists...)))
+    return failure();
+  if (options.variants.empty() ||
+      !llvm::all_of(options.variants,
+                    [](const std::string &v) { return isTrainingVariant(v); }))
+    return success();
+  for (const std::string &spikes : options.spikeStorage)
+    if (spikes != "dense")
+      return errorHandler(pipeline + ": spike-storage=" + spikes +
+                          " applies to inference and final-state kernels, "
+                          "but variants=" +
+                          llvm::join(options.variants, ",") +
+                          " builds none (training kernels store spikes in "
+                          "the storage type)");
+  return success();
+}
+
+/// Registers a pipeline whose options `check` validates when the pipeline
+/// is parsed: a bad combination is an error, not a silent default.
+template <typename Options>
+static void registerCheckedPipeline(
+    StringRef name, StringRef description,
+    std::function<void(OpPassManager &, const Options &)> build,
+    std::function<LogicalResult(const Options &, ErrorHandler)> check) {
+  registerPassPipeline(
+      name, description,
+      [=](OpPassManager &pm, StringRef text, ErrorHandler errorHandler) {
+        Options options;
+        if (failed(options.parseFromString(text)) ||
+            failed(check(options, errorHandler)))
+          return failure();
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(Options());
+      });
+}
+
 void mlir::flexsn::registerPipelines() {
-  PassPipelineRegistration<LowerToNVVMOptions>(
+  registerCheckedPipeline<LowerToNVVMOptions>(
       "flexsn-lower-to-nvvm",
       "Lower neuron definitions to GPU kernels in a gpu.binary (cubin, "
       "fatbin or PTX) for NVIDIA GPUs",
-      buildLowerToNVVMPipeline);
-  PassPipelineRegistration<LowerToCPUOptions>(
+      buildLowerToNVVMPipeline,
+      [](const LowerToNVVMOptions &options, ErrorHandler errorHandler) {
+        return checkKernelOptions("flexsn-lower-to-nvvm", options,
+                                  errorHandler, options.storageTypes,
+                                  options.chips);
+      });
+  registerCheckedPipeline<LowerToCPUOptions>(
       "flexsn-lower-to-cpu",
       "Lower neuron definitions to LLVM-dialect CPU kernels (inference and "
       "final-state variants)",
-      buildLowerToCPUPipeline);
+      buildLowerToCPUPipeline,
+      [](const LowerToCPUOptions &options, ErrorHandler errorHandler) {
+        return checkKernelOptions("flexsn-lower-to-cpu", options,
+                                  errorHandler, options.storageTypes);
+      });
 }

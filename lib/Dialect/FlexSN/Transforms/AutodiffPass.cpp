@@ -312,6 +312,14 @@ func::FuncOp createStepKernel(ModuleOp module, NeuronOp neuron,
 struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(Base::initializeOptions(options, errorHandler)))
+      return failure();
+    return checkListOptionsGiven(getArgument(), errorHandler, storageTypes, neurons);
+  }
+
   bool selected(StringRef neuron) {
     return neurons.empty() || llvm::is_contained(neurons, neuron);
   }

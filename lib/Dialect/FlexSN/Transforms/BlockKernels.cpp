@@ -422,6 +422,14 @@ struct GenerateBlockKernelsPass
     : flexsn::impl::FlexSNGenerateBlockKernelsBase<GenerateBlockKernelsPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(Base::initializeOptions(options, errorHandler)))
+      return failure();
+    return checkListOptionsGiven(getArgument(), errorHandler, variants);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<KernelVariant> requested;

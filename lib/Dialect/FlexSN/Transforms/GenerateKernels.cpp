@@ -44,6 +44,15 @@ struct GenerateKernelsPass
     : flexsn::impl::FlexSNGenerateKernelsBase<GenerateKernelsPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(Base::initializeOptions(options, errorHandler)))
+      return failure();
+    return checkListOptionsGiven(getArgument(), errorHandler, variants, storageTypes,
+                                 neurons, spikeStorage);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::string> variantNames(variants.begin(), variants.end());

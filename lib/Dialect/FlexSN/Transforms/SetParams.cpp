@@ -56,6 +56,14 @@ struct FlexSNSetParamsPass
     : flexsn::impl::FlexSNSetParamsBase<FlexSNSetParamsPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(Base::initializeOptions(options, errorHandler)))
+      return failure();
+    return checkListOptionsGiven(getArgument(), errorHandler, neurons);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<NeuronOp> neurons;

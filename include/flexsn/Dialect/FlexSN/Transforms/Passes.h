@@ -21,6 +21,25 @@ namespace mlir::flexsn {
 #define GEN_PASS_REGISTRATION
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h.inc"
 
+/// Reports, through `errorHandler`, the first list option given with no
+/// value (`variants=`): a list left out means its default, so an empty one
+/// would silently mean the default too. `owner` names the pass or pipeline.
+template <typename... Lists>
+LogicalResult
+checkListOptionsGiven(StringRef owner,
+                      function_ref<LogicalResult(const Twine &)> errorHandler,
+                      const Lists &...lists) {
+  LogicalResult result = success();
+  auto check = [&](const auto &list) {
+    if (succeeded(result) && list.hasValue() && list.empty())
+      result = errorHandler(owner + ": '" + list.ArgStr +
+                            "=' lists no value: name one or more, or leave "
+                            "the option out for its default");
+  };
+  (check(lists), ...);
+  return result;
+}
+
 } // namespace mlir::flexsn
 
 #endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_PASSES_H
