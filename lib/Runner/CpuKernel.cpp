@@ -49,7 +49,7 @@ llvm::Error mlir::flexsn::setParamDefault(NeuronOp neuron, StringRef name,
 
 llvm::Expected<std::unique_ptr<CpuKernel>>
 CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
-                   Type storageType, SpikeStorage spikes) {
+                   Type storageType, SpikeStorage spikes, bool perfListener) {
   static std::once_flag initTargets;
   std::call_once(initTargets, [] {
     llvm::InitializeNativeTarget();
@@ -103,6 +103,8 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   auto transformer = makeOptimizingTransformer(/*optLevel=*/2,
                                                /*sizeLevel=*/0, nullptr);
   engineOptions.transformer = transformer;
+  // ExecutionEngine's default would leave a jitdump directory per kernel.
+  engineOptions.enablePerfNotificationListener = perfListener;
   auto engine = ExecutionEngine::create(*copy, engineOptions);
   if (!engine)
     return engine.takeError();

@@ -11,7 +11,7 @@
 //              --input=@x.npy... [--state=@v0.npy...] [--param=NAME=VALUE...]
 //              [--param=NAME=@values.npy...]
 //              [--grad-output=@g.npy...] [--grad-state=@g.npy...]
-//              [--check-finite] --output-dir=DIR
+//              [--check-finite] [--enable-perf-listener] --output-dir=DIR
 //
 // Inputs are [T, N...], states [N...], all float32 or all float16. Writes
 // out<k>.npy, then state_seq<k>.npy (inference, train) or final_state<k>.npy
@@ -22,7 +22,12 @@
 // takes inputs [T, B, C, ...] (the channel is dimension 2); such a
 // parameter takes one VALUE for every channel, or a float32 [C] file, and
 // its gradient is [C]. Every argument is checked before anything is
-// written.
+// written: a parameter given twice, a value float32 cannot hold, 0 for a
+// parameter the neuron divides by, and inputs of more than 32 dimensions
+// (numpy before 2.0 could not load the results) are errors. A run whose
+// results hold a NaN or an infinity while everything it read was finite
+// (a parameter outside the neuron's domain) is an error too, and writes
+// nothing (--check-finite reports such values and writes the results).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +37,7 @@
 #include "flexsn/Tools/ParserHazards.h"
 #include "flexsn/Tools/Registration.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
@@ -88,6 +94,11 @@ static cl::opt<bool>
                 cl::desc("Report the first NaN or infinity of every input, "
                          "state, gradient and result; exit 1 if any"),
                 cl::cat(runCategory));
+static cl::opt<bool> enablePerfListener(
+    "enable-perf-listener",
+    cl::desc("Tell perf about the JIT-compiled kernels (writes a jitdump "
+             "directory under $JITDUMPDIR, else $TMPDIR, /.debug/jit)"),
+    cl::cat(runCategory));
 static cl::opt<std::string> outputDir("output-dir", cl::Required,
                                       cl::desc("Directory for the results"), cl::cat(runCategory));
 
@@ -125,7 +136,20 @@ TypedAttr parseParamValue(Builder &b, Type type, StringRef name,
     if (text.trim().getAsDouble(value) || !std::isfinite(value))
       fail("--param " + name + ": expected a finite number, got '" + text +
            "'");
-    return b.getF32FloatAttr(static_cast<float>(value));
+    // The kernels compute in float32: a value it rounds to infinity or to
+    // 0 is not the value asked for.
+    llvm::APFloat f32(value);
+    bool losesInfo;
+    llvm::APFloat::opStatus status =
+        f32.convert(llvm::APFloat::IEEEsingle(),
+                    llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+    if (status & llvm::APFloat::opOverflow)
+      fail("--param " + name + ": " + text +
+           " is beyond float32's range (at most 3.4028235e+38 in magnitude)");
+    if (f32.isZero() && value != 0)
+      fail("--param " + name + ": " + text +
+           " rounds to 0 in float32 (the smallest magnitude is 1.4e-45)");
+    return b.getF32FloatAttr(f32.convertToFloat());
   }
   if (type.isInteger(1)) {
     std::optional<bool> value = llvm::StringSwitch<std::optional<bool>>(text)
@@ -178,6 +202,11 @@ std::optional<std::string> firstNonFinite(const NpyArray &array) {
            (nan ? "nan" : negative ? "-inf" : "inf");
   }
   return std::nullopt;
+}
+
+/// Whether every element of a float array is finite (any other array is).
+bool allFinite(const NpyArray &array) {
+  return !firstNonFinite(array).has_value();
 }
 
 bool checkFailed = false;
@@ -269,6 +298,13 @@ int main(int argc, char **argv) {
     fail("--input #0: sequences must be float32 or float16, got uint8");
   if (first.shape.empty())
     fail("--input #0: expected a [T, N...] sequence, got a scalar");
+  // The kernels flatten any neuron shape, but numpy before 2.0 loads at most
+  // 32 dimensions: results of more could not be read back.
+  constexpr size_t kMaxDims = 32;
+  if (first.shape.size() > kMaxDims)
+    fail("--input #0: " + Twine(first.shape.size()) +
+         " dimensions; a sequence [T, N...] has at most " + Twine(kMaxDims) +
+         " (numpy before 2.0 cannot load more)");
   ArrayRef<int64_t> seqShape = first.shape;
   ArrayRef<int64_t> neuronShape = seqShape.drop_front();
   for (auto [i, input] : llvm::enumerate(inputs)) {
@@ -329,6 +365,7 @@ int main(int argc, char **argv) {
   Builder builder(&context);
   llvm::StringMap<TypedAttr> runtimeValues;
   llvm::StringMap<NpyArray> perNeuronValues;
+  llvm::StringMap<StringRef> givenParams; // name -> its --param
   for (StringRef flag : paramFlags) {
     auto [name, value] = flag.split('=');
     if (!flag.contains('='))
@@ -339,6 +376,10 @@ int main(int argc, char **argv) {
     if (it == params.end())
       fail("--param: @" + neuron.getSymName() + " has no parameter '" + name +
            "'");
+    auto [previous, inserted] = givenParams.try_emplace(name, flag);
+    if (!inserted)
+      fail("--param " + name + ": given twice ('" + previous->second +
+           "' and '" + flag + "'); give each parameter once");
     if (value.starts_with("@")) {
       if (!it->isShaped())
         fail("--param " + name +
@@ -357,12 +398,29 @@ int main(int argc, char **argv) {
       continue;
     }
     TypedAttr attr = parseParamValue(builder, it->getType(), name, value);
-    if (it->isRuntime()) {
-      // The last --param of a name wins, an array or one value.
+    if (it->isRuntime())
       runtimeValues[name] = attr;
-      perNeuronValues.erase(name);
-    } else if (llvm::Error error = setParamDefault(neuron, name, attr))
+    else if (llvm::Error error = setParamDefault(neuron, name, attr))
       fail("--param: " + llvm::toString(std::move(error)));
+  }
+  // A parameter the body divides by cannot be 0: every result would be a
+  // NaN or an infinity (LIF's tau).
+  for (auto [arg, param] :
+       llvm::zip_equal(neuron.getParamArgs(), neuron.getParamAttrs())) {
+    StringRef name = param.getName().getValue();
+    if (!param.getType().isF32() || perNeuronValues.count(name))
+      continue;
+    TypedAttr value = runtimeValues.lookup(name) ?: param.getDefaultValue();
+    if (!cast<FloatAttr>(value).getValue().isZero())
+      continue;
+    bool divisor = llvm::any_of(arg.getUsers(), [&](Operation *user) {
+      return isa<arith::DivFOp, arith::RemFOp>(user) &&
+             user->getOperand(1) == arg;
+    });
+    if (divisor)
+      fail("--param " + name + ": @" + neuron.getSymName() +
+           " divides by '" + name + "', which must not be 0" +
+           (givenParams.count(name) ? "" : " (its default is 0)"));
   }
   int64_t numNeurons = 1;
   for (int64_t d : neuronShape)
@@ -398,7 +456,8 @@ int main(int argc, char **argv) {
   auto compile = [&](KernelVariant v) {
     auto kernel =
         CpuKernel::compile(*module, neuron.getSymName(), v, storageType,
-                           train ? SpikeStorage::Dense : *spikes);
+                           train ? SpikeStorage::Dense : *spikes,
+                           enablePerfListener);
     if (!kernel)
       fail(llvm::toString(kernel.takeError()));
     return std::move(*kernel);
@@ -547,6 +606,33 @@ int main(int argc, char **argv) {
     }
     if (llvm::Error error = backward->run(grads, runtimeParams))
       fail(llvm::toString(std::move(error)));
+  }
+
+  // Finite inputs, states, gradients and parameters giving a NaN or an
+  // infinity: a parameter is outside the neuron's domain (or a value
+  // overflows the storage type). An error, unless --check-finite asks for
+  // the report and the results.
+  if (!checkFinite) {
+    bool finiteInputs =
+        llvm::all_of(inputs, allFinite) && llvm::all_of(states, allFinite) &&
+        llvm::all_of(gradOutputs, allFinite) &&
+        llvm::all_of(gradStates, allFinite) &&
+        llvm::all_of(perNeuronValues,
+                     [](const auto &entry) { return allFinite(entry.second); });
+    for (Result &result : results) {
+      std::optional<std::string> where = firstNonFinite(result.array);
+      if (!finiteInputs || !where)
+        continue;
+      std::string given = paramFlags.empty()
+                              ? std::string("the parameters' defaults")
+                              : "--param " + llvm::join(paramFlags, " --param ");
+      fail(result.fileName + ": " + *where +
+           " from finite inputs and parameters: a parameter may be outside "
+           "the neuron's domain (" +
+           given +
+           "); nothing was written (--check-finite writes the results and "
+           "reports every such value)");
+    }
   }
 
   if (checkFinite) {

@@ -49,10 +49,14 @@ public:
   /// Compiles `variant` of `neuron` (in `module`, which is not modified)
   /// with sequences stored as `storageType` (f32, f16 or bf16) and spike
   /// outputs as `spikes` (u8: bytes, bits: 8 per byte; inference and
-  /// final-state only).
+  /// final-state only). `perfListener` tells perf about the JIT-compiled
+  /// code: it writes a jitdump directory under $JITDUMPDIR (else the
+  /// temporary directory)/.debug/jit for every kernel, so it is off unless
+  /// asked for.
   static llvm::Expected<std::unique_ptr<CpuKernel>>
   compile(ModuleOp module, StringRef neuron, KernelVariant variant,
-          Type storageType, SpikeStorage spikes = SpikeStorage::Dense);
+          Type storageType, SpikeStorage spikes = SpikeStorage::Dense,
+          bool perfListener = false);
   ~CpuKernel();
 
   /// Runs the kernel. `buffers` come in the order of the kernel's interface
