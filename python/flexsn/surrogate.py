@@ -19,6 +19,7 @@ the attribute; none are evaluated here.
 import collections
 import math
 import numbers
+import re
 
 __all__ = [
     "Surrogate", "Sigmoid", "ATan", "PiecewiseQuadratic", "PiecewiseExp",
@@ -420,7 +421,8 @@ def by_name(name, **params):
 def coerce(surrogate):
     """`surrogate` as a flexsn surrogate: a flexsn.surrogate object as is, a
     surrogate class instantiated with its defaults, a name through
-    `by_name`, or a SpikingJelly surrogate object (`spikingjelly.
+    `by_name`, attribute text as `mlir()` prints it
+    (``#flexsn.atan<alpha=3.0>``), or a SpikingJelly surrogate object (`spikingjelly.
     activation_based.surrogate.ATan(alpha=2.0)`) by duck typing: its class
     name picks the surrogate and its attributes of the same names give the
     parameters (SpikingJelly need not be importable). A SpikingJelly
@@ -431,7 +433,8 @@ def coerce(surrogate):
     if isinstance(surrogate, type) and issubclass(surrogate, Surrogate):
         return surrogate()
     if isinstance(surrogate, str):
-        return by_name(surrogate)
+        return (_parse_attribute(surrogate) if surrogate.startswith("#")
+                else by_name(surrogate))
     cls = _BY_CLASS_NAME.get(type(surrogate).__name__)
     if cls is None:
         raise TypeError(
@@ -449,3 +452,22 @@ def coerce(surrogate):
             value = value.item()  # a 0-d tensor parameter
         values[name] = value
     return cls(spiking=bool(getattr(surrogate, "spiking", True)), **values)
+
+
+def _parse_attribute(text):
+    """The surrogate an attribute's text denotes (``#flexsn.atan<alpha=3.0>``,
+    spaces allowed as MLIR prints them)."""
+    match = re.fullmatch(r"#flexsn\.(\w+)\s*(?:<(.*)>)?", text.strip())
+    if not match:
+        raise ValueError("%r is not a surrogate attribute such as "
+                         "'#flexsn.atan<alpha=2.0>'" % (text,))
+    params = {}
+    for field in filter(None, (f.strip() for f in
+                               (match.group(2) or "").split(","))):
+        name, _, value = (part.strip() for part in field.partition("="))
+        try:
+            params[name] = int(value) if re.fullmatch(r"-?\d+", value) \
+                else float(value)
+        except ValueError:
+            raise ValueError("%r: %r is not a number" % (text, value)) from None
+    return by_name(match.group(1), **params)

@@ -465,3 +465,23 @@ def test_flexsn_opt_rejects_what_python_rejects(make, message, tmp_path):
                       tmp_path)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda cls: cls.__name__)
+def test_coerce_reads_attribute_text(cls):
+    """A module's surrogate_function may be attribute text, as the compiler
+    takes it: it reads back to the same surrogate, spaces or not."""
+    params = {name: (3 if name == "n" else 1.25 + 0.5 * i)
+              for i, (name, _) in enumerate(cls._spec)}
+    want = cls(**params)
+    assert coerce(want.mlir()) == want
+    assert coerce(want.mlir().replace("=", " = ").replace(",", ", ")) == want
+
+
+def test_coerce_rejects_bad_attribute_text():
+    with pytest.raises(ValueError, match="not a number"):
+        coerce("#flexsn.atan<alpha=big>")
+    with pytest.raises(ValueError, match="not a surrogate attribute"):
+        coerce("#flexsn.atan<alpha=1.0")
+    with pytest.raises(ValueError, match="unknown surrogate"):
+        coerce("#flexsn.nope<alpha=1.0>")

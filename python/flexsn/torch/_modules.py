@@ -268,7 +268,11 @@ class FlexSN(StatefulModule):
 
     def _set_param(self, name: str, value) -> None:
         """Writes a const or scalar runtime parameter, checked; a changed
-        const value makes the next call compile that variant."""
+        const value makes the next call compile that variant. A trainable
+        or shaped one is a parameter or buffer: nn.Module's rules."""
+        if name not in self._param_values:
+            nn.Module.__setattr__(self, name, value)
+            return
         p = next(p for p in self._info.params if p.name == name)
         value = _param_value(self._info.name, p, value)
         self._check_param(name, value)
@@ -394,10 +398,10 @@ class FlexSN(StatefulModule):
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _check_finite(self, what, names, tensors, sequences):
+        # Single steps are [1, N...] sequences here: step t = 0.
         for name, tensor in zip(names, tensors):
             if tensor is not None and tensor.dtype != torch.uint8:
-                check_finite(self._info.name, what, name, tensor,
-                             sequences and self._step_mode == "m")
+                check_finite(self._info.name, what, name, tensor, sequences)
 
 
 def _float32(value):
