@@ -169,10 +169,9 @@ using ErrorHandler = function_ref<LogicalResult(const Twine &)>;
 /// no list given empty, and no compact spike storage without a kernel to
 /// store spikes compactly (training kernels keep the storage type).
 template <typename Derived, typename... Lists>
-static LogicalResult checkKernelOptions(StringRef pipeline,
-                                        const KernelOptions<Derived> &options,
-                                        ErrorHandler errorHandler,
-                                        const Lists &...lists) {
+static LogicalResult
+checkKernelOptions(StringRef pipeline, const KernelOptions<Derived> &options,
+                   ErrorHandler errorHandler, const Lists &...lists) {
   if (failed(checkListOptionsGiven(pipeline, errorHandler, options.variants,
                                    options.neurons, options.spikeStorage,
                                    lists...)))
@@ -221,9 +220,8 @@ void mlir::flexsn::registerPipelines() {
       "fatbin or PTX) for NVIDIA GPUs",
       buildLowerToNVVMPipeline,
       [](const LowerToNVVMOptions &options, ErrorHandler errorHandler) {
-        return checkKernelOptions("flexsn-lower-to-nvvm", options,
-                                  errorHandler, options.storageTypes,
-                                  options.chips);
+        return checkKernelOptions("flexsn-lower-to-nvvm", options, errorHandler,
+                                  options.storageTypes, options.chips);
       });
   registerCheckedPipeline<LowerToCPUOptions>(
       "flexsn-lower-to-cpu",
@@ -231,7 +229,7 @@ void mlir::flexsn::registerPipelines() {
       "final-state variants)",
       buildLowerToCPUPipeline,
       [](const LowerToCPUOptions &options, ErrorHandler errorHandler) {
-        return checkKernelOptions("flexsn-lower-to-cpu", options,
-                                  errorHandler, options.storageTypes);
+        return checkKernelOptions("flexsn-lower-to-cpu", options, errorHandler,
+                                  options.storageTypes);
       });
 }

@@ -418,8 +418,8 @@ int main(int argc, char **argv) {
              user->getOperand(1) == arg;
     });
     if (divisor)
-      fail("--param " + name + ": @" + neuron.getSymName() +
-           " divides by '" + name + "', which must not be 0" +
+      fail("--param " + name + ": @" + neuron.getSymName() + " divides by '" +
+           name + "', which must not be 0" +
            (givenParams.count(name) ? "" : " (its default is 0)"));
   }
   int64_t numNeurons = 1;
@@ -454,10 +454,9 @@ int main(int argc, char **argv) {
   Type storageType = first.dtype == NpyDType::F32 ? Type(builder.getF32Type())
                                                   : Type(builder.getF16Type());
   auto compile = [&](KernelVariant v) {
-    auto kernel =
-        CpuKernel::compile(*module, neuron.getSymName(), v, storageType,
-                           train ? SpikeStorage::Dense : *spikes,
-                           enablePerfListener);
+    auto kernel = CpuKernel::compile(
+        *module, neuron.getSymName(), v, storageType,
+        train ? SpikeStorage::Dense : *spikes, enablePerfListener);
     if (!kernel)
       fail(llvm::toString(kernel.takeError()));
     return std::move(*kernel);
@@ -623,9 +622,9 @@ int main(int argc, char **argv) {
       std::optional<std::string> where = firstNonFinite(result.array);
       if (!finiteInputs || !where)
         continue;
-      std::string given = paramFlags.empty()
-                              ? std::string("the parameters' defaults")
-                              : "--param " + llvm::join(paramFlags, " --param ");
+      std::string given =
+          paramFlags.empty() ? std::string("the parameters' defaults")
+                             : "--param " + llvm::join(paramFlags, " --param ");
       fail(result.fileName + ": " + *where +
            " from finite inputs and parameters: a parameter may be outside "
            "the neuron's domain (" +

@@ -135,11 +135,13 @@ void mlir::flexsn::printSurrogateParam(AsmPrinter &printer,
 /// (errno.h, complex.h, stdnoreturn.h, math.h).
 static bool isHeaderMacro(StringRef name) {
   static const llvm::StringSet<> macros = {
-      "NULL", "EXIT_FAILURE", "EXIT_SUCCESS", "RAND_MAX", "MB_CUR_MAX",
-      "BIG_ENDIAN", "LITTLE_ENDIAN", "PDP_ENDIAN", "BYTE_ORDER", "FD_SETSIZE",
-      "NFDBITS", "WNOHANG", "WUNTRACED", "WSTOPPED", "WEXITED", "WCONTINUED",
-      "WNOWAIT", "CUDAAPI", "linux", "unix", "errno", "complex", "imaginary",
-      "I", "noreturn", "math_errhandling"};
+      "NULL",       "EXIT_FAILURE",    "EXIT_SUCCESS",  "RAND_MAX",
+      "MB_CUR_MAX", "BIG_ENDIAN",      "LITTLE_ENDIAN", "PDP_ENDIAN",
+      "BYTE_ORDER", "FD_SETSIZE",      "NFDBITS",       "WNOHANG",
+      "WUNTRACED",  "WSTOPPED",        "WEXITED",       "WCONTINUED",
+      "WNOWAIT",    "CUDAAPI",         "linux",         "unix",
+      "errno",      "complex",         "imaginary",     "I",
+      "noreturn",   "math_errhandling"};
   if (macros.contains(name))
     return true;
   // cuda.h's constants.
@@ -164,19 +166,18 @@ std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
       // C and C++ keywords a host stub could not use as a name.
       "alignas", "alignof", "and_eq", "asm", "auto", "bitand", "bitor", "bool",
       "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t",
-      "class", "co_await", "co_return", "co_yield", "compl", "concept",
-      "const", "const_cast", "consteval", "constexpr", "constinit",
-      "continue", "decltype", "default", "delete", "do", "double",
-      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
-      "float", "for", "friend", "goto", "if", "inline", "int", "long",
-      "mutable", "namespace", "new", "noexcept", "not_eq", "nullptr",
-      "operator", "or_eq", "private", "protected", "public", "register",
-      "reinterpret_cast", "requires", "restrict", "return", "short",
-      "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
-      "switch", "template", "this", "thread_local", "throw", "true",
-      "typedef", "typeid", "typename", "typeof", "typeof_unqual", "union",
-      "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
-      "xor", "xor_eq",
+      "class", "co_await", "co_return", "co_yield", "compl", "concept", "const",
+      "const_cast", "consteval", "constexpr", "constinit", "continue",
+      "decltype", "default", "delete", "do", "double", "dynamic_cast", "else",
+      "enum", "explicit", "export", "extern", "false", "float", "for", "friend",
+      "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
+      "noexcept", "not_eq", "nullptr", "operator", "or_eq", "private",
+      "protected", "public", "register", "reinterpret_cast", "requires",
+      "restrict", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template", "this",
+      "thread_local", "throw", "true", "typedef", "typeid", "typename",
+      "typeof", "typeof_unqual", "union", "unsigned", "using", "virtual",
+      "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
       // Python keywords a keyword argument could not use.
       "and", "as", "assert", "async", "await", "def", "del", "elif", "except",
       "finally", "from", "global", "import", "in", "is", "lambda", "nonlocal",
@@ -186,10 +187,20 @@ std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
     return std::string("is a C, C++ or Python keyword");
   // Every name is an argument of the host stubs (lib/Target/GPUBinary.cpp),
   // next to these arguments and locals of their own.
-  static const llvm::StringSet<> stubNames = {
-      "stream",  "T",           "N",       "ld",           "C",
-      "S",       "workspace",   "kinds",   "element_sizes", "desc",
-      "buffers", "saved_stride", "scalars", "workspace_bytes"};
+  static const llvm::StringSet<> stubNames = {"stream",
+                                              "T",
+                                              "N",
+                                              "ld",
+                                              "C",
+                                              "S",
+                                              "workspace",
+                                              "kinds",
+                                              "element_sizes",
+                                              "desc",
+                                              "buffers",
+                                              "saved_stride",
+                                              "scalars",
+                                              "workspace_bytes"};
   if (stubNames.contains(name))
     return std::string("is an argument or local variable of the generated "
                        "host stubs");
@@ -203,14 +214,14 @@ std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
   // Types the stubs name after their arguments (a parameter of the type's
   // name would hide it).
   static const llvm::StringSet<> stubTypes = {
-      "CUstream",    "size_t",        "ptrdiff_t",     "max_align_t",
-      "intptr_t",    "uintptr_t",     "intmax_t",      "uintmax_t",
-      "int8_t",      "int16_t",       "int32_t",       "int64_t",
-      "uint8_t",     "uint16_t",      "uint32_t",      "uint64_t",
-      "int_least8_t", "int_least16_t", "int_least32_t", "int_least64_t",
+      "CUstream",      "size_t",         "ptrdiff_t",      "max_align_t",
+      "intptr_t",      "uintptr_t",      "intmax_t",       "uintmax_t",
+      "int8_t",        "int16_t",        "int32_t",        "int64_t",
+      "uint8_t",       "uint16_t",       "uint32_t",       "uint64_t",
+      "int_least8_t",  "int_least16_t",  "int_least32_t",  "int_least64_t",
       "uint_least8_t", "uint_least16_t", "uint_least32_t", "uint_least64_t",
-      "int_fast8_t", "int_fast16_t",  "int_fast32_t",  "int_fast64_t",
-      "uint_fast8_t", "uint_fast16_t", "uint_fast32_t", "uint_fast64_t"};
+      "int_fast8_t",   "int_fast16_t",   "int_fast32_t",   "int_fast64_t",
+      "uint_fast8_t",  "uint_fast16_t",  "uint_fast32_t",  "uint_fast64_t"};
   if (stubTypes.contains(name))
     return std::string("names a C type of the host stubs' headers");
   if (isHeaderMacro(name))

@@ -55,8 +55,7 @@ static LogicalResult verifyDivisor(Operation &op, bool isSigned,
            << "divides by a value known only at run time: in a " << owner
            << " body an integer division or remainder needs a constant "
               "divisor other than 0"
-           << (isSigned ? " and -1" : "")
-           << ", since dividing by 0"
+           << (isSigned ? " and -1" : "") << ", since dividing by 0"
            << (isSigned ? " (or the minimum integer by -1)" : "")
            << " has no defined result";
   if (divisor.isZero())
@@ -385,8 +384,8 @@ static LogicalResult verifyKernelArgumentNames(NeuronOp neuron) {
     std::string name = buffer.str();
     // A derived name is exported too (state `_` would give `__init`).
     if (std::optional<std::string> problem = checkExportedName(name))
-      return neuron.emitOpError() << "would name " << what.str() << " '"
-                                  << name << "', which " << *problem;
+      return neuron.emitOpError() << "would name " << what.str() << " '" << name
+                                  << "', which " << *problem;
     if (isSavedBufferName(name))
       return neuron.emitOpError()
              << "would name " << what.str() << " '" << name
@@ -402,9 +401,9 @@ static LogicalResult verifyKernelArgumentNames(NeuronOp neuron) {
   // A name's buffer and its gradient's.
   auto claimWithGradient = [&](StringRef name, StringRef suffix,
                                const Twine &what) {
-    return failure(failed(claim(name + suffix, what)) ||
-                   failed(claim(name + suffix + "_grad",
-                                "the gradient of " + what)));
+    return failure(
+        failed(claim(name + suffix, what)) ||
+        failed(claim(name + suffix + "_grad", "the gradient of " + what)));
   };
   for (StringRef x : neuron.getInputNames().getAsValueRange<StringAttr>())
     if (failed(claimWithGradient(x, "", "input '" + x + "'")))
@@ -415,8 +414,7 @@ static LogicalResult verifyKernelArgumentNames(NeuronOp neuron) {
       {"_final", "the final state"}};
   for (StringRef v : neuron.getStateNames().getAsValueRange<StringAttr>())
     for (auto [suffix, what] : kStateBuffers)
-      if (failed(claimWithGradient(v, suffix,
-                                   what + " of state '" + v + "'")))
+      if (failed(claimWithGradient(v, suffix, what + " of state '" + v + "'")))
         return failure();
   for (StringRef y : neuron.getOutputNames().getAsValueRange<StringAttr>())
     if (failed(claimWithGradient(y, "", "output '" + y + "'")))

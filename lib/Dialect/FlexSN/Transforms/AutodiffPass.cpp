@@ -317,7 +317,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return checkListOptionsGiven(getArgument(), errorHandler, storageTypes, neurons);
+    return checkListOptionsGiven(getArgument(), errorHandler, storageTypes,
+                                 neurons);
   }
 
   bool selected(StringRef neuron) {

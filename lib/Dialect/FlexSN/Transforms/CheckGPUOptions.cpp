@@ -41,7 +41,8 @@ SmallVector<std::string> getNVPTXFeatures() {
   });
   llvm::Triple triple("nvptx64-nvidia-cuda");
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return {};
   std::unique_ptr<llvm::MCSubtargetInfo> info(

@@ -49,8 +49,8 @@ struct GenerateKernelsPass
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return checkListOptionsGiven(getArgument(), errorHandler, variants, storageTypes,
-                                 neurons, spikeStorage);
+    return checkListOptionsGiven(getArgument(), errorHandler, variants,
+                                 storageTypes, neurons, spikeStorage);
   }
 
   void runOnOperation() override {
