@@ -12,8 +12,8 @@ from ._manifest import Kernel, Manifest, ManifestError, NeuronInfo, Param
 from ._runtime import NoDeterministicKernelError, RuntimeStatusError
 from ._tools import CompileError, ToolNotFoundError
 from .compiler import (ALL_VARIANTS, SPIKE_STORAGES, STORAGE_TYPES,
-                       CacheError, CompiledKernels, CompiledNeuron, cache_dir, compile,
-                       compile_kernels, shipped_neurons)
+                       CacheError, CompiledKernels, CompiledNeuron, cache_dir,
+                       compile, compile_kernels, shipped_neurons)
 
 __version__ = "0.1.0"
 

@@ -422,9 +422,9 @@ def coerce(surrogate):
     """`surrogate` as a flexsn surrogate: a flexsn.surrogate object as is, a
     surrogate class instantiated with its defaults, a name through
     `by_name`, attribute text as `mlir()` prints it
-    (``#flexsn.atan<alpha=3.0>``), or a SpikingJelly surrogate object (`spikingjelly.
-    activation_based.surrogate.ATan(alpha=2.0)`) by duck typing: its class
-    name picks the surrogate and its attributes of the same names give the
+    (``#flexsn.atan<alpha=3.0>``), or a SpikingJelly surrogate object
+    (`spikingjelly.activation_based.surrogate.ATan(alpha=2.0)`) by duck
+    typing: its class name picks the surrogate and its attributes of the same names give the
     parameters (SpikingJelly need not be importable). A SpikingJelly
     surrogate with `spiking=False` (a smooth forward) is refused: FlexSN
     compiles the spiking form only."""
@@ -448,8 +448,9 @@ def coerce(surrogate):
             raise TypeError("%r looks like SpikingJelly's %s but has no "
                             "attribute %r" % (surrogate, cls.__name__, name))
         value = getattr(surrogate, name)
-        if hasattr(value, "item") and getattr(value, "numel", lambda: 1)() == 1:
-            value = value.item()  # a 0-d tensor parameter
+        if hasattr(value, "item") and getattr(value, "numel",
+                                              lambda: 1)() == 1:
+            value = value.item()  # a one-element tensor parameter
         values[name] = value
     return cls(spiking=bool(getattr(surrogate, "spiking", True)), **values)
 
@@ -469,5 +470,6 @@ def _parse_attribute(text):
             params[name] = int(value) if re.fullmatch(r"-?\d+", value) \
                 else float(value)
         except ValueError:
-            raise ValueError("%r: %r is not a number" % (text, value)) from None
+            raise ValueError("%r: %r is not a number"
+                             % (text, value)) from None
     return by_name(match.group(1), **params)

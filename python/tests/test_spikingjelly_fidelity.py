@@ -33,7 +33,8 @@ import torch
 
 import flexsn
 from flexsn import surrogate as sg
-from flexsn.torch import Affine, Block, FlexSN, IFNode, LIFNode, ParametricLIFNode
+from flexsn.torch import (Affine, Block, FlexSN, IFNode, LIFNode,
+                          ParametricLIFNode)
 
 import reference as ref
 from devices import DEVICES
