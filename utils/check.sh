@@ -19,12 +19,13 @@ if [ "$status" -eq 0 ] && [ "${passed:-0}" -eq 0 ]; then
   status=1
 fi
 
-# The Python layer (python/tests), with Debian's python3 and torch; tests on
-# CUDA tensors skip without a GPU.
+# The Python layer (python/tests) and the benchmarks' CPU smoke runs
+# (bench/tests), with Debian's python3 and torch; tests on CUDA tensors skip
+# without a GPU.
 py_log="$BUILD_DIR/pytest.log"
 py_status=0
 FLEXSN_BUILD_DIR="$BUILD_DIR" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-  python/tests 2>&1 | tee "$py_log" || py_status=$?
+  python/tests bench/tests 2>&1 | tee "$py_log" || py_status=$?
 py_passed=$(grep -Eo '[0-9]+ passed' "$py_log" | tail -n 1 | cut -d' ' -f1 || true)
 py_failed=$(grep -Eo '[0-9]+ failed' "$py_log" | tail -n 1 | cut -d' ' -f1 || true)
 if [ "$py_status" -eq 0 ] && [ "${py_passed:-0}" -eq 0 ]; then

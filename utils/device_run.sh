@@ -37,7 +37,7 @@
 #                   a GPU (test_cuda_kernels.py: every check group per neuron;
 #                   the PyTorch layer on CUDA tensors). The others need the
 #                   FlexSN tools and run where those are.
-#  10. bench        utils/bench_lif.py (inference, final state, training
+#  10. bench        python3 -m bench lif (inference, final state, training
 #                   forward + backward)                      -> $OUT/bench/
 # Every step's output is tee'd to $OUT/<step>.log; a short summary table
 # comes last (also in $OUT/summary.txt). Exits non-zero if a check failed.
@@ -180,7 +180,7 @@ run_step pytest "$lim" "$PY" -m pytest -q -p no:cacheprovider -m cuda \
 # 10. Benchmark (its budget: rows, then waiting for the torch.compile
 # workers; the end-of-run copy and the plots come after it).
 lim=$(min 260 $(($(left) - 5)))
-run_step bench "$lim" "$PY" utils/bench_lif.py \
+run_step bench "$lim" "$PY" -m bench lif \
   --out "$OUT/bench" --budget $((lim - 35))
 
 # Summary table.

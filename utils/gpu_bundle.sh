@@ -8,10 +8,10 @@
 # so that it fits the GPU runner's `carry`):
 #   cache/          a flexsn.compile cache holding every compile of
 #                   python/tests/kernel_checks.py, train_kernel_checks.py,
-#                   utils/device_torch.py, utils/device_ddp.py,
-#                   utils/bench_lif.py, utils/bench_fx.py and
-#                   utils/bench_block_train.py (their --compile-only
-#                   modes) and of python/tests/test_torch_neurons.py,
+#                   and of `python3 -m bench` device-torch, device-ddp,
+#                   lif, saved-storage, fx and block-train (their
+#                   --compile-only modes; lif's also serves placement
+#                   and schedule) and of python/tests/test_torch_neurons.py,
 #                   test_fx.py,
 #                   test_per_neuron_params.py,
 #                   test_per_channel_params.py,
@@ -23,7 +23,7 @@
 #                   compile() serves these entries, found by the same
 #                   arguments, with FLEXSN_CACHE_DIR=DIR/cache and
 #                   FLEXSN_RUNTIME_LIB=DIR/libflexsn_runtime.so;
-#   block.cubin     the fused block utils/bench_block.py times;
+#   block.cubin     the fused block `python3 -m bench block` times;
 #   libflexsn_runtime.so   a copy of the build's C runtime (libc only), which
 #                   GpuKernel launches through;
 #   device_smoke    test/Runtime/device_smoke.c linked against the libcuda
@@ -105,13 +105,13 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" python/tests/train_kernel_checks.py --compile-only
 "$PY" python/tests/channel_kernel_checks.py --compile-only
 "$PY" python/tests/bit_spike_checks.py --compile-only
-"$PY" utils/device_torch.py --compile-only
-"$PY" utils/bench_lif.py --compile-only
-"$PY" -c 'import sys; sys.path.insert(0, "utils"); import bench_saved_storage as b, bench_placement as p; b.compile_all(p.load_bench())'
-"$PY" utils/bench_fx.py --compile-only --out "$DIR/fx"
-"$PY" utils/device_ddp.py --compile-only
-"$PY" utils/bench_block.py --compile-only --cubin "$DIR/block.cubin"
-"$PY" utils/bench_block_train.py --compile-only
+"$PY" -m bench device-torch --compile-only
+"$PY" -m bench lif --compile-only
+"$PY" -m bench saved-storage --compile-only
+"$PY" -m bench fx --compile-only --out "$DIR/fx"
+"$PY" -m bench device-ddp --compile-only
+"$PY" -m bench block --compile-only --cubin "$DIR/block.cubin"
+"$PY" -m bench block-train --compile-only
 # The package's tests compile with flexsn.compile's default targets (CPU and
 # CUDA where the toolkit is): their CPU run here fills the entries their
 # CUDA cases use there.

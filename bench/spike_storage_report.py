@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
-"""Writes the spike-storage benchmark's report from a bench_lif.py run.
+"""Writes the spike-storage benchmark's report from a `bench lif` run.
 
-    python3 utils/spike_storage_report.py RESULTS.json OUT_DIR
+    python3 -m bench spike-storage-report RESULTS.json OUT_DIR
 
-Reads the `spike_storage` records (bench_lif.py's bench_spike_storage) and
-the copy bandwidth of the same run from RESULTS.json (bench_lif.py's
+Reads the `spike_storage` records (bench/spikes.py's bench_spike_storage)
+and the copy bandwidth of the same run from RESULTS.json (lif's
 results.json), and writes OUT_DIR/spike_storage_results.json (the records
 and the run's metadata), spike_storage_results.md (the table) and
 spike_storage.svg (% of copy of the dense, u8 and bits kernels per row,
@@ -13,7 +12,8 @@ and the u8 and bits speedups). Plain SVG: no plotting package needed.
 
 import json
 import os
-import sys
+
+from . import cli, spikes
 
 KEEP_META = ("device", "torch", "cuda", "flexsn", "copy_gbs", "copy_end_gbs",
              "reps")
@@ -34,9 +34,10 @@ def svg(records, meta):
     y = lambda f: top + height * (1 - min(f, 1.0))  # noqa: E731
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'font-family="sans-serif" font-size="11">' % (width, total),
-           '<text x="%d" y="18" font-size="13">LIF, N = 2^24, %s: %% of copy '
+           '<text x="%d" y="18" font-size="13">LIF, N = 2^%d, %s: %% of copy '
            '(%.0f GB/s); labels: u8 and bits speedups over dense</text>'
-           % (left, meta["device"], meta["copy_gbs"])]
+           % (left, records[0]["N"].bit_length() - 1, meta["device"],
+              meta["copy_gbs"])]
     for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
         out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>'
                    '<text x="%d" y="%.1f" text-anchor="end">%d%%</text>'
@@ -68,7 +69,7 @@ def svg(records, meta):
 def markdown(records, meta):
     lines = ["# Spikes stored as bytes and bits on an H200", "",
              "From the benchmark step of `bash utils/device_run.sh` "
-             "(`utils/bench_lif.py`, `bench_spike_storage`), %s, torch %s, "
+             "(`python3 -m bench lif`, `bench_spike_storage`), %s, torch %s, "
              "copy %.0f GB/s measured in the same run (%.0f at its end). "
              "LIF's inference (x, spike, v_seq) and final-state (x, spike, "
              "v_final) kernels on the same inputs, spikes in the storage "
@@ -90,50 +91,33 @@ def markdown(records, meta):
                                  meta["copy_gbs"],
                                  meta.get("copy_end_gbs") or 0,
                                  meta["reps"]),
-             "", "![% of copy](spike_storage.svg)", "",
-             "| N | variant | dtype | T | dense ms | % copy | u8 ms | % copy "
-             "| x dense | bits ms | % copy | x dense | x SJ (u8 / bits) "
-             "| same |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for d in records:
-        sj = d.get("vs_sj_best")
-        lines.append("| 2^%d | %s | %s | %d | %.4f | %.1f | %.4f | %.1f | "
-                     "%.3f | %.4f | %.1f | %.3f | %s | %s |" % (
-                         d["N"].bit_length() - 1, d["variant"], d["dtype"],
-                         d["T"], d["dense"]["ms"],
-                         100 * d["dense"]["frac_copy"], d["u8"]["ms"],
-                         100 * d["u8"]["frac_copy"], d["speedup"],
-                         d["bits"]["ms"], 100 * d["bits"]["frac_copy"],
-                         d["bits_speedup"],
-                         "%.2f / %.2f" % (sj, d["bits_vs_sj_best"])
-                         if sj else "-",
-                         "yes" if d["same"] else "NO"))
+             "", "![% of copy](spike_storage.svg)", ""]
+    lines += spikes.table(records, sj_head="x SJ (u8 / bits)")
     return "\n".join(lines) + "\n"
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit(__doc__.splitlines()[3].strip())
-    with open(sys.argv[1]) as f:
-        results = json.load(f)
-    meta = results["meta"]
+def main(argv=None):
+    ap = cli.parser("spike-storage-report", __doc__)
+    ap.add_argument("results", metavar="RESULTS.json",
+                    help="a `python3 -m bench lif` run's results.json")
+    ap.add_argument("out", metavar="OUT_DIR")
+    args = ap.parse_args(argv)
+    with open(args.results) as f:
+        doc = json.load(f)
+    meta = doc["meta"]
     records = meta.get("spike_storage")
     if not records:
-        sys.exit("%s has no spike_storage records" % sys.argv[1])
+        ap.error("%s has no spike_storage records" % args.results)
     if any("bits" not in d for d in records):
-        sys.exit("%s predates the bits kernels: rerun bench_lif.py"
-                 % sys.argv[1])
-    out = sys.argv[2]
-    os.makedirs(out, exist_ok=True)
+        ap.error("%s predates the bits kernels: rerun python3 -m bench lif"
+                 % args.results)
+    os.makedirs(args.out, exist_ok=True)
     kept = {k: meta.get(k) for k in KEEP_META}
-    with open(os.path.join(out, "spike_storage_results.json"), "w") as f:
+    with open(os.path.join(args.out, "spike_storage_results.json"), "w") as f:
         json.dump(dict(meta=kept, spike_storage=records), f, indent=1)
         f.write("\n")
-    with open(os.path.join(out, "spike_storage_results.md"), "w") as f:
+    with open(os.path.join(args.out, "spike_storage_results.md"), "w") as f:
         f.write(markdown(records, kept))
-    with open(os.path.join(out, "spike_storage.svg"), "w") as f:
+    with open(os.path.join(args.out, "spike_storage.svg"), "w") as f:
         f.write(svg(records, kept))
-
-
-if __name__ == "__main__":
-    main()
+    return 0

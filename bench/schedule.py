@@ -1,17 +1,17 @@
-#!/usr/bin/env python3
 """Where the inference kernel's gap to the same-mix stream comes from.
 
-    python3 utils/bench_schedule.py [--out DIR]
+    python3 -m bench schedule [--out DIR]
+    python3 -m bench schedule --smoke     # the FlexSN kernel alone, CPU
 
 FlexSN's kernels give each thread a group of neurons and run the whole time
 loop in that thread, so at any moment the blocks in flight read and write
-rows at different steps t of each [T, N] array. This script separates the
+rows at different steps t of each [T, N] array. This benchmark separates the
 address order that schedule produces from everything else. For LIF
 inference (x in, spike and v_seq out; v_init NULL, so 3 T N elements
 move), f32 and f16, T in {4, 16, 64}, N = 2^24, it times on the same
 buffers, in turn twice, against a copy measured just before each group:
 
-- flexsn: the shipped kernel (`flexsn.compile("lif")`, as bench_lif.py);
+- flexsn: the shipped kernel (`flexsn.compile("lif")`, as bench lif);
 - thread_loop: the same schedule written by hand in CUDA C (16-byte
   accesses, 256 threads, 32 registers): the compiler's code against a
   hand-written one;
@@ -31,28 +31,28 @@ buffers, in turn twice, against a copy measured just before each group:
 
 Whether the hand-written kernels write what flexsn writes (spikes and v,
 bitwise) is checked. Writes schedule_results.json and .md to --out.
+The hand-written kernels and streams need CuPy and a GPU: --smoke times
+FlexSN's CPU kernel at N = 2^12 alone.
 """
 
-import argparse
-import os
 import statistics
 import sys
 
-from bench_placement import copy_gbs, load_bench, write_results
+from . import cli, kernels, results, traffic
+from .timing import Timer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-
+PROG = "bench schedule"
 N = 1 << 24
 TS = (4, 16, 64)
 DTYPES = ("f32", "f16")
 BANDS = (256, 1024, 4096)
 PACING = (8, 32)
 BLOCKS_PER_SM = 8
+HAND_WRITTEN = ("thread_loop", "block_sync") + tuple(
+    "paced_D%d" % d for d in PACING)
+SMOKE = dict(N=1 << 12, Ts=(4,), dtypes=("f32", "bf16"), reps=3,
+             copy_bytes=8 << 20)
 
-# LIF (tau = 2, v_th = 1, hard reset to 0) as lib/Neurons/lif.mlir's
-# defaults; a vector is 16 bytes (4 f32 or 8 f16 neurons), converted with
-# PTX cvt so that no header is needed.
 SOURCE = r'''
 struct F32 {
   typedef float4 V;
@@ -174,24 +174,26 @@ extern "C" __global__ void stream_order(const float4 *__restrict__ a,
 '''
 
 
-def kernel_calls(torch, cp, module, lif, bench, dtype, T):
-    """{name: launch} on one set of buffers, and (outputs per hand-written
-    kernel, flexsn's) for the equality check."""
-    es = bench.ELEM[dtype]
-    tdt = bench.tdtypes(torch)[dtype]
-    x, _, _ = bench.make_inputs(torch, "inference", dtype, T, N)
-    s = torch.empty((T, N), dtype=tdt, device="cuda")
+def kernel_calls(torch, lif, timer, dtype, T, N, module=None):
+    """{name: launch} on one set of buffers (FlexSN's kernel; with the CuPy
+    `module`, the hand-written kernels and streams too), flexsn's outputs
+    (s, v) for the equality check, and x."""
+    device = timer.device
+    tdt = kernels.tdtypes(torch)[dtype]
+    x, _, _ = kernels.make_inputs(torch, "inference", dtype, T, N, device)
+    s = torch.empty((T, N), dtype=tdt, device=device)
     v = torch.empty_like(s)
+    kf = lif.kernel(device, "inference", dtype)
+    calls = {"flexsn": kernels.binder(torch, device)(
+        kf, T, N, kernels.addresses(kf, {"x": x, "spike": s, "v_seq": v}))}
+    if module is None:
+        return calls, (s, v), x
+    import cupy as cp
+    es = kernels.ELEM[dtype]
     ext = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-    handle = torch.cuda.current_stream().cuda_stream
     ptr = [cp.uint64(t.data_ptr()) for t in (x, s, v)]
     groups = N * es // 16
     grid = ((groups + 255) // 256,)
-    calls = {}
-
-    kf = lif.kernel("cuda", "inference", dtype)
-    pf = bench.addresses(kf, {"x": x, "spike": s, "v_seq": v})
-    calls["flexsn"] = lambda: kf.launch(handle, T, N, 0, pf, 0)
     for name in ("thread_loop", "block_sync"):
         f = module.get_function("%s_%s" % (name, dtype))
         calls[name] = (lambda f=f: f(grid, (256,), (
@@ -225,56 +227,67 @@ def kernel_calls(torch, cp, module, lif, bench, dtype, T):
     return calls, (s, v), x
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="schedule-out")
-    args = ap.parse_args()
+def main(argv=None):
+    ap = cli.parser("schedule", __doc__)
+    cli.add_out_and_smoke(ap, "schedule-out")
+    args = cli.finish(ap.parse_args(argv))
     import torch
-    import cupy as cp
     import flexsn
-    bench = load_bench()
-    lif = flexsn.compile("lif", **bench.LIF_COMPILE)
-    module = cp.RawModule(code=SOURCE, options=("-std=c++11", "--fmad=false"))
-    timer = bench.Timer(torch, 20, 3)
-    meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
-                N=N, rows=[])
-    print("bench_schedule: %s" % meta["device"])
-    for dtype in DTYPES:
-        for T in TS:
-            calls, (s, v), x = kernel_calls(torch, cp, module, lif, bench,
-                                            dtype, T)
-            nbytes = 3 * T * N * bench.ELEM[dtype]
+    device = cli.device(torch, args, PROG)
+    if device is None:
+        return 2
+    smoke = args.smoke
+    n, Ts, dtypes = ((SMOKE["N"], SMOKE["Ts"], SMOKE["dtypes"]) if smoke
+                     else (N, TS, DTYPES))
+    lif = flexsn.compile("lif", **kernels.lif_compile(smoke))
+    module = None
+    if smoke:
+        cli.skip(PROG, "the hand-written kernels and streams",
+                 "need CuPy and a CUDA GPU")
+    else:
+        import cupy as cp
+        module = cp.RawModule(code=SOURCE,
+                              options=("-std=c++11", "--fmad=false"))
+    timer = Timer(torch, device, SMOKE["reps"] if smoke else 20, 3)
+    meta = dict(device=cli.device_name(torch, device),
+                torch=torch.__version__, N=n, rows=[])
+    print("%s: %s" % (PROG, meta["device"]))
+    for dtype in dtypes:
+        for T in Ts:
+            calls, (s, v), x = kernel_calls(torch, lif, timer, dtype, T, n,
+                                            module)
+            nbytes = traffic.lif_bytes("inference", T, n,
+                                       kernels.ELEM[dtype], v_init=False)
             calls["flexsn"]()
             want = (s.clone(), v.clone())
             same = {}
-            for name in ("thread_loop", "block_sync") + tuple(
-                    "paced_D%d" % d for d in PACING):
+            for name in HAND_WRITTEN if module is not None else ():
                 s.fill_(float("nan"))
                 v.fill_(float("nan"))
                 calls[name]()
-                torch.cuda.synchronize()
+                timer.sync()
                 same[name] = bool(torch.equal(s, want[0])
                                   and torch.equal(v, want[1]))
-            copy = copy_gbs(torch, bench, timer)
-            times = {k: [] for k in calls}
-            for _ in range(2):
-                for k, fn in calls.items():
-                    times[k].append(timer.gpu_ms(fn)[0])
+            copy, _ = traffic.copy_gbs(
+                torch, timer,
+                SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES)
+            times = timer.rounds(calls, 2)
             row = dict(dtype=dtype, T=T, bytes=nbytes, copy_gbs=copy,
                        same=same, kernels={})
             for k in calls:
                 ms = statistics.mean(times[k])
                 row["kernels"][k] = dict(
-                    ms=ms, frac_copy=nbytes / (ms * 1e-3) / 1e9 / copy)
+                    ms=ms, frac_copy=traffic.frac_copy(nbytes, ms, copy))
             meta["rows"].append(row)
-            print("bench_schedule: %s T=%d copy %.0f GB/s: %s; same as "
-                  "flexsn: %s" % (dtype, T, copy, ", ".join(
+            print("%s: %s T=%d copy %.0f GB/s: %s; same as flexsn: %s"
+                  % (PROG, dtype, T, copy, ", ".join(
                       "%s %.1f%%" % (k, 100 * r["frac_copy"])
                       for k, r in row["kernels"].items()), same))
             sys.stdout.flush()
             del calls, s, v, x, want
-            torch.cuda.empty_cache()
-    write_results(args.out, "schedule_results", meta, markdown(meta))
+            timer.free()
+    results.write_results(args.out, "schedule_results", meta, markdown(meta))
+    print("%s: results in %s" % (PROG, args.out))
     return 0
 
 
@@ -285,12 +298,12 @@ def markdown(meta):
     lines = [
         "# LIF inference: the recurrence's address order",
         "",
-        "`python3 utils/bench_schedule.py` on %s (torch %s), N = 2^%d, "
+        "`python3 -m bench schedule` on %s (torch %s), N = 2^%d, "
         "3 T N elements per call (x read; spike and v_seq written; v_init "
         "NULL). %% of the copy bandwidth measured just before each column "
         "(%s GB/s); mean of two medians of 20 CUDA-event timings. What "
-        "each row is: the script's docstring." % (
-            meta["device"], meta["torch"], N.bit_length() - 1,
+        "each row is: the benchmark's docstring (bench/schedule.py)." % (
+            meta["device"], meta["torch"], meta["N"].bit_length() - 1,
             ", ".join("%.0f" % r["copy_gbs"] for r in rows)),
         "",
         "| kernel | " + " | ".join(heads) + " |",
@@ -302,11 +315,7 @@ def markdown(meta):
             + " |")
     lines.append("")
     lines.append("Hand-written kernels write flexsn's spikes and v bitwise: "
-                 + ", ".join("%s %s" % (k, "yes" if all(
+                 + (", ".join("%s %s" % (k, "yes" if all(
                      r["same"][k] for r in rows) else "NO")
-                     for k in rows[0]["same"]) + ".")
+                     for k in rows[0]["same"]) or "not run") + ".")
     return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    sys.exit(main())

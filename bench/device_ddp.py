@@ -1,13 +1,14 @@
 """DistributedDataParallel over 2 GPUs with FlexSN's LIFNode.
 
-    python3 utils/device_ddp.py --compile-only   # here: fill the cache
-    python3 utils/device_ddp.py --out DIR        # on a machine with 2 GPUs
+    python3 -m bench device-ddp --compile-only   # here: fill the cache
+    python3 -m bench device-ddp --out DIR        # on a machine with 2 GPUs
+    python3 -m bench device-ddp --smoke          # 2 CPU processes, gloo
 
-As utils/device_torch.py: the GPU machine has no FlexSN tools, so set
+As device-torch: the GPU machine has no FlexSN tools, so set
 FLEXSN_CACHE_DIR to a cache filled by --compile-only and FLEXSN_RUNTIME_LIB
 to libflexsn_runtime.so.
 
-The digits SNN of device_torch.py (Conv-BN-LIF x2, T = 8), its BatchNorms
+The digits SNN of device-torch (Conv-BN-LIF x2, T = 8), its BatchNorms
 made SyncBatchNorm, wrapped in DDP: one process per GPU, NCCL over
 localhost. One global batch split in halves must give, after DDP's
 averaging, the gradients of the same model run on one GPU over the whole
@@ -16,7 +17,10 @@ rounding flips spikes at the threshold); both ranks must hold the same
 gradients; then some Adam steps of DDP training must leave both ranks'
 parameters and buffers bit-identical.
 Prints one line per check, writes DIR/ddp_results.json; exits 1 on a
-failure, 2 with fewer than 2 GPUs.
+failure, 2 with fewer than 2 GPUs. --smoke runs the same checks in two CPU
+processes over gloo (BatchNorm on running statistics: SyncBatchNorm needs
+GPUs), a global batch of 20, one batch tried, 3 steps, into a temporary
+folder.
 """
 
 import argparse
@@ -31,23 +35,21 @@ import sys
 import time
 import traceback
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "utils"))
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch import nn  # noqa: E402
-from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+from . import cli, device_torch, results
 
-import device_torch  # noqa: E402  (puts python/ on sys.path)
-from flexsn.torch import LIFNode  # noqa: E402
-
+PROG = "bench device-ddp"
 WORLD = 2
 RTOL, ATOL = 1e-4, 1e-5
 RESULTS = "ddp_results.json"
 ERROR = "ddp_rank{}_error.txt"
+SMOKE = (20, 3, 1)  # --smoke's global batch, steps and batches tried
 
 
 class Digits(nn.Module):
@@ -62,8 +64,9 @@ class Digits(nn.Module):
         return device_torch.run_digits_net(self.net, x)
 
 
-def build(device, sync_bn):
-    net = device_torch.make_digits_net(LIFNode, device)
+def build(device, sync_bn, options):
+    net = device_torch.make_digits_net(device_torch.lif_node(**options),
+                                       device)
     if sync_bn:
         net = nn.SyncBatchNorm.convert_sync_batchnorm(net)
     return Digits(net).to(device)
@@ -82,12 +85,11 @@ def training_data():
     seeded noise without scikit-learn (the check needs no learnable data)."""
     try:
         data, target, train, _ = device_torch.digits_data()
-        return data[train].unsqueeze(1), target[train], "digits"
+        name = "digits"
     except ImportError:
-        g = torch.Generator().manual_seed(0)
-        return (torch.rand(1400, 1, 8, 8, generator=g),
-                torch.randint(0, 10, (1400,), generator=g),
-                "random (no scikit-learn)")
+        data, target, train, _ = device_torch.noise_data()
+        name = "random (no scikit-learn)"
+    return data[train].unsqueeze(1), target[train], name
 
 
 def global_batches(n, batch, count):
@@ -139,7 +141,7 @@ def worker(rank, cfg):
     except BaseException:
         code = 1
         text = traceback.format_exc()
-        print(f"device_ddp: rank {rank} failed:\n{text}", file=sys.stderr)
+        print(f"{PROG}: rank {rank} failed:\n{text}", file=sys.stderr)
         (pathlib.Path(cfg["out"]) / ERROR.format(rank)).write_text(text)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -182,7 +184,8 @@ def run_rank(rank, cfg):
         mine = idx[rank * half:(rank + 1) * half]
         return xs[mine].to(device), ys[mine].to(device)
 
-    model = build(device, sync_bn=gpu)
+    options = cfg["options"]
+    model = build(device, sync_bn=gpu, options=options)
     if not gpu:
         freeze_bn(model)
     ddp = DDP(model, device_ids=[rank] if gpu else None)
@@ -195,11 +198,11 @@ def run_rank(rank, cfg):
            "batch": B, "per_rank": half, "T": 8, "data": data_name,
            "batchnorm": "SyncBatchNorm" if gpu else "running stats (cpu)"}
     if rank == 0:
-        print(f"device_ddp: {env}", flush=True)
+        print(f"{PROG}: {env}", flush=True)
 
     # -- one step: DDP on halves vs one device on the whole batch ---------
     if rank == 0:
-        single = build(device, sync_bn=False)
+        single = build(device, sync_bn=False, options=options)
         single.load_state_dict(init_state)
         if not gpu:
             freeze_bn(single)
@@ -342,24 +345,29 @@ def free_port():
         return s.getsockname()[1]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = cli.parser("device-ddp", __doc__)
     parser.add_argument("--compile-only", action="store_true")
-    parser.add_argument("--out", default=".")
+    cli.add_out_and_smoke(parser, ".")
     parser.add_argument("--batch", type=int, default=100,
                         help="global batch, split evenly over the 2 ranks")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--tries", type=int, default=8,
                         help="batches tried for one whose forwards agree "
                         "spike for spike with the one-GPU run")
-    # Self-test without GPUs: 2 CPU processes over gloo.
+    # The GPU-free self-test, 2 CPU processes over gloo (--smoke: smaller).
     parser.add_argument("--cpu-gloo", action="store_true",
                         help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = cli.finish(parser.parse_args(argv))
+    options = dict(targets=("cpu",)) if args.smoke else {}
     if args.compile_only:
-        LIFNode(step_mode="m")  # the only FlexSN module used; default targets
+        # The only FlexSN module used; default targets.
+        device_torch.lif_node(**options)()
         print("compiled lif-node")
         return 0
+    if args.smoke:
+        args.cpu_gloo = True
+        args.batch, args.steps, args.tries = SMOKE
     if args.batch < WORLD or args.batch % WORLD or args.batch > 1400:
         parser.error(f"--batch must be a multiple of {WORLD} up to 1400")
     if args.steps < 1 or args.tries < 1:
@@ -370,10 +378,11 @@ def main():
         backend = "nccl"
         found = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if found < WORLD or not dist.is_nccl_available():
-            print(f"device_ddp: needs {WORLD} CUDA GPUs and NCCL; found "
+            print(f"{PROG}: needs {WORLD} CUDA GPUs and NCCL; found "
                   f"{found} GPU(s), NCCL "
                   f"{'available' if dist.is_nccl_available() else 'missing'}"
-                  "; nothing run", file=sys.stderr)
+                  "; nothing run (--smoke: 2 CPU processes)",
+                  file=sys.stderr)
             return 2
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -382,7 +391,7 @@ def main():
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(free_port())
     cfg = {"backend": backend, "out": str(out), "batch": args.batch,
-           "steps": args.steps, "tries": args.tries}
+           "steps": args.steps, "tries": args.tries, "options": options}
     error = None
     t = time.perf_counter()
     try:
@@ -391,7 +400,7 @@ def main():
         error = e
     wall = time.perf_counter() - t
     path = out / RESULTS
-    results = json.loads(path.read_text()) if path.is_file() else []
+    res = json.loads(path.read_text()) if path.is_file() else []
     if error is not None:
         record = {"check": "workers", "ok": False,
                   "error": f"{type(error).__name__}: {error}"[:2000]}
@@ -400,25 +409,18 @@ def main():
                 record[f"rank{r}"] = (out / ERROR.format(r)).read_text()[
                     -2000:]
                 (out / ERROR.format(r)).unlink()
-        results.append(record)
-    elif not results:
-        results.append({"check": "workers", "ok": False,
-                        "error": "rank 0 reported nothing"})
-    path.write_text(json.dumps(results, indent=1))
-    for r in results:
-        extra = {k: v for k, v in r.items() if k not in
-                 ("check", "ok", "per_param", "env")
-                 and not k.startswith("loss_")}
+        res.append(record)
+    elif not res:
+        res.append({"check": "workers", "ok": False,
+                    "error": "rank 0 reported nothing"})
+    path.write_text(json.dumps(res, indent=1))
+    for r in res:
+        shown = dict(r)
         if "per_param" in r:
-            extra["max_abs/rel"] = {
+            shown["max_abs/rel"] = {
                 n.replace("net.", ""): "%.1e/%.1e" % (v["max_abs"], v["rel"])
                 for n, v in r["per_param"].items()}
-        print(f"{'PASS' if r['ok'] else 'FAIL'}  {r['check']}  {extra}")
-    failed = sum(not r["ok"] for r in results)
-    print(f"device_ddp: {len(results) - failed} passed, {failed} failed "
-          f"({wall:.1f} s)")
+        print(results.check_line(shown, hide=("per_param", "env", "loss_")))
+    failed = results.summary(PROG, res, " (%.1f s)" % wall)
+    print(f"{PROG}: results in {out}")
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

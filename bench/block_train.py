@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
 """Training a spiking block as one kernel pair: BN-apply + LIF + residual.
 
-    python3 utils/bench_block_train.py --compile-only   (here: the tools)
-    python3 utils/bench_block_train.py [--out DIR]      (on a GPU)
+    python3 -m bench block-train --compile-only   (here: the tools)
+    python3 -m bench block-train [--out DIR]      (on a GPU)
+    python3 -m bench block-train --smoke          (tiny, on the CPU)
 
 The block is y = s + x, s the spikes of LIF (tau = 2, threshold 1, hard
 reset to 0, sigmoid surrogate, alpha 4) driven by x·scale[c] + shift[c],
@@ -21,7 +21,7 @@ gradient of y. Four ways to run it:
 - torch.compile of that eager function (inductor).
 
 `--compile-only` builds the FlexSN kernels into the compile cache (the GPU
-machine has no tools). On the GPU the script first checks, on small
+machine has no tools). On the GPU the benchmark first checks, on small
 shapes, that the fused block's output equals the unfused one bitwise and
 that its gradients and the eager ones agree; then times a training step
 at N = 2^24 neurons, T in {4, 16}, against the device-to-device copy
@@ -29,22 +29,27 @@ bandwidth measured in the same run, on the fused kernels' bytes: 7 T N
 floats (the forward reads x and writes y and one saved sequence, the
 backward reads the incoming gradient, the saved sequence and x and writes
 x's gradient). Writes block_train_results.{json,md} and block_train.png to
---out.
+--out. --smoke: the same checks and a step at [4, 2, 4, 8, 16] on the
+CPU, without torch.compile (it compiles for minutes there), the atomic
+channel sums (a GPU kernel's) and the plot.
 """
 
-import argparse
 import os
 import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-sys.path.insert(0, HERE)
+from . import cli, results, traffic
+from .block import eager
+from .kernels import spike_fn
+from .timing import Timer
 
+PROG = "bench block-train"
 TS = (4, 16)
 B, C, H, W = 32, 64, 64, 128  # N = 2^24
-TAU, ALPHA = 2.0, 4.0
+TAU = 2.0
+SMOKE = dict(Ts=(4,), shape=(2, 4, 8, 16), reps=3, copy_bytes=8 << 20)
+CHECK_SHAPES = ((5, 2, 3, 4, 6), (3, 1, 3, 7, 1))
 
 AFFINE = """
 flexsn.neuron @affine inputs(%x: f32) outputs(y)
@@ -64,75 +69,59 @@ flexsn.neuron @residual inputs(%s: f32, %x: f32) outputs(y) {
 """
 
 
-def flexsn_modules(num_channels):
-    """(fused Block, [affine, lif, residual] modules), float32 kernels."""
+def flexsn_modules(num_channels, smoke=False):
+    """(fused Block, [affine, lif, residual] modules), float32 kernels for
+    flexsn.compile's default targets (--smoke: the CPU)."""
     from flexsn.torch import Affine, Block, FlexSN, LIFNode, Residual
     f32 = ("f32",)
-    fused = Block(LIFNode(step_mode="m", tau=TAU, storage_types=f32),
+    targets = dict(targets=("cpu",)) if smoke else {}
+    fused = Block(LIFNode(step_mode="m", tau=TAU, storage_types=f32,
+                          **targets),
                   pre=Affine(num_channels=num_channels),
-                  post=Residual("add"), name="bn_lif_train")
-    unfused = [FlexSN(AFFINE, num_channels=num_channels, storage_types=f32),
-               LIFNode(step_mode="m", tau=TAU, storage_types=f32),
-               FlexSN(RESIDUAL, storage_types=f32)]
+                  post=Residual("add"), name="bn_lif_train", **targets)
+    unfused = [FlexSN(AFFINE, num_channels=num_channels, storage_types=f32,
+                      **targets),
+               LIFNode(step_mode="m", tau=TAU, storage_types=f32, **targets),
+               FlexSN(RESIDUAL, storage_types=f32, **targets)]
     return fused, unfused
 
 
 def eager_block(torch):
     """The block in eager PyTorch: f(x, scale, shift) -> y."""
-
-    class Spike(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, h):
-            ctx.save_for_backward(h)
-            return (h >= 0).to(h.dtype)
-
-        @staticmethod
-        def backward(ctx, grad):
-            (h,) = ctx.saved_tensors
-            sg = torch.sigmoid(ALPHA * h)
-            return grad * ALPHA * sg * (1 - sg)
+    spike = spike_fn(torch).apply
 
     def block(x, scale, shift):
-        view = (1, -1) + (1,) * (x.dim() - 3)
-        p = x * scale.view(view) + shift.view(view)
-        v = torch.zeros_like(x[0])
-        ys = []
-        for t in range(x.shape[0]):
-            h = v + (p[t] - v) / TAU
-            s = Spike.apply(h - 1.0)
-            v = (1.0 - s) * h
-            ys.append(s + x[t])
-        return torch.stack(ys)
-
+        return eager(torch, x, scale, shift, spike)[0]
     return block
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = cli.parser("block-train", __doc__)
     ap.add_argument("--compile-only", action="store_true")
-    ap.add_argument("--out", default="block-train-out")
+    cli.add_out_and_smoke(ap, "block-train-out")
     ap.add_argument("--no-compile", action="store_true",
                     help="skip torch.compile")
-    args = ap.parse_args()
+    args = cli.finish(ap.parse_args(argv))
     if args.compile_only:
-        # Both channel counts the script builds: the checks' and the
-        # benchmark's (per-channel parameters are module state, not
+        # Both channel counts the benchmark builds: the checks' and the
+        # timed block's (per-channel parameters are module state, not
         # compiled in: one compile serves both).
-        flexsn_modules(3)
+        flexsn_modules(3, args.smoke)
         return 0
 
     import torch
-    from bench_placement import copy_gbs, load_bench, write_results
-    bench = load_bench()
-    timer = bench.Timer(torch, 10, 2)
-    dev = "cuda"
-    meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
+    dev = cli.device(torch, args, PROG)
+    if dev is None:
+        return 2
+    smoke = args.smoke
+    timer = Timer(torch, dev, SMOKE["reps"] if smoke else 10, 2)
+    meta = dict(device=cli.device_name(torch, dev), torch=torch.__version__,
                 checks=[], rows=[])
-    eager = eager_block(torch)
+    eager_fn = eager_block(torch)
     gen = torch.Generator(device=dev).manual_seed(0)
 
     def make(num_channels):
-        fused, unfused = flexsn_modules(num_channels)
+        fused, unfused = flexsn_modules(num_channels, smoke)
         fused, unfused = fused.to(dev), [m.to(dev) for m in unfused]
         scale = torch.rand(num_channels, generator=gen, device=dev) + 0.5
         shift = torch.randn(num_channels, generator=gen, device=dev) * 0.3
@@ -171,92 +160,101 @@ def main():
 
     # Checks on small shapes: fused == unfused bitwise forward; gradients
     # of all three close.
-    for shape in ((5, 2, 3, 4, 6), (3, 1, 3, 7, 1)):
+    for shape in CHECK_SHAPES:
         fused, unfused, scale, shift = make(shape[2])
         x = torch.randn(shape, generator=gen, device=dev) + 0.4
         g = torch.randn(shape, generator=gen, device=dev)
-        results = []
+        got = []
         for f, params in (run_fused(fused), run_unfused(unfused),
-                          run_eager(eager, scale, shift)):
+                          run_eager(eager_fn, scale, shift)):
             xi = x.clone().requires_grad_()
             y = step(f, params, xi, g)
-            results.append((y.detach(), xi.grad, params[0].grad,
-                            params[1].grad))
-        bitwise = bool(torch.equal(results[0][0], results[1][0]))
+            got.append((y.detach(), xi.grad, params[0].grad, params[1].grad))
+        bitwise = bool(torch.equal(got[0][0], got[1][0]))
         close = all(torch.allclose(a, b, rtol=1e-4, atol=1e-4)
-                    for other in results[1:]
-                    for a, b in zip(results[0], other))
+                    for other in got[1:] for a, b in zip(got[0], other))
         meta["checks"].append(dict(shape=list(shape), bitwise=bitwise,
                                    gradients_close=close))
-        print("bench_block_train: check %s fused == unfused bitwise: %s, "
-              "gradients close to unfused and eager: %s"
-              % (shape, bitwise, close))
+        print("%s: check %s fused == unfused bitwise: %s, gradients close "
+              "to unfused and eager: %s" % (PROG, shape, bitwise, close))
 
-    copy = copy_gbs(torch, bench, timer)
+    copy, _ = traffic.copy_gbs(
+        torch, timer, SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES)
     meta["copy_gbs"] = copy
-    fused, unfused, scale, shift = make(C)
-    compiled = None if args.no_compile else torch.compile(eager)
-    n = B * C * H * W
-    for T in TS:
-        x = torch.randn((T, B, C, H, W), generator=gen,
+    b, c, h, w = SMOKE["shape"] if smoke else (B, C, H, W)
+    fused, unfused, scale, shift = make(c)
+    compiled = None
+    if smoke or not hasattr(torch, "compile"):
+        cli.skip(PROG, "torch.compile", "--smoke: it compiles for minutes"
+                 if smoke else "this torch has no torch.compile")
+    elif not args.no_compile:
+        compiled = torch.compile(eager_fn)
+    if not timer.cuda:
+        cli.skip(PROG, "atomic channel sums")
+
+    def median_ms(fn):
+        return statistics.median(timer.rounds({"": fn}, 3)[""])
+
+    n = b * c * h * w
+    for T in SMOKE["Ts"] if smoke else TS:
+        x = torch.randn((T, b, c, h, w), generator=gen,
                         device=dev).requires_grad_()
-        g = torch.randn((T, B, C, H, W), generator=gen, device=dev)
+        g = torch.randn((T, b, c, h, w), generator=gen, device=dev)
         runs = {"fused": run_fused(fused), "unfused": run_unfused(unfused),
-                "eager": run_eager(eager, scale, shift)}
+                "eager": run_eager(eager_fn, scale, shift)}
         # Where the fused step's time goes: its forward alone (the training
         # forward kernel), and the backward summing per-channel gradients
         # with atomics in the kernel instead of per-neuron sums that torch
-        # adds per channel (the module's choice, docs/Python.md).
+        # adds per channel (the module's choice on a GPU, docs/Python.md).
         f, params = run_fused(fused)
-        forward_ms = statistics.median(
-            timer.gpu_ms(lambda: f(x))[0] for _ in range(3))
-        kernels = fused.handle.kernels(x.device)
-        kernels._sum_channels_here = False
-        atomic_ms = statistics.median(
-            timer.gpu_ms(lambda: step(f, params, x, g))[0] for _ in range(3))
-        kernels._sum_channels_here = True
+        row = dict(T=T, N=n, shape=[T, b, c, h, w],
+                   fused_forward_ms=median_ms(lambda: f(x)))
+        if timer.cuda:
+            kernels = fused.handle.kernels(x.device)
+            kernels._sum_channels_here = False
+            row["fused_atomic_ms"] = median_ms(lambda: step(f, params, x, g))
+            kernels._sum_channels_here = True
         if compiled is not None:
             runs["compile"] = run_eager(compiled, scale, shift)
-        row = dict(T=T, N=n, shape=[T, B, C, H, W],
-                   fused_forward_ms=forward_ms, fused_atomic_ms=atomic_ms)
         for name, (f, params) in runs.items():
             started = time.time()
             try:
                 step(f, params, x, g)  # the first call (compiles)
-                torch.cuda.synchronize()
+                timer.sync()
                 first = time.time() - started
-                ms = statistics.median(
-                    timer.gpu_ms(lambda: step(f, params, x, g))[0]
-                    for _ in range(3))
+                ms = median_ms(lambda: step(f, params, x, g))
             except Exception as error:  # torch.compile may fail
-                print("bench_block_train: %s T=%d failed: %s"
-                      % (name, T, error))
+                print("%s: %s T=%d failed: %s" % (PROG, name, T, error))
                 row[name + "_error"] = str(error)[:300]
                 continue
             row[name + "_ms"] = ms
             row[name + "_first_s"] = first
-        nbytes = 7 * T * n * 4
+        nbytes = traffic.block_train_bytes(T, n)
         row["bytes"] = nbytes
-        row["frac_copy"] = nbytes / (row["fused_ms"] * 1e-3) / 1e9 / copy
+        row["frac_copy"] = traffic.frac_copy(nbytes, row["fused_ms"], copy)
         for name in ("unfused", "eager", "compile"):
             if name + "_ms" in row:
                 row["vs_" + name] = row[name + "_ms"] / row["fused_ms"]
         meta["rows"].append(row)
-        print("bench_block_train: T=%d fused %.3f ms (%.1f%% of copy; "
-              "forward %.3f ms, with atomic channel sums %.3f ms), "
-              "unfused %.3f ms (%.2fx), eager %.3f ms (%.2fx), compile %s"
-              % (T, row["fused_ms"], 100 * row["frac_copy"],
-                 row["fused_forward_ms"], row["fused_atomic_ms"],
+        print("%s: T=%d fused %.3f ms (%.1f%% of copy; forward %.3f ms, "
+              "with atomic channel sums %s ms), unfused %.3f ms (%.2fx), "
+              "eager %.3f ms (%.2fx), compile %s"
+              % (PROG, T, row["fused_ms"], 100 * row["frac_copy"],
+                 row["fused_forward_ms"],
+                 results.fmt(row.get("fused_atomic_ms"), ".3f"),
                  row["unfused_ms"], row["vs_unfused"], row["eager_ms"],
                  row["vs_eager"],
                  "%.3f ms (%.2fx)" % (row["compile_ms"], row["vs_compile"])
                  if "compile_ms" in row else "-"))
         sys.stdout.flush()
         x = g = None  # free them before the next T
-        torch.cuda.empty_cache()
+        timer.free()
 
-    write_results(args.out, "block_train_results", meta, markdown(meta))
-    plot(meta, os.path.join(args.out, "block_train.png"))
+    results.write_results(args.out, "block_train_results", meta,
+                          markdown(meta))
+    if not smoke:
+        plot(meta, os.path.join(args.out, "block_train.png"))
+    print("%s: results in %s" % (PROG, args.out))
     ok = all(c["bitwise"] and c["gradients_close"] for c in meta["checks"])
     return 0 if ok else 1
 
@@ -269,7 +267,7 @@ def markdown(meta):
     lines = [
         "# Training a spiking block as one kernel pair",
         "",
-        "`python3 utils/bench_block_train.py` on %s (torch %s), copy %.0f "
+        "`python3 -m bench block-train` on %s (torch %s), copy %.0f "
         "GB/s in the same run. One training step (forward and backward: "
         "gradients of x and of the per-channel scale and shift) of "
         "y = LIF(x·scale[c] + shift[c]) + x over [T, 32, 64, 64, 128] "
@@ -294,10 +292,11 @@ def markdown(meta):
                         cell("compile", "_first_s", "%.1f")))
     lines += ["", "Where the fused step's time goes: " + "; ".join(
         "T = %d: forward %.3f ms (%.1f%% of copy on its 3 T N floats), "
-        "with per-channel sums by atomics in the kernel %.3f ms"
+        "with per-channel sums by atomics in the kernel %s ms"
         % (r["T"], r["fused_forward_ms"],
-           100 * 3 * r["T"] * r["N"] * 4 / (r["fused_forward_ms"] * 1e-3)
-           / 1e9 / meta["copy_gbs"], r["fused_atomic_ms"])
+           100 * traffic.frac_copy(3 * r["T"] * r["N"] * 4,
+                                   r["fused_forward_ms"], meta["copy_gbs"]),
+           results.fmt(r.get("fused_atomic_ms"), ".3f"))
         for r in rows) + "."]
     lines += ["", "Checks (fused output bitwise equal to the unfused "
               "modules'; gradients of x, scale and shift within 1e-4 of "
@@ -309,12 +308,8 @@ def markdown(meta):
 
 
 def plot(meta, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("bench_block_train: no matplotlib, no plot")
+    plt = results.pyplot(PROG, "plot")
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 3.6))
     rows = meta["rows"]
@@ -338,7 +333,3 @@ def plot(meta, path):
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

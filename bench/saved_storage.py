@@ -1,0 +1,249 @@
+"""LIF training with the charge saved in f32 or in the storage type.
+
+    python3 -m bench saved-storage [--out DIR]
+    python3 -m bench saved-storage --smoke      # tiny shapes on the CPU
+
+For f16 and bf16, T in {4, 16, 64}, N = 2^24: times LIF's training forward
++ backward compiled as `python3 -m bench lif` compiles it (h saved in f32)
+and with `save_in_storage_type=True` (h saved in the storage type), and
+with `approximate_surrogates=True` as well (the surrogate's exp and
+division approximate), on the same buffers (one workspace, sized for the
+f32 saves, serves all three: only the kernels differ), in turn twice and
+averaging each kernel's two medians (bench/timing.py). Each is reported as
+a fraction of the device-to-device copy bandwidth measured first, on its
+own bytes: T N (4 es + 2 saved) + 2 N es (forward: x, spike, h; backward:
+spike gradient, h, x gradient; v_init and its gradient).
+
+The precision cost, at N = 2^20 and the same T: the kernels' input
+gradients against float64 autograd of the same LIF loop on the same
+(rounded) inputs, as the mean absolute error over the mean absolute
+gradient, the largest error over the largest gradient, and the fraction of
+elements off by more than 1% of the largest gradient; also whether all
+wrote the same spikes (the forward does not depend on how h is saved).
+
+Writes saved_storage_results.json and .md to --out. Needs the compile
+cache of the bundle (utils/gpu_bundle.sh compiles them: --compile-only).
+--smoke: bf16, T = 4, N = 2^12 on the CPU (whose kernels take the
+approximate surrogates as exact ones).
+"""
+
+import sys
+
+from . import cli, kernels, results, traffic
+from .timing import Timer
+
+PROG = "bench saved-storage"
+N_TIME, N_PRECISION = 1 << 24, 1 << 20
+TS = (4, 16, 64)
+DTYPES = ("f16", "bf16")
+MODES = ("f32", "storage", "approx")
+# No f16 with --smoke: torch's CPU sigmoid, in the float64 reference's
+# inputs' rounding, has no half kernel in some versions.
+SMOKE = dict(N_TIME=1 << 12, N_PRECISION=1 << 12, Ts=(4,), dtypes=("bf16",),
+             reps=3, copy_bytes=8 << 20)
+
+
+def compile_all(smoke=False):
+    """{mode: compiled LIF}: the benchmark's, saving in the storage type,
+    and that with approximate surrogates."""
+    import flexsn
+    storage = dict(variants=("forward", "backward"), storage_types=DTYPES,
+                   save_in_storage_type=True,
+                   **kernels.compile_options(smoke))
+    return {"f32": flexsn.compile("lif", **kernels.lif_compile(smoke)),
+            "storage": flexsn.compile("lif", **storage),
+            "approx": flexsn.compile("lif", approximate_surrogates=True,
+                                     **storage)}
+
+
+def training_call(torch, device, compiled, dtype, T, N):
+    """Buffers for one training step at [T, N] and, per mode, a function
+    launching its forward and backward on them; returns (calls, outputs
+    per mode: spike, x_grad, v_init_grad, each mode's own copies,
+    inputs)."""
+    x, v0, gs = kernels.make_inputs(torch, "train", dtype, T, N, device)
+    tdt = kernels.tdtypes(torch)[dtype]
+    bind = kernels.binder(torch, device)
+    pairs = {m: (k.kernel(device, "forward", dtype),
+                 k.kernel(device, "backward", dtype))
+             for m, k in compiled.items()}
+    ws = kernels.new_workspace(torch, [k for p in pairs.values() for k in p],
+                               T, N, device)
+    calls, outs = {}, {}
+    for mode, (kf, kb) in pairs.items():
+        spike = torch.empty((T, N), dtype=tdt, device=device)
+        xg = torch.empty((T, N), dtype=tdt, device=device)
+        vg = torch.empty((N,), dtype=tdt, device=device)
+        forward = bind(kf, T, N, kernels.addresses(
+            kf, {"x": x, "v_init": v0, "spike": spike}), ws.data_ptr())
+        backward = bind(kb, T, N, kernels.addresses(
+            kb, {"spike_grad": gs, "x_grad": xg, "v_init_grad": vg}),
+            ws.data_ptr())
+
+        def call(forward=forward, backward=backward):
+            forward()
+            backward()
+        calls[mode], outs[mode] = call, (spike, xg, vg)
+    # The launches hold raw addresses: the buffers live as long as calls.
+    calls["keep"] = (ws, x, v0, gs, outs)
+    return calls, outs, (x, v0, gs)
+
+
+def saved_bytes(mode, dtype):
+    return 4 if mode == "f32" else kernels.ELEM[dtype]
+
+
+def reference_grads(torch, x, v0, gs, T):
+    """float64 autograd of the benchmark's LIF loop: (x_grad, v0_grad)."""
+    loop = kernels.make_loop(torch, "train", "f64", T)
+    xr = x.double().requires_grad_(True)
+    vr = v0.double().requires_grad_(True)
+    s = loop(xr, vr)
+    return torch.autograd.grad(s, (xr, vr), gs.double())
+
+
+def errors(got, want):
+    d = (got.double() - want).abs()
+    scale = want.abs().max().item() or 1.0
+    return dict(mean_rel=d.mean().item() / (want.abs().mean().item() or 1.0),
+                max_rel=d.max().item() / scale,
+                beyond_1pct=(d > 1e-2 * scale).double().mean().item())
+
+
+def main(argv=None):
+    ap = cli.parser("saved-storage", __doc__)
+    ap.add_argument("--compile-only", action="store_true",
+                    help="compile the three LIFs (fills $FLEXSN_CACHE_DIR "
+                    "for a machine without the tools), then exit")
+    cli.add_out_and_smoke(ap, "saved-storage-out")
+    args = cli.finish(ap.parse_args(argv))
+    smoke = args.smoke
+    if args.compile_only:
+        compile_all(smoke)
+        return 0
+    import torch
+    device = cli.device(torch, args, PROG)
+    if device is None:
+        return 2
+    compiled = compile_all(smoke)
+    n_time, n_precision, Ts, dtypes = (
+        (SMOKE["N_TIME"], SMOKE["N_PRECISION"], SMOKE["Ts"], SMOKE["dtypes"])
+        if smoke else (N_TIME, N_PRECISION, TS, DTYPES))
+    timer = Timer(torch, device, SMOKE["reps"] if smoke else 20, 3)
+    copy, _ = traffic.copy_gbs(
+        torch, timer, SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES)
+    meta = dict(device=cli.device_name(torch, device),
+                torch=torch.__version__, copy_gbs=copy, rows=[], precision=[])
+    print("%s: %s, copy %.0f GB/s" % (PROG, meta["device"], copy))
+
+    for dtype in dtypes:
+        es = kernels.ELEM[dtype]
+        for T in Ts:
+            calls, _, _ = training_call(torch, device, compiled, dtype, T,
+                                        n_time)
+            times = timer.rounds({m: calls[m] for m in MODES}, 2,
+                                 before=lambda m, c=calls: c[m]())
+            row = dict(dtype=dtype, T=T, N=n_time)
+            for m in MODES:
+                ms = sum(times[m]) / len(times[m])
+                nbytes = traffic.lif_bytes("train", T, n_time, es,
+                                           saved_es=saved_bytes(m, dtype))
+                row[m] = dict(ms=ms, medians=times[m], bytes=nbytes,
+                              frac_copy=traffic.frac_copy(nbytes, ms, copy))
+            for m in MODES[1:]:
+                row[m]["speedup"] = row["f32"]["ms"] / row[m]["ms"]
+            meta["rows"].append(row)
+            print("%s: %s T=%d N=2^%d: h in f32 %.4f ms "
+                  "(%.1f%% of copy), in %s %.4f ms (%.1f%%): x%.3f, also "
+                  "approximate surrogates %.4f ms (%.1f%%): x%.3f" % (
+                      PROG, dtype, T, n_time.bit_length() - 1,
+                      row["f32"]["ms"], 100 * row["f32"]["frac_copy"], dtype,
+                      row["storage"]["ms"], 100 * row["storage"]["frac_copy"],
+                      row["storage"]["speedup"], row["approx"]["ms"],
+                      100 * row["approx"]["frac_copy"],
+                      row["approx"]["speedup"]))
+            sys.stdout.flush()
+            del calls
+            timer.free()
+
+    for dtype in dtypes:
+        for T in Ts:
+            calls, outs, (x, v0, gs) = training_call(
+                torch, device, compiled, dtype, T, n_precision)
+            for m in MODES:
+                calls[m]()
+            timer.sync()
+            gx, gv = reference_grads(torch, x, v0, gs, T)
+            rec = dict(dtype=dtype, T=T, N=n_precision,
+                       same_spikes=all(torch.equal(outs["f32"][0],
+                                                   outs[m][0])
+                                       for m in MODES[1:]))
+            for m in MODES:
+                rec[m] = dict(x_grad=errors(outs[m][1], gx),
+                              v_init_grad=errors(outs[m][2], gv))
+            meta["precision"].append(rec)
+            print("%s: %s T=%d N=2^%d x_grad vs float64 "
+                  "(mean, max, beyond 1%%): h in f32 %.2e %.2e %.2e; in %s "
+                  "%.2e %.2e %.2e; also approximate %.2e %.2e %.2e; same "
+                  "spikes: %s" % (
+                      PROG, dtype, T, n_precision.bit_length() - 1,
+                      *rec["f32"]["x_grad"].values(), dtype,
+                      *rec["storage"]["x_grad"].values(),
+                      *rec["approx"]["x_grad"].values(), rec["same_spikes"]))
+            sys.stdout.flush()
+            del calls, outs, x, v0, gs, gx, gv
+            timer.free()
+
+    results.write_results(args.out, "saved_storage_results", meta,
+                          markdown(meta))
+    print("%s: results in %s" % (PROG, args.out))
+    return 0
+
+
+def markdown(meta):
+    lines = [
+        "# LIF training: the charge saved in f32 or in the storage type",
+        "",
+        "From `python3 -m bench saved-storage` (docstring: method), "
+        "%s, torch %s, copy %.0f GB/s measured in the same run. Forward + "
+        "backward, %% of copy on each call's own bytes (h in f32: T N (4 es "
+        "+ 8) + 2 N es; in the storage type: T N 6 es + 2 N es). storage: "
+        "`save_in_storage_type=True`; + approx: also "
+        "`approximate_surrogates=True`; x: speedup over h in f32."
+        % (meta["device"], meta["torch"], meta["copy_gbs"]),
+        "",
+        "| dtype | T | h in f32: ms | % copy | storage: ms | % copy | x "
+        "| + approx: ms | % copy | x |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in meta["rows"]:
+        a, b, c = (r[m] for m in MODES)
+        lines.append("| %s | %d | %.4f | %.1f | %.4f | %.1f | %.3f | %.4f "
+                     "| %.1f | %.3f |" % (
+                         r["dtype"], r["T"], a["ms"], 100 * a["frac_copy"],
+                         b["ms"], 100 * b["frac_copy"], b["speedup"],
+                         c["ms"], 100 * c["frac_copy"], c["speedup"]))
+    lines += [
+        "",
+        "Precision, N = 2^%d: the input gradient against float64 autograd "
+        "of the same loop on the same inputs: mean |error| / mean "
+        "|gradient|; max |error| / max |gradient|; the fraction of elements "
+        "off by more than 1%% of the max |gradient|. Same spikes: all three "
+        "kernels wrote identical spikes."
+        % ((meta["precision"] or [dict(N=N_PRECISION)])[0]["N"]
+           .bit_length() - 1),
+        "",
+        "| dtype | T | h in f32: mean | max | > 1% | storage: mean | max "
+        "| > 1% | + approx: mean | max | > 1% | same spikes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in meta["precision"]:
+        cells = []
+        for m in MODES:
+            e = r[m]["x_grad"]
+            cells += ["%.2e" % e["mean_rel"], "%.2e" % e["max_rel"],
+                      "%.2e" % e["beyond_1pct"]]
+        lines.append("| %s | %d | %s | %s |" % (
+            r["dtype"], r["T"], " | ".join(cells),
+            "yes" if r["same_spikes"] else "no"))
+    return "\n".join(lines) + "\n"
