@@ -328,8 +328,9 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
     });
     os << "};\n";
   }
-  os << "  static const flexsn_kernel_desc desc = {\"" << name << "_vec\", \""
-     << name << "_scalar\", " << k.getVectorWidth() << ", "
+  os << "  static const flexsn_kernel_desc desc = {\""
+     << k.getVectorEntry().getValue() << "\", \""
+     << k.getScalarEntry().getValue() << "\", " << k.getVectorWidth() << ", "
      << dtype.getIntOrFloatBitWidth() / 8 << ", " << buffers.size()
      << ", kinds, " << params.size() << ", "
      << (mixed ? "element_sizes" : "NULL") << "};\n";

@@ -27,7 +27,7 @@ using namespace mlir::flexsn;
 /// "bits", whose output buffers have dtype "bits" (8 per byte). Version 9:
 /// saved sequences may have the storage type, so workspace offsets and sizes
 /// are byte formulas with the saved sequences rounded up to whole floats.
-static constexpr int kManifestVersion = 9;
+static constexpr int kManifestVersion = 10;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -113,6 +113,18 @@ static void writeBuffer(llvm::json::OStream &json, KernelBufferAttr buffer,
     for (StringRef size : bufferShape(buffer.getShape(), cpuChannels))
       json.value(size);
   });
+  // What the buffer holds: callers match buffers to values by this alone.
+  BindingAttr binds = buffer.getBinds();
+  json.attributeObject("binds", [&] {
+    json.attribute("value", stringifyBoundValue(binds.getValue()));
+    if (binds.getValue() == BoundValue::Param) {
+      json.attribute("name", binds.getParam().getValue());
+      json.attribute("shape", stringifyParamShape(binds.getParamShape()));
+    } else if (binds.getValue() != BoundValue::Scratch) {
+      json.attribute("index", binds.getIndex());
+    }
+    json.attribute("gradient", binds.getGradient());
+  });
 }
 
 /// One kernel: its entry points, every argument of its C function (GPU:
@@ -135,8 +147,8 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     // Neurons seen as [B, C, S], for per-channel parameters.
     json.attribute("channels", channels);
     if (!cpu) {
-      json.attribute("vector_kernel", (name + "_vec").str());
-      json.attribute("scalar_kernel", (name + "_scalar").str());
+      json.attribute("vector_kernel", kernel.getVectorEntry().getValue());
+      json.attribute("scalar_kernel", kernel.getScalarEntry().getValue());
       json.attribute("vector_width", kernel.getVectorWidth());
     }
     // The training workspace: the saved sequences, then the deterministic

@@ -13,7 +13,7 @@ import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 MANIFEST_FORMAT = "flexsn-manifest"
-MANIFEST_VERSION = 9
+MANIFEST_VERSION = 10
 
 #: Bytes per element of each storage dtype the compiler emits; "bits"
 #: (spikes packed 8 per byte) is 0, the runtime's FLEXSN_BIT_PACKED.
@@ -149,12 +149,31 @@ class NeuronInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class Binding:
+    """What a buffer holds (`#flexsn.binds`): input, state_init, state_seq,
+    state_final or output `index`, parameter `name` (of `shape`), the
+    gradient of one of these, workspace slot `index` ("saved") or the
+    reduction scratch. Callers match buffers to tensors by this alone."""
+    value: str
+    index: int = 0
+    name: str = ""
+    shape: str = "scalar"
+    gradient: bool = False
+
+    @property
+    def key(self) -> Tuple[str, bool]:
+        """The group of values it indexes into: (value, gradient)."""
+        return (self.value, self.gradient)
+
+
+@dataclasses.dataclass(frozen=True)
 class Buffer:
     """One buffer a kernel takes, in launch order."""
-    name: str
+    name: str  # the C argument's name: for messages only
     role: str  # the runtime's buffer kind, spelled as in flexsn_runtime.h
     dtype: str
     shape: Tuple[str, ...]  # names of run-time sizes: ("T", "N"), ("N",), ()
+    binds: Binding
     workspace_offset: Optional[str] = None  # a size formula, for workspace parts
 
     @property
@@ -191,6 +210,12 @@ class Kernel:
     def buffers_with_role(self, *roles: str) -> List[Buffer]:
         return [b for b in self.buffers if b.role in roles]
 
+    def bound(self, value: str, gradient: bool = False) -> List[Buffer]:
+        """The buffers holding `value` (or its gradient), by index."""
+        return sorted((b for b in self.buffers
+                       if b.binds.key == (value, gradient)),
+                      key=lambda b: (b.binds.index, b.binds.name))
+
 
 def _neuron(entry: dict) -> NeuronInfo:
     return NeuronInfo(
@@ -204,7 +229,8 @@ def _neuron(entry: dict) -> NeuronInfo:
 def _kernel(entry: dict) -> Kernel:
     buffers = tuple(
         Buffer(b["name"], b["role"], b["dtype"], tuple(b["shape"]),
-               b.get("workspace_offset")) for b in entry["buffers"])
+               Binding(**b["binds"]), b.get("workspace_offset"))
+        for b in entry["buffers"])
     params = tuple((a["name"], a["dtype"]) for a in entry["arguments"]
                    if a["role"] == "param")
     return Kernel(
@@ -245,6 +271,19 @@ class Manifest:
             manifest.cpu_kernels += [_kernel(k) for k in doc["cpu_kernels"]]
             manifest.targets += doc["targets"]
         return manifest
+
+    def deterministic_of(self, kernel: Kernel) -> Optional[Kernel]:
+        """The deterministic GPU kernel of `kernel`: the same neuron,
+        variant, storage and bindings, plus the reduction scratch."""
+        bindings = [b.binds for b in kernel.buffers]
+        for k in self.gpu_kernels:
+            if (k.deterministic and (k.neuron, k.variant, k.dtype, k.spikes)
+                    == (kernel.neuron, kernel.variant, kernel.dtype,
+                        kernel.spikes)
+                    and [b.binds for b in k.buffers
+                         if b.binds.value != "scratch"] == bindings):
+                return k
+        return None
 
     def find(self, device: str, variant: str, dtype: str,
              deterministic: bool = False, neuron: Optional[str] = None,

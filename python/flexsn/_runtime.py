@@ -295,19 +295,23 @@ _load_lock = threading.Lock()
 
 
 def load_kernel(compiled, device: str, variant: str, dtype: str,
-                deterministic: bool = False, spikes: str = "dense"):
-    key = (str(compiled.directory), device, variant, dtype, deterministic,
-           spikes)
+                deterministic: bool = False, spikes: str = "dense",
+                neuron: Optional[str] = None):
+    """The kernel of `neuron` (default: `compiled.name`; for a block, its
+    function) for `device`, `variant`, storage `dtype` and `spikes`."""
+    neuron = neuron or compiled.name
+    key = (str(compiled.directory), device, neuron, variant, dtype,
+           deterministic, spikes)
     with _load_lock:
         if key in _loaded:
             return _loaded[key]
         manifest = compiled.manifest
         spec = manifest.find(device, variant, dtype, deterministic,
-                             compiled.name, spikes)
+                             neuron, spikes)
         if spec is None and deterministic:
             # Without parameter gradients summed across threads every
             # kernel is deterministic.
-            spec = manifest.find(device, variant, dtype, False, compiled.name)
+            spec = manifest.find(device, variant, dtype, False, neuron)
             if spec is not None and spec.buffers_with_role(
                     "per_channel_param_gradient"):
                 names = ", ".join(b.name for b in spec.buffers_with_role(
@@ -322,7 +326,7 @@ def load_kernel(compiled, device: str, variant: str, dtype: str,
         if spec is None:
             stored = "" if spikes == "dense" else f", spikes as {spikes}"
             raise KeyError(
-                f"{compiled.name} was not compiled for {device}, variant "
+                f"{neuron} was not compiled for {device}, variant "
                 f"'{variant}', storage {dtype}{stored}: compile it with that "
                 f"variant, storage type"
                 + (", spike storage" if stored else "") + " and target")
@@ -372,17 +376,17 @@ def load_named_kernel(compiled, device: str, name: str,
         if device not in ("cpu", "cuda") or not kernels:
             raise KeyError(f"no kernel was compiled for '{device}' (targets: "
                            f"{', '.join(compiled.targets)})")
-        wanted = name + ("_deterministic" if deterministic else "")
-        spec = next((k for k in kernels if k.name == wanted), None)
-        if spec is None and deterministic:
-            # Without parameter gradients summed across threads (or on the
-            # CPU) the kernel is deterministic as it is.
-            spec = next((k for k in kernels if k.name == name), None)
-            if spec is not None and spec.buffers_with_role(
-                    "param_gradient", "per_channel_param_gradient"
-            ) and device == "cuda":
+        spec = next((k for k in kernels
+                     if k.name == name and not k.deterministic), None)
+        if spec is not None and deterministic and device == "cuda":
+            # Without parameter gradients summed across threads the kernel
+            # is deterministic as it is (so is every CPU kernel).
+            fixed = manifest.deterministic_of(spec)
+            if fixed is None and spec.buffers_with_role(
+                    "param_gradient", "per_channel_param_gradient"):
                 raise NoDeterministicKernelError(
                     f"{name}: no deterministic kernel")
+            spec = fixed or spec
         if spec is None:
             raise KeyError(f"no kernel '{name}' (the kernels: "
                            f"{', '.join(compiled.names)})")

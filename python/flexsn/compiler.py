@@ -49,7 +49,7 @@ SPIKE_STORAGES = ("dense", "u8", "bits")
 TARGETS = ("cpu", "cuda")
 # Bumped when an entry's layout changes; part of every key, so entries of
 # another format are never read. 2: `done` records the entry's files.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 _RECORD_FORMAT = "flexsn-cache-entry"
 
 
@@ -184,6 +184,15 @@ class CompiledKernels:
         kernel's variant that sums parameter gradients in a fixed order."""
         from . import _runtime
         return _runtime.load_named_kernel(self, device, name, deterministic)
+
+    def kernel_of(self, device: str, function: str, variant: str, dtype: str,
+                  deterministic: bool = False):
+        """The runnable `variant` kernel of storage `dtype` that kernel
+        generation made from `function` (a neuron or a block function),
+        found by its interface, not by its name."""
+        from . import _runtime
+        return _runtime.load_kernel(self, device, variant, dtype,
+                                    deterministic, neuron=function)
 
 
 _memo: Dict[str, object] = {}

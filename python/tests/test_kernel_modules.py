@@ -30,10 +30,10 @@ func.func @block_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
                              %y: memref<?x?xf32>, %v: memref<?x?xf32>,
                              %scale: f32, %shift: f32)
     attributes {flexsn.kernel = #flexsn.kernel<"block", forward, f32,
-      buffers = [<"x", input_sequence, f32, sequence>,
-                 <"v_init", initial_state, f32, per_neuron>,
-                 <"y", output_sequence, f32, sequence>,
-                 <"v_seq", state_sequence, f32, sequence>],
+      buffers = [<"x", input_sequence, f32, sequence, input 0>,
+                 <"v_init", initial_state, f32, per_neuron, state_init 0>,
+                 <"y", output_sequence, f32, sequence, output 0>,
+                 <"v_seq", state_sequence, f32, sequence, state_seq 0>],
       params = [<"scale", 1.0 : f32, trainable>,
                 <"shift", 0.0 : f32, runtime>]>} {
   flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
@@ -213,8 +213,8 @@ def test_names_and_errors(block):
 FINAL_ONLY = BLOCK.replace(
     "%v: memref<?x?xf32>,", "%v: memref<?xf32>,").replace(
     "states(%v : memref<?x?xf32>)", "states(%v : memref<?xf32>)").replace(
-    '<"v_seq", state_sequence, f32, sequence>',
-    '<"v", final_state, f32, per_neuron>')
+    '<"v_seq", state_sequence, f32, sequence, state_seq 0>',
+    '<"v", final_state, f32, per_neuron, state_final 0>')
 
 
 def test_state_kept_only_at_its_end():

@@ -5,7 +5,7 @@ flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }
 // expected-error@+1 {{a kernel function must hold exactly one scan}}
-func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>]>} {
+func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 0>]>} {
   flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
   flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
   return
@@ -17,7 +17,7 @@ func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kern
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }
-func.func @swapped(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", output_sequence, f32, sequence>, <"y", input_sequence, f32, sequence>]>} {
+func.func @swapped(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", output_sequence, f32, sequence, output 0>, <"y", input_sequence, f32, sequence, input 0>]>} {
   // expected-error@+1 {{buffer 'x' is a output_sequence but the scan uses it as a input_sequence}}
   flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
   return
@@ -30,7 +30,7 @@ flexsn.neuron @g inputs(%x: f32) outputs(y) params(%a: f32 = 1.0 runtime per_neu
   %y = arith.mulf %x, %a : f32
   flexsn.yield %y : f32
 }
-func.func @param_role(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"g", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>, <"a", initial_state, f32, per_neuron>]>} {
+func.func @param_role(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"g", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 0>, <"a", initial_state, f32, per_neuron, state_init 0>]>} {
   // expected-error@+1 {{buffer 'a' is a initial_state but the scan uses it as a per_neuron_param}}
   flexsn.scan @g ins(%x : memref<?x?xf32>) params(%a : memref<?xf32>) outs(%y : memref<?x?xf32>)
   return
@@ -42,7 +42,7 @@ func.func @param_role(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: memref<?xf32
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }
-func.func @unused(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %z: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>, <"z", output_sequence, f32, sequence>]>} {
+func.func @unused(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %z: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 0>, <"z", output_sequence, f32, sequence, output 1>]>} {
   // expected-error@+1 {{the scan does not use buffer 'z'}}
   flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>)
   return
@@ -54,7 +54,7 @@ func.func @unused(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %z: memref<?x?xf32>)
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }
-func.func @aliased(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>} {
+func.func @aliased(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>} {
   // expected-error@+1 {{buffer 'x' is passed to the scan twice}}
   flexsn.scan @n ins(%x : memref<?x?xf32>) outs(%x : memref<?x?xf32>)
   return
@@ -67,7 +67,7 @@ func.func @aliased(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kern
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }
-func.func @local(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>} {
+func.func @local(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>} {
   %c4 = arith.constant 4 : index
   %y = memref.alloc(%c4, %c4) : memref<?x?xf32>
   // expected-error@+1 {{operand #1 of a kernel's scan must be one of the kernel function's buffer arguments}}
@@ -82,7 +82,7 @@ flexsn.neuron @p inputs(%x: f32) outputs(y) params(%a: f32 = 1.0 runtime) {
   %y = arith.mulf %x, %a : f32
   flexsn.yield %y : f32
 }
-func.func @constant_param(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: f32) attributes {flexsn.kernel = #flexsn.kernel<"p", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>], params = [<"a", 1.0 : f32, runtime>]>} {
+func.func @constant_param(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: f32) attributes {flexsn.kernel = #flexsn.kernel<"p", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 0>], params = [<"a", 1.0 : f32, runtime>]>} {
   %c = arith.constant 2.0 : f32
   // expected-error@+1 {{a kernel's scan takes the kernel function's parameter arguments, in order}}
   flexsn.scan @p ins(%x : memref<?x?xf32>) params(%c : f32) outs(%y : memref<?x?xf32>)

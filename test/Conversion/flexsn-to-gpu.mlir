@@ -6,10 +6,10 @@
 // The module lists each kernel with the interface its function carried.
 // CHECK-LABEL: module attributes {flexsn.gpu_kernels = [
 // CHECK-SAME:    #flexsn.compiled_kernel<"leaky_inference_f32", <"leaky", inference, f32,
-// CHECK-SAME:      buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"spike", output_sequence, f32, sequence>, <"v_seq", state_sequence, f32, sequence>]
-// CHECK-SAME:      params = [<"tau", 2.000000e+00 : f32, runtime>]>, vector_width = 4>
+// CHECK-SAME:      buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"spike", output_sequence, f32, sequence, output 0>, <"v_seq", state_sequence, f32, sequence, state_seq 0>]
+// CHECK-SAME:      params = [<"tau", 2.000000e+00 : f32, runtime>]>, vector_width = 4, vector_entry = "leaky_inference_f32_vec", scalar_entry = "leaky_inference_f32_scalar">
 // CHECK-SAME:    #flexsn.compiled_kernel<"leaky_final_state_f32", <"leaky", "final-state", f32,
-// CHECK-SAME:      <"v_final", final_state, f32, per_neuron>
+// CHECK-SAME:      <"v_final", final_state, f32, per_neuron, state_final 0>
 // CHECK-SAME:    gpu.container_module
 // CHECK-NOT:   func.func
 // CHECK:       flexsn.neuron @leaky

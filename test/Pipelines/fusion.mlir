@@ -8,7 +8,7 @@
 // RUN:   '--flexsn-lower-to-cpu=variants=inference fuse=false' -o /dev/null 2>&1 \
 // RUN: | FileCheck %s --check-prefix=UNFUSED
 
-// CHECK:       flexsn.cpu_kernels = [#flexsn.compiled_kernel<"bn_lif_inference_f32", <"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>]>>
+// CHECK:       flexsn.cpu_kernels = [#flexsn.compiled_kernel<"bn_lif_inference_f32", <"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"y", output_sequence, f32, sequence, output 0>, <"v", final_state, f32, per_neuron, state_final 0>, <"scale", per_channel_param, f32, per_channel, param "scale" per_channel>, <"shift", per_channel_param, f32, per_channel, param "shift" per_channel>]>>
 // CHECK:       llvm.func @bn_lif_inference_f32(
 
 // UNFUSED:     error: block @bn_lif: 'linalg.generic' runs outside its scan
@@ -29,8 +29,8 @@
 // gradient only.
 // RUN: flexsn-opt %S/Inputs/bn_lif_block.mlir --flexsn-lower-to-cpu=variants=forward,backward \
 // RUN: | FileCheck %s --check-prefix=TRAIN
-// TRAIN:       #flexsn.compiled_kernel<"bn_lif_forward_f32", <"bn_lif", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"saved0", saved_output, f32, sequence>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>], workspace_sequences = 1>>
-// TRAIN-SAME:  #flexsn.compiled_kernel<"bn_lif_backward_f32", <"bn_lif", backward, f32, buffers = [<"y_grad", optional_input_sequence, f32, sequence>, <"saved0", saved_input, f32, sequence>, <"x", input_sequence, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>, <"scale_grad", per_channel_param_gradient, f32, per_channel>, <"shift_grad", per_channel_param_gradient, f32, per_channel>], workspace_sequences = 1>>
+// TRAIN:       #flexsn.compiled_kernel<"bn_lif_forward_f32", <"bn_lif", forward, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"y", output_sequence, f32, sequence, output 0>, <"v", final_state, f32, per_neuron, state_final 0>, <"saved0", saved_output, f32, sequence, saved 0>, <"scale", per_channel_param, f32, per_channel, param "scale" per_channel>, <"shift", per_channel_param, f32, per_channel, param "shift" per_channel>], workspace_sequences = 1>>
+// TRAIN-SAME:  #flexsn.compiled_kernel<"bn_lif_backward_f32", <"bn_lif", backward, f32, buffers = [<"y_grad", optional_input_sequence, f32, sequence, grad output 0>, <"saved0", saved_input, f32, sequence, saved 0>, <"x", input_sequence, f32, sequence, input 0>, <"v_final_grad", initial_state, f32, per_neuron, grad state_final 0>, <"x_grad", output_sequence, f32, sequence, grad input 0>, <"v_init_grad", final_state, f32, per_neuron, grad state_init 0>, <"scale", per_channel_param, f32, per_channel, param "scale" per_channel>, <"shift", per_channel_param, f32, per_channel, param "shift" per_channel>, <"scale_grad", per_channel_param_gradient, f32, per_channel, grad param "scale" per_channel>, <"shift_grad", per_channel_param_gradient, f32, per_channel, grad param "shift" per_channel>], workspace_sequences = 1>>
 // TRAIN-NOT:   @bn_lif(
 // TRAIN:       llvm.func @bn_lif_forward_f32(
 // TRAIN:       llvm.func @bn_lif_backward_f32(

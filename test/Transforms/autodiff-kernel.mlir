@@ -10,7 +10,7 @@
 
 // CHECK-LABEL: func.func @block_forward_f32(
 // CHECK-SAME:    %[[X:[^:]*]]: memref<?x?xf32>, %[[V0:[^:]*]]: memref<?xf32>, %[[Y:[^:]*]]: memref<?x?xf32>, %[[V:[^:]*]]: memref<?x?xf32>, %[[SAVED:[^:]*]]: memref<?x?xf32>, %[[A:[^:]*]]: f32, %[[C:[^:]*]]: f32)
-// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v_seq", state_sequence, f32, sequence>, <"saved0", saved_output, f32, sequence>], params = [<"scale", 1.000000e+00 : f32, trainable>, <"shift", 0.000000e+00 : f32, runtime>], workspace_sequences = 1, reduction_slots = 1>
+// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"y", output_sequence, f32, sequence, output 0>, <"v_seq", state_sequence, f32, sequence, state_seq 0>, <"saved0", saved_output, f32, sequence, saved 0>], params = [<"scale", 1.000000e+00 : f32, trainable>, <"shift", 0.000000e+00 : f32, runtime>], workspace_sequences = 1, reduction_slots = 1>
 // The step saves the state it starts from and recomputes h from it.
 // CHECK:         flexsn.scan ins(%[[X]] : memref<?x?xf32>) inits(%[[V0]] : memref<?xf32>) params(%[[A]], %[[C]] : f32, f32) outs(%[[Y]], %[[SAVED]] : memref<?x?xf32>, memref<?x?xf32>) states(%[[V]] : memref<?x?xf32>)
 // CHECK-NEXT:    ^bb0(%[[xi:[^:]*]]: f32, %[[vi:[^:]*]]: f32,
@@ -18,7 +18,7 @@
 
 // CHECK-LABEL: func.func @block_backward_f32(
 // CHECK-SAME:    %[[GY:[^:]*]]: memref<?x?xf32>, %[[GV:[^:]*]]: memref<?x?xf32>, %[[S:[^:]*]]: memref<?x?xf32>, %[[XR:[^:]*]]: memref<?x?xf32>, %[[GFIN:[^:]*]]: memref<?xf32>, %[[GX:[^:]*]]: memref<?x?xf32>, %[[GV0:[^:]*]]: memref<?xf32>, %[[GA:[^:]*]]: memref<f32>, %[[BA:[^:]*]]: f32, %[[BC:[^:]*]]: f32)
-// CHECK-SAME:    #flexsn.kernel<"block", backward, f32, buffers = [<"y_grad", optional_input_sequence, f32, sequence>, <"v_seq_grad", optional_input_sequence, f32, sequence>, <"saved0", saved_input, f32, sequence>, <"x", input_sequence, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>, <"scale_grad", param_gradient, f32, scalar>], params = [<"scale", {{.*}}, trainable>, <"shift", {{.*}}, runtime>], workspace_sequences = 1, reduction_slots = 1>
+// CHECK-SAME:    #flexsn.kernel<"block", backward, f32, buffers = [<"y_grad", optional_input_sequence, f32, sequence, grad output 0>, <"v_seq_grad", optional_input_sequence, f32, sequence, grad state_seq 0>, <"saved0", saved_input, f32, sequence, saved 0>, <"x", input_sequence, f32, sequence, input 0>, <"v_final_grad", initial_state, f32, per_neuron, grad state_final 0>, <"x_grad", output_sequence, f32, sequence, grad input 0>, <"v_init_grad", final_state, f32, per_neuron, grad state_init 0>, <"scale_grad", param_gradient, f32, scalar, grad param "scale">], params = [<"scale", {{.*}}, trainable>, <"shift", {{.*}}, runtime>], workspace_sequences = 1, reduction_slots = 1>
 // CHECK:         flexsn.scan reverse ins(%[[GY]], %[[GV]], %[[S]], %[[XR]] : {{.*}}) inits(%[[GFIN]] : memref<?xf32>) params(%[[BA]], %[[BC]] : f32, f32) outs(%[[GX]] : memref<?x?xf32>) states(%[[GV0]] : memref<?xf32>) reductions(%[[GA]] : memref<f32>)
 // CHECK:           flexsn.surrogate_grad %{{.*}} surrogate(#flexsn.piecewise_quadratic)
 // CHECK:         } attributes {optional_inputs = array<i64: 0, 1>}
@@ -38,10 +38,10 @@ func.func @block_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
                              %y: memref<?x?xf32>, %v: memref<?x?xf32>,
                              %scale: f32, %shift: f32)
     attributes {flexsn.kernel = #flexsn.kernel<"block", forward, f32,
-      buffers = [<"x", input_sequence, f32, sequence>,
-                 <"v_init", initial_state, f32, per_neuron>,
-                 <"y", output_sequence, f32, sequence>,
-                 <"v_seq", state_sequence, f32, sequence>],
+      buffers = [<"x", input_sequence, f32, sequence, input 0>,
+                 <"v_init", initial_state, f32, per_neuron, state_init 0>,
+                 <"y", output_sequence, f32, sequence, output 0>,
+                 <"v_seq", state_sequence, f32, sequence, state_seq 0>],
       params = [<"scale", 1.0 : f32, trainable>, <"shift", 0.0 : f32, runtime>]>} {
   flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
       params(%scale, %shift : f32, f32) outs(%y : memref<?x?xf32>)
@@ -69,19 +69,19 @@ func.func @block_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
 // output, so the saved sequence (the state each step starts from) goes after
 // the output. Nothing is trainable: no reductions.
 // CHECK-LABEL: func.func @product(
-// CHECK-SAME:    buffers = [<"u", input_sequence, bf16, sequence>, <"acc_init", initial_state, bf16, per_neuron>, <"acc_seq", state_sequence, bf16, sequence>, <"y", output_sequence, bf16, sequence>, <"saved0", saved_output, f32, sequence>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
+// CHECK-SAME:    buffers = [<"u", input_sequence, bf16, sequence, input 0>, <"acc_init", initial_state, bf16, per_neuron, state_init 0>, <"acc_seq", state_sequence, bf16, sequence, state_seq 0>, <"y", output_sequence, bf16, sequence, output 0>, <"saved0", saved_output, f32, sequence, saved 0>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
 // CHECK:         flexsn.scan ins(%arg0 : {{.*}}) inits(%arg1 : {{.*}}) params(%arg5 : f32) outs(%arg3, %arg4 : memref<?x?xbf16>, memref<?x?xf32>) states(%arg2 : memref<?x?xbf16>)
 // CHECK-LABEL: func.func @product_backward(
-// CHECK-SAME:    buffers = [<"y_grad", optional_input_sequence, bf16, sequence>, <"acc_seq_grad", optional_input_sequence, bf16, sequence>, <"saved0", saved_input, f32, sequence>, <"u", input_sequence, bf16, sequence>, <"acc_final_grad", initial_state, bf16, per_neuron>, <"u_grad", output_sequence, bf16, sequence>, <"acc_init_grad", final_state, bf16, per_neuron>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
+// CHECK-SAME:    buffers = [<"y_grad", optional_input_sequence, bf16, sequence, grad output 0>, <"acc_seq_grad", optional_input_sequence, bf16, sequence, grad state_seq 0>, <"saved0", saved_input, f32, sequence, saved 0>, <"u", input_sequence, bf16, sequence, input 0>, <"acc_final_grad", initial_state, bf16, per_neuron, grad state_final 0>, <"u_grad", output_sequence, bf16, sequence, grad input 0>, <"acc_init_grad", final_state, bf16, per_neuron, grad state_init 0>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
 // CHECK-NOT:     reductions
 // CHECK:         return
 func.func @product(%u: memref<?x?xbf16>, %acc0: memref<?xbf16>,
                    %acc: memref<?x?xbf16>, %y: memref<?x?xbf16>, %k: f32)
     attributes {flexsn.kernel = #flexsn.kernel<"", forward, bf16,
-      buffers = [<"u", input_sequence, bf16, sequence>,
-                 <"acc_init", initial_state, bf16, per_neuron>,
-                 <"acc_seq", state_sequence, bf16, sequence>,
-                 <"y", output_sequence, bf16, sequence>],
+      buffers = [<"u", input_sequence, bf16, sequence, input 0>,
+                 <"acc_init", initial_state, bf16, per_neuron, state_init 0>,
+                 <"acc_seq", state_sequence, bf16, sequence, state_seq 0>,
+                 <"y", output_sequence, bf16, sequence, output 0>],
       params = [<"k", 2.0 : f32, runtime>]>} {
   flexsn.scan ins(%u : memref<?x?xbf16>) inits(%acc0 : memref<?xbf16>)
       params(%k : f32) outs(%y : memref<?x?xbf16>)
@@ -98,13 +98,13 @@ func.func @product(%u: memref<?x?xbf16>, %acc0: memref<?xbf16>,
 
 // A forward kernel whose backward exists is not differentiated again.
 // CHECK-LABEL: func.func @done_forward_f32(
-// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>]>
+// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 0>]>
 // CHECK-LABEL: func.func @done_backward_f32(
 // CHECK-NEXT:    return
 func.func @done_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>)
     attributes {flexsn.kernel = #flexsn.kernel<"done", forward, f32,
-      buffers = [<"x", input_sequence, f32, sequence>,
-                 <"y", output_sequence, f32, sequence>]>} {
+      buffers = [<"x", input_sequence, f32, sequence, input 0>,
+                 <"y", output_sequence, f32, sequence, output 0>]>} {
   flexsn.scan ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>) {
   ^bb0(%xi: f32):
     %r = arith.mulf %xi, %xi : f32
@@ -123,17 +123,17 @@ func.func @done_backward_f32() {
 // writes w_grad only.
 // CHECK-LABEL: func.func @shaped_forward_f32(
 // CHECK-LABEL: func.func @shaped_backward_f32(
-// CHECK-SAME:    <"w", per_neuron_param, f32, per_neuron>, <"b", per_neuron_param, f32, per_neuron>, <"w_grad", per_neuron_param_gradient, f32, per_neuron>]
+// CHECK-SAME:    <"w", per_neuron_param, f32, per_neuron, param "w" per_neuron>, <"b", per_neuron_param, f32, per_neuron, param "b" per_neuron>, <"w_grad", per_neuron_param_gradient, f32, per_neuron, grad param "w" per_neuron>]
 // CHECK-NOT:     b_grad
 // CHECK:         flexsn.scan
 func.func @shaped_forward_f32(%x: memref<?x?xf32>,
                               %w: memref<?xf32> {flexsn.trainable},
                               %b: memref<?xf32>, %y: memref<?x?xf32>)
     attributes {flexsn.kernel = #flexsn.kernel<"shaped", forward, f32,
-      buffers = [<"x", input_sequence, f32, sequence>,
-                 <"w", per_neuron_param, f32, per_neuron>,
-                 <"b", per_neuron_param, f32, per_neuron>,
-                 <"y", output_sequence, f32, sequence>]>} {
+      buffers = [<"x", input_sequence, f32, sequence, input 0>,
+                 <"w", per_neuron_param, f32, per_neuron, param "w" per_neuron>,
+                 <"b", per_neuron_param, f32, per_neuron, param "b" per_neuron>,
+                 <"y", output_sequence, f32, sequence, output 0>]>} {
   flexsn.scan ins(%x : memref<?x?xf32>) params(%w, %b : memref<?xf32>, memref<?xf32>)
       outs(%y : memref<?x?xf32>) {
   ^bb0(%xi: f32, %wi: f32, %bi: f32):
@@ -151,10 +151,10 @@ func.func @shaped_forward_f32(%x: memref<?x?xf32>,
 // gradient for it, only the final state's (v_final_grad), so the reverse
 // scan reads the saved charge and x alone.
 // CHECK-LABEL: func.func @final_forward_f32(
-// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"v", final_state, f32, per_neuron>, <"saved0", saved_output, f32, sequence>], workspace_sequences = 1>
+// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"v", final_state, f32, per_neuron, state_final 0>, <"saved0", saved_output, f32, sequence, saved 0>], workspace_sequences = 1>
 // CHECK-LABEL: func.func @final_backward_f32(
 // CHECK-SAME:    %[[SAVED:[^:]*]]: memref<?x?xf32>, %[[X:[^:]*]]: memref<?x?xf32>, %[[GFIN:[^:]*]]: memref<?xf32>, %[[GXS:[^:]*]]: memref<?x?xf32>, %[[GV0:[^:]*]]: memref<?xf32>)
-// CHECK-SAME:    buffers = [<"saved0", saved_input, f32, sequence>, <"x", input_sequence, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>], workspace_sequences = 1>
+// CHECK-SAME:    buffers = [<"saved0", saved_input, f32, sequence, saved 0>, <"x", input_sequence, f32, sequence, input 0>, <"v_final_grad", initial_state, f32, per_neuron, grad state_final 0>, <"x_grad", output_sequence, f32, sequence, grad input 0>, <"v_init_grad", final_state, f32, per_neuron, grad state_init 0>], workspace_sequences = 1>
 // CHECK:         flexsn.scan reverse ins(%[[SAVED]], %[[X]] : {{.*}}) inits(%[[GFIN]] : {{.*}}) outs(%[[GXS]] : {{.*}}) states(%[[GV0]] : {{.*}}) {
 // CHECK-NEXT:    ^bb0(%[[V:.*]]: f32, %[[XI:.*]]: f32, %[[G:.*]]: f32):
 // CHECK-NEXT:      %[[GV:.*]] = arith.mulf %[[G]], %[[XI]] : f32
@@ -163,9 +163,9 @@ func.func @shaped_forward_f32(%x: memref<?x?xf32>,
 func.func @final_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
                              %v: memref<?xf32>)
     attributes {flexsn.kernel = #flexsn.kernel<"final", forward, f32,
-      buffers = [<"x", input_sequence, f32, sequence>,
-                 <"v_init", initial_state, f32, per_neuron>,
-                 <"v", final_state, f32, per_neuron>]>} {
+      buffers = [<"x", input_sequence, f32, sequence, input 0>,
+                 <"v_init", initial_state, f32, per_neuron, state_init 0>,
+                 <"v", final_state, f32, per_neuron, state_final 0>]>} {
   flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
       states(%v : memref<?xf32>) {
   ^bb0(%xi: f32, %vi: f32):

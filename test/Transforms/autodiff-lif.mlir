@@ -10,7 +10,7 @@
 
 // CHECK-LABEL: func.func @lif_forward_f32(
 // CHECK-SAME:    %[[X:[^:]*]]: memref<?x?xf32>, %[[V0:[^:]*]]: memref<?xf32>, %[[S:[^:]*]]: memref<?x?xf32>, %[[VSEQ:[^:]*]]: memref<?x?xf32>, %[[H:[^:]*]]: memref<?x?xf32>)
-// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"lif", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"spike", output_sequence, f32, sequence>, <"v_seq", state_sequence, f32, sequence>, <"saved0", saved_output, f32, sequence>], workspace_sequences = 1>
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"lif", forward, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"spike", output_sequence, f32, sequence, output 0>, <"v_seq", state_sequence, f32, sequence, state_seq 0>, <"saved0", saved_output, f32, sequence, saved 0>], workspace_sequences = 1>
 // CHECK:         flexsn.scan ins(%[[X]] : {{.*}}) inits(%[[V0]] : {{.*}}) outs(%[[S]], %[[H]] : {{.*}}) states(%[[VSEQ]] : {{.*}})
 // CHECK:           %[[HV:.*]] = arith.addf
 // CHECK:           %[[SPIKE:.*]] = flexsn.spike
@@ -18,7 +18,7 @@
 
 // CHECK-LABEL: func.func @lif_backward_f32(
 // CHECK-SAME:    %[[GS:[^:]*]]: memref<?x?xf32>, %[[GV:[^:]*]]: memref<?x?xf32>, %[[SAVED:[^:]*]]: memref<?x?xf32>, %[[GFIN:[^:]*]]: memref<?xf32>, %[[GX:[^:]*]]: memref<?x?xf32>, %[[GV0:[^:]*]]: memref<?xf32>)
-// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"lif", backward, f32, buffers = [<"spike_grad", optional_input_sequence, f32, sequence>, <"v_seq_grad", optional_input_sequence, f32, sequence>, <"saved0", saved_input, f32, sequence>, <"v_final_grad", initial_state, f32, per_neuron>, <"x_grad", output_sequence, f32, sequence>, <"v_init_grad", final_state, f32, per_neuron>], workspace_sequences = 1>
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"lif", backward, f32, buffers = [<"spike_grad", optional_input_sequence, f32, sequence, grad output 0>, <"v_seq_grad", optional_input_sequence, f32, sequence, grad state_seq 0>, <"saved0", saved_input, f32, sequence, saved 0>, <"v_final_grad", initial_state, f32, per_neuron, grad state_final 0>, <"x_grad", output_sequence, f32, sequence, grad input 0>, <"v_init_grad", final_state, f32, per_neuron, grad state_init 0>], workspace_sequences = 1>
 // CHECK:         flexsn.scan reverse ins(%[[GS]], %[[GV]], %[[SAVED]] : {{.*}}) inits(%[[GFIN]] : {{.*}}) outs(%[[GX]] : {{.*}}) states(%[[GV0]] : {{.*}}) {
 // CHECK-NEXT:    ^bb0(%[[gs:.*]]: f32, %[[gv:.*]]: f32, %[[h:.*]]: f32, %[[carry:.*]]: f32):
 // CHECK-DAG:       %[[over:.*]] = arith.subf %[[h]], %{{.*}} : f32
@@ -42,6 +42,6 @@
 // PLIF's trainable w gets a reduction; x is re-read rather than saved.
 // PLIF-LABEL: func.func @plif_backward_f32(
 // PLIF-SAME:    %{{[^:]*}}: memref<f32>, %{{[^:]*}}: f32)
-// PLIF-SAME:    <"saved0", saved_input, f32, sequence>, <"x", input_sequence, f32, sequence>,
-// PLIF-SAME:    <"w_grad", param_gradient, f32, scalar>], params = [<"w", {{[^>]*}}, trainable>], workspace_sequences = 1, reduction_slots = 1>
+// PLIF-SAME:    <"saved0", saved_input, f32, sequence, saved 0>, <"x", input_sequence, f32, sequence, input 0>,
+// PLIF-SAME:    <"w_grad", param_gradient, f32, scalar, grad param "w">], params = [<"w", {{[^>]*}}, trainable>], workspace_sequences = 1, reduction_slots = 1>
 // PLIF:         flexsn.scan reverse {{.*}} reductions(%{{.*}} : memref<f32>)

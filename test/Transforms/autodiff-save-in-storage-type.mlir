@@ -8,22 +8,22 @@
 
 // CHECK-LABEL: func.func @lif_forward_f32(
 // CHECK-SAME:    %{{[^:]*}}: memref<?x?xf32>, %{{[^:]*}}: memref<?xf32>, %{{[^:]*}}: memref<?x?xf32>, %{{[^:]*}}: memref<?x?xf32>, %{{[^:]*}}: memref<?x?xf32>)
-// CHECK-SAME:    <"saved0", saved_output, f32, sequence>], workspace_sequences = 1>
+// CHECK-SAME:    <"saved0", saved_output, f32, sequence, saved 0>], workspace_sequences = 1>
 // CHECK-LABEL: func.func @lif_backward_f32(
-// CHECK-SAME:    <"saved0", saved_input, f32, sequence>
+// CHECK-SAME:    <"saved0", saved_input, f32, sequence, saved 0>
 // CHECK-LABEL: func.func @lif_forward_f16(
 // CHECK-SAME:    %{{[^:]*}}: memref<?x?xf16>, %{{[^:]*}}: memref<?xf16>, %{{[^:]*}}: memref<?x?xf16>, %{{[^:]*}}: memref<?x?xf16>, %[[SAVED:[^:]*]]: memref<?x?xf16>)
-// CHECK-SAME:    <"saved0", saved_output, f16, sequence>], workspace_sequences = 1>
+// CHECK-SAME:    <"saved0", saved_output, f16, sequence, saved 0>], workspace_sequences = 1>
 // CHECK:         flexsn.scan ins({{.*}}) inits({{.*}}) outs(%{{[^,]*}}, %[[SAVED]] : memref<?x?xf16>, memref<?x?xf16>)
 // CHECK-LABEL: func.func @lif_backward_f16(
 // CHECK-SAME:    %{{[^:]*}}: memref<?x?xf16>, %{{[^:]*}}: memref<?x?xf16>, %[[IN:[^:]*]]: memref<?x?xf16>,
-// CHECK-SAME:    <"saved0", saved_input, f16, sequence>
+// CHECK-SAME:    <"saved0", saved_input, f16, sequence, saved 0>
 // CHECK:         flexsn.scan reverse ins(%{{[^,]*}}, %{{[^,]*}}, %[[IN]] : memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>)
 // CHECK-NEXT:    ^bb0(%{{[^:]*}}: f32, %{{[^:]*}}: f32, %{{[^:]*}}: f32, %{{[^:]*}}: f32):
 // CHECK-LABEL: func.func @lif_forward_bf16(
-// CHECK-SAME:    <"saved0", saved_output, bf16, sequence>], workspace_sequences = 1>
+// CHECK-SAME:    <"saved0", saved_output, bf16, sequence, saved 0>], workspace_sequences = 1>
 // CHECK-LABEL: func.func @lif_backward_bf16(
-// CHECK-SAME:    <"saved0", saved_input, bf16, sequence>
+// CHECK-SAME:    <"saved0", saved_input, bf16, sequence, saved 0>
 
 // SCF-LABEL: func.func @lif_forward_bf16(
 // SCF-SAME:    %[[SAVED:[^:]*]]: memref<?x?xbf16>) {
@@ -39,6 +39,6 @@
 // By default saved values are f32 whatever the storage type.
 // DEFAULT-LABEL: func.func @lif_forward_f16(
 // DEFAULT-SAME:    %{{[^:]*}}: memref<?x?xf32>)
-// DEFAULT-SAME:    <"saved0", saved_output, f32, sequence>
+// DEFAULT-SAME:    <"saved0", saved_output, f32, sequence, saved 0>
 // DEFAULT-LABEL: func.func @lif_backward_f16(
-// DEFAULT-SAME:    <"saved0", saved_input, f32, sequence>
+// DEFAULT-SAME:    <"saved0", saved_input, f32, sequence, saved 0>

@@ -16,7 +16,7 @@
 // CHECK-NOT:   func.func @bn_lif(
 // CHECK-LABEL: func.func @bn_lif_inference_f32
 // CHECK-SAME:    (%[[X:[^:]*]]: memref<?x?x?x?xf32>, %[[V0:[^:]*]]: memref<?x?x?xf32>, %[[Y:[^:]*]]: memref<?x?x?x?xf32>, %[[V:[^:]*]]: memref<?x?x?xf32>, %[[A:[^:]*]]: memref<?xf32>, %[[B:[^:]*]]: memref<?xf32>)
-// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>]>
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"y", output_sequence, f32, sequence, output 0>, <"v", final_state, f32, per_neuron, state_final 0>, <"scale", per_channel_param, f32, per_channel, param "scale" per_channel>, <"shift", per_channel_param, f32, per_channel, param "shift" per_channel>]>
 // CHECK:         %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK:         flexsn.scan ins(%[[X]] : memref<?x?x?x?xf32>) inits(%[[V0]] : memref<?x?x?xf32>) params(%[[A]], %[[B]] : memref<?xf32>, memref<?xf32>) outs(%[[Y]] : memref<?x?x?x?xf32>) states(%[[V]] : memref<?x?x?xf32>)
 // CHECK:           %[[M:.*]] = arith.mulf
@@ -70,7 +70,7 @@ func.func @bn_lif(%x: tensor<?x?x?x?xf32> {flexsn.name = "x"},
 // params (one trainable); unnamed values are argN / resultN, and the
 // buffers follow the scan's operands whatever the return order.
 // CHECK-LABEL: func.func @gain_inference_f16
-// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"gain", inference, f16, buffers = [<"arg0", input_sequence, f16, sequence>, <"v0", initial_state, f16, per_neuron>, <"result1", output_sequence, f16, sequence>, <"result0", state_sequence, f32, sequence>, <"bias", per_neuron_param, f32, per_neuron>], params = [<"k", 0.000000e+00 : f32, trainable>, <"arg4", false, runtime>]>
+// CHECK-SAME:    flexsn.kernel = #flexsn.kernel<"gain", inference, f16, buffers = [<"arg0", input_sequence, f16, sequence, input 0>, <"v0", initial_state, f16, per_neuron, state_init 0>, <"result1", output_sequence, f16, sequence, output 0>, <"result0", state_sequence, f32, sequence, state_seq 0>, <"bias", per_neuron_param, f32, per_neuron, param "bias" per_neuron>], params = [<"k", 0.000000e+00 : f32, trainable>, <"arg4", false, runtime>]>
 func.func @gain(%x: tensor<?x?xf16>, %v0: tensor<?xf16> {flexsn.name = "v0"},
                 %bias: tensor<?xf32> {flexsn.name = "bias"},
                 %k: f32 {flexsn.name = "k", flexsn.trainable}, %flag: i1,
@@ -112,7 +112,7 @@ func.func @unfused(%x: tensor<?x?xf32>, %e: tensor<?x?xf32>) -> tensor<?x?xf32>
 // buffer, `count`, starting from `count_init` (absent: zero) and adding the
 // step's value. The state a neuron already carries comes first.
 // CHECK-LABEL: func.func @count_inference_f32
-// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"count_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"count", final_state, f32, per_neuron>]>
+// CHECK-SAME:    buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"count_init", initial_state, f32, per_neuron, state_init 1>, <"y", output_sequence, f32, sequence, output 0>, <"v", final_state, f32, per_neuron, state_final 0>, <"count", final_state, f32, per_neuron, state_final 1>]>
 // CHECK:         flexsn.scan
 // CHECK-NEXT:    ^bb0(%[[XI:.*]]: f32, %[[VI:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK:           %[[S:.*]] = arith.select

@@ -35,10 +35,10 @@
 // CHECK-SAME:    %[[VS:[^:]+]]: memref<?x?xf32>,
 // CHECK-SAME:    %[[VTH:[^:]+]]: f32, %[[W:[^:]+]]: f32, %[[HARD:[^:]+]]: i1)
 // CHECK-SAME:    attributes {flexsn.kernel = #flexsn.kernel<"syn", inference, f32, buffers = [
-// CHECK-SAME:      <"x", input_sequence, f32, sequence>, <"i_syn", input_sequence, f32, sequence>,
-// CHECK-SAME:      <"v_init", initial_state, f32, per_neuron>,
-// CHECK-SAME:      <"spike", output_sequence, f32, sequence>, <"current", output_sequence, f32, sequence>,
-// CHECK-SAME:      <"v_seq", state_sequence, f32, sequence>],
+// CHECK-SAME:      <"x", input_sequence, f32, sequence, input 0>, <"i_syn", input_sequence, f32, sequence, input 1>,
+// CHECK-SAME:      <"v_init", initial_state, f32, per_neuron, state_init 0>,
+// CHECK-SAME:      <"spike", output_sequence, f32, sequence, output 0>, <"current", output_sequence, f32, sequence, output 1>,
+// CHECK-SAME:      <"v_seq", state_sequence, f32, sequence, state_seq 0>],
 // CHECK-SAME:      params = [<"v_th", {{[^>]*}}, runtime>, <"w", {{[^>]*}}, trainable>, <"hard", {{[^>]*}}, runtime>]>}
 // CHECK-NEXT:    flexsn.scan @syn ins(%[[X]], %[[I]] : {{.*}}) inits(%[[V0]] : memref<?xf32>)
 // CHECK-SAME:      params(%[[VTH]], %[[W]], %[[HARD]] : f32, f32, i1)
@@ -52,7 +52,7 @@
 // CHECK-SAME:    %[[VF:[^:]+]]: memref<?xf32>,
 // CHECK-SAME:    %[[VTH:[^:]+]]: f32, %[[W:[^:]+]]: f32, %[[HARD:[^:]+]]: i1)
 // CHECK-SAME:    attributes {flexsn.kernel = #flexsn.kernel<"syn", "final-state", f32,
-// CHECK-SAME:      <"v_final", final_state, f32, per_neuron>]
+// CHECK-SAME:      <"v_final", final_state, f32, per_neuron, state_final 0>]
 // CHECK-NEXT:    flexsn.scan @syn ins(%[[X]], %[[I]] : {{.*}}) inits(%[[V0]] : memref<?xf32>)
 // CHECK-SAME:      params(%[[VTH]], %[[W]], %[[HARD]] : f32, f32, i1)
 // CHECK-SAME:      outs(%[[S]], %[[C]] : {{.*}}) states(%[[VF]] : memref<?xf32>){{$}}
@@ -116,8 +116,8 @@ flexsn.neuron @relay inputs(%x: f32) outputs(y) {
 // CUBA-SAME:    %[[S:[^:]+]]: memref<?x?xf32>,
 // CUBA-SAME:    %[[CS:[^:]+]]: memref<?x?xf32>, %[[VS:[^:]+]]: memref<?x?xf32>)
 // CUBA-SAME:    attributes {flexsn.kernel = #flexsn.kernel<"cuba_lif", inference, f32,
-// CUBA-SAME:      <"c_init", initial_state, f32, per_neuron>, <"v_init", initial_state, f32, per_neuron>,
-// CUBA-SAME:      <"c_seq", state_sequence, f32, sequence>, <"v_seq", state_sequence, f32, sequence>]>}
+// CUBA-SAME:      <"c_init", initial_state, f32, per_neuron, state_init 0>, <"v_init", initial_state, f32, per_neuron, state_init 1>,
+// CUBA-SAME:      <"c_seq", state_sequence, f32, sequence, state_seq 0>, <"v_seq", state_sequence, f32, sequence, state_seq 1>]>}
 // CUBA-NEXT:    flexsn.scan @cuba_lif ins(%[[X]] : memref<?x?xf32>)
 // CUBA-SAME:      inits(%[[C0]], %[[V0]] : memref<?xf32>, memref<?xf32>)
 // CUBA-SAME:      outs(%[[S]] : memref<?x?xf32>)
@@ -128,7 +128,7 @@ flexsn.neuron @relay inputs(%x: f32) outputs(y) {
 // CUBA-SAME:    %[[S:[^:]+]]: memref<?x?xf32>,
 // CUBA-SAME:    %[[CF:[^:]+]]: memref<?xf32>, %[[VF:[^:]+]]: memref<?xf32>)
 // CUBA-SAME:    attributes {flexsn.kernel = #flexsn.kernel<"cuba_lif", "final-state", f32,
-// CUBA-SAME:      <"c_final", final_state, f32, per_neuron>, <"v_final", final_state, f32, per_neuron>]>}
+// CUBA-SAME:      <"c_final", final_state, f32, per_neuron, state_final 0>, <"v_final", final_state, f32, per_neuron, state_final 1>]>}
 // CUBA-NEXT:    flexsn.scan @cuba_lif ins(%[[X]] : memref<?x?xf32>)
 // CUBA-SAME:      inits(%[[C0]], %[[V0]] : memref<?xf32>, memref<?xf32>)
 // CUBA-SAME:      outs(%[[S]] : memref<?x?xf32>)

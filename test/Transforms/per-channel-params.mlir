@@ -47,7 +47,7 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 // KERNEL-DAG:   #[[$CHANNEL:.*]] = affine_map<(d0, d1, d2, d3) -> (d2)>
 // KERNEL-LABEL: func.func @scaled_inference_f32(
 // KERNEL-SAME:      %[[X:.*]]: memref<?x?x?x?xf32>, %[[V0:.*]]: memref<?x?x?xf32>, %[[S:.*]]: memref<?x?x?x?xf32>, %[[V:.*]]: memref<?x?x?x?xf32>, %[[W:.*]]: memref<?xf32>, %[[TH:.*]]: memref<?x?x?xf32>, %[[TAU:.*]]: f32)
-// KERNEL-SAME:      <"w", per_channel_param, f32, per_channel>, <"th", per_neuron_param, f32, per_neuron>], params = [<"tau", 2.000000e+00 : f32, trainable>]>
+// KERNEL-SAME:      <"w", per_channel_param, f32, per_channel, param "w" per_channel>, <"th", per_neuron_param, f32, per_neuron, param "th" per_neuron>], params = [<"tau", 2.000000e+00 : f32, trainable>]>
 // KERNEL:         flexsn.scan @scaled ins(%[[X]] : memref<?x?x?x?xf32>) inits(%[[V0]] : memref<?x?x?xf32>) params(%[[TAU]], %[[W]], %[[TH]] : f32, memref<?xf32>, memref<?x?x?xf32>) outs(%[[S]] : memref<?x?x?x?xf32>) states(%[[V]] : memref<?x?x?x?xf32>)
 // KERNEL-SAME:      indexing_maps = [#[[$SEQ]], #[[$NEURON]], #[[$SCALAR]], #[[$CHANNEL]], #[[$NEURON]], #[[$SEQ]], #[[$SEQ]]]
 // KERNEL-LABEL: func.func @gain_inference_f32(
@@ -59,7 +59,7 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 // TRAIN-DAG:    #[[$CHANNEL:.*]] = affine_map<(d0, d1, d2, d3) -> (d2)>
 // TRAIN-LABEL: func.func @scaled_backward_f32(
 // TRAIN-SAME:      %[[W:arg[0-9]+]]: memref<?xf32>, %[[TH:arg[0-9]+]]: memref<?x?x?xf32>, %[[TAU_GRAD:arg[0-9]+]]: memref<f32>, %[[W_GRAD:arg[0-9]+]]: memref<?xf32>, %[[TAU:arg[0-9]+]]: f32)
-// TRAIN-SAME:      <"tau_grad", param_gradient, f32, scalar>, <"w_grad", per_channel_param_gradient, f32, per_channel>], params = [<"tau", 2.000000e+00 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>
+// TRAIN-SAME:      <"tau_grad", param_gradient, f32, scalar, grad param "tau">, <"w_grad", per_channel_param_gradient, f32, per_channel, grad param "w" per_channel>], params = [<"tau", 2.000000e+00 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>
 // TRAIN:         flexsn.scan reverse
 // TRAIN-SAME:      params(%[[TAU]], %[[W]], %[[TH]] : f32, memref<?xf32>, memref<?x?x?xf32>)
 // TRAIN-SAME:      reductions(%[[TAU_GRAD]], %[[W_GRAD]] : memref<f32>, memref<?xf32>)
@@ -89,8 +89,8 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 // over each channel's neurons) and sums the scalar one (tau) through the
 // reduction scratch.
 // GPU-LABEL: module attributes {flexsn.gpu_kernels = [
-// GPU-SAME:    #flexsn.compiled_kernel<"scaled_backward_f16", {{[^#]*}}vector_width = 8>
-// GPU-SAME:    #flexsn.compiled_kernel<"scaled_backward_f16_deterministic", {{.*}}<"tau_grad", param_gradient, f32, scalar>, <"w_grad", per_neuron_param_gradient, f32, per_neuron>, <"reduction_scratch", reduction_scratch, f32, scratch>]{{.*}}deterministic = true>
+// GPU-SAME:    #flexsn.compiled_kernel<"scaled_backward_f16", {{[^#]*}}vector_width = 8, vector_entry = "scaled_backward_f16_vec", scalar_entry = "scaled_backward_f16_scalar">
+// GPU-SAME:    #flexsn.compiled_kernel<"scaled_backward_f16_deterministic", {{.*}}<"tau_grad", param_gradient, f32, scalar, grad param "tau">, <"w_grad", per_neuron_param_gradient, f32, per_neuron, grad param "w" per_channel>, <"reduction_scratch", reduction_scratch, f32, scratch, scratch>]{{.*}}deterministic = true, vector_entry = "scaled_backward_f16_deterministic_vec", scalar_entry = "scaled_backward_f16_deterministic_scalar">
 // GPU-LABEL: gpu.func @scaled_backward_f16_vec(
 // GPU-SAME:      %[[W:arg7]]: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %[[TAU_GRAD:arg9]]: !llvm.ptr, %[[W_GRAD:arg10]]: !llvm.ptr, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %[[C:arg14]]: i64, %[[S:arg15]]: i64, %{{[a-z0-9]+}}: f32)
 // 256 threads x 8 lanes + 2 slots.
@@ -145,6 +145,6 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 
 // flexsn-set-params turns the shipped PLIF's w into a per-channel one.
 // SET-LABEL: func.func @plif_backward_f32(
-// SET-SAME:      <"w", per_channel_param, f32, per_channel>, <"w_grad", per_channel_param_gradient, f32, per_channel>]
+// SET-SAME:      <"w", per_channel_param, f32, per_channel, param "w" per_channel>, <"w_grad", per_channel_param_gradient, f32, per_channel, grad param "w" per_channel>]
 // SET-SAME:      workspace_sequences = 1>}
 

@@ -37,28 +37,28 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 // neuron's order, and the per-neuron one through its implied map.
 // KERNEL-LABEL: func.func @threshold_inference_f32(
 // KERNEL-SAME:      %[[X:.*]]: memref<?x?xf32>, %[[V0:.*]]: memref<?xf32>, %[[S:.*]]: memref<?x?xf32>, %[[V:.*]]: memref<?x?xf32>, %[[TH:.*]]: memref<?xf32>, %[[TAU:.*]]: f32)
-// KERNEL-SAME:      <"v_seq", state_sequence, f32, sequence>, <"v_threshold", per_neuron_param, f32, per_neuron>], params = [<"tau", 2.000000e+00 : f32, trainable>]>
+// KERNEL-SAME:      <"v_seq", state_sequence, f32, sequence, state_seq 0>, <"v_threshold", per_neuron_param, f32, per_neuron, param "v_threshold" per_neuron>], params = [<"tau", 2.000000e+00 : f32, trainable>]>
 // KERNEL:         flexsn.scan @threshold ins(%[[X]] : memref<?x?xf32>) inits(%[[V0]] : memref<?xf32>) params(%[[TAU]], %[[TH]] : f32, memref<?xf32>) outs(%[[S]] : memref<?x?xf32>) states(%[[V]] : memref<?x?xf32>)
 // KERNEL-NOT:       indexing_maps
 // KERNEL-LABEL: func.func @gain_inference_f32(
 // KERNEL-SAME:      %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>)
-// KERNEL-SAME:      buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>, <"gain", per_neuron_param, f32, per_neuron>]>
+// KERNEL-SAME:      buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 0>, <"gain", per_neuron_param, f32, per_neuron, param "gain" per_neuron>]>
 
 // Training: the forward takes the values after its saved sequence; the
 // backward after the initial-state gradients, then writes one gradient per
 // trainable parameter: the scalar one summed over T and N (a reduction
 // slot), the per-neuron one summed over T only.
 // TRAIN-LABEL: func.func @threshold_forward_f32(
-// TRAIN-SAME:      <"saved0", saved_output, f32, sequence>, <"v_threshold", per_neuron_param, f32, per_neuron>], params = [<"tau", 2.000000e+00 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>
+// TRAIN-SAME:      <"saved0", saved_output, f32, sequence, saved 0>, <"v_threshold", per_neuron_param, f32, per_neuron, param "v_threshold" per_neuron>], params = [<"tau", 2.000000e+00 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>
 // TRAIN-LABEL: func.func @threshold_backward_f32(
 // TRAIN-SAME:      %[[TH:arg[0-9]+]]: memref<?xf32>, %[[TAU_GRAD:arg[0-9]+]]: memref<f32>, %[[TH_GRAD:arg[0-9]+]]: memref<?xf32>, %[[TAU:arg[0-9]+]]: f32)
-// TRAIN-SAME:      <"v_init_grad", final_state, f32, per_neuron>, <"v_threshold", per_neuron_param, f32, per_neuron>, <"tau_grad", param_gradient, f32, scalar>, <"v_threshold_grad", per_neuron_param_gradient, f32, per_neuron>], params = [<"tau", 2.000000e+00 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>
+// TRAIN-SAME:      <"v_init_grad", final_state, f32, per_neuron, grad state_init 0>, <"v_threshold", per_neuron_param, f32, per_neuron, param "v_threshold" per_neuron>, <"tau_grad", param_gradient, f32, scalar, grad param "tau">, <"v_threshold_grad", per_neuron_param_gradient, f32, per_neuron, grad param "v_threshold" per_neuron>], params = [<"tau", 2.000000e+00 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>
 // TRAIN:         flexsn.scan reverse
 // TRAIN-SAME:      params(%[[TAU]], %[[TH]] : f32, memref<?xf32>)
 // TRAIN-SAME:      reductions(%[[TAU_GRAD]], %[[TH_GRAD]] : memref<f32>, memref<?xf32>)
 // TRAIN-NOT:       indexing_maps
 // TRAIN-LABEL: func.func @gain_backward_f32(
-// TRAIN-SAME:      <"gain", per_neuron_param, f32, per_neuron>]>
+// TRAIN-SAME:      <"gain", per_neuron_param, f32, per_neuron, param "gain" per_neuron>]>
 
 // On the CPU, a per-neuron value is read once per neuron, before the loop
 // over time.
@@ -76,7 +76,7 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 // scalar tau's gradient is still summed over the block, then added with
 // one atomic.
 // GPU-LABEL: module attributes {flexsn.gpu_kernels = [
-// GPU-SAME:    #flexsn.compiled_kernel<"threshold_backward_f16", {{[^#]*}}vector_width = 8>
+// GPU-SAME:    #flexsn.compiled_kernel<"threshold_backward_f16", {{[^#]*}}vector_width = 8, vector_entry = "threshold_backward_f16_vec", scalar_entry = "threshold_backward_f16_scalar">
 // GPU-SAME:    #flexsn.compiled_kernel<"threshold_backward_f16_deterministic"
 // GPU-NOT:     #flexsn.compiled_kernel<"gain_backward_f16_deterministic"
 // GPU-LABEL: gpu.func @threshold_backward_f16_vec(
@@ -95,5 +95,5 @@ flexsn.neuron @gain inputs(%x: f32) outputs(y)
 
 // flexsn-set-params turns a shipped neuron's scalar into a per-neuron one.
 // SET-LABEL: func.func @lif_final_state_f32(
-// SET-SAME:      <"v_threshold", per_neuron_param, f32, per_neuron>]>
+// SET-SAME:      <"v_threshold", per_neuron_param, f32, per_neuron, param "v_threshold" per_neuron>]>
 // SET:         flexsn.scan @lif {{.*}} params(%{{.*}} : memref<?xf32>)

@@ -860,13 +860,13 @@ private:
   Type ptrType, f32;
 };
 
-/// Builds `<name>_vec` (width > 1) or `<name>_scalar` (width == 1); with
-/// `deterministic`, `<name>_deterministic_vec` / `_scalar`, which sum the
-/// scalar reductions in a fixed order through the reduction scratch, taken
-/// after the buffers (the plan of a deterministic kernel has no per-channel
+/// Builds the entry point `name`: the vector kernel (width > 1) or the
+/// scalar one (width == 1); with `deterministic`, one that sums the scalar
+/// reductions in a fixed order through the reduction scratch, taken after
+/// the buffers (the plan of a deterministic kernel has no per-channel
 /// reductions: it stores them per neuron).
 void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
-                 unsigned width, bool deterministic) {
+                 unsigned width, bool deterministic, StringRef name) {
   assert((!deterministic || plan.channelReductions.empty()) &&
          "per-channel sums are atomic");
   bool hasScratch = deterministic && !plan.scalarReductions.empty();
@@ -900,10 +900,6 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
         {int64_t(plan.channelReductions.size() * (kBlockSize * width + 2))},
         Float32Type::get(ctx), MemRefLayoutAttrInterface(), space));
 
-  std::string name =
-      (plan.func().getSymName() + (deterministic ? "_deterministic" : "") +
-       (width > 1 ? "_vec" : "_scalar"))
-          .str();
   auto kernel =
       gpu::GPUFuncOp::create(moduleBuilder, loc, name,
                              FunctionType::get(ctx, argTypes, {}), workgroup);
@@ -1055,10 +1051,7 @@ perNeuronChannelGradients(const KernelPlan &plan,
   for (unsigned r : channelReductions) {
     KernelBufferAttr &buffer =
         buffers[plan.kernel.operandBuffers[firstReduction + r]];
-    buffer =
-        KernelBufferAttr::get(buffer.getContext(), buffer.getName(),
-                              BufferRole::PerNeuronParamGradient,
-                              buffer.getElementType(), BufferShape::PerNeuron);
+    buffer = buffer.withRole(BufferRole::PerNeuronParamGradient);
   }
   return plan.interface().withBuffers(buffers);
 }
@@ -1089,12 +1082,23 @@ struct ConvertFlexSNToGPUPass
     OpBuilder kernelBuilder = OpBuilder::atBlockBegin(gpuModule.getBody());
     MLIRContext *ctx = &getContext();
     SmallVector<Attribute> kernels;
+    // A kernel's two entry points, named here once: the compiled kernel
+    // lists them for the emitters and the manifest.
+    auto build = [&](const KernelPlan &plan, KernelInterfaceAttr interface,
+                     bool deterministic) {
+      std::string name = (plan.func().getSymName() +
+                          (deterministic ? "_deterministic" : ""))
+                             .str();
+      auto vectorEntry = StringAttr::get(ctx, name + "_vec");
+      auto scalarEntry = StringAttr::get(ctx, name + "_scalar");
+      buildKernel(kernelBuilder, plan, plan.width, deterministic, vectorEntry);
+      buildKernel(kernelBuilder, plan, 1, deterministic, scalarEntry);
+      kernels.push_back(CompiledKernelAttr::get(
+          ctx, StringAttr::get(ctx, name), interface, plan.width,
+          deterministic, vectorEntry, scalarEntry));
+    };
     for (const KernelPlan &plan : plans) {
-      buildKernel(kernelBuilder, plan, plan.width, /*deterministic=*/false);
-      buildKernel(kernelBuilder, plan, 1, /*deterministic=*/false);
-      kernels.push_back(CompiledKernelAttr::get(ctx, plan.func().getSymNameAttr(),
-                                                plan.interface(), plan.width,
-                                                /*deterministic=*/false));
+      build(plan, plan.interface(), /*deterministic=*/false);
       // Kernels with reductions across neurons (parameter gradients) also
       // come in a deterministic mode. Per-neuron sums are deterministic
       // anyway. Scalar ones are summed in a fixed order through the
@@ -1109,15 +1113,10 @@ struct ConvertFlexSNToGPUPass
             perNeuronChannelGradients(plan, fixed.channelReductions);
         fixed.channelReductions.clear();
         if (!plan.scalarReductions.empty())
-          interface = interface.withBuffer(KernelBufferAttr::get(
-              ctx, "reduction_scratch", BufferRole::ReductionScratch,
-              Float32Type::get(ctx)));
-        buildKernel(kernelBuilder, fixed, plan.width, /*deterministic=*/true);
-        buildKernel(kernelBuilder, fixed, 1, /*deterministic=*/true);
-        kernels.push_back(CompiledKernelAttr::get(
-            ctx,
-            StringAttr::get(ctx, plan.func().getSymName() + "_deterministic"),
-            interface, plan.width, /*deterministic=*/true));
+          interface = interface.withBuffer(getKernelBuffer(
+              BindingAttr::get(ctx, BoundValue::Scratch, 0),
+              KernelVariant::Backward, Float32Type::get(ctx), ""));
+        build(fixed, interface, /*deterministic=*/true);
       }
     }
     module->setAttr("flexsn.gpu_kernels", builder.getArrayAttr(kernels));

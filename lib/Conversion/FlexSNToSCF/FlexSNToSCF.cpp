@@ -320,7 +320,8 @@ struct ConvertFlexSNToSCFPass
         return signalPassFailure();
       kernels.push_back(CompiledKernelAttr::get(
           &getContext(), func.getSymNameAttr(), kernel->interface,
-          /*vectorWidth=*/0, /*deterministic=*/false));
+          /*vectorWidth=*/0, /*deterministic=*/false, StringAttr(),
+          StringAttr()));
       func->removeAttr(KernelInterfaceAttr::getAttrName());
     }
     if (!kernels.empty())

@@ -84,12 +84,6 @@ class _CompiledBlock:
         `@<block>_<dtype>`."""
         return block if dtype == "f32" else f"{block}_{dtype}"
 
-    @classmethod
-    def kernel_name(cls, block: str, variant: str, dtype: str) -> str:
-        """Kernel generation names a block function's kernels
-        `<function>_<variant>_<dtype>`."""
-        return f"{cls.function_name(block, dtype)}_{variant}_{dtype}"
-
     def __init__(self, kernels, info: NeuronInfo):
         self.kernels, self.info, self.name = kernels, info, info.name
         self.directory, self.manifest = kernels.directory, kernels.manifest
@@ -100,9 +94,9 @@ class _CompiledBlock:
             raise RuntimeError(
                 f"{self.name}: a Block has no {variant} kernel with "
                 f"{spikes} spikes (it keeps final states, dense spikes)")
-        return self.kernels.kernel(
-            device, self.kernel_name(self.name, self._VARIANTS[variant],
-                                     dtype), deterministic)
+        return self.kernels.kernel_of(
+            device, self.function_name(self.name, dtype),
+            self._VARIANTS[variant], dtype, deterministic)
 
 
 class Block(StatefulModule):
@@ -207,13 +201,12 @@ class Block(StatefulModule):
                           Param("shift", "f32", pre.shift, "trainable", shape)]
         # In the kernels' order, which fusion chose: their param buffers,
         # then their scalar params.
-        first = _CompiledBlock.kernel_name(name, "inference",
-                                           self.storage_types[0])
-        spec = next(k for k in (self.kernels.manifest.cpu_kernels
-                                 + self.kernels.manifest.gpu_kernels)
-                    if k.name == first)
-        order = [b.name for b in spec.buffers_with_role(
-            "per_neuron_param", "per_channel_param")]
+        dtype, manifest = self.storage_types[0], self.kernels.manifest
+        function = _CompiledBlock.function_name(name, dtype)
+        spec = (manifest.find("cpu", "inference", dtype, neuron=function)
+                or manifest.find("cuda", "inference", dtype, neuron=function))
+        order = [b.binds.name for b in spec.buffers
+                 if b.binds.key == ("param", False)]
         order += [n for n, _ in spec.params]
         params.sort(key=lambda p: order.index(p.name))
         self.info = NeuronInfo(name, ("x",), states, outputs, tuple(params))

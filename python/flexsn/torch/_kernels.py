@@ -1,13 +1,9 @@
 """A compiled neuron's kernels called on torch tensors.
 
-Buffers are matched to tensors by their manifest roles, in order within a
-role: inputs, initial states, outputs, state results, incoming gradients
-(outputs', then state sequences'), re-read inputs (named after the input),
-gradients of final states, of inputs, of initial states, per-neuron and
-per-channel parameters (named after the parameter), gradients of trainable
-parameters (`param_gradient` for scalar ones, `per_neuron_param_gradient`
-and `per_channel_param_gradient` for shaped ones, named
-`<parameter>_grad`).
+Buffers are matched to tensors by their manifest bindings alone (what each
+buffer holds: input k, state k before the first step, at every step or
+after the last, output k, a parameter by name, or the gradient of one of
+these; `buffer_layout`), never by their names or positions.
 
 Shaped parameters are float32 tensors passed in declaration order as
 `shaped`: a per-neuron one has the neuron shape (the inputs' shape without
@@ -38,7 +34,34 @@ def output_kinds(spec: Kernel, x_dtype: torch.dtype) -> list:
     is stored in, or "bits" for spikes packed 8 per byte."""
     return ["bits" if b.dtype == "bits" else
             torch.uint8 if b.dtype == "u8" else x_dtype
-            for b in spec.buffers_with_role("output_sequence")]
+            for b in spec.bound("output")]
+
+
+def buffer_layout(spec: Kernel, info) -> List[Tuple[Tuple[str, bool], int]]:
+    """Per argument buffer of `spec` (workspace parts excluded), which
+    tensor it takes: the group of tensors, `(value, gradient)` as its
+    binding says (("input", False): the inputs, ("state_final", True): the
+    final states' gradients, ...), and the index into that group: the
+    binding's index or, for a parameter, its position among `info`'s
+    shaped parameters (values) or trainable ones (gradients)."""
+    shaped = [p.name for p in info.shaped_params]
+    trainable = [p.name for p in info.trainable_params]
+    layout = []
+    for b in spec.buffers:
+        if b.in_workspace:
+            continue
+        binds = b.binds
+        index = binds.index
+        if binds.value == "param":
+            names = trainable if binds.gradient else shaped
+            if binds.name not in names:
+                raise RuntimeError(
+                    f"{spec.name}: buffer '{b.name}' binds parameter "
+                    f"'{binds.name}', which is not one of "
+                    f"{', '.join(names) or 'none'}")
+            index = names.index(binds.name)
+        layout.append((binds.key, index))
+    return layout
 
 
 def packed_shape(seq_shape: Sequence[int]) -> Tuple[int, int]:
@@ -206,9 +229,6 @@ class NeuronKernels:
         self.num_inputs = len(self.info.inputs)
         self.num_states = len(self.info.states)
         self.num_outputs = len(self.info.outputs)
-        self.shaped_names = tuple(p.name for p in self.info.shaped_params)
-        self.trainable_names = tuple(p.name
-                                     for p in self.info.trainable_params)
         self._cache = {}
         self._plans = {}
         self._layouts = {}
@@ -265,55 +285,31 @@ class NeuronKernels:
         return torch.empty((nbytes + 3) // 4, dtype=torch.float32,
                            device=device)
 
-    def _backward_layout(self, spec) -> List[Tuple[str, int]]:
-        """(role, index into the tensors of that role) of each argument of
-        a backward kernel, worked out once per kernel. Parameter gradients
-        (scalar and shaped) index the trainable parameters, by name."""
+    def _layout(self, spec) -> List[Tuple[Tuple[str, bool], int]]:
+        """buffer_layout of `spec`, worked out once per kernel, with (for a
+        backward kernel) the trainable parameters whose gradient it writes
+        and the per-channel ones it writes per neuron (each neuron's sum
+        over time, summed per channel here)."""
         layout = self._layouts.get(spec.name)
         if layout is None:
-            counts, layout = {}, []
-            for b in spec.buffers:
-                if b.in_workspace:
-                    continue
-                role = b.role
-                if role == "input_sequence":
-                    index = self.info.inputs.index(b.name)
-                elif role in ("optional_input_sequence", "initial_state",
-                              "output_sequence", "final_state"):
-                    index = counts[role] = counts.get(role, -1) + 1
-                elif role in ("per_neuron_param", "per_channel_param"):
-                    index = self._named(spec, b.name, self.shaped_names)
-                    role = "shaped_param"
-                elif role in ("param_gradient", "per_neuron_param_gradient",
-                              "per_channel_param_gradient"):
-                    name = b.name[:-len("_grad")] if b.name.endswith(
-                        "_grad") else b.name
-                    index = self._named(spec, name, self.trainable_names)
-                    role = "param_gradient"
-                else:
-                    raise RuntimeError(f"{spec.name}: unexpected buffer role "
-                                       f"'{b.role}' in a backward kernel")
-                layout.append((role, index))
-            self._layouts[spec.name] = layout
-            # The trainable parameters whose gradient the kernel writes.
+            layout = self._layouts[spec.name] = buffer_layout(spec,
+                                                              self.info)
             self._written[spec.name] = frozenset(
-                i for role, i in layout if role == "param_gradient")
-            # Per-channel ones that a deterministic kernel writes per
-            # neuron (each neuron's sum over time), summed here.
+                i for key, i in layout if key == ("param", True))
             trainable = self.info.trainable_params
             self._per_neuron_sums[spec.name] = frozenset(
-                i for b, (role, i) in zip(
+                i for b, (key, i) in zip(
                     (b for b in spec.buffers if not b.in_workspace), layout)
-                if b.role == "per_neuron_param_gradient"
+                if key == ("param", True)
+                and b.role == "per_neuron_param_gradient"
                 and trainable[i].per_channel)
         return layout
 
-    @staticmethod
-    def _named(spec, name, names) -> int:
-        if name not in names:
-            raise RuntimeError(f"{spec.name}: buffer of parameter '{name}', "
-                               f"which is not one of {', '.join(names)}")
-        return names.index(name)
+    def _buffers(self, spec, sources) -> List[int]:
+        """The addresses of `spec`'s argument buffers, each taken from
+        `sources[(value, gradient)][index]` as its binding says."""
+        address = self._address
+        return [address(sources[key][i]) for key, i in self._layout(spec)]
 
     # -- the variants ------------------------------------------------------
 
@@ -375,14 +371,18 @@ class NeuronKernels:
             return outputs, states
         # Contiguous copies stay referenced until the launch is queued.
         shaped = [p.contiguous() for p in shaped]
-        buffers = ([x.data_ptr() for x in inputs]
-                   + [self._address(s) for s in inits]
-                   + [y.data_ptr() for y in outputs]
-                   + [s.data_ptr() for s in states]
-                   + [p.data_ptr() for p in shaped])
+        buffers = self._buffers(kernel.spec, self._step_sources(
+            inputs, inits, outputs, states, shaped))
         self._launch(kernel, T, N, ld if ld != N else 0, buffers, 0, params,
                      x0.get_device(), layout)
         return outputs, states
+
+    @staticmethod
+    def _step_sources(inputs, inits, outputs, states, shaped) -> dict:
+        """The tensors an inference, final-state or forward kernel binds."""
+        return {("input", False): inputs, ("state_init", False): inits,
+                ("output", False): outputs, ("state_seq", False): states,
+                ("state_final", False): states, ("param", False): shaped}
 
     def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided,
                         shaped=(), spikes="dense"):
@@ -411,9 +411,11 @@ class NeuronKernels:
         holds: T for a state sequence, min(T, 1) for a final state (a
         block's forward kernel keeps only what the block returns), so that
         the last step of either is the final state."""
-        return [T if b.role == "state_sequence" else min(T, 1)
-                for b in kernel.spec.buffers_with_role("state_sequence",
-                                                       "final_state")]
+        spec = kernel.spec
+        held = sorted(spec.bound("state_seq") + spec.bound("state_final"),
+                      key=lambda b: b.binds.index)
+        return [T if b.binds.value == "state_seq" else min(T, 1)
+                for b in held]
 
     def forward(self, inputs, inits, params, shaped=()):
         """Training forward: outputs, states ([steps, N...], see
@@ -436,11 +438,8 @@ class NeuronKernels:
         if T == 0 or N == 0:
             return outputs, states, workspace
         shaped = [p.contiguous() for p in shaped]
-        buffers = ([x.data_ptr() for x in inputs]
-                   + [self._address(s) for s in inits]
-                   + [y.data_ptr() for y in outputs]
-                   + [s.data_ptr() for s in states]
-                   + [p.data_ptr() for p in shaped])
+        buffers = self._buffers(kernel.spec, self._step_sources(
+            inputs, inits, outputs, states, shaped))
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device, channels(self.info, x0))
         return outputs, states, workspace
@@ -483,7 +482,7 @@ class NeuronKernels:
                        for _ in range(self.num_inputs)]
         grad_inits = [dtype_like.new_empty(shape) if p else None
                       for p in (present or [True] * self.num_states)]
-        layout = self._backward_layout(spec)
+        self._layout(spec)
         written = self._written[spec.name]
         per_neuron_sums = self._per_neuron_sums[spec.name]
         # Scalar gradients start at zero; shaped ones are overwritten by
@@ -511,16 +510,19 @@ class NeuronKernels:
                 else:
                     g.zero_()
             return grad_inputs, grad_inits, grad_params
+        def contiguous(tensors):
+            return [None if t is None else t.contiguous() for t in tensors]
+
+        # Contiguous copies stay referenced (by `sources`) until the launch
+        # is queued.
         sources = {
-            "optional_input_sequence": [
-                None if g is None else g.contiguous()
-                for g in list(grad_outputs) + list(grad_states)],
-            # Contiguous copies stay referenced until the launch is queued.
-            "input_sequence": [x.contiguous() for x in inputs],
-            "initial_state": finals, "output_sequence": grad_inputs,
-            "final_state": grad_inits, "param_gradient": grad_params,
-            "shaped_param": [p.contiguous() for p in shaped]}
-        buffers = [self._address(sources[role][i]) for role, i in layout]
+            ("output", True): contiguous(grad_outputs),
+            ("state_seq", True): contiguous(grad_states),
+            ("input", False): contiguous(inputs),
+            ("state_final", True): finals, ("input", True): grad_inputs,
+            ("state_init", True): grad_inits, ("param", True): grad_params,
+            ("param", False): contiguous(shaped)}
+        buffers = self._buffers(spec, sources)
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device, channels(self.info, dtype_like))
         for i in per_neuron_sums:

@@ -2,7 +2,7 @@
 
 // expected-error@+2 {{buffer name 'x-1' is not a C identifier}}
 // expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
-func.func @name(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x-1", input_sequence, f32, sequence>]>} {
+func.func @name(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x-1", input_sequence, f32, sequence, input 0>]>} {
   return
 }
 
@@ -10,7 +10,7 @@ func.func @name(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<
 
 // expected-error@+2 {{a initial_state buffer ('v0') has shape class per_neuron, not sequence}}
 // expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
-func.func @shape(%v0: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v0", initial_state, f32, sequence>]>} {
+func.func @shape(%v0: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v0", initial_state, f32, sequence, state_init 0>]>} {
   return
 }
 
@@ -18,49 +18,49 @@ func.func @shape(%v0: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kerne
 
 // Saved values are f32 or the storage type, not another one.
 // expected-error@+1 {{saved buffer 'saved0' holds 'bf16': saved values are f32 or the storage type ('f16')}}
-func.func @saved_bf16(%s: memref<?x?xbf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f16, buffers = [<"saved0", saved_output, bf16, sequence>], workspace_sequences = 1>} {
+func.func @saved_bf16(%s: memref<?x?xbf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f16, buffers = [<"saved0", saved_output, bf16, sequence, saved 0>], workspace_sequences = 1>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{two buffers are named 'x'}}
-func.func @twice(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"x", output_sequence, f32, sequence>]>} {
+func.func @twice(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"x", output_sequence, f32, sequence, output 0>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{parameter 'x' has the name of another argument}}
-func.func @clash(%x: memref<?x?xf32>, %p: f32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>], params = [<"x", 1.0 : f32, runtime>]>} {
+func.func @clash(%x: memref<?x?xf32>, %p: f32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>], params = [<"x", 1.0 : f32, runtime>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{parameter 'a' is const: only runtime and trainable parameters are kernel arguments}}
-func.func @const_param(%x: memref<?x?xf32>, %a: f32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>], params = [<"a", 1.0 : f32, const>]>} {
+func.func @const_param(%x: memref<?x?xf32>, %a: f32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>], params = [<"a", 1.0 : f32, const>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{an inference kernel has no param_gradient buffer ('a_grad')}}
-func.func @gradient(%x: memref<?x?xf32>, %g: memref<f32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"a_grad", param_gradient, f32, scalar>]>} {
+func.func @gradient(%x: memref<?x?xf32>, %g: memref<f32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"a_grad", param_gradient, f32, scalar, grad param "a">]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{a forward kernel's saved buffers are saved_output, not 'saved0'}}
-func.func @reads_saved(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"saved0", saved_input, f32, sequence>], workspace_sequences = 1>} {
+func.func @reads_saved(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"saved0", saved_input, f32, sequence, saved 0>], workspace_sequences = 1>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{workspace_sequences is 2 but the kernel has 1 saved buffer(s)}}
-func.func @workspace(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"saved0", saved_output, f32, sequence>], workspace_sequences = 2>} {
+func.func @workspace(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"saved0", saved_output, f32, sequence, saved 0>], workspace_sequences = 2>} {
   return
 }
 
@@ -68,7 +68,7 @@ func.func @workspace(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.ke
 
 // expected-error@+2 {{the reduction scratch must be the last buffer}}
 // expected-error@+1 {{failed to parse FlexSN_CompiledKernelAttr parameter 'interface'}}
-module attributes {flexsn.gpu_kernels = [#flexsn.compiled_kernel<"k", <"k", backward, f32, buffers = [<"reduction_scratch", reduction_scratch, f32, scratch>, <"g", param_gradient, f32, scalar>]>, vector_width = 4>]} {
+module attributes {flexsn.gpu_kernels = [#flexsn.compiled_kernel<"k", <"k", backward, f32, buffers = [<"reduction_scratch", reduction_scratch, f32, scratch, scratch>, <"g", param_gradient, f32, scalar, grad param "g">]>, vector_width = 4, vector_entry = "k_vec", scalar_entry = "k_scalar">]} {
 }
 
 // -----
@@ -81,42 +81,42 @@ func.func @empty() attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f3
 // -----
 
 // expected-error@+1 {{'flexsn.kernel' lists 2 buffer(s) and 0 parameter(s), but the function takes 1 argument(s) and returns 0 value(s)}}
-func.func @count(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>]>} {
+func.func @count(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 0>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{argument #1 ('memref<?xf32>') is not a sequence memref of 'f32', as buffer 'y' says}}
-func.func @rank(%x: memref<?x?xf32>, %y: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"y", output_sequence, f32, sequence>]>} {
+func.func @rank(%x: memref<?x?xf32>, %y: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 0>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{argument #0 ('memref<?x?xf16>') is not a sequence memref of 'f32', as buffer 'x' says}}
-func.func @element(%x: memref<?x?xf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>} {
+func.func @element(%x: memref<?x?xf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{argument #1 ('i32') is not of the type of parameter 'a' ('f32')}}
-func.func @param_type(%x: memref<?x?xf32>, %a: i32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>], params = [<"a", 1.0 : f32, runtime>]>} {
+func.func @param_type(%x: memref<?x?xf32>, %a: i32) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>], params = [<"a", 1.0 : f32, runtime>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{buffer 'reduction_scratch': a kernel function takes no reduction scratch (the GPU lowering adds it)}}
-func.func @scratch(%x: memref<?x?xf32>, %s: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x", output_sequence, f32, sequence>, <"reduction_scratch", reduction_scratch, f32, scratch>]>} {
+func.func @scratch(%x: memref<?x?xf32>, %s: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x", output_sequence, f32, sequence, grad input 0>, <"reduction_scratch", reduction_scratch, f32, scratch, scratch>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{'flexsn.kernel' belongs on a kernel function}}
-module attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>} {
+module attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>} {
 }
 
 // -----
@@ -136,7 +136,7 @@ func.func @old(%x: memref<?x?xf32>) attributes {flexsn.variant = "inference"} {
 // -----
 
 // expected-error@+1 {{'flexsn.cpu_kernels' lists k, a GPU kernel}}
-module attributes {flexsn.cpu_kernels = [#flexsn.compiled_kernel<"k", <"k", inference, f32, buffers = [<"x", input_sequence, f32, sequence>]>, vector_width = 4>]} {
+module attributes {flexsn.cpu_kernels = [#flexsn.compiled_kernel<"k", <"k", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>, vector_width = 4, vector_entry = "k_vec", scalar_entry = "k_scalar">]} {
 }
 
 // -----
@@ -158,14 +158,14 @@ func.func @role(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<
 
 // expected-error@+2 {{a per_neuron_param buffer ('th') has shape class per_neuron, not scalar}}
 // expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
-func.func @per_neuron_shape(%th: memref<f32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"th", per_neuron_param, f32, scalar>]>} {
+func.func @per_neuron_shape(%th: memref<f32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"th", per_neuron_param, f32, scalar, param "th" per_neuron>]>} {
   return
 }
 
 // -----
 
 // expected-error@+1 {{an inference kernel has no per_neuron_param_gradient buffer ('th_grad')}}
-func.func @inference_gradient(%g: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"th_grad", per_neuron_param_gradient, f32, per_neuron>]>} {
+func.func @inference_gradient(%g: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"th_grad", per_neuron_param_gradient, f32, per_neuron, grad param "th" per_neuron>]>} {
   return
 }
 
@@ -174,7 +174,7 @@ func.func @inference_gradient(%g: memref<?xf32>) attributes {flexsn.kernel = #fl
 // Bytes hold spikes, which only outputs are.
 // expected-error@+2 {{a state_sequence buffer ('v') cannot hold 'i8': only spike outputs (output_sequence) are stored as bytes or bits}}
 // expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
-func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", state_sequence, i8, sequence>], spikes = u8>} {
+func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", state_sequence, i8, sequence, state_seq 0>], spikes = u8>} {
   return
 }
 
@@ -182,7 +182,7 @@ func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.ke
 
 // expected-error@+2 {{buffer 'x' must hold f32, f16, bf16, i8 or i1, got 'i16'}}
 // expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
-func.func @short(%x: memref<?x?xi16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, i16, sequence>]>} {
+func.func @short(%x: memref<?x?xi16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, i16, sequence, input 0>]>} {
   return
 }
 
@@ -190,7 +190,7 @@ func.func @short(%x: memref<?x?xi16>) attributes {flexsn.kernel = #flexsn.kernel
 
 // A dense kernel stores no byte spikes.
 // expected-error@+1 {{an i8 output buffer belongs to a kernel storing spikes as u8 (spikes = u8)}}
-func.func @dense(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i8, sequence>]>} {
+func.func @dense(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i8, sequence, output 0>]>} {
   return
 }
 
@@ -198,7 +198,7 @@ func.func @dense(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.ker
 
 // A u8 kernel has a byte output.
 // expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
-func.func @no_bytes(%x: memref<?x?xf32>, %s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, f32, sequence>], spikes = u8>} {
+func.func @no_bytes(%x: memref<?x?xf32>, %s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, f32, sequence, output 0>], spikes = u8>} {
   return
 }
 
@@ -206,7 +206,7 @@ func.func @no_bytes(%x: memref<?x?xf32>, %s: memref<?x?xf32>) attributes {flexsn
 
 // Training outputs carry gradients: no byte spikes.
 // expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
-func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i8, sequence>], spikes = u8>} {
+func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i8, sequence, output 0>], spikes = u8>} {
   return
 }
 
@@ -215,7 +215,7 @@ func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.
 // Bits hold spikes, which only outputs are.
 // expected-error@+2 {{a final_state buffer ('v') cannot hold 'i1': only spike outputs (output_sequence) are stored as bytes or bits}}
 // expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
-func.func @bit_state(%v: memref<?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", final_state, i1, per_neuron>], spikes = bits>} {
+func.func @bit_state(%v: memref<?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", final_state, i1, per_neuron, state_final 0>], spikes = bits>} {
   return
 }
 
@@ -223,7 +223,7 @@ func.func @bit_state(%v: memref<?xi1>) attributes {flexsn.kernel = #flexsn.kerne
 
 // A dense kernel stores no bit spikes.
 // expected-error@+1 {{an i1 output buffer belongs to a kernel storing spikes as bits (spikes = bits)}}
-func.func @dense_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i1, sequence>]>} {
+func.func @dense_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i1, sequence, output 0>]>} {
   return
 }
 
@@ -231,7 +231,7 @@ func.func @dense_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexs
 
 // A bits kernel stores its spikes as i1, not as bytes.
 // expected-error@+1 {{a kernel storing spikes as bits is an inference or final-state kernel whose compact outputs are all i1}}
-func.func @bits_as_bytes(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", "final-state", f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i8, sequence>], spikes = bits>} {
+func.func @bits_as_bytes(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", "final-state", f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i8, sequence, output 0>], spikes = bits>} {
   return
 }
 
@@ -239,7 +239,7 @@ func.func @bits_as_bytes(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {fl
 
 // One storage per kernel: bytes and bits do not mix.
 // expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
-func.func @mixed(%s: memref<?x?xi8>, %b: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"s", output_sequence, i8, sequence>, <"b", output_sequence, i1, sequence>], spikes = u8>} {
+func.func @mixed(%s: memref<?x?xi8>, %b: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"s", output_sequence, i8, sequence, output 0>, <"b", output_sequence, i1, sequence, output 1>], spikes = u8>} {
   return
 }
 
@@ -247,6 +247,86 @@ func.func @mixed(%s: memref<?x?xi8>, %b: memref<?x?xi1>) attributes {flexsn.kern
 
 // Training outputs carry gradients: no bit spikes.
 // expected-error@+1 {{a kernel storing spikes as bits is an inference or final-state kernel whose compact outputs are all i1}}
-func.func @training_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x", input_sequence, f32, sequence>, <"s", output_sequence, i1, sequence>], spikes = bits>} {
+func.func @training_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i1, sequence, grad input 0>], spikes = bits>} {
   return
+}
+
+// -----
+
+// A buffer's binding must suit its role: an input sequence holds an input.
+// expected-error@+2 {{a input_sequence buffer ('x') cannot bind output 0}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @binds_role(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, output 0>]>} {
+  return
+}
+
+// -----
+
+// A backward kernel's output sequence holds an input's gradient, not the
+// input.
+// expected-error@+2 {{a output_sequence buffer ('x_grad') cannot bind input 0}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @binds_gradient(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x_grad", output_sequence, f32, sequence, input 0>]>} {
+  return
+}
+
+// -----
+
+// Callers find buffers by binding: two buffers never bind one value.
+// expected-error@+1 {{buffers 'y' and 'z' bind the same value}}
+func.func @binds_twice(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %z: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"y", output_sequence, f32, sequence, output 1>, <"z", output_sequence, f32, sequence, output 1>]>} {
+  return
+}
+
+// -----
+
+// A scalar parameter is a kernel argument, never a buffer.
+// expected-error@+2 {{a per_neuron_param buffer ('w') cannot bind param "w"}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @binds_scalar_param(%w: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"w", per_neuron_param, f32, per_neuron, param "w">]>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{expected what the buffer binds (input, state_init, state_seq, state_final, output, param, saved or scratch), got 'state'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @binds_unknown(%v: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v_init", initial_state, f32, per_neuron, state 0>]>} {
+  return
+}
+
+// -----
+
+// Saved values and the scratch have no gradient.
+// expected-error@+2 {{a saved buffer has no gradient}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @binds_saved_gradient(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"saved0", saved_input, f32, sequence, grad saved 0>], workspace_sequences = 1>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{a binding's index is not negative, got -1}}
+// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+func.func @binds_negative(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input -1>]>} {
+  return
+}
+
+// -----
+
+// A GPU kernel names its two entry points; a CPU kernel has none.
+// expected-error@+1 {{kernel 'k': a GPU kernel names its vector_entry and scalar_entry}}
+module attributes {flexsn.gpu_kernels = [#flexsn.compiled_kernel<"k", <"k", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>, vector_width = 4>]} {
+}
+
+// -----
+
+// expected-error@+1 {{kernel 'k': a CPU kernel's entry point is its name: it has no vector_entry or scalar_entry}}
+module attributes {flexsn.cpu_kernels = [#flexsn.compiled_kernel<"k", <"k", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>, vector_entry = "k_vec">]} {
+}
+
+// -----
+
+// expected-error@+1 {{kernel 'k': its vector and scalar entry points are both 'k_vec'}}
+module attributes {flexsn.gpu_kernels = [#flexsn.compiled_kernel<"k", <"k", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>, vector_width = 4, vector_entry = "k_vec", scalar_entry = "k_vec">]} {
 }

@@ -66,10 +66,10 @@ func.func @block_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
                              %y: memref<?x?xf32>, %v: memref<?x?xf32>,
                              %scale: f32, %shift: f32)
     attributes {flexsn.kernel = #flexsn.kernel<"block", forward, f32,
-      buffers = [<"x", input_sequence, f32, sequence>,
-                 <"v_init", initial_state, f32, per_neuron>,
-                 <"y", output_sequence, f32, sequence>,
-                 <"v_seq", state_sequence, f32, sequence>],
+      buffers = [<"x", input_sequence, f32, sequence, input 0>,
+                 <"v_init", initial_state, f32, per_neuron, state_init 0>,
+                 <"y", output_sequence, f32, sequence, output 0>,
+                 <"v_seq", state_sequence, f32, sequence, state_seq 0>],
       params = [<"scale", 1.0 : f32, trainable>, <"shift", 0.0 : f32, runtime>]>} {
   flexsn.scan ins(%x : memref<?x?xf32>) inits(%v0 : memref<?xf32>)
       params(%scale, %shift : f32, f32) outs(%y : memref<?x?xf32>)

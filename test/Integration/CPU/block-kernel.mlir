@@ -27,7 +27,7 @@
 //
 // KERNEL-NOT:   func.func @bn_lif(
 // KERNEL-LABEL: func.func @bn_lif_inference_f32
-// KERNEL-SAME:    #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence>, <"v_init", initial_state, f32, per_neuron>, <"y", output_sequence, f32, sequence>, <"v", final_state, f32, per_neuron>, <"scale", per_channel_param, f32, per_channel>, <"shift", per_channel_param, f32, per_channel>]>
+// KERNEL-SAME:    #flexsn.kernel<"bn_lif", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"y", output_sequence, f32, sequence, output 0>, <"v", final_state, f32, per_neuron, state_final 0>, <"scale", per_channel_param, f32, per_channel, param "scale" per_channel>, <"shift", per_channel_param, f32, per_channel, param "shift" per_channel>]>
 //
 // LIF: h = v + (y - v)/2, s = H(h - 1), v' = (1 - s)·h, v0 = 0, on the
 // normalized input p = x·scale[c] + shift[c]; the block returns s + x.

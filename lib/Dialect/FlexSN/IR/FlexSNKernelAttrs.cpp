@@ -16,6 +16,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -72,6 +73,233 @@ BufferShape mlir::flexsn::getShapeOfRole(BufferRole role) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Bindings
+//===----------------------------------------------------------------------===//
+
+BindingAttr BindingAttr::getParam(ParamAttr param) {
+  return get(param.getContext(), BoundValue::Param, 0, param.getName(),
+             param.getShape(), false);
+}
+
+BindingAttr BindingAttr::getGradientBinding() const {
+  return get(getContext(), getValue(), getIndex(), getParam(),
+             getParamShape(), true);
+}
+
+/// Writes `binds` as a buffer spells it: `grad param "w" per_channel`.
+static void writeBindingBody(llvm::raw_ostream &os, BindingAttr binds) {
+  if (binds.getGradient())
+    os << "grad ";
+  os << stringifyBoundValue(binds.getValue());
+  if (binds.getValue() == BoundValue::Param) {
+    os << " \"";
+    llvm::printEscapedString(binds.getParam().getValue(), os);
+    os << '"';
+    if (binds.getParamShape() != ParamShape::Scalar)
+      os << ' ' << stringifyParamShape(binds.getParamShape());
+  } else if (binds.getValue() != BoundValue::Scratch) {
+    os << ' ' << binds.getIndex();
+  }
+}
+
+void BindingAttr::printBody(AsmPrinter &printer) const {
+  writeBindingBody(printer.getStream(), *this);
+}
+
+BindingAttr BindingAttr::parseBody(AsmParser &parser) {
+  MLIRContext *ctx = parser.getContext();
+  SMLoc loc = parser.getCurrentLocation();
+  bool gradient = succeeded(parser.parseOptionalKeyword("grad"));
+  StringRef keyword;
+  if (failed(parser.parseKeyword(&keyword)))
+    return {};
+  std::optional<BoundValue> value = symbolizeBoundValue(keyword);
+  if (!value) {
+    parser.emitError(loc) << "expected what the buffer binds (input, "
+                             "state_init, state_seq, state_final, output, "
+                             "param, saved or scratch), got '"
+                          << keyword << "'";
+    return {};
+  }
+  int64_t index = 0;
+  std::string param;
+  ParamShape shape = ParamShape::Scalar;
+  if (*value == BoundValue::Param) {
+    if (failed(parser.parseString(&param)))
+      return {};
+    StringRef shapeKeyword;
+    if (succeeded(parser.parseOptionalKeyword(
+            &shapeKeyword, {"scalar", "per_neuron", "per_channel"})))
+      shape = *symbolizeParamShape(shapeKeyword);
+  } else if (*value != BoundValue::Scratch) {
+    if (failed(parser.parseInteger(index)))
+      return {};
+  }
+  return parser.getChecked<BindingAttr>(
+      loc, ctx, *value, index,
+      param.empty() ? StringAttr() : StringAttr::get(ctx, param), shape,
+      gradient);
+}
+
+void BindingAttr::print(AsmPrinter &printer) const {
+  printer << '<';
+  printBody(printer);
+  printer << '>';
+}
+
+Attribute BindingAttr::parse(AsmParser &parser, Type) {
+  if (failed(parser.parseLess()))
+    return {};
+  BindingAttr binds = parseBody(parser);
+  if (!binds || failed(parser.parseGreater()))
+    return {};
+  return binds;
+}
+
+ParseResult mlir::flexsn::parseBindingBody(AsmParser &parser,
+                                           BindingAttr &binds) {
+  BindingAttr parsed = BindingAttr::parseBody(parser);
+  if (!parsed)
+    return failure();
+  binds = parsed;
+  return success();
+}
+
+void mlir::flexsn::printBindingBody(AsmPrinter &printer, BindingAttr binds) {
+  binds.printBody(printer);
+}
+
+LogicalResult BindingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  BoundValue value, int64_t index,
+                                  StringAttr param, ParamShape paramShape,
+                                  bool gradient) {
+  bool isParam = value == BoundValue::Param;
+  if (index < 0)
+    return emitError() << "a binding's index is not negative, got " << index;
+  if (isParam != (param && !param.getValue().empty()))
+    return emitError() << (isParam ? "a parameter binding names its parameter"
+                                   : "only a parameter binding names a "
+                                     "parameter");
+  if (!isParam && paramShape != ParamShape::Scalar)
+    return emitError() << "only a parameter binding has a shape";
+  if ((isParam || value == BoundValue::Scratch) && index != 0)
+    return emitError() << "a " << stringifyBoundValue(value)
+                       << " binding has no index";
+  if (gradient && (value == BoundValue::Saved || value == BoundValue::Scratch))
+    return emitError() << "a " << stringifyBoundValue(value)
+                       << " buffer has no gradient";
+  return success();
+}
+
+BufferRole mlir::flexsn::getRoleOfBinding(BindingAttr binds,
+                                          KernelVariant variant) {
+  bool grad = binds.getGradient();
+  switch (binds.getValue()) {
+  case BoundValue::Input:
+    return grad ? BufferRole::OutputSequence : BufferRole::InputSequence;
+  case BoundValue::StateInit:
+    return grad ? BufferRole::FinalState : BufferRole::InitialState;
+  case BoundValue::StateSeq:
+    return grad ? BufferRole::OptionalInputSequence
+                : BufferRole::StateSequence;
+  case BoundValue::StateFinal:
+    // The reverse scan starts from the final states' gradients.
+    return grad ? BufferRole::InitialState : BufferRole::FinalState;
+  case BoundValue::Output:
+    return grad ? BufferRole::OptionalInputSequence
+                : BufferRole::OutputSequence;
+  case BoundValue::Param:
+    switch (binds.getParamShape()) {
+    case ParamShape::Scalar:
+      return BufferRole::ParamGradient;
+    case ParamShape::PerNeuron:
+      return grad ? BufferRole::PerNeuronParamGradient
+                  : BufferRole::PerNeuronParam;
+    case ParamShape::PerChannel:
+      return grad ? BufferRole::PerChannelParamGradient
+                  : BufferRole::PerChannelParam;
+    }
+    llvm_unreachable("unknown parameter shape");
+  case BoundValue::Saved:
+    return variant == KernelVariant::Backward ? BufferRole::SavedInput
+                                              : BufferRole::SavedOutput;
+  case BoundValue::Scratch:
+    return BufferRole::ReductionScratch;
+  }
+  llvm_unreachable("unknown bound value");
+}
+
+/// Whether a buffer of `role` may hold `binds`, in a kernel of any variant.
+static bool suitsBinding(BufferRole role, BindingAttr binds) {
+  if (binds.getValue() == BoundValue::Param && !binds.getGradient() &&
+      binds.getParamShape() == ParamShape::Scalar)
+    return false; // scalar parameters are arguments, not buffers
+  // The GPU lowering stores per-channel gradients as per-neuron sums.
+  if (role == BufferRole::PerNeuronParamGradient && binds.getGradient() &&
+      binds.getParamShape() == ParamShape::PerChannel)
+    return true;
+  return role == getRoleOfBinding(binds, KernelVariant::Forward) ||
+         role == getRoleOfBinding(binds, KernelVariant::Backward);
+}
+
+std::string mlir::flexsn::getBufferName(BindingAttr binds,
+                                        StringRef valueName) {
+  std::string name;
+  switch (binds.getValue()) {
+  case BoundValue::Input:
+  case BoundValue::Output:
+    name = valueName.str();
+    break;
+  case BoundValue::StateInit:
+    name = (valueName + "_init").str();
+    break;
+  case BoundValue::StateSeq:
+    name = (valueName + "_seq").str();
+    break;
+  case BoundValue::StateFinal:
+    name = (valueName + "_final").str();
+    break;
+  case BoundValue::Param:
+    name = binds.getParam().getValue().str();
+    break;
+  case BoundValue::Saved:
+    name = llvm::formatv("saved{0}", binds.getIndex()).str();
+    break;
+  case BoundValue::Scratch:
+    name = "reduction_scratch";
+    break;
+  }
+  return binds.getGradient() ? name + "_grad" : name;
+}
+
+KernelBufferAttr mlir::flexsn::getKernelBuffer(BindingAttr binds,
+                                               KernelVariant variant,
+                                               Type elementType,
+                                               StringRef valueName) {
+  MLIRContext *ctx = binds.getContext();
+  BufferRole role = getRoleOfBinding(binds, variant);
+  return KernelBufferAttr::get(
+      ctx, StringAttr::get(ctx, getBufferName(binds, valueName)), role,
+      elementType, getShapeOfRole(role), binds);
+}
+
+KernelBufferAttr mlir::flexsn::getGradientBuffer(KernelBufferAttr of,
+                                                 KernelVariant variant,
+                                                 Type elementType) {
+  MLIRContext *ctx = of.getContext();
+  BindingAttr binds = of.getBinds().getGradientBinding();
+  BufferRole role = getRoleOfBinding(binds, variant);
+  return KernelBufferAttr::get(
+      ctx, StringAttr::get(ctx, of.getName().getValue() + "_grad"), role,
+      elementType, getShapeOfRole(role), binds);
+}
+
+KernelBufferAttr KernelBufferAttr::withRole(BufferRole role) const {
+  return get(getContext(), getName(), role, getElementType(),
+             getShapeOfRole(role), getBinds());
+}
+
 /// Whether a buffer of `role` is f32 whatever the storage type.
 static bool isAlwaysF32(BufferRole role) {
   return role == BufferRole::ParamGradient ||
@@ -85,7 +313,7 @@ static bool isAlwaysF32(BufferRole role) {
 LogicalResult
 KernelBufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          StringAttr name, BufferRole role, Type elementType,
-                         BufferShape shape) {
+                         BufferShape shape, BindingAttr binds) {
   if (std::optional<std::string> problem = checkExportedName(name.getValue()))
     return emitError() << "buffer name '" << name.getValue() << "' "
                        << *problem;
@@ -110,6 +338,18 @@ KernelBufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a " << stringifyBufferRole(role) << " buffer ('"
                        << name.getValue() << "') holds f32, not "
                        << elementType;
+  if (!binds || !suitsBinding(role, binds)) {
+    InFlightDiagnostic diag = emitError()
+                              << "a " << stringifyBufferRole(role)
+                              << " buffer ('" << name.getValue()
+                              << "') cannot bind ";
+    std::string text = "nothing";
+    if (binds) {
+      llvm::raw_string_ostream os(text = "");
+      writeBindingBody(os, binds);
+    }
+    return diag << text;
+  }
   return success();
 }
 
@@ -174,6 +414,20 @@ LogicalResult KernelInterfaceAttr::verify(
     if (!names.insert(buffer.getName().getValue()).second)
       return emitError() << "two buffers are named '"
                          << buffer.getName().getValue() << "'";
+  // A caller finds a buffer by what it binds: one buffer per value.
+  llvm::SmallDenseSet<BindingAttr> bindings;
+  for (KernelBufferAttr buffer : buffers)
+    if (!bindings.insert(buffer.getBinds()).second)
+      return emitError() << "buffers '"
+                         << llvm::find_if(buffers,
+                                          [&](KernelBufferAttr other) {
+                                            return other.getBinds() ==
+                                                   buffer.getBinds();
+                                          })
+                                ->getName()
+                                .getValue()
+                         << "' and '" << buffer.getName().getValue()
+                         << "' bind the same value";
   for (ParamAttr param : params) {
     if (!names.insert(param.getName().getValue()).second)
       return emitError() << "parameter '" << param.getName().getValue()
@@ -257,6 +511,36 @@ LogicalResult KernelInterfaceAttr::verify(
                             "compact outputs are all "
                          << type;
   }
+  return success();
+}
+
+LogicalResult
+CompiledKernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           StringAttr name, KernelInterfaceAttr interface,
+                           int64_t vectorWidth, bool deterministic,
+                           StringAttr vectorEntry, StringAttr scalarEntry) {
+  bool gpu = vectorWidth > 0;
+  for (StringAttr entry : {vectorEntry, scalarEntry}) {
+    bool named = entry && !entry.getValue().empty();
+    if (named != gpu)
+      return emitError() << "kernel '" << name.getValue() << "': "
+                         << (gpu ? "a GPU kernel names its vector_entry and "
+                                   "scalar_entry"
+                                 : "a CPU kernel's entry point is its name: "
+                                   "it has no vector_entry or scalar_entry");
+    if (named)
+      if (std::optional<std::string> problem =
+              checkExportedName(entry.getValue(), /*isPrefix=*/true))
+        return emitError() << "entry point '" << entry.getValue() << "' "
+                           << *problem;
+  }
+  if (gpu && vectorEntry == scalarEntry)
+    return emitError() << "kernel '" << name.getValue()
+                       << "': its vector and scalar entry points are both '"
+                       << vectorEntry.getValue() << "'";
+  if (deterministic && !gpu)
+    return emitError() << "kernel '" << name.getValue()
+                       << "': only GPU kernels have a deterministic mode";
   return success();
 }
 

@@ -97,11 +97,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
       paramBuffers.push_back(buffer);
       if (isTrainable)
         paramGradients.push_back(
-            KernelBufferAttr::get(ctx, buffer.getName().getValue() + "_grad",
-                                  buffer.getRole() == BufferRole::PerNeuronParam
-                                      ? BufferRole::PerNeuronParamGradient
-                                      : BufferRole::PerChannelParamGradient,
-                                  f32));
+            getGradientBuffer(buffer, KernelVariant::Backward, f32));
       continue;
     }
     ParamAttr attr = fwdInterface.getParams()[nextScalar++];
@@ -112,8 +108,8 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
                               << "' is trainable but not f32";
     ++numScalarTrainable;
     paramGradients.push_back(
-        KernelBufferAttr::get(ctx, attr.getName().getValue() + "_grad",
-                              BufferRole::ParamGradient, f32));
+        getKernelBuffer(BindingAttr::getParam(attr).getGradientBinding(),
+                        KernelVariant::Backward, f32, ""));
   }
   // Checked: derived names may collide with a hand-written kernel's.
   auto interface = [&](KernelVariant variant,
@@ -137,36 +133,37 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   unsigned numSaved = plan->saved.size();
   unsigned numReread = plan->rereadInputs.size();
   Type savedType = saveInStorageType ? dtype : f32;
-  auto saved = [&](BufferRole role) {
+  auto saved = [&](KernelVariant variant) {
     SmallVector<KernelBufferAttr> buffers;
     for (unsigned i = 0; i < numSaved; ++i)
       buffers.push_back(
-          KernelBufferAttr::get(ctx, "saved" + Twine(i), role, savedType));
+          getKernelBuffer(BindingAttr::get(ctx, BoundValue::Saved, i),
+                          variant, savedType, ""));
     return buffers;
   };
 
-  // The backward's buffers are named after the forward's.
+  // The backward's buffers are the gradients of the forward's, named after
+  // them.
   SmallVector<KernelBufferAttr> bwdBuffers;
-  auto add = [&](ValueRange operands, StringRef suffix, BufferRole role,
-                 Type type) {
+  auto addGradients = [&](ValueRange operands) {
     for (Value operand : operands)
       bwdBuffers.push_back(
-          KernelBufferAttr::get(ctx, nameOf(operand) + suffix, role, type));
+          getGradientBuffer(bufferOf(operand), KernelVariant::Backward, dtype));
   };
-  add(scan.getOutputs(), "_grad", BufferRole::OptionalInputSequence, dtype);
+  addGradients(scan.getOutputs());
   for (unsigned s = 0; s < numStates; ++s)
     if (!finalOnly[s])
-      add(scan.getStates()[s], "_grad", BufferRole::OptionalInputSequence,
-          dtype);
+      addGradients(scan.getStates()[s]);
   unsigned numStateGrads = llvm::count(finalOnly, false);
-  llvm::append_range(bwdBuffers, saved(BufferRole::SavedInput));
+  llvm::append_range(bwdBuffers, saved(KernelVariant::Backward));
   for (unsigned i : plan->rereadInputs)
-    add(scan.getInputs()[i], "", BufferRole::InputSequence, dtype);
+    bwdBuffers.push_back(bufferOf(scan.getInputs()[i]));
   for (unsigned s = 0; s < numStates; ++s)
-    bwdBuffers.push_back(KernelBufferAttr::get(
-        ctx, stateStem(s) + "_final_grad", BufferRole::InitialState, dtype));
-  add(scan.getInputs(), "_grad", BufferRole::OutputSequence, dtype);
-  add(scan.getInits(), "_grad", BufferRole::FinalState, dtype);
+    bwdBuffers.push_back(getKernelBuffer(
+        BindingAttr::get(ctx, BoundValue::StateFinal, s).getGradientBinding(),
+        KernelVariant::Backward, dtype, stateStem(s)));
+  addGradients(scan.getInputs());
+  addGradients(scan.getInits());
   llvm::append_range(bwdBuffers, paramBuffers);
   llvm::append_range(bwdBuffers, paramGradients);
 
@@ -181,7 +178,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
       savedPos =
           std::max(savedPos, cast<BlockArgument>(operand).getArgNumber() + 1);
   SmallVector<KernelBufferAttr> withSaved(fwdBuffers);
-  SmallVector<KernelBufferAttr> savedOutputs = saved(BufferRole::SavedOutput);
+  SmallVector<KernelBufferAttr> savedOutputs = saved(KernelVariant::Forward);
   withSaved.insert(withSaved.begin() + savedPos, savedOutputs.begin(),
                    savedOutputs.end());
   KernelInterfaceAttr newInterface =

@@ -121,10 +121,13 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
   SmallVector<unsigned> trainableBuffers; // param buffers to differentiate
   // Checked: a name or an element type may not suit a kernel buffer.
   bool invalid = false;
-  auto buffer = [&](const Twine &name, BufferRole role, Type type) {
+  // Block buffers are named after the block's values, so the ABI builder
+  // gives only their roles.
+  auto buffer = [&](const Twine &name, BindingAttr binds, Type type) {
+    BufferRole role = getRoleOfBinding(binds, KernelVariant::Inference);
     KernelBufferAttr attr = KernelBufferAttr::getChecked(
         [&] { return fail(scan) << "its kernel's buffer: "; }, ctx,
-        StringAttr::get(ctx, name), role, type, getShapeOfRole(role));
+        StringAttr::get(ctx, name), role, type, getShapeOfRole(role), binds);
     invalid |= !attr;
     return attr;
   };
@@ -138,12 +141,16 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
     // Destinations: named by the results; contents are never read.
     if (number >= firstOut) {
       unsigned r = number - firstOut;
-      BufferRole role = r < numOut         ? BufferRole::OutputSequence
-                        : map.isIdentity() ? BufferRole::StateSequence
-                                           : BufferRole::FinalState;
+      BindingAttr binds =
+          r < numOut ? BindingAttr::get(ctx, BoundValue::Output, r)
+                     : BindingAttr::get(ctx,
+                                        map.isIdentity()
+                                            ? BoundValue::StateSeq
+                                            : BoundValue::StateFinal,
+                                        r - numOut);
       argumentOf.push_back(buffers.size());
       buffers.push_back(
-          buffer(resultNames[r], role, getElementTypeOrSelf(type)));
+          buffer(resultNames[r], binds, getElementTypeOrSelf(type)));
       continue;
     }
     auto arg = dyn_cast<BlockArgument>(operand.get());
@@ -165,7 +172,7 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
           trainable ? ParamKind::Trainable : ParamKind::Runtime));
       continue;
     }
-    BufferRole role;
+    BindingAttr binds;
     if (isParam && attrs && attrs.contains("flexsn.trainable"))
       trainableBuffers.push_back(buffers.size());
     if (isParam) {
@@ -177,20 +184,24 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
                           << ": a kernel's param buffers are per neuron or "
                              "per channel",
                failure();
-      role =
-          perChannel ? BufferRole::PerChannelParam : BufferRole::PerNeuronParam;
+      binds = BindingAttr::get(ctx, BoundValue::Param, 0,
+                               StringAttr::get(ctx, name),
+                               perChannel ? ParamShape::PerChannel
+                                          : ParamShape::PerNeuron,
+                               /*gradient=*/false);
     } else if (number < scan.getInputs().size()) {
       if (!map.isIdentity())
         return fail(scan) << "its input '" << name << "' is read through "
                           << AffineMapAttr::get(map)
                           << ": a kernel's inputs are sequences",
                failure();
-      role = BufferRole::InputSequence;
+      binds = BindingAttr::get(ctx, BoundValue::Input, number);
     } else {
-      role = BufferRole::InitialState;
+      binds = BindingAttr::get(ctx, BoundValue::StateInit,
+                               number - scan.getInputs().size());
     }
     argumentOf.push_back(buffers.size());
-    buffers.push_back(buffer(name, role, getElementTypeOrSelf(type)));
+    buffers.push_back(buffer(name, binds, getElementTypeOrSelf(type)));
   }
   if (channels && !llvm::any_of(buffers, [](KernelBufferAttr b) {
         return b.getRole() == BufferRole::PerChannelParam;
@@ -210,7 +221,7 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
     for (auto [s, state] : llvm::enumerate(scan.getStates()))
       buffers.insert(buffers.begin() + numInputs + s,
                      buffer(resultNames[numOut + s] + "_init",
-                            BufferRole::InitialState,
+                            BindingAttr::get(ctx, BoundValue::StateInit, s),
                             getElementTypeOrSelf(state.getType())));
     addedInits = scan.getStates().size();
     for (int64_t &a : argumentOf)

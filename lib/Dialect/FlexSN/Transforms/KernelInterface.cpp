@@ -144,24 +144,25 @@ mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates,
                              SpikeStorage spikes) {
   MLIRContext *ctx = neuron.getContext();
   SmallVector<KernelBufferAttr> buffers;
-  auto add = [&](ArrayAttr names, StringRef suffix, BufferRole role) {
-    for (StringRef name : names.getAsValueRange<StringAttr>())
-      buffers.push_back(KernelBufferAttr::get(ctx, name + suffix, role, dtype));
+  auto add = [&](ArrayAttr names, BoundValue value) {
+    for (auto [k, name] : llvm::enumerate(names.getAsValueRange<StringAttr>()))
+      buffers.push_back(getKernelBuffer(BindingAttr::get(ctx, value, k),
+                                        KernelVariant::Inference, dtype,
+                                        name));
   };
-  add(neuron.getInputNames(), "", BufferRole::InputSequence);
-  add(neuron.getStateNames(), "_init", BufferRole::InitialState);
-  for (auto [i, name] :
+  add(neuron.getInputNames(), BoundValue::Input);
+  add(neuron.getStateNames(), BoundValue::StateInit);
+  for (auto [k, name] :
        llvm::enumerate(neuron.getOutputNames().getAsValueRange<StringAttr>())) {
     Type type = dtype;
-    if (spikes != SpikeStorage::Dense && neuron.isSpikeOutput(i))
+    if (spikes != SpikeStorage::Dense && neuron.isSpikeOutput(k))
       type = IntegerType::get(ctx, spikes == SpikeStorage::U8 ? 8 : 1);
     buffers.push_back(
-        KernelBufferAttr::get(ctx, name, BufferRole::OutputSequence, type));
+        getKernelBuffer(BindingAttr::get(ctx, BoundValue::Output, k),
+                        KernelVariant::Inference, type, name));
   }
-  if (finalStates)
-    add(neuron.getStateNames(), "_final", BufferRole::FinalState);
-  else
-    add(neuron.getStateNames(), "_seq", BufferRole::StateSequence);
+  add(neuron.getStateNames(),
+      finalStates ? BoundValue::StateFinal : BoundValue::StateSeq);
   return buffers;
 }
 
@@ -171,11 +172,9 @@ mlir::flexsn::getShapedParamBuffers(NeuronOp neuron) {
   SmallVector<KernelBufferAttr> buffers;
   for (ParamAttr param : neuron.getRuntimeParamAttrs())
     if (param.isShaped())
-      buffers.push_back(KernelBufferAttr::get(ctx, param.getName().getValue(),
-                                              param.isPerNeuron()
-                                                  ? BufferRole::PerNeuronParam
-                                                  : BufferRole::PerChannelParam,
-                                              Float32Type::get(ctx)));
+      buffers.push_back(getKernelBuffer(BindingAttr::getParam(param),
+                                        KernelVariant::Inference,
+                                        Float32Type::get(ctx), ""));
   return buffers;
 }
 

@@ -20,6 +20,8 @@
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrInterfaces.h.inc"
 
 namespace mlir::flexsn {
+class BindingAttr;
+class KernelBufferAttr;
 /// Parses a surrogate parameter: any float or integer literal, kept in double.
 FailureOr<llvm::APFloat> parseSurrogateParam(AsmParser &parser);
 /// Prints a surrogate parameter in its shortest round-trip form ("4.0").
@@ -51,6 +53,27 @@ BufferShape getShapeOfRole(BufferRole role);
 bool isParamRole(BufferRole role);
 /// Whether a buffer of `role` receives a parameter's gradient.
 bool isParamGradientRole(BufferRole role);
+/// The role of a buffer holding `binds` in a kernel of `variant`: what the
+/// kernel does with it (a backward kernel writes an input's gradient,
+/// reads an output's).
+BufferRole getRoleOfBinding(BindingAttr binds, KernelVariant variant);
+/// The name of the buffer holding `binds`, where `valueName` names the
+/// input, output or state (ignored for the others): `x`, `v_init`, `v_seq`,
+/// `v_final`, the parameter's name, `saved<k>`, `reduction_scratch`, and
+/// for a gradient the value's buffer name followed by `_grad`.
+std::string getBufferName(BindingAttr binds, StringRef valueName);
+/// The ABI builder: the buffer of a kernel of `variant` holding `binds` as
+/// `elementType`, its role and shape class from the binding and its name
+/// from getBufferName. Every generated kernel's buffers are made here.
+KernelBufferAttr getKernelBuffer(BindingAttr binds, KernelVariant variant,
+                                 Type elementType, StringRef valueName);
+/// The buffer of a kernel of `variant` holding the gradient of what `of`
+/// holds, as `elementType`: named after `of`, with `_grad`.
+KernelBufferAttr getGradientBuffer(KernelBufferAttr of, KernelVariant variant,
+                                   Type elementType);
+/// The custom directive `custom<BindingBody>` of `#flexsn.buffer`.
+ParseResult parseBindingBody(AsmParser &parser, BindingAttr &binds);
+void printBindingBody(AsmPrinter &printer, BindingAttr binds);
 /// The element type sequences of `storage` are stored in.
 Type getStorageElementType(MLIRContext *ctx, StorageType storage);
 

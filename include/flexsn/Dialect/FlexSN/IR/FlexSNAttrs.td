@@ -404,34 +404,127 @@ def FlexSN_BufferShape : I32EnumAttr<"BufferShape",
   }];
 }
 
+def FlexSN_BoundValue : I32EnumAttr<"BoundValue",
+    "the value of the neuron (or block) a kernel buffer holds", [
+    I32EnumAttrCase<"Input", 0, "input">,
+    I32EnumAttrCase<"StateInit", 1, "state_init">,
+    I32EnumAttrCase<"StateSeq", 2, "state_seq">,
+    I32EnumAttrCase<"StateFinal", 3, "state_final">,
+    I32EnumAttrCase<"Output", 4, "output">,
+    I32EnumAttrCase<"Param", 5, "param">,
+    I32EnumAttrCase<"Saved", 6, "saved">,
+    I32EnumAttrCase<"Scratch", 7, "scratch">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    * `input`, `output`: the sequence of input or output `k` of the neuron
+      (or block), in its declaration order;
+    * `state_init`, `state_seq`, `state_final`: state `k` before the first
+      step, after every step, or after the last step;
+    * `param`: a parameter, by name;
+    * `saved`: slot `k` of the training workspace (what a forward kernel
+      saves for the backward);
+    * `scratch`: the deterministic reduction scratch.
+
+    Each but `saved` and `scratch` may be taken as a gradient: the
+    gradient of the loss with respect to that value.
+  }];
+}
+
+def FlexSN_BindingAttr : FlexSN_Attr<"Binding", "binds"> {
+  let summary = "What a kernel buffer holds";
+  let description = [{
+    A buffer's binding says which value it holds, so that a caller matches
+    buffers to its tensors by meaning, never by name, suffix or position:
+    input `k`, state `k` (initial, every step, or final), output `k`, a
+    parameter (its name and shape), the gradient of one of these, a saved
+    workspace slot or the reduction scratch. The buffer's role (what the
+    kernel does with it) follows from its binding and the kernel's variant;
+    `flexsn-to-manifest` exports both.
+
+    ```mlir
+    #flexsn.binds<input 0>
+    #flexsn.binds<state_seq 1>
+    #flexsn.binds<grad state_final 0>
+    #flexsn.binds<grad param "w" per_channel>
+    #flexsn.binds<saved 2>
+    #flexsn.binds<scratch>
+    ```
+
+    Inside `#flexsn.buffer`, the binding is written without `#flexsn.binds<`
+    and `>`.
+  }];
+  let parameters = (ins
+      "::mlir::flexsn::BoundValue":$value,
+      DefaultValuedParameter<"int64_t", "0", "which input, state, output "
+                             "or workspace slot">:$index,
+      DefaultValuedParameter<"::mlir::StringAttr", "::mlir::StringAttr()",
+                             "the parameter's name">:$param,
+      DefaultValuedParameter<"::mlir::flexsn::ParamShape",
+                             "::mlir::flexsn::ParamShape::Scalar",
+                             "the parameter's shape">:$param_shape,
+      DefaultValuedParameter<"bool", "false",
+                             "the gradient of the value">:$gradient);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let builders = [
+    // Input, state, output or workspace slot `index`.
+    AttrBuilder<(ins "::mlir::flexsn::BoundValue":$value, "int64_t":$index), [{
+      return $_get($_ctxt, value, index, ::mlir::StringAttr(),
+                   ::mlir::flexsn::ParamShape::Scalar, false);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The parameter `param`.
+    static BindingAttr getParam(::mlir::flexsn::ParamAttr param);
+    /// The gradient of this value.
+    BindingAttr getGradientBinding() const;
+    /// Prints and parses the binding without `<` and `>` (the form a
+    /// `#flexsn.buffer` holds).
+    void printBody(::mlir::AsmPrinter &printer) const;
+    static BindingAttr parseBody(::mlir::AsmParser &parser);
+  }];
+}
+
 def FlexSN_KernelBufferAttr : FlexSN_Attr<"KernelBuffer", "buffer"> {
-  let summary = "One buffer of a kernel: its name, role, element type, shape";
+  let summary = "One buffer of a kernel: its name, role, element type, shape "
+                "and binding";
   let description = [{
     The name is a C identifier, exported as the argument name of the header
     stub and in the manifest; the element type is that of the memref the
     kernel function takes (`f32`, `f16` or `bf16`; for the spike outputs of
     a kernel storing spikes compactly, an `output_sequence`, `i8` for bytes
-    and `i1` for bits, packed 8 per byte as `bits` says).
+    and `i1` for bits, packed 8 per byte as `bits` says). The last field is
+    what the buffer holds (`#flexsn.binds`, written without its brackets),
+    which must suit its role: an `input_sequence` holds an input, a backward
+    kernel's `output_sequence` the gradient of an input, and so on.
+
+    Kernel generation, `flexsn-autodiff` and the GPU lowering make every
+    buffer with one builder (`getKernelBuffer`), which gives the role, the
+    shape class and the name from the binding: `x`, `v_init`, `v_seq`,
+    `v_final`, `spike`, `tau`, `saved0`, `reduction_scratch`, and `_grad`
+    after the name of the value a gradient is of.
 
     ```mlir
-    #flexsn.buffer<"v_seq", state_sequence, f16, sequence>
+    #flexsn.buffer<"v_seq", state_sequence, f16, sequence, state_seq 0>
+    #flexsn.buffer<"x_grad", output_sequence, f32, sequence, grad input 0>
     ```
   }];
   let parameters = (ins "::mlir::StringAttr":$name,
                         "::mlir::flexsn::BufferRole":$role,
                         "::mlir::Type":$elementType,
-                        "::mlir::flexsn::BufferShape":$shape);
-  let assemblyFormat = "`<` $name `,` $role `,` $elementType `,` $shape `>`";
+                        "::mlir::flexsn::BufferShape":$shape,
+                        "::mlir::flexsn::BindingAttr":$binds);
+  let assemblyFormat = [{
+    `<` $name `,` $role `,` $elementType `,` $shape `,` custom<BindingBody>($binds) `>`
+  }];
   let genVerifyDecl = 1;
-  let builders = [
-    // The shape class that the role implies.
-    AttrBuilder<(ins "const ::llvm::Twine &":$name,
-                     "::mlir::flexsn::BufferRole":$role,
-                     "::mlir::Type":$elementType), [{
-      return $_get($_ctxt, ::mlir::StringAttr::get($_ctxt, name), role,
-                   elementType, ::mlir::flexsn::getShapeOfRole(role));
-    }]>
-  ];
+  let extraClassDeclaration = [{
+    /// The same buffer with another role and shape class (the GPU lowering
+    /// turns per-channel gradients into per-neuron sums).
+    KernelBufferAttr withRole(BufferRole role) const;
+  }];
 }
 
 // A list of attributes of one kind, spelled `[<...>, <...>]` (each element
@@ -469,10 +562,10 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
     func.func @lif_inference_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
                                  %s: memref<?x?xf32>, %v: memref<?x?xf32>)
         attributes {flexsn.kernel = #flexsn.kernel<"lif", inference, f32,
-          buffers = [#flexsn.buffer<"x", input_sequence, f32, sequence>,
-                     #flexsn.buffer<"v_init", initial_state, f32, per_neuron>,
-                     #flexsn.buffer<"spike", output_sequence, f32, sequence>,
-                     #flexsn.buffer<"v_seq", state_sequence, f32, sequence>]>}
+          buffers = [#flexsn.buffer<"x", input_sequence, f32, sequence, input 0>,
+                     #flexsn.buffer<"v_init", initial_state, f32, per_neuron, state_init 0>,
+                     #flexsn.buffer<"spike", output_sequence, f32, sequence, output 0>,
+                     #flexsn.buffer<"v_seq", state_sequence, f32, sequence, state_seq 0>]>}
     ```
   }];
   let parameters = (ins
@@ -524,16 +617,21 @@ def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
   let summary = "A kernel as a lowering emitted it";
   let description = [{
     The lowerings list the kernels they emit on the module, in
-    `flexsn.cpu_kernels` and `flexsn.gpu_kernels`: the entry point's name,
-    the kernel's interface and, on the GPU, the vector kernel's neurons per
-    thread. A GPU kernel `<name>` has two entry points, `<name>_vec` and
-    `<name>_scalar`; a deterministic one ends with a `reduction_scratch`
-    buffer and its name with `_deterministic`.
+    `flexsn.cpu_kernels` and `flexsn.gpu_kernels`: the kernel's name,
+    its interface and, on the GPU, the vector kernel's neurons per thread
+    and its two entry points: the vector kernel and the scalar kernel that
+    takes the neurons a vector kernel cannot (`<name>_vec` and
+    `<name>_scalar`). A CPU kernel's entry point is its name. A
+    deterministic GPU kernel ends with a `reduction_scratch` buffer and its
+    name with `_deterministic`. The GPU lowering names entry points here,
+    once; the emitters and the manifest read them.
 
     ```mlir
     #flexsn.compiled_kernel<"plif_backward_f32_deterministic",
                             #flexsn.kernel<...>, vector_width = 4,
-                            deterministic = true>
+                            deterministic = true,
+                            vector_entry = "plif_backward_f32_deterministic_vec",
+                            scalar_entry = "plif_backward_f32_deterministic_scalar">
     ```
   }];
   let parameters = (ins
@@ -542,10 +640,16 @@ def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
       DefaultValuedParameter<"int64_t", "0",
                              "neurons per thread; 0 for a CPU kernel">:$vector_width,
       DefaultValuedParameter<"bool", "false",
-                             "parameter gradients summed in a fixed order">:$deterministic);
+                             "parameter gradients summed in a fixed order">:$deterministic,
+      DefaultValuedParameter<"::mlir::StringAttr", "::mlir::StringAttr()",
+                             "the GPU vector kernel's entry point">:$vector_entry,
+      DefaultValuedParameter<"::mlir::StringAttr", "::mlir::StringAttr()",
+                             "the GPU scalar kernel's entry point">:$scalar_entry);
   let assemblyFormat = [{
-    `<` $name `,` $interface (`,` struct($vector_width, $deterministic)^)? `>`
+    `<` $name `,` $interface (`,` struct($vector_width, $deterministic,
+                                         $vector_entry, $scalar_entry)^)? `>`
   }];
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     bool isGPU() const { return getVectorWidth() > 0; }
     /// Reduction slots of the workspace: the CPU sums in order and has no

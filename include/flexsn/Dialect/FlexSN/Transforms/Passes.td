@@ -116,11 +116,11 @@ def FlexSNGenerateBlockKernels
                                     %scale: memref<?xf32> {flexsn.trainable},
                                     ...)
         attributes {flexsn.kernel = #flexsn.kernel<"bn_lif", inference,
-          f32, buffers = [<"x", input_sequence, f32, sequence>,
-                          <"v_init", initial_state, f32, per_neuron>,
-                          <"y", output_sequence, f32, sequence>,
-                          <"v", final_state, f32, per_neuron>,
-                          <"scale", per_channel_param, f32, per_channel>, ...]>}
+          f32, buffers = [<"x", input_sequence, f32, sequence, input 0>,
+                          <"v_init", initial_state, f32, per_neuron, state_init 0>,
+                          <"y", output_sequence, f32, sequence, output 0>,
+                          <"v", final_state, f32, per_neuron, state_final 0>,
+                          <"scale", per_channel_param, f32, per_channel, param "scale" per_channel>, ...]>}
     ```
 
     Rationale:
