@@ -819,17 +819,35 @@ void ScanOp::getEffects(
   }
 }
 
-SmallVector<AffineMap> ScanOp::getIndexingMapsArray() {
-  return llvm::to_vector(getIndexingMaps().getAsValueRange<AffineMapAttr>());
-}
-
-AffineMap ScanOp::getMatchingIndexingMap(OpOperand *operand) {
-  return cast<AffineMapAttr>(getIndexingMaps()[operand->getOperandNumber()])
-      .getValue();
-}
-
 unsigned ScanOp::getDomainRank() {
   return cast<AffineMapAttr>(getIndexingMaps()[0]).getValue().getNumDims();
+}
+
+SmallVector<int64_t> ScanOp::getStaticLoopRanges() {
+  // Any operand keeping a dimension may know its size (T may be static in
+  // the outputs only), where the interface's default reads only the first
+  // operand keeping it. The verifier makes all of them agree.
+  SmallVector<int64_t> ranges(getDomainRank(), ShapedType::kDynamic);
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    AffineMap map = getMatchingIndexingMap(&operand);
+    for (auto [i, size] : llvm::enumerate(getShape(&operand)))
+      if (ShapedType::isDynamic(ranges[map.getDimPosition(i)]))
+        ranges[map.getDimPosition(i)] = size;
+  }
+  return ranges;
+}
+
+SmallVector<utils::IteratorType> ScanOp::getLoopIteratorTypes() {
+  unsigned rank = getDomainRank();
+  SmallVector<utils::IteratorType> types(rank, utils::IteratorType::parallel);
+  types[0] = utils::IteratorType::reduction;
+  for (OpOperand &reduction : getReductionsMutable()) {
+    AffineMap map = getMatchingIndexingMap(&reduction);
+    for (unsigned d = 1; d < rank; ++d)
+      if (!map.isFunctionOfDim(d))
+        types[d] = utils::IteratorType::reduction;
+  }
+  return types;
 }
 
 bool ScanOp::isFinalState(unsigned index) {
@@ -990,7 +1008,8 @@ LogicalResult ScanOp::verify() {
     return emitOpError("needs an input or output spanning the whole domain "
                        "(t, n...) with the identity map: T and N... come from "
                        "it");
-  return success();
+  // Upstream's checks last: FlexSN's above say more about the same errors.
+  return cast<IndexingMapOpInterface>(getOperation()).verifyImpl();
 }
 
 LogicalResult ScanOp::verifyRegions() {
