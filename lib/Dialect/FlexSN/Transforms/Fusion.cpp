@@ -26,6 +26,7 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/IndexingMapOpInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/Support/Debug.h"
@@ -103,6 +104,27 @@ static Refusal checkElementwise(linalg::LinalgOp op, OpOperand *init,
   return std::nullopt;
 }
 
+/// The map from a scan's domain to the loops of `op`, a linalg op sharing a
+/// tensor with it: the scan indexes the tensor through `scanOperand`, `op`
+/// through `opOperand`, which must be a permutation of `op`'s loops. Both
+/// sides are asked through IndexingMapOpInterface.
+static AffineMap getDomainToLoopsMap(IndexingMapOpInterface scan,
+                                     OpOperand &scanOperand,
+                                     IndexingMapOpInterface op,
+                                     OpOperand &opOperand) {
+  AffineMap loopsToTensor = op.getMatchingIndexingMap(&opOperand);
+  assert(loopsToTensor.isPermutation() && "the caller checks the map");
+  return inversePermutation(loopsToTensor)
+      .compose(scan.getMatchingIndexingMap(&scanOperand));
+}
+
+/// The map from a scan's domain to the indices of `operand` of `op`, given
+/// the map from the domain to `op`'s loops.
+static AffineMap getMapFromDomain(IndexingMapOpInterface op, OpOperand &operand,
+                                  AffineMap domainToLoops) {
+  return op.getMatchingIndexingMap(&operand).compose(domainToLoops);
+}
+
 /// The map through which the scan reads `operand` of `op` (tensors; a null
 /// map for a scalar, which becomes a param), given the map from the scan's
 /// domain to `op`'s loops.
@@ -135,7 +157,7 @@ static FailureOr<AffineMap> operandMap(linalg::LinalgOp op, OpOperand *operand,
                   "computes in f32";
         return failure();
       }
-  AffineMap map = op.getMatchingIndexingMap(operand).compose(domainToLoops);
+  AffineMap map = getMapFromDomain(op, *operand, domainToLoops);
   if (!keepsDimensionsInOrder(map)) {
     refusal = which + " would be read through " + printed(map) +
               ": a scan operand keeps domain dimensions once each, in order";
@@ -390,8 +412,7 @@ static FailureOr<ProducerPlan> planProducerFusion(OpOperand &input,
                 " indices that are not a permutation of its loops");
 
   // domain -> the producer's loops -> each operand's indices.
-  AffineMap domainToLoops = inversePermutation(resultMap).compose(
-      scan.getMatchingIndexingMap(&input));
+  AffineMap domainToLoops = getDomainToLoopsMap(scan, input, producer, *init);
   ProducerPlan plan{producer, result, inputIndex,
                     AddedOperands(scan, inputIndex)};
   for (OpOperand *operand : producer.getDpsInputOperands()) {
@@ -616,8 +637,9 @@ static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
   if (!useMap.isPermutation())
     return fail(op + " reads the scan's result through " + printed(useMap) +
                 ", not a permutation of its loops");
-  // The scan's sequences are indexed by its domain: domain -> loops.
-  AffineMap domainToLoops = inversePermutation(useMap);
+  // domain -> the consumer's loops, through the scan's destination.
+  AffineMap domainToLoops =
+      getDomainToLoopsMap(scan, *scan.getTiedOpOperand(result), consumer, use);
 
   DominanceInfo dominance(scan->getParentOp());
   ConsumerPlan plan{consumer, scan, DenseMap<OpOperand *, unsigned>(),
@@ -627,9 +649,7 @@ static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
     if (other && other.getOwner() == scan) {
       if (Refusal refusal = checkSequence(operand, other))
         return fail(*refusal);
-      if (!consumer.getMatchingIndexingMap(operand)
-               .compose(domainToLoops)
-               .isIdentity())
+      if (!getMapFromDomain(consumer, *operand, domainToLoops).isIdentity())
         return fail(op + " operand #" +
                     std::to_string(operand->getOperandNumber()) +
                     " reads a scan sequence other than along the scan's "
@@ -648,8 +668,7 @@ static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
       return fail(*refusal);
     plan.added.add(operand, *map);
   }
-  AffineMap resultMap =
-      consumer.getMatchingIndexingMap(init).compose(domainToLoops);
+  AffineMap resultMap = getMapFromDomain(consumer, *init, domainToLoops);
   Block &payload = *consumer.getBlock();
   if (sumsOverTime) {
     unsigned rank = scan.getDomainRank();
@@ -766,14 +785,14 @@ FailureOr<ScanOp> mlir::flexsn::fuseConsumer(RewriterBase &rewriter,
             plan->resultMap.getDimPosition(i)));
     init = tensor::EmptyOp::create(rewriter, scan.getLoc(), type, sizes);
   }
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(scan.getDomainRank(),
-                                                         rewriter.getContext());
+  // Read through the map the plan composed: the identity for an output,
+  // every dimension but t for a sum over t.
   if (sumsOverTime) {
     reductions.push_back(init);
-    reductionMaps.push_back(identity.dropResult(0));
+    reductionMaps.push_back(plan->resultMap);
   } else {
     outputs.push_back(init);
-    outputMaps.push_back(identity);
+    outputMaps.push_back(plan->resultMap);
   }
   SmallVector<Type> resultTypes;
   for (Value destination :
