@@ -34,20 +34,6 @@ OpFoldResult getMixedSize(OpBuilder &b, Location loc, Value value,
   return memref::getMixedSize(b, loc, value, dim);
 }
 
-/// The dimensions a tile may split: those not marked `reduction`.
-SmallVector<utils::IteratorType> getIteratorTypes(ScanOp scan) {
-  unsigned rank = scan.getDomainRank();
-  SmallVector<utils::IteratorType> types(rank, utils::IteratorType::parallel);
-  types[0] = utils::IteratorType::reduction; // time is sequential
-  for (OpOperand &reduction : scan.getReductionsMutable()) {
-    AffineMap map = scan.getMatchingIndexingMap(&reduction);
-    for (unsigned d = 1; d < rank; ++d)
-      if (!map.isFunctionOfDim(d))
-        types[d] = utils::IteratorType::reduction;
-  }
-  return types;
-}
-
 /// Whether `size` is, by construction, the whole of domain dimension `dim`:
 /// a constant equal to its static size, or the `dim` op reading it from an
 /// operand.
@@ -98,7 +84,7 @@ void selectTile(AffineMap map, ArrayRef<OpFoldResult> offsets,
 struct ScanTilingInterface
     : TilingInterface::ExternalModel<ScanTilingInterface, ScanOp> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *op) const {
-    return getIteratorTypes(cast<ScanOp>(op));
+    return cast<ScanOp>(op).getLoopIteratorTypes();
   }
 
   SmallVector<Range> getIterationDomain(Operation *op, OpBuilder &b) const {
@@ -117,7 +103,7 @@ struct ScanTilingInterface
                          ArrayRef<OpFoldResult> sizes) const {
     auto scan = cast<ScanOp>(op);
     Location loc = scan.getLoc();
-    for (auto [d, type] : llvm::enumerate(getIteratorTypes(scan))) {
+    for (auto [d, type] : llvm::enumerate(scan.getLoopIteratorTypes())) {
       if (type == utils::IteratorType::parallel)
         continue;
       if (getConstantIntValue(offsets[d]) != 0 ||

@@ -14,6 +14,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/CallInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/IndexingMapOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -155,6 +156,7 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     AttrSizedOperandSegments,
     InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
+    DeclareOpInterfaceMethods<IndexingMapOpInterface, ["getStaticLoopRanges"]>,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Runs a neuron (or an inline body) over time sequences";
@@ -225,6 +227,14 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
     the boundary only.
     Buffers may have any layout, so a strided time dimension needs no copy.
 
+    The maps are exposed through upstream's `IndexingMapOpInterface`, as
+    linalg's are, and `getLoopIteratorTypes()` gives each domain dimension
+    an iterator type: `t` is `reduction`, since upstream's iterator types
+    have no "sequential" and `reduction` is the one that forbids splitting
+    a dimension across independent iterations (states carry from step to
+    step, even where outputs keep `t`); a neuron dimension is `reduction`
+    where a reduction sums over it, else `parallel`.
+
     The neuron dimensions are parallel: the scan implements
     `TilingInterface`, and tiles over every neuron dimension its reductions
     keep. Time is sequential and never tiled.
@@ -291,9 +301,18 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
                              ::mlir::TypeRange resultTypes);
     /// The domain's rank: 1 (time) + the neuron rank.
     unsigned getDomainRank();
-    ::llvm::SmallVector<::mlir::AffineMap> getIndexingMapsArray();
-    /// The map of a (scan) operand.
-    ::mlir::AffineMap getMatchingIndexingMap(::mlir::OpOperand *operand);
+    /// The operand's static shape; none for a scalar. What
+    /// `IndexingMapOpInterface`'s shape queries read, as for linalg ops.
+    ::llvm::ArrayRef<int64_t> getShape(::mlir::OpOperand *operand) {
+      if (auto shaped =
+              ::llvm::dyn_cast<::mlir::ShapedType>(operand->get().getType()))
+        return shaped.getShape();
+      return {};
+    }
+    /// Per domain dimension `(t, n...)`: `reduction` for `t`, which carries
+    /// the states from step to step, and for every neuron dimension a
+    /// reduction sums over; `parallel` for the others.
+    ::llvm::SmallVector<::mlir::utils::IteratorType> getLoopIteratorTypes();
     /// Whether state result `index` is the final state (else a sequence).
     bool isFinalState(unsigned index);
     /// An operand spanning the whole domain (an input or output sequence):
