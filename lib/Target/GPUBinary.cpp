@@ -6,7 +6,6 @@
 
 #include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
-#include "flexsn/Target/Translation.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -371,7 +370,39 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
        << ", &desc, stream, T, N, ld, buffers, scalars);\n}\n\n";
 }
 
-LogicalResult translateToHeader(ModuleOp module, raw_ostream &os) {
+} // namespace
+
+LogicalResult mlir::flexsn::translateToCubin(ModuleOp module,
+                                             raw_ostream &os) {
+  auto object = singleObject(module, gpu::CompilationTarget::Binary, "bin");
+  if (failed(object))
+    return failure();
+  os << object->bytes;
+  return success();
+}
+
+LogicalResult mlir::flexsn::translateToPTX(ModuleOp module, raw_ostream &os) {
+  auto object = singleObject(module, gpu::CompilationTarget::Assembly, "isa");
+  if (failed(object))
+    return failure();
+  os << object->bytes;
+  return success();
+}
+
+LogicalResult mlir::flexsn::translateToFatbin(ModuleOp module,
+                                              raw_ostream &os) {
+  auto objects = collectObjects(module);
+  if (failed(objects))
+    return failure();
+  auto bytes = bundleFatbin(module, *objects);
+  if (failed(bytes))
+    return failure();
+  os << *bytes;
+  return success();
+}
+
+LogicalResult mlir::flexsn::translateToHeader(ModuleOp module,
+                                              raw_ostream &os) {
   auto objects = collectObjects(module);
   if (failed(objects))
     return failure();
@@ -437,48 +468,4 @@ LogicalResult translateToHeader(ModuleOp module, raw_ostream &os) {
   os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* "
      << guard << " */\n";
   return success();
-}
-
-} // namespace
-
-void mlir::flexsn::registerGPUBinaryTranslations() {
-  registerModuleTranslation(
-      "flexsn-to-cubin", "Write the cubin of a flexsn-lower-to-nvvm module",
-      [](ModuleOp module, raw_ostream &os) -> LogicalResult {
-        auto object =
-            singleObject(module, gpu::CompilationTarget::Binary, "bin");
-        if (failed(object))
-          return failure();
-        os << object->bytes;
-        return success();
-      });
-  registerModuleTranslation(
-      "flexsn-to-ptx",
-      "Write the PTX of a module lowered with flexsn-lower-to-nvvm=format=isa",
-      [](ModuleOp module, raw_ostream &os) -> LogicalResult {
-        auto object =
-            singleObject(module, gpu::CompilationTarget::Assembly, "isa");
-        if (failed(object))
-          return failure();
-        os << object->bytes;
-        return success();
-      });
-  registerModuleTranslation(
-      "flexsn-to-fatbin",
-      "Bundle the cubins of every target chip into one fatbin",
-      [](ModuleOp module, raw_ostream &os) -> LogicalResult {
-        auto objects = collectObjects(module);
-        if (failed(objects))
-          return failure();
-        auto bytes = bundleFatbin(module, *objects);
-        if (failed(bytes))
-          return failure();
-        os << *bytes;
-        return success();
-      });
-  registerModuleTranslation(
-      "flexsn-to-header",
-      "Write a C header: the embedded kernels and a typed launch function "
-      "per kernel (includes flexsn_runtime.h; link lib/Runtime)",
-      translateToHeader);
 }

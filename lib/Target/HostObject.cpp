@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Target/HostObject.h"
-#include "flexsn/Target/Translation.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -87,7 +86,7 @@ static void carryBF16AsIntegers(llvm::Module &module) {
 /// Translates `module` (LLVM dialect) and writes a PIC object for the host
 /// triple. The CPU is the triple's generic one, not the build machine's, so
 /// a cached object runs on any machine of the same architecture.
-static LogicalResult translateToHostObject(ModuleOp module,
+LogicalResult mlir::flexsn::translateToHostObject(ModuleOp module,
                                            llvm::raw_ostream &os) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -131,12 +130,4 @@ static LogicalResult translateToHostObject(ModuleOp module,
   codegen.run(*llvmModule);
   os << object;
   return success();
-}
-
-void mlir::flexsn::registerHostObjectTranslation() {
-  registerModuleTranslation(
-      "flexsn-to-host-object",
-      "Compile a flexsn-lower-to-cpu module to a position-independent "
-      "object file for the host",
-      translateToHostObject);
 }

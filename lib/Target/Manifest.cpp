@@ -6,7 +6,6 @@
 
 #include "flexsn/Target/Manifest.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
-#include "flexsn/Target/Translation.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -245,11 +244,4 @@ LogicalResult mlir::flexsn::translateToManifest(ModuleOp module,
   });
   os << "\n";
   return success();
-}
-
-void mlir::flexsn::registerToManifestTranslation() {
-  registerModuleTranslation(
-      "flexsn-to-manifest",
-      "Describe a FlexSN module's neurons and kernels as JSON",
-      translateToManifest);
 }

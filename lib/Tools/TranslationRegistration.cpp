@@ -3,17 +3,45 @@
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
 //===----------------------------------------------------------------------===//
+//
+// The names and descriptions of FlexSN's translations, around the emitters
+// of lib/Target.
+//
+//===----------------------------------------------------------------------===//
 
 #include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Target/HostObject.h"
 #include "flexsn/Target/Manifest.h"
 #include "flexsn/Tools/Registration.h"
+#include "flexsn/Tools/Translation.h"
 
 #include "mlir/InitAllTranslations.h"
 
 void mlir::flexsn::registerAllTranslations() {
   mlir::registerAllTranslations();
-  registerToManifestTranslation();
-  registerGPUBinaryTranslations();
-  registerHostObjectTranslation();
+  registerModuleTranslation(
+      "flexsn-to-manifest",
+      "Describe a FlexSN module's neurons and kernels as JSON",
+      translateToManifest);
+  registerModuleTranslation(
+      "flexsn-to-cubin", "Write the cubin of a flexsn-lower-to-nvvm module",
+      translateToCubin);
+  registerModuleTranslation(
+      "flexsn-to-ptx",
+      "Write the PTX of a module lowered with flexsn-lower-to-nvvm=format=isa",
+      translateToPTX);
+  registerModuleTranslation(
+      "flexsn-to-fatbin",
+      "Bundle the cubins of every target chip into one fatbin",
+      translateToFatbin);
+  registerModuleTranslation(
+      "flexsn-to-header",
+      "Write a C header: the embedded kernels and a typed launch function "
+      "per kernel (includes flexsn_runtime.h; link lib/Runtime)",
+      translateToHeader);
+  registerModuleTranslation(
+      "flexsn-to-host-object",
+      "Compile a flexsn-lower-to-cpu module to a position-independent "
+      "object file for the host",
+      translateToHostObject);
 }

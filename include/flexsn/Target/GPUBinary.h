@@ -13,11 +13,22 @@
 #ifndef FLEXSN_TARGET_GPUBINARY_H
 #define FLEXSN_TARGET_GPUBINARY_H
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
 namespace mlir::flexsn {
 
-/// Registers --flexsn-to-cubin, --flexsn-to-ptx, --flexsn-to-fatbin and
-/// --flexsn-to-header.
-void registerGPUBinaryTranslations();
+/// Writes the module's one cubin (`--flexsn-to-cubin`).
+LogicalResult translateToCubin(ModuleOp module, raw_ostream &os);
+/// Writes the module's one PTX text, of `flexsn-lower-to-nvvm=format=isa`
+/// (`--flexsn-to-ptx`).
+LogicalResult translateToPTX(ModuleOp module, raw_ostream &os);
+/// Bundles the cubins of every target chip into one fatbin
+/// (`--flexsn-to-fatbin`).
+LogicalResult translateToFatbin(ModuleOp module, raw_ostream &os);
+/// Writes a C header: the embedded kernels and a typed launch function per
+/// kernel (`--flexsn-to-header`).
+LogicalResult translateToHeader(ModuleOp module, raw_ostream &os);
 
 } // namespace mlir::flexsn
 

@@ -15,10 +15,14 @@
 #ifndef FLEXSN_TARGET_HOSTOBJECT_H
 #define FLEXSN_TARGET_HOSTOBJECT_H
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
 namespace mlir::flexsn {
 
-/// Registers --flexsn-to-host-object.
-void registerHostObjectTranslation();
+/// Writes the object file of a `flexsn-lower-to-cpu` module
+/// (`--flexsn-to-host-object`).
+LogicalResult translateToHostObject(ModuleOp module, raw_ostream &os);
 
 } // namespace mlir::flexsn
 

@@ -28,9 +28,6 @@ namespace flexsn {
 /// Writes the JSON manifest of `module` to `os`.
 LogicalResult translateToManifest(ModuleOp module, llvm::raw_ostream &os);
 
-/// Registers `--flexsn-to-manifest` with mlir-translate.
-void registerToManifestTranslation();
-
 } // namespace flexsn
 } // namespace mlir
 

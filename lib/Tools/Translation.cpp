@@ -1,10 +1,10 @@
-//===- Translation.cpp - Registering FlexSN's translations ----------------===//
+//===- Translation.cpp - Registering a module translation -----------------===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
 //===----------------------------------------------------------------------===//
 
-#include "flexsn/Target/Translation.h"
+#include "flexsn/Tools/Translation.h"
 
 #include "flexsn/Tools/ParserHazards.h"
 #include "flexsn/Tools/Registration.h"
