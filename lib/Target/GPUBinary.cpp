@@ -372,21 +372,26 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
 
 } // namespace
 
-LogicalResult mlir::flexsn::translateToCubin(ModuleOp module,
-                                             raw_ostream &os) {
-  auto object = singleObject(module, gpu::CompilationTarget::Binary, "bin");
+/// Writes the module's one object of `target` (`format` names it in
+/// diagnostics).
+static LogicalResult writeSingleObject(ModuleOp module,
+                                       gpu::CompilationTarget target,
+                                       StringRef format, raw_ostream &os) {
+  auto object = singleObject(module, target, format);
   if (failed(object))
     return failure();
   os << object->bytes;
   return success();
 }
 
+LogicalResult mlir::flexsn::translateToCubin(ModuleOp module,
+                                             raw_ostream &os) {
+  return writeSingleObject(module, gpu::CompilationTarget::Binary, "bin", os);
+}
+
 LogicalResult mlir::flexsn::translateToPTX(ModuleOp module, raw_ostream &os) {
-  auto object = singleObject(module, gpu::CompilationTarget::Assembly, "isa");
-  if (failed(object))
-    return failure();
-  os << object->bytes;
-  return success();
+  return writeSingleObject(module, gpu::CompilationTarget::Assembly, "isa",
+                           os);
 }
 
 LogicalResult mlir::flexsn::translateToFatbin(ModuleOp module,
