@@ -384,14 +384,12 @@ static LogicalResult writeSingleObject(ModuleOp module,
   return success();
 }
 
-LogicalResult mlir::flexsn::translateToCubin(ModuleOp module,
-                                             raw_ostream &os) {
+LogicalResult mlir::flexsn::translateToCubin(ModuleOp module, raw_ostream &os) {
   return writeSingleObject(module, gpu::CompilationTarget::Binary, "bin", os);
 }
 
 LogicalResult mlir::flexsn::translateToPTX(ModuleOp module, raw_ostream &os) {
-  return writeSingleObject(module, gpu::CompilationTarget::Assembly, "isa",
-                           os);
+  return writeSingleObject(module, gpu::CompilationTarget::Assembly, "isa", os);
 }
 
 LogicalResult mlir::flexsn::translateToFatbin(ModuleOp module,

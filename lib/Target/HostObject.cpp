@@ -87,7 +87,7 @@ static void carryBF16AsIntegers(llvm::Module &module) {
 /// triple. The CPU is the triple's generic one, not the build machine's, so
 /// a cached object runs on any machine of the same architecture.
 LogicalResult mlir::flexsn::translateToHostObject(ModuleOp module,
-                                           llvm::raw_ostream &os) {
+                                                  llvm::raw_ostream &os) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 

@@ -23,9 +23,9 @@ void mlir::flexsn::registerAllTranslations() {
       "flexsn-to-manifest",
       "Describe a FlexSN module's neurons and kernels as JSON",
       translateToManifest);
-  registerModuleTranslation(
-      "flexsn-to-cubin", "Write the cubin of a flexsn-lower-to-nvvm module",
-      translateToCubin);
+  registerModuleTranslation("flexsn-to-cubin",
+                            "Write the cubin of a flexsn-lower-to-nvvm module",
+                            translateToCubin);
   registerModuleTranslation(
       "flexsn-to-ptx",
       "Write the PTX of a module lowered with flexsn-lower-to-nvvm=format=isa",

@@ -259,16 +259,16 @@ struct ConvertFlexSNToGPUPass
     // lists them for the emitters and the manifest.
     auto build = [&](const KernelPlan &plan, KernelInterfaceAttr interface,
                      bool deterministic) {
-      std::string name = (plan.func().getSymName() +
-                          (deterministic ? "_deterministic" : ""))
-                             .str();
+      std::string name =
+          (plan.func().getSymName() + (deterministic ? "_deterministic" : ""))
+              .str();
       auto vectorEntry = StringAttr::get(ctx, name + "_vec");
       auto scalarEntry = StringAttr::get(ctx, name + "_scalar");
       buildKernel(kernelBuilder, plan, plan.width, deterministic, vectorEntry);
       buildKernel(kernelBuilder, plan, 1, deterministic, scalarEntry);
       kernels.push_back(CompiledKernelAttr::get(
-          ctx, StringAttr::get(ctx, name), interface, plan.width,
-          deterministic, vectorEntry, scalarEntry));
+          ctx, StringAttr::get(ctx, name), interface, plan.width, deterministic,
+          vectorEntry, scalarEntry));
     };
     for (const KernelPlan &plan : plans) {
       build(plan, plan.interface(), /*deterministic=*/false);

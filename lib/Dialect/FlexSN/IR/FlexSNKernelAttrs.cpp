@@ -83,8 +83,8 @@ BindingAttr BindingAttr::getParam(ParamAttr param) {
 }
 
 BindingAttr BindingAttr::getGradientBinding() const {
-  return get(getContext(), getValue(), getIndex(), getParam(),
-             getParamShape(), true);
+  return get(getContext(), getValue(), getIndex(), getParam(), getParamShape(),
+             true);
 }
 
 /// Writes `binds` as a buffer spells it: `grad param "w" per_channel`.
@@ -201,8 +201,7 @@ BufferRole mlir::flexsn::getRoleOfBinding(BindingAttr binds,
   case BoundValue::StateInit:
     return grad ? BufferRole::FinalState : BufferRole::InitialState;
   case BoundValue::StateSeq:
-    return grad ? BufferRole::OptionalInputSequence
-                : BufferRole::StateSequence;
+    return grad ? BufferRole::OptionalInputSequence : BufferRole::StateSequence;
   case BoundValue::StateFinal:
     // The reverse scan starts from the final states' gradients.
     return grad ? BufferRole::InitialState : BufferRole::FinalState;
@@ -339,10 +338,9 @@ KernelBufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << name.getValue() << "') holds f32, not "
                        << elementType;
   if (!binds || !suitsBinding(role, binds)) {
-    InFlightDiagnostic diag = emitError()
-                              << "a " << stringifyBufferRole(role)
-                              << " buffer ('" << name.getValue()
-                              << "') cannot bind ";
+    InFlightDiagnostic diag = emitError() << "a " << stringifyBufferRole(role)
+                                          << " buffer ('" << name.getValue()
+                                          << "') cannot bind ";
     std::string text = "nothing";
     if (binds) {
       llvm::raw_string_ostream os(text = "");

@@ -136,9 +136,8 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   auto saved = [&](KernelVariant variant) {
     SmallVector<KernelBufferAttr> buffers;
     for (unsigned i = 0; i < numSaved; ++i)
-      buffers.push_back(
-          getKernelBuffer(BindingAttr::get(ctx, BoundValue::Saved, i),
-                          variant, savedType, ""));
+      buffers.push_back(getKernelBuffer(
+          BindingAttr::get(ctx, BoundValue::Saved, i), variant, savedType, ""));
     return buffers;
   };
 

@@ -142,12 +142,12 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
     if (number >= firstOut) {
       unsigned r = number - firstOut;
       BindingAttr binds =
-          r < numOut ? BindingAttr::get(ctx, BoundValue::Output, r)
-                     : BindingAttr::get(ctx,
-                                        map.isIdentity()
-                                            ? BoundValue::StateSeq
-                                            : BoundValue::StateFinal,
-                                        r - numOut);
+          r < numOut
+              ? BindingAttr::get(ctx, BoundValue::Output, r)
+              : BindingAttr::get(ctx,
+                                 map.isIdentity() ? BoundValue::StateSeq
+                                                  : BoundValue::StateFinal,
+                                 r - numOut);
       argumentOf.push_back(buffers.size());
       buffers.push_back(
           buffer(resultNames[r], binds, getElementTypeOrSelf(type)));
@@ -184,11 +184,10 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
                           << ": a kernel's param buffers are per neuron or "
                              "per channel",
                failure();
-      binds = BindingAttr::get(ctx, BoundValue::Param, 0,
-                               StringAttr::get(ctx, name),
-                               perChannel ? ParamShape::PerChannel
-                                          : ParamShape::PerNeuron,
-                               /*gradient=*/false);
+      binds = BindingAttr::get(
+          ctx, BoundValue::Param, 0, StringAttr::get(ctx, name),
+          perChannel ? ParamShape::PerChannel : ParamShape::PerNeuron,
+          /*gradient=*/false);
     } else if (number < scan.getInputs().size()) {
       if (!map.isIdentity())
         return fail(scan) << "its input '" << name << "' is read through "

@@ -147,8 +147,7 @@ mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates,
   auto add = [&](ArrayAttr names, BoundValue value) {
     for (auto [k, name] : llvm::enumerate(names.getAsValueRange<StringAttr>()))
       buffers.push_back(getKernelBuffer(BindingAttr::get(ctx, value, k),
-                                        KernelVariant::Inference, dtype,
-                                        name));
+                                        KernelVariant::Inference, dtype, name));
   };
   add(neuron.getInputNames(), BoundValue::Input);
   add(neuron.getStateNames(), BoundValue::StateInit);
