@@ -48,7 +48,8 @@ PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
 SPIKE_STORAGES = ("dense", "u8", "bits")
 TARGETS = ("cpu", "cuda")
 # Bumped when an entry's layout changes; part of every key, so entries of
-# another format are never read. 2: `done` records the entry's files.
+# another format are never read. 2: `done` records the entry's files; 3:
+# manifests of version 10 (buffer bindings).
 CACHE_FORMAT = 3
 _RECORD_FORMAT = "flexsn-cache-entry"
 
