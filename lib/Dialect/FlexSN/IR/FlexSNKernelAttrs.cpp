@@ -413,19 +413,12 @@ LogicalResult KernelInterfaceAttr::verify(
       return emitError() << "two buffers are named '"
                          << buffer.getName().getValue() << "'";
   // A caller finds a buffer by what it binds: one buffer per value.
-  llvm::SmallDenseSet<BindingAttr> bindings;
-  for (KernelBufferAttr buffer : buffers)
-    if (!bindings.insert(buffer.getBinds()).second)
-      return emitError() << "buffers '"
-                         << llvm::find_if(buffers,
-                                          [&](KernelBufferAttr other) {
-                                            return other.getBinds() ==
-                                                   buffer.getBinds();
-                                          })
-                                ->getName()
-                                .getValue()
-                         << "' and '" << buffer.getName().getValue()
-                         << "' bind the same value";
+  for (auto [i, buffer] : llvm::enumerate(buffers))
+    for (KernelBufferAttr other : buffers.take_front(i))
+      if (other.getBinds() == buffer.getBinds())
+        return emitError() << "buffers '" << other.getName().getValue()
+                           << "' and '" << buffer.getName().getValue()
+                           << "' bind the same value";
   for (ParamAttr param : params) {
     if (!names.insert(param.getName().getValue()).second)
       return emitError() << "parameter '" << param.getName().getValue()
