@@ -157,62 +157,6 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   gpu::ReturnOp::create(b, loc);
 }
 
-/// Plans one kernel function: its scan, body and buffers.
-FailureOr<KernelPlan> planKernel(func::FuncOp func) {
-  FailureOr<KernelFunction> kernel = analyzeKernelFunction(func);
-  if (failed(kernel))
-    return failure();
-  KernelPlan plan;
-  plan.kernel = std::move(*kernel);
-  if (plan.neuron()) {
-    plan.body = &plan.neuron().getBodyBlock();
-    plan.numStates = plan.neuron().getNumStates();
-  } else {
-    plan.body = &plan.scan().getBody().front();
-    plan.numStates = plan.body->getNumArguments() -
-                     plan.scan().getInputs().size() -
-                     plan.scan().getParams().size();
-  }
-  unsigned smallest = kAccessBytes;
-  ScanOp scan = plan.scan();
-  plan.channels = plan.interface().hasChannels();
-  unsigned firstReduction = plan.numBuffers() - plan.numReductions();
-  for (auto [r, reduction] : llvm::enumerate(scan.getReductionsMutable())) {
-    BufferShape shape =
-        plan.interface()
-            .getBuffers()[plan.kernel.operandBuffers[firstReduction + r]]
-            .getShape();
-    if (shape == BufferShape::Scalar)
-      plan.scalarReductions.push_back(r);
-    else if (shape == BufferShape::PerChannel)
-      plan.channelReductions.push_back(r);
-  }
-  for (Value value : scan->getOperands()) {
-    auto type = dyn_cast<MemRefType>(value.getType());
-    if (!type)
-      continue; // a scalar param
-
-    Type element = type.getElementType();
-    bool isFloat = element.isF32() || element.isF16() || element.isBF16();
-    bool isOutput = llvm::is_contained(scan.getOutputs(), value);
-    bool isSpikes = element.isInteger(8) || element.isInteger(1);
-    if (!isFloat && !(isSpikes && isOutput))
-      return plan.scan().emitError("GPU kernels store f32, f16 or bf16 (and "
-                                   "outputs as i8 or i1), got ")
-             << element;
-    plan.packsBits |= element.isInteger(1);
-    // Byte and bit outputs do not set the width: a thread stores its width
-    // bytes, or width / 8 bytes of bits.
-    if (type.getRank() > 0 && isFloat)
-      smallest = std::min(smallest, element.getIntOrFloatBitWidth() / 8);
-    plan.elementTypes.push_back(element);
-  }
-  plan.width = kAccessBytes / smallest;
-  if (plan.packsBits)
-    plan.width = std::max(plan.width, 8u);
-  return plan;
-}
-
 /// The interface of `plan`'s kernel with the gradients of its per-channel
 /// reductions `channelReductions` stored per neuron: [N] buffers of each
 /// neuron's sum over time (role per_neuron_param_gradient).
