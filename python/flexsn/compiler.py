@@ -36,16 +36,17 @@ import uuid
 import warnings
 from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _tools
+from . import _dialect, _tools
 from ._manifest import Manifest, NeuronInfo
 from ._tools import CompileError
 
-ALL_VARIANTS = ("inference", "final-state", "forward", "backward")
-STORAGE_TYPES = ("f32", "f16", "bf16")
-PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
+# The dialect's enums (FlexSNAttrs.td), under the names the package exports.
+ALL_VARIANTS = _dialect.KERNEL_VARIANTS
+STORAGE_TYPES = _dialect.STORAGE_TYPES
+PARAM_SHAPES = _dialect.PARAM_SHAPES
 #: How inference and final-state kernels store spike outputs: in the
 #: storage type, as bytes (0/1), or bit-packed (8 per byte).
-SPIKE_STORAGES = ("dense", "u8", "bits")
+SPIKE_STORAGES = _dialect.SPIKE_STORAGES
 TARGETS = ("cpu", "cuda")
 # Bumped when an entry's layout changes; part of every key, so entries of
 # another format are never read. 2: `done` records the entry's files; 3:

@@ -61,6 +61,7 @@ import torch
 import torch.fx
 from torch import nn
 
+from . import _dialect
 from . import surrogate as _surrogates
 from .surrogate import _format_float
 
@@ -116,73 +117,19 @@ def _as_surrogate(surrogate):
     return _surrogates.coerce(surrogate)
 
 
-def _full(x, value):
-    # torch.where with Python scalars is missing from older releases.
-    return torch.full_like(x, value)
+# The registry's entries by mnemonic: their `derivative` is each g(x).
+_SURROGATE_SPECS = {spec.mnemonic: spec for spec in _dialect.SURROGATES}
 
 
 def surrogate_grad(surrogate, x):
     """g(x) of `surrogate` (docs/Semantics.md's table), elementwise, in x's
-    floating dtype."""
+    floating dtype: the dialect registry's formula."""
     s = _as_surrogate(surrogate)
-    m, p = s.mnemonic, s.params
-    ax = x.abs()
-    if m == "sigmoid":
-        a = p["alpha"]
-        sg = torch.sigmoid(a * x)
-        return a * sg * (1 - sg)
-    if m == "atan":
-        a = p["alpha"]
-        return (a / 2) / (1 + (math.pi / 2 * a * x) ** 2)
-    if m == "piecewise_quadratic":
-        a = p["alpha"]
-        return torch.clamp(a - a * a * ax, min=0.0)
-    if m == "piecewise_exp":
-        a = p["alpha"]
-        return (a / 2) * torch.exp(-a * ax)
-    if m == "soft_sign":
-        a = p["alpha"]
-        return 1 / (2 * a * (1 / a + ax) ** 2)
-    if m == "super_spike":
-        return p["alpha"] / (ax + 1) ** 2
-    if m == "erf":
-        a = p["alpha"]
-        return (a / math.sqrt(math.pi)) * torch.exp(-(a * x) ** 2)
-    if m == "nonzero_sign_log_abs":
-        return 1 / (1 / p["alpha"] + ax)
-    if m == "piecewise_leaky_relu":
-        w, c = p["w"], p["c"]
-        return torch.where(ax < w, _full(x, 1 / (2 * w)), _full(x, c))
-    if m == "squarewave_fourier_series":
-        n, period = p["n"], p["T_period"]
-        total = torch.zeros_like(x)
-        for i in range(1, n):
-            total = total + torch.cos((2 * i - 1) * (2 * math.pi / period)
-                                      * x)
-        return (4 / period) * total
-    if m == "s2nn":
-        a, beta = p["alpha"], p["beta"]
-        sg = torch.sigmoid(a * x)
-        return torch.where(x < 0, a * sg * (1 - sg),
-                           beta / (torch.clamp(x, min=0.0) + 1))
-    if m == "q_pseudo_spike":
-        a = p["alpha"]
-        return (1 + 2 * ax / (a - 1)) ** (-a)
-    if m == "leaky_k_relu":
-        return torch.where(x >= 0, _full(x, p["k"]), _full(x, p["leak"]))
-    if m == "fake_numerical_gradient":
-        # (2H(x) - 1)/x = 1/|x|; at x = 0 it is inf, so the min gives alpha.
-        return torch.clamp(1 / ax, max=p["alpha"])
-    if m == "log_tailed_relu":
-        tail = 1 / torch.clamp(x, min=1.0)
-        return torch.where(x <= 0, torch.full_like(x, p["alpha"]),
-                           torch.where(x <= 1, torch.ones_like(x), tail))
-    if m == "rect":
-        a = p["alpha"]
-        return torch.where(ax < 0.5 / a, _full(x, a), _full(x, 0.0))
-    if m == "straight_through":
-        return torch.ones_like(x)
-    raise ValueError("no gradient formula for surrogate %r" % m)
+    spec = _SURROGATE_SPECS.get(s.mnemonic)
+    if spec is None:
+        raise ValueError("no gradient formula for surrogate %r" % s.mnemonic)
+    params = s.params
+    return spec.derivative(x, *(params[p.name] for p in spec.params))
 
 
 class _Spike(torch.autograd.Function):
@@ -221,7 +168,7 @@ def spike(x, surrogate=None):
 # ---------------------------------------------------------------------------
 
 
-PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
+PARAM_SHAPES = _dialect.PARAM_SHAPES
 
 
 class _Kind:

@@ -9,6 +9,11 @@ the compiler), and print the ``#flexsn.<mnemonic><...>`` attribute that a
 neuron's ``flexsn.spike`` carries. The formulas themselves are compiled from
 the attribute; none are evaluated here.
 
+Every class is made from the dialect's registry, `flexsn._dialect.SURROGATES`
+(generated from the ODS): its name, mnemonic, parameters (names, order,
+defaults, ranges) and documentation are the ones the compiler declares, so
+nothing here restates them.
+
     >>> from flexsn import surrogate
     >>> surrogate.PiecewiseLeakyReLU().mlir()
     '#flexsn.piecewise_leaky_relu<w=1.0,c=0.01>'
@@ -17,27 +22,33 @@ the attribute; none are evaluated here.
 """
 
 import collections
+import inspect
+import keyword
 import math
 import numbers
 import re
 
-__all__ = [
-    "Surrogate", "Sigmoid", "ATan", "PiecewiseQuadratic", "PiecewiseExp",
-    "SoftSign", "SuperSpike", "Erf", "NonzeroSignLogAbs", "PiecewiseLeakyReLU",
-    "SquarewaveFourierSeries", "S2NN", "QPseudoSpike", "LeakyKReLU",
-    "FakeNumericalGradient", "LogTailedReLU", "Rect", "DeterministicPass",
-    "ALL", "by_name", "coerce",
-]
 
-# Parameter constraints, as the attribute verifiers state them. Every real
-# parameter must be finite; some must also be positive, or greater than one.
-_FINITE = "finite"
-_POSITIVE = "> 0"
-_GREATER_THAN_ONE = "> 1"
-# The integer `n` of the Fourier series: beyond 64 terms the unrolled series
-# stops being a sensible kernel, so the verifier caps it.
-_FOURIER_TERMS = "fourier_terms"
-_MAX_FOURIER_TERMS = 64
+def _load_dialect():
+    """flexsn._dialect; also when this file is loaded on its own, outside
+    the package (it needs neither torch nor the rest of flexsn)."""
+    try:
+        from . import _dialect
+        return _dialect
+    except ImportError:
+        if __package__:
+            raise
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "_dialect.py")
+    spec = importlib.util.spec_from_file_location("_flexsn_dialect", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_dialect = _load_dialect()
 
 
 def _format_float(value):
@@ -56,7 +67,19 @@ def _format_float(value):
     return text
 
 
-def _check_real(mnemonic, name, value, constraint):
+# The ranges of a real parameter, as the attribute verifiers state them:
+# range -> (test, what a failure says is needed, how the docs write it).
+# Every real parameter must be finite; some must also be positive, or
+# greater than one.
+_REAL_RANGES = {
+    "finite": (math.isfinite, "%s to be a finite value", "%s finite"),
+    "positive": (lambda v: math.isfinite(v) and v > 0, "%s > 0", "%s > 0"),
+    "greater_than_one": (lambda v: math.isfinite(v) and v > 1, "%s > 1",
+                         "%s > 1"),
+}
+
+
+def _check_real(mnemonic, name, value, range_):
     """Returns `value` as a float, or raises as the attribute verifier does."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("surrogate '%s' needs %s to be a real number, got %r"
@@ -65,67 +88,94 @@ def _check_real(mnemonic, name, value, constraint):
         value = float(value)
     except OverflowError:  # an int too large for a double
         value = math.inf if value > 0 else -math.inf
-    if constraint == _POSITIVE:
-        ok, need = math.isfinite(value) and value > 0, "%s > 0" % name
-    elif constraint == _GREATER_THAN_ONE:
-        ok, need = math.isfinite(value) and value > 1, "%s > 1" % name
-    else:
-        ok, need = math.isfinite(value), "%s to be a finite value" % name
-    if not ok:
+    ok, need, _ = _REAL_RANGES[range_]
+    if not ok(value):
         raise ValueError("surrogate '%s' needs %s, got %s"
-                         % (mnemonic, need, _format_float(value)))
+                         % (mnemonic, need % name, _format_float(value)))
     return value
 
 
-def _check_fourier_terms(mnemonic, name, value):
-    """Returns `value` as an int in [1, 64], or raises."""
+def _check_int(mnemonic, name, value, range_):
+    """Returns `value` as an int in [minimum, maximum], or raises."""
+    minimum, maximum = range_
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError("surrogate '%s' needs %s to be an int, got %r"
                         % (mnemonic, name, value))
     value = int(value)
-    if not 1 <= value <= _MAX_FOURIER_TERMS:
-        raise ValueError("surrogate '%s' needs 1 <= %s <= %d, got %d"
-                         % (mnemonic, name, _MAX_FOURIER_TERMS, value))
+    if not minimum <= value <= maximum:
+        raise ValueError("surrogate '%s' needs %d <= %s <= %d, got %d"
+                         % (mnemonic, minimum, name, maximum, value))
     return value
+
+
+def _check_param(mnemonic, param, value):
+    """`value` of the `_dialect.SurrogateParam` `param`, checked."""
+    check = _check_int if param.type == "int" else _check_real
+    return check(mnemonic, param.name, value, param.range)
+
+
+def _constraint_text(param):
+    """How the docs state `param`'s range: "alpha > 0", "c finite",
+    "1 <= n <= 64"."""
+    if param.type == "int":
+        return "%d <= %s <= %d" % (param.range[0], param.name, param.range[1])
+    return _REAL_RANGES[param.range][2] % param.name
+
+
+def _bind(cls, args, kwargs):
+    """The parameter values (in the attribute's order) and `spiking` of a
+    call cls(*args, **kwargs), refused as Python refuses a call of a
+    function with cls's signature."""
+    names = [name for name, _ in cls._spec] + ["spiking"]
+    defaults = [param.default for _, param in cls._spec] + [True]
+    where = "%s.__init__()" % cls.__qualname__
+    bound = dict(zip(names, args))
+    for name, value in kwargs.items():
+        if name not in names:
+            raise TypeError("%s got an unexpected keyword argument %r"
+                            % (where, name))
+        if name in bound:
+            raise TypeError("%s got multiple values for argument %r"
+                            % (where, name))
+        bound[name] = value
+    if len(args) > len(names):
+        raise TypeError("%s takes from 1 to %d positional arguments but %d "
+                        "were given" % (where, len(names) + 1, len(args) + 1))
+    values = [bound.get(name, default)
+              for name, default in zip(names, defaults)]
+    return values[:-1], values[-1]
 
 
 class Surrogate:
     """A surrogate gradient: an MLIR mnemonic and checked parameter values.
 
-    Subclasses set `mnemonic` (the attribute's, such as ``"rect"``) and
-    `_spec`, the parameters in the attribute's order as (name,
-    constraint) pairs; their constructors take SpikingJelly's arguments.
-    Instances are immutable, hashable, and equal when they denote the same
-    attribute (same mnemonic, bit-identical parameter values).
+    Subclasses (one per entry of `flexsn._dialect.SURROGATES`) set
+    `mnemonic` (the attribute's, such as ``"rect"``) and `_spec`, the
+    parameters in the attribute's order as (name, `_dialect.SurrogateParam`)
+    pairs; their constructors take SpikingJelly's arguments: the parameters
+    in that order, then ``spiking``. Instances are immutable, hashable, and
+    equal when they denote the same attribute (same mnemonic, bit-identical
+    parameter values).
     """
 
     mnemonic = None
     _spec = ()
+    _dialect_spec = None
 
     __slots__ = ("_values",)
 
-    def __init__(self, spiking=True, **values):
+    def __init__(self, *args, **kwargs):
         if self.mnemonic is None:
             raise TypeError("Surrogate is abstract; use one of surrogate.ALL")
+        values, spiking = _bind(type(self), args, kwargs)
         if not spiking:
             raise ValueError(
                 "%s(spiking=False) is not supported: FlexSN compiles only the "
                 "spiking form (Heaviside forward, surrogate backward)"
                 % type(self).__name__)
-        if set(values) != {name for name, _ in self._spec}:
-            raise TypeError("%s takes parameters %s, got %s"
-                            % (type(self).__name__,
-                               [name for name, _ in self._spec],
-                               sorted(values)))
-        checked = []
-        for name, constraint in self._spec:
-            if constraint == _FOURIER_TERMS:
-                value = _check_fourier_terms(self.mnemonic, name, values[name])
-            else:
-                value = _check_real(self.mnemonic, name, values[name],
-                                    constraint)
-            checked.append(value)
-        object.__setattr__(self, "_values", tuple(checked))
+        checked = tuple(_check_param(self.mnemonic, param, value)
+                        for (_, param), value in zip(self._spec, values))
+        object.__setattr__(self, "_values", checked)
 
     @property
     def params(self):
@@ -188,228 +238,120 @@ def _rebuild(mnemonic, items):
     return by_name(mnemonic, **dict(items))
 
 
-class Sigmoid(Surrogate):
-    """g(x) = a·σ(ax)·(1−σ(ax)); alpha > 0."""
-
-    mnemonic = "sigmoid"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=4.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class ATan(Surrogate):
-    """g(x) = (a/2) / (1 + (π/2·a·x)²); alpha > 0."""
-
-    mnemonic = "atan"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=2.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class PiecewiseQuadratic(Surrogate):
-    """g(x) = max(0, a − a²·|x|); alpha > 0."""
-
-    mnemonic = "piecewise_quadratic"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=1.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class PiecewiseExp(Surrogate):
-    """g(x) = (a/2)·exp(−a·|x|); alpha > 0."""
-
-    mnemonic = "piecewise_exp"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=1.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class SoftSign(Surrogate):
-    """g(x) = 1 / (2a·(1/a + |x|)²); alpha > 0."""
-
-    mnemonic = "soft_sign"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=2.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class SuperSpike(Surrogate):
-    """g(x) = a / (|x| + 1)²; alpha > 0."""
-
-    mnemonic = "super_spike"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=1.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class Erf(Surrogate):
-    """g(x) = (a/√π)·exp(−(ax)²); alpha > 0."""
-
-    mnemonic = "erf"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=2.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class NonzeroSignLogAbs(Surrogate):
-    """g(x) = 1 / (1/a + |x|); alpha > 0."""
-
-    mnemonic = "nonzero_sign_log_abs"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=1.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class PiecewiseLeakyReLU(Surrogate):
-    """g(x) = 1/(2w) if |x| < w else c; w > 0, c finite."""
-
-    mnemonic = "piecewise_leaky_relu"
-    _spec = (("w", _POSITIVE), ("c", _FINITE))
-    __slots__ = ()
-
-    def __init__(self, w=1.0, c=0.01, spiking=True):
-        super().__init__(spiking, w=w, c=c)
-
-
-class SquarewaveFourierSeries(Surrogate):
-    """g(x) = (4/T)·Σ_{i=1}^{n−1} cos((2i−1)·(2π/T)·x);
-    n an int with 1 <= n <= 64, T_period > 0."""
-
-    mnemonic = "squarewave_fourier_series"
-    _spec = (("n", _FOURIER_TERMS), ("T_period", _POSITIVE))
-    __slots__ = ()
-
-    def __init__(self, n=2, T_period=8, spiking=True):
-        super().__init__(spiking, n=n, T_period=T_period)
-
-
-class S2NN(Surrogate):
-    """g(x) = a·σ(ax)(1−σ(ax)) if x < 0 else β/(x+1); alpha > 0, beta > 0."""
-
-    mnemonic = "s2nn"
-    _spec = (("alpha", _POSITIVE), ("beta", _POSITIVE))
-    __slots__ = ()
-
-    def __init__(self, alpha=4.0, beta=1.0, spiking=True):
-        super().__init__(spiking, alpha=alpha, beta=beta)
-
-
-class QPseudoSpike(Surrogate):
-    """g(x) = (1 + 2·|x|/(a−1))^(−a); alpha > 1."""
-
-    mnemonic = "q_pseudo_spike"
-    _spec = (("alpha", _GREATER_THAN_ONE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=2.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class LeakyKReLU(Surrogate):
-    """g(x) = k if x >= 0 else leak; leak and k finite.
-
-    The argument order is SpikingJelly 2.0's, ``(leak, k, spiking)``
-    (releases before it put ``spiking`` first).
-    """
-
-    mnemonic = "leaky_k_relu"
-    _spec = (("leak", _FINITE), ("k", _FINITE))
-    __slots__ = ()
-
-    def __init__(self, leak=0.0, k=1.0, spiking=True):
-        super().__init__(spiking, leak=leak, k=k)
-
-
-class FakeNumericalGradient(Surrogate):
-    """g(x) = min((2H(x)−1)/x, a), and a at x = 0; alpha > 0.
-
-    SpikingJelly's constructor has no ``spiking`` argument (the surrogate
-    only exists in spiking form); it is accepted here, by keyword, for
-    uniformity.
-    """
-
-    mnemonic = "fake_numerical_gradient"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=0.3, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class LogTailedReLU(Surrogate):
-    """g(x) = a if x <= 0; 1 if 0 < x <= 1; 1/x if x > 1; alpha finite."""
-
-    mnemonic = "log_tailed_relu"
-    _spec = (("alpha", _FINITE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=0.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class Rect(Surrogate):
-    """g(x) = a if |x| < 0.5/a else 0; alpha > 0."""
-
-    mnemonic = "rect"
-    _spec = (("alpha", _POSITIVE),)
-    __slots__ = ()
-
-    def __init__(self, alpha=1.0, spiking=True):
-        super().__init__(spiking, alpha=alpha)
-
-
-class DeterministicPass(Surrogate):
-    """g(x) = 1: the straight-through estimator, ``#flexsn.straight_through``.
-    """
-
-    mnemonic = "straight_through"
-    _spec = ()
-    __slots__ = ()
-
-    def __init__(self, spiking=True):
-        super().__init__(spiking)
-
-
-# Every surrogate, in the order of the dialect's documentation table.
-ALL = (
-    Sigmoid, ATan, PiecewiseQuadratic, PiecewiseExp, SoftSign, SuperSpike,
-    Erf, NonzeroSignLogAbs, PiecewiseLeakyReLU, SquarewaveFourierSeries, S2NN,
-    QPseudoSpike, LeakyKReLU, FakeNumericalGradient, LogTailedReLU, Rect,
-    DeterministicPass,
-)
-
-# Lookup by MLIR mnemonic or by class name; DeterministicPass also answers to
-# SpikingJelly's function name and to the attribute's C++ class name.
+_SPIKING_DOC = ("``spiking``: must be True: FlexSN compiles only the spiking "
+                "form (Heaviside forward, surrogate backward).")
+
+
+def _docstring(spec):
+    constraints = ", ".join(
+        ("%s an int with " % p.name if p.type == "int" else "")
+        + _constraint_text(p) for p in spec.params)
+    lines = ["g(x) = %s%s." % (spec.formula,
+                               "; " + constraints if constraints else ""),
+             "",
+             "The attribute ``#flexsn.%s`` (C++ ``%sAttr``)%s."
+             % (spec.mnemonic, spec.cpp_name,
+                "; also called %s" % ", ".join(
+                    "``%s``" % a for a in spec.aliases)
+                if spec.aliases else ""),
+             "", "Arguments (the parameters in the attribute's order, then "
+             "``spiking``):", ""]
+    for p in spec.params:
+        lines.append("* ``%s``: %s (%s, default %r; %s)." % (
+            p.name, p.description, "an int" if p.type == "int" else "a real",
+            p.default, _constraint_text(p)))
+    lines.append("* " + _SPIKING_DOC)
+    return "\n".join(lines) + "\n"
+
+
+def _check_spec(spec):
+    """Refuses a registry entry this module cannot make a class of."""
+    def fail(what):
+        raise ValueError("flexsn._dialect: surrogate %r: %s"
+                         % (spec.mnemonic, what))
+    names = [p.name for p in spec.params]
+    if len(set(names)) != len(names):
+        fail("parameter names repeat: %s" % names)
+    for p in spec.params:
+        if not p.name.isidentifier() or keyword.iskeyword(p.name) or \
+                p.name == "spiking":
+            fail("%r cannot be a constructor argument" % (p.name,))
+        if p.type == "int":
+            if not (isinstance(p.range, tuple) and len(p.range) == 2 and
+                    all(isinstance(b, int) for b in p.range)):
+                fail("int parameter %s has range %r, not (minimum, maximum)"
+                     % (p.name, p.range))
+        elif p.type == "real":
+            if p.range not in _REAL_RANGES:
+                fail("real parameter %s has unknown range %r"
+                     % (p.name, p.range))
+        else:
+            fail("parameter %s has unknown type %r" % (p.name, p.type))
+        _check_param(spec.mnemonic, p, p.default)  # the default is valid
+
+
+def _make_class(spec):
+    """The Surrogate subclass of a `_dialect.SurrogateSpec`."""
+    _check_spec(spec)
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    arguments = [inspect.Parameter(p.name, kind, default=p.default)
+                 for p in spec.params]
+    arguments.append(inspect.Parameter("spiking", kind, default=True))
+
+    def __init__(self, *args, **kwargs):
+        Surrogate.__init__(self, *args, **kwargs)
+
+    __init__.__qualname__ = spec.python_name + ".__init__"
+    __init__.__module__ = __name__
+    __init__.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", kind)] + arguments)
+    __init__.__doc__ = "Checks the parameters as the attribute's verifier " \
+        "does; see the class."
+    return type(spec.python_name, (Surrogate,), {
+        "__module__": __name__,
+        "__qualname__": spec.python_name,
+        "__doc__": _docstring(spec),
+        "__slots__": (),
+        "__signature__": inspect.Signature(arguments),
+        "__init__": __init__,
+        "mnemonic": spec.mnemonic,
+        "_spec": tuple((p.name, p) for p in spec.params),
+        "_dialect_spec": spec,
+    })
+
+
+# Every surrogate, in the order of the dialect's registry (that of its
+# documentation table).
+ALL = tuple(_make_class(spec) for spec in _dialect.SURROGATES)
+
+__all__ = (["Surrogate"] + [cls.__name__ for cls in ALL]
+           + ["ALL", "by_name", "coerce"])
+
+for _cls in ALL:
+    if _cls.__name__ in globals():
+        raise ValueError("flexsn._dialect: surrogate class name %r is taken"
+                         % _cls.__name__)
+    globals()[_cls.__name__] = _cls
+
+# Lookup by MLIR mnemonic, by Python (SpikingJelly) class name, by the
+# attribute's C++ name, and by the registry's aliases.
 _BY_NAME = {}
 for _cls in ALL:
-    _BY_NAME[_cls.mnemonic] = _cls
-    _BY_NAME[_cls.__name__] = _cls
+    _entry = _cls._dialect_spec
+    for _name in ((_entry.mnemonic, _entry.python_name, _entry.cpp_name)
+                  + tuple(_entry.aliases)):
+        if _BY_NAME.setdefault(_name, _cls) is not _cls:
+            raise ValueError("flexsn._dialect: two surrogates are called %r"
+                             % _name)
 _BY_CLASS_NAME = {cls.__name__: cls for cls in ALL}
-_BY_NAME["deterministic_pass"] = DeterministicPass
-_BY_NAME["StraightThrough"] = DeterministicPass
-del _cls
+del _cls, _entry, _name
 
 
 def by_name(name, **params):
     """The surrogate called `name` (an MLIR mnemonic such as
-    ``"piecewise_leaky_relu"`` or a class name such as
-    ``"PiecewiseLeakyReLU"``), built with `params` (defaults for the rest)."""
+    ``"piecewise_leaky_relu"``, a class name such as
+    ``"PiecewiseLeakyReLU"``, the attribute's C++ name or an alias the
+    registry lists), built with `params` (defaults for the rest)."""
     try:
         cls = _BY_NAME[name]
     except (KeyError, TypeError):

@@ -388,7 +388,7 @@ def _td_surrogates():
         r'\s*\(ins(.*?)\)\s*,\s*"', re.S)
     for name, mnemonic, params in pattern.findall(text):
         found[mnemonic] = (name, re.findall(
-            r'(?:SurrogateParam|DefaultValuedParameter<"int64_t",)'
+            r'(?:SurrogateParam|SurrogateIntParam)'
             r'\s*<?\s*"([^"]+)"[^$]*:\$(\w+)', params))
     return found
 

@@ -8,7 +8,7 @@ from typing import Mapping, Optional, Sequence, Union
 import torch
 from torch import nn
 
-from .. import compiler
+from .. import _dialect, compiler
 from .. import surrogate as surrogates
 from ._function import Handle, final_states, scan
 from ._kernels import SPIKE_STORAGE
@@ -103,7 +103,7 @@ class FlexSN(StatefulModule):
                  surrogate_function=None, deterministic: bool = False,
                  step_mode: str = "m",
                  spike_dtype: Optional[torch.dtype] = None,
-                 storage_types: Sequence[str] = ("f32", "f16", "bf16"),
+                 storage_types: Sequence[str] = _dialect.STORAGE_TYPES,
                  neuron_name: Optional[str] = None, example_inputs=None,
                  requires_grad=None, backend=None,
                  check_finite: bool = False, **compile_options):

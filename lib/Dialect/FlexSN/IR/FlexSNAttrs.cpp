@@ -23,6 +23,114 @@ using namespace mlir::flexsn;
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrInterfaces.cpp.inc"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNEnums.cpp.inc"
 
+//===----------------------------------------------------------------------===//
+// The IR backend of SurrogateFormulas.h (the generated buildDerivative
+// methods instantiate the formulas with it)
+//===----------------------------------------------------------------------===//
+
+namespace mlir::flexsn::surrogate {
+namespace {
+/// A float value being built; the formulas' operators emit arith/math ops.
+struct IRScalar {
+  OpBuilder *builder;
+  Location loc;
+  Value value;
+
+  IRScalar with(Value v) const { return {builder, loc, v}; }
+  IRScalar constant(double c) const {
+    return with(arith::ConstantOp::create(
+        *builder, loc, builder->getFloatAttr(value.getType(), c)));
+  }
+  template <typename OpT>
+  IRScalar emit(ValueRange operands) const {
+    return with(OpT::create(*builder, loc, operands));
+  }
+};
+/// An i1 value being built: the result of a comparison.
+struct IRBool {
+  Value value;
+};
+
+IRScalar splat(const IRScalar &like, double c) { return like.constant(c); }
+
+#define FLEXSN_IR_BINARY(op, OpT)                                              \
+  [[maybe_unused]] IRScalar operator op(const IRScalar &a,                     \
+                                        const IRScalar &b) {                   \
+    return a.emit<OpT>({a.value, b.value});                                    \
+  }                                                                            \
+  [[maybe_unused]] IRScalar operator op(const IRScalar &a, double b) {         \
+    return a op a.constant(b);                                                 \
+  }                                                                            \
+  [[maybe_unused]] IRScalar operator op(double a, const IRScalar &b) {         \
+    return b.constant(a) op b;                                                 \
+  }
+FLEXSN_IR_BINARY(+, arith::AddFOp)
+FLEXSN_IR_BINARY(-, arith::SubFOp)
+FLEXSN_IR_BINARY(*, arith::MulFOp)
+FLEXSN_IR_BINARY(/, arith::DivFOp)
+#undef FLEXSN_IR_BINARY
+
+IRBool compare(const IRScalar &a, double b, arith::CmpFPredicate predicate) {
+  return {arith::CmpFOp::create(*a.builder, a.loc, predicate, a.value,
+                                a.constant(b).value)};
+}
+[[maybe_unused]] IRBool operator<(const IRScalar &a, double b) {
+  return compare(a, b, arith::CmpFPredicate::OLT);
+}
+[[maybe_unused]] IRBool operator<=(const IRScalar &a, double b) {
+  return compare(a, b, arith::CmpFPredicate::OLE);
+}
+[[maybe_unused]] IRBool operator>(const IRScalar &a, double b) {
+  return compare(a, b, arith::CmpFPredicate::OGT);
+}
+[[maybe_unused]] IRBool operator>=(const IRScalar &a, double b) {
+  return compare(a, b, arith::CmpFPredicate::OGE);
+}
+
+[[maybe_unused]] IRScalar select(IRBool cond, const IRScalar &a,
+                                 const IRScalar &b) {
+  return a.emit<arith::SelectOp>({cond.value, a.value, b.value});
+}
+[[maybe_unused]] IRScalar abs(const IRScalar &x) {
+  return x.emit<math::AbsFOp>({x.value});
+}
+[[maybe_unused]] IRScalar exp(const IRScalar &x) {
+  return x.emit<math::ExpOp>({x.value});
+}
+[[maybe_unused]] IRScalar log(const IRScalar &x) {
+  return x.emit<math::LogOp>({x.value});
+}
+[[maybe_unused]] IRScalar log1p(const IRScalar &x) {
+  return x.emit<math::Log1pOp>({x.value});
+}
+[[maybe_unused]] IRScalar erf(const IRScalar &x) {
+  return x.emit<math::ErfOp>({x.value});
+}
+[[maybe_unused]] IRScalar atan(const IRScalar &x) {
+  return x.emit<math::AtanOp>({x.value});
+}
+[[maybe_unused]] IRScalar sin(const IRScalar &x) {
+  return x.emit<math::SinOp>({x.value});
+}
+[[maybe_unused]] IRScalar cos(const IRScalar &x) {
+  return x.emit<math::CosOp>({x.value});
+}
+[[maybe_unused]] IRScalar pow(const IRScalar &x, double y) {
+  return x.emit<math::PowFOp>({x.value, x.constant(y).value});
+}
+[[maybe_unused]] IRScalar min(const IRScalar &a, double b) {
+  return a.emit<arith::MinimumFOp>({a.value, a.constant(b).value});
+}
+[[maybe_unused]] IRScalar max(const IRScalar &a, double b) {
+  return a.emit<arith::MaximumFOp>({a.value, a.constant(b).value});
+}
+[[maybe_unused]] IRScalar sigmoid(const IRScalar &x) {
+  return 1.0 / (exp(x * -1.0) + 1.0);
+}
+} // namespace
+} // namespace mlir::flexsn::surrogate
+
+
 #define GET_ATTRDEF_CLASSES
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.cpp.inc"
 
@@ -265,240 +373,36 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Surrogate attributes
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// What a surrogate parameter must satisfy, beyond being finite.
-enum class ParamRange { Finite, Positive, GreaterThanOne };
-} // namespace
-
-static LogicalResult checkParam(function_ref<InFlightDiagnostic()> emitError,
-                                StringRef surrogate, StringRef name,
-                                const llvm::APFloat &value,
-                                ParamRange range = ParamRange::Positive) {
-  double v = value.convertToDouble();
-  const char *need = "a finite value";
-  bool ok = std::isfinite(v);
-  if (range == ParamRange::Positive) {
-    need = "> 0";
-    ok = ok && v > 0;
-  } else if (range == ParamRange::GreaterThanOne) {
-    need = "> 1";
-    ok = ok && v > 1;
+LogicalResult mlir::flexsn::verifySurrogateParams(
+    function_ref<InFlightDiagnostic()> emitError, StringRef mnemonic,
+    ArrayRef<SurrogateParamSpec> specs, ArrayRef<double> values) {
+  for (auto [spec, v] : llvm::zip_equal(specs, values)) {
+    auto fail = [&, &spec = spec]() {
+      return emitError() << "surrogate '" << mnemonic << "' needs ";
+    };
+    switch (spec.range) {
+    case SurrogateParamRange::Interval:
+      if (v < spec.minimum || v > spec.maximum)
+        return fail() << spec.minimum << " <= " << spec.name
+                      << " <= " << spec.maximum << ", got " << int64_t(v);
+      continue;
+    case SurrogateParamRange::Finite:
+      if (!std::isfinite(v))
+        return fail() << spec.name << " to be a finite value, got "
+                      << formatShortest(v);
+      continue;
+    case SurrogateParamRange::Positive:
+      if (!std::isfinite(v) || !(v > 0))
+        return fail() << spec.name << " > 0, got " << formatShortest(v);
+      continue;
+    case SurrogateParamRange::GreaterThanOne:
+      if (!std::isfinite(v) || !(v > 1))
+        return fail() << spec.name << " > 1, got " << formatShortest(v);
+      continue;
+    }
   }
-  if (ok)
-    return success();
-  return emitError() << "surrogate '" << surrogate << "' needs " << name
-                     << (range == ParamRange::Finite ? " to be " : " ") << need
-                     << ", got " << formatShortest(v);
+  return success();
 }
-
-static double toDouble(const llvm::APFloat &value) {
-  return value.convertToDouble();
-}
-
-//===----------------------------------------------------------------------===//
-// The IR backend of SurrogateFormulas.h
-//===----------------------------------------------------------------------===//
-
-namespace mlir::flexsn::surrogate {
-namespace {
-/// A float value being built; the formulas' operators emit arith/math ops.
-struct IRScalar {
-  OpBuilder *builder;
-  Location loc;
-  Value value;
-
-  IRScalar with(Value v) const { return {builder, loc, v}; }
-  IRScalar constant(double c) const {
-    return with(arith::ConstantOp::create(
-        *builder, loc, builder->getFloatAttr(value.getType(), c)));
-  }
-  template <typename OpT>
-  IRScalar emit(ValueRange operands) const {
-    return with(OpT::create(*builder, loc, operands));
-  }
-};
-/// An i1 value being built: the result of a comparison.
-struct IRBool {
-  Value value;
-};
-
-IRScalar splat(const IRScalar &like, double c) { return like.constant(c); }
-
-#define FLEXSN_IR_BINARY(op, OpT)                                              \
-  [[maybe_unused]] IRScalar operator op(const IRScalar &a,                     \
-                                        const IRScalar &b) {                   \
-    return a.emit<OpT>({a.value, b.value});                                    \
-  }                                                                            \
-  [[maybe_unused]] IRScalar operator op(const IRScalar &a, double b) {         \
-    return a op a.constant(b);                                                 \
-  }                                                                            \
-  [[maybe_unused]] IRScalar operator op(double a, const IRScalar &b) {         \
-    return b.constant(a) op b;                                                 \
-  }
-FLEXSN_IR_BINARY(+, arith::AddFOp)
-FLEXSN_IR_BINARY(-, arith::SubFOp)
-FLEXSN_IR_BINARY(*, arith::MulFOp)
-FLEXSN_IR_BINARY(/, arith::DivFOp)
-#undef FLEXSN_IR_BINARY
-
-IRBool compare(const IRScalar &a, double b, arith::CmpFPredicate predicate) {
-  return {arith::CmpFOp::create(*a.builder, a.loc, predicate, a.value,
-                                a.constant(b).value)};
-}
-[[maybe_unused]] IRBool operator<(const IRScalar &a, double b) {
-  return compare(a, b, arith::CmpFPredicate::OLT);
-}
-[[maybe_unused]] IRBool operator<=(const IRScalar &a, double b) {
-  return compare(a, b, arith::CmpFPredicate::OLE);
-}
-[[maybe_unused]] IRBool operator>(const IRScalar &a, double b) {
-  return compare(a, b, arith::CmpFPredicate::OGT);
-}
-[[maybe_unused]] IRBool operator>=(const IRScalar &a, double b) {
-  return compare(a, b, arith::CmpFPredicate::OGE);
-}
-
-[[maybe_unused]] IRScalar select(IRBool cond, const IRScalar &a,
-                                 const IRScalar &b) {
-  return a.emit<arith::SelectOp>({cond.value, a.value, b.value});
-}
-[[maybe_unused]] IRScalar abs(const IRScalar &x) {
-  return x.emit<math::AbsFOp>({x.value});
-}
-[[maybe_unused]] IRScalar exp(const IRScalar &x) {
-  return x.emit<math::ExpOp>({x.value});
-}
-[[maybe_unused]] IRScalar log(const IRScalar &x) {
-  return x.emit<math::LogOp>({x.value});
-}
-[[maybe_unused]] IRScalar log1p(const IRScalar &x) {
-  return x.emit<math::Log1pOp>({x.value});
-}
-[[maybe_unused]] IRScalar erf(const IRScalar &x) {
-  return x.emit<math::ErfOp>({x.value});
-}
-[[maybe_unused]] IRScalar atan(const IRScalar &x) {
-  return x.emit<math::AtanOp>({x.value});
-}
-[[maybe_unused]] IRScalar sin(const IRScalar &x) {
-  return x.emit<math::SinOp>({x.value});
-}
-[[maybe_unused]] IRScalar cos(const IRScalar &x) {
-  return x.emit<math::CosOp>({x.value});
-}
-[[maybe_unused]] IRScalar pow(const IRScalar &x, double y) {
-  return x.emit<math::PowFOp>({x.value, x.constant(y).value});
-}
-[[maybe_unused]] IRScalar min(const IRScalar &a, double b) {
-  return a.emit<arith::MinimumFOp>({a.value, a.constant(b).value});
-}
-[[maybe_unused]] IRScalar max(const IRScalar &a, double b) {
-  return a.emit<arith::MaximumFOp>({a.value, a.constant(b).value});
-}
-[[maybe_unused]] IRScalar sigmoid(const IRScalar &x) {
-  return 1.0 / (exp(x * -1.0) + 1.0);
-}
-} // namespace
-} // namespace mlir::flexsn::surrogate
-
-using surrogate::IRScalar;
-
-// Each surrogate evaluates and emits the shared formulas of
-// SurrogateFormulas.h.
-#define FLEXSN_SURROGATE_EVAL(Attr, formula, ...)                              \
-  double Attr::evalDerivative(double x) const {                                \
-    return surrogate::formula##Grad(x, __VA_ARGS__);                           \
-  }                                                                            \
-  double Attr::evalPrimitive(double x) const {                                 \
-    return surrogate::formula##Primitive(x, __VA_ARGS__);                      \
-  }                                                                            \
-  Value Attr::buildDerivative(OpBuilder &builder, Location loc, Value x)       \
-      const {                                                                  \
-    return surrogate::formula##Grad(IRScalar{&builder, loc, x}, __VA_ARGS__)   \
-        .value;                                                                \
-  }
-
-// Surrogates with one parameter `alpha` that must be positive.
-#define FLEXSN_ALPHA_SURROGATE(Attr, formula, mnemonic)                        \
-  LogicalResult Attr::verify(function_ref<InFlightDiagnostic()> emitError,     \
-                             llvm::APFloat alpha) {                            \
-    return checkParam(emitError, mnemonic, "alpha", alpha);                    \
-  }                                                                            \
-  FLEXSN_SURROGATE_EVAL(Attr, formula, toDouble(getAlpha()))
-
-FLEXSN_ALPHA_SURROGATE(SigmoidAttr, sigmoid, "sigmoid")
-FLEXSN_ALPHA_SURROGATE(ATanAttr, atan, "atan")
-FLEXSN_ALPHA_SURROGATE(PiecewiseQuadraticAttr, piecewiseQuadratic,
-                       "piecewise_quadratic")
-FLEXSN_ALPHA_SURROGATE(PiecewiseExpAttr, piecewiseExp, "piecewise_exp")
-FLEXSN_ALPHA_SURROGATE(SoftSignAttr, softSign, "soft_sign")
-FLEXSN_ALPHA_SURROGATE(SuperSpikeAttr, superSpike, "super_spike")
-FLEXSN_ALPHA_SURROGATE(ErfAttr, erf, "erf")
-FLEXSN_ALPHA_SURROGATE(NonzeroSignLogAbsAttr, nonzeroSignLogAbs,
-                       "nonzero_sign_log_abs")
-FLEXSN_ALPHA_SURROGATE(FakeNumericalGradientAttr, fakeNumericalGradient,
-                       "fake_numerical_gradient")
-FLEXSN_ALPHA_SURROGATE(RectAttr, rect, "rect")
-
-LogicalResult
-PiecewiseLeakyReLUAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               llvm::APFloat w, llvm::APFloat c) {
-  return failure(
-      failed(checkParam(emitError, "piecewise_leaky_relu", "w", w)) ||
-      failed(checkParam(emitError, "piecewise_leaky_relu", "c", c,
-                        ParamRange::Finite)));
-}
-FLEXSN_SURROGATE_EVAL(PiecewiseLeakyReLUAttr, piecewiseLeakyReLU,
-                      toDouble(getW()), toDouble(getC()))
-
-/// Beyond 64 terms the unrolled series stops being a sensible kernel.
-static constexpr int64_t kMaxFourierTerms = 64;
-
-LogicalResult SquarewaveFourierSeriesAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, int64_t n,
-    llvm::APFloat period) {
-  if (n < 1 || n > kMaxFourierTerms)
-    return emitError() << "surrogate 'squarewave_fourier_series' needs "
-                          "1 <= n <= "
-                       << kMaxFourierTerms << ", got " << n;
-  return checkParam(emitError, "squarewave_fourier_series", "T_period", period);
-}
-FLEXSN_SURROGATE_EVAL(SquarewaveFourierSeriesAttr, squarewaveFourierSeries,
-                      getN(), toDouble(getTPeriod()))
-
-LogicalResult S2NNAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               llvm::APFloat alpha, llvm::APFloat beta) {
-  return failure(failed(checkParam(emitError, "s2nn", "alpha", alpha)) ||
-                 failed(checkParam(emitError, "s2nn", "beta", beta)));
-}
-FLEXSN_SURROGATE_EVAL(S2NNAttr, s2nn, toDouble(getAlpha()), toDouble(getBeta()))
-
-LogicalResult
-QPseudoSpikeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         llvm::APFloat alpha) {
-  return checkParam(emitError, "q_pseudo_spike", "alpha", alpha,
-                    ParamRange::GreaterThanOne);
-}
-FLEXSN_SURROGATE_EVAL(QPseudoSpikeAttr, qPseudoSpike, toDouble(getAlpha()))
-
-LogicalResult
-LeakyKReLUAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       llvm::APFloat leak, llvm::APFloat k) {
-  return failure(failed(checkParam(emitError, "leaky_k_relu", "leak", leak,
-                                   ParamRange::Finite)) ||
-                 failed(checkParam(emitError, "leaky_k_relu", "k", k,
-                                   ParamRange::Finite)));
-}
-FLEXSN_SURROGATE_EVAL(LeakyKReLUAttr, leakyKReLU, toDouble(getLeak()),
-                      toDouble(getK()))
-
-LogicalResult
-LogTailedReLUAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                          llvm::APFloat alpha) {
-  return checkParam(emitError, "log_tailed_relu", "alpha", alpha,
-                    ParamRange::Finite);
-}
-FLEXSN_SURROGATE_EVAL(LogTailedReLUAttr, logTailedReLU, toDouble(getAlpha()))
 
 Attribute StraightThroughAttr::parse(AsmParser &parser, Type) {
   if (succeeded(parser.parseOptionalLess()))
@@ -511,13 +415,3 @@ Attribute StraightThroughAttr::parse(AsmParser &parser, Type) {
 
 void StraightThroughAttr::print(AsmPrinter &) const {}
 
-double StraightThroughAttr::evalDerivative(double x) const {
-  return surrogate::straightThroughGrad(x);
-}
-double StraightThroughAttr::evalPrimitive(double x) const {
-  return surrogate::straightThroughPrimitive(x);
-}
-Value StraightThroughAttr::buildDerivative(OpBuilder &builder, Location loc,
-                                           Value x) const {
-  return surrogate::straightThroughGrad(IRScalar{&builder, loc, x}).value;
-}

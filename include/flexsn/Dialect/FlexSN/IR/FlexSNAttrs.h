@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 
+#include "flexsn/Dialect/FlexSN/IR/SurrogateFormulas.h"
+
 #include "flexsn/Dialect/FlexSN/IR/FlexSNEnums.h.inc"
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrInterfaces.h.inc"
@@ -26,6 +28,33 @@ class KernelBufferAttr;
 FailureOr<llvm::APFloat> parseSurrogateParam(AsmParser &parser);
 /// Prints a surrogate parameter in its shortest round-trip form ("4.0").
 void printSurrogateParam(AsmPrinter &printer, const llvm::APFloat &value);
+/// What a surrogate parameter must satisfy: a real is finite and possibly
+/// positive or above one; an integer lies in [minimum, maximum].
+enum class SurrogateParamRange { Finite, Positive, GreaterThanOne, Interval };
+/// One surrogate parameter as ODS declares it (`SurrogateParam` and
+/// `SurrogateIntParam` in FlexSNAttrs.td). The verifiers, the docs and the
+/// Python layer's surrogate classes are all made from these.
+struct SurrogateParamSpec {
+  const char *name;
+  bool isInteger;
+  double defaultValue;
+  SurrogateParamRange range;
+  int64_t minimum, maximum; // for SurrogateParamRange::Interval
+  const char *description;
+};
+/// Checks `values` (in the attribute's order) against `specs`, with the
+/// diagnostics the Python layer repeats word for word.
+LogicalResult
+verifySurrogateParams(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef mnemonic, ArrayRef<SurrogateParamSpec> specs,
+                      ArrayRef<double> values);
+namespace surrogate {
+/// A stored surrogate parameter as the formulas take it.
+inline double toScalar(const llvm::APFloat &value) {
+  return value.convertToDouble();
+}
+inline int64_t toScalar(int64_t value) { return value; }
+} // namespace surrogate
 /// The shortest decimal text that reads back to `value` ("4.0", "0.01").
 std::string formatShortest(double value);
 /// Same, for a value that lives in f32.

@@ -148,10 +148,36 @@ def FlexSN_SurrogateAttrInterface : AttrInterface<"SurrogateAttrInterface"> {
   ];
 }
 
+// What a surrogate parameter must satisfy (`SurrogateParamRange` in C++),
+// and how the constraints read in the docs.
+class SurrogateRange<string cppCase, string docText> {
+  string range = cppCase;
+  string doc = docText;
+}
+def SurrogateFinite : SurrogateRange<"Finite", " finite">;
+def SurrogatePositive : SurrogateRange<"Positive", " > 0">;
+def SurrogateAboveOne : SurrogateRange<"GreaterThanOne", " > 1">;
+
+// What the registry knows of a surrogate parameter beyond its C++ type: it
+// becomes a `SurrogateParamSpec`, which the verifier checks and the Python
+// layer's classes are made from.
+class SurrogateParamSpec<bit integer, string value, SurrogateRange r, int lo,
+                         int hi, string desc> {
+  bit isInteger = integer;
+  string defaultText = value;
+  SurrogateRange paramRange = r;
+  int minimum = lo;
+  int maximum = hi;
+  string descriptionText = desc;
+}
+def SurrogateInterval : SurrogateRange<"Interval", "">;
+
 // A real-valued surrogate parameter with a default. Printed shortest
 // round-trip ("4.0"), parsed from any float or integer literal.
-class SurrogateParam<string value, string desc>
-    : AttrOrTypeParameter<"::llvm::APFloat", desc # " (default " # value # ")"> {
+class SurrogateParam<string value, string desc,
+                     SurrogateRange r = SurrogatePositive>
+    : AttrOrTypeParameter<"::llvm::APFloat", desc # " (default " # value # ")">,
+      SurrogateParamSpec<0, value, r, 0, 0, desc> {
   let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
   let syntax = "float";
   let defaultValue = "::llvm::APFloat(double(" # value # "))";
@@ -159,15 +185,45 @@ class SurrogateParam<string value, string desc>
   let printer = "::mlir::flexsn::printSurrogateParam($_printer, $_self)";
 }
 
-// One surrogate: its parameters, its g(x) (for the docs), and a range check
-// (implemented in C++, documented in `rangeDoc`).
+// An integer surrogate parameter in [lo, hi], with a default.
+class SurrogateIntParam<string value, int lo, int hi, string desc>
+    : DefaultValuedParameter<"int64_t", value,
+                             desc # " (default " # value # ")">,
+      SurrogateParamSpec<1, value, SurrogateInterval, lo, hi, desc>;
+
+// The text of a parameter's constraint: "alpha > 0", "1 <= n <= 64".
+class SurrogateParamConstraint<string name, SurrogateParamSpec spec> {
+  string text = !if(spec.isInteger,
+      !cast<string>(spec.minimum) # " <= " # name # " <= "
+          # !cast<string>(spec.maximum),
+      name # spec.paramRange.doc);
+}
+
+// One surrogate: its parameters, its g(x) (for the docs), and the templates
+// of SurrogateFormulas.h that compute it (`formula` names them:
+// `<formula>Grad` and `<formula>Primitive`). Everything else is generated:
+// the verifier, evaluation and IR emission, the docs, and the Python
+// layer's class (`pythonName`, SpikingJelly's name, with `pythonAliases`
+// accepted by `flexsn.surrogate.by_name`).
 class FlexSN_Surrogate<string name, string attrMnemonic, dag params,
-                       string formula, string rangeDoc>
+                       string gFormula, string formula,
+                       string pyName = name, list<string> pyAliases = []>
     : FlexSN_Attr<name, attrMnemonic,
                   [DeclareAttrInterfaceMethods<FlexSN_SurrogateAttrInterface>]> {
-  let summary = "Surrogate gradient `" # attrMnemonic # "`: g(x) = " # formula;
+  list<int> indices = !range(!size(params));
+  list<string> paramNames = !foreach(i, indices, !getdagname(params, i));
+  list<SurrogateParamSpec> paramSpecs =
+      !foreach(i, indices, !getdagarg<SurrogateParamSpec>(params, i));
+  string rangeDoc = !if(!empty(params), "none", !interleave(!foreach(i, indices,
+      SurrogateParamConstraint<!getdagname(params, i),
+          !getdagarg<SurrogateParamSpec>(params, i)>.text), ", "));
+  string pythonName = pyName;
+  list<string> pythonAliases = pyAliases;
+  string formulaText = gFormula;
+
+  let summary = "Surrogate gradient `" # attrMnemonic # "`: g(x) = " # gFormula;
   let description = "Backward of `flexsn.spike` multiplies the incoming "
-      # "gradient by `g(x) = " # formula # "`.\n\nParameter constraints: "
+      # "gradient by `g(x) = " # gFormula # "`.\n\nParameter constraints: "
       # rangeDoc # ". Omitted parameters take their defaults, and the "
       # "whole `<...>` may be omitted:\n\n```mlir\n#flexsn." # attrMnemonic
       # "\n```";
@@ -176,85 +232,167 @@ class FlexSN_Surrogate<string name, string attrMnemonic, dag params,
   let assemblyFormat = !if(!empty(params), ?, "(`<` struct(params)^ `>`)?");
   let hasCustomAssemblyFormat = !empty(params);
   let genVerifyDecl = !not(!empty(params));
+
+  // The parameters as the formulas take them (double or int64_t), read from
+  // the storage, after `x`.
+  string formulaArgs = !foldl("", paramNames, acc, p,
+      acc # ", ::mlir::flexsn::surrogate::toScalar(getImpl()->" # p # ")");
+  string specEntries = !interleave(!foreach(i, indices,
+      "{\"" # !getdagname(params, i) # "\", "
+      # !if(paramSpecs[i].isInteger, "true", "false") # ", "
+      # paramSpecs[i].defaultText # ", "
+      # "::mlir::flexsn::SurrogateParamRange::" # paramSpecs[i].paramRange.range
+      # ", " # !cast<string>(paramSpecs[i].minimum)
+      # ", " # !cast<string>(paramSpecs[i].maximum)
+      # ", \"" # paramSpecs[i].descriptionText # "\"}"), ",\n      ");
+  string aliasEntries = !interleave(!foreach(a, pyAliases, "\"" # a # "\""),
+                                    ", ");
+
+  let extraClassDeclaration = [{
+    /// The parameters, in the attribute's order, as ODS declares them.
+    static ::llvm::ArrayRef<::mlir::flexsn::SurrogateParamSpec> getParamSpecs();
+    /// The Python (SpikingJelly) class name, and the other names the
+    /// Python layer looks this surrogate up by.
+    static ::llvm::StringRef getPythonName() { return "}] # pyName # [{"; }
+    /// The attribute's name in ODS (its C++ class without `Attr`).
+    static ::llvm::StringRef getSurrogateName() { return "}] # name # [{"; }
+    static ::llvm::ArrayRef<::llvm::StringRef> getPythonAliases();
+    /// g(x) as the docs write it.
+    static ::llvm::StringRef getFormulaText() { return "}] # gFormula # [{"; }
+    /// g(x) over any scalar type `V` (SurrogateFormulas.h's contract), with
+    /// the parameters as values of any type `P` (in the attribute's order):
+    /// how tools print the formula in another language.
+    template <typename V, typename P>
+    static V derivativeOf(V x, ::llvm::ArrayRef<P> params) {
+      (void)params;
+      return ::mlir::flexsn::surrogate::}] # formula # [{Grad(x}]
+      # !foldl("", indices, acc, i, acc # ", params[" # !cast<string>(i) # "]")
+      # [{);
+    }
+  }];
+  let extraClassDefinition = [{
+    ::llvm::ArrayRef<::mlir::flexsn::SurrogateParamSpec>
+    $cppClass::getParamSpecs() {
+  }] # !if(!empty(params), "  return {};", [{
+      static const ::mlir::flexsn::SurrogateParamSpec specs[] = {
+      }] # specEntries # [{};
+      return specs;
+  }]) # [{
+    }
+    ::llvm::ArrayRef<::llvm::StringRef> $cppClass::getPythonAliases() {
+  }] # !if(!empty(pyAliases), "  return {};", [{
+      static const ::llvm::StringRef aliases[] = {}] # aliasEntries # [{};
+      return aliases;
+  }]) # [{
+    }
+    double $cppClass::evalDerivative(double x) const {
+      return ::mlir::flexsn::surrogate::}] # formula # [{Grad(x}]
+      # formulaArgs # [{);
+    }
+    double $cppClass::evalPrimitive(double x) const {
+      return ::mlir::flexsn::surrogate::}] # formula # [{Primitive(x}]
+      # formulaArgs # [{);
+    }
+    ::mlir::Value $cppClass::buildDerivative(::mlir::OpBuilder &builder,
+                                             ::mlir::Location loc,
+                                             ::mlir::Value x) const {
+      return ::mlir::flexsn::surrogate::}] # formula # [{Grad(
+          ::mlir::flexsn::surrogate::IRScalar{&builder, loc, x} }]
+      # formulaArgs # [{).value;
+    }
+  }] # !if(!empty(params), "", [{
+    ::llvm::LogicalResult $cppClass::verify(
+        ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError}]
+      # !foldl("", indices, acc, i, acc # ", "
+               # !getdagarg<AttrOrTypeParameter>(params, i).cppType # " "
+               # !getdagname(params, i)) # [{) {
+      return ::mlir::flexsn::verifySurrogateParams(emitError, getMnemonic(),
+          getParamSpecs(), {}] # !interleave(!foreach(p, paramNames,
+              "double(::mlir::flexsn::surrogate::toScalar(" # p # "))"), ", ")
+      # [{});
+    }
+  }]);
 }
 
 def FlexSN_SigmoidAttr : FlexSN_Surrogate<"Sigmoid", "sigmoid",
     (ins SurrogateParam<"4.0", "steepness">:$alpha),
-    "a·σ(ax)·(1−σ(ax))", "alpha > 0">;
+    "a·σ(ax)·(1−σ(ax))", "sigmoid">;
 
 def FlexSN_ATanAttr : FlexSN_Surrogate<"ATan", "atan",
     (ins SurrogateParam<"2.0", "steepness">:$alpha),
-    "(a/2) / (1 + (π/2·a·x)²)", "alpha > 0">;
+    "(a/2) / (1 + (π/2·a·x)²)", "atan">;
 
 def FlexSN_PiecewiseQuadraticAttr : FlexSN_Surrogate<"PiecewiseQuadratic",
     "piecewise_quadratic",
     (ins SurrogateParam<"1.0", "inverse half-width">:$alpha),
-    "max(0, a − a²·|x|)", "alpha > 0">;
+    "max(0, a − a²·|x|)", "piecewiseQuadratic">;
 
 def FlexSN_PiecewiseExpAttr : FlexSN_Surrogate<"PiecewiseExp", "piecewise_exp",
     (ins SurrogateParam<"1.0", "decay rate">:$alpha),
-    "(a/2)·exp(−a·|x|)", "alpha > 0">;
+    "(a/2)·exp(−a·|x|)", "piecewiseExp">;
 
 def FlexSN_SoftSignAttr : FlexSN_Surrogate<"SoftSign", "soft_sign",
     (ins SurrogateParam<"2.0", "steepness">:$alpha),
-    "1 / (2a·(1/a + |x|)²)", "alpha > 0">;
+    "1 / (2a·(1/a + |x|)²)", "softSign">;
 
 def FlexSN_SuperSpikeAttr : FlexSN_Surrogate<"SuperSpike", "super_spike",
     (ins SurrogateParam<"1.0", "scale">:$alpha),
-    "a / (|x| + 1)²", "alpha > 0">;
+    "a / (|x| + 1)²", "superSpike">;
 
 def FlexSN_ErfAttr : FlexSN_Surrogate<"Erf", "erf",
     (ins SurrogateParam<"2.0", "steepness">:$alpha),
-    "(a/√π)·exp(−(ax)²)", "alpha > 0">;
+    "(a/√π)·exp(−(ax)²)", "erf">;
 
 def FlexSN_NonzeroSignLogAbsAttr : FlexSN_Surrogate<"NonzeroSignLogAbs",
     "nonzero_sign_log_abs",
     (ins SurrogateParam<"1.0", "steepness">:$alpha),
-    "1 / (1/a + |x|)", "alpha > 0">;
+    "1 / (1/a + |x|)", "nonzeroSignLogAbs">;
 
 def FlexSN_PiecewiseLeakyReLUAttr : FlexSN_Surrogate<"PiecewiseLeakyReLU",
     "piecewise_leaky_relu",
     (ins SurrogateParam<"1.0", "half-width of the linear region">:$w,
-         SurrogateParam<"0.01", "slope outside it">:$c),
-    "1/(2w) if |x| < w else c", "w > 0, c finite">;
+         SurrogateParam<"0.01", "slope outside it", SurrogateFinite>:$c),
+    "1/(2w) if |x| < w else c", "piecewiseLeakyReLU">;
 
+// Beyond 64 terms the unrolled series stops being a sensible kernel.
 def FlexSN_SquarewaveFourierSeriesAttr : FlexSN_Surrogate<
     "SquarewaveFourierSeries", "squarewave_fourier_series",
-    (ins DefaultValuedParameter<"int64_t", "2",
-             "number of Fourier terms plus one (default 2)">:$n,
+    (ins SurrogateIntParam<"2", 1, 64, "number of Fourier terms plus one">:$n,
          SurrogateParam<"8.0", "period">:$T_period),
-    "(4/T)·Σ_{i=1}^{n−1} cos((2i−1)·(2π/T)·x)", "1 <= n <= 64, T_period > 0">;
+    "(4/T)·Σ_{i=1}^{n−1} cos((2i−1)·(2π/T)·x)", "squarewaveFourierSeries">;
 
 def FlexSN_S2NNAttr : FlexSN_Surrogate<"S2NN", "s2nn",
     (ins SurrogateParam<"4.0", "sigmoid steepness for x < 0">:$alpha,
          SurrogateParam<"1.0", "scale of the 1/(x+1) tail for x >= 0">:$beta),
-    "a·σ(ax)(1−σ(ax)) if x < 0 else β/(x+1)", "alpha > 0, beta > 0">;
+    "a·σ(ax)(1−σ(ax)) if x < 0 else β/(x+1)", "s2nn">;
 
 def FlexSN_QPseudoSpikeAttr : FlexSN_Surrogate<"QPseudoSpike", "q_pseudo_spike",
-    (ins SurrogateParam<"2.0", "tail factor">:$alpha),
-    "(1 + 2·|x|/(a−1))^(−a)", "alpha > 1">;
+    (ins SurrogateParam<"2.0", "tail factor", SurrogateAboveOne>:$alpha),
+    "(1 + 2·|x|/(a−1))^(−a)", "qPseudoSpike">;
 
 def FlexSN_LeakyKReLUAttr : FlexSN_Surrogate<"LeakyKReLU", "leaky_k_relu",
-    (ins SurrogateParam<"0.0", "slope for x < 0">:$leak,
-         SurrogateParam<"1.0", "slope for x >= 0">:$k),
-    "k if x >= 0 else leak", "leak and k finite">;
+    (ins SurrogateParam<"0.0", "slope for x < 0", SurrogateFinite>:$leak,
+         SurrogateParam<"1.0", "slope for x >= 0", SurrogateFinite>:$k),
+    "k if x >= 0 else leak", "leakyKReLU">;
 
 def FlexSN_FakeNumericalGradientAttr : FlexSN_Surrogate<
     "FakeNumericalGradient", "fake_numerical_gradient",
     (ins SurrogateParam<"0.3", "upper bound">:$alpha),
-    "min((2H(x)−1)/x, a), and a at x = 0", "alpha > 0">;
+    "min((2H(x)−1)/x, a), and a at x = 0", "fakeNumericalGradient">;
 
 def FlexSN_LogTailedReLUAttr : FlexSN_Surrogate<"LogTailedReLU",
     "log_tailed_relu",
-    (ins SurrogateParam<"0.0", "slope for x <= 0">:$alpha),
-    "a if x <= 0; 1 if 0 < x <= 1; 1/x if x > 1", "alpha finite">;
+    (ins SurrogateParam<"0.0", "slope for x <= 0", SurrogateFinite>:$alpha),
+    "a if x <= 0; 1 if 0 < x <= 1; 1/x if x > 1", "logTailedReLU">;
 
 def FlexSN_RectAttr : FlexSN_Surrogate<"Rect", "rect",
     (ins SurrogateParam<"1.0", "height; the window is |x| < 0.5/a">:$alpha),
-    "a if |x| < 0.5/a else 0", "alpha > 0">;
+    "a if |x| < 0.5/a else 0", "rect">;
 
+// SpikingJelly calls the straight-through estimator `DeterministicPass`.
 def FlexSN_StraightThroughAttr : FlexSN_Surrogate<"StraightThrough",
-    "straight_through", (ins), "1", "none">;
+    "straight_through", (ins), "1", "straightThrough", "DeterministicPass",
+    ["deterministic_pass"]>;
 
 //===----------------------------------------------------------------------===//
 // Kernel interface
