@@ -112,6 +112,11 @@ def _rect_derivative(x, alpha):
     return torch.where((torch.abs(x) < (0.5 / alpha)), torch.full_like(x, alpha), torch.full_like(x, 0.0))
 
 
+def _multi_gaussian_derivative(x, sigma, h, s):
+    import torch
+    return (((torch.exp(((x * x) * (-0.5 / (sigma * sigma)))) * (1.0 / (2.5066282746310002 * sigma))) * (1.0 + h)) - (((torch.exp((((x - sigma) * (x - sigma)) * (-0.5 / ((s * sigma) * (s * sigma))))) * (1.0 / (2.5066282746310002 * (s * sigma)))) + (torch.exp((((x + sigma) * (x + sigma)) * (-0.5 / ((s * sigma) * (s * sigma))))) * (1.0 / (2.5066282746310002 * (s * sigma))))) * h))
+
+
 def _straight_through_derivative(x):
     import torch
     return torch.full_like(x, 1.0)
@@ -186,6 +191,12 @@ SURROGATES = (
         "Rect", "Rect", "rect", (),
         (SurrogateParam("alpha", "real", 1.0, "positive", "height; the window is |x| < 0.5/a"),),
         "a if |x| < 0.5/a else 0", _rect_derivative),
+    SurrogateSpec(
+        "MultiGaussian", "MultiGaussian", "multi_gaussian", (),
+        (SurrogateParam("sigma", "real", 0.5, "positive", "width of the central Gaussian"),
+         SurrogateParam("h", "real", 0.15, "finite", "weight of the side lobes"),
+         SurrogateParam("s", "real", 6.0, "positive", "width of the side lobes, in sigma"),),
+        "(1+h)·N(x; 0, σ) − h·N(x; σ, sσ) − h·N(x; −σ, sσ)", _multi_gaussian_derivative),
     SurrogateSpec(
         "DeterministicPass", "StraightThrough", "straight_through", ("deterministic_pass",),
         (),

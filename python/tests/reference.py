@@ -52,10 +52,16 @@ SURROGATE_DEFAULTS = {
     "fake_numerical_gradient": {"alpha": 0.3},
     "log_tailed_relu": {"alpha": 0.0},
     "rect": {"alpha": 1.0},
+    "multi_gaussian": {"sigma": 0.5, "h": 0.15, "s": 6.0},
     "straight_through": {},
 }
 
 DEFAULT_SURROGATE = ("sigmoid", {"alpha": 4.0})
+
+
+def _normal_density(x, mean, sd):
+    """The density of N(mean, sd²) at x."""
+    return torch.exp(-((x - mean) / sd) ** 2 / 2) / (sd * math.sqrt(2 * math.pi))
 
 
 def _full(x, value):
@@ -119,6 +125,10 @@ _GRADS = {
     "log_tailed_relu": _log_tailed_grad,
     "rect": lambda x, alpha:
         torch.where(x.abs() < 0.5 / alpha, _full(x, alpha), _full(x, 0.0)),
+    "multi_gaussian": lambda x, sigma, h, s:
+        (1 + h) * _normal_density(x, 0.0, sigma)
+        - h * _normal_density(x, sigma, s * sigma)
+        - h * _normal_density(x, -sigma, s * sigma),
     "straight_through": lambda x: torch.ones_like(x),
 }
 

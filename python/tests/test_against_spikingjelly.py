@@ -29,9 +29,11 @@ CONFIGS = (
        for cls, key in (("LIFNode", "tau"), ("ParametricLIFNode", "init_tau"))
        for r in V_RESETS for d in (False, True) for i in (True, False)])
 # SpikingJelly's surrogate classes of the same names (not every one it has:
-# the ones FlexSN compiles), with parameters other than the defaults where
-# the default would hide a mix-up.
-SURROGATES = [(cls.__name__, {}) for cls in sg.ALL] + [
+# the ones FlexSN compiles, less MultiGaussian, which SpikingJelly lacks),
+# with parameters other than the defaults where the default would hide a
+# mix-up.
+SURROGATES = [(cls.__name__, {}) for cls in sg.ALL
+              if cls is not sg.MultiGaussian] + [
     ("ATan", dict(alpha=3.0)), ("Sigmoid", dict(alpha=2.5)),
     ("PiecewiseLeakyReLU", dict(w=0.5, c=0.05)),
     ("LeakyKReLU", dict(leak=0.1, k=0.8)),

@@ -49,6 +49,7 @@ OTHER_PARAMS = {
     "fake_numerical_gradient": {"alpha": 1.0},
     "log_tailed_relu": {"alpha": 0.2},
     "rect": {"alpha": 0.4},
+    "multi_gaussian": {"sigma": 1.0, "h": -0.5, "s": 2.0},
     "straight_through": {},
 }
 
@@ -75,8 +76,8 @@ CASE_IDS = ["%s%s" % (m, p or "") for m, p in CASES]
 # --- The registry's shape -------------------------------------------------
 
 
-def test_seventeen_surrogates_with_distinct_names():
-    assert len(SPECS) == 17
+def test_eighteen_surrogates_with_distinct_names():
+    assert len(SPECS) == 18
     assert set(OTHER_PARAMS) == {spec.mnemonic for spec in SPECS}
     names = []
     for spec in SPECS:
@@ -147,7 +148,7 @@ def test_importing_the_registry_needs_no_torch():
             "spec = importlib.util.spec_from_file_location('d', sys.argv[1])\n"
             "module = importlib.util.module_from_spec(spec)\n"
             "spec.loader.exec_module(module)\n"
-            "assert len(module.SURROGATES) == 17\n"
+            "assert len(module.SURROGATES) == 18\n"
             "assert not {'torch', 'numpy'} & set(sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", code, _dialect.__file__],
                             capture_output=True, text=True, timeout=60)
@@ -264,6 +265,11 @@ def _sign(x):
     return -1.0 if x < 0 else 1.0
 
 
+def _normal_cdf(z):
+    """The standard normal distribution function."""
+    return (1 + math.erf(z / math.sqrt(2))) / 2
+
+
 def _sigm(z):
     return 1 / (1 + math.exp(-z))
 
@@ -319,6 +325,11 @@ PIECES = {
         lambda alpha: [0.0, 1.0]),
     "rect": (lambda x, alpha: min(max(alpha * x, -0.5), 0.5),
              lambda alpha: [-0.5 / alpha, 0.5 / alpha]),
+    "multi_gaussian": (
+        lambda x, sigma, h, s: (1 + h) * _normal_cdf(x / sigma)
+        - h * _normal_cdf((x - sigma) / (s * sigma))
+        - h * _normal_cdf((x + sigma) / (s * sigma)),
+        lambda sigma, h, s: []),
     "straight_through": (lambda x: x, lambda: []),
 }
 
@@ -375,6 +386,10 @@ HAND_VALUES = [
     ("log_tailed_relu", {}, 4.0, 0.25),
     ("rect", {}, 0.5, 0.0),  # |x| < 0.5/a is strict
     ("rect", {"alpha": 2.0}, -0.2, 2.0),
+    # (1 + h)/(sigma·√(2π)) − 2h·exp(−1/(2s²))/(s·sigma·√(2π)) at x = 0.
+    ("multi_gaussian", {"sigma": 1.0, "h": 0.5, "s": 1.0}, 0.0,
+     (1.5 - math.exp(-0.5)) / math.sqrt(2 * math.pi)),
+    ("multi_gaussian", {"h": 0.0}, 0.0, 2 / math.sqrt(2 * math.pi)),
     ("straight_through", {}, -5.0, 1.0),
 ]
 

@@ -6,7 +6,7 @@ initial states, trainable parameters) are compared with eager PyTorch
 autograd of the same step function called in a plain loop over time
 (`flexsn.spike` eagerly is an autograd function). The op table is covered op
 by op: each op feeds an output of its own, and each output's gradient is
-taken on its own. Also: all 17 surrogates (eager gradients against
+taken on its own. Also: every surrogate (eager gradients against
 reference.py's formulas, and through the importer), a neuron with several
 inputs, states and outputs and runtime/trainable parameters, const
 parameters, closures and nn.Module step functions, the shipped neurons
@@ -244,7 +244,8 @@ SURROGATES = [
                                                            beta=0.5),
     sg.QPseudoSpike(alpha=3.0), sg.LeakyKReLU(leak=0.1, k=0.8),
     sg.FakeNumericalGradient(alpha=0.5), sg.LogTailedReLU(alpha=0.1),
-    sg.Rect(alpha=0.8), sg.DeterministicPass(),
+    sg.Rect(alpha=0.8), sg.MultiGaussian(sigma=0.8, h=0.3, s=3.0),
+    sg.DeterministicPass(),
 ]
 assert [type(s) for s in SURROGATES] == list(sg.ALL)
 

@@ -134,6 +134,10 @@ def _sigmoid(z):
     return 1 / (1 + math.exp(-z))
 
 
+def _normal_cdf(z):
+    return (1 + math.erf(z / math.sqrt(2))) / 2
+
+
 def _squarewave_primitive(x, n=2, T_period=8.0):
     omega = 2 * math.pi / T_period
     return 0.5 + 2 / math.pi * sum(
@@ -179,6 +183,10 @@ PRIMITIVES = {
     "log_tailed_relu": lambda x, alpha=0.0:
         alpha * x if x <= 0 else x if x <= 1 else math.log(x) + 1,
     "rect": lambda x, alpha=1.0: min(max(alpha * x, -0.5), 0.5) + 0.5,
+    "multi_gaussian": lambda x, sigma=0.5, h=0.15, s=6.0:
+        (1 + h) * _normal_cdf(x / sigma)
+        - h * _normal_cdf((x - sigma) / (s * sigma))
+        - h * _normal_cdf((x + sigma) / (s * sigma)),
     "straight_through": lambda x: x,
 }
 
@@ -216,6 +224,8 @@ FD_CASES = [
     ("log_tailed_relu", {"alpha": 0.2}, [0.0, 1.0]),
     ("rect", {}, [-0.5, 0.5]),
     ("rect", {"alpha": 0.4}, [-1.25, 1.25]),
+    ("multi_gaussian", {}, []),
+    ("multi_gaussian", {"sigma": 1.0, "h": -0.5, "s": 2.0}, []),
     ("straight_through", {}, []),
 ]
 

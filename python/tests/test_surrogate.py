@@ -19,9 +19,10 @@ import pytest
 from flexsn import surrogate
 from flexsn.surrogate import (
     ALL, ATan, DeterministicPass, Erf, FakeNumericalGradient, LeakyKReLU,
-    LogTailedReLU, NonzeroSignLogAbs, PiecewiseExp, PiecewiseLeakyReLU,
-    PiecewiseQuadratic, QPseudoSpike, Rect, S2NN, Sigmoid, SoftSign,
-    SquarewaveFourierSeries, SuperSpike, Surrogate, by_name, coerce)
+    LogTailedReLU, MultiGaussian, NonzeroSignLogAbs, PiecewiseExp,
+    PiecewiseLeakyReLU, PiecewiseQuadratic, QPseudoSpike, Rect, S2NN,
+    Sigmoid, SoftSign, SquarewaveFourierSeries, SuperSpike, Surrogate,
+    by_name, coerce)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -46,6 +47,7 @@ DEFAULT_TEXT = {
     FakeNumericalGradient: "#flexsn.fake_numerical_gradient<alpha=0.3>",
     LogTailedReLU: "#flexsn.log_tailed_relu<alpha=0.0>",
     Rect: "#flexsn.rect<alpha=1.0>",
+    MultiGaussian: "#flexsn.multi_gaussian<sigma=0.5,h=0.15,s=6.0>",
     DeterministicPass: "#flexsn.straight_through",
 }
 
@@ -88,8 +90,8 @@ CUSTOM_TEXT = [
 
 
 def test_all_lists_every_class_once():
-    assert len(ALL) == 17
-    assert len({cls.mnemonic for cls in ALL}) == 17
+    assert len(ALL) == 18
+    assert len({cls.mnemonic for cls in ALL}) == 18
     assert set(ALL) == set(DEFAULT_TEXT)
     assert all(issubclass(cls, Surrogate) for cls in ALL)
 

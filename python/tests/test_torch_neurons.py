@@ -129,6 +129,7 @@ LIF_SURROGATES = [
     (sg.FakeNumericalGradient(), ("fake_numerical_gradient", {})),
     (sg.LogTailedReLU(), ("log_tailed_relu", {})),
     (sg.Rect(), ("rect", {})),
+    (sg.MultiGaussian(), ("multi_gaussian", {})),
     (sg.DeterministicPass(), ("straight_through", {})),
 ]
 assert [s.mnemonic for s, _ in LIF_SURROGATES] == [

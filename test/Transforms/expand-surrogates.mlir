@@ -204,7 +204,7 @@ func.func @folded() -> (f32, f32, f32) {
 
 // -----
 
-// Running the expansion of all 17 surrogates gives the docs/Semantics.md values.
+// Running the expansion of the 17 SpikingJelly surrogates gives the docs/Semantics.md values.
 // CHECK-LABEL: func.func @main
 //
 // g(x) at x = -1, -0.3, 0, 0.5, 1, 1.5 for every surrogate (defaults, and a

@@ -34,6 +34,15 @@ constexpr double kPi = 3.14159265358979323846;
 
 double sigma(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double heaviside(double x) { return x >= 0 ? 1.0 : 0.0; }
+/// The density of N(mean, sd^2) at x.
+double normal(double x, double mean, double sd) {
+  double z = (x - mean) / sd;
+  return std::exp(-z * z / 2) / (sd * std::sqrt(2 * kPi));
+}
+double multiGaussian(double x, double sd, double h, double s) {
+  return (1 + h) * normal(x, 0, sd) - h * normal(x, sd, s * sd) -
+         h * normal(x, -sd, s * sd);
+}
 
 struct SurrogateCase {
   std::string text;                // attribute as a user writes it
@@ -231,6 +240,12 @@ std::vector<SurrogateCase> surrogateCases() {
          return std::fabs(x) < 0.5 / a ? a : 0;
        },
        {-0.125, 0.125}},
+      {"#flexsn.multi_gaussian",
+       [](double x) { return multiGaussian(x, 0.5, 0.15, 6); },
+       {}},
+      {"#flexsn.multi_gaussian<sigma = 1.0, h = -0.5, s = 2.0>",
+       [](double x) { return multiGaussian(x, 1, -0.5, 2); },
+       {}},
       {"#flexsn.straight_through", [](double) { return 1.0; }, {}},
   };
 }

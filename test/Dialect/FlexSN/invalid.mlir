@@ -746,7 +746,7 @@ func.func @f(%x: f32) -> f32 {
 
 // An unknown surrogate mnemonic is rejected.
 func.func @f(%x: f32) -> f32 {
-  // expected-error@+1 {{unknown attribute `tanh` in dialect `flexsn`; the surrogates are sigmoid, atan, piecewise_quadratic, piecewise_exp, soft_sign, super_spike, erf, nonzero_sign_log_abs, piecewise_leaky_relu, squarewave_fourier_series, s2nn, q_pseudo_spike, leaky_k_relu, fake_numerical_gradient, log_tailed_relu, rect, straight_through}}
+  // expected-error@+1 {{unknown attribute `tanh` in dialect `flexsn`; the surrogates are sigmoid, atan, piecewise_quadratic, piecewise_exp, soft_sign, super_spike, erf, nonzero_sign_log_abs, piecewise_leaky_relu, squarewave_fourier_series, s2nn, q_pseudo_spike, leaky_k_relu, fake_numerical_gradient, log_tailed_relu, rect, multi_gaussian, straight_through}}
   %0 = flexsn.spike %x surrogate(#flexsn.tanh) : f32
   return %0 : f32
 }
@@ -866,6 +866,31 @@ func.func @f(%x: f32) -> f32 {
 func.func @f(%x: f32) -> f32 {
   // expected-error@+1 {{surrogate 'q_pseudo_spike' needs alpha > 1, got 0.5}}
   %0 = flexsn.surrogate_grad %x surrogate(#flexsn.q_pseudo_spike<alpha = 0.5>) : f32
+  return %0 : f32
+}
+
+// -----
+
+// multi_gaussian's widths are positive and its weight finite.
+func.func @f(%x: f32) -> f32 {
+  // expected-error@+1 {{surrogate 'multi_gaussian' needs sigma > 0, got 0.0}}
+  %0 = flexsn.spike %x surrogate(#flexsn.multi_gaussian<sigma = 0>) : f32
+  return %0 : f32
+}
+
+// -----
+
+func.func @f(%x: f32) -> f32 {
+  // expected-error@+1 {{surrogate 'multi_gaussian' needs s > 0, got -6.0}}
+  %0 = flexsn.spike %x surrogate(#flexsn.multi_gaussian<s = -6>) : f32
+  return %0 : f32
+}
+
+// -----
+
+func.func @f(%x: f32) -> f32 {
+  // expected-error@+1 {{surrogate 'multi_gaussian' needs h to be a finite value, got inf}}
+  %0 = flexsn.spike %x surrogate(#flexsn.multi_gaussian<h = 1.0e400>) : f32
   return %0 : f32
 }
 

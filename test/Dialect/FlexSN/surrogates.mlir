@@ -225,6 +225,20 @@ func.func @rect(%x: f32) {
   return
 }
 
+// Defaults spelled out print as omitted; h may be zero or negative.
+// CHECK-LABEL: func.func @multi_gaussian
+// CHECK: surrogate(#flexsn.multi_gaussian) : f32
+// CHECK: surrogate(#flexsn.multi_gaussian) : f32
+// CHECK: surrogate(#flexsn.multi_gaussian<sigma = 1.0, h = -0.25>) : f32
+// CHECK: surrogate(#flexsn.multi_gaussian<h = 0.0, s = 2.0>) : f32
+func.func @multi_gaussian(%x: f32) {
+  %0 = flexsn.spike %x surrogate(#flexsn.multi_gaussian) : f32
+  %1 = flexsn.spike %x surrogate(#flexsn.multi_gaussian<sigma = 0.5, h = 0.15, s = 6>) : f32
+  %2 = flexsn.spike %x surrogate(#flexsn.multi_gaussian<sigma = 1, h = -0.25>) : f32
+  %3 = flexsn.spike %x surrogate(#flexsn.multi_gaussian<h = 0, s = 2>) : f32
+  return
+}
+
 // No parameters: the mnemonic alone (any `<...>`, even `<>`, is rejected:
 // see invalid.mlir).
 // CHECK-LABEL: func.func @straight_through

@@ -87,6 +87,15 @@ def _g_s2nn(x, a=4.0, beta=1.0):
                     beta / (np.maximum(x, 0.0) + 1.0))
 
 
+def _g_multi_gaussian(x, sigma=0.5, h=0.15, s=6.0):
+    def normal(mean, sd):
+        z = (x - mean) / sd
+        return np.exp(-z * z / 2) / (sd * math.sqrt(2 * math.pi))
+    x = np.asarray(x, np.float64)
+    return (1 + h) * normal(0.0, sigma) - h * normal(sigma, s * sigma) \
+        - h * normal(-sigma, s * sigma)
+
+
 def _g_squarewave(x, n=2, T=8.0):
     r = np.zeros_like(np.asarray(x, np.float64))
     for i in range(1, n):
@@ -114,6 +123,7 @@ SURROGATES = {
     "fake_numerical_gradient": _g_fake_numerical_gradient,
     "log_tailed_relu": _g_log_tailed_relu,
     "rect": lambda x, a=1.0: np.where(np.abs(x) < 0.5 / a, a, 0.0),
+    "multi_gaussian": _g_multi_gaussian,
     "straight_through": lambda x: np.ones_like(np.asarray(x, np.float64)),
 }
 
@@ -614,12 +624,15 @@ _SPOT = {
                         (4.0, 0.25)],
     "rect": [(0.0, 1.0), (0.49, 1.0), (-0.49, 1.0), (0.5, 0.0),
              (-0.6, 0.0)],
+    # (1 + h)/(σ√(2π)) − 2h·exp(−1/(2s²))/(sσ√(2π)) at x = 0.
+    "multi_gaussian": [(0.0, (1.15 / 0.5 - 0.3 * math.exp(-1 / 72) / 3)
+                        / math.sqrt(2 * math.pi))],
     "straight_through": [(0.0, 1.0), (-7.0, 1.0)],
 }
 
 
 def self_test_surrogates():
-    assert len(SURROGATES) == 17 and set(_SPOT) == set(SURROGATES)
+    assert len(SURROGATES) == 18 and set(_SPOT) == set(SURROGATES)
     for name, pts in _SPOT.items():
         for xv, want in pts:
             got = float(surrogate_g(name, np.array(xv)))

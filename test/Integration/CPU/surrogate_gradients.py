@@ -77,7 +77,7 @@ def main():
     combos = list(itertools.product((False, True), repeat=len(flags)))
     stats = cg.new_stats()
     failures = []
-    assert len(gradients.SURROGATES) == 17
+    assert len(gradients.SURROGATES) == 18
     for i, (name, path) in enumerate(copies):
         run = cg.GRun("lif", path, dict(zip(flags, combos[i % len(combos)])),
                       cn.CUSTOM["lif"] if i % 2 else {}, 7,

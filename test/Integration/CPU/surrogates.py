@@ -29,7 +29,8 @@ SURROGATES = [
     "sigmoid", "atan", "piecewise_quadratic", "piecewise_exp", "soft_sign",
     "super_spike", "erf", "nonzero_sign_log_abs", "piecewise_leaky_relu",
     "squarewave_fourier_series", "s2nn", "q_pseudo_spike", "leaky_k_relu",
-    "fake_numerical_gradient", "log_tailed_relu", "rect", "straight_through",
+    "fake_numerical_gradient", "log_tailed_relu", "rect", "multi_gaussian",
+    "straight_through",
 ]
 ORIGINAL = "#flexsn.sigmoid<alpha = 4.0>"
 

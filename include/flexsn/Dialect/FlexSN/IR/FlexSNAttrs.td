@@ -389,6 +389,16 @@ def FlexSN_RectAttr : FlexSN_Surrogate<"Rect", "rect",
     (ins SurrogateParam<"1.0", "height; the window is |x| < 0.5/a">:$alpha),
     "a if |x| < 0.5/a else 0", "rect">;
 
+// Not in SpikingJelly: the multi-Gaussian of Yin, Corradi and Bohté,
+// "Accurate and efficient time-domain classification with adaptive spiking
+// recurrent neural networks" (Nature Machine Intelligence, 2021).
+def FlexSN_MultiGaussianAttr : FlexSN_Surrogate<"MultiGaussian",
+    "multi_gaussian",
+    (ins SurrogateParam<"0.5", "width of the central Gaussian">:$sigma,
+         SurrogateParam<"0.15", "weight of the side lobes", SurrogateFinite>:$h,
+         SurrogateParam<"6.0", "width of the side lobes, in sigma">:$s),
+    "(1+h)·N(x; 0, σ) − h·N(x; σ, sσ) − h·N(x; −σ, sσ)", "multiGaussian">;
+
 // SpikingJelly calls the straight-through estimator `DeterministicPass`.
 def FlexSN_StraightThroughAttr : FlexSN_Surrogate<"StraightThrough",
     "straight_through", (ins), "1", "straightThrough", "DeterministicPass",

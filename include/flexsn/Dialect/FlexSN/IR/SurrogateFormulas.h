@@ -226,6 +226,33 @@ V rectPrimitive(V x, P a) {
   return min(max(x * a, -0.5), 0.5) + 0.5;
 }
 
+// Yin, Corradi and Bohté (2021): a Gaussian of width sigma minus two wider
+// ones (width s·sigma) centred at ±sigma, weighted h: the negative lobes
+// push potentials away from the threshold.
+template <typename V, typename S>
+V normalDensity(V d, S stddev) {
+  return exp(d * d * (-0.5 / (stddev * stddev))) *
+         (1 / (std::sqrt(2 * kPi) * stddev));
+}
+template <typename V, typename S>
+V normalDistribution(V d, S stddev) {
+  return (erf(d * (1 / (std::sqrt(2.0) * stddev))) + 1.0) * 0.5;
+}
+template <typename V, typename P>
+V multiGaussianGrad(V x, P sigma, P h, P s) {
+  return normalDensity(x, sigma) * (1.0 + h) -
+         (normalDensity(x - sigma, s * sigma) +
+          normalDensity(x + sigma, s * sigma)) *
+             h;
+}
+template <typename V, typename P>
+V multiGaussianPrimitive(V x, P sigma, P h, P s) {
+  return normalDistribution(x, sigma) * (1.0 + h) -
+         (normalDistribution(x - sigma, s * sigma) +
+          normalDistribution(x + sigma, s * sigma)) *
+             h;
+}
+
 template <typename V>
 V straightThroughGrad(V x) {
   return splat(x, 1.0);
