@@ -30,10 +30,9 @@
 using namespace mlir;
 using namespace mlir::flexsn;
 
-/// Training variants come from autodiff, the others (and unknown names,
-/// which it reports) from kernel generation.
-static bool isTrainingVariant(StringRef name) {
-  std::optional<KernelVariant> variant = symbolizeKernelVariant(name);
+/// Training variants come from autodiff, the others from kernel
+/// generation.
+static bool isTrainingVariant(KernelVariant variant) {
   return variant == KernelVariant::Forward ||
          variant == KernelVariant::Backward;
 }
@@ -45,7 +44,7 @@ static bool isTrainingVariant(StringRef name) {
 template <typename Derived>
 static void addKernelPasses(OpPassManager &pm,
                             const KernelOptions<Derived> &options,
-                            ArrayRef<std::string> storage, bool generate) {
+                            ArrayRef<StorageType> storage, bool generate) {
   if (options.fuse) {
     pm.addPass(createFlexSNFuseProducers());
     pm.addPass(createFlexSNFuseConsumers());
@@ -53,17 +52,17 @@ static void addKernelPasses(OpPassManager &pm,
   }
   if (!generate)
     return;
-  SmallVector<std::string> plain, training;
-  for (const std::string &variant : options.variants)
+  SmallVector<KernelVariant> plain, training;
+  for (KernelVariant variant : options.variants)
     (isTrainingVariant(variant) ? training : plain).push_back(variant);
   // Blocks: inference kernels for inference, forward kernels (which
   // autodiff completes) for training.
   FlexSNGenerateBlockKernelsOptions blocks;
   if (options.variants.empty() ||
-      llvm::is_contained(options.variants, "inference"))
-    blocks.variants.push_back("inference");
+      llvm::is_contained(options.variants, KernelVariant::Inference))
+    blocks.variants.push_back(KernelVariant::Inference);
   if (!training.empty())
-    blocks.variants.push_back("forward");
+    blocks.variants.push_back(KernelVariant::Forward);
   if (!blocks.variants.empty())
     pm.addPass(createFlexSNGenerateBlockKernels(blocks));
   if (options.variants.empty() || !plain.empty()) {
@@ -88,7 +87,7 @@ static void addKernelPasses(OpPassManager &pm,
 void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
                                            const LowerToCPUOptions &options) {
   addKernelPasses(pm, options,
-                  SmallVector<std::string>(options.storageTypes.begin(),
+                  SmallVector<StorageType>(options.storageTypes.begin(),
                                            options.storageTypes.end()),
                   options.generateKernels);
   pm.addPass(createConvertFlexSNToSCF());
@@ -126,10 +125,10 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
   check.features = options.features;
   pm.addPass(createFlexSNCheckGPUOptions(check));
 
-  SmallVector<std::string> storage(options.storageTypes.begin(),
+  SmallVector<StorageType> storage(options.storageTypes.begin(),
                                    options.storageTypes.end());
   if (storage.empty())
-    storage = {"f32", "f16", "bf16"};
+    storage = {StorageType::F32, StorageType::F16, StorageType::BF16};
   addKernelPasses(pm, options, storage, /*generate=*/true);
   pm.addPass(createConvertFlexSNToGPU());
   FlexSNExpandSurrogatesOptions surrogates;
@@ -172,22 +171,21 @@ template <typename Derived, typename... Lists>
 static LogicalResult
 checkKernelOptions(StringRef pipeline, const KernelOptions<Derived> &options,
                    ErrorHandler errorHandler, const Lists &...lists) {
-  if (failed(checkListOptionsGiven(pipeline, errorHandler, options.variants,
-                                   options.neurons, options.spikeStorage,
-                                   lists...)))
+  if (failed(checkListOptions(pipeline, errorHandler, options.variants,
+                              options.storageTypes, options.neurons,
+                              options.spikeStorage, lists...)))
     return failure();
   if (options.variants.empty() ||
-      !llvm::all_of(options.variants,
-                    [](const std::string &v) { return isTrainingVariant(v); }))
+      !llvm::all_of(options.variants, isTrainingVariant))
     return success();
-  for (const std::string &spikes : options.spikeStorage)
-    if (spikes != "dense")
-      return errorHandler(pipeline + ": spike-storage=" + spikes +
-                          " applies to inference and final-state kernels, "
-                          "but variants=" +
-                          llvm::join(options.variants, ",") +
-                          " builds none (training kernels store spikes in "
-                          "the storage type)");
+  for (SpikeStorage spikes : options.spikeStorage)
+    if (spikes != SpikeStorage::Dense)
+      return errorHandler(
+          pipeline + ": spike-storage=" + stringifySpikeStorage(spikes) +
+          " applies to inference and final-state kernels, but variants=" +
+          llvm::join(llvm::map_range(options.variants, stringifyKernelVariant),
+                     ",") +
+          " builds none (training kernels store spikes in the storage type)");
   return success();
 }
 
@@ -221,7 +219,7 @@ void mlir::flexsn::registerPipelines() {
       buildLowerToNVVMPipeline,
       [](const LowerToNVVMOptions &options, ErrorHandler errorHandler) {
         return checkKernelOptions("flexsn-lower-to-nvvm", options, errorHandler,
-                                  options.storageTypes, options.chips);
+                                  options.chips);
       });
   registerCheckedPipeline<LowerToCPUOptions>(
       "flexsn-lower-to-cpu",
@@ -229,7 +227,7 @@ void mlir::flexsn::registerPipelines() {
       "final-state variants)",
       buildLowerToCPUPipeline,
       [](const LowerToCPUOptions &options, ErrorHandler errorHandler) {
-        return checkKernelOptions("flexsn-lower-to-cpu", options, errorHandler,
-                                  options.storageTypes);
+        return checkKernelOptions("flexsn-lower-to-cpu", options,
+                                  errorHandler);
       });
 }

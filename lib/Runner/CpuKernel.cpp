@@ -79,9 +79,9 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   });
   PassManager pm(context);
   LowerToCPUOptions options;
-  options.variants = {stringifyKernelVariant(variant).str()};
-  options.storageTypes = {dtype};
-  options.spikeStorage = {stringifySpikeStorage(spikes).str()};
+  options.variants = {variant};
+  options.storageTypes = {*storage};
+  options.spikeStorage = {spikes};
   options.neurons = {neuronName.str()};
   buildLowerToCPUPipeline(pm, options);
   if (failed(pm.run(*copy)))

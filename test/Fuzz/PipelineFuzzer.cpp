@@ -78,8 +78,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   OwningOpRef<ModuleOp> cpu =
       runPipeline(*module, emittedError, [](OpPassManager &pm) {
         LowerToCPUOptions options;
-        options.variants = {"inference", "final-state", "forward", "backward"};
-        options.storageTypes = {"f32", "f16"};
+        options.variants = {KernelVariant::Inference, KernelVariant::FinalState,
+                            KernelVariant::Forward, KernelVariant::Backward};
+        options.storageTypes = {StorageType::F32, StorageType::F16};
         buildLowerToCPUPipeline(pm, options);
       });
   if (cpu) {
@@ -98,8 +99,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   OwningOpRef<ModuleOp> gpu =
       runPipeline(*module, emittedError, [](OpPassManager &pm) {
         LowerToNVVMOptions options;
-        options.variants = {"inference", "final-state", "forward", "backward"};
-        options.storageTypes = {"f32", "bf16"};
+        options.variants = {KernelVariant::Inference, KernelVariant::FinalState,
+                            KernelVariant::Forward, KernelVariant::Backward};
+        options.storageTypes = {StorageType::F32, StorageType::BF16};
         options.format = "isa";
         options.toolkit = FLEXSN_CUDA_TOOLKIT;
         buildLowerToNVVMPipeline(pm, options);

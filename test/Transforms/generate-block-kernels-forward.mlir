@@ -22,4 +22,4 @@
 // CHECK-SAME:      affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>]
 // CHECK:             flexsn.apply @lif
 
-// VARIANT: error: unknown block kernel variant 'final-state'; expected inference or forward (whose backward flexsn-autodiff generates)
+// VARIANT: error: block kernel variant 'final-state' is not made here; expected inference or forward (whose backward flexsn-autodiff generates)

@@ -20,8 +20,8 @@
 // RUN: | FileCheck %s --check-prefix=BAD-NEURON
 
 // Bad options are reported (name collisions: generate-kernels-invalid.mlir).
-// BAD-VARIANT: error: unknown kernel variant 'training'; expected inference or final-state
-// BAD-TYPE:    error: unknown storage type 'f64'; expected f32, f16 or bf16
+// BAD-VARIANT: for the --variants option: 'training' is not one of inference, final-state, forward or backward
+// BAD-TYPE:    for the --storage-types option: 'f64' is not one of f32, f16 or bf16
 // BAD-NEURON:  error: no neuron named 'lif'
 
 // Default variants of a neuron with two inputs, one state, two outputs and

@@ -6,9 +6,9 @@
 // RUN: not flexsn-opt %s '--flexsn-generate-kernels=spike-storage=u8,u8' 2>&1 \
 // RUN: | FileCheck %s --check-prefix=TWICE
 
-// UNKNOWN: unknown spike storage 'u4'; expected dense, u8 or bits
+// UNKNOWN: for the --spike-storage option: 'u4' is not one of dense, u8 or bits
 // BITS: spike-storage=bits: neuron @scaled has no spike output
-// TWICE: a kernel variant, storage type or spike storage is listed twice
+// TWICE: flexsn-generate-kernels: 'spike-storage' lists a value twice
 
 // A neuron whose outputs are not spikes has no byte- or bit-spike kernel:
 // an output computed from a spike (here 2 * s) may be anything.

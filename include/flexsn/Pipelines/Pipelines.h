@@ -7,6 +7,8 @@
 #ifndef FLEXSN_PIPELINES_PIPELINES_H
 #define FLEXSN_PIPELINES_PIPELINES_H
 
+#include "flexsn/Dialect/FlexSN/IR/EnumOptions.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
@@ -19,10 +21,14 @@ namespace flexsn {
 template <typename Derived>
 struct KernelOptions : public PassPipelineOptions<Derived> {
   using Options = ::mlir::detail::PassOptions;
-  Options::ListOption<std::string> variants{
+  Options::ListOption<KernelVariant> variants{
       *this, "variants",
       llvm::cl::desc("Kernel variants: inference, final-state (default "
                      "both), forward, backward (training, by autodiff)")};
+  Options::ListOption<StorageType> storageTypes{
+      *this, "storage-types",
+      llvm::cl::desc("Sequence storage types: f32, f16, bf16 (default: f32 "
+                     "on the CPU, all three on the GPU)")};
   Options::Option<bool> storeAll{
       *this, "store-all",
       llvm::cl::desc("Training: save every value the backward step reads"),
@@ -34,7 +40,7 @@ struct KernelOptions : public PassPipelineOptions<Derived> {
       llvm::cl::init(false)};
   Options::ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
-  Options::ListOption<std::string> spikeStorage{
+  Options::ListOption<SpikeStorage> spikeStorage{
       *this, "spike-storage",
       llvm::cl::desc("Inference and final-state kernels: how spike outputs "
                      "are stored: dense (default), u8 and/or bits")};
@@ -49,9 +55,6 @@ struct KernelOptions : public PassPipelineOptions<Derived> {
 
 /// Options of `flexsn-lower-to-cpu`.
 struct LowerToCPUOptions : public KernelOptions<LowerToCPUOptions> {
-  ListOption<std::string> storageTypes{
-      *this, "storage-types",
-      llvm::cl::desc("Sequence storage types: f32, f16, bf16 (default f32)")};
   Option<bool> generateKernels{
       *this, "generate-kernels",
       llvm::cl::desc("Generate kernel functions from the neurons first; "
@@ -79,9 +82,6 @@ struct LowerToNVVMOptions : public KernelOptions<LowerToNVVMOptions> {
       *this, "format",
       llvm::cl::desc("Object format: bin (cubin), fatbin or isa (PTX)"),
       llvm::cl::init("bin")};
-  ListOption<std::string> storageTypes{
-      *this, "storage-types",
-      llvm::cl::desc("Storage types (default f32,f16,bf16)")};
   Option<bool> approximateSurrogates{
       *this, "approximate-surrogates",
       llvm::cl::desc("Evaluate surrogate gradients with the GPU's "

@@ -313,7 +313,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return checkListOptionsGiven(getArgument(), errorHandler, storageTypes,
+    return checkListOptions(getArgument(), errorHandler, storageTypes,
                                  neurons);
   }
 
@@ -372,9 +372,9 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
                                      saveInStorageType)))
         return signalPassFailure();
     }
-    SmallVector<std::string> types(storageTypes.begin(), storageTypes.end());
+    SmallVector<StorageType> types(storageTypes.begin(), storageTypes.end());
     if (types.empty())
-      types = {"f32"};
+      types = {StorageType::F32};
     for (NeuronOp neuron : llvm::to_vector(module.getOps<NeuronOp>())) {
       if (!selected(neuron.getSymName()))
         continue;
@@ -382,11 +382,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
           llvm::map_to_vector(neuron.getRuntimeParamAttrs(), [](ParamAttr p) {
             return p.getKind() == ParamKind::Trainable;
           });
-      for (StringRef name : types) {
-        FailureOr<StorageType> storage = parseStorageTypeOption(module, name);
-        if (failed(storage))
-          return signalPassFailure();
-        func::FuncOp forward = createStepKernel(module, neuron, *storage);
+      for (StorageType storage : types) {
+        func::FuncOp forward = createStepKernel(module, neuron, storage);
         if (failed(differentiateKernel(forward, trainable, storeAll,
                                        saveInStorageType)))
           return signalPassFailure();

@@ -437,28 +437,22 @@ struct GenerateBlockKernelsPass
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return checkListOptionsGiven(getArgument(), errorHandler, variants);
+    return checkListOptions(getArgument(), errorHandler, variants);
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<KernelVariant> requested;
-    llvm::StringSet<> seen;
-    for (const std::string &name : variants) {
-      std::optional<KernelVariant> variant = symbolizeKernelVariant(name);
-      if (!variant || (*variant != KernelVariant::Inference &&
-                       *variant != KernelVariant::Forward)) {
-        module.emitError() << "unknown block kernel variant '" << name
-                           << "'; expected inference or forward (whose "
-                              "backward flexsn-autodiff generates)";
+    SmallVector<KernelVariant> requested(variants.begin(), variants.end());
+    for (KernelVariant variant : requested) {
+      if (variant != KernelVariant::Inference &&
+          variant != KernelVariant::Forward) {
+        module.emitError() << "block kernel variant '"
+                           << stringifyKernelVariant(variant)
+                           << "' is not made here; expected inference or "
+                              "forward (whose backward flexsn-autodiff "
+                              "generates)";
         return signalPassFailure();
       }
-      if (!seen.insert(name).second) {
-        module.emitError() << "block kernel variant '" << name
-                           << "' is listed twice";
-        return signalPassFailure();
-      }
-      requested.push_back(*variant);
     }
     if (requested.empty())
       requested = {KernelVariant::Inference};

@@ -64,7 +64,7 @@ struct CheckGPUOptionsPass
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return flexsn::checkListOptionsGiven(getArgument(), errorHandler, chips);
+    return flexsn::checkListOptions(getArgument(), errorHandler, chips);
   }
 
   void runOnOperation() override {

@@ -49,66 +49,38 @@ struct GenerateKernelsPass
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return checkListOptionsGiven(getArgument(), errorHandler, variants,
+    return checkListOptions(getArgument(), errorHandler, variants,
                                  storageTypes, neurons, spikeStorage);
   }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<std::string> variantNames(variants.begin(), variants.end());
-    if (variantNames.empty())
-      variantNames = {"inference", "final-state"};
-    SmallVector<std::string> typeNames(storageTypes.begin(),
-                                       storageTypes.end());
-    if (typeNames.empty())
-      typeNames = {"f32"};
-    auto hasDuplicate = [](ArrayRef<std::string> names) {
-      llvm::StringSet<> seen;
-      return llvm::any_of(names, [&](const std::string &name) {
-        return !seen.insert(name).second;
-      });
-    };
-    SmallVector<std::string> spikeNames(spikeStorage.begin(),
-                                        spikeStorage.end());
-    if (spikeNames.empty())
-      spikeNames = {"dense"};
-    if (hasDuplicate(variantNames) || hasDuplicate(typeNames) ||
-        hasDuplicate(spikeNames)) {
-      module.emitError(
-          "a kernel variant, storage type or spike storage is listed twice");
-      return signalPassFailure();
-    }
-    SmallVector<SpikeStorage> spikeChoices;
-    for (StringRef name : spikeNames) {
-      std::optional<SpikeStorage> spikes = symbolizeSpikeStorage(name);
-      if (!spikes) {
-        module.emitError() << "unknown spike storage '" << name
-                           << "'; expected dense, u8 or bits";
-        return signalPassFailure();
-      }
-      spikeChoices.push_back(*spikes);
-    }
+    SmallVector<KernelVariant> variantChoices(variants.begin(),
+                                              variants.end());
+    if (variantChoices.empty())
+      variantChoices = {KernelVariant::Inference, KernelVariant::FinalState};
+    SmallVector<StorageType> storageChoices(storageTypes.begin(),
+                                            storageTypes.end());
+    if (storageChoices.empty())
+      storageChoices = {StorageType::F32};
+    SmallVector<SpikeStorage> spikeChoices(spikeStorage.begin(),
+                                           spikeStorage.end());
+    if (spikeChoices.empty())
+      spikeChoices = {SpikeStorage::Dense};
     SmallVector<KernelRequest> requests;
-    for (StringRef variantName : variantNames) {
-      std::optional<KernelVariant> variant =
-          symbolizeKernelVariant(variantName);
-      if (!variant || (*variant != KernelVariant::Inference &&
-                       *variant != KernelVariant::FinalState)) {
+    for (KernelVariant variant : variantChoices) {
+      if (variant != KernelVariant::Inference &&
+          variant != KernelVariant::FinalState) {
         module.emitError()
-            << "unknown kernel variant '" << variantName
-            << "'; expected inference or final-state here (the lowering "
-               "pipelines also take forward and backward, which "
+            << "kernel variant '" << stringifyKernelVariant(variant)
+            << "' is not made here; expected inference or final-state (the "
+               "lowering pipelines also take forward and backward, which "
                "flexsn-autodiff generates)";
         return signalPassFailure();
       }
-      for (StringRef typeName : typeNames) {
-        FailureOr<StorageType> storage =
-            parseStorageTypeOption(module, typeName);
-        if (failed(storage))
-          return signalPassFailure();
+      for (StorageType storage : storageChoices)
         for (SpikeStorage spikes : spikeChoices)
-          requests.push_back({*variant, *storage, spikes});
-      }
+          requests.push_back({variant, storage, spikes});
     }
 
     SmallVector<NeuronOp> selected;

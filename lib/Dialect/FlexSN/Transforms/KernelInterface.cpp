@@ -337,11 +337,3 @@ std::string mlir::flexsn::getKernelName(StringRef neuron, KernelVariant variant,
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
-
-FailureOr<StorageType> mlir::flexsn::parseStorageTypeOption(ModuleOp module,
-                                                            StringRef name) {
-  if (std::optional<StorageType> storage = symbolizeStorageType(name))
-    return *storage;
-  return module.emitError() << "unknown storage type '" << name
-                            << "'; expected f32, f16 or bf16";
-}

@@ -61,7 +61,7 @@ struct FlexSNSetParamsPass
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return checkListOptionsGiven(getArgument(), errorHandler, neurons);
+    return checkListOptions(getArgument(), errorHandler, neurons);
   }
 
   void runOnOperation() override {

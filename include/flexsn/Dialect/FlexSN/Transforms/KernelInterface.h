@@ -107,10 +107,6 @@ std::string getKernelName(StringRef neuron, KernelVariant variant,
                           StorageType storage,
                           SpikeStorage spikes = SpikeStorage::Dense);
 
-/// Parses a storage type option ("f32"); emits an error on `module` for an
-/// unknown one.
-FailureOr<StorageType> parseStorageTypeOption(ModuleOp module, StringRef name);
-
 } // namespace mlir::flexsn
 
 #endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_KERNELINTERFACE_H

@@ -50,13 +50,13 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
       both lowerings) sees ordinary functions holding scans.
   }];
   let options = [
-    ListOption<"variants", "variants", "std::string",
-               "Variants to generate: inference, final-state">,
-    ListOption<"storageTypes", "storage-types", "std::string",
-               "Sequence storage types: f32, f16, bf16">,
+    ListOption<"variants", "variants", "::mlir::flexsn::KernelVariant",
+               "Variants to generate: inference, final-state (default both)">,
+    ListOption<"storageTypes", "storage-types", "::mlir::flexsn::StorageType",
+               "Sequence storage types: f32 (the default), f16, bf16">,
     ListOption<"neurons", "neurons", "std::string",
                "Neurons to generate kernels for (default: all)">,
-    ListOption<"spikeStorage", "spike-storage", "std::string",
+    ListOption<"spikeStorage", "spike-storage", "::mlir::flexsn::SpikeStorage",
                "How spike outputs are stored: dense (the storage type, the "
                "default), u8 (bytes), bits (8 per byte)">,
   ];
@@ -131,7 +131,7 @@ def FlexSNGenerateBlockKernels
       buffer role: the inference kernel and the runtime are unchanged.
   }];
   let options = [
-    ListOption<"variants", "variants", "std::string",
+    ListOption<"variants", "variants", "::mlir::flexsn::KernelVariant",
                "Variants to generate: inference (the default), forward">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
@@ -207,7 +207,7 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     The saving policy's costs stay those of f32 values.
   }];
   let options = [
-    ListOption<"storageTypes", "storage-types", "std::string",
+    ListOption<"storageTypes", "storage-types", "::mlir::flexsn::StorageType",
                "Sequence storage types: f32, f16, bf16 (default f32)">,
     ListOption<"neurons", "neurons", "std::string",
                "Neurons to differentiate (default: all)">,
