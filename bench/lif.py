@@ -137,6 +137,9 @@ def run_bench(args, lif, plif, modules, lif_u8):
     tasks = [(v, d, T, N) for N in ns for v in variants for d in dtypes
              for T in ts]
     if cuda:
+        if args.worker_gib is None:
+            total = torch.cuda.get_device_properties(0).total_memory
+            args.worker_gib = round(total / 2.0 ** 31, 1)
         compile_workers.configure_dynamo(torch)
         workers = compile_workers.Workers(
             0 if args.no_compile else args.workers, tasks, args)
@@ -578,8 +581,10 @@ def parse_args(argv):
                     "the compile results")
     ap.add_argument("--workers", type=int,
                     default=min(8, max(1, (os.cpu_count() or 2) // 2)))
-    ap.add_argument("--worker-gib", type=float, default=72.0,
-                    help="GPU memory the compile workers may hold at once")
+    ap.add_argument("--worker-gib", type=float, default=None,
+                    help="GPU memory the compile workers may hold at once "
+                    "(default: half the GPU's, so that the rows timed "
+                    "beside them fit on an 80 GiB card too)")
     ap.add_argument("--ns", default=None,
                     help="comma-separated log2 N (default 24,20)")
     ap.add_argument("--variants", default=",".join(VARIANTS))
