@@ -157,6 +157,8 @@ class SurrogateRange<string cppCase, string docText> {
 def SurrogateFinite : SurrogateRange<"Finite", " finite">;
 def SurrogatePositive : SurrogateRange<"Positive", " > 0">;
 def SurrogateAboveOne : SurrogateRange<"GreaterThanOne", " > 1">;
+// Integers: [minimum, maximum], which the parameter itself gives.
+def SurrogateInterval : SurrogateRange<"Interval", "">;
 
 // What the registry knows of a surrogate parameter beyond its C++ type: it
 // becomes a `SurrogateParamSpec`, which the verifier checks and the Python
@@ -170,7 +172,6 @@ class SurrogateParamSpec<bit integer, string value, SurrogateRange r, int lo,
   int maximum = hi;
   string descriptionText = desc;
 }
-def SurrogateInterval : SurrogateRange<"Interval", "">;
 
 // A real-valued surrogate parameter with a default. Printed shortest
 // round-trip ("4.0"), parsed from any float or integer literal.
@@ -203,7 +204,7 @@ class SurrogateParamConstraint<string name, SurrogateParamSpec spec> {
 // of SurrogateFormulas.h that compute it (`formula` names them:
 // `<formula>Grad` and `<formula>Primitive`). Everything else is generated:
 // the verifier, evaluation and IR emission, the docs, and the Python
-// layer's class (`pythonName`, SpikingJelly's name, with `pythonAliases`
+// layer's class (`pyName`, SpikingJelly's name, with `pyAliases`
 // accepted by `flexsn.surrogate.by_name`).
 class FlexSN_Surrogate<string name, string attrMnemonic, dag params,
                        string gFormula, string formula,
@@ -217,9 +218,6 @@ class FlexSN_Surrogate<string name, string attrMnemonic, dag params,
   string rangeDoc = !if(!empty(params), "none", !interleave(!foreach(i, indices,
       SurrogateParamConstraint<!getdagname(params, i),
           !getdagarg<SurrogateParamSpec>(params, i)>.text), ", "));
-  string pythonName = pyName;
-  list<string> pythonAliases = pyAliases;
-  string formulaText = gFormula;
 
   let summary = "Surrogate gradient `" # attrMnemonic # "`: g(x) = " # gFormula;
   let description = "Backward of `flexsn.spike` multiplies the incoming "
