@@ -214,7 +214,7 @@ std::string mlir::flexsn::formatShortest(float value) {
 FailureOr<llvm::APFloat> mlir::flexsn::parseSurrogateParam(AsmParser &parser) {
   // Integers are welcome too: `alpha = 4` means 4.0.
   bool negative = succeeded(parser.parseOptionalMinus());
-  int64_t integer;
+  int64_t integer = 0;
   OptionalParseResult parsedInteger = parser.parseOptionalInteger(integer);
   double value;
   if (parsedInteger.has_value()) {

@@ -26,8 +26,8 @@
 
 namespace mlir::flexsn {
 
-/// Parses the ODS spellings of `EnumT`, whose cases are 0 to `maxValue()`.
-template <typename EnumT, unsigned (*maxValue)()>
+/// Parses the ODS spellings of `EnumT`, whose cases are 0 to `MaxValue`.
+template <typename EnumT, unsigned MaxValue>
 class EnumOptionParser : public llvm::cl::basic_parser<EnumT> {
 public:
   using llvm::cl::basic_parser<EnumT>::basic_parser;
@@ -44,9 +44,9 @@ public:
   /// "inference, final-state, forward or backward".
   static std::string spellings() {
     std::string text;
-    for (unsigned value = 0; value <= maxValue(); ++value) {
+    for (unsigned value = 0; value <= MaxValue; ++value) {
       if (value)
-        text += value == maxValue() ? " or " : ", ";
+        text += value == MaxValue ? " or " : ", ";
       text += stringifyEnum(static_cast<EnumT>(value));
     }
     return text;
@@ -77,7 +77,7 @@ template <>
 class parser<mlir::flexsn::KernelVariant>
     : public mlir::flexsn::EnumOptionParser<
           mlir::flexsn::KernelVariant,
-          mlir::flexsn::getMaxEnumValForKernelVariant> {
+          mlir::flexsn::getMaxEnumValForKernelVariant()> {
 public:
   using EnumOptionParser::EnumOptionParser;
 };
@@ -85,7 +85,7 @@ template <>
 class parser<mlir::flexsn::StorageType>
     : public mlir::flexsn::EnumOptionParser<
           mlir::flexsn::StorageType,
-          mlir::flexsn::getMaxEnumValForStorageType> {
+          mlir::flexsn::getMaxEnumValForStorageType()> {
 public:
   using EnumOptionParser::EnumOptionParser;
 };
@@ -93,7 +93,7 @@ template <>
 class parser<mlir::flexsn::SpikeStorage>
     : public mlir::flexsn::EnumOptionParser<
           mlir::flexsn::SpikeStorage,
-          mlir::flexsn::getMaxEnumValForSpikeStorage> {
+          mlir::flexsn::getMaxEnumValForSpikeStorage()> {
 public:
   using EnumOptionParser::EnumOptionParser;
 };
