@@ -45,6 +45,8 @@ template <typename Derived>
 static void addKernelPasses(OpPassManager &pm,
                             const KernelOptions<Derived> &options,
                             ArrayRef<StorageType> storage, bool generate) {
+  // Declared blocks first: fusion works on their functions.
+  pm.addPass(createFlexSNExpandBlocks());
   if (options.fuse) {
     pm.addPass(createFlexSNFuseProducers());
     pm.addPass(createFlexSNFuseConsumers());

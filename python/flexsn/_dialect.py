@@ -13,6 +13,9 @@ STORAGE_TYPES = ("f32", "f16", "bf16")
 SPIKE_STORAGES = ("dense", "u8", "bits")
 PARAM_KINDS = ("const", "runtime", "trainable")
 PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
+BLOCK_PRES = ("none", "affine", "channel_affine")
+BLOCK_CONNECTIONS = ("none", "add", "and", "iand")
+BLOCK_READOUTS = ("none", "sum")
 
 SurrogateParam = collections.namedtuple(
     "SurrogateParam", ("name", "type", "default", "range", "description"))

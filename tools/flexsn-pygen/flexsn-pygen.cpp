@@ -281,6 +281,13 @@ import math
                        stringifyParamKind);
   printEnum<ParamShape>(os, "PARAM_SHAPES", getMaxEnumValForParamShape(),
                         stringifyParamShape);
+  printEnum<BlockPre>(os, "BLOCK_PRES", getMaxEnumValForBlockPre(),
+                      stringifyBlockPre);
+  printEnum<BlockConnection>(os, "BLOCK_CONNECTIONS",
+                             getMaxEnumValForBlockConnection(),
+                             stringifyBlockConnection);
+  printEnum<BlockReadout>(os, "BLOCK_READOUTS", getMaxEnumValForBlockReadout(),
+                          stringifyBlockReadout);
   os << R"py(
 SurrogateParam = collections.namedtuple(
     "SurrogateParam", ("name", "type", "default", "range", "description"))

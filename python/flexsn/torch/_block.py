@@ -1,11 +1,12 @@
 """A spiking block as one fused kernel: `Block(neuron, pre=Affine(C),
 post=Residual("add"))`.
 
-The block is written as MLIR on tensors (a `func.func` marked
-`flexsn.block`: a linalg op for the pre-op, a scan of the neuron, a linalg
-op for the post-op), which `flexsn.compile_kernels` fuses into one scan and
-compiles to an inference, a forward and a backward kernel. Those kernels
-have a neuron kernel's interface, so the block runs through the same
+The block is sent to the compiler as a declaration (one `flexsn.block` op:
+neuron, pre-op, connection, readout, storage type), which
+`flexsn-expand-blocks` writes as a function on tensors (a linalg op for the
+pre-op, a scan of the neuron, a linalg op for the post-op); fusion makes it
+one scan, compiled to an inference, a forward and a backward kernel. Those
+kernels have a neuron kernel's interface, so the block runs through the same
 autograd Function and custom op as a neuron (`_function.scan`), with the
 block in the neuron's place: one input `x`, the neuron's states (and,
 with `readout="sum"`, a state holding the sum), one output (none with the
@@ -20,6 +21,7 @@ import torch
 from torch import nn
 
 from .. import compiler
+from .._dialect import BLOCK_CONNECTIONS, BLOCK_PRES, BLOCK_READOUTS
 from .._manifest import NeuronInfo, Param
 from ._function import Handle, scan
 from ._kernels import DTYPES
@@ -46,14 +48,10 @@ class Affine:
 
 
 #: SEW-ResNet's connect functions of the neuron's spikes s and the block's
-#: input x, as the body of a linalg.generic over (s, x).
-_RESIDUALS = {
-    "add": ["%r = arith.addf %si, {x} : f32"],
-    "and": ["%r = arith.mulf %si, {x} : f32"],
-    "iand": ["%one = arith.constant 1.0 : f32",
-             "%k = arith.subf %one, %si : f32",
-             "%r = arith.mulf %k, {x} : f32"],
-}
+#: input x (the `connection` of a `flexsn.block`).
+_RESIDUALS = tuple(op for op in BLOCK_CONNECTIONS if op != "none")
+#: The readouts over time a Block takes (None: the sequence).
+_READOUTS = tuple(r for r in BLOCK_READOUTS if r != "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +127,7 @@ class Block(StatefulModule):
                  name: str = "block", storage_types=("f32",),
                  targets=None):
         super().__init__()
-        if readout not in (None, "sum"):
+        if readout is not None and readout not in _READOUTS:
             raise ValueError(f"readout is None or 'sum' (the output's sum "
                              f"over time), got {readout!r}")
         if pre is not None and not isinstance(pre, Affine):
@@ -184,8 +182,8 @@ class Block(StatefulModule):
         pre, post, readout, name = self.pre, self.post, self.readout, self.name
         neuron_text = (compiled.directory / "configured.mlir").read_text()
         text = block_module(neuron_text, [
-            block_source(_CompiledBlock.function_name(name, dtype), info,
-                         pre, post, readout, dtype)
+            block_declaration(_CompiledBlock.function_name(name, dtype),
+                              info, pre, post, readout, dtype)
             for dtype in self.storage_types])
         self.source = text
         self.kernels = compiler.compile_kernels(text, targets=self.targets)
@@ -256,109 +254,17 @@ def block_module(neuron_text: str, functions) -> str:
     return text[:-1] + "".join(functions) + "}\n"
 
 
-def block_source(function: str, info: NeuronInfo, pre: Optional[Affine],
-                 post: Optional[Residual], readout: Optional[str] = None,
-                 dtype: str = "f32") -> str:
-    """The block function `@function` over sequences of `dtype` (read as
-    f32 in the step, the output and states stored back in `dtype`)."""
-    channels = pre is not None and pre.num_channels is not None
-    rank = 4 if channels else 2
-    seq = f"tensor<{'?x' * rank}{dtype}>"
-    seq32 = f"tensor<{'?x' * rank}f32>"
-    state = f"tensor<{'?x' * (rank - 1)}{dtype}>"
-    half = dtype != "f32"
-    dims = "t, b, c, s" if channels else "t, n"
-    identity = f"affine_map<({dims}) -> ({dims})>"
-    parallel = ", ".join(['"parallel"'] * rank)
-
-    def named(n, trainable=False):
-        return (f'{{flexsn.name = "{n}"'
-                + (", flexsn.trainable}" if trainable else "}"))
-
-    args = [f"%x: {seq} {named('x')}"]
-    if pre is not None:
-        ptype = "tensor<?xf32>" if channels else "f32"
-        args += [f"%scale: {ptype} {named('scale', True)}",
-                 f"%shift: {ptype} {named('shift', True)}"]
-    for p in info.runtime_params:
-        args.append(f"%p_{p.name}: {p.type} "
-                    f"{named(p.name, p.kind == 'trainable')}")
-    results = [f"{state} {named('readout')}" if readout else
-               f"{seq} {named('y' if post else info.outputs[0])}"]
-    results += [f"{state} {named(s)}" for s in info.states]
-    body = [f"%c{i} = arith.constant {i} : index" for i in range(rank)]
-    body += [f"%d{i} = tensor.dim %x, %c{i} : {seq}" for i in range(rank)]
-    all_dims = ", ".join(f"%d{i}" for i in range(rank))
-    neuron_dims = ", ".join(f"%d{i}" for i in range(1, rank))
-    source = "%x"
-    if pre is not None:
-        param_map = (f"affine_map<({dims}) -> (c)>" if channels else
-                     f"affine_map<({dims}) -> ()>")
-        ptype = "tensor<?xf32>" if channels else "f32"
-        body += [
-            f"%e_pre = tensor.empty({all_dims}) : {seq32}",
-            f"%pre = linalg.generic {{indexing_maps = [{identity}, "
-            f"{param_map}, {param_map}, {identity}], iterator_types = "
-            f"[{parallel}]}} ins(%x, %scale, %shift : {seq}, {ptype}, "
-            f"{ptype}) outs(%e_pre : {seq32}) {{",
-            f"^bb0(%xi: {dtype}, %a: f32, %b: f32, %o: f32):",
-            *([f"  %xf = arith.extf %xi : {dtype} to f32"] if half else []),
-            f"  %m = arith.mulf {'%xf' if half else '%xi'}, %a : f32",
-            "  %r = arith.addf %m, %b : f32",
-            "  linalg.yield %r : f32",
-            f"}} -> {seq32}"]
-        source = "%pre"
-    source_type = seq32 if pre is not None else seq
-    # The neuron's output: the block's, or f32 for the ops after it.
-    out = seq32 if post is not None or readout else seq
-    states = [f"%st_{i}" for i in range(len(info.states))]
-    body.append(f"%e_out = tensor.empty({all_dims}) : {out}")
-    body += [f"%e_st_{i} = tensor.empty({neuron_dims}) : {state}"
-             for i in range(len(info.states))]
-    params = ""
-    if info.runtime_params:
-        params = (" params(" + ", ".join(f"%p_{p.name}"
-                                         for p in info.runtime_params)
-                  + " : " + ", ".join(p.type for p in info.runtime_params)
-                  + ")")
-    state_dests = ", ".join(f"%e_st_{i}" for i in range(len(states)))
-    state_types = ", ".join([state] * len(states))
-    body.append(
-        f"{', '.join(['%out'] + states)} = flexsn.scan @{info.name} "
-        f"ins({source} : {source_type}){params} outs(%e_out : {out})"
-        + (f" states({state_dests} : {state_types})" if states else ""))
-    result = "%out"
-    if post is not None:
-        body += [
-            f"%e_post = tensor.empty({all_dims}) : {seq}",
-            f"%post = linalg.generic {{indexing_maps = [{identity}, "
-            f"{identity}, {identity}], iterator_types = [{parallel}]}} "
-            f"ins(%out, %x : {out}, {seq}) outs(%e_post : {seq}) {{",
-            f"^bb0(%si: f32, %xi: {dtype}, %o: {dtype}):",
-            *([f"  %xf = arith.extf %xi : {dtype} to f32"] if half else []),
-            *("  " + line.format(x="%xf" if half else "%xi")
-              for line in _RESIDUALS[post.op]),
-            *([f"  %t = arith.truncf %r : f32 to {dtype}",
-               f"  linalg.yield %t : {dtype}"] if half else
-              ["  linalg.yield %r : f32"]),
-            f"}} -> {seq}"]
-        result = "%post"
-    kind = seq
-    if readout:
-        # The sequence's sum over t: fusion makes it the scan's reduction,
-        # and kernel generation a state kept at its end.
-        body += [
-            "%zero = arith.constant 0.0 : f32",
-            f"%e_sum = tensor.empty({neuron_dims}) : {state}",
-            f"%zeros = linalg.fill ins(%zero : f32) outs(%e_sum : {state}) "
-            f"-> {state}",
-            f"%sum = linalg.reduce {{ arith.addf }} ins({result} : {seq}) "
-            f"outs(%zeros : {state}) dimensions = [0]"]
-        result, kind = "%sum", state
-    returned = ", ".join([result] + states)
-    types = ", ".join([kind] + [state] * len(states))
-    body.append(f"return {returned} : {types}")
-    return (
-        f"  func.func @{function}({', '.join(args)})\n"
-        f"      -> ({', '.join(results)}) attributes {{flexsn.block}} {{\n"
-        + "".join(f"    {line}\n" for line in body) + "  }\n")
+def block_declaration(function: str, info: NeuronInfo,
+                      pre: Optional[Affine], post: Optional[Residual],
+                      readout: Optional[str] = None,
+                      dtype: str = "f32") -> str:
+    """The `flexsn.block` op declaring the block function `@function` over
+    sequences of `dtype`; `flexsn-expand-blocks` writes its IR."""
+    if pre is None:
+        pre_kind = "none"
+    else:
+        pre_kind = "affine" if pre.num_channels is None else "channel_affine"
+    assert pre_kind in BLOCK_PRES
+    return (f"  flexsn.block @{function} neuron(@{info.name}) "
+            f"pre({pre_kind}) connection({post.op if post else 'none'}) "
+            f"readout({readout or 'none'}) storage({dtype})\n")

@@ -328,3 +328,13 @@ func.func @step_ops(%x: f32) -> (f32, f32, f32) {
   %d = flexsn.detach %s : f32
   return %s, %g, %d : f32, f32, f32
 }
+
+// Block declarations: every pre-op, connection, readout and storage type.
+// CHECK: flexsn.block @block_plain neuron(@lif) pre(none) connection(none) readout(none) storage(f32)
+// CHECK: flexsn.block @block_bn neuron(@lif) pre(channel_affine) connection(add) readout(none) storage(f16)
+// CHECK: flexsn.block @block_and neuron(@lif) pre(affine) connection(and) readout(none) storage(bf16)
+// CHECK: flexsn.block @block_count neuron(@lif) pre(affine) connection(iand) readout(sum) storage(f32)
+flexsn.block @block_plain neuron(@lif) pre(none) connection(none) readout(none) storage(f32)
+flexsn.block @block_bn neuron(@lif) pre(channel_affine) connection(add) readout(none) storage(f16)
+flexsn.block @block_and neuron(@lif) pre(affine) connection(and) readout(none) storage(bf16)
+flexsn.block @block_count neuron(@lif) pre(affine) connection(iand) readout(sum) storage(f32)

@@ -152,6 +152,37 @@ MutableOperandRange ApplyOp::getArgOperandsMutable() {
   return getOperandsMutable();
 }
 
+LogicalResult BlockOp::verify() {
+  // Its kernels and host stubs are named after the block.
+  if (std::optional<std::string> problem =
+          checkExportedName(getSymName(), /*isPrefix=*/true))
+    return emitOpError() << "name '" << getSymName() << "' " << *problem;
+  if (getReadout() == BlockReadout::Sum && getStorage() != StorageType::F32)
+    return emitOpError() << "keeps readout(sum) in f32: it needs storage(f32), "
+                            "not storage("
+                         << stringifyStorageType(getStorage()) << ")";
+  return success();
+}
+
+LogicalResult BlockOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto neuron =
+      symbolTable.lookupNearestSymbolFrom<NeuronOp>(*this, getNeuronAttr());
+  if (!neuron)
+    return emitOpError() << "'@" << getNeuron()
+                         << "' does not reference a flexsn.neuron";
+  if (neuron.getNumInputs() != 1 || neuron.getNumOutputs() != 1)
+    return emitOpError() << "needs a neuron of one input and one output; @"
+                         << getNeuron() << " has " << neuron.getNumInputs()
+                         << " inputs and " << neuron.getNumOutputs()
+                         << " outputs";
+  for (ParamAttr param : neuron.getRuntimeParamAttrs())
+    if (param.isShaped())
+      return emitOpError() << "passes the neuron's parameters as scalars; @"
+                           << getNeuron() << "'s '" << param.getName().getValue()
+                           << "' is " << stringifyParamShape(param.getShape());
+  return success();
+}
+
 LogicalResult ApplyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto callee =
       symbolTable.lookupNearestSymbolFrom<NeuronOp>(*this, getCalleeAttr());

@@ -475,6 +475,56 @@ def FlexSN_SpikeStorage : I32EnumAttr<"SpikeStorage",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Blocks
+//===----------------------------------------------------------------------===//
+
+def FlexSN_BlockPre : I32EnumAttr<"BlockPre",
+    "the op a block applies to its input before the neuron", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Affine", 1, "affine">,
+    I32EnumAttrCase<"ChannelAffine", 2, "channel_affine">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    * `none`: the neuron reads the block's input;
+    * `affine`: `x·scale + shift`, with trainable scalars `scale` and `shift`
+      (batch norm's apply step, folded to one scale and shift);
+    * `channel_affine`: the same with `[C]` values, one per channel: the
+      block's sequences are then `[T, B, C, S]`.
+  }];
+}
+
+def FlexSN_BlockConnection : I32EnumAttr<"BlockConnection",
+    "how a block joins its neuron's output s and its input x", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Add", 1, "add">,
+    I32EnumAttrCase<"And", 2, "and">,
+    I32EnumAttrCase<"IAnd", 3, "iand">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    SEW-ResNet's connect functions: `add` (s + x), `and` (s·x), `iand`
+    ((1 − s)·x); `none` returns s.
+  }];
+}
+
+def FlexSN_BlockReadout : I32EnumAttr<"BlockReadout",
+    "what a block returns of its output sequence", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Sum", 1, "sum">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    * `none`: the sequence;
+    * `sum`: its sum over time per neuron (a spike count without a
+      connection); the sequence itself is never stored.
+  }];
+}
+
 // The values are those of `flexsn_buffer_kind` in flexsn_runtime.h (a unit
 // test checks it): the header emitter names the runtime's constants after
 // these cases.

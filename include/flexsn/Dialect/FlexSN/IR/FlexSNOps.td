@@ -438,4 +438,41 @@ def FlexSN_YieldOp : FlexSN_Op<"yield", [
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
+
+def FlexSN_BlockOp : FlexSN_Op<"block", [
+    Symbol, HasParent<"::mlir::ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A neuron between a pre-op and a connection, declared";
+  let description = [{
+    Declares a spiking block over sequences: `connection(neuron(pre(x)), x)`,
+    then a readout over time, stored as `storage`. `flexsn-expand-blocks`
+    writes it as a `func.func` marked `flexsn.block` on tensors (linalg ops
+    around a `flexsn.scan` of the neuron), which fusion makes one scan and
+    `flexsn-generate-block-kernels` compiles into kernels with a neuron
+    kernel's interface. The Python layer sends this declaration, not IR.
+
+    The block function takes the input `x`, then `scale` and `shift` with
+    an affine pre-op, then the neuron's runtime parameters (scalars), and
+    returns the output (`y` with a connection, the neuron's output name
+    without, `readout` with a readout) and the neuron's final states.
+
+    ```mlir
+    flexsn.block @bn_lif_f16 neuron(@lif) pre(channel_affine)
+        connection(add) readout(none) storage(f16)
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       FlatSymbolRefAttr:$neuron,
+                       EnumProp<FlexSN_BlockPre>:$pre,
+                       EnumProp<FlexSN_BlockConnection>:$connection,
+                       EnumProp<FlexSN_BlockReadout>:$readout,
+                       EnumProp<FlexSN_StorageType>:$storage);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $sym_name `neuron` `(` $neuron `)` `pre` `(` $pre `)`
+    `connection` `(` $connection `)` `readout` `(` $readout `)`
+    `storage` `(` $storage `)` attr-dict
+  }];
+}
+
 #endif // FLEXSN_DIALECT_FLEXSN_IR_FLEXSNOPS_TD

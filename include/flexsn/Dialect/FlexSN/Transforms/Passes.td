@@ -64,6 +64,33 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FlexSNExpandBlocks : Pass<"flexsn-expand-blocks", "::mlir::ModuleOp"> {
+  let summary = "Write each declared block (flexsn.block) as a function on "
+                "tensors";
+  let description = [{
+    Replaces every `flexsn.block` declaration by the `func.func` of the same
+    name, marked `flexsn.block`, that computes it on tensors:
+
+    1. the pre-op: a `linalg.generic` computing `x·scale + shift` in f32
+       (scalar or per-channel `scale` and `shift`);
+    2. a `flexsn.scan` of the neuron;
+    3. the connection: a `linalg.generic` of the neuron's output and `x`,
+       stored back in the storage type;
+    4. the readout: a `linalg.reduce` over time.
+
+    The fusion passes then make it one scan, and
+    `flexsn-generate-block-kernels` its kernels.
+
+    Rationale:
+    * A block is a description, expanded here with builders, so that each
+      new block shape is one case in C++ tested in lit, not a text template
+      in every client.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FlexSNGenerateBlockKernels
     : Pass<"flexsn-generate-block-kernels", "::mlir::ModuleOp"> {
   let summary = "Compile each spiking block (a function marked flexsn.block) "
