@@ -16,10 +16,11 @@ loop would call it::
 
 `import_step` traces the function with torch.fx (no example values are
 needed: every value is a scalar of one neuron) and translates each traced op
-into `arith`, `math` and `flexsn` ops. An op outside the table, Python
-control flow on a traced value, or an op that is not elementwise raises
-`StepImportError` naming the op and the line of the step function: there is
-no eager fallback. See docs/PythonNeurons.md for the op table.
+into `arith`, `math` and `flexsn` ops, which `_step_text` writes as IR.
+An op outside the table, Python control flow on a traced value, or an op
+that is not elementwise raises `StepImportError` naming the op and the line
+of the step function: there is no eager fallback. See docs/PythonNeurons.md
+for the op table.
 
 Calling convention of `core(*inputs, *states, **params)`:
 
@@ -51,7 +52,6 @@ import numbers
 import operator
 import os
 import re
-import struct
 import sys
 import traceback
 import types
@@ -63,7 +63,7 @@ from torch import nn
 
 from . import _dialect
 from . import surrogate as _surrogates
-from .surrogate import _format_float
+from ._step_text import BodyWriter, Unsupported, Value, neuron_text
 
 __all__ = [
     "spike", "surrogate_grad", "import_step", "trace_step", "StepNeuron",
@@ -402,14 +402,8 @@ def _check_identifier(name, what):
 
 
 # ---------------------------------------------------------------------------
-# Translation: fx nodes -> MLIR
+# Translation: fx nodes -> ops of a BodyWriter (_step_text writes the IR)
 # ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class _Value:
-    ssa: str
-    type: str  # "f32" or "i1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -418,37 +412,6 @@ class _DType:
 
 
 _DTYPES = {torch.float32: "f32", torch.bool: "i1"}
-
-
-def _f32_literal(value):
-    """An f32 attribute's text: decimal, or the bit pattern where the value
-    is not finite in f32 (also for doubles beyond f32's range)."""
-    value = float(value)
-    try:
-        bits = struct.pack("<f", value)
-    except OverflowError:  # finite double beyond f32: torch rounds to inf
-        bits = struct.pack("<f", math.copysign(math.inf, value))
-    f = struct.unpack("<f", bits)[0]
-    if math.isfinite(f):
-        return _f32_text(f)
-    return "0x%08X" % struct.unpack("<I", bits)[0]
-
-
-def _f32_text(value):
-    """The shortest decimal that rounds to the same f32 as `value`."""
-    bits = struct.pack("<f", value)
-    for digits in range(1, 10):
-        text = "%.*g" % (digits, value)
-        try:
-            if struct.pack("<f", float(text)) == bits:
-                return _format_float(float(text))
-        except OverflowError:  # rounded past f32's largest value
-            continue
-    return _format_float(value)
-
-
-def _mlir_string(text):
-    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 _REDUCTIONS = {
@@ -500,132 +463,25 @@ def _bare_name(node):
     return getattr(node.target, "__name__", "")
 
 
-class _Unsupported(Exception):
-    """Raised inside a handler: the reason, turned into UnsupportedOpError."""
-
-
 def _bind(args, kwargs, names, defaults=None):
     """{name: value} of an op's arguments by `names`; unknown ones raise."""
     defaults = defaults or {}
     if len(args) > len(names):
-        raise _Unsupported("takes at most %d arguments here" % len(names))
+        raise Unsupported("takes at most %d arguments here" % len(names))
     bound = dict(zip(names, args))
     for key, value in kwargs.items():
         if key not in names or key in bound:
-            raise _Unsupported("argument '%s' is not supported" % key)
+            raise Unsupported("argument '%s' is not supported" % key)
         bound[key] = value
     for name in names:
         if name not in bound:
             if name not in defaults:
-                raise _Unsupported("argument '%s' is missing" % name)
+                raise Unsupported("argument '%s' is missing" % name)
             bound[name] = defaults[name]
     return bound
 
 
-class _Emitter:
-    """Writes the body: one MLIR op per line, SSA names unique."""
-
-    def __init__(self, used_names):
-        self.lines = []
-        self.used = set(used_names)
-        self.constants = {}
-        self.loc = ""
-        self.i1_as_f32 = {}
-
-    def fresh(self, hint):
-        hint = re.sub(r"[^A-Za-z0-9_]", "_", hint or "v") or "v"
-        if hint[0].isdigit():
-            hint = "v" + hint
-        name, i = hint, 0
-        while name in self.used:
-            i += 1
-            name = "%s_%d" % (hint, i)
-        self.used.add(name)
-        return name
-
-    def emit(self, text, type_, hint):
-        name = self.fresh(hint)
-        self.lines.append("  %%%s = %s%s" % (name, text, self.loc))
-        return _Value(name, type_)
-
-    def const(self, value, type_="f32"):
-        if type_ == "i1":
-            key = ("i1", bool(value))
-            text = "arith.constant %s" % ("true" if value else "false")
-            hint = "true" if value else "false"
-        else:
-            literal = _f32_literal(value)
-            key = ("f32", literal)
-            text = "arith.constant %s : f32" % literal
-            hint = "cst"
-        if key not in self.constants:
-            name = self.fresh(hint)
-            self.lines.append("  %%%s = %s" % (name, text))
-            self.constants[key] = _Value(name, type_)
-        return self.constants[key]
-
-    # Typed operand access -------------------------------------------------
-
-    def f32(self, value):
-        """An f32 operand: a bool is 1.0/0.0 (as torch promotes it)."""
-        if isinstance(value, _Value):
-            if value.type == "f32":
-                return value
-            if value not in self.i1_as_f32:
-                self.i1_as_f32[value] = self.emit(
-                    "arith.select %%%s, %%%s, %%%s : f32" % (
-                        value.ssa, self.const(1.0).ssa, self.const(0.0).ssa),
-                    "f32", value.ssa + "_f")
-            return self.i1_as_f32[value]
-        if isinstance(value, bool):
-            return self.const(1.0 if value else 0.0)
-        if isinstance(value, numbers.Real):
-            return self.const(float(value))
-        raise _Unsupported("operand %r is not a scalar value" % (value,))
-
-    def i1(self, value):
-        if isinstance(value, _Value):
-            if value.type == "i1":
-                return value
-            raise _Unsupported("needs a bool condition (a comparison or an "
-                               "i1 parameter), got a float value")
-        if isinstance(value, bool):
-            return self.const(value, "i1")
-        raise _Unsupported("needs a bool condition, got %r" % (value,))
-
-    # Op builders -------------------------------------------------------------
-
-    def binary(self, op, a, b, hint):
-        a, b = self.f32(a), self.f32(b)
-        return self.emit("arith.%s %%%s, %%%s : f32" % (op, a.ssa, b.ssa),
-                         "f32", hint)
-
-    def unary(self, op, a, hint):
-        a = self.f32(a)
-        return self.emit("%s %%%s : f32" % (op, a.ssa), "f32", hint)
-
-    def cmp(self, predicate, a, b, hint):
-        a, b = self.f32(a), self.f32(b)
-        return self.emit("arith.cmpf %s, %%%s, %%%s : f32" % (
-            predicate, a.ssa, b.ssa), "i1", hint)
-
-    def select(self, cond, a, b, hint):
-        cond = self.i1(cond)
-        if all(isinstance(v, _Value) and v.type == "i1" or isinstance(v, bool)
-               for v in (a, b)):
-            a, b, type_ = self.i1(a), self.i1(b), "i1"
-        else:
-            a, b, type_ = self.f32(a), self.f32(b), "f32"
-        return self.emit("arith.select %%%s, %%%s, %%%s : %s" % (
-            cond.ssa, a.ssa, b.ssa, type_), type_, hint)
-
-    def logical(self, op, a, b, hint):
-        a, b = self.i1(a), self.i1(b)
-        return self.emit("arith.%s %%%s, %%%s : i1" % (op, a.ssa, b.ssa),
-                         "i1", hint)
-
-
-# Op handlers: (emitter, args, kwargs, hint) -> _Value. Each takes the torch
+# Op handlers: (BodyWriter, args, kwargs, hint) -> Value. Each takes the torch
 # function's arguments (a method's self first).
 
 def _arith(op, reverse=False):
@@ -637,24 +493,24 @@ def _arith(op, reverse=False):
             x, y = y, x
         if b["alpha"] != 1:
             if op not in ("addf", "subf"):
-                raise _Unsupported("alpha is not supported")
+                raise Unsupported("alpha is not supported")
             y = em.binary("mulf", y, b["alpha"], hint + "_alpha")
         return em.binary(op, x, y, hint)
     return handler
 
 
 def _no_two_bools(x, y):
-    if all(isinstance(v, _Value) and v.type == "i1" for v in (x, y)):
-        raise _Unsupported("arithmetic on two bool values (torch keeps it "
-                           "bool); convert one with .float() first")
+    if all(isinstance(v, Value) and v.type == "i1" for v in (x, y)):
+        raise Unsupported("arithmetic on two bool values (torch keeps it "
+                          "bool); convert one with .float() first")
 
 
 def _div(em, args, kwargs, hint):
     b = _bind(args, kwargs, ("input", "other", "rounding_mode"),
               {"rounding_mode": None})
     if b["rounding_mode"] is not None:
-        raise _Unsupported("rounding_mode=%r is not supported"
-                           % b["rounding_mode"])
+        raise Unsupported("rounding_mode=%r is not supported"
+                          % b["rounding_mode"])
     _no_two_bools(b["input"], b["other"])
     return em.binary("divf", b["input"], b["other"], hint)
 
@@ -669,8 +525,8 @@ def _operator_binary(op):
 
 def _neg(em, args, kwargs, hint):
     (x,) = _bind(args, kwargs, ("input",)).values()
-    if isinstance(x, _Value) and x.type == "i1":
-        raise _Unsupported("negation of a bool value")
+    if isinstance(x, Value) and x.type == "i1":
+        raise Unsupported("negation of a bool value")
     return em.unary("arith.negf", x, hint)
 
 
@@ -696,7 +552,7 @@ def _logical(op):
 
 def _truth(em, value):
     # torch.logical_* read a float as value != 0.
-    if isinstance(value, _Value) and value.type == "f32" or (
+    if isinstance(value, Value) and value.type == "f32" or (
             isinstance(value, numbers.Real) and not isinstance(value, bool)):
         return em.cmp("une", value, 0.0, "nonzero")
     return value
@@ -802,7 +658,7 @@ def _clamp(em, args, kwargs, hint):
                                                      "max": None})
     lo, hi = b["min"], b["max"]
     if lo is None and hi is None:
-        raise _Unsupported("needs min or max")
+        raise Unsupported("needs min or max")
     result = b["input"]
     # x first: at a tie x keeps the gradient, as torch's clamp does.
     if lo is not None:
@@ -823,10 +679,10 @@ def _clamp_one(which):
 def _extremum(op):
     def handler(em, args, kwargs, hint):
         b = _bind(args, kwargs, ("input", "other"), {"other": None})
-        if not isinstance(b["other"], _Value):
-            raise _Unsupported("without a second tensor it is a "
-                               "reduction; the elementwise form of two "
-                               "tensors (torch.%s(a, b)) is supported" % (
+        if not isinstance(b["other"], Value):
+            raise Unsupported("without a second tensor it is a "
+                              "reduction; the elementwise form of two "
+                              "tensors (torch.%s(a, b)) is supported" % (
                                    "maximum" if op.startswith("max")
                                    else "minimum"))
         return em.binary(op, b["input"], b["other"], hint)
@@ -843,12 +699,12 @@ def _elementwise_extremum(op):
 def _pow(em, args, kwargs, hint):
     b = _bind(args, kwargs, ("input", "exponent"))
     x, y = b["input"], b["exponent"]
-    if isinstance(y, _Value):
-        return _powf(em, x, y, hint)
+    if isinstance(y, Value):
+        return em.powf(x, y, hint)
     if not isinstance(y, numbers.Real):
-        raise _Unsupported("exponent %r is not a scalar" % (y,))
-    if not isinstance(x, _Value):
-        raise _Unsupported("needs a tensor operand")
+        raise Unsupported("exponent %r is not a scalar" % (y,))
+    if not isinstance(x, Value):
+        raise Unsupported("needs a tensor operand")
     y = float(y)
     # torch's own special cases for a scalar exponent (same values, and the
     # same derivatives without pow's log term).
@@ -871,32 +727,27 @@ def _pow(em, args, kwargs, hint):
     if y == -2.0:
         return em.binary("divf", 1.0, em.binary("mulf", x, x, hint + "_sq"),
                          hint)
-    return _powf(em, x, y, hint)
+    return em.powf(x, y, hint)
 
 
-def _powf(em, x, y, hint):
-    x, y = em.f32(x), em.f32(y)
-    return em.emit("math.powf %%%s, %%%s : f32" % (x.ssa, y.ssa), "f32", hint)
 
 
 def _detach(em, args, kwargs, hint):
     (x,) = _bind(args, kwargs, ("input",)).values()
-    if isinstance(x, _Value) and x.type == "i1":
+    if isinstance(x, Value) and x.type == "i1":
         return x  # a bool carries no gradient anyway
     return em.unary("flexsn.detach", x, hint)
 
 
 def _spike(em, args, kwargs, hint):
     b = _bind(args, kwargs, ("input", "surrogate"))
-    x = em.f32(b["input"])
-    return em.emit("flexsn.spike %%%s surrogate(%s) : f32" % (
-        x.ssa, b["surrogate"]), "f32", hint)
+    return em.spike(b["input"], b["surrogate"], hint)
 
 
 def _convert(em, value, target, hint):
     if target == "f32":
         return em.f32(value)
-    if isinstance(value, _Value) and value.type == "i1":
+    if isinstance(value, Value) and value.type == "i1":
         return value
     return em.cmp("une", value, 0.0, hint)
 
@@ -904,29 +755,29 @@ def _convert(em, value, target, hint):
 def _dtype_of(value):
     if isinstance(value, _DType):
         return value.type
-    if isinstance(value, _Value):
+    if isinstance(value, Value):
         return value.type
     if isinstance(value, torch.dtype):
         if value not in _DTYPES:
-            raise _Unsupported("dtype %s: a neuron body computes in float32 "
-                               "(bools for conditions)" % value)
+            raise Unsupported("dtype %s: a neuron body computes in float32 "
+                              "(bools for conditions)" % value)
         return _DTYPES[value]
-    raise _Unsupported("argument %r is not a dtype" % (value,))
+    raise Unsupported("argument %r is not a dtype" % (value,))
 
 
 def _to(em, args, kwargs, hint):
     kwargs = {k: v for k, v in kwargs.items()
               if k not in ("non_blocking", "copy")}
     if len(args) > 2:
-        raise _Unsupported("takes one dtype (or tensor) here")
+        raise Unsupported("takes one dtype (or tensor) here")
     if "dtype" in kwargs:
         if len(args) != 1 or set(kwargs) != {"dtype"}:
-            raise _Unsupported("takes one dtype (or tensor) here")
+            raise Unsupported("takes one dtype (or tensor) here")
         target = kwargs["dtype"]
     elif len(args) == 2 and not kwargs:
         target = args[1]
     else:
-        raise _Unsupported("takes one dtype (or tensor) here")
+        raise Unsupported("takes one dtype (or tensor) here")
     return _convert(em, args[0], _dtype_of(target), hint)
 
 
@@ -955,7 +806,7 @@ def _type(em, args, kwargs, hint):
 def _identity(em, args, kwargs, hint):
     b = _bind(args, kwargs, ("input", "memory_format"),
               {"memory_format": None})
-    return b["input"] if isinstance(b["input"], _Value) else em.f32(
+    return b["input"] if isinstance(b["input"], Value) else em.f32(
         b["input"])
 
 
@@ -969,10 +820,10 @@ def _like(fill):
             kwargs.pop(k, None)
         b = _bind(args, kwargs, names)
         value = b.get("fill_value", fill)
-        if isinstance(value, _Value) or not isinstance(value, numbers.Real):
-            raise _Unsupported("the fill value must be a Python number")
+        if isinstance(value, Value) or not isinstance(value, numbers.Real):
+            raise Unsupported("the fill value must be a Python number")
         target = _dtype_of(dtype) if dtype is not None else (
-            "i1" if isinstance(b["input"], _Value) and b["input"].type == "i1"
+            "i1" if isinstance(b["input"], Value) and b["input"].type == "i1"
             and fill is not None else "f32")
         if target == "i1":
             return em.const(bool(value), "i1")
@@ -982,13 +833,13 @@ def _like(fill):
 
 def _getattr(em, args, kwargs, hint):
     value, attr = args
-    if attr == "dtype" and isinstance(value, _Value):
+    if attr == "dtype" and isinstance(value, Value):
         return _DType(value.type)
     if attr in _SHAPE_OPS:
-        raise _Unsupported("no shape in a step body, which sees one "
-                           "neuron's scalars")
-    raise _Unsupported("tensor attributes other than .dtype are not "
-                       "supported")
+        raise Unsupported("no shape in a step body, which sees one "
+                          "neuron's scalars")
+    raise Unsupported("tensor attributes other than .dtype are not "
+                      "supported")
 
 
 def _table():
@@ -1320,7 +1171,7 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
     nodes = list(graph.nodes)
     block_args = list(input_names) + list(state_names) + [s.name for s in
                                                           specs]
-    em = _Emitter(block_args + [s.name for s in captured_specs.values()])
+    em = BodyWriter(block_args + [s.name for s in captured_specs.values()])
     values = {}
     used_params = {}  # attr -> StepParam (captured ones that are used)
     placeholder_index = 0
@@ -1331,11 +1182,11 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
         frame = node.meta.get("flexsn_frame")
         # The file's base name only: the same step function gives the same
         # text (and compile cache key) in any checkout.
-        em.loc = (" loc(%s:%d:0)" % (_mlir_string(os.path.basename(
-            frame[0])), frame[1]) if frame else "")
+        em.locate(os.path.basename(frame[0]) if frame else None,
+                  frame[1] if frame else 0)
         if node.op == "placeholder":
-            values[node] = _Value(block_args[placeholder_index],
-                                  arg_types[placeholder_index])
+            values[node] = Value(block_args[placeholder_index],
+                                 arg_types[placeholder_index])
             placeholder_index += 1
             continue
         if node.op == "output":
@@ -1369,11 +1220,11 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
             # text stays the same across torch versions.
             hint = str(_bare_name(node)).strip("_") or "v"
             values[node] = handler(em, tuple(args), dict(kwargs), hint)
-        except _Unsupported as error:
+        except Unsupported as error:
             reason = str(error)
             raise UnsupportedOpError("%s: %s" % (_op_name(node), reason),
                                      op=_op_name(node), frame=frame) from None
-    em.loc = ""
+    em.locate(None)
 
     # Results: outputs, then new states.
     result = output.args[0]
@@ -1432,30 +1283,12 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
         _check_identifier(n, "output")
 
     all_params = list(specs) + list(used_params.values())
-    lines = []
     origin = getattr(core, "__qualname__", type(core).__qualname__)
-    lines.append("// Imported by flexsn.fx from %s%s." % (
-        origin, " (%s:%d)" % (os.path.basename(definition[0]), definition[1])
-        if definition else ""))
-    header = "flexsn.neuron @%s inputs(%s)" % (
-        name, ", ".join("%%%s: f32" % n for n in input_names))
-    if state_names:
-        header += " states(%s)" % ", ".join("%%%s: f32" % n
-                                            for n in state_names)
-    header += " outputs(%s)" % ", ".join(output_names)
-    if all_params:
-        header += "\n    params(%s)" % ", ".join(_param_text(p)
-                                                 for p in all_params)
-    lines.append(header + " {")
-    lines += em.lines
-    if yielded:
-        lines.append("  flexsn.yield %s : %s" % (
-            ", ".join("%" + v.ssa for v in yielded),
-            ", ".join(v.type for v in yielded)))
-    else:
-        lines.append("  flexsn.yield")
-    lines.append("}")
-    text = "\n".join(lines) + "\n"
+    text = neuron_text(
+        name, input_names, state_names, output_names, all_params, em,
+        yielded, "Imported by flexsn.fx from %s%s." % (
+            origin, " (%s:%d)" % (os.path.basename(definition[0]),
+                                  definition[1]) if definition else ""))
     return StepNeuron(name, text, tuple(input_names), tuple(state_names),
                       tuple(output_names), tuple(all_params))
 
@@ -1468,23 +1301,13 @@ def _hashable(target):
         return False
 
 
-def _param_text(p):
-    if p.type == "i1":
-        default = "true" if p.default else "false"
-    else:
-        default = _f32_text(float(p.default))
-    kind = "" if p.kind == "const" else " " + p.kind
-    shape = "" if p.shape == "scalar" else " " + p.shape
-    return "%%%s: %s = %s%s%s" % (p.name, p.type, default, kind, shape)
-
-
 def _get_attr(em, node, root, captured_specs, used_params, frame):
     target = node.target
     if target in captured_specs:
         spec = captured_specs[target]
         # Declared after the other parameters, in first-use order.
         used_params[target] = spec
-        return _Value(spec.name, "f32")
+        return Value(spec.name, "f32")
     value = functools.reduce(getattr, target.split("."), root)
     if isinstance(value, nn.Parameter):
         raise UnsupportedOpError(
