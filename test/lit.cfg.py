@@ -56,6 +56,7 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.flexsn_tools_dir, config.llvm_tools_dir]
 tools = [
+    "flexsn-compile",
     "flexsn-opt",
     "flexsn-translate",
     ToolSubst("%flexsn_unittests", os.path.join(config.flexsn_obj_root, "test", "Unit", "FlexSNUnitTests")),

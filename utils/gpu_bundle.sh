@@ -48,7 +48,7 @@ MAX_MIB=60
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'gpu_bundle.sh: error: %s\n' "$*" >&2; exit 1; }
 
-for tool in flexsn-opt flexsn-translate; do
+for tool in flexsn-compile flexsn-opt flexsn-translate; do
   [ -x "$FLEXSN_BUILD_DIR/bin/$tool" ] || die "$FLEXSN_BUILD_DIR/bin/$tool is missing: build FlexSN first"
 done
 [ -f "$FLEXSN_BUILD_DIR/lib/Runtime/libflexsn_runtime.so" ] ||

@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexsn/Pipelines/Passes.h"
+
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -18,7 +20,7 @@
 
 namespace mlir::flexsn {
 #define GEN_PASS_DEF_FLEXSNCHECKGPUOPTIONS
-#include "flexsn/Dialect/FlexSN/Transforms/Passes.h.inc"
+#include "flexsn/Pipelines/Passes.h.inc"
 } // namespace mlir::flexsn
 
 using namespace mlir;

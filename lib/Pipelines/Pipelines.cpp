@@ -8,6 +8,7 @@
 #include "flexsn/Conversion/Passes.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
+#include "flexsn/Pipelines/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
@@ -214,6 +215,7 @@ static void registerCheckedPipeline(
 }
 
 void mlir::flexsn::registerPipelines() {
+  registerFlexSNPipelinePasses();
   registerCheckedPipeline<LowerToNVVMOptions>(
       "flexsn-lower-to-nvvm",
       "Lower neuron definitions to GPU kernels in a gpu.binary (cubin, "

@@ -6,7 +6,7 @@
 
 #include "flexsn/Runner/CpuKernel.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
-#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
+#include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
 #include "flexsn/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -88,12 +88,12 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
     return makeError("lowering @" + neuronName + " to CPU code failed:\n" +
                      diagnostics);
 
-  // The kernel's interface, as the lowering recorded it.
+  // The kernel's signature, as the lowering recorded it.
   if (auto kernels = (*copy)->getAttrOfType<ArrayAttr>("flexsn.cpu_kernels"))
     for (auto compiled : kernels.getAsRange<CompiledKernelAttr>())
       if (compiled.getName() == kernel->functionName)
-        kernel->interface = compiled.getInterface();
-  if (!kernel->interface ||
+        kernel->signature = compiled.getSignature();
+  if (!kernel->signature ||
       !copy->lookupSymbol<LLVM::LLVMFuncOp>(kernel->functionName))
     return makeError("lowering produced no function @" + kernel->functionName);
 
@@ -115,7 +115,7 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
 CpuKernel::~CpuKernel() = default;
 
 SmallVector<Type> CpuKernel::getParamTypes() const {
-  return llvm::map_to_vector(interface.getParams(),
+  return llvm::map_to_vector(signature.getParams(),
                              [](ParamAttr p) { return p.getType(); });
 }
 
@@ -179,11 +179,11 @@ llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
       return makeError("buffer #" + Twine(i) + " must have rank 0 to 4");
     }
   }
-  ArrayRef<KernelBufferAttr> expected = interface.getBuffers();
+  ArrayRef<KernelBufferAttr> expected = signature.getBuffers();
   if (buffers.size() != expected.size())
     return makeError("expected " + Twine(expected.size()) + " buffers, got " +
                      Twine(buffers.size()));
-  bool channels = interface.hasChannels();
+  bool channels = signature.hasChannels();
   for (auto [i, buffer, spec] : llvm::enumerate(buffers, expected)) {
     size_t rank = getBufferType(spec, channels).getRank();
     if (buffer.shape.size() != rank)

@@ -199,14 +199,14 @@ const char *roleComment(BufferRole role, KernelVariant variant) {
 
 void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
                         StringRef image) {
-  KernelInterfaceAttr interface = k.getInterface();
-  ArrayRef<KernelBufferAttr> buffers = interface.getBuffers();
-  ArrayRef<ParamAttr> params = interface.getParams();
+  KernelSignatureAttr signature = k.getSignature();
+  ArrayRef<KernelBufferAttr> buffers = signature.getBuffers();
+  ArrayRef<ParamAttr> params = signature.getParams();
   StringRef name = k.getName().getValue();
-  StringRef neuron = interface.getNeuron().getValue();
-  KernelVariant variant = interface.getVariant();
-  Type dtype = interface.getStorageType();
-  int64_t saved = interface.getWorkspaceSequences();
+  StringRef neuron = signature.getNeuron().getValue();
+  KernelVariant variant = signature.getVariant();
+  Type dtype = signature.getStorageType();
+  int64_t saved = signature.getWorkspaceSequences();
   WorkspaceLayout layout = k.getWorkspaceLayout();
   int64_t reductionSlots = layout.reductionSlots;
   auto isWorkspace = [](KernelBufferAttr b) {
@@ -217,8 +217,8 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   // parameters, the deterministic reduction scratch (a counter and one float
   // per parameter and block).
   bool hasWorkspace = saved > 0 || reductionSlots > 0;
-  bool writesWorkspace = interface.count(BufferRole::SavedOutput) ||
-                         interface.count(BufferRole::ReductionScratch);
+  bool writesWorkspace = signature.count(BufferRole::SavedOutput) ||
+                         signature.count(BufferRole::ReductionScratch);
   // The saved sequences' bytes rounded up to whole floats: where the
   // scratch starts.
   auto savedBytes = [&](StringRef elements) {
@@ -245,7 +245,7 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
     os << ";\n}\n\n";
   }
 
-  bool channels = interface.hasChannels();
+  bool channels = signature.hasChannels();
   os << "/* " << neuron << ", " << stringifyKernelVariant(variant)
      << ", storage " << dtype
      << ". T steps of N neurons; ld = time stride of the [T, N]\n"
@@ -284,7 +284,7 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
          << "\n";
   if (hasWorkspace)
     os << " *   workspace: "
-       << (interface.count(BufferRole::ReductionScratch)
+       << (signature.count(BufferRole::ReductionScratch)
                ? "as written by the forward kernel, and scratch space"
            : writesWorkspace ? "written for the backward kernel"
                              : "as written by the forward kernel")
@@ -431,7 +431,7 @@ LogicalResult mlir::flexsn::translateToHeader(ModuleOp module,
   // Names: flexsn_<neurons>_*, so two headers can share a translation unit.
   SmallVector<std::string> neuronNames;
   for (CompiledKernelAttr k : *kernels) {
-    StringRef neuron = k.getInterface().getNeuron().getValue();
+    StringRef neuron = k.getSignature().getNeuron().getValue();
     if (!llvm::is_contained(neuronNames, neuron))
       neuronNames.push_back(neuron.str());
   }

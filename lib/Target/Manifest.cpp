@@ -130,19 +130,19 @@ static void writeBuffer(llvm::json::OStream &json, KernelBufferAttr buffer,
 /// the header's; CPU: the C interface's), and the buffers the kernel itself
 /// takes, with where each workspace part lies.
 static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
-  KernelInterfaceAttr interface = kernel.getInterface();
+  KernelSignatureAttr signature = kernel.getSignature();
   StringRef name = kernel.getName().getValue();
   bool cpu = !kernel.isGPU();
-  bool channels = interface.hasChannels();
+  bool channels = signature.hasChannels();
   json.object([&] {
     json.attribute("name", name);
     json.attribute("function",
                    ((cpu ? "_mlir_ciface_" : "flexsn_") + name).str());
-    json.attribute("neuron", interface.getNeuron().getValue());
-    json.attribute("variant", stringifyKernelVariant(interface.getVariant()));
-    json.attribute("dtype", stringifyStorageType(interface.getStorage()));
+    json.attribute("neuron", signature.getNeuron().getValue());
+    json.attribute("variant", stringifyKernelVariant(signature.getVariant()));
+    json.attribute("dtype", stringifyStorageType(signature.getStorage()));
     // How spike outputs are stored: dense (the dtype) or u8 (bytes).
-    json.attribute("spikes", stringifySpikeStorage(interface.getSpikes()));
+    json.attribute("spikes", stringifySpikeStorage(signature.getSpikes()));
     // Neurons seen as [B, C, S], for per-channel parameters.
     json.attribute("channels", channels);
     if (!cpu) {
@@ -152,7 +152,7 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     }
     // The training workspace: the saved sequences, then the deterministic
     // reduction scratch of a neuron with trainable parameters.
-    int64_t saved = interface.getWorkspaceSequences();
+    int64_t saved = signature.getWorkspaceSequences();
     int64_t slots = kernel.getReductionSlots();
     std::string workspaceBytes = kernel.getWorkspaceBytesFormula();
     json.attribute("deterministic", kernel.getDeterministic());
@@ -163,7 +163,7 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     // flexsn_launch (or of a CPU function) passes. Workspace parts name
     // their byte offset in the workspace; the rest are arguments.
     json.attributeArray("buffers", [&] {
-      for (auto [i, buffer] : llvm::enumerate(interface.getBuffers()))
+      for (auto [i, buffer] : llvm::enumerate(signature.getBuffers()))
         json.object([&] {
           writeBuffer(json, buffer, cpu && channels);
           if (isWorkspaceRole(buffer.getRole()))
@@ -175,15 +175,15 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     // C, S with channels) and runtime parameters. The header's function takes
     // the same buffers, workspace and parameters, after (stream, T, N, ld).
     json.attributeArray("arguments", [&] {
-      for (KernelBufferAttr buffer : interface.getBuffers())
+      for (KernelBufferAttr buffer : signature.getBuffers())
         if (!isWorkspaceRole(buffer.getRole()))
           json.object([&] {
             writeBuffer(json, buffer, cpu && channels);
             json.attribute("optional", isOptionalRole(buffer.getRole()));
           });
-      bool reads = interface.count(BufferRole::SavedInput);
-      bool writes = interface.count(BufferRole::SavedOutput) ||
-                    interface.count(BufferRole::ReductionScratch);
+      bool reads = signature.count(BufferRole::SavedInput);
+      bool writes = signature.count(BufferRole::SavedOutput) ||
+                    signature.count(BufferRole::ReductionScratch);
       if (saved || slots)
         json.object([&] {
           json.attribute("name", "workspace");
@@ -203,7 +203,7 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
           json.attribute("role", "size");
           json.attribute("dtype", "i64");
         });
-      for (ParamAttr param : interface.getParams())
+      for (ParamAttr param : signature.getParams())
         json.object([&] {
           json.attribute("name", param.getName().getValue());
           json.attribute("role", "param");

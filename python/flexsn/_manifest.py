@@ -1,9 +1,10 @@
-"""Kernel interfaces as the compiler describes them (the JSON manifest).
+"""Kernel signatures as the compiler describes them (the JSON manifest).
 
 Everything the package knows about a kernel -- its buffers in launch order,
 their roles and dtypes, where each workspace part lies, its runtime
-parameters -- is read here from `flexsn-translate --flexsn-to-manifest`
-output. Nothing about a neuron or an argument position is hard-coded.
+parameters -- is read here from the manifest flexsn-compile writes (the
+output of `flexsn-translate --flexsn-to-manifest`). Nothing about a neuron
+or an argument position is hard-coded.
 """
 
 import ast

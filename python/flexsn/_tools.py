@@ -1,4 +1,5 @@
-"""Finding and running the FlexSN tools (flexsn-opt, flexsn-translate).
+"""Finding and running the FlexSN tools (flexsn-compile, flexsn-opt,
+flexsn-translate).
 
 Search order for the tools: $FLEXSN_TOOLS_DIR, the build tree next to this
 package (`build/bin`), an install prefix (`<prefix>/bin` when the package is
@@ -15,6 +16,9 @@ import re
 import shutil
 import subprocess
 from typing import List, Optional, Sequence
+
+#: The tools the Python layer runs: one flexsn-compile run per compile.
+_TOOLS = ("flexsn-compile",)
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 SOURCE_ROOT = PACKAGE_DIR.parent.parent  # python/flexsn -> the repository
@@ -76,8 +80,8 @@ def find_tool(name: str) -> pathlib.Path:
 
 def tools_available() -> bool:
     try:
-        find_tool("flexsn-opt")
-        find_tool("flexsn-translate")
+        for name in _TOOLS:
+            find_tool(name)
         return True
     except ToolNotFoundError:
         return False
@@ -113,9 +117,9 @@ def toolchain_id() -> str:
     """Identifies the tools: a compile with other tools is another cache
     entry. The tools link libMLIR dynamically, so its version is part of it."""
     digest = hashlib.sha256()
-    for name in ("flexsn-opt", "flexsn-translate"):
+    for name in _TOOLS:
         digest.update(find_tool(name).read_bytes())
-    digest.update(run([find_tool("flexsn-opt"), "--version"]).encode())
+    digest.update(run([find_tool("flexsn-compile"), "--version"]).encode())
     return digest.hexdigest()[:16]
 
 

@@ -1,9 +1,11 @@
 """`flexsn.compile`: a neuron to CPU and GPU kernels, cached by content;
 `flexsn.compile_kernels`: the same for kernel functions written by hand.
 
-A compile runs the tools once and stores, in one cache entry:
+A compile is one run of flexsn-compile (which lowers for the CPU and the
+GPU side by side), and stores, in one cache entry:
 
     neuron.mlir    the source as given
+    configured.mlir  the source with parameters and surrogate set
     neuron.json    the neurons (names, parameters with defaults, kinds and
                    shapes)
     cpu.json, kernels.so       CPU kernels (shared library, C interface)
@@ -191,7 +193,7 @@ class CompiledKernels:
                   deterministic: bool = False):
         """The runnable `variant` kernel of storage `dtype` that kernel
         generation made from `function` (a neuron or a block function),
-        found by its interface, not by its name."""
+        found by its signature, not by its name."""
         from . import _runtime
         return _runtime.load_kernel(self, device, variant, dtype,
                                     deterministic, neuron=function)
@@ -457,7 +459,7 @@ def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
                     approximate_surrogates: bool = False
                     ) -> "CompiledKernels":
     """Compiles the kernel functions of a module written by hand (a `.mlir`
-    path or MLIR text: `func.func`s carrying a `flexsn.kernel` interface
+    path or MLIR text: `func.func`s carrying a `flexsn.kernel` signature
     around one `flexsn.scan`, and blocks: `func.func`s on tensors marked
     `flexsn.block`, which the pipeline fuses into one scan and compiles to
     `<block>_inference_<dtype>`; see docs/Python.md) to kernels for
@@ -520,36 +522,56 @@ def _build(entry: pathlib.Path, text: str, filename: str,
 
 def _run_tools(work: pathlib.Path, text: str, filename: str,
                options: dict) -> None:
-    opt, translate = _tools.find_tool("flexsn-opt"), _tools.find_tool(
-        "flexsn-translate")
+    """Compiles `text` into `work` in one flexsn-compile run: the
+    configured source and its manifest (neuron.json), then per target the
+    kernels and their manifest (cpu.json and kernels.so, gpu.json and the
+    GPU image)."""
     # The source keeps the user's file name, so diagnostics point at it.
     source = work / pathlib.Path(filename).name
     if not source.name.endswith(".mlir"):
         source = work / "neuron.mlir"
     source.write_text(text)
+    argv = [_tools.find_tool("flexsn-compile"), source, "-o", work,
+            "--cc=" + _tools.c_compiler()]
     if options.get("kernels"):
         # Kernel functions as written, training pairs completed, and blocks
-        # (functions marked flexsn.block) fused into inference kernels.
-        _lower(work, source, filename, options,
-               "variants=inference,forward,backward")
-        return
-    configure = []
-    if options["neuron"]:
-        configure.append("neurons=" + options["neuron"])
-    if options["values"]:
-        configure.append("values=" + ",".join(
-            f"{k}={v}" for k, v in options["values"]))
-    if options["kinds"]:
-        configure.append("kinds=" + ",".join(
-            f"{k}={v}" for k, v in options["kinds"]))
-    if options.get("shapes"):
-        configure.append("shapes=" + ",".join(
-            f"{k}={v}" for k, v in options["shapes"]))
-    if options["surrogate"]:
-        configure.append("surrogate=" + options["surrogate"])
-    argv = [opt, source, "-o", work / "configured.mlir"]
-    if configure:
-        argv.append("--flexsn-set-params=" + " ".join(configure))
+        # fused into inference kernels.
+        pipeline = ["variants=inference,forward,backward"]
+    else:
+        configure = []
+        if options["neuron"]:
+            configure.append("neurons=" + options["neuron"])
+        for key in ("values", "kinds", "shapes"):
+            if options.get(key):
+                configure.append(key + "=" + ",".join(
+                    f"{k}={v}" for k, v in options[key]))
+        if options["surrogate"]:
+            configure.append("surrogate=" + options["surrogate"])
+        if configure:
+            argv.append("--configure=flexsn-set-params{%s}"
+                        % " ".join(configure))
+        argv.append("--neuron-manifest")
+        pipeline = []
+        if options["neuron"]:
+            pipeline.append("neurons=" + options["neuron"])
+        if options.get("spike_storage"):
+            pipeline.append("spike-storage=" + ",".join(
+                options["spike_storage"]))
+        if options.get("save_in_storage_type"):
+            pipeline.append("save-in-storage-type=true")
+        pipeline += ["variants=" + ",".join(options["variants"]),
+                     "storage-types=" + ",".join(options["storage_types"])]
+    if "cpu" in options["targets"]:
+        argv.append("--cpu=" + " ".join(pipeline))
+    if "cuda" in options["targets"]:
+        gpu = list(pipeline)
+        if options.get("approximate_surrogates"):
+            gpu.append("approximate-surrogates=true")
+        gpu += ["chip=" + ",".join(options["chips"]),
+                f"toolkit={cuda_toolkit()}"]
+        argv.append("--gpu=" + " ".join(gpu))
+        if len(options["chips"]) > 1:
+            argv += ["--fatbin", f"--flexsn-toolkit={cuda_toolkit()}"]
     try:
         _tools.run(argv, f"{filename} does not compile")
     except CompileError as error:
@@ -557,73 +579,12 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
         raise CompileError(f"{filename} does not compile",
                            error.diagnostics.replace(str(source), filename),
                            error.command) from None
-    configured = work / "configured.mlir"
-    _tools.run([translate, "--flexsn-to-manifest", configured,
-                "-o", work / "neuron.json"])
-
-    neurons = ("neurons=" + options["neuron"] + " ") if options["neuron"] else ""
-    spikes = ("spike-storage=" + ",".join(options["spike_storage"]) + " "
-              if options.get("spike_storage") else "")
-    saved = ("save-in-storage-type=true "
-             if options.get("save_in_storage_type") else "")
-    _lower(work, configured, filename, options,
-           f"{neurons}{spikes}{saved}"
-           f"variants={','.join(options['variants'])} "
-           f"storage-types={','.join(options['storage_types'])}")
-
-
-def _lower(work: pathlib.Path, module: pathlib.Path, filename: str,
-           options: dict, pipeline: str) -> None:
-    """Lowers `module` for each target with the pipelines' options
-    `pipeline`: cpu.json and kernels.so, gpu.json and the GPU image."""
-    opt, translate = _tools.find_tool("flexsn-opt"), _tools.find_tool(
-        "flexsn-translate")
-
-    def check_kernels(manifest, key):
-        # Only compile_kernels' sources may lack kernels: a neuron has some.
-        if options.get("kernels") and not json.loads(
-                manifest.read_text())[key]:
+    # Only compile_kernels' sources may lack kernels: a neuron has some.
+    for manifest, key in (("cpu.json", "cpu_kernels"),
+                          ("gpu.json", "kernels")):
+        path = work / manifest
+        if options.get("kernels") and path.is_file() and \
+                not json.loads(path.read_text())[key]:
             raise CompileError(f"{filename} holds no kernel function (a "
                                "func.func carrying flexsn.kernel)", "")
 
-    def run_pipeline(lowered, pass_pipeline):
-        argv = [opt, module, "-o", lowered, pass_pipeline]
-        if not options.get("kernels"):
-            _tools.run(argv)  # a configured neuron: verified already
-            return
-        try:
-            _tools.run(argv, f"{filename} does not compile")
-        except CompileError as error:
-            # Report the user's path, not the build directory's copy.
-            raise CompileError(
-                f"{filename} does not compile",
-                error.diagnostics.replace(str(module), filename),
-                error.command) from None
-
-    if "cpu" in options["targets"]:
-        lowered = work / "cpu.mlir"
-        run_pipeline(lowered, f"--flexsn-lower-to-cpu={pipeline}")
-        _tools.run([translate, "--flexsn-to-manifest", lowered,
-                    "-o", work / "cpu.json"])
-        check_kernels(work / "cpu.json", "cpu_kernels")
-        _tools.run([translate, "--flexsn-to-host-object", lowered,
-                    "-o", work / "kernels.o"])
-        _tools.run([_tools.c_compiler(), "-shared", "-o", work / "kernels.so",
-                    work / "kernels.o", "-lm"], "linking the CPU kernels failed")
-        (work / "kernels.o").unlink()
-        lowered.unlink()
-    if "cuda" in options["targets"]:
-        lowered = work / "gpu.mlir"
-        approximate = ("approximate-surrogates=true "
-                       if options.get("approximate_surrogates") else "")
-        run_pipeline(lowered,
-                     f"--flexsn-lower-to-nvvm={pipeline} {approximate}"
-                     f"chip={','.join(options['chips'])} "
-                     f"toolkit={cuda_toolkit()}")
-        _tools.run([translate, "--flexsn-to-manifest", lowered,
-                    "-o", work / "gpu.json"])
-        check_kernels(work / "gpu.json", "kernels")
-        image = "kernels.cubin" if len(options["chips"]) == 1 else "kernels.fatbin"
-        _tools.run([translate, "--flexsn-to-" + image.split(".")[1], lowered,
-                    "-o", work / image])
-        lowered.unlink()

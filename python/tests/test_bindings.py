@@ -1,6 +1,6 @@
 """Kernels' buffers are matched to tensors by their manifest bindings
 alone: renaming every buffer changes nothing, and a deterministic kernel is
-found by its interface, not by a name suffix."""
+found by its signature, not by a name suffix."""
 
 import dataclasses
 
@@ -119,7 +119,7 @@ def _entry(name, deterministic, binds):
                         for i, (role, b) in enumerate(binds)]}
 
 
-def test_deterministic_kernel_found_by_interface():
+def test_deterministic_kernel_found_by_signature():
     grad_x = ("output_sequence", {"value": "input", "index": 0,
                                   "gradient": True})
     grad_w = ("param_gradient", {"value": "param", "name": "w",

@@ -72,7 +72,7 @@ def test_block_kernel_against_formulas(block, device, shape):
     assert torch.equal(v.cpu().double(), torch.from_numpy(want_v))
 
 
-def test_block_kernel_interface(block):
+def test_block_kernel_signature(block):
     spec = block.kernel("cpu", "bn_lif_inference_f32").spec
     assert [b.name for b in spec.buffers] == [
         "x", "v_init", "y", "v", "scale", "shift"]

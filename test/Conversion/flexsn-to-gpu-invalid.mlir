@@ -13,7 +13,7 @@ func.func @two(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {flexsn.kern
 
 // -----
 
-// The interface's roles agree with how the scan uses each buffer.
+// The signature's roles agree with how the scan uses each buffer.
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }
@@ -38,7 +38,7 @@ func.func @param_role(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: memref<?xf32
 
 // -----
 
-// Every buffer of the interface is one the scan reads or writes.
+// Every buffer of the signature is one the scan reads or writes.
 flexsn.neuron @n inputs(%x: f32) outputs(y) {
   flexsn.yield %x : f32
 }

@@ -3,7 +3,7 @@
 
 // Each kernel function becomes a vectorized and a scalar gpu.func taking bare
 // pointers, then T, N, ld, then runtime parameters; the host functions go.
-// The module lists each kernel with the interface its function carried.
+// The module lists each kernel with the signature its function carried.
 // CHECK-LABEL: module attributes {flexsn.gpu_kernels = [
 // CHECK-SAME:    #flexsn.compiled_kernel<"leaky_inference_f32", <"leaky", inference, f32,
 // CHECK-SAME:      buffers = [<"x", input_sequence, f32, sequence, input 0>, <"v_init", initial_state, f32, per_neuron, state_init 0>, <"spike", output_sequence, f32, sequence, output 0>, <"v_seq", state_sequence, f32, sequence, state_seq 0>]

@@ -11,7 +11,7 @@
 // RUN: | FileCheck %s --check-prefix=OPTIONS %{only_llvm}
 
 // The default pipeline on LIF: both f32 kernels, each followed by its C
-// wrapper; the module lists their interfaces.
+// wrapper; the module lists their signatures.
 // CHECK: module attributes {flexsn.cpu_kernels = [#flexsn.compiled_kernel<"lif_inference_f32", <"lif", inference, f32,
 // CHECK-SAME: #flexsn.compiled_kernel<"lif_final_state_f32", <"lif", "final-state", f32,
 // CHECK: llvm.func @lif_inference_f32({{.*}}) attributes {llvm.emit_c_interface}

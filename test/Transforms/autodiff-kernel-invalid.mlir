@@ -19,7 +19,7 @@ func.func @call_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>)
 
 // -----
 
-// A kernel function is checked against its interface first.
+// A kernel function is checked against its signature first.
 func.func @two_forward_f32(%x: memref<?x?xf32>, %y: memref<?x?xf32>,
                            %z: memref<?x?xf32>)
     attributes {flexsn.kernel = #flexsn.kernel<"two", forward, f32,

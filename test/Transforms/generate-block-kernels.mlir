@@ -227,7 +227,7 @@ func.func @bad_mark() attributes {flexsn.block = 1 : i32} {
 // One argument read as two buffers: their names collide.
 func.func @twice(%x: tensor<?x?xf32> {flexsn.name = "x"}, %e: tensor<?x?xf32>)
     -> tensor<?x?xf32> attributes {flexsn.block} {
-  // expected-error@+1 {{block @twice: its kernel's interface: two buffers are named 'x'}}
+  // expected-error@+1 {{block @twice: its kernel's signature: two buffers are named 'x'}}
   %y = flexsn.scan ins(%x, %x : tensor<?x?xf32>, tensor<?x?xf32>)
       outs(%e : tensor<?x?xf32>) {
   ^bb0(%a: f32, %b: f32):

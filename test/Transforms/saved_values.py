@@ -5,7 +5,7 @@ values and how many of them are spikes (flexsn.spike results).
 
 One line per forward kernel: "<name>: saved <k> value(s), <spikes> spike(s)".
 The forward step yields its outputs, then its saved values, then its new
-states; the kernel interface says how many are saved.
+states; the kernel signature says how many are saved.
 """
 
 import re

@@ -481,12 +481,12 @@ TEST_F(CpuKernelTest, BadArgumentsAreReported) {
   EXPECT_NE(llvm::toString(std::move(tooFew)).find("expected 4 buffers"),
             std::string::npos);
 
-  // Training kernels are checked against their interface too: the forward
+  // Training kernels are checked against their signature too: the forward
   // kernel takes its saved sequence last, a [T, N] buffer.
   auto forward = CpuKernel::compile(*module, "if", KernelVariant::Forward,
                                     b.getF32Type());
   ASSERT_TRUE(bool(forward));
-  ArrayRef<KernelBufferAttr> specs = (*forward)->getInterface().getBuffers();
+  ArrayRef<KernelBufferAttr> specs = (*forward)->getSignature().getBuffers();
   ASSERT_EQ(specs.size(), 5u);
   EXPECT_EQ(specs.back().getRole(), BufferRole::SavedOutput);
   std::vector<float> data(8);

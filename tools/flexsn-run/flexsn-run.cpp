@@ -488,14 +488,14 @@ int main(int argc, char **argv) {
   // neuron dimensions), numpy.packbits(axis=-1, bitorder="little") of the
   // [T, N] spikes.
   SmallVector<KernelBufferAttr> outputBuffers = llvm::filter_to_vector(
-      kernel->getInterface().getBuffers(), [](KernelBufferAttr b) {
+      kernel->getSignature().getBuffers(), [](KernelBufferAttr b) {
         return b.getRole() == BufferRole::OutputSequence;
       });
   for (unsigned k = 0; k < numOutputs; ++k) {
     Type element = outputBuffers[k].getElementType();
     SmallVector<int64_t> shape(seqShape);
     if (element.isInteger(1))
-      shape = {numSteps, llvm::divideCeil(numNeurons, 8)};
+      shape = {numSteps, int64_t(llvm::divideCeil(numNeurons, 8))};
     addResult("out" + std::to_string(k) + ".npy", shape,
               element.isInteger(8) || element.isInteger(1) ? NpyDType::U8
                                                            : first.dtype);
@@ -537,7 +537,7 @@ int main(int argc, char **argv) {
   // Training: the workspace of saved [T, N] sequences (2-byte ones hold
   // the storage type's bits, whatever their NpyDType says).
   SmallVector<NpyArray> saved;
-  for (KernelBufferAttr buffer : kernel->getInterface().getBuffers())
+  for (KernelBufferAttr buffer : kernel->getSignature().getBuffers())
     if (buffer.getRole() == BufferRole::SavedOutput)
       saved.push_back(makeArray(buffer.getElementType().isF32() ? NpyDType::F32
                                                                 : NpyDType::F16,
@@ -571,7 +571,7 @@ int main(int argc, char **argv) {
     // The inputs it reads again, named after the neuron's inputs.
     auto inputNames = llvm::to_vector(
         neuron.getInputNames().getAsValueRange<StringAttr>());
-    for (KernelBufferAttr buffer : backward->getInterface().getBuffers())
+    for (KernelBufferAttr buffer : backward->getSignature().getBuffers())
       if (buffer.getRole() == BufferRole::InputSequence)
         grads.push_back(
             {dataOf(inputs[llvm::find(inputNames, buffer.getName().getValue()) -

@@ -24,7 +24,7 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     written. Reductions are summed per neuron over time in registers, then
     added into their rank-0 buffer, which is zeroed first.
 
-    Kernel functions lose their `flexsn.kernel` interface to the module's
+    Kernel functions lose their `flexsn.kernel` signature to the module's
     `flexsn.cpu_kernels` list, which the manifest and the CPU runners read.
     Then the `flexsn.neuron` definitions, inlined everywhere, are erased.
     The per-step `flexsn` ops (spike, detach, surrogate_grad) are left for
@@ -45,7 +45,7 @@ def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn kernel functions into GPU kernels: neurons across threads";
   let description = [{
     Rewrites every kernel function (a `func.func` with a `flexsn.kernel`
-    interface, holding one scan) into
+    signature, holding one scan) into
     two `gpu.func` kernels in the `gpu.module @flexsn_kernels`:
 
     * `<name>_vec`: each thread runs `16 / sizeof(storage)` consecutive
@@ -58,14 +58,14 @@ def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {
     (coalesced), and a sequence is read and written exactly once.
 
     Kernel parameters (the bare-pointer ABI, see `docs/ABI.md`): one
-    `!llvm.ptr` per buffer in the order of the kernel's interface (the
+    `!llvm.ptr` per buffer in the order of the kernel's signature (the
     kernel function's argument order), then `i64` `T`, `N` and `ld` (the
     time stride in elements of every `[T, N]` buffer), then the runtime
     parameters. All index arithmetic is 64-bit. A null buffer is absent.
     Host-side launch is the host stubs' job: the kernel functions are
     erased (the neurons stay, for the manifest), and the module lists each
     kernel in its `flexsn.gpu_kernels` attribute (`#flexsn.compiled_kernel`:
-    entry name, interface, vector width) for the header and manifest
+    entry name, signature, vector width) for the header and manifest
     emitters.
 
     Reductions (the parameter gradients of a backward kernel) are summed per

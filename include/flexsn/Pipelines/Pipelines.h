@@ -92,7 +92,7 @@ struct LowerToNVVMOptions : public KernelOptions<LowerToNVVMOptions> {
 
 /// Neuron definitions to a module whose `gpu.binary` holds the kernels (two
 /// per variant and storage type: vectorized and scalar), with the kernels'
-/// interfaces in the `flexsn.gpu_kernels` attribute.
+/// signatures in the `flexsn.gpu_kernels` attribute.
 void buildLowerToNVVMPipeline(OpPassManager &pm,
                               const LowerToNVVMOptions &options);
 
@@ -102,7 +102,8 @@ void buildLowerToNVVMPipeline(OpPassManager &pm,
 void buildLowerToCPUPipeline(OpPassManager &pm,
                              const LowerToCPUOptions &options);
 
-/// Registers every FlexSN pipeline with the pass registry.
+/// Registers every FlexSN pipeline, and the passes only they run
+/// (`flexsn-check-gpu-options`), with the pass registry.
 void registerPipelines();
 
 } // namespace flexsn

@@ -59,7 +59,7 @@ public:
           bool perfListener = false);
   ~CpuKernel();
 
-  /// Runs the kernel. `buffers` come in the order of the kernel's interface
+  /// Runs the kernel. `buffers` come in the order of the kernel's signature
   /// (for inference and final-state: inputs, initial states, outputs, state
   /// results; for the training variants see flexsn-autodiff), and `params`
   /// give the runtime parameters in declaration order (FloatAttr for f32,
@@ -70,15 +70,15 @@ public:
   /// The runtime parameters' types, in order.
   SmallVector<Type> getParamTypes() const;
   StringRef getFunctionName() const { return functionName; }
-  /// The kernel's interface: its buffers in order, the workspace.
-  KernelInterfaceAttr getInterface() const { return interface; }
+  /// The kernel's signature: its buffers in order, the workspace.
+  KernelSignatureAttr getSignature() const { return signature; }
 
 private:
   CpuKernel() = default;
 
   std::unique_ptr<ExecutionEngine> engine;
   std::string functionName;
-  KernelInterfaceAttr interface;
+  KernelSignatureAttr signature;
 };
 
 } // namespace flexsn

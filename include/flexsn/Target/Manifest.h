@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // The manifest is how runtimes and the Python layer learn what a compiled
-// module offers without parsing MLIR: each neuron's interface (inputs,
+// module offers without parsing MLIR: each neuron's signature (inputs,
 // states, outputs, parameters with types, defaults and bindings) and, once
 // kernel generation has run, each kernel with its arguments.
 //

@@ -14,8 +14,8 @@
 
 #include "flexsn/Conversion/Passes.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
-#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
-#include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
+#include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
+#include "flexsn/Dialect/FlexSN/Utils/StepBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -157,20 +157,20 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   gpu::ReturnOp::create(b, loc);
 }
 
-/// The interface of `plan`'s kernel with the gradients of its per-channel
+/// The signature of `plan`'s kernel with the gradients of its per-channel
 /// reductions `channelReductions` stored per neuron: [N] buffers of each
 /// neuron's sum over time (role per_neuron_param_gradient).
-KernelInterfaceAttr
+KernelSignatureAttr
 perNeuronChannelGradients(const KernelPlan &plan,
                           ArrayRef<unsigned> channelReductions) {
-  SmallVector<KernelBufferAttr> buffers(plan.interface().getBuffers());
+  SmallVector<KernelBufferAttr> buffers(plan.signature().getBuffers());
   unsigned firstReduction = plan.numBuffers() - plan.numReductions();
   for (unsigned r : channelReductions) {
     KernelBufferAttr &buffer =
         buffers[plan.kernel.operandBuffers[firstReduction + r]];
     buffer = buffer.withRole(BufferRole::PerNeuronParamGradient);
   }
-  return plan.interface().withBuffers(buffers);
+  return plan.signature().withBuffers(buffers);
 }
 
 struct ConvertFlexSNToGPUPass
@@ -201,7 +201,7 @@ struct ConvertFlexSNToGPUPass
     SmallVector<Attribute> kernels;
     // A kernel's two entry points, named here once: the compiled kernel
     // lists them for the emitters and the manifest.
-    auto build = [&](const KernelPlan &plan, KernelInterfaceAttr interface,
+    auto build = [&](const KernelPlan &plan, KernelSignatureAttr signature,
                      bool deterministic) {
       std::string name =
           (plan.func().getSymName() + (deterministic ? "_deterministic" : ""))
@@ -211,11 +211,11 @@ struct ConvertFlexSNToGPUPass
       buildKernel(kernelBuilder, plan, plan.width, deterministic, vectorEntry);
       buildKernel(kernelBuilder, plan, 1, deterministic, scalarEntry);
       kernels.push_back(CompiledKernelAttr::get(
-          ctx, StringAttr::get(ctx, name), interface, plan.width, deterministic,
+          ctx, StringAttr::get(ctx, name), signature, plan.width, deterministic,
           vectorEntry, scalarEntry));
     };
     for (const KernelPlan &plan : plans) {
-      build(plan, plan.interface(), /*deterministic=*/false);
+      build(plan, plan.signature(), /*deterministic=*/false);
       // Kernels with reductions across neurons (parameter gradients) also
       // come in a deterministic mode. Per-neuron sums are deterministic
       // anyway. Scalar ones are summed in a fixed order through the
@@ -226,20 +226,20 @@ struct ConvertFlexSNToGPUPass
       // atomics.
       if (!plan.scalarReductions.empty() || !plan.channelReductions.empty()) {
         KernelPlan fixed = plan;
-        KernelInterfaceAttr interface =
+        KernelSignatureAttr signature =
             perNeuronChannelGradients(plan, fixed.channelReductions);
         fixed.channelReductions.clear();
         if (!plan.scalarReductions.empty())
-          interface = interface.withBuffer(getKernelBuffer(
+          signature = signature.withBuffer(getKernelBuffer(
               BindingAttr::get(ctx, BoundValue::Scratch, 0),
               KernelVariant::Backward, Float32Type::get(ctx), ""));
-        build(fixed, interface, /*deterministic=*/true);
+        build(fixed, signature, /*deterministic=*/true);
       }
     }
     module->setAttr("flexsn.gpu_kernels", builder.getArrayAttr(kernels));
 
     // The host side is the C stubs' job. The neurons stay: the manifest
-    // describes their interfaces, and nothing translates the host module.
+    // describes their signatures, and nothing translates the host module.
     for (const KernelPlan &plan : plans)
       plan.func().erase();
   }

@@ -12,7 +12,7 @@
 
 #include "KernelEmitter.h"
 
-#include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
+#include "flexsn/Dialect/FlexSN/Utils/StepBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -415,7 +415,7 @@ bool KernelEmitter::isBits(unsigned buffer) const {
 }
 
 bool KernelEmitter::isPerChannel(unsigned buffer) const {
-  return plan.interface()
+  return plan.signature()
              .getBuffers()[plan.kernel.operandBuffers[buffer]]
              .getShape() == BufferShape::PerChannel;
 }

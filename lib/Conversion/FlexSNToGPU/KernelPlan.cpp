@@ -34,11 +34,11 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   }
   unsigned smallest = kAccessBytes;
   ScanOp scan = plan.scan();
-  plan.channels = plan.interface().hasChannels();
+  plan.channels = plan.signature().hasChannels();
   unsigned firstReduction = plan.numBuffers() - plan.numReductions();
   for (auto [r, reduction] : llvm::enumerate(scan.getReductionsMutable())) {
     BufferShape shape =
-        plan.interface()
+        plan.signature()
             .getBuffers()[plan.kernel.operandBuffers[firstReduction + r]]
             .getShape();
     if (shape == BufferShape::Scalar)

@@ -15,7 +15,7 @@
 #define FLEXSN_LIB_CONVERSION_FLEXSNTOGPU_KERNELPLAN_H
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
-#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
+#include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"
@@ -31,7 +31,7 @@ constexpr unsigned kBlockSize = 256;
 constexpr unsigned kWarpSize = 32;
 constexpr unsigned kWarpsPerBlock = kBlockSize / kWarpSize;
 
-/// A kernel function (its interface and scan, checked in KernelInterface)
+/// A kernel function (its signature and scan, checked in KernelFunctions.h)
 /// and how the GPU kernel walks it. The GPU kernel takes the function's
 /// buffers in the function's order; the emitter indexes them by scan
 /// operand.
@@ -56,14 +56,14 @@ struct KernelPlan {
   func::FuncOp func() const { return kernel.func; }
   ScanOp scan() const { return kernel.scan; }
   NeuronOp neuron() const { return kernel.neuron; }
-  KernelInterfaceAttr interface() const { return kernel.interface; }
+  KernelSignatureAttr signature() const { return kernel.signature; }
 
   unsigned numInputs() const { return kernel.scan.getInputs().size(); }
   unsigned numInits() const { return kernel.scan.getInits().size(); }
   unsigned numOutputs() const { return kernel.scan.getOutputs().size(); }
   unsigned numStateResults() const { return kernel.scan.getStates().size(); }
   unsigned numReductions() const { return kernel.scan.getReductions().size(); }
-  unsigned numBuffers() const { return kernel.interface.getBuffers().size(); }
+  unsigned numBuffers() const { return kernel.signature.getBuffers().size(); }
   /// The params passed as buffers (per neuron).
   unsigned numParamBuffers() const {
     return llvm::count_if(kernel.scan.getParams(),

@@ -6,8 +6,8 @@
 
 #include "flexsn/Conversion/Passes.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
-#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
-#include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
+#include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
+#include "flexsn/Dialect/FlexSN/Utils/StepBuilder.h"
 
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/Builders.h"
@@ -311,7 +311,7 @@ struct ConvertFlexSNToSCFPass
     if (failed(checkBlocksCompiled(module)) ||
         failed(inlineApplications(module)))
       return signalPassFailure();
-    // The kernels' interfaces move to the module, for the manifest and the
+    // The kernels' signatures move to the module, for the manifest and the
     // runtimes that call the compiled functions.
     SmallVector<Attribute> kernels;
     for (func::FuncOp func : getKernelFunctions(module)) {
@@ -319,10 +319,14 @@ struct ConvertFlexSNToSCFPass
       if (failed(kernel))
         return signalPassFailure();
       kernels.push_back(CompiledKernelAttr::get(
-          &getContext(), func.getSymNameAttr(), kernel->interface,
+          &getContext(), func.getSymNameAttr(), kernel->signature,
           /*vectorWidth=*/0, /*deterministic=*/false, StringAttr(),
           StringAttr()));
-      func->removeAttr(KernelInterfaceAttr::getAttrName());
+      func->removeAttr(KernelSignatureAttr::getAttrName());
+      // Autodiff has read the training marks; LLVM IR has no place for
+      // them (its translation would warn of each).
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+        func.removeArgAttr(i, "flexsn.trainable");
     }
     if (!kernels.empty())
       module->setAttr("flexsn.cpu_kernels",

@@ -1,7 +1,7 @@
 // RUN: flexsn-opt %s --split-input-file -verify-diagnostics
 
 // expected-error@+2 {{buffer name 'x-1' is not a C identifier}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @name(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x-1", input_sequence, f32, sequence, input 0>]>} {
   return
 }
@@ -9,7 +9,7 @@ func.func @name(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<
 // -----
 
 // expected-error@+2 {{a initial_state buffer ('v0') has shape class per_neuron, not sequence}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @shape(%v0: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v0", initial_state, f32, sequence, state_init 0>]>} {
   return
 }
@@ -67,7 +67,7 @@ func.func @workspace(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.ke
 // -----
 
 // expected-error@+2 {{the reduction scratch must be the last buffer}}
-// expected-error@+1 {{failed to parse FlexSN_CompiledKernelAttr parameter 'interface'}}
+// expected-error@+1 {{failed to parse FlexSN_CompiledKernelAttr parameter 'signature'}}
 module attributes {flexsn.gpu_kernels = [#flexsn.compiled_kernel<"k", <"k", backward, f32, buffers = [<"reduction_scratch", reduction_scratch, f32, scratch, scratch>, <"g", param_gradient, f32, scalar, grad param "g">]>, vector_width = 4, vector_entry = "k_vec", scalar_entry = "k_scalar">]} {
 }
 
@@ -128,7 +128,7 @@ func.func @string(%x: memref<?x?xf32>) attributes {flexsn.kernel = "inference"} 
 
 // -----
 
-// expected-error@+1 {{unknown attribute 'flexsn.variant': a kernel function's interface is 'flexsn.kernel'}}
+// expected-error@+1 {{unknown attribute 'flexsn.variant': a kernel function's signature is 'flexsn.kernel'}}
 func.func @old(%x: memref<?x?xf32>) attributes {flexsn.variant = "inference"} {
   return
 }
@@ -149,7 +149,7 @@ module attributes {flexsn.gpu_kernels = [{name = "k"}]} {
 
 // expected-error@+3 {{expected keyword for what a kernel does with one of its buffers}}
 // expected-error@+2 {{failed to parse FlexSN_KernelBufferAttr parameter 'role'}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @role(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", 7, f32, sequence>]>} {
   return
 }
@@ -157,7 +157,7 @@ func.func @role(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<
 // -----
 
 // expected-error@+2 {{a per_neuron_param buffer ('th') has shape class per_neuron, not scalar}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @per_neuron_shape(%th: memref<f32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"th", per_neuron_param, f32, scalar, param "th" per_neuron>]>} {
   return
 }
@@ -173,7 +173,7 @@ func.func @inference_gradient(%g: memref<?xf32>) attributes {flexsn.kernel = #fl
 
 // Bytes hold spikes, which only outputs are.
 // expected-error@+2 {{a state_sequence buffer ('v') cannot hold 'i8': only spike outputs (output_sequence) are stored as bytes or bits}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", state_sequence, i8, sequence, state_seq 0>], spikes = u8>} {
   return
 }
@@ -181,7 +181,7 @@ func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.ke
 // -----
 
 // expected-error@+2 {{buffer 'x' must hold f32, f16, bf16, i8 or i1, got 'i16'}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @short(%x: memref<?x?xi16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, i16, sequence, input 0>]>} {
   return
 }
@@ -214,7 +214,7 @@ func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.
 
 // Bits hold spikes, which only outputs are.
 // expected-error@+2 {{a final_state buffer ('v') cannot hold 'i1': only spike outputs (output_sequence) are stored as bytes or bits}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @bit_state(%v: memref<?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", final_state, i1, per_neuron, state_final 0>], spikes = bits>} {
   return
 }
@@ -255,7 +255,7 @@ func.func @training_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {fl
 
 // A buffer's binding must suit its role: an input sequence holds an input.
 // expected-error@+2 {{a input_sequence buffer ('x') cannot bind output 0}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @binds_role(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, output 0>]>} {
   return
 }
@@ -265,7 +265,7 @@ func.func @binds_role(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.k
 // A backward kernel's output sequence holds an input's gradient, not the
 // input.
 // expected-error@+2 {{a output_sequence buffer ('x_grad') cannot bind input 0}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @binds_gradient(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x_grad", output_sequence, f32, sequence, input 0>]>} {
   return
 }
@@ -282,7 +282,7 @@ func.func @binds_twice(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %z: memref<?x?x
 
 // A scalar parameter is a kernel argument, never a buffer.
 // expected-error@+2 {{a per_neuron_param buffer ('w') cannot bind param "w"}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @binds_scalar_param(%w: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"w", per_neuron_param, f32, per_neuron, param "w">]>} {
   return
 }
@@ -290,7 +290,7 @@ func.func @binds_scalar_param(%w: memref<?xf32>) attributes {flexsn.kernel = #fl
 // -----
 
 // expected-error@+2 {{expected what the buffer binds (input, state_init, state_seq, state_final, output, param, saved or scratch), got 'state'}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @binds_unknown(%v: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v_init", initial_state, f32, per_neuron, state 0>]>} {
   return
 }
@@ -299,7 +299,7 @@ func.func @binds_unknown(%v: memref<?xf32>) attributes {flexsn.kernel = #flexsn.
 
 // Saved values and the scratch have no gradient.
 // expected-error@+2 {{a saved buffer has no gradient}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @binds_saved_gradient(%s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"saved0", saved_input, f32, sequence, grad saved 0>], workspace_sequences = 1>} {
   return
 }
@@ -307,7 +307,7 @@ func.func @binds_saved_gradient(%s: memref<?x?xf32>) attributes {flexsn.kernel =
 // -----
 
 // expected-error@+2 {{a binding's index is not negative, got -1}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @binds_negative(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input -1>]>} {
   return
 }

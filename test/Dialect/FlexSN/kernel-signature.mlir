@@ -1,7 +1,7 @@
 // RUN: flexsn-opt %s --split-input-file | flexsn-opt --split-input-file | FileCheck %s
 // RUN: flexsn-opt %s --split-input-file --mlir-print-op-generic | flexsn-opt --split-input-file | FileCheck %s
 
-// The typed kernel interface round-trips, with its optional parts omitted
+// The typed kernel signature round-trips, with its optional parts omitted
 // when empty or zero, and either spelling of its elements accepted.
 
 // CHECK-LABEL: func.func @plain

@@ -259,7 +259,7 @@ flexsn.neuron @state_underscore inputs(%x: f32) states(%_: f32) outputs(s) {
 //===----------------------------------------------------------------------===//
 
 // expected-error@+2 {{buffer name 'ld' is an argument or local variable of the generated host stubs}}
-// expected-error@+1 {{failed to parse FlexSN_KernelInterfaceAttr parameter 'buffers'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @buffer_ld(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"ld", input_sequence, f32, sequence, input 0>]>} {
   return
 }

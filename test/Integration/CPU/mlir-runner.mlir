@@ -25,7 +25,7 @@
 // RUN: | FileCheck %s
 //
 // mlir-runner does not load the flexsn dialect, so the lowered module's list
-// of kernel interfaces (`flexsn.cpu_kernels`, for the manifest) is dropped
+// of kernel signatures (`flexsn.cpu_kernels`, for the manifest) is dropped
 // before it runs.
 //
 // LIF with its defaults (tau = 2, v_threshold = 1, hard reset to 0, decay

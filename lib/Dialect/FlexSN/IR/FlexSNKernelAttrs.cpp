@@ -1,4 +1,4 @@
-//===- FlexSNKernelAttrs.cpp - The typed kernel interface -----------------===//
+//===- FlexSNKernelAttrs.cpp - The typed kernel signature -----------------===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
@@ -364,37 +364,37 @@ Type mlir::flexsn::getStorageElementType(MLIRContext *ctx,
   llvm_unreachable("unknown storage type");
 }
 
-Type KernelInterfaceAttr::getStorageType() const {
+Type KernelSignatureAttr::getStorageType() const {
   return getStorageElementType(getContext(), getStorage());
 }
 
-unsigned KernelInterfaceAttr::count(BufferRole role) const {
+unsigned KernelSignatureAttr::count(BufferRole role) const {
   return llvm::count_if(getBuffers(), [&](KernelBufferAttr buffer) {
     return buffer.getRole() == role;
   });
 }
 
-bool KernelInterfaceAttr::hasChannels() const {
+bool KernelSignatureAttr::hasChannels() const {
   return llvm::any_of(getBuffers(), [](KernelBufferAttr buffer) {
     return buffer.getShape() == BufferShape::PerChannel;
   });
 }
 
-KernelInterfaceAttr
-KernelInterfaceAttr::withBuffer(KernelBufferAttr buffer) const {
+KernelSignatureAttr
+KernelSignatureAttr::withBuffer(KernelBufferAttr buffer) const {
   SmallVector<KernelBufferAttr> buffers(getBuffers());
   buffers.push_back(buffer);
   return withBuffers(buffers);
 }
 
-KernelInterfaceAttr
-KernelInterfaceAttr::withBuffers(ArrayRef<KernelBufferAttr> buffers) const {
+KernelSignatureAttr
+KernelSignatureAttr::withBuffers(ArrayRef<KernelBufferAttr> buffers) const {
   return get(getContext(), getNeuron(), getVariant(), getStorage(), buffers,
              getParams(), getWorkspaceSequences(), getReductionSlots(),
              getSpikes());
 }
 
-LogicalResult KernelInterfaceAttr::verify(
+LogicalResult KernelSignatureAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, StringAttr neuron,
     KernelVariant variant, StorageType storage,
     ArrayRef<KernelBufferAttr> buffers, ArrayRef<ParamAttr> params,
@@ -507,7 +507,7 @@ LogicalResult KernelInterfaceAttr::verify(
 
 LogicalResult
 CompiledKernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                           StringAttr name, KernelInterfaceAttr interface,
+                           StringAttr name, KernelSignatureAttr signature,
                            int64_t vectorWidth, bool deterministic,
                            StringAttr vectorEntry, StringAttr scalarEntry) {
   bool gpu = vectorWidth > 0;
@@ -537,7 +537,7 @@ CompiledKernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 WorkspaceLayout CompiledKernelAttr::getWorkspaceLayout() const {
   WorkspaceLayout layout;
-  for (KernelBufferAttr buffer : getInterface().getBuffers()) {
+  for (KernelBufferAttr buffer : getSignature().getBuffers()) {
     BufferRole role = buffer.getRole();
     bool saved =
         role == BufferRole::SavedOutput || role == BufferRole::SavedInput;
@@ -579,7 +579,7 @@ std::string CompiledKernelAttr::getWorkspaceBytesFormula() const {
 std::string
 CompiledKernelAttr::getWorkspaceOffsetFormula(unsigned buffer) const {
   WorkspaceLayout layout = getWorkspaceLayout();
-  if (getInterface().getBuffers()[buffer].getRole() ==
+  if (getSignature().getBuffers()[buffer].getRole() ==
       BufferRole::ReductionScratch)
     return scratchOffsetFormula(layout);
   assert(layout.savedOffsets[buffer] >= 0 && "not a workspace part");
@@ -591,7 +591,7 @@ CompiledKernelAttr::getWorkspaceOffsetFormula(unsigned buffer) const {
 /// per runtime parameter, and no results. A kernel with channels sees its
 /// neurons as [B, C, S].
 static LogicalResult verifyKernelFunction(Operation *op,
-                                          KernelInterfaceAttr kernel) {
+                                          KernelSignatureAttr kernel) {
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func)
     return op->emitError("'flexsn.kernel' belongs on a kernel function");
@@ -649,8 +649,8 @@ static LogicalResult verifyKernelFunction(Operation *op,
 LogicalResult FlexSNDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == KernelInterfaceAttr::getAttrName()) {
-    auto kernel = dyn_cast<KernelInterfaceAttr>(attr.getValue());
+  if (name == KernelSignatureAttr::getAttrName()) {
+    auto kernel = dyn_cast<KernelSignatureAttr>(attr.getValue());
     if (!kernel)
       return op->emitError("'flexsn.kernel' must be a #flexsn.kernel");
     return verifyKernelFunction(op, kernel);
@@ -676,7 +676,7 @@ LogicalResult FlexSNDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitError() << "unknown attribute '" << name
-                         << "': a kernel function's interface is "
+                         << "': a kernel function's signature is "
                             "'flexsn.kernel', a block function's mark "
                             "'flexsn.block'";
 }

@@ -178,8 +178,9 @@ LogicalResult BlockOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   for (ParamAttr param : neuron.getRuntimeParamAttrs())
     if (param.isShaped())
       return emitOpError() << "passes the neuron's parameters as scalars; @"
-                           << getNeuron() << "'s '" << param.getName().getValue()
-                           << "' is " << stringifyParamShape(param.getShape());
+                           << getNeuron() << "'s '"
+                           << param.getName().getValue() << "' is "
+                           << stringifyParamShape(param.getShape());
   return success();
 }
 

@@ -285,7 +285,7 @@ static bool isSavedBufferName(StringRef name) {
 }
 
 /// Kernel generation and autodiff name every buffer after an input, state,
-/// output or parameter (KernelInterface.cpp, AutodiffPass.cpp), and a host
+/// output or parameter (KernelFunctions.cpp, AutodiffPass.cpp), and a host
 /// stub takes them all, with the i1 parameters' byte copies, in one C scope:
 /// over every variant, no two may share a name.
 static LogicalResult verifyKernelArgumentNames(NeuronOp neuron) {

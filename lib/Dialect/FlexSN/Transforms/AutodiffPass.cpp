@@ -6,9 +6,9 @@
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Autodiff.h"
-#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
-#include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
+#include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
+#include "flexsn/Dialect/FlexSN/Utils/StepBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -42,10 +42,10 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   FailureOr<KernelFunction> kernel = analyzeKernelFunction(forward);
   if (failed(kernel))
     return failure();
-  KernelInterfaceAttr fwdInterface = kernel->interface;
+  KernelSignatureAttr fwdSignature = kernel->signature;
   ScanOp scan = kernel->scan;
-  if (fwdInterface.getVariant() != KernelVariant::Forward ||
-      fwdInterface.getWorkspaceSequences() != 0)
+  if (fwdSignature.getVariant() != KernelVariant::Forward ||
+      fwdSignature.getWorkspaceSequences() != 0)
     return forward.emitError("autodiff takes a forward kernel that saves "
                              "nothing yet");
   if (scan.getCallee())
@@ -71,8 +71,8 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
   Type f32 = Float32Type::get(ctx);
-  Type dtype = fwdInterface.getStorageType();
-  ArrayRef<KernelBufferAttr> fwdBuffers = fwdInterface.getBuffers();
+  Type dtype = fwdSignature.getStorageType();
+  ArrayRef<KernelBufferAttr> fwdBuffers = fwdSignature.getBuffers();
   auto bufferOf = [&](Value operand) {
     return fwdBuffers[cast<BlockArgument>(operand).getArgNumber()];
   };
@@ -100,7 +100,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
             getGradientBuffer(buffer, KernelVariant::Backward, f32));
       continue;
     }
-    ParamAttr attr = fwdInterface.getParams()[nextScalar++];
+    ParamAttr attr = fwdSignature.getParams()[nextScalar++];
     if (!isTrainable)
       continue;
     if (!isa<Float32Type>(attr.getType()))
@@ -112,16 +112,16 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
                         KernelVariant::Backward, f32, ""));
   }
   // Checked: derived names may collide with a hand-written kernel's.
-  auto interface = [&](KernelVariant variant,
+  auto signature = [&](KernelVariant variant,
                        ArrayRef<KernelBufferAttr> buffers, unsigned numSaved) {
-    return KernelInterfaceAttr::getChecked(
+    return KernelSignatureAttr::getChecked(
         [&] {
           return forward.emitError()
                  << "cannot name the " << stringifyKernelVariant(variant)
                  << " kernel's buffers: ";
         },
-        ctx, fwdInterface.getNeuron(), variant, fwdInterface.getStorage(),
-        buffers, fwdInterface.getParams(), int64_t(numSaved),
+        ctx, fwdSignature.getNeuron(), variant, fwdSignature.getStorage(),
+        buffers, fwdSignature.getParams(), int64_t(numSaved),
         int64_t(numScalarTrainable), SpikeStorage::Dense);
   };
 
@@ -167,8 +167,8 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   llvm::append_range(bwdBuffers, paramGradients);
 
   // Backward: a reverse scan over the gradients, right after the forward.
-  KernelInterfaceAttr bwdInterface =
-      interface(KernelVariant::Backward, bwdBuffers, numSaved);
+  KernelSignatureAttr bwdSignature =
+      signature(KernelVariant::Backward, bwdBuffers, numSaved);
   // The forward takes the saved buffers after its last output or state
   // sequence.
   unsigned savedPos = 0;
@@ -180,14 +180,14 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   SmallVector<KernelBufferAttr> savedOutputs = saved(KernelVariant::Forward);
   withSaved.insert(withSaved.begin() + savedPos, savedOutputs.begin(),
                    savedOutputs.end());
-  KernelInterfaceAttr newInterface =
-      interface(KernelVariant::Forward, withSaved, numSaved);
-  if (!bwdInterface || !newInterface)
+  KernelSignatureAttr newSignature =
+      signature(KernelVariant::Forward, withSaved, numSaved);
+  if (!bwdSignature || !newSignature)
     return failure();
   OpBuilder builder(forward->getContext());
   builder.setInsertionPointAfter(forward);
   auto backward = createKernelFunction(
-      builder, loc, getBackwardKernelName(forward.getSymName()), bwdInterface);
+      builder, loc, getBackwardKernelName(forward.getSymName()), bwdSignature);
   Block *bentry = &backward.getBody().front();
   OpBuilder bb = OpBuilder::atBlockBegin(bentry);
   ValueRange b = bentry->getArguments();
@@ -201,7 +201,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
                                                          : b[nextScalar++]);
   unsigned numIns = numOutputs + numStateGrads + numSaved + numReread;
   auto bscan = createKernelScan(
-      bb, loc, bwdInterface, FlatSymbolRefAttr(), b.take_front(numIns),
+      bb, loc, bwdSignature, FlatSymbolRefAttr(), b.take_front(numIns),
       b.slice(numIns, numStates), bwdParams,
       b.slice(numIns + numStates, numInputs),
       b.slice(numIns + numStates + numInputs, numStates),
@@ -245,7 +245,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   OpBuilder yieldBuilder(yield);
   YieldOp::create(yieldBuilder, loc, yielded);
   yield.erase();
-  bool channels = newInterface.hasChannels();
+  bool channels = newSignature.hasChannels();
   SmallVector<Value> outs(scan.getOutputs());
   for (unsigned i = 0; i < numSaved; ++i) {
     (void)forward.insertArgument(
@@ -253,10 +253,10 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
         loc);
     outs.push_back(forward.getArgument(savedPos + i));
   }
-  forward->setAttr(KernelInterfaceAttr::getAttrName(), newInterface);
+  forward->setAttr(KernelSignatureAttr::getAttrName(), newSignature);
   OpBuilder fb(scan);
   auto fullScan = createKernelScan(
-      fb, loc, newInterface, FlatSymbolRefAttr(), scan.getInputs(),
+      fb, loc, newSignature, FlatSymbolRefAttr(), scan.getInputs(),
       scan.getInits(), scan.getParams(), outs, scan.getStates(), ValueRange(),
       /*reverse=*/false);
   fullScan.getBody().takeBody(scan.getBody());
@@ -327,11 +327,11 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> forwards;
     for (func::FuncOp func : getKernelFunctions(module)) {
-      auto interface = func->getAttrOfType<KernelInterfaceAttr>(
-          KernelInterfaceAttr::getAttrName());
-      if (interface.getVariant() == KernelVariant::Forward &&
-          interface.getWorkspaceSequences() == 0 &&
-          selected(interface.getNeuron()) &&
+      auto signature = func->getAttrOfType<KernelSignatureAttr>(
+          KernelSignatureAttr::getAttrName());
+      if (signature.getVariant() == KernelVariant::Forward &&
+          signature.getWorkspaceSequences() == 0 &&
+          selected(signature.getNeuron()) &&
           !symbols.lookup(getBackwardKernelName(func.getSymName())))
         forwards.push_back(func);
     }
@@ -341,8 +341,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
   /// Per scan parameter, whether it gets a gradient: a scalar one by its
   /// kind, a parameter buffer by its argument's `flexsn.trainable` mark.
   SmallVector<bool> getTrainable(func::FuncOp forward) {
-    auto interface = forward->getAttrOfType<KernelInterfaceAttr>(
-        KernelInterfaceAttr::getAttrName());
+    auto signature = forward->getAttrOfType<KernelSignatureAttr>(
+        KernelSignatureAttr::getAttrName());
     SmallVector<bool> trainable;
     auto scans = forward.getOps<ScanOp>();
     if (scans.empty())
@@ -355,8 +355,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
         trainable.push_back(
             bool(forward.getArgAttr(arg.getArgNumber(), "flexsn.trainable")));
       else
-        trainable.push_back(nextScalar < interface.getParams().size() &&
-                            interface.getParams()[nextScalar++].getKind() ==
+        trainable.push_back(nextScalar < signature.getParams().size() &&
+                            signature.getParams()[nextScalar++].getKind() ==
                                 ParamKind::Trainable);
     }
     return trainable;

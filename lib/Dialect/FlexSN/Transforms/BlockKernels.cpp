@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
-#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
+#include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -276,19 +276,19 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
                       << ": kernels store f32, f16 or bf16",
            failure();
   // Checked: two of the block's names may collide (an argument read twice).
-  auto interface = KernelInterfaceAttr::getChecked(
-      [&] { return fail(scan) << "its kernel's interface: "; }, ctx,
+  auto signature = KernelSignatureAttr::getChecked(
+      [&] { return fail(scan) << "its kernel's signature: "; }, ctx,
       block.getSymNameAttr(), variant, *storage,
       ArrayRef<KernelBufferAttr>(buffers), ArrayRef<ParamAttr>(params),
       /*workspaceSequences=*/int64_t(0), /*reductionSlots=*/int64_t(0),
       SpikeStorage::Dense);
-  if (!interface)
+  if (!signature)
     return failure();
-  if (channels != interface.hasChannels())
+  if (channels != signature.hasChannels())
     return fail(scan) << "its shapes do not match its kernel's", failure();
   func::FuncOp kernel = createKernelFunction(
       builder, block.getLoc(),
-      getKernelName(block.getSymName(), variant, *storage), interface);
+      getKernelName(block.getSymName(), variant, *storage), signature);
   for (unsigned t : trainableBuffers)
     kernel.setArgAttr(t, "flexsn.trainable", builder.getUnitAttr());
   OpBuilder body = OpBuilder::atBlockBegin(&kernel.getBody().front());

@@ -20,8 +20,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace mlir::flexsn {
@@ -36,8 +36,7 @@ namespace {
 
 /// The argument or result attributes naming a block value (`flexsn.name`)
 /// and marking a trainable parameter (`flexsn.trainable`).
-DictionaryAttr nameAttrs(OpBuilder &b, StringRef name,
-                         bool trainable = false) {
+DictionaryAttr nameAttrs(OpBuilder &b, StringRef name, bool trainable = false) {
   SmallVector<NamedAttribute> attrs = {
       b.getNamedAttr("flexsn.name", b.getStringAttr(name))};
   if (trainable)
@@ -113,10 +112,9 @@ func::FuncOp BlockExpander::createFunction() {
   bool connected = block.getConnection() != BlockConnection::None;
   SmallVector<Type> resultTypes = {readout ? state : seq};
   StringRef outputName =
-      readout ? "readout"
-              : connected ? "y"
-                          : cast<StringAttr>(neuron.getOutputNames()[0])
-                                .getValue();
+      readout     ? "readout"
+      : connected ? "y"
+                  : cast<StringAttr>(neuron.getOutputNames()[0]).getValue();
   SmallVector<Attribute> resultAttrs = {nameAttrs(b, outputName)};
   for (Attribute name : neuron.getStateNames()) {
     resultTypes.push_back(state);
@@ -190,8 +188,8 @@ Value BlockExpander::buildReadout(Value sequence) {
       linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
           .getResult(0);
   auto reduce = linalg::ReduceOp::create(
-      b, loc, ValueRange{sequence}, ValueRange{zeros},
-      ArrayRef<int64_t>{0}, [&](OpBuilder &nb, Location l, ValueRange args) {
+      b, loc, ValueRange{sequence}, ValueRange{zeros}, ArrayRef<int64_t>{0},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
         Value sum = arith::AddFOp::create(nb, l, args[0], args[1]);
         linalg::YieldOp::create(nb, l, sum);
       });

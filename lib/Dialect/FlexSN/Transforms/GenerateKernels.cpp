@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
-#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
+#include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

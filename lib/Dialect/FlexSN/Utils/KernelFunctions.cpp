@@ -1,10 +1,10 @@
-//===- KernelInterface.cpp - Kernel functions and their scan --------------===//
+//===- KernelFunctions.cpp - Kernel functions and their scan --------------===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
 //===----------------------------------------------------------------------===//
 
-#include "flexsn/Dialect/FlexSN/Transforms/KernelInterface.h"
+#include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -28,7 +28,7 @@ LogicalResult mlir::flexsn::checkBlocksCompiled(ModuleOp module) {
 SmallVector<func::FuncOp> mlir::flexsn::getKernelFunctions(ModuleOp module) {
   SmallVector<func::FuncOp> kernels;
   for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr(KernelInterfaceAttr::getAttrName()))
+    if (func->hasAttr(KernelSignatureAttr::getAttrName()))
       kernels.push_back(func);
   return kernels;
 }
@@ -37,10 +37,10 @@ FailureOr<KernelFunction>
 mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
   KernelFunction kernel;
   kernel.func = func;
-  kernel.interface = func->getAttrOfType<KernelInterfaceAttr>(
-      KernelInterfaceAttr::getAttrName());
-  if (!kernel.interface)
-    return func.emitError("a kernel function needs a flexsn.kernel interface");
+  kernel.signature = func->getAttrOfType<KernelSignatureAttr>(
+      KernelSignatureAttr::getAttrName());
+  if (!kernel.signature)
+    return func.emitError("a kernel function needs a flexsn.kernel signature");
   auto scans = llvm::to_vector(func.getOps<ScanOp>());
   if (scans.size() != 1)
     return func.emitError("a kernel function must hold exactly one scan");
@@ -78,11 +78,11 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
                    BufferRole::PerNeuronParamGradient,
                    BufferRole::PerChannelParamGradient});
 
-  ArrayRef<KernelBufferAttr> buffers = kernel.interface.getBuffers();
+  ArrayRef<KernelBufferAttr> buffers = kernel.signature.getBuffers();
   Block &entry = func.getBody().front();
   SmallVector<bool> used(buffers.size(), false);
   unsigned rank = scan.getDomainRank();
-  bool channels = kernel.interface.hasChannels();
+  bool channels = kernel.signature.hasChannels();
   // The buffer operands: all but the scalar parameters.
   SmallVector<OpOperand *> operands;
   for (OpOperand &operand : scan->getOpOperands())
@@ -90,22 +90,22 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
       operands.push_back(&operand);
   for (auto [k, operand] : llvm::enumerate(operands)) {
     auto arg = dyn_cast<BlockArgument>(operand->get());
-    if (!arg || arg.getOwner() != &entry || arg.getArgNumber() >= buffers.size())
+    if (!arg || arg.getOwner() != &entry ||
+        arg.getArgNumber() >= buffers.size())
       return scan.emitError() << "operand #" << k
                               << " of a kernel's scan must be one of the "
                                  "kernel function's buffer arguments";
     unsigned index = arg.getArgNumber();
     if (used[index])
-      return scan.emitError() << "buffer '"
-                              << buffers[index].getName().getValue()
-                              << "' is passed to the scan twice";
+      return scan.emitError()
+             << "buffer '" << buffers[index].getName().getValue()
+             << "' is passed to the scan twice";
     used[index] = true;
     BufferRole role = buffers[index].getRole();
     if (!llvm::is_contained(expected[k], role))
       return scan.emitError()
-             << "buffer '" << buffers[index].getName().getValue()
-             << "' is a " << stringifyBufferRole(role)
-             << " but the scan uses it as a "
+             << "buffer '" << buffers[index].getName().getValue() << "' is a "
+             << stringifyBufferRole(role) << " but the scan uses it as a "
              << stringifyBufferRole(expected[k].front());
     // The buffer's shape class is the one the scan's map gives it.
     AffineMap map = scan.getMatchingIndexingMap(operand);
@@ -123,11 +123,9 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
     if (!isUsed)
       return scan.emitError() << "the scan does not use buffer '"
                               << buffers[index].getName().getValue() << "'";
-  auto scalarParams = llvm::filter_to_vector(scan.getParams(), [](Value v) {
-    return !isa<MemRefType>(v.getType());
-  });
-  bool paramsMatch =
-      scalarParams.size() == kernel.interface.getParams().size();
+  auto scalarParams = llvm::filter_to_vector(
+      scan.getParams(), [](Value v) { return !isa<MemRefType>(v.getType()); });
+  bool paramsMatch = scalarParams.size() == kernel.signature.getParams().size();
   for (auto [i, param] : llvm::enumerate(scalarParams)) {
     auto arg = dyn_cast<BlockArgument>(param);
     paramsMatch &= arg && arg.getOwner() == &entry &&
@@ -184,9 +182,9 @@ SmallVector<ParamAttr> mlir::flexsn::getScalarRuntimeParams(NeuronOp neuron) {
 
 SmallVector<Value> mlir::flexsn::getScanParams(func::FuncOp func,
                                                NeuronOp neuron) {
-  auto interface = func->getAttrOfType<KernelInterfaceAttr>(
-      KernelInterfaceAttr::getAttrName());
-  ArrayRef<KernelBufferAttr> buffers = interface.getBuffers();
+  auto signature = func->getAttrOfType<KernelSignatureAttr>(
+      KernelSignatureAttr::getAttrName());
+  ArrayRef<KernelBufferAttr> buffers = signature.getBuffers();
   Block &entry = func.getBody().front();
   SmallVector<Value> params;
   unsigned nextScalar = buffers.size();
@@ -242,13 +240,13 @@ MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer, bool channels) {
 }
 
 ScanOp mlir::flexsn::createKernelScan(OpBuilder &builder, Location loc,
-                                      KernelInterfaceAttr interface,
+                                      KernelSignatureAttr signature,
                                       FlatSymbolRefAttr callee,
                                       ValueRange inputs, ValueRange inits,
                                       ValueRange params, ValueRange outputs,
                                       ValueRange states, ValueRange reductions,
                                       bool reverse) {
-  if (!interface.hasChannels())
+  if (!signature.hasChannels())
     return ScanOp::create(builder, loc, callee, inputs, inits, params, outputs,
                           states, reductions, reverse,
                           /*optionalInputs=*/DenseI64ArrayAttr());
@@ -277,17 +275,17 @@ ScanOp mlir::flexsn::createKernelScan(OpBuilder &builder, Location loc,
 
 func::FuncOp mlir::flexsn::createKernelFunction(OpBuilder &builder,
                                                 Location loc, StringRef name,
-                                                KernelInterfaceAttr interface) {
-  bool channels = interface.hasChannels();
+                                                KernelSignatureAttr signature) {
+  bool channels = signature.hasChannels();
   SmallVector<Type> argTypes =
-      llvm::map_to_vector(interface.getBuffers(), [&](KernelBufferAttr b) {
+      llvm::map_to_vector(signature.getBuffers(), [&](KernelBufferAttr b) {
         return Type(getBufferType(b, channels));
       });
-  for (ParamAttr param : interface.getParams())
+  for (ParamAttr param : signature.getParams())
     argTypes.push_back(param.getType());
   auto func = func::FuncOp::create(builder, loc, name,
                                    builder.getFunctionType(argTypes, {}));
-  func->setAttr(KernelInterfaceAttr::getAttrName(), interface);
+  func->setAttr(KernelSignatureAttr::getAttrName(), signature);
   func.addEntryBlock();
   return func;
 }
@@ -302,19 +300,19 @@ mlir::flexsn::createNeuronKernel(OpBuilder &builder, NeuronOp neuron,
       getStepBuffers(neuron, getStorageElementType(ctx, storage),
                      variant == KernelVariant::FinalState, spikes);
   llvm::append_range(buffers, getShapedParamBuffers(neuron));
-  auto interface = KernelInterfaceAttr::get(
+  auto signature = KernelSignatureAttr::get(
       ctx, neuron.getSymNameAttr(), variant, storage, buffers,
       getScalarRuntimeParams(neuron), /*workspaceSequences=*/0,
       /*reductionSlots=*/0, spikes);
   func::FuncOp func = createKernelFunction(
       builder, loc,
-      getKernelName(neuron.getSymName(), variant, storage, spikes), interface);
+      getKernelName(neuron.getSymName(), variant, storage, spikes), signature);
   OpBuilder body = OpBuilder::atBlockBegin(&func.getBody().front());
   ValueRange args = func.getArguments();
   unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates(),
            numOutputs = neuron.getNumOutputs();
   // The state buffers' ranks choose sequences or final states.
-  createKernelScan(body, loc, interface,
+  createKernelScan(body, loc, signature,
                    callNeuron ? FlatSymbolRefAttr::get(neuron.getSymNameAttr())
                               : FlatSymbolRefAttr(),
                    args.take_front(numInputs), args.slice(numInputs, numStates),

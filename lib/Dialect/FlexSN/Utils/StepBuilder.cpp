@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flexsn/Dialect/FlexSN/Transforms/StepBuilder.h"
+#include "flexsn/Dialect/FlexSN/Utils/StepBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -63,7 +63,8 @@ SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
             def && def->hasTrait<OpTrait::ConstantLike>())
           builder.clone(*def, mapping);
   for (Operation &op : body.without_terminator()) {
-    assert(!isa<ApplyOp>(op) && "flexsn.apply not inlined (inlineApplications)");
+    assert(!isa<ApplyOp>(op) &&
+           "flexsn.apply not inlined (inlineApplications)");
     builder.clone(op, mapping);
   }
   // A scan's inline body may yield values defined above it.

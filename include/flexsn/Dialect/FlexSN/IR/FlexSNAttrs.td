@@ -403,7 +403,7 @@ def FlexSN_StraightThroughAttr : FlexSN_Surrogate<"StraightThrough",
     ["deterministic_pass"]>;
 
 //===----------------------------------------------------------------------===//
-// Kernel interface
+// Kernel signatures
 //===----------------------------------------------------------------------===//
 
 def FlexSN_KernelVariant : I32EnumAttr<"KernelVariant",
@@ -731,8 +731,8 @@ class BracketedAttrListParameter<string attrOf, string desc>
   let printer = "::mlir::flexsn::printBracketedAttrList($_printer, $_self)";
 }
 
-def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
-  let summary = "The typed interface of one kernel function";
+def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
+  let summary = "The typed signature of one kernel function";
   let description = [{
     Kernel generation and `flexsn-autodiff` attach this attribute, as
     `flexsn.kernel`, to every kernel function they build; it is the one
@@ -800,10 +800,10 @@ def FlexSN_KernelInterfaceAttr : FlexSN_Attr<"KernelInterface", "kernel"> {
     /// Whether a buffer is per channel: the kernel then sees its neurons as
     /// `[B, C, S]` (sequences `[T, B, C, S]`).
     bool hasChannels() const;
-    /// The same interface with one more buffer at the end.
-    KernelInterfaceAttr withBuffer(KernelBufferAttr buffer) const;
-    /// The same interface with `buffers` in place of its own.
-    KernelInterfaceAttr
+    /// The same signature with one more buffer at the end.
+    KernelSignatureAttr withBuffer(KernelBufferAttr buffer) const;
+    /// The same signature with `buffers` in place of its own.
+    KernelSignatureAttr
     withBuffers(::llvm::ArrayRef<KernelBufferAttr> buffers) const;
   }];
 }
@@ -814,7 +814,7 @@ def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
   let description = [{
     The lowerings list the kernels they emit on the module, in
     `flexsn.cpu_kernels` and `flexsn.gpu_kernels`: the kernel's name,
-    its interface and, on the GPU, the vector kernel's neurons per thread
+    its signature and, on the GPU, the vector kernel's neurons per thread
     and its two entry points: the vector kernel and the scalar kernel that
     takes the neurons a vector kernel cannot (`<name>_vec` and
     `<name>_scalar`). A CPU kernel's entry point is its name. A
@@ -832,7 +832,7 @@ def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
   }];
   let parameters = (ins
       "::mlir::StringAttr":$name,
-      "::mlir::flexsn::KernelInterfaceAttr":$interface,
+      "::mlir::flexsn::KernelSignatureAttr":$signature,
       DefaultValuedParameter<"int64_t", "0",
                              "neurons per thread; 0 for a CPU kernel">:$vector_width,
       DefaultValuedParameter<"bool", "false",
@@ -842,7 +842,7 @@ def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
       DefaultValuedParameter<"::mlir::StringAttr", "::mlir::StringAttr()",
                              "the GPU scalar kernel's entry point">:$scalar_entry);
   let assemblyFormat = [{
-    `<` $name `,` $interface (`,` struct($vector_width, $deterministic,
+    `<` $name `,` $signature (`,` struct($vector_width, $deterministic,
                                          $vector_entry, $scalar_entry)^)? `>`
   }];
   let genVerifyDecl = 1;
@@ -851,7 +851,7 @@ def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
     /// Reduction slots of the workspace: the CPU sums in order and has no
     /// scratch.
     int64_t getReductionSlots() const {
-      return isGPU() ? getInterface().getReductionSlots() : 0;
+      return isGPU() ? getSignature().getReductionSlots() : 0;
     }
     /// Where the parts of the training workspace lie.
     WorkspaceLayout getWorkspaceLayout() const;
@@ -859,7 +859,7 @@ def FlexSN_CompiledKernelAttr : FlexSN_Attr<"CompiledKernel",
     /// none), as the manifest spells it.
     std::string getWorkspaceBytesFormula() const;
     /// The byte offset of the workspace part `buffer` (an index into the
-    /// interface's buffers) as a formula of T, N and ld.
+    /// signature's buffers) as a formula of T, N and ld.
     std::string getWorkspaceOffsetFormula(unsigned buffer) const;
   }];
 }

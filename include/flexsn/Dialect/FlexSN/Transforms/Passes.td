@@ -30,7 +30,7 @@ def FlexSNGenerateKernels : Pass<"flexsn-generate-kernels", "::mlir::ModuleOp"> 
     zeros; result: not written). `const` parameters are not arguments: the
     lowering specializes them.
 
-    Each function carries its typed interface, `flexsn.kernel` (a
+    Each function carries its typed signature, `flexsn.kernel` (a
     `#flexsn.kernel`: the neuron, variant, storage type, each buffer's name,
     role, element type and shape class, and the parameters), which every
     later pass, the lowerings and the emitters read.
@@ -217,7 +217,7 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     parameters and constants are free — and recomputes the rest. LIF saves
     its charge `h` alone. `store-all` saves every needed value instead.
 
-    Both functions carry `flexsn.kernel`, their typed interface: the
+    Both functions carry `flexsn.kernel`, their typed signature: the
     forward kernel takes its saved sequences (`saved_output`) after its
     state sequences, the backward kernel reads them (`saved_input`) and the
     re-read inputs (`input_sequence`, named after the inputs), and
@@ -516,39 +516,6 @@ def FlexSNExpandSurrogates : Pass<"flexsn-expand-surrogates"> {
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];
-}
-
-def FlexSNCheckGPUOptions : Pass<"flexsn-check-gpu-options",
-                                 "::mlir::ModuleOp"> {
-  let summary = "Fail early on a GPU pipeline configuration that cannot work";
-  let description = [{
-    Checks, before the GPU pipeline spends time lowering, that `toolkit`
-    holds `bin/ptxas` and `nvvm/libdevice/`, that `format` is one of
-    `bin`, `fatbin`, `isa`, that every chip is one CUDA 13's ptxas
-    targets (`sm_70` ... `sm_121f`, docs/Reference.md), and that every
-    comma-separated item of `features` is `+` or `-` and a feature LLVM's
-    NVPTX target knows (`+ptx80`: a PTX ISA version). `chip=` naming no
-    chip is an error, not the default.
-
-    Rationale:
-    * `gpu-module-to-binary` reports both problems as diagnostics but can
-      still succeed (finding ptxas elsewhere, or emitting nothing), which
-      would hide a broken setup behind exit code 0.
-    * An unknown chip would only fail in ptxas, after the whole lowering,
-      with the PTX of every kernel in the diagnostic.
-    * LLVM only warns about an unknown feature and drops it: the kernels
-      would target another PTX ISA than the one asked for.
-  }];
-  let options = [
-    Option<"toolkit", "toolkit", "std::string", "\"/usr/local/cuda\"",
-           "CUDA toolkit directory">,
-    Option<"format", "format", "std::string", "\"bin\"",
-           "Object format: bin, fatbin or isa">,
-    ListOption<"chips", "chip", "std::string",
-               "Target architectures (sm_90, ...)">,
-    Option<"features", "features", "std::string", "\"+ptx80\"",
-           "PTX features, e.g. +ptx80 (empty: none)">,
-  ];
 }
 
 #endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_PASSES_TD

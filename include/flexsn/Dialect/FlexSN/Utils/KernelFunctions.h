@@ -1,18 +1,18 @@
-//===- KernelInterface.h - Kernel functions and their scan ------*- C++ -*-===//
+//===- KernelFunctions.h - Kernel functions and their scan ------*- C++ -*-===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
 //===----------------------------------------------------------------------===//
 //
 // A kernel function is a `func.func` carrying `flexsn.kernel` (its typed
-// interface, set by kernel generation or autodiff) and holding one
+// signature, set by kernel generation or autodiff) and holding one
 // `flexsn.scan` over its arguments. Both lowerings find the scan's buffers
-// here, checked once against the interface.
+// here, checked once against the signature.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLEXSN_DIALECT_FLEXSN_TRANSFORMS_KERNELINTERFACE_H
-#define FLEXSN_DIALECT_FLEXSN_TRANSFORMS_KERNELINTERFACE_H
+#ifndef FLEXSN_DIALECT_FLEXSN_UTILS_KERNELFUNCTIONS_H
+#define FLEXSN_DIALECT_FLEXSN_UTILS_KERNELFUNCTIONS_H
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 
@@ -23,11 +23,11 @@ namespace mlir::flexsn {
 /// A kernel function and its scan.
 struct KernelFunction {
   func::FuncOp func;
-  KernelInterfaceAttr interface;
+  KernelSignatureAttr signature;
   ScanOp scan;
   NeuronOp neuron; // the callee, or null for an inline body
   /// For each memref operand of the scan, in order (inputs, inits, outputs,
-  /// states, reductions): the index of its buffer in the interface, which
+  /// states, reductions): the index of its buffer in the signature, which
   /// is its function argument number.
   SmallVector<unsigned> operandBuffers;
 };
@@ -77,19 +77,19 @@ AffineMap getShapeClassMap(BufferShape shape, bool channels, MLIRContext *ctx);
 /// (rank 4, [T, B, C, S], in a kernel with `channels`).
 MemRefType getBufferType(KernelBufferAttr buffer, bool channels);
 
-/// Creates the scan of a kernel function of `interface` on its arguments;
+/// Creates the scan of a kernel function of `signature` on its arguments;
 /// its maps are those of the buffers' shape classes.
 ScanOp createKernelScan(OpBuilder &builder, Location loc,
-                        KernelInterfaceAttr interface, FlatSymbolRefAttr callee,
+                        KernelSignatureAttr signature, FlatSymbolRefAttr callee,
                         ValueRange inputs, ValueRange inits, ValueRange params,
                         ValueRange outputs, ValueRange states,
                         ValueRange reductions, bool reverse);
 
-/// Creates `name`, the kernel function of `interface`, with an entry block:
+/// Creates `name`, the kernel function of `signature`, with an entry block:
 /// its arguments are the buffers' memrefs, then the parameters' scalars.
 func::FuncOp createKernelFunction(OpBuilder &builder, Location loc,
                                   StringRef name,
-                                  KernelInterfaceAttr interface);
+                                  KernelSignatureAttr signature);
 
 /// Creates `neuron`'s kernel function of `variant`, named by getKernelName,
 /// at `builder`: its buffers are the step's (state sequences, or final
@@ -109,4 +109,4 @@ std::string getKernelName(StringRef neuron, KernelVariant variant,
 
 } // namespace mlir::flexsn
 
-#endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_KERNELINTERFACE_H
+#endif // FLEXSN_DIALECT_FLEXSN_UTILS_KERNELFUNCTIONS_H

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLEXSN_DIALECT_FLEXSN_TRANSFORMS_STEPBUILDER_H
-#define FLEXSN_DIALECT_FLEXSN_TRANSFORMS_STEPBUILDER_H
+#ifndef FLEXSN_DIALECT_FLEXSN_UTILS_STEPBUILDER_H
+#define FLEXSN_DIALECT_FLEXSN_UTILS_STEPBUILDER_H
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 
@@ -76,4 +76,4 @@ ValueRange emitTimeLoop(OpBuilder &builder, Location loc, ScanOp scan,
 
 } // namespace mlir::flexsn
 
-#endif // FLEXSN_DIALECT_FLEXSN_TRANSFORMS_STEPBUILDER_H
+#endif // FLEXSN_DIALECT_FLEXSN_UTILS_STEPBUILDER_H
