@@ -73,7 +73,9 @@ def FlexSNExpandBlocks : Pass<"flexsn-expand-blocks", "::mlir::ModuleOp"> {
 
     1. the pre-op: a `linalg.generic` computing `x·scale + shift` in f32
        (scalar or per-channel `scale` and `shift`);
-    2. a `flexsn.scan` of the neuron;
+    2. a `flexsn.scan` whose inline body applies the neuron (as fusion
+       would make it: autodiff differentiates inline bodies, and a block of
+       the neuron alone fuses nothing);
     3. the connection: a `linalg.generic` of the neuron's output and `x`,
        stored back in the storage type;
     4. the readout: a `linalg.reduce` over time.
