@@ -15,6 +15,7 @@ PARAM_KINDS = ("const", "runtime", "trainable")
 PARAM_SHAPES = ("scalar", "per_neuron", "per_channel")
 BLOCK_PRES = ("none", "affine", "channel_affine")
 BLOCK_CONNECTIONS = ("none", "add", "and", "iand")
+BLOCK_CONNECTION_OPERANDS = ("input", "skip")
 BLOCK_READOUTS = ("none", "sum")
 
 SurrogateParam = collections.namedtuple(

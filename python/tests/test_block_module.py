@@ -16,10 +16,11 @@ import pytest
 import torch
 
 import flexsn
-from flexsn._dialect import BLOCK_CONNECTIONS, BLOCK_PRES, BLOCK_READOUTS
+from flexsn._dialect import (BLOCK_CONNECTION_OPERANDS, BLOCK_CONNECTIONS,
+                             BLOCK_PRES, BLOCK_READOUTS)
 from flexsn._tools import find_tool
 from flexsn.torch import Affine, Block, LIFNode, ParametricLIFNode, Residual
-from flexsn.torch._block import block_declaration, block_module
+from flexsn.torch._block import BlockShape, block_declaration, block_module
 
 from devices import DEVICES
 import reference
@@ -129,6 +130,132 @@ def test_block_equals_unfused_modules(device):
     torch.testing.assert_close(x1.grad, x2.grad, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(block.scale.grad, a.grad, rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(block.shift.grad, b.grad, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["add", "and", "iand"])
+def test_skip_input_against_formulas(device, op):
+    """Residual(op, skip=True): the connection reads a second input (SEW's
+    identity path), y = op(s, skip), and skip gets its gradient."""
+    T, B, C, S = 5, 2, 3, 6
+    x, scale, shift = inputs((T, B, C, S), device, seed=31 + len(op))
+    gen = torch.Generator().manual_seed(8)
+    skip = (torch.rand(T, B, C, S, generator=gen) < 0.5).float().to(device)
+    block = Block(LIFNode(step_mode="m", tau=2.0), pre=Affine(num_channels=C),
+                  post=Residual(op, skip=True), name=f"sew_{op}").to(device)
+    assert block.info.inputs == ("x", "skip")
+    with torch.no_grad():
+        block.scale.copy_(scale)
+        block.shift.copy_(shift)
+    x.requires_grad_()
+    skip.requires_grad_()
+    y = block(x, skip)
+    grad = torch.randn(y.shape, generator=gen).to(device)
+    y.backward(grad)
+
+    xd, sd, a, b = (t.detach().double().requires_grad_()
+                    for t in (x, skip, scale, shift))
+    view = (1, 1, C, 1)
+    spikes, _ = reference.lif_ref(xd * a.view(view) + b.view(view))
+    want = CONNECT[op](spikes, sd)
+    want.backward(grad.double())
+    torch.testing.assert_close(y.double(), want, rtol=1e-6, atol=1e-6)
+    for got, ref in ((x.grad, xd.grad), (skip.grad, sd.grad),
+                     (block.scale.grad, a.grad), (block.shift.grad, b.grad)):
+        torch.testing.assert_close(got.double(), ref, rtol=1e-4, atol=1e-3)
+    with pytest.raises(TypeError, match="second input"):
+        block(x)
+    with pytest.raises(ValueError, match="skip has the output's shape"):
+        block(x, skip[:, :1])
+    with pytest.raises(TypeError, match="one input"):
+        bn_lif(C, device, op)(x, skip)
+
+
+def batch_norm_ref(x, weight, bias, mean, var, eps):
+    """nn.BatchNorm's formula over x [T, B, C, ...] in float64."""
+    view = (1, 1, -1) + (1,) * (x.dim() - 3)
+    return ((x - mean.view(view)) / torch.sqrt(var.view(view) + eps)
+            * weight.view(view) + bias.view(view))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batch_norm_pre_in_training(device, momentum):
+    """A batch norm in training as the pre-op: the batch statistics over
+    T·B and the spatial dims, the running statistics and batch count
+    updated as nn.BatchNorm2d updates them, and exact gradients through
+    the statistics to x, the weight and the bias (float64 autograd)."""
+    T, B, C, H, W = 4, 3, 5, 2, 3
+    gen = torch.Generator().manual_seed(41)
+    x = (torch.randn(T, B, C, H, W, generator=gen) * 2 + 0.3).to(device)
+    skip = torch.randn(T, B, C, H, W, generator=gen).to(device)
+    bn = torch.nn.BatchNorm2d(C, momentum=momentum)
+    twin = torch.nn.BatchNorm2d(C, momentum=momentum)
+    with torch.no_grad():
+        for m in (bn, twin):
+            m.weight.copy_(torch.linspace(0.5, 1.5, C))
+            m.bias.copy_(torch.linspace(-0.2, 0.4, C))
+            m.running_mean.fill_(0.25)
+            m.running_var.fill_(2.0)
+    block = Block(LIFNode(step_mode="m", tau=2.0), pre=bn,
+                  post=Residual("add", skip=True), name="bn_train").to(device)
+    twin.to(device)
+    x.requires_grad_()
+    y = block(x, skip)
+    grad = torch.randn(y.shape, generator=gen).to(device)
+    y.backward(grad)
+
+    # nn.BatchNorm2d updates its running statistics on the same batch.
+    twin(x.detach().flatten(0, 1))
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        torch.testing.assert_close(getattr(bn, name), getattr(twin, name),
+                                   rtol=1e-5, atol=1e-6)
+    assert int(bn.num_batches_tracked) == 1
+
+    xd = x.detach().double().requires_grad_()
+    w = bn.weight.detach().double().requires_grad_()
+    b = bn.bias.detach().double().requires_grad_()
+    dims = (0, 1, 3, 4)
+    p = batch_norm_ref(xd, w, b, xd.mean(dims),
+                       xd.var(dims, unbiased=False), bn.eps)
+    spikes, _ = reference.lif_ref(p)
+    want = spikes + skip.double()
+    want.backward(grad.double())
+    torch.testing.assert_close(y.double(), want, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(x.grad.double(), xd.grad, rtol=1e-4,
+                               atol=1e-4)
+    torch.testing.assert_close(bn.weight.grad.double(), w.grad, rtol=1e-4,
+                               atol=1e-3)
+    torch.testing.assert_close(bn.bias.grad.double(), b.grad, rtol=1e-4,
+                               atol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batch_norm_pre_in_eval_equals_unfused(device):
+    """In eval the running statistics are folded into one scale and shift
+    per channel, as PyTorch's CPU kernel folds them: the fused block's
+    spikes equal nn.BatchNorm1d followed by the neuron module."""
+    T, B, C, L = 5, 4, 6, 7
+    gen = torch.Generator().manual_seed(43)
+    x = (torch.randn(T, B, C, L, generator=gen) * 2).to(device)
+    bn = torch.nn.BatchNorm1d(C)
+    with torch.no_grad():
+        bn.weight.copy_(torch.rand(C, generator=gen) + 0.5)
+        bn.bias.copy_(torch.randn(C, generator=gen) * 0.2)
+        bn.running_mean.copy_(torch.randn(C, generator=gen) * 0.3)
+        bn.running_var.copy_(torch.rand(C, generator=gen) + 0.5)
+    bn.eval()
+    block = Block(LIFNode(step_mode="m", tau=2.0), pre=bn,
+                  name="bn1d_eval").to(device)
+    lif = LIFNode(step_mode="m", tau=2.0).to(device)
+    with torch.no_grad():
+        y = block(x)
+        want = lif(bn(x.flatten(0, 1)).view(x.shape))
+    assert torch.equal(y, want) if device == "cpu" else \
+        (y != want).float().mean() < 1e-3
+    assert int(bn.num_batches_tracked) == 0
+    with pytest.raises(ValueError, match=r"BatchNorm1d\(6\) takes"):
+        block(x[:, :, :3])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -305,23 +432,24 @@ def test_neuron_alone_is_a_block(device):
 
 
 def test_every_declaration_is_read_and_expanded(tmp_path):
-    """Every pre-op, connection and readout the dialect declares, as the
-    Python layer writes it, is read back by flexsn-opt and expanded into a
-    block function (the emitter's output checked by the parser)."""
+    """Every pre-op, connection (with each operand) and readout the dialect
+    declares, as the Python layer writes it, is read back by flexsn-opt
+    and expanded into a block function of the inputs it declares (the
+    emitter's output checked by the parser)."""
     tool = find_tool("flexsn-opt")
     neuron = LIFNode(step_mode="m")
     info = neuron.compiled.info
-    pres = {"none": None, "affine": Affine(), "channel_affine": Affine(3)}
-    assert set(pres) == set(BLOCK_PRES)
-    declarations, names = [], []
-    for pre, connection, readout in itertools.product(
-            BLOCK_PRES, BLOCK_CONNECTIONS, BLOCK_READOUTS):
-        name = f"b_{pre}_{connection}_{readout}"
-        names.append(name)
+    declarations, names = [], {}
+    for pre, connection, operand, readout in itertools.product(
+            BLOCK_PRES, BLOCK_CONNECTIONS, BLOCK_CONNECTION_OPERANDS,
+            BLOCK_READOUTS):
+        if connection == "none" and operand != "input":
+            continue  # nothing would read the skip input: a verifier error
+        name = f"b_{pre}_{connection}_{operand}_{readout}"
+        names[name] = operand
         declarations.append(block_declaration(
-            name, info, pres[pre],
-            None if connection == "none" else Residual(connection),
-            None if readout == "none" else readout))
+            name, info, BlockShape(pre, connection, operand, readout)))
+    assert len(names) == 3 * 7 * 2
     text = block_module(
         (neuron.compiled.directory / "configured.mlir").read_text(),
         declarations)
@@ -331,9 +459,12 @@ def test_every_declaration_is_read_and_expanded(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "flexsn.block @" not in done.stdout
-    for name in names:
-        assert re.search(rf"func.func @{name}\(.*attributes {{flexsn.block}}",
-                         done.stdout), name
+    for name, operand in names.items():
+        header = re.search(rf"func.func @{name}\((.*)\) -> .*attributes "
+                           rf"{{flexsn.block}}", done.stdout)
+        assert header, name
+        assert ('{flexsn.name = "skip"}' in header.group(1)) == \
+            (operand == "skip"), name
 
 
 def test_bad_input_is_a_clear_error():

@@ -143,3 +143,32 @@ flexsn.block @and_bf16 neuron(@if) pre(none) connection(and) readout(none) stora
 // CHECK-NEXT:   %[[T:.+]] = arith.truncf %[[AND]] : f32 to bf16
 // CHECK-NEXT:   linalg.yield %[[T]] : bf16
 // CHECK:      return %[[Y]], %[[SCAN]]#1
+
+// -----
+
+// SEW-ResNet's IAND with the identity path: a second input `skip` after x,
+// which the connection reads instead of x; the pre-op still reads x.
+flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike) {
+  %s = flexsn.spike %v surrogate(#flexsn.sigmoid) : f32
+  %h = arith.addf %v, %x : f32
+  flexsn.yield %s, %h : f32, f32
+}
+flexsn.block @sew_iand neuron(@lif) pre(channel_affine) connection(iand, skip) readout(none) storage(f32)
+
+// CHECK-LABEL: func.func @sew_iand(
+// CHECK-SAME: %[[X:.+]]: tensor<?x?x?x?xf32> {flexsn.name = "x"},
+// CHECK-SAME: %[[SKIP:.+]]: tensor<?x?x?x?xf32> {flexsn.name = "skip"},
+// CHECK-SAME: %[[SCALE:.+]]: tensor<?xf32> {flexsn.name = "scale", flexsn.trainable},
+// CHECK-SAME: %[[SHIFT:.+]]: tensor<?xf32> {flexsn.name = "shift", flexsn.trainable})
+// CHECK-SAME: -> (tensor<?x?x?x?xf32> {flexsn.name = "y"}, tensor<?x?x?xf32> {flexsn.name = "v"})
+// CHECK:      %[[PRE:.+]] = linalg.generic
+// CHECK-SAME:   ins(%[[X]], %[[SCALE]], %[[SHIFT]] :
+// CHECK:      %[[SCAN:.+]]:2 = flexsn.scan ins(%[[PRE]] : tensor<?x?x?x?xf32>)
+// CHECK:      %[[Y:.+]] = linalg.generic
+// CHECK-SAME:   ins(%[[SCAN]]#0, %[[SKIP]] : tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>)
+// CHECK-NEXT: ^bb0(%[[S:.+]]: f32, %[[O:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT:   %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:   %[[K:.+]] = arith.subf %[[ONE]], %[[S]] : f32
+// CHECK-NEXT:   %[[R:.+]] = arith.mulf %[[K]], %[[O]] : f32
+// CHECK-NEXT:   linalg.yield %[[R]] : f32
+// CHECK:      return %[[Y]], %[[SCAN]]#1

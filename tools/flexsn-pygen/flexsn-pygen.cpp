@@ -286,6 +286,9 @@ import math
   printEnum<BlockConnection>(os, "BLOCK_CONNECTIONS",
                              getMaxEnumValForBlockConnection(),
                              stringifyBlockConnection);
+  printEnum<BlockConnectionOperand>(os, "BLOCK_CONNECTION_OPERANDS",
+                                    getMaxEnumValForBlockConnectionOperand(),
+                                    stringifyBlockConnectionOperand);
   printEnum<BlockReadout>(os, "BLOCK_READOUTS", getMaxEnumValForBlockReadout(),
                           stringifyBlockReadout);
   os << R"py(

@@ -1,17 +1,24 @@
 """A spiking block as one fused kernel: `Block(neuron, pre=Affine(C),
-post=Residual("add"))`.
+post=Residual("add"))`, or around a batch norm:
+`Block(neuron, pre=nn.BatchNorm2d(C), post=Residual("add", skip=True))`.
 
 The block is sent to the compiler as a declaration (one `flexsn.block` op:
-neuron, pre-op, connection, readout, storage type), which
+neuron, pre-op, connection and its operand, readout, storage type), which
 `flexsn-expand-blocks` writes as a function on tensors (a linalg op for the
 pre-op, a scan of the neuron, a linalg op for the post-op); fusion makes it
 one scan, compiled to an inference, a forward and a backward kernel. Those
 kernels have a neuron kernel's interface, so the block runs through the same
 autograd Function and custom op as a neuron (`_function.scan`), with the
-block in the neuron's place: one input `x`, the neuron's states (and,
-with `readout="sum"`, a state holding the sum), one output (none with the
-readout), and the parameters `scale` and `shift` (trainable, per channel
-or scalar) beside the neuron's own runtime parameters.
+block in the neuron's place: the input `x` (and `skip`, the connection's
+second input, when it has one), the neuron's states (and, with
+`readout="sum"`, a state holding the sum), one output (none with the
+readout), and the parameters `scale` and `shift` (per channel or scalar)
+beside the neuron's own runtime parameters.
+
+A batch norm is the pre-op `x·scale + shift` with `scale` and `shift`
+computed at each call from its statistics (`batch_norm_affine`): the
+batch's in training, computed once per call outside the kernel and
+differentiated exactly, or the running ones in eval.
 """
 
 import dataclasses
@@ -21,11 +28,16 @@ import torch
 from torch import nn
 
 from .. import compiler
-from .._dialect import BLOCK_CONNECTIONS, BLOCK_PRES, BLOCK_READOUTS
+from .._dialect import (BLOCK_CONNECTION_OPERANDS, BLOCK_CONNECTIONS,
+                        BLOCK_PRES, BLOCK_READOUTS)
 from .._manifest import NeuronInfo, Param
 from ._function import Handle, scan
 from ._kernels import DTYPES
 from ._state import StatefulModule, initial_states
+
+#: The batch norms a block takes as its pre-op (nn.BatchNorm1d, 2d, 3d and
+#: their subclasses, such as SpikingJelly's layer.BatchNorm2d).
+BatchNorm = nn.modules.batchnorm._BatchNorm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +59,8 @@ class Affine:
                              f"int, got {self.num_channels!r}")
 
 
-#: SEW-ResNet's connect functions of the neuron's spikes s and the block's
-#: input x (the `connection` of a `flexsn.block`).
+#: SEW-ResNet's connect functions of the neuron's spikes s and the
+#: connection's operand (the `connection` of a `flexsn.block`).
 _RESIDUALS = tuple(op for op in BLOCK_CONNECTIONS if op != "none")
 #: The readouts over time a Block takes (None: the sequence).
 _READOUTS = tuple(r for r in BLOCK_READOUTS if r != "none")
@@ -56,15 +68,50 @@ _READOUTS = tuple(r for r in BLOCK_READOUTS if r != "none")
 
 @dataclasses.dataclass(frozen=True)
 class Residual:
-    """The post-op joining the neuron's output s and the block's input x:
-    "add" (s + x), "and" (s·x) or "iand" ((1 - s)·x), SEW-ResNet's
-    ADD, AND and IAND."""
+    """The post-op joining the neuron's output s and an operand x: "add"
+    (s + x), "and" (s·x) or "iand" ((1 - s)·x), SEW-ResNet's ADD, AND and
+    IAND. x is the block's input, or with `skip=True` a second input of the
+    output's shape, `block(x, skip)` (SEW-ResNet's identity path, or its
+    downsampled identity)."""
     op: str = "add"
+    skip: bool = False
 
     def __post_init__(self):
         if self.op not in _RESIDUALS:
             raise ValueError(f"Residual op is one of "
                              f"{', '.join(_RESIDUALS)}, got {self.op!r}")
+        if not isinstance(self.skip, bool):
+            raise TypeError(f"Residual skip is a bool, got {self.skip!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockShape:
+    """What a `flexsn.block` declares around its neuron: the pre-op, the
+    connection and its operand, the readout (the dialect's enum cases)."""
+    pre: str = "none"
+    connection: str = "none"
+    operand: str = "input"
+    readout: str = "none"
+
+    def __post_init__(self):
+        for value, cases in ((self.pre, BLOCK_PRES),
+                             (self.connection, BLOCK_CONNECTIONS),
+                             (self.operand, BLOCK_CONNECTION_OPERANDS),
+                             (self.readout, BLOCK_READOUTS)):
+            if value not in cases:
+                raise ValueError(f"{value!r} is not one of {cases}")
+
+    @classmethod
+    def of(cls, pre, post: Optional[Residual], readout: Optional[str]):
+        if pre is None:
+            pre_kind = "none"
+        elif isinstance(pre, BatchNorm) or pre.num_channels is not None:
+            pre_kind = "channel_affine"
+        else:
+            pre_kind = "affine"
+        return cls(pre_kind, post.op if post else "none",
+                   "skip" if post and post.skip else "input",
+                   readout or "none")
 
 
 class _CompiledBlock:
@@ -97,8 +144,155 @@ class _CompiledBlock:
             self._VARIANTS[variant], dtype, deterministic)
 
 
+@dataclasses.dataclass
+class BlockProgram:
+    """A block compiled around a neuron as configured: its source, its
+    kernels, its interface (`info`) and the Handle that runs them."""
+    source: str
+    kernels: object
+    info: NeuronInfo
+    handle: Handle
+
+
+def compile_block(compiled, shape: BlockShape, name: str, storage_types,
+                  targets=None) -> BlockProgram:
+    """Compiles the block of `shape` around the neuron `compiled` (a
+    neuron module's `compiled`: its const parameters and surrogate), one
+    function per storage type."""
+    info = compiled.info
+    neuron_text = (compiled.directory / "configured.mlir").read_text()
+    text = block_module(neuron_text, [
+        block_declaration(_CompiledBlock.function_name(name, dtype), info,
+                          shape, dtype)
+        for dtype in storage_types])
+    kernels = compiler.compile_kernels(text, targets=targets)
+    inputs = ("x", "skip") if shape.operand == "skip" else ("x",)
+    outputs = ("y",) if shape.connection != "none" else info.outputs
+    # A sum over time is a state of the kernels, kept only at its end.
+    states = info.states
+    if shape.readout != "none":
+        states, outputs = states + ("readout",), ()
+    params = list(info.runtime_params)
+    if shape.pre != "none":
+        param_shape = "per_channel" if shape.pre == "channel_affine" \
+            else "scalar"
+        params[:0] = [Param("scale", "f32", 1.0, "trainable", param_shape),
+                      Param("shift", "f32", 0.0, "trainable", param_shape)]
+    # In the kernels' order, which fusion chose: their param buffers, then
+    # their scalar params.
+    function = _CompiledBlock.function_name(name, storage_types[0])
+    manifest = kernels.manifest
+    spec = (manifest.find("cpu", "inference", storage_types[0],
+                          neuron=function)
+            or manifest.find("cuda", "inference", storage_types[0],
+                             neuron=function))
+    order = [b.binds.name for b in spec.buffers
+             if b.binds.key == ("param", False)]
+    order += [n for n, _ in spec.params]
+    params.sort(key=lambda p: order.index(p.name))
+    block_info = NeuronInfo(name, inputs, states, outputs, tuple(params))
+    return BlockProgram(text, kernels, block_info,
+                        Handle(_CompiledBlock(kernels, block_info)))
+
+
+class _BatchStatistics(torch.autograd.Function):
+    """The per-channel mean and biased variance of x `[T, B, C, ...]`
+    over every dimension but C, in float32, with their exact gradient:
+    dx = dmean/n + dvar·2(x - mean)/n."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x32 = x if x.dtype == torch.float32 else x.float()
+        dims = [d for d in range(x.dim()) if d != 2]
+        var, mean = torch.var_mean(x32, dims, unbiased=False)
+        ctx.save_for_backward(x, mean)
+        return mean, var
+
+    @staticmethod
+    def backward(ctx, grad_mean, grad_var):
+        x, mean = ctx.saved_tensors
+        n = x.numel() // x.shape[2]
+        view = (1, 1, -1) + (1,) * (x.dim() - 3)
+        x32 = x if x.dtype == torch.float32 else x.float()
+        grad = (x32 - mean.view(view)) * (grad_var * (2.0 / n)).view(view)
+        grad = grad + (grad_mean / n).view(view)
+        return grad.to(x.dtype)
+
+
+def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
+    """(scale, shift), float32 `[C]`, such that `x·scale + shift` is what
+    `bn` computes on x `[T, B, C, ...]` (over T·B samples, as SpikingJelly's
+    multi-step batch norms do), updating its running statistics and batch
+    count as nn.BatchNorm does: batch statistics in training (or without
+    running ones), the running ones in eval, folded as PyTorch's CPU
+    kernel folds them (`invstd·weight`, `bias - mean·scale`)."""
+    if x.dim() < 3 or x.shape[2] != bn.num_features:
+        raise ValueError(
+            f"{type(bn).__name__}({bn.num_features}) takes [T, B, C, ...] "
+            f"inputs with C = {bn.num_features}, got {tuple(x.shape)}")
+    factor = 0.0 if bn.momentum is None else bn.momentum
+    if bn.training and bn.track_running_stats and \
+            bn.num_batches_tracked is not None:
+        bn.num_batches_tracked.add_(1)
+        if bn.momentum is None:  # a cumulative moving average
+            factor = 1.0 / float(bn.num_batches_tracked)
+    if bn.training or bn.running_mean is None:
+        mean, var = _BatchStatistics.apply(x)
+        if bn.training and bn.running_mean is not None:
+            n = x.numel() // x.shape[2]
+            with torch.no_grad():
+                bn.running_mean.mul_(1 - factor).add_(mean * factor)
+                bn.running_var.mul_(1 - factor).add_(
+                    var * (factor * n / max(n - 1, 1)))
+    else:
+        mean, var = bn.running_mean.float(), bn.running_var.float()
+    invstd = 1.0 / torch.sqrt(var + bn.eps)
+    if bn.weight is None:
+        return invstd, -mean * invstd
+    scale = invstd * bn.weight.float()
+    return scale, bn.bias.float() - mean * scale
+
+
+def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
+              skip: Optional[torch.Tensor], scale, shift, states: List,
+              assigned: set) -> torch.Tensor:
+    """Runs a compiled block on x (and skip) from `states` (a state list as
+    modules keep them, updated in place to the final states), reading the
+    neuron's runtime and trainable parameters from `neuron`; `scale` and
+    `shift` are the pre-op's. Returns the output sequence, or the readout."""
+    info = program.info
+    if (skip is not None) != ("skip" in info.inputs):
+        raise TypeError(
+            f"{info.name}: " + ("the connection reads a second input, "
+                                "block(x, skip)" if skip is None else
+                                "the block takes one input x (its "
+                                "connection reads x, not a skip input)"))
+    if skip is not None and skip.shape != x.shape:
+        raise ValueError(f"{info.name}: skip has the output's shape "
+                         f"{tuple(x.shape)}, got {tuple(skip.shape)}")
+    trainable, runtime = [], []
+    for p in info.runtime_params:
+        if pre is not None and p.name in ("scale", "shift"):
+            value = scale if p.name == "scale" else shift
+        else:
+            value = getattr(neuron, p.name)
+        (trainable if p.kind == "trainable" else runtime).append(value)
+    readout = "readout" in info.states
+    neuron_states = info.states[:len(states)]
+    inits = initial_states(info.name, neuron_states, states,
+                           neuron._reset_values, assigned, x)
+    if readout:
+        inits.append(None)  # each call's sum starts at zero
+    inputs = [x] if skip is None else [x, skip]
+    outputs, finals = scan(program.handle, inputs, inits, trainable, runtime,
+                           False)
+    states[:] = finals[:len(states)]
+    return finals[-1] if readout else outputs[0]
+
+
 class Block(StatefulModule):
-    """`post(neuron(pre(x)), x)` over sequences, as one fused kernel.
+    """`post(neuron(pre(x)), x or skip)` over sequences, as one fused
+    kernel.
 
     `neuron` is a FlexSN neuron module of one input and one output (e.g.
     `LIFNode(tau=2.0)`): its compiled step, with its const parameters, is
@@ -106,51 +300,43 @@ class Block(StatefulModule):
     next call); its runtime and trainable scalar parameters are read from
     it at each call (a trainable one is trained through the block); its
     states start from its reset values (`v_reset`). The block runs
-    `[T, ...]` sequences whatever the neuron's `step_mode`. `pre`
-    is None or an `Affine`; `post` None or a `Residual`. Calling the block
-    with x `[T, N...]` (`[T, B, C, ...]` for a per-channel Affine) of one
-    of `storage_types` ("f32", "f16", "bf16"; default f32 only: each is
-    compiled), on the CPU or a GPU, returns the output sequence, or with
-    `readout="sum"` its sum over time per neuron (`[N...]`: a spike count
-    for post=None; the sequence itself is then never stored), and keeps the
-    neuron's final states for the next call (`reset()`, `detach()`), as a
-    neuron module does; gradients flow to x, the initial states, scale and
-    shift and the neuron's trainable parameters through the block's
-    backward kernel (one reverse scan)."""
+    `[T, ...]` sequences whatever the neuron's `step_mode`.
+
+    `pre` is None, an `Affine`, or a batch norm module (`nn.BatchNorm1d`,
+    `2d`, `3d`, or a subclass): its statistics are the batch's in training
+    (its running statistics updated as nn.BatchNorm does, gradients exact
+    through them) and its running ones in eval, applied in the kernel as a
+    per-channel scale and shift. `post` is None or a `Residual`; with
+    `Residual(op, skip=True)` the block takes a second input,
+    `block(x, skip)`. Calling the block with x `[T, N...]` (`[T, B, C, ...]`
+    for a per-channel pre-op) of one of `storage_types` ("f32", "f16",
+    "bf16"; default f32 only: each is compiled), on the CPU or a GPU,
+    returns the output sequence, or with `readout="sum"` its sum over time
+    per neuron (`[N...]`: a spike count for post=None; the sequence itself
+    is then never stored), and keeps the neuron's final states for the
+    next call (`reset()`, `detach()`), as a neuron module does; gradients
+    flow to x, skip, the initial states, the pre-op's parameters and the
+    neuron's trainable parameters through the block's backward kernel (one
+    reverse scan)."""
 
     # A copy builds its kernels at its first call (from the cache, or
     # compiling).
-    _process_local = dict(kernels=None, handle=None, _built_for=None)
+    _process_local = dict(program=None, _built_for=None)
 
-    def __init__(self, neuron, pre: Optional[Affine] = None,
-                 post: Optional[Residual] = None, readout=None,
-                 name: str = "block", storage_types=("f32",),
+    def __init__(self, neuron, pre=None, post: Optional[Residual] = None,
+                 readout=None, name: str = "block", storage_types=("f32",),
                  targets=None):
         super().__init__()
         if readout is not None and readout not in _READOUTS:
             raise ValueError(f"readout is None or 'sum' (the output's sum "
                              f"over time), got {readout!r}")
-        if pre is not None and not isinstance(pre, Affine):
-            raise TypeError(f"pre is None or flexsn.torch.Affine, got "
-                            f"{type(pre).__name__}")
+        if pre is not None and not isinstance(pre, (Affine, BatchNorm)):
+            raise TypeError(f"pre is None, flexsn.torch.Affine or a batch "
+                            f"norm module, got {type(pre).__name__}")
         if post is not None and not isinstance(post, Residual):
             raise TypeError(f"post is None or flexsn.torch.Residual, got "
                             f"{type(post).__name__}")
-        compiled = getattr(neuron, "compiled", None)
-        info = getattr(compiled, "info", None)
-        if not isinstance(info, NeuronInfo):
-            raise TypeError("neuron is a FlexSN neuron module (e.g. "
-                            "flexsn.torch.LIFNode(...))")
-        if len(info.inputs) != 1 or len(info.outputs) != 1:
-            raise ValueError(
-                f"a Block's neuron has one input and one output; "
-                f"{info.name} has {len(info.inputs)} and "
-                f"{len(info.outputs)}")
-        shaped = [p.name for p in info.runtime_params if p.shaped]
-        if shaped:
-            raise ValueError(
-                f"{info.name}: per-neuron or per-channel parameters "
-                f"({', '.join(shaped)}) cannot be in a Block yet")
+        info = check_block_neuron(neuron)
         if not name.isidentifier():
             raise ValueError(f"name is an identifier, got {name!r}")
         storage_types = tuple(dict.fromkeys(storage_types))
@@ -162,9 +348,10 @@ class Block(StatefulModule):
                              "over time is kept in float32")
         self.neuron, self.pre, self.post = neuron, pre, post
         self.readout = readout
+        self.shape = BlockShape.of(pre, post, readout)
         self.name, self.targets = name, targets
         self.storage_types = storage_types
-        if pre is not None:
+        if isinstance(pre, Affine):
             size = (pre.num_channels,) if pre.num_channels else ()
             self.scale = nn.Parameter(torch.full(size, float(pre.scale)))
             self.shift = nn.Parameter(torch.full(size, float(pre.shift)))
@@ -177,39 +364,26 @@ class Block(StatefulModule):
         """Compiles the block around the neuron as it is now configured
         (its const parameters and surrogate): again after one changed."""
         compiled = self.neuron.compiled
-        info = compiled.info
-        self.neuron_params = info.runtime_params
-        pre, post, readout, name = self.pre, self.post, self.readout, self.name
-        neuron_text = (compiled.directory / "configured.mlir").read_text()
-        text = block_module(neuron_text, [
-            block_declaration(_CompiledBlock.function_name(name, dtype),
-                              info, pre, post, readout, dtype)
-            for dtype in self.storage_types])
-        self.source = text
-        self.kernels = compiler.compile_kernels(text, targets=self.targets)
-        outputs = ("y",) if post is not None else info.outputs
-        # A sum over time is a state of the kernels, kept only at its end.
-        states = info.states + (("readout",) if readout else ())
-        if readout:
-            outputs = ()
-        params = list(self.neuron_params)
-        if pre is not None:
-            shape = "per_channel" if pre.num_channels else "scalar"
-            params[:0] = [Param("scale", "f32", pre.scale, "trainable", shape),
-                          Param("shift", "f32", pre.shift, "trainable", shape)]
-        # In the kernels' order, which fusion chose: their param buffers,
-        # then their scalar params.
-        dtype, manifest = self.storage_types[0], self.kernels.manifest
-        function = _CompiledBlock.function_name(name, dtype)
-        spec = (manifest.find("cpu", "inference", dtype, neuron=function)
-                or manifest.find("cuda", "inference", dtype, neuron=function))
-        order = [b.binds.name for b in spec.buffers
-                 if b.binds.key == ("param", False)]
-        order += [n for n, _ in spec.params]
-        params.sort(key=lambda p: order.index(p.name))
-        self.info = NeuronInfo(name, ("x",), states, outputs, tuple(params))
-        self.handle = Handle(_CompiledBlock(self.kernels, self.info))
+        self.neuron_params = compiled.info.runtime_params
+        self.program = compile_block(compiled, self.shape, self.name,
+                                     self.storage_types, self.targets)
         self._built_for = compiled
+
+    @property
+    def source(self) -> str:
+        return self.program.source
+
+    @property
+    def kernels(self):
+        return self.program.kernels
+
+    @property
+    def info(self) -> NeuronInfo:
+        return self.program.info
+
+    @property
+    def handle(self) -> Handle:
+        return self.program.handle
 
     def reset(self):
         """Forgets the states: the next call starts from the neuron's reset
@@ -218,31 +392,46 @@ class Block(StatefulModule):
         self._assigned.clear()
 
     def extra_repr(self) -> str:
-        return (f"name={self.info.name}, pre={self.pre}, post={self.post}, "
+        pre = None if isinstance(self.pre, nn.Module) else self.pre
+        return (f"name={self.name}, pre={pre}, post={self.post}, "
                 f"readout={self.readout!r}")
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.neuron.compiled is not self._built_for:
+    def forward(self, x: torch.Tensor,
+                skip: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if self.program is None or self.neuron.compiled is not self._built_for:
             self._build()
         if DTYPES.get(x.dtype) not in self.storage_types:
             raise TypeError(f"{self.info.name}: the block was compiled for "
                             f"{', '.join(self.storage_types)} inputs "
                             f"(storage_types), got {x.dtype}")
-        trainable, runtime = [], []
-        for p in self.info.runtime_params:
-            owner = self if p.name in ("scale", "shift") and self.pre else \
-                self.neuron
-            value = getattr(owner, p.name)
-            (trainable if p.kind == "trainable" else runtime).append(value)
-        neuron_states = self.info.states[:len(self.states)]
-        inits = initial_states(self.info.name, neuron_states, self.states,
-                               self.neuron._reset_values, self._assigned, x)
-        if self.readout:
-            inits.append(None)  # each call's sum starts at zero
-        outputs, states = scan(self.handle, [x], inits, trainable, runtime,
-                               False)
-        self.states[:] = states[:len(self.states)]
-        return states[-1] if self.readout else outputs[0]
+        scale = shift = None
+        if isinstance(self.pre, BatchNorm):
+            scale, shift = batch_norm_affine(self.pre, x)
+        elif self.pre is not None:
+            scale, shift = self.scale, self.shift
+        return run_block(self.program, self.neuron, self.pre, x, skip, scale,
+                         shift, self.states, self._assigned)
+
+
+def check_block_neuron(neuron) -> NeuronInfo:
+    """The interface of a neuron a block can hold: a FlexSN neuron module
+    of one input and one output, with scalar runtime parameters."""
+    compiled = getattr(neuron, "compiled", None)
+    info = getattr(compiled, "info", None)
+    if not isinstance(info, NeuronInfo):
+        raise TypeError("neuron is a FlexSN neuron module (e.g. "
+                        "flexsn.torch.LIFNode(...))")
+    if len(info.inputs) != 1 or len(info.outputs) != 1:
+        raise ValueError(
+            f"a Block's neuron has one input and one output; "
+            f"{info.name} has {len(info.inputs)} and "
+            f"{len(info.outputs)}")
+    shaped = [p.name for p in info.runtime_params if p.shaped]
+    if shaped:
+        raise ValueError(
+            f"{info.name}: per-neuron or per-channel parameters "
+            f"({', '.join(shaped)}) cannot be in a Block yet")
+    return info
 
 
 def block_module(neuron_text: str, functions) -> str:
@@ -254,17 +443,13 @@ def block_module(neuron_text: str, functions) -> str:
     return text[:-1] + "".join(functions) + "}\n"
 
 
-def block_declaration(function: str, info: NeuronInfo,
-                      pre: Optional[Affine], post: Optional[Residual],
-                      readout: Optional[str] = None,
+def block_declaration(function: str, info: NeuronInfo, shape: BlockShape,
                       dtype: str = "f32") -> str:
     """The `flexsn.block` op declaring the block function `@function` over
     sequences of `dtype`; `flexsn-expand-blocks` writes its IR."""
-    if pre is None:
-        pre_kind = "none"
-    else:
-        pre_kind = "affine" if pre.num_channels is None else "channel_affine"
-    assert pre_kind in BLOCK_PRES
+    connection = shape.connection
+    if shape.operand != "input":
+        connection += f", {shape.operand}"
     return (f"  flexsn.block @{function} neuron(@{info.name}) "
-            f"pre({pre_kind}) connection({post.op if post else 'none'}) "
-            f"readout({readout or 'none'}) storage({dtype})\n")
+            f"pre({shape.pre}) connection({connection}) "
+            f"readout({shape.readout}) storage({dtype})\n")

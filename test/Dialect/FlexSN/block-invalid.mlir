@@ -108,3 +108,19 @@ func.func @f() {
   flexsn.block @b neuron(@if) pre(none) connection(none) readout(none) storage(f32)
   return
 }
+
+// -----
+
+flexsn.neuron @if inputs(%x: f32) states(%v: f32) outputs(spike) {
+  %s = flexsn.spike %v surrogate(#flexsn.sigmoid) : f32
+  %h = arith.addf %v, %x : f32
+  flexsn.yield %s, %h : f32, f32
+}
+// expected-error@+1 {{'flexsn.block' op has no connection to read its 'skip' input}}
+flexsn.block @b neuron(@if) pre(none) connection(none, skip) readout(none) storage(f32)
+
+// -----
+
+// expected-error@+2 {{expected one of [input, skip]}}
+// expected-error@+1 {{invalid value for property connection_operand}}
+flexsn.block @b neuron(@if) pre(none) connection(add, identity) readout(none) storage(f32)

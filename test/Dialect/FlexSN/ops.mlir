@@ -329,12 +329,17 @@ func.func @step_ops(%x: f32) -> (f32, f32, f32) {
   return %s, %g, %d : f32, f32, f32
 }
 
-// Block declarations: every pre-op, connection, readout and storage type.
+// Block declarations: every pre-op, connection, operand, readout and storage
+// type; the default operand (the block's input) is not printed.
 // CHECK: flexsn.block @block_plain neuron(@lif) pre(none) connection(none) readout(none) storage(f32)
 // CHECK: flexsn.block @block_bn neuron(@lif) pre(channel_affine) connection(add) readout(none) storage(f16)
 // CHECK: flexsn.block @block_and neuron(@lif) pre(affine) connection(and) readout(none) storage(bf16)
 // CHECK: flexsn.block @block_count neuron(@lif) pre(affine) connection(iand) readout(sum) storage(f32)
+// CHECK: flexsn.block @block_sew neuron(@lif) pre(channel_affine) connection(iand, skip) readout(none) storage(f32)
+// CHECK: flexsn.block @block_input neuron(@lif) pre(none) connection(add) readout(none) storage(f32)
 flexsn.block @block_plain neuron(@lif) pre(none) connection(none) readout(none) storage(f32)
 flexsn.block @block_bn neuron(@lif) pre(channel_affine) connection(add) readout(none) storage(f16)
 flexsn.block @block_and neuron(@lif) pre(affine) connection(and) readout(none) storage(bf16)
 flexsn.block @block_count neuron(@lif) pre(affine) connection(iand) readout(sum) storage(f32)
+flexsn.block @block_sew neuron(@lif) pre(channel_affine) connection(iand, skip) readout(none) storage(f32)
+flexsn.block @block_input neuron(@lif) pre(none) connection(add, input) readout(none) storage(f32)

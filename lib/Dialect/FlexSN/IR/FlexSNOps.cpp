@@ -161,6 +161,11 @@ LogicalResult BlockOp::verify() {
     return emitOpError() << "keeps readout(sum) in f32: it needs storage(f32), "
                             "not storage("
                          << stringifyStorageType(getStorage()) << ")";
+  if (getConnectionOperand() == BlockConnectionOperand::Skip &&
+      getConnection() == BlockConnection::None)
+    return emitOpError() << "has no connection to read its 'skip' input: "
+                            "connection(none, skip) declares an input "
+                            "nothing reads";
   return success();
 }
 

@@ -58,6 +58,7 @@ public:
     MLIRContext *ctx = block.getContext();
     channels = block.getPre() == BlockPre::ChannelAffine;
     affine = block.getPre() != BlockPre::None;
+    skip = block.getConnectionOperand() == BlockConnectionOperand::Skip;
     rank = channels ? 4 : 2;
     f32 = b.getF32Type();
     storage = getStorageElementType(ctx, block.getStorage());
@@ -71,7 +72,8 @@ public:
 private:
   func::FuncOp createFunction();
   Value buildPre(Value x, Value scale, Value shift);
-  Value buildConnection(Value s, Value x);
+  /// `connection(s, operand)`: operand is the block's input or `skip`.
+  Value buildConnection(Value s, Value operand);
   Value buildReadout(Value sequence);
   /// `value` (f32 or the storage type) as f32.
   Value toF32(OpBuilder &nb, Location l, Value value) {
@@ -84,7 +86,7 @@ private:
   NeuronOp neuron;
   OpBuilder b;
   Location loc;
-  bool channels, affine;
+  bool channels, affine, skip;
   int64_t rank;
   Type f32, storage;
   RankedTensorType seq, seq32, state;
@@ -97,6 +99,10 @@ func::FuncOp BlockExpander::createFunction() {
   MLIRContext *ctx = b.getContext();
   SmallVector<Type> argTypes = {seq};
   SmallVector<Attribute> argAttrs = {nameAttrs(b, "x")};
+  if (skip) {
+    argTypes.push_back(seq);
+    argAttrs.push_back(nameAttrs(b, "skip"));
+  }
   if (affine) {
     Type param = channels ? Type(dynamicTensor(1, f32)) : f32;
     argTypes.append({param, param});
@@ -146,11 +152,11 @@ Value BlockExpander::buildPre(Value x, Value scale, Value shift) {
   return pre.getResult(0);
 }
 
-Value BlockExpander::buildConnection(Value s, Value x) {
+Value BlockExpander::buildConnection(Value s, Value operand) {
   Value empty = tensor::EmptyOp::create(b, loc, dims, storage);
   BlockConnection connection = block.getConnection();
   auto post = linalg::GenericOp::create(
-      b, loc, TypeRange{seq}, ValueRange{s, x}, ValueRange{empty},
+      b, loc, TypeRange{seq}, ValueRange{s, operand}, ValueRange{empty},
       ArrayRef<AffineMap>{identity, identity, identity}, parallel,
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value si = args[0], xi = toF32(nb, l, args[1]);
@@ -206,9 +212,11 @@ func::FuncOp BlockExpander::build() {
   Value x = entry->getArgument(0);
   for (int64_t i = 0; i < rank; ++i)
     dims.push_back(tensor::DimOp::create(b, loc, x, i).getResult());
-  unsigned firstParam = affine ? 3 : 1;
-  Value source =
-      affine ? buildPre(x, entry->getArgument(1), entry->getArgument(2)) : x;
+  unsigned firstPre = skip ? 2 : 1;
+  unsigned firstParam = firstPre + (affine ? 2 : 0);
+  Value source = affine ? buildPre(x, entry->getArgument(firstPre),
+                                   entry->getArgument(firstPre + 1))
+                        : x;
 
   // The neuron's output: the block's, or f32 for the ops after it.
   bool readout = block.getReadout() == BlockReadout::Sum;
@@ -235,7 +243,7 @@ func::FuncOp BlockExpander::build() {
 
   Value result = scan.getResult(0);
   if (connected)
-    result = buildConnection(result, x);
+    result = buildConnection(result, skip ? entry->getArgument(1) : x);
   if (readout)
     result = buildReadout(result);
   SmallVector<Value> returned = {result};

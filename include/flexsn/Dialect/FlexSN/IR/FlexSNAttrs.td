@@ -506,8 +506,23 @@ def FlexSN_BlockConnection : I32EnumAttr<"BlockConnection",
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
   let description = [{
-    SEW-ResNet's connect functions: `add` (s + x), `and` (s·x), `iand`
-    ((1 − s)·x); `none` returns s.
+    SEW-ResNet's connect functions of the neuron's output s and the
+    connection's operand x (the block's input or `skip`): `add` (s + x),
+    `and` (s·x), `iand` ((1 − s)·x); `none` returns s.
+  }];
+}
+
+def FlexSN_BlockConnectionOperand : I32EnumAttr<"BlockConnectionOperand",
+    "the second operand of a block's connection", [
+    I32EnumAttrCase<"Input", 0, "input">,
+    I32EnumAttrCase<"Skip", 1, "skip">
+  ]> {
+  let cppNamespace = "::mlir::flexsn";
+  let genSpecializedAttr = 0;
+  let description = [{
+    * `input`: the block's input x (before the pre-op);
+    * `skip`: a second input sequence `skip` of the output's shape, e.g.
+      SEW-ResNet's identity path or its downsampled identity.
   }];
 }
 

@@ -444,14 +444,17 @@ def FlexSN_BlockOp : FlexSN_Op<"block", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "A neuron between a pre-op and a connection, declared";
   let description = [{
-    Declares a spiking block over sequences: `connection(neuron(pre(x)), x)`,
-    then a readout over time, stored as `storage`. `flexsn-expand-blocks`
+    Declares a spiking block over sequences: `connection(neuron(pre(x)), o)`,
+    where the operand o is the block's input x or, with `connection(op,
+    skip)`, a second input `skip`; then a readout over time, stored as
+    `storage`. `flexsn-expand-blocks`
     writes it as a `func.func` marked `flexsn.block` on tensors (linalg ops
     around a `flexsn.scan` of the neuron), which fusion makes one scan and
     `flexsn-generate-block-kernels` compiles into kernels with a neuron
     kernel's interface. The Python layer sends this declaration, not IR.
 
-    The block function takes the input `x`, then `scale` and `shift` with
+    The block function takes the input `x`, then `skip` if the connection
+    reads it, then `scale` and `shift` with
     an affine pre-op, then the neuron's runtime parameters (scalars), and
     returns the output (`y` with a connection, the neuron's output name
     without, `readout` with a readout) and the neuron's final states.
@@ -459,18 +462,22 @@ def FlexSN_BlockOp : FlexSN_Op<"block", [
     ```mlir
     flexsn.block @bn_lif_f16 neuron(@lif) pre(channel_affine)
         connection(add) readout(none) storage(f16)
+    flexsn.block @sew_iand neuron(@lif) pre(channel_affine)
+        connection(iand, skip) readout(none) storage(f32)
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        FlatSymbolRefAttr:$neuron,
                        EnumProp<FlexSN_BlockPre>:$pre,
                        EnumProp<FlexSN_BlockConnection>:$connection,
+                       DefaultValuedProp<EnumProp<FlexSN_BlockConnectionOperand>,
+                           "::mlir::flexsn::BlockConnectionOperand::Input">:$connection_operand,
                        EnumProp<FlexSN_BlockReadout>:$readout,
                        EnumProp<FlexSN_StorageType>:$storage);
   let hasVerifier = 1;
   let assemblyFormat = [{
     $sym_name `neuron` `(` $neuron `)` `pre` `(` $pre `)`
-    `connection` `(` $connection `)` `readout` `(` $readout `)`
+    `connection` `(` $connection (`,` $connection_operand^)? `)` `readout` `(` $readout `)`
     `storage` `(` $storage `)` attr-dict
   }];
 }
