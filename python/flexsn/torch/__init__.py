@@ -4,13 +4,15 @@
     lif = LIFNode(tau=2.0, surrogate_function=flexsn.surrogate.ATan(),
                   step_mode="m")
     spikes = lif(x_seq)            # x_seq: [T, N...], CPU or CUDA
+    model = flexsn.torch.fuse(model)   # batch norm -> neuron chains fused
 """
 
 from ._block import Affine, Block, Residual
 from ._function import Handle, has_custom_op, scan
+from ._fuse import fuse
 from ._kernels import unpack_spikes
 from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
 
 __all__ = ["Affine", "Block", "FlexSN", "Handle", "IFNode", "LIFNode",
-           "ParametricLIFNode", "Residual", "has_custom_op", "scan",
+           "ParametricLIFNode", "Residual", "fuse", "has_custom_op", "scan",
            "unpack_spikes"]

@@ -238,7 +238,8 @@ def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
             factor = 1.0 / float(bn.num_batches_tracked)
     if bn.training or bn.running_mean is None:
         mean, var = _BatchStatistics.apply(x)
-        if bn.training and bn.running_mean is not None:
+        if bn.training and bn.track_running_stats and \
+                bn.running_mean is not None:
             n = x.numel() // x.shape[2]
             with torch.no_grad():
                 bn.running_mean.mul_(1 - factor).add_(mean * factor)

@@ -1,0 +1,299 @@
+"""`flexsn.torch.fuse(model)`: the chains batch norm -> FlexSN neuron ->
+connection -> readout of an unmodified model, run as fused Blocks.
+
+The model is traced with torch.fx, every module without children (and every
+FlexSN neuron) kept as one call. In the graph, a chain is
+
+    bn(x) -> neuron -> [s + o | s * o | (1 - s) * o] -> [.mean(0) | .sum(0)]
+
+where bn is a multi-step batch norm (a `_BatchNorm` whose `step_mode` is
+"m", as SpikingJelly's layer.BatchNorm1d/2d/3d are: `[T, B, C, ...]`
+inputs), the neuron a FlexSN neuron of one input and one output in
+multi-step mode, each link the only user of the one before, and o any
+other tensor (SEW-ResNet's identity or downsampled identity, a residual).
+Each chain becomes one call of `fused_block(bn, neuron, x, o, ...)`, which
+reads the two modules where the model keeps them: the returned model has
+the same modules, parameters, buffers and state_dict keys, and its
+neurons keep their states (`reset()`, SpikingJelly's `reset_net`).
+
+A model (or submodule) torch.fx cannot trace is left as it is and its
+children are fused instead.
+"""
+
+import copy
+import operator
+from typing import List, Optional
+
+import torch
+from torch import fx, nn
+
+from ._block import (BatchNorm, BlockShape, batch_norm_affine,
+                     check_block_neuron, compile_block, run_block)
+from ._kernels import DTYPES
+from ._modules import FlexSN
+
+_ADDS = (operator.add, operator.iadd, torch.add)
+_MULS = (operator.mul, operator.imul, torch.mul)
+
+
+def fuse(model: nn.Module, verbose: bool = False) -> nn.Module:
+    """The model with its batch norm -> neuron [-> connection] [-> mean or
+    sum over T] chains run as fused Blocks (see the module's doc). Returns
+    a torch.fx.GraphModule sharing `model`'s modules (or `model` itself
+    when nothing fused); `model` is not changed. With `verbose`, prints
+    what was fused and why each other batch norm or neuron was not."""
+    report: List[str] = []
+    fused = _fuse_module(model, "", report)
+    if verbose:
+        print("\n".join(report) if report else
+              "flexsn.torch.fuse: no batch norm or FlexSN neuron found")
+    return fused
+
+
+class _Tracer(fx.Tracer):
+    """Keeps FlexSN neurons and modules without children as single calls:
+    the graph then shows the chains between modules."""
+
+    def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
+        return (isinstance(m, FlexSN) or not any(True for _ in m.children())
+                or super().is_leaf_module(m, qualname))
+
+
+def _fuse_module(module: nn.Module, prefix: str, report: List[str]):
+    try:
+        graph = _Tracer().trace(module)
+    except Exception as error:  # noqa: BLE001: any trace failure
+        if not any(True for _ in module.children()):
+            return module
+        report.append(f"{prefix or 'model'}: torch.fx cannot trace it "
+                      f"({type(error).__name__}: {str(error)[:120]}); "
+                      f"fusing inside its children")
+        clone = None
+        for name, child in module.named_children():
+            new = _fuse_module(child, f"{prefix}{name}.", report)
+            if new is not child:
+                if clone is None:  # a shallow copy: `model` is unchanged
+                    clone = copy.copy(module)
+                    clone._modules = copy.copy(module._modules)
+                clone._modules[name] = new
+        return module if clone is None else clone
+    if not _fuse_graph(module, graph, prefix, report):
+        return module
+    graph.lint()
+    fused = fx.GraphModule(module, graph, class_name=type(module).__name__)
+    _keep_order(fused, module)
+    missing = set(module.state_dict()) ^ set(fused.state_dict())
+    if missing:  # an attribute the forward never reads: keep the model
+        report.append(f"{prefix or 'model'}: not fused, its state_dict "
+                      f"would change ({', '.join(sorted(missing)[:4])})")
+        return module
+    return fused
+
+
+def _keep_order(new: nn.Module, old: nn.Module) -> None:
+    """Orders the GraphModule's submodules, parameters and buffers (created
+    in the order the graph uses them) as `old` has them: the same
+    state_dict and `parameters()` order, so optimizers and checkpoints see
+    the same model."""
+    for table in ("_modules", "_parameters", "_buffers"):
+        order = {name: i for i, name in enumerate(getattr(old, table))}
+        items = sorted(getattr(new, table).items(),
+                       key=lambda item: order.get(item[0], len(order)))
+        getattr(new, table).clear()
+        getattr(new, table).update(items)
+    for name, child in new._modules.items():
+        original = old._modules.get(name)
+        if original is not None and child is not original:
+            _keep_order(child, original)
+
+
+def _module(root: nn.Module, node: fx.Node) -> Optional[nn.Module]:
+    if node.op != "call_module":
+        return None
+    return root.get_submodule(node.target)
+
+
+def _only_user(node: fx.Node) -> Optional[fx.Node]:
+    users = list(node.users)
+    return users[0] if len(users) == 1 else None
+
+
+def _is_call(node: fx.Node, functions, method: str) -> bool:
+    return ((node.op == "call_function" and node.target in functions)
+            or (node.op == "call_method" and node.target == method))
+
+
+def _connection(s: fx.Node):
+    """(op, operand, nodes) when s's only user starts a SEW connection
+    with another tensor o: s + o, s * o, or (1 - s) * o; else None."""
+    user = _only_user(s)
+    if user is None or user.kwargs or len(user.args) != 2:
+        return None
+
+    def other(node, value):
+        a, b = node.args
+        o = b if a is value else a if b is value else None
+        return o if isinstance(o, fx.Node) and o is not value else None
+
+    for op, functions, method in (("add", _ADDS, "add"),
+                                  ("and", _MULS, "mul")):
+        if _is_call(user, functions, method):
+            o = other(user, s)
+            return (op, o, [user]) if o is not None else None
+    # IAND: (1 - s) * o, as `1.0 - s` (operator.sub) or `torch.rsub(s, 1)`.
+    one_minus = user.op == "call_function" and (
+        (user.target is operator.sub and user.args == (1, s))
+        or (user.target is torch.rsub and user.args == (s, 1)))
+    mul = _only_user(user) if one_minus else None
+    if mul is None or mul.kwargs or len(mul.args) != 2 or \
+            not _is_call(mul, _MULS, "mul"):
+        return None
+    o = other(mul, user)
+    return ("iand", o, [user, mul]) if o is not None else None
+
+
+def _readout(y: fx.Node):
+    """("sum" or "mean", node) when y's only user is its sum or mean over
+    dim 0 (time); else None."""
+    user = _only_user(y)
+    if user is None or not user.args or user.args[0] is not y:
+        return None
+    for kind, function in (("sum", torch.sum), ("mean", torch.mean)):
+        if _is_call(user, (function,), kind):
+            break
+    else:
+        return None
+    args = dict(zip(("dim", "keepdim"), user.args[1:]))
+    args.update(user.kwargs)
+    if args.get("dim") not in (0, (0,), [0]) or args.get("keepdim", False) \
+            or set(args) - {"dim", "keepdim"}:
+        return None
+    return kind, user
+
+
+def _why_not(bn: nn.Module, neuron) -> Optional[str]:
+    """Why bn -> neuron cannot be one Block now; None when it can."""
+    if getattr(bn, "step_mode", None) != "m":
+        return ("the batch norm is not multi-step (step_mode='m'): it "
+                "normalizes [N, C, ...], not [T, B, C, ...]")
+    try:
+        check_block_neuron(neuron)
+    except (TypeError, ValueError) as error:
+        return str(error)
+    if neuron.step_mode != "m":
+        return "the neuron is single-step (step_mode='s')"
+    if neuron.store_state_seqs or neuron.check_finite:
+        return ("the neuron stores its state sequences or checks finite "
+                "values, which a block does not")
+    return None
+
+
+def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
+                report: List[str]) -> bool:
+    """Replaces each chain in `graph` by a `fused_block` call; says in
+    `report` what it fused and why other batch norms were not."""
+    fused = False
+    for bn_node in list(graph.nodes):
+        if not isinstance(_module(root, bn_node), BatchNorm):
+            continue
+        where = f"{prefix}{bn_node.target}"
+        sn_node = _only_user(bn_node)
+        neuron = _module(root, sn_node) if sn_node is not None else None
+        if not isinstance(neuron, FlexSN) or len(bn_node.args) != 1 or \
+                sn_node.args != (bn_node,) or sn_node.kwargs:
+            report.append(f"{where}: not fused, its output is not the only "
+                          f"input of a FlexSN neuron")
+            continue
+        why = _why_not(_module(root, bn_node), neuron)
+        if why:
+            report.append(f"{where} -> {prefix}{sn_node.target}: not fused, "
+                          f"{why}")
+            continue
+        chain = [bn_node, sn_node]
+        connection, operand = "none", None
+        found = _connection(sn_node)
+        if found:
+            connection, operand, nodes = found
+            chain += nodes
+        readout = _readout(chain[-1])
+        if readout:
+            readout, node = readout
+            chain.append(node)
+        last = chain[-1]
+        with graph.inserting_before(last):
+            args = (graph.get_attr(bn_node.target),
+                    graph.get_attr(sn_node.target), bn_node.args[0], operand)
+            call = graph.call_function(
+                fused_block, args,
+                {"connection": connection, "readout": readout or "none"})
+        last.replace_all_uses_with(call)
+        for node in reversed(chain):
+            graph.erase_node(node)
+        parts = [where, f"{prefix}{sn_node.target}"]
+        if connection != "none":
+            parts.append(f"{connection} with {operand.name}")
+        if readout:
+            parts.append(f"{readout} over T")
+        report.append("fused: " + " -> ".join(parts))
+        fused = True
+    return fused
+
+
+#: The blocks built in this process: {(the compiled neuron's directory,
+#: which names its configured source, shape, storage type, targets):
+#: BlockProgram}.
+_PROGRAMS = {}
+
+
+def _program(neuron, shape: BlockShape, dtype: str):
+    compiled = neuron.compiled
+    targets = getattr(neuron, "targets", None)
+    key = (str(compiled.directory), shape, dtype,
+           None if targets is None else tuple(targets))
+    if key not in _PROGRAMS:
+        name = "fused_" + "_".join(
+            v for v in (shape.pre, shape.connection, shape.operand,
+                        shape.readout) if v not in ("none", "input"))
+        _PROGRAMS[key] = compile_block(compiled, shape, name, (dtype,),
+                                       targets)
+    return _PROGRAMS[key]
+
+
+def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
+                operand: Optional[torch.Tensor] = None, *,
+                connection: str = "none", readout: str = "none"):
+    """`readout(connection(neuron(bn(x)), operand))` as one Block call,
+    with bn's and the neuron's parameters, statistics and states; the same
+    modules called one by one when an input does not suit the kernels (a
+    broadcast operand, a dtype they do not store, a mode changed since
+    `fuse`)."""
+    dtype = DTYPES.get(x.dtype)
+    mean = readout == "mean"
+    fits = (dtype is not None and x.dim() >= 3 and _why_not(bn, neuron)
+            is None and (readout == "none" or dtype == "f32")
+            and (operand is None or (operand.shape == x.shape
+                                     and operand.dtype == x.dtype
+                                     and operand.device == x.device)))
+    if not fits:
+        return _unfused(bn, neuron, x, operand, connection, readout)
+    shape = BlockShape("channel_affine", connection,
+                       "input" if operand is None else "skip",
+                       "sum" if readout != "none" else "none")
+    program = _program(neuron, shape, dtype)
+    scale, shift = batch_norm_affine(bn, x)
+    y = run_block(program, neuron, bn, x, operand, scale, shift,
+                  neuron.states, neuron._assigned)
+    return y / x.shape[0] if mean else y
+
+
+def _unfused(bn, neuron, x, operand, connection, readout):
+    s = neuron(bn(x))
+    if connection == "add":
+        s = s + operand
+    elif connection == "and":
+        s = s * operand
+    elif connection == "iand":
+        s = (1.0 - s) * operand
+    if readout == "sum":
+        return s.sum(0)
+    return s.mean(0) if readout == "mean" else s

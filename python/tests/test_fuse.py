@@ -1,0 +1,298 @@
+"""flexsn.torch.fuse on unmodified models: SpikingJelly-style networks
+(multi-step batch norms, SEW-ResNet and Spiking-ResNet blocks, a classifier
+averaged over time), written here as SpikingJelly writes them.
+
+The reference is the same model unfused, run by PyTorch's own batch norm
+and the FlexSN neuron modules: eval outputs equal, training outputs,
+gradients and running statistics within float tolerance, the same
+state_dict keys both ways.
+"""
+
+import io
+
+import pytest
+import torch
+from torch import nn
+
+from flexsn.torch import LIFNode, fuse
+from flexsn.torch._fuse import fused_block
+
+from devices import DEVICES
+
+
+class MultiStepBatchNorm2d(nn.BatchNorm2d):
+    """A batch norm over [T, B, C, H, W], as SpikingJelly's
+    layer.BatchNorm2d(step_mode="m"): one batch of T·B samples."""
+
+    def __init__(self, channels):
+        super().__init__(channels)
+        self.step_mode = "m"
+
+    def forward(self, x):
+        if self.step_mode == "s":
+            return super().forward(x)
+        return super().forward(x.flatten(0, 1)).view(x.shape)
+
+
+class MultiStepBatchNorm1d(nn.BatchNorm1d):
+    def __init__(self, channels):
+        super().__init__(channels)
+        self.step_mode = "m"
+
+    def forward(self, x):
+        if self.step_mode == "s":
+            return super().forward(x)
+        return super().forward(x.flatten(0, 1)).view(x.shape)
+
+
+class MultiStepConv(nn.Conv2d):
+    def forward(self, x):
+        y = super().forward(x.flatten(0, 1))
+        return y.view(x.shape[0], x.shape[1], *y.shape[1:])
+
+
+class MultiStepLinear(nn.Linear):
+    def forward(self, x):
+        return super().forward(x)
+
+
+def lif():
+    return LIFNode(tau=2.0, detach_reset=True, step_mode="m")
+
+
+def sew_function(x, y, cnf):
+    """SpikingJelly's sew_function(identity, out, cnf)."""
+    if cnf == "ADD":
+        return x + y
+    if cnf == "AND":
+        return x * y
+    return x * (1.0 - y)
+
+
+class SEWBlock(nn.Module):
+    """SEW-ResNet's BasicBlock: the connection joins the second neuron's
+    spikes and the identity (or the downsampled identity's spikes)."""
+
+    def __init__(self, cin, cout, stride, cnf):
+        super().__init__()
+        self.conv1 = MultiStepConv(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = MultiStepBatchNorm2d(cout)
+        self.sn1 = lif()
+        self.conv2 = MultiStepConv(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = MultiStepBatchNorm2d(cout)
+        self.sn2 = lif()
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(
+                MultiStepConv(cin, cout, 1, stride, bias=False),
+                MultiStepBatchNorm2d(cout))
+            self.downsample_sn = lif()
+        self.cnf = cnf
+
+    def forward(self, x):
+        identity = x
+        out = self.sn1(self.bn1(self.conv1(x)))
+        out = self.sn2(self.bn2(self.conv2(out)))
+        if self.downsample is not None:
+            identity = self.downsample_sn(self.downsample(x))
+        return sew_function(identity, out, self.cnf)
+
+
+class SpikingBlock(nn.Module):
+    """Spiking-ResNet's BasicBlock: the residual is added before the second
+    neuron, which is no chain fuse takes."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = MultiStepConv(channels, channels, 3, 1, 1, bias=False)
+        self.bn1 = MultiStepBatchNorm2d(channels)
+        self.sn1 = lif()
+        self.conv2 = MultiStepConv(channels, channels, 3, 1, 1, bias=False)
+        self.bn2 = MultiStepBatchNorm2d(channels)
+        self.sn2 = lif()
+
+    def forward(self, x):
+        identity = x
+        out = self.sn1(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += identity
+        return self.sn2(out)
+
+
+class Net(nn.Module):
+    def __init__(self, cnf="ADD", classes=5):
+        super().__init__()
+        self.conv = MultiStepConv(2, 8, 3, 1, 1, bias=False)
+        self.bn = MultiStepBatchNorm2d(8)
+        self.sn = lif()
+        self.layer = nn.Sequential(SEWBlock(8, 8, 1, cnf),
+                                   SEWBlock(8, 12, 2, cnf),
+                                   SpikingBlock(12))
+        self.fc1 = MultiStepLinear(12, 16)
+        self.bn_fc = MultiStepBatchNorm1d(16)
+        self.sn_fc = lif()
+        self.fc2 = MultiStepLinear(16, classes)
+
+    def forward(self, x):
+        x = self.layer(self.sn(self.bn(self.conv(x))))
+        x = x.mean((3, 4))
+        rates = self.sn_fc(self.bn_fc(self.fc1(x))).mean(0)
+        return self.fc2(rates)
+
+
+def reset(model):
+    for m in model.modules():
+        if isinstance(m, LIFNode):
+            m.reset()
+
+
+def twins(cnf, device, seed=0):
+    torch.manual_seed(seed)
+    model = Net(cnf).to(device)
+    with torch.no_grad():  # batch norms that are not the identity
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.weight.uniform_(0.6, 1.6)
+                m.bias.uniform_(-0.1, 0.3)
+    return model, fuse(model)
+
+
+def batch(device, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(4, 3, 2, 8, 8, generator=gen) * 2).to(device)
+
+
+def test_report_and_state_dict(capsys):
+    model = Net("IAND")
+    fused = fuse(model, verbose=True)
+    lines = capsys.readouterr().out.splitlines()
+    fused_lines = [line for line in lines if line.startswith("fused:")]
+    assert "fused: bn -> sn" in lines
+    assert any(line.startswith("fused: layer.1.bn2 -> layer.1.sn2 -> iand")
+               for line in lines)
+    assert "fused: bn_fc -> sn_fc -> mean over T" in lines
+    # stem, 2 x (bn1, bn2), downsample, the spiking block's bn1, classifier
+    assert len(fused_lines) == 8
+    assert any(line.startswith("layer.2.bn2: not fused") for line in lines)
+    assert isinstance(fused, torch.fx.GraphModule)
+    assert "fused_block" in fused.code
+    assert list(fused.state_dict()) == list(model.state_dict())
+    # A checkpoint loads both ways.
+    other = Net("IAND")
+    fused.load_state_dict(other.state_dict())
+    assert torch.equal(model.bn.weight, other.bn.weight)
+    other.load_state_dict(fused.state_dict())
+    assert isinstance(model.layer[0], SEWBlock)  # model is unchanged
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cnf", ["ADD", "AND", "IAND"])
+def test_eval_equals_unfused(device, cnf):
+    model, fused = twins(cnf, device)
+    x = batch(device)
+    model.train()
+    with torch.no_grad():  # running statistics that are not (0, 1)
+        model(x)
+    reset(model)
+    model.eval()
+    fused.eval()
+    with torch.no_grad():
+        want = model(x)
+        reset(model)
+        got = fused(x)
+    if device == "cpu":
+        assert torch.equal(got, want)
+    else:  # cuDNN's batch norm rounds in another order
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cnf", ["ADD", "IAND"])
+def test_training_step_matches_unfused(device, cnf):
+    """Two training steps: the outputs, every parameter's gradient, the
+    running statistics and the batch counts of the fused model against
+    the unfused one."""
+    model, fused = twins(cnf, device)
+    clone, _ = twins(cnf, device)
+    clone.load_state_dict(model.state_dict())
+    fused = fuse(clone)
+    for step in range(2):
+        x = batch(device, seed=10 + step)
+        reset(model)
+        reset(clone)
+        want, got = model(x), fused(x)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        grad = torch.randn(want.shape, generator=torch.Generator()
+                           .manual_seed(step)).to(device)
+        model.zero_grad()
+        fused.zero_grad()
+        want.backward(grad)
+        got.backward(grad)
+        for (name, p), q in zip(model.named_parameters(),
+                                clone.parameters()):
+            torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4,
+                                       msg=name)
+        for (name, b), c in zip(model.named_buffers(), clone.buffers()):
+            torch.testing.assert_close(c, b, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_pickled_model_runs_again():
+    model, fused = twins("ADD", "cpu")
+    fused.eval()
+    x = batch("cpu")
+    with torch.no_grad():
+        want = fused(x)
+    buffer = io.BytesIO()
+    torch.save(fused, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False) \
+        if "weights_only" in torch.load.__code__.co_varnames \
+        else torch.load(buffer)
+    reset(loaded)
+    with torch.no_grad():
+        assert torch.equal(loaded(x), want)
+
+
+def test_inputs_the_kernels_do_not_take_run_unfused():
+    """A broadcast operand, or a neuron switched to single-step after
+    fuse, runs the modules one by one: the same results as unfused."""
+    bn = MultiStepBatchNorm2d(3).eval()
+    neuron = lif()
+    x = torch.randn(2, 2, 3, 4, 4)
+    operand = torch.randn(3, 4, 4)  # broadcasts over T and B
+    got = fused_block(bn, neuron, x, operand, connection="add")
+    neuron.reset()
+    assert torch.equal(got, neuron(bn(x)) + operand)
+    neuron.reset()
+    neuron.step_mode = "s"
+    single = x[0]
+    bn.step_mode = "s"
+    got = fused_block(bn, neuron, single)
+    neuron.reset()
+    assert torch.equal(got, neuron(bn(single)))
+
+
+def test_untraceable_parent_fuses_its_children(capsys):
+    class Untraceable(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.Sequential(MultiStepBatchNorm2d(3), lif())
+
+        def forward(self, x):
+            if x.sum() > 0:  # data-dependent control flow: fx cannot trace
+                return self.inner(x)
+            return self.inner(-x)
+
+    model = Untraceable()
+    fused = fuse(model, verbose=True)
+    out = capsys.readouterr().out
+    assert "model: torch.fx cannot trace it" in out
+    assert "fused: inner.0 -> inner.1" in out
+    assert fused is not model and model.inner is not fused.inner
+    x = torch.randn(2, 2, 3, 4, 4)
+    with torch.no_grad():
+        model.eval()
+        fused.eval()
+        want = model(x)
+        model.inner[1].reset()
+        assert torch.equal(fused(x), want)
