@@ -19,6 +19,8 @@ BENCHMARKS = {
               "inference kernel vs unfused"),
     "block-train": ("block_train", "training that block as one kernel "
                     "pair vs three kernels, eager and torch.compile"),
+    "resnet": ("resnet", "end-to-end training of SpikingJelly's ResNets: "
+               "FlexSN unfused and fused vs SpikingJelly and torch.compile"),
     "fx": ("fx", "neurons written in Python (flexsn.fx) vs the shipped "
            "ones"),
     "device-torch": ("device_torch", "the PyTorch layer on a GPU: "

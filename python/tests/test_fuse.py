@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from flexsn.torch import LIFNode, fuse
-from flexsn.torch._fuse import fused_block
+from flexsn.torch._fuse import _PROGRAMS, _key, _shape, fused_block
 
 from devices import DEVICES
 
@@ -176,6 +176,12 @@ def test_report_and_state_dict(capsys):
     assert any(line.startswith("layer.2.bn2: not fused") for line in lines)
     assert isinstance(fused, torch.fx.GraphModule)
     assert "fused_block" in fused.code
+    # fuse compiled every block it made (float32) before the first call.
+    for connection, skip, readout in (("none", False, "none"),
+                                      ("iand", True, "none"),
+                                      ("none", False, "mean")):
+        assert _key(model.sn, _shape(connection, skip, readout),
+                    "f32") in _PROGRAMS
     assert list(fused.state_dict()) == list(model.state_dict())
     # A checkpoint loads both ways.
     other = Net("IAND")

@@ -159,13 +159,29 @@ def compile_block(compiled, shape: BlockShape, name: str, storage_types,
     """Compiles the block of `shape` around the neuron `compiled` (a
     neuron module's `compiled`: its const parameters and surrogate), one
     function per storage type."""
+    return compile_blocks(compiled, {name: shape}, storage_types,
+                          targets)[name]
+
+
+def compile_blocks(compiled, shapes: dict, storage_types, targets=None):
+    """{name: BlockProgram} of the blocks `shapes` ({name: BlockShape})
+    around the neuron `compiled`, in one compile (one module)."""
     info = compiled.info
     neuron_text = (compiled.directory / "configured.mlir").read_text()
     text = block_module(neuron_text, [
         block_declaration(_CompiledBlock.function_name(name, dtype), info,
                           shape, dtype)
-        for dtype in storage_types])
+        for name, shape in shapes.items() for dtype in storage_types])
     kernels = compiler.compile_kernels(text, targets=targets)
+    return {name: _block_program(text, kernels, info, shape, name,
+                                 storage_types[0])
+            for name, shape in shapes.items()}
+
+
+def _block_program(text, kernels, info: NeuronInfo, shape: BlockShape,
+                   name: str, dtype: str) -> BlockProgram:
+    """The block `name` of compiled `kernels` as a program: its interface
+    and the Handle running it."""
     inputs = ("x", "skip") if shape.operand == "skip" else ("x",)
     outputs = ("y",) if shape.connection != "none" else info.outputs
     # A sum over time is a state of the kernels, kept only at its end.
@@ -180,12 +196,10 @@ def compile_block(compiled, shape: BlockShape, name: str, storage_types,
                       Param("shift", "f32", 0.0, "trainable", param_shape)]
     # In the kernels' order, which fusion chose: their param buffers, then
     # their scalar params.
-    function = _CompiledBlock.function_name(name, storage_types[0])
+    function = _CompiledBlock.function_name(name, dtype)
     manifest = kernels.manifest
-    spec = (manifest.find("cpu", "inference", storage_types[0],
-                          neuron=function)
-            or manifest.find("cuda", "inference", storage_types[0],
-                             neuron=function))
+    spec = (manifest.find("cpu", "inference", dtype, neuron=function)
+            or manifest.find("cuda", "inference", dtype, neuron=function))
     order = [b.binds.name for b in spec.buffers
              if b.binds.key == ("param", False)]
     order += [n for n, _ in spec.params]
@@ -195,30 +209,78 @@ def compile_block(compiled, shape: BlockShape, name: str, storage_types,
                         Handle(_CompiledBlock(kernels, block_info)))
 
 
-class _BatchStatistics(torch.autograd.Function):
-    """The per-channel mean and biased variance of x `[T, B, C, ...]`
-    over every dimension but C, in float32, with their exact gradient:
-    dx = dmean/n + dvar·2(x - mean)/n."""
+class _BatchNormAffine(torch.autograd.Function):
+    """A training batch norm's (scale, shift), float32 `[C]`, from the
+    batch statistics of x `[T, B, C, ...]` (every dimension but C): scale
+    = weight·invstd, shift = bias - mean·scale, invstd = (var + eps)^-1/2.
+    Computed in one autograd node, whose backward is the analytic gradient
+    through the statistics (one elementwise pass over x), and updating the
+    running statistics (`factor` the momentum) when they are given."""
 
     @staticmethod
-    def forward(ctx, x):
-        x32 = x if x.dtype == torch.float32 else x.float()
+    def forward(ctx, x, weight, bias, running_mean, running_var, factor,
+                eps):
+        channels = x.shape[2]
+        n = x.numel() // channels
         dims = [d for d in range(x.dim()) if d != 2]
-        var, mean = torch.var_mean(x32, dims, unbiased=False)
-        ctx.save_for_backward(x, mean)
-        return mean, var
+        if x.dtype == torch.float32:
+            var, mean = torch.var_mean(x, dims, unbiased=False)
+        else:
+            # Half inputs: float32 sums of x and x² (two reads of the half
+            # tensor cost less than one of a float32 copy).
+            mean = x.mean(dims, dtype=torch.float32)
+            square = torch.linalg.vector_norm(x, 2, dims,
+                                              dtype=torch.float32)
+            var = (square.square_().div_(n) - mean.square()).clamp_(min=0)
+        invstd = torch.rsqrt(var + eps)
+        if running_mean is not None:
+            running_mean.lerp_(mean, factor)
+            running_var.lerp_(var * (n / max(n - 1, 1)), factor)
+        scale = invstd if weight is None else invstd * weight.float()
+        shift = torch.addcmul(
+            torch.zeros_like(mean) if bias is None else bias.float(),
+            mean, scale, value=-1)
+        # d(invstd)/d(var)·d(var)/dx's factor: the backward's slope is
+        # grad_weight·k (each host op costs microseconds: few of them).
+        k = scale * invstd * (-1.0 / n)
+        ctx.save_for_backward(x, mean, invstd, scale, k)
+        ctx.n, ctx.weight_dtype = n, None if weight is None else weight.dtype
+        return scale, shift
 
     @staticmethod
-    def backward(ctx, grad_mean, grad_var):
-        x, mean = ctx.saved_tensors
-        n = x.numel() // x.shape[2]
-        view = (1, 1, -1) + (1,) * (x.dim() - 3)
-        x32 = x if x.dtype == torch.float32 else x.float()
-        grad = (x32 - mean.view(view)) * (grad_var * (2.0 / n)).view(view)
-        grad = grad + (grad_mean / n).view(view)
-        return grad.to(x.dtype)
+    def backward(ctx, grad_scale, grad_shift):
+        x, mean, invstd, scale, k = ctx.saved_tensors
+        # Through scale = w·invstd and shift = b - mean·scale, then
+        # invstd = (var + eps)^-1/2 and the statistics of x:
+        # dx = slope·x + offset per channel.
+        common = torch.addcmul(grad_scale, mean, grad_shift, value=-1)
+        grad_weight = invstd * common
+        slope = grad_weight * k
+        offset = torch.addcmul(scale * grad_shift, slope, mean,
+                               value=ctx.n).mul_(-1.0 / ctx.n)
+        grad_x = None
+        if ctx.needs_input_grad[0]:
+            view = (1, 1, -1) + (1,) * (x.dim() - 3)
+            # In float32: slope is ~1/n, below half precision's range.
+            grad_x = torch.addcmul(offset.view(view), x, slope.view(view))
+            if grad_x.dtype != x.dtype:
+                grad_x = grad_x.to(x.dtype)
+        if ctx.weight_dtype is None:
+            return grad_x, None, None, None, None, None, None
+        return (grad_x, grad_weight.to(ctx.weight_dtype),
+                grad_shift.to(ctx.weight_dtype), None, None, None, None)
 
 
+def _eager_under_compile(function):
+    """`function` run eagerly under torch.compile (a graph break): torch
+    2.11's Inductor fails to compile its fusion of the statistics with the
+    running-statistics update (a Triton compile error)."""
+    compiler = getattr(torch, "compiler", None)
+    disable = getattr(compiler, "disable", None)
+    return disable(function) if disable is not None else function
+
+
+@_eager_under_compile
 def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
     """(scale, shift), float32 `[C]`, such that `x·scale + shift` is what
     `bn` computes on x `[T, B, C, ...]` (over T·B samples, as SpikingJelly's
@@ -237,17 +299,12 @@ def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
         if bn.momentum is None:  # a cumulative moving average
             factor = 1.0 / float(bn.num_batches_tracked)
     if bn.training or bn.running_mean is None:
-        mean, var = _BatchStatistics.apply(x)
-        if bn.training and bn.track_running_stats and \
-                bn.running_mean is not None:
-            n = x.numel() // x.shape[2]
-            with torch.no_grad():
-                bn.running_mean.mul_(1 - factor).add_(mean * factor)
-                bn.running_var.mul_(1 - factor).add_(
-                    var * (factor * n / max(n - 1, 1)))
-    else:
-        mean, var = bn.running_mean.float(), bn.running_var.float()
-    invstd = 1.0 / torch.sqrt(var + bn.eps)
+        update = bn.training and bn.track_running_stats
+        return _BatchNormAffine.apply(
+            x, bn.weight, bn.bias, bn.running_mean if update else None,
+            bn.running_var if update else None, factor, bn.eps)
+    invstd = 1.0 / torch.sqrt(bn.running_var.float() + bn.eps)
+    mean = bn.running_mean.float()
     if bn.weight is None:
         return invstd, -mean * invstd
     scale = invstd * bn.weight.float()

@@ -28,7 +28,7 @@ import torch
 from torch import fx, nn
 
 from ._block import (BatchNorm, BlockShape, batch_norm_affine,
-                     check_block_neuron, compile_block, run_block)
+                     check_block_neuron, compile_blocks, run_block)
 from ._kernels import DTYPES
 from ._modules import FlexSN
 
@@ -43,7 +43,10 @@ def fuse(model: nn.Module, verbose: bool = False) -> nn.Module:
     when nothing fused); `model` is not changed. With `verbose`, prints
     what was fused and why each other batch norm or neuron was not."""
     report: List[str] = []
-    fused = _fuse_module(model, "", report)
+    blocks: List = []
+    fused = _fuse_module(model, "", report, blocks)
+    # Every block at once: one compile per neuron configuration.
+    prepare(blocks)
     if verbose:
         print("\n".join(report) if report else
               "flexsn.torch.fuse: no batch norm or FlexSN neuron found")
@@ -59,7 +62,8 @@ class _Tracer(fx.Tracer):
                 or super().is_leaf_module(m, qualname))
 
 
-def _fuse_module(module: nn.Module, prefix: str, report: List[str]):
+def _fuse_module(module: nn.Module, prefix: str, report: List[str],
+                 blocks: List):
     try:
         graph = _Tracer().trace(module)
     except Exception as error:  # noqa: BLE001: any trace failure
@@ -70,14 +74,14 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str]):
                       f"fusing inside its children")
         clone = None
         for name, child in module.named_children():
-            new = _fuse_module(child, f"{prefix}{name}.", report)
+            new = _fuse_module(child, f"{prefix}{name}.", report, blocks)
             if new is not child:
                 if clone is None:  # a shallow copy: `model` is unchanged
                     clone = copy.copy(module)
                     clone._modules = copy.copy(module._modules)
                 clone._modules[name] = new
         return module if clone is None else clone
-    if not _fuse_graph(module, graph, prefix, report):
+    if not _fuse_graph(module, graph, prefix, report, blocks):
         return module
     graph.lint()
     fused = fx.GraphModule(module, graph, class_name=type(module).__name__)
@@ -189,9 +193,10 @@ def _why_not(bn: nn.Module, neuron) -> Optional[str]:
 
 
 def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
-                report: List[str]) -> bool:
+                report: List[str], blocks: List) -> bool:
     """Replaces each chain in `graph` by a `fused_block` call; says in
-    `report` what it fused and why other batch norms were not."""
+    `report` what it fused and why other batch norms were not, and adds
+    each (neuron, block shape) to `blocks`."""
     fused = False
     for bn_node in list(graph.nodes):
         if not isinstance(_module(root, bn_node), BatchNorm):
@@ -235,6 +240,8 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
         if readout:
             parts.append(f"{readout} over T")
         report.append("fused: " + " -> ".join(parts))
+        blocks.append((neuron, _shape(connection, operand is not None,
+                                      readout or "none")))
         fused = True
     return fused
 
@@ -245,17 +252,48 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
 _PROGRAMS = {}
 
 
-def _program(neuron, shape: BlockShape, dtype: str):
-    compiled = neuron.compiled
+def _shape(connection: str, skip: bool, readout: str) -> BlockShape:
+    """The block of a fused chain: the batch norm as a channel affine, the
+    connection with its skip operand, a mean as a sum (then divided)."""
+    return BlockShape("channel_affine", connection,
+                      "skip" if skip else "input",
+                      "none" if readout == "none" else "sum")
+
+
+def _key(neuron, shape: BlockShape, dtype: str):
     targets = getattr(neuron, "targets", None)
-    key = (str(compiled.directory), shape, dtype,
-           None if targets is None else tuple(targets))
+    return (str(neuron.compiled.directory), shape, dtype,
+            None if targets is None else tuple(targets))
+
+
+def _name(shape: BlockShape) -> str:
+    return "fused_" + "_".join(
+        v for v in (shape.pre, shape.connection, shape.operand,
+                    shape.readout) if v not in ("none", "input"))
+
+
+def prepare(blocks, dtype: str = "f32") -> None:
+    """Compiles the blocks `blocks` ([(neuron, BlockShape)]) take in
+    `dtype`, one compile per neuron configuration: what fuse does ahead
+    of the first call (float32), and a first call in another dtype does
+    for its own block."""
+    wanted = {}
+    for neuron, shape in blocks:
+        if _key(neuron, shape, dtype) not in _PROGRAMS:
+            group = wanted.setdefault(_key(neuron, shape, dtype)[::3],
+                                      (neuron, {}))
+            group[1][_name(shape)] = shape
+    for neuron, shapes in wanted.values():
+        programs = compile_blocks(neuron.compiled, shapes, (dtype,),
+                                  getattr(neuron, "targets", None))
+        for name, shape in shapes.items():
+            _PROGRAMS[_key(neuron, shape, dtype)] = programs[name]
+
+
+def _program(neuron, shape: BlockShape, dtype: str):
+    key = _key(neuron, shape, dtype)
     if key not in _PROGRAMS:
-        name = "fused_" + "_".join(
-            v for v in (shape.pre, shape.connection, shape.operand,
-                        shape.readout) if v not in ("none", "input"))
-        _PROGRAMS[key] = compile_block(compiled, shape, name, (dtype,),
-                                       targets)
+        prepare([(neuron, shape)], dtype)
     return _PROGRAMS[key]
 
 
@@ -276,10 +314,8 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
                                      and operand.device == x.device)))
     if not fits:
         return _unfused(bn, neuron, x, operand, connection, readout)
-    shape = BlockShape("channel_affine", connection,
-                       "input" if operand is None else "skip",
-                       "sum" if readout != "none" else "none")
-    program = _program(neuron, shape, dtype)
+    program = _program(neuron, _shape(connection, operand is not None,
+                                      readout), dtype)
     scale, shift = batch_norm_affine(bn, x)
     y = run_block(program, neuron, bn, x, operand, scale, shift,
                   neuron.states, neuron._assigned)

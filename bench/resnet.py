@@ -1,0 +1,321 @@
+"""End-to-end training steps of SpikingJelly's model zoo: FlexSN neurons,
+unfused and fused (`flexsn.torch.fuse`), against SpikingJelly's backends.
+
+    python3 -m bench resnet --compile-only     (here: the tools)
+    python3 -m bench resnet [--models ...] [--precisions ...] [--out DIR]
+
+On a GPU with SpikingJelly importable (PYTHONPATH), for `spiking_resnet18`
+and `sew_resnet18` (cnf ADD), built by SpikingJelly's own constructors with
+LIF neurons (tau = 2, hard reset to 0, detach_reset, sigmoid surrogate
+alpha 4) in multi-step mode, one training step is: reset the neurons,
+forward x `[T = 4, B = 32, 3, 224, 224]`, cross-entropy of the mean over T,
+backward, SGD with momentum. In f32 and with AMP (float16 autocast), each
+model runs as:
+
+- sj-cupy, sj-torch: SpikingJelly's LIFNode on its CuPy or torch backend;
+- sj-cupy+compile, sj-torch+compile: the same under torch.compile;
+- flexsn: flexsn.torch.LIFNode in SpikingJelly's model, unfused;
+- flexsn-fused: that model through flexsn.torch.fuse;
+- flexsn-fused+compile: the fused model under torch.compile;
+- flexsn+graph, flexsn-fused+graph: the whole training step (forward,
+  backward, optimizer) captured once in a CUDA graph (torch.cuda.graph)
+  and replayed: no host work per step.
+
+Every variant starts from the same weights and batch; the first step's
+loss of each is recorded beside the time (they agree to float tolerance).
+A step is timed with CUDA events (median of --reps after warm-up); the
+first step's wall time (compiles included) and, for flexsn-fused,
+`fuse` + the first step are recorded too. Targets: flexsn-fused at least
+1.3x sj-torch+compile and 1.25x flexsn; fuse + first step under 5 s.
+Writes resnet_results.{json,md} to --out.
+
+`--compile-only` builds the FlexSN kernels the run takes (the LIF neuron
+and its fused blocks, f32 and f16) into the compile cache: the GPU machine
+has no compiler.
+"""
+
+import sys
+import time
+
+from . import cli, results
+from .timing import Timer
+
+PROG = "bench resnet"
+MODELS = ("sew_resnet18", "spiking_resnet18")
+PRECISIONS = ("f32", "amp")
+VARIANTS = ("sj-cupy", "sj-torch", "sj-cupy+compile", "sj-torch+compile",
+            "flexsn", "flexsn-fused", "flexsn-fused+compile", "flexsn+graph",
+            "flexsn-fused+graph")
+T, B, RES, CLASSES = 4, 32, 224, 1000
+TAU = 2.0
+TARGETS = {"vs_sj_torch_compile": 1.3, "vs_flexsn": 1.25,
+           "fuse_first_step_s": 5.0}
+
+
+def neuron_kwargs():
+    """The FlexSN LIF neuron every variant's neurons equal."""
+    return dict(tau=TAU, detach_reset=True, step_mode="m")
+
+
+def compile_only():
+    """Compiles the neuron and every block fuse makes of it in these
+    models (batch norm -> LIF, and -> ADD with the identity), f32 and
+    f16."""
+    import flexsn.torch
+    from flexsn.torch._block import BlockShape
+    from flexsn.torch._fuse import _program
+    neuron = flexsn.torch.LIFNode(**neuron_kwargs())
+    for connection, operand in (("none", "input"), ("add", "skip")):
+        for dtype in ("f32", "f16"):
+            _program(neuron, BlockShape("channel_affine", connection,
+                                        operand), dtype)
+    print("%s: compiled the LIF neuron and its fused blocks" % PROG)
+    return 0
+
+
+def build(torch, model, variant):
+    """SpikingJelly's `model` with the variant's neurons, on the GPU."""
+    import flexsn.torch
+    from spikingjelly.activation_based import functional, neuron, surrogate
+    from spikingjelly.activation_based.model import sew_resnet, spiking_resnet
+    make = {"sew_resnet18": lambda **kw: sew_resnet.sew_resnet18(
+                cnf="ADD", **kw),
+            "spiking_resnet18": spiking_resnet.spiking_resnet18}[model]
+    torch.manual_seed(0)
+    if variant.startswith("sj-"):
+        backend = variant.split("+")[0][3:]
+        net = make(spiking_neuron=neuron.LIFNode, tau=TAU, detach_reset=True,
+                   surrogate_function=surrogate.Sigmoid(alpha=4.0),
+                   backend=backend)
+    else:
+        net = make(spiking_neuron=flexsn.torch.LIFNode, **neuron_kwargs())
+    functional.set_step_mode(net, "m")
+    return net.cuda()
+
+
+def training_step(torch, model, variant, precision, x, labels, losses):
+    """The variant's model (fused, compiled as it says) and a function
+    running one training step on (x, labels), appending its loss."""
+    import flexsn.torch
+    from spikingjelly.activation_based import functional
+    net = build(torch, model, variant)
+    if "fused" in variant:
+        net = flexsn.torch.fuse(net)
+    if variant.endswith("+compile"):
+        net = torch.compile(net)
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
+    amp = precision == "amp"
+    graph = variant.endswith("+graph")
+
+    def step():
+        functional.reset_net(net)
+        optimizer.zero_grad(set_to_none=True)
+        # A captured step must not reuse autocast's cached weight copies.
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp,
+                            cache_enabled=not graph):
+            loss = torch.nn.functional.cross_entropy(net(x).mean(0), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+
+    return net, optimizer, graphed(torch, step) if graph else step
+
+
+def graphed(torch, step):
+    """`step` captured in a CUDA graph after warm-up steps on a side stream
+    (which also create the optimizer's state): its replay, whose first call
+    is the first step."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+def profile(torch, model, variant, precision, x, labels):
+    """Prints where a step's time goes: host ms per step (queued without
+    waiting), GPU kernel ms per step, the top kernels."""
+    from torch.profiler import ProfilerActivity
+    net, optimizer, step = training_step(torch, model, variant, precision,
+                                         x, labels, [])
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    steps = 3
+    with torch.profiler.profile(activities=[ProfilerActivity.CPU,
+                                            ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        host = (time.perf_counter() - t0) / steps * 1e3
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t0) / steps * 1e3
+    events = prof.key_averages()
+    gpu = sum(getattr(e, "self_device_time_total",
+                      getattr(e, "self_cuda_time_total", 0))
+              for e in events) / steps / 1e3
+    print("%s: profile %s %s %s: host %.1f ms/step (profiled), wall %.1f "
+          "ms/step, GPU kernels %.1f ms/step" % (PROG, model, precision,
+                                                 variant, host, wall, gpu))
+    key = ("self_device_time_total" if hasattr(events[0],
+                                               "self_device_time_total")
+           else "self_cuda_time_total")
+    print(events.table(sort_by=key, row_limit=18, max_name_column_width=60))
+    # The host's side: Python functions by their own time.
+    import cProfile
+    import pstats
+    host_profile = cProfile.Profile()
+    host_profile.enable()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    host_profile.disable()
+    pstats.Stats(host_profile, stream=sys.stdout).sort_stats(
+        "tottime").print_stats(22)
+    sys.stdout.flush()
+    del net, optimizer
+    torch.cuda.empty_cache()
+
+
+def measure(torch, timer, model, variant, precision, x, labels, reps):
+    losses = []
+    t0 = time.perf_counter()
+    net, optimizer, step = training_step(torch, model, variant, precision,
+                                         x, labels, losses)
+    step()
+    torch.cuda.synchronize()
+    first_s = time.perf_counter() - t0
+    median, minimum = timer.ms(step, reps=reps)
+    row = dict(model=model, variant=variant, precision=precision,
+               step_ms=median, min_ms=minimum, first_step_s=first_s,
+               first_loss=float(losses[0]))
+    del net, optimizer
+    timer.free()
+    return row
+
+
+def main(argv):
+    ap = cli.parser("resnet", __doc__)
+    cli.add_out_and_smoke(ap, None)
+    ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--models", nargs="+", default=list(MODELS),
+                    choices=MODELS)
+    ap.add_argument("--precisions", nargs="+", default=list(PRECISIONS),
+                    choices=PRECISIONS)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS),
+                    choices=VARIANTS)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of timing: per variant, the host time of "
+                    "a step, the GPU time its kernels take, and the "
+                    "kernels taking most of it (torch.profiler)")
+    args = cli.finish(ap.parse_args(argv))
+    if args.compile_only:
+        return compile_only()
+    if args.smoke:
+        cli.skip(PROG, "--smoke", "the model zoo's steps need a GPU")
+        return 0
+    import torch
+    if cli.device(torch, args, PROG) is None:
+        return 2
+    try:
+        import spikingjelly.activation_based.model  # noqa: F401
+    except ImportError as error:
+        print("%s: needs SpikingJelly on PYTHONPATH (%s)" % (PROG, error),
+              file=sys.stderr)
+        return 2
+    torch.backends.cudnn.benchmark = True
+    timer = Timer(torch, "cuda", reps=args.reps, warmup=3)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.rand(T, B, 3, RES, RES, device="cuda", generator=gen)
+    labels = torch.randint(0, CLASSES, (B,), device="cuda", generator=gen)
+    if args.profile:
+        for model in args.models:
+            for precision in args.precisions:
+                for variant in args.variants:
+                    profile(torch, model, variant, precision, x, labels)
+        return 0
+    rows = []
+    for model in args.models:
+        for precision in args.precisions:
+            for variant in args.variants:
+                try:
+                    row = measure(torch, timer, model, variant, precision, x,
+                                  labels, args.reps)
+                except Exception as error:  # noqa: BLE001: record, go on
+                    row = dict(model=model, variant=variant,
+                               precision=precision,
+                               error="%s: %s" % (type(error).__name__,
+                                                 str(error)[:600]))
+                    timer.free()
+                rows.append(row)
+                print("%s: %s" % (PROG, row))
+                sys.stdout.flush()
+    checks = judge(rows)
+    meta = dict(device=cli.device_name(torch, "cuda"),
+                torch=torch.__version__, T=T, B=B, resolution=RES,
+                rows=rows, checks=checks)
+    if args.out:
+        results.write_results(args.out, "resnet_results", meta,
+                              markdown(meta))
+    print(markdown(meta))
+    return 0
+
+
+def judge(rows):
+    """The targets, per model and precision: ratios of medians."""
+    checks = []
+    by = {(r["model"], r["precision"], r["variant"]): r for r in rows
+          if "step_ms" in r}
+    for model, precision in sorted({(r["model"], r["precision"])
+                                     for r in rows}):
+        fused = by.get((model, precision, "flexsn-fused"))
+        if fused is None:
+            continue
+        for name, other in (("vs_sj_torch_compile", "sj-torch+compile"),
+                            ("vs_flexsn", "flexsn")):
+            base = by.get((model, precision, other))
+            if base is not None:
+                ratio = base["step_ms"] / fused["step_ms"]
+                checks.append(dict(check="%s %s %s" % (model, precision,
+                                                       name),
+                                   ok=ratio >= TARGETS[name],
+                                   ratio=round(ratio, 3),
+                                   target=TARGETS[name]))
+        checks.append(dict(check="%s %s fuse_first_step_s" % (model,
+                                                              precision),
+                           ok=fused["first_step_s"] <
+                           TARGETS["fuse_first_step_s"],
+                           seconds=round(fused["first_step_s"], 2),
+                           target=TARGETS["fuse_first_step_s"]))
+    return checks
+
+
+def markdown(meta):
+    lines = ["# End-to-end training step, T = %d, B = %d, %dx%d (%s, "
+             "torch %s)" % (meta["T"], meta["B"], meta["resolution"],
+                            meta["resolution"], meta["device"],
+                            meta["torch"]), "",
+             "| model | precision | variant | step ms | first step s | "
+             "first loss |", "|---|---|---|---:|---:|---:|"]
+    for r in meta["rows"]:
+        if "error" in r:
+            lines.append("| %s | %s | %s | error: %s | | |" % (
+                r["model"], r["precision"], r["variant"],
+                " ".join(r["error"].replace("|", "/").split())[:160]))
+            continue
+        lines.append("| %s | %s | %s | %.2f | %.1f | %.4f |" % (
+            r["model"], r["precision"], r["variant"], r["step_ms"],
+            r["first_step_s"], r["first_loss"]))
+    lines += ["", "Targets:", ""]
+    lines += ["- " + results.check_line(c) for c in meta["checks"]]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,91 @@
+"""flexsn.torch.fuse on SpikingJelly's own model zoo, built with FlexSN
+neurons: spiking_resnet18, sew_resnet18 (ADD and IAND) and
+spiking_vgg11_bn. Eval outputs of the fused model equal the unfused
+model's; a training step's outputs, gradients and running statistics agree
+within float tolerance.
+
+SpikingJelly is imported from PYTHONPATH where it is (it needs torch >= 2.4:
+the GPU machine's torch); elsewhere these tests skip, and test_fuse.py
+covers the same chains on models written here.
+"""
+
+import pytest
+import torch
+
+from flexsn.torch import LIFNode, fuse
+
+from devices import DEVICES
+
+zoo = pytest.importorskip("spikingjelly.activation_based.model")
+from spikingjelly.activation_based import functional  # noqa: E402
+from spikingjelly.activation_based.model import (  # noqa: E402
+    sew_resnet, spiking_resnet, spiking_vgg)
+
+MODELS = {
+    "spiking_resnet18": lambda **kw: spiking_resnet.spiking_resnet18(**kw),
+    "sew_resnet18_add": lambda **kw: sew_resnet.sew_resnet18(cnf="ADD", **kw),
+    "sew_resnet18_iand": lambda **kw: sew_resnet.sew_resnet18(cnf="IAND",
+                                                              **kw),
+    "spiking_vgg11_bn": lambda **kw: spiking_vgg.spiking_vgg11_bn(**kw),
+}
+#: Chains fuse finds: every batch norm of each model but Spiking-ResNet's
+#: bn2 (its residual is added before the neuron).
+FUSED = {"spiking_resnet18": 1 + 8 + 0, "sew_resnet18_add": 1 + 16 + 3,
+         "sew_resnet18_iand": 1 + 16 + 3, "spiking_vgg11_bn": 8}
+
+
+def build(name, device):
+    torch.manual_seed(0)
+    net = MODELS[name](spiking_neuron=LIFNode, tau=2.0, detach_reset=True,
+                       step_mode="m", num_classes=10)
+    functional.set_step_mode(net, "m")
+    return net.to(device)
+
+
+def batch(device, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.rand(2, 2, 3, 32, 32, generator=gen).to(device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_zoo_model(device, name, capsys):
+    model = build(name, device)
+    twin = build(name, device)
+    twin.load_state_dict(model.state_dict())
+    fused = fuse(twin, verbose=True)
+    report = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("fused:") for line in report) == FUSED[name]
+    assert list(fused.state_dict()) == list(model.state_dict())
+
+    # Training: two steps, outputs, gradients and running statistics.
+    for step in range(2):
+        x = batch(device, step)
+        functional.reset_net(model)
+        functional.reset_net(fused)
+        want, got = model(x), fused(x)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        model.zero_grad()
+        fused.zero_grad()
+        want.square().sum().backward()
+        got.square().sum().backward()
+        # Relative to each gradient's norm: the two batch norms' statistics
+        # round differently, and 18 layers of spikes carry the difference.
+        for (key, p), q in zip(model.named_parameters(), twin.parameters()):
+            error = float((q.grad - p.grad).norm())
+            assert error <= 1e-3 * float(p.grad.norm()) + 1e-6, (key, error)
+        for (key, b), c in zip(model.named_buffers(), twin.buffers()):
+            torch.testing.assert_close(c, b, rtol=1e-5, atol=1e-5, msg=key)
+
+    # Eval: the running statistics folded, the same outputs.
+    model.eval()
+    fused.eval()
+    x = batch(device, 7)
+    with torch.no_grad():
+        functional.reset_net(model)
+        functional.reset_net(fused)
+        want, got = model(x), fused(x)
+    if device == "cpu":
+        assert torch.equal(got, want)
+    else:  # cuDNN's batch norm rounds in another order
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
