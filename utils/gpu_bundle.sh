@@ -9,7 +9,7 @@
 #   cache/          a flexsn.compile cache holding every compile of
 #                   python/tests/kernel_checks.py, train_kernel_checks.py,
 #                   and of `python3 -m bench` device-torch, device-ddp,
-#                   lif, saved-storage, fx and block-train (their
+#                   lif, saved-storage, fx, block-train and resnet (their
 #                   --compile-only modes; lif's also serves placement
 #                   and schedule) and of python/tests/test_torch_neurons.py,
 #                   test_fx.py,
@@ -17,6 +17,7 @@
 #                   test_per_channel_params.py,
 #                   test_spike_storage.py, test_kernel_modules.py,
 #                   test_block_kernels.py, test_block_module.py,
+#                   test_fuse.py, test_fuse_spikingjelly.py,
 #                   test_spikingjelly_fidelity.py and
 #                   test_against_spikingjelly.py (their CPU run). The GPU
 #                   machine has no tools: there
@@ -112,6 +113,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" -m bench device-ddp --compile-only
 "$PY" -m bench block --compile-only --cubin "$DIR/block.cubin"
 "$PY" -m bench block-train --compile-only
+"$PY" -m bench resnet --compile-only
 # The package's tests compile with flexsn.compile's default targets (CPU and
 # CUDA where the toolkit is): their CPU run here fills the entries their
 # CUDA cases use there.
@@ -122,6 +124,7 @@ log "compiling what python/tests uses (their CPU run)"
   python/tests/test_spike_storage.py \
   python/tests/test_kernel_modules.py python/tests/test_saved_storage.py \
   python/tests/test_block_kernels.py python/tests/test_block_module.py \
+  python/tests/test_fuse.py python/tests/test_fuse_spikingjelly.py \
   python/tests/test_spikingjelly_fidelity.py \
   python/tests/test_against_spikingjelly.py \
   >"$DIR/pytest-compile.log" 2>&1 ||

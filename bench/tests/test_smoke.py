@@ -41,7 +41,7 @@ def test_help_lists_every_benchmark():
 @pytest.mark.parametrize("argv", [
     ["lif"], ["placement"], ["schedule"], ["saved-storage"],
     ["block", "--cubin", "unused.cubin"], ["block-train"], ["fx"],
-    ["device-torch"], ["device-ddp"]])
+    ["device-torch"], ["device-ddp"], ["resnet"]])
 def test_gpu_mode_without_a_gpu(argv, capsys):
     assert main(argv) == 2
     assert "needs" in capsys.readouterr().err

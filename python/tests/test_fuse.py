@@ -20,6 +20,14 @@ from flexsn.torch._fuse import _PROGRAMS, _key, _shape, fused_block
 from devices import DEVICES
 
 
+@pytest.fixture(autouse=True)
+def fresh_blocks():
+    """Each test compiles the blocks its models take as a fresh process
+    would (the same sources whatever ran before: a GPU machine without the
+    tools finds them in a cache filled here)."""
+    _PROGRAMS.clear()
+
+
 class MultiStepBatchNorm2d(nn.BatchNorm2d):
     """A batch norm over [T, B, C, H, W], as SpikingJelly's
     layer.BatchNorm2d(step_mode="m"): one batch of T·B samples."""
@@ -302,3 +310,45 @@ def test_untraceable_parent_fuses_its_children(capsys):
         want = model(x)
         model.inner[1].reset()
         assert torch.equal(fused(x), want)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_training_step_replays_in_a_cuda_graph():
+    """A fused model's training step (forward, backward) captured in a
+    CUDA graph: each replay on new data gives the loss and the gradients
+    an eager step gives (no host work runs at replay: the batch norms'
+    statistics, the blocks' kernels and autograd are all captured)."""
+    model, fused = twins("ADD", "cuda")
+    twin, _ = twins("ADD", "cuda")
+    twin.load_state_dict(model.state_dict())
+    static_x = batch("cuda", seed=20)
+
+    def step():
+        reset(model)
+        loss = fused(static_x).square().sum()
+        loss.backward()
+        return loss
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    model.zero_grad(set_to_none=True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss = step()
+    for seed in (21, 22):
+        x = batch("cuda", seed=seed)
+        static_x.copy_(x)
+        graph.replay()
+        reset(twin)
+        twin.zero_grad()
+        want = twin(x).square().sum()
+        want.backward()
+        torch.testing.assert_close(static_loss, want, rtol=1e-4, atol=1e-4)
+        for (name, p), q in zip(twin.named_parameters(), model.parameters()):
+            torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4,
+                                       msg=name)

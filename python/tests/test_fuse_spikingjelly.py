@@ -13,8 +13,17 @@ import pytest
 import torch
 
 from flexsn.torch import LIFNode, fuse
+from flexsn.torch._fuse import _PROGRAMS
 
 from devices import DEVICES
+
+
+@pytest.fixture(autouse=True)
+def fresh_blocks():
+    """Each test compiles the blocks its models take as a fresh process
+    would (the same sources whatever ran before: a GPU machine without the
+    tools finds them in a cache filled here)."""
+    _PROGRAMS.clear()
 
 zoo = pytest.importorskip("spikingjelly.activation_based.model")
 from spikingjelly.activation_based import functional  # noqa: E402

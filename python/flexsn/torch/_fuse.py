@@ -277,13 +277,20 @@ def prepare(blocks, dtype: str = "f32") -> None:
     `dtype`, one compile per neuron configuration: what fuse does ahead
     of the first call (float32), and a first call in another dtype does
     for its own block."""
-    wanted = {}
+    groups = {}
     for neuron, shape in blocks:
-        if _key(neuron, shape, dtype) not in _PROGRAMS:
-            group = wanted.setdefault(_key(neuron, shape, dtype)[::3],
-                                      (neuron, {}))
-            group[1][_name(shape)] = shape
-    for neuron, shapes in wanted.values():
+        group = groups.setdefault(_key(neuron, shape, dtype)[::3],
+                                  (neuron, {}))
+        group[1][_name(shape)] = shape
+    for neuron, shapes in groups.values():
+        if all(_key(neuron, shape, dtype) in _PROGRAMS
+               for shape in shapes.values()):
+            continue
+        # The whole set, whatever this process loaded before: the same
+        # model is then the same source (a cache entry that a machine
+        # without the tools finds).
+        # In name order, whatever order the model uses them in.
+        shapes = dict(sorted(shapes.items()))
         programs = compile_blocks(neuron.compiled, shapes, (dtype,),
                                   getattr(neuron, "targets", None))
         for name, shape in shapes.items():
