@@ -352,3 +352,29 @@ def test_training_step_replays_in_a_cuda_graph():
         for (name, p), q in zip(twin.named_parameters(), model.parameters()):
             torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4,
                                        msg=name)
+
+
+def test_shared_neuron_keeps_its_call_order(capsys):
+    """A neuron module called twice: fusing its connection would move its
+    first call after its second; fuse keeps the chain to bn -> neuron, and
+    the states see the calls in the model's order."""
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = MultiStepBatchNorm2d(3)
+            self.sn = lif()
+
+        def forward(self, x):
+            s = self.sn(self.bn(x))
+            o = self.sn(x)  # the same neuron again, before the connection
+            return s + o
+
+    model = Shared().eval()
+    fused = fuse(model, verbose=True)
+    out = capsys.readouterr().out
+    assert "fused: bn -> sn\n" in out + "\n" and "add with" not in out
+    x = torch.randn(2, 2, 3, 4, 4)
+    with torch.no_grad():
+        want = model(x)
+        model.sn.reset()
+        assert torch.equal(fused(x), want)

@@ -81,7 +81,9 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str],
                     clone._modules = copy.copy(module._modules)
                 clone._modules[name] = new
         return module if clone is None else clone
-    if not _fuse_graph(module, graph, prefix, report, blocks):
+    found_report, found_blocks = [], []
+    if not _fuse_graph(module, graph, prefix, found_report, found_blocks):
+        report += found_report
         return module
     graph.lint()
     fused = fx.GraphModule(module, graph, class_name=type(module).__name__)
@@ -91,6 +93,8 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str],
         report.append(f"{prefix or 'model'}: not fused, its state_dict "
                       f"would change ({', '.join(sorted(missing)[:4])})")
         return module
+    report += found_report
+    blocks += found_blocks
     return fused
 
 
@@ -224,6 +228,16 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
         if readout:
             readout, node = readout
             chain.append(node)
+        # The chain runs where its last node was: a module of it called in
+        # between (shared) would see its calls reordered.
+        shared = {bn_node.target, sn_node.target}
+        if _called_between(chain, shared):
+            chain, connection, operand, readout = chain[:2], "none", None, \
+                None
+            if _called_between(chain, shared):
+                report.append(f"{where}: not fused, its module is called "
+                              f"again before its neuron")
+                continue
         last = chain[-1]
         with graph.inserting_before(last):
             args = (graph.get_attr(bn_node.target),
@@ -244,6 +258,18 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
                                       readout or "none")))
         fused = True
     return fused
+
+
+def _called_between(chain: List[fx.Node], targets) -> bool:
+    """Whether a node between the chain's first and last nodes, other than
+    the chain's own, calls one of the modules `targets`."""
+    node = chain[0].next
+    while node is not chain[-1]:
+        if node.op == "call_module" and node.target in targets and \
+                node not in chain:
+            return True
+        node = node.next
+    return False
 
 
 #: The blocks built in this process: {(the compiled neuron's directory,
