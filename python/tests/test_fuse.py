@@ -28,13 +28,10 @@ def fresh_blocks():
     _PROGRAMS.clear()
 
 
-class MultiStepBatchNorm2d(nn.BatchNorm2d):
-    """A batch norm over [T, B, C, H, W], as SpikingJelly's
-    layer.BatchNorm2d(step_mode="m"): one batch of T·B samples."""
-
-    def __init__(self, channels):
-        super().__init__(channels)
-        self.step_mode = "m"
+class MultiStep:
+    """A batch norm over [T, B, C, ...], as SpikingJelly's
+    layer.BatchNorm1d/2d(step_mode="m"): one batch of T·B samples."""
+    step_mode = "m"
 
     def forward(self, x):
         if self.step_mode == "s":
@@ -42,26 +39,18 @@ class MultiStepBatchNorm2d(nn.BatchNorm2d):
         return super().forward(x.flatten(0, 1)).view(x.shape)
 
 
-class MultiStepBatchNorm1d(nn.BatchNorm1d):
-    def __init__(self, channels):
-        super().__init__(channels)
-        self.step_mode = "m"
+class MultiStepBatchNorm2d(MultiStep, nn.BatchNorm2d):
+    pass
 
-    def forward(self, x):
-        if self.step_mode == "s":
-            return super().forward(x)
-        return super().forward(x.flatten(0, 1)).view(x.shape)
+
+class MultiStepBatchNorm1d(MultiStep, nn.BatchNorm1d):
+    pass
 
 
 class MultiStepConv(nn.Conv2d):
     def forward(self, x):
         y = super().forward(x.flatten(0, 1))
         return y.view(x.shape[0], x.shape[1], *y.shape[1:])
-
-
-class MultiStepLinear(nn.Linear):
-    def forward(self, x):
-        return super().forward(x)
 
 
 def lif():
@@ -136,10 +125,10 @@ class Net(nn.Module):
         self.layer = nn.Sequential(SEWBlock(8, 8, 1, cnf),
                                    SEWBlock(8, 12, 2, cnf),
                                    SpikingBlock(12))
-        self.fc1 = MultiStepLinear(12, 16)
+        self.fc1 = nn.Linear(12, 16)
         self.bn_fc = MultiStepBatchNorm1d(16)
         self.sn_fc = lif()
-        self.fc2 = MultiStepLinear(16, classes)
+        self.fc2 = nn.Linear(16, classes)
 
     def forward(self, x):
         x = self.layer(self.sn(self.bn(self.conv(x))))
