@@ -422,7 +422,6 @@ class Block(StatefulModule):
         """Compiles the block around the neuron as it is now configured
         (its const parameters and surrogate): again after one changed."""
         compiled = self.neuron.compiled
-        self.neuron_params = compiled.info.runtime_params
         self.program = compile_block(compiled, self.shape, self.name,
                                      self.storage_types, self.targets)
         self._built_for = compiled
