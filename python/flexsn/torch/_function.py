@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from ._kernels import NeuronKernels, check_inputs
+from ._layout import call_layout, into_layout
 
 # Kernels by handle: the custom op takes an int, which torch.compile guards on.
 _registry: Dict[int, "Handle"] = {}
@@ -435,8 +436,18 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     # Eager calls skip the dispatcher (tens of microseconds per call); the
     # custom op is what torch.compile traces.
     if not _HAS_CUSTOM_OP or not _compiling():
-        return scan_autograd(handle, inputs, inits, trainable, runtime,
-                             store_state_seqs)
+        layout = call_layout(handle.info, handle.spikes, inputs, inits,
+                             trainable, runtime)
+        if layout is None:
+            return scan_autograd(handle, inputs, inits, trainable, runtime,
+                                 store_state_seqs)
+        # Channels-last and other dense layouts: viewed row-major and back.
+        outputs, states = scan_autograd(
+            handle, *into_layout(layout, handle.info, inputs, inits,
+                                 trainable, runtime), store_state_seqs)
+        back = layout.sequence_back if store_state_seqs else layout.step_back
+        return ([layout.sequence_back(y) for y in outputs],
+                [back(s) for s in states])
     runtime, fixed = split_runtime(handle, runtime)
     _check_inputs(handle, inputs, inits,
                   _shaped_tensors(handle, trainable, fixed))

@@ -1,0 +1,125 @@
+"""Sequences in a dense layout other than row-major, run in place.
+
+A convolution in `torch.channels_last` (much faster on GPUs, especially in
+half precision) gives `[T, B, C, H, W]` sequences whose memory is
+`[T, B, H, W, C]`. The kernels see a step as N contiguous neurons (and,
+with per-channel parameters, as `[B, C, S]`), so a call on such a tensor
+would copy it to row-major and hand back row-major outputs, which the next
+convolution copies back. Instead, `Layout` views every tensor of the call
+in memory order (a permutation, then a reshape to `[T, B', C, S]` that
+moves no data), and the results are viewed back: outputs and states keep
+the input's strides, and nothing is copied.
+"""
+
+import functools
+import math
+from typing import List, Optional, Tuple
+
+import torch
+
+
+@functools.lru_cache(maxsize=256)
+def memory_order(shape: torch.Size, stride: Tuple[int, ...]
+                 ) -> Optional[Tuple[int, ...]]:
+    """The dimensions of a `[T, ...]` tensor from outermost to innermost in
+    memory, when it is dense, T is outermost and the rest is not row-major
+    (e.g. channels-last); else None (row-major, or not dense)."""
+    if len(shape) < 3:
+        return None
+    # Stable: dimensions of equal stride (size 1) keep their order.
+    rest = sorted(range(1, len(shape)), key=lambda d: -stride[d])
+    expected = 1
+    for d in reversed(rest):
+        if shape[d] != 1:
+            if stride[d] != expected:
+                return None
+            expected *= shape[d]
+    if shape[0] > 1 and stride[0] != expected:
+        return None
+    order = (0, *rest)
+    return None if order == tuple(range(len(shape))) else order
+
+
+class Layout:
+    """How the tensors of one call on sequences of `shape` laid out in
+    `order` are viewed row-major (`into_*`) and back (`*_back`)."""
+
+    def __init__(self, shape: torch.Size, order: Tuple[int, ...],
+                 channels: bool):
+        self.order = order
+        self.step_order = tuple(d - 1 for d in order[1:])
+        self.inverse = tuple(order.index(d) for d in range(len(order)))
+        self.step_inverse = tuple(self.step_order.index(d)
+                                  for d in range(len(order) - 1))
+        self.permuted = tuple(shape[d] for d in order)
+        if channels:
+            # [T, B', C, S]: C is dimension 2, as per-channel kernels read.
+            axis = order.index(2)
+            p = self.permuted
+            self.shape = (p[0], math.prod(p[1:axis]), p[axis],
+                          math.prod(p[axis + 1:]))
+        else:
+            self.shape = self.permuted
+
+    def into_sequence(self, t: torch.Tensor) -> torch.Tensor:
+        # A view when t is laid out like the call's inputs, else a copy.
+        return t.permute(self.order).reshape(self.shape)
+
+    def into_step(self, t: torch.Tensor) -> torch.Tensor:
+        return t.permute(self.step_order).reshape(self.shape[1:])
+
+    def sequence_back(self, t: torch.Tensor) -> torch.Tensor:
+        return t.view(self.permuted).permute(self.inverse)
+
+    def step_back(self, t: torch.Tensor) -> torch.Tensor:
+        return t.view(self.permuted[1:]).permute(self.step_inverse)
+
+
+def _per_neuron(info, trainable, runtime):
+    """(tensor or value, Param) of the per-neuron parameters among
+    `trainable` and the non-trainable `runtime` (declaration order)."""
+    fixed = [p for p in info.runtime_params if p.kind != "trainable"]
+    pairs = list(zip(trainable, info.trainable_params))
+    if len(runtime) == len(fixed):
+        pairs += zip(runtime, fixed)
+    return [(t, p) for t, p in pairs if p.per_neuron]
+
+
+def call_layout(info, spikes: str, inputs, inits, trainable, runtime
+                ) -> Optional[Layout]:
+    """The Layout of a call whose first input is dense and not row-major,
+    when every other sequence, initial state and per-neuron parameter has
+    its shape; else None: the call runs as given (copied to row-major;
+    wrong shapes get the kernels' own errors). Spikes packed as bits stay
+    row-major: their bit order is the neurons' logical order."""
+    x = inputs[0]
+    if spikes == "bits" or not isinstance(x, torch.Tensor):
+        return None
+    order = memory_order(x.shape, x.stride())
+    if order is None:
+        return None
+    step = x.shape[1:]
+    if any(not isinstance(t, torch.Tensor) or t.shape != x.shape
+           for t in inputs[1:]):
+        return None
+    steps = [s for s in inits if s is not None]
+    steps += [t for t, _ in _per_neuron(info, trainable, runtime)]
+    if any(not isinstance(t, torch.Tensor) or t.shape != step
+           for t in steps):
+        return None
+    return Layout(x.shape, order, info.channels)
+
+
+def into_layout(layout: Layout, info, inputs, inits, trainable, runtime
+                ) -> Tuple[List, List, List, List]:
+    """The call's tensors viewed row-major: sequences, initial states and
+    per-neuron parameters; per-channel and scalar ones are unchanged."""
+    per_neuron = {id(t) for t, _ in _per_neuron(info, trainable, runtime)}
+
+    def steps(tensors):
+        return [layout.into_step(t) if id(t) in per_neuron else t
+                for t in tensors]
+
+    return ([layout.into_sequence(x) for x in inputs],
+            [None if s is None else layout.into_step(s) for s in inits],
+            steps(trainable), steps(runtime))
