@@ -436,6 +436,8 @@ def test_every_declaration_is_read_and_expanded(tmp_path):
     declares, as the Python layer writes it, is read back by flexsn-opt
     and expanded into a block function of the inputs it declares (the
     emitter's output checked by the parser)."""
+    if not flexsn._tools.tools_available():
+        pytest.skip("the FlexSN tools are not installed (a cache-only run)")
     tool = find_tool("flexsn-opt")
     neuron = LIFNode(step_mode="m")
     info = neuron.compiled.info

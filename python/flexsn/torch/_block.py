@@ -210,65 +210,106 @@ def _block_program(text, kernels, info: NeuronInfo, shape: BlockShape,
 
 
 class _BatchNormAffine(torch.autograd.Function):
-    """A training batch norm's (scale, shift), float32 `[C]`, from the
-    batch statistics of x `[T, B, C, ...]` (every dimension but C): scale
-    = weight·invstd, shift = bias - mean·scale, invstd = (var + eps)^-1/2.
-    Computed in one autograd node, whose backward is the analytic gradient
-    through the statistics (one elementwise pass over x), and updating the
-    running statistics (`factor` the momentum) when they are given."""
+    """A training batch norm as `(x, scale, shift)` for a block reading
+    `x·scale + shift`: scale = weight·invstd and shift = bias - mean·scale,
+    float32 `[C]`, from the batch statistics of x `[T, B, C, ...]` (every
+    dimension but C), invstd = (var + eps)^-1/2; the running statistics
+    updated (`factor` the momentum) when they are given.
+
+    x comes back as itself (a view), and the block reads that: the
+    gradient the block gives x (g·scale, g the gradient of the block's
+    pre-activation) and the one through the statistics meet in this
+    node's backward, one elementwise pass. On CUDA, PyTorch's own batch
+    norm kernels (those of SyncBatchNorm) compute the statistics and that
+    pass, in one read of x for any dense layout (channels-last included)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, running_mean, running_var, factor,
                 eps):
         channels = x.shape[2]
         n = x.numel() // channels
-        dims = [d for d in range(x.dim()) if d != 2]
-        if x.dtype == torch.float32:
-            var, mean = torch.var_mean(x, dims, unbiased=False)
+        if x.is_cuda:
+            flat = x.flatten(0, 1)  # [T·B, C, ...]: a view
+            mean, invstd = torch.batch_norm_stats(flat, eps)
+            mean, invstd = mean.float(), invstd.float()
+            if running_mean is not None:
+                torch.batch_norm_gather_stats_with_counts(
+                    flat, mean[None], invstd[None], running_mean,
+                    running_var, factor, eps, _count(n, mean))
         else:
-            # Half inputs: float32 sums of x and x² (two reads of the half
-            # tensor cost less than one of a float32 copy).
-            mean = x.mean(dims, dtype=torch.float32)
-            square = torch.linalg.vector_norm(x, 2, dims,
-                                              dtype=torch.float32)
-            var = (square.square_().div_(n) - mean.square()).clamp_(min=0)
-        invstd = torch.rsqrt(var + eps)
-        if running_mean is not None:
-            running_mean.lerp_(mean, factor)
-            running_var.lerp_(var * (n / max(n - 1, 1)), factor)
+            dims = [d for d in range(x.dim()) if d != 2]
+            if x.dtype == torch.float32:
+                var, mean = torch.var_mean(x, dims, unbiased=False)
+            else:
+                # Half inputs: float32 sums of x and x².
+                mean = x.mean(dims, dtype=torch.float32)
+                square = torch.linalg.vector_norm(x, 2, dims,
+                                                  dtype=torch.float32)
+                var = (square.square_().div_(n) - mean.square()).clamp_(
+                    min=0)
+            invstd = torch.rsqrt(var + eps)
+            if running_mean is not None:
+                running_mean.lerp_(mean, factor)
+                running_var.lerp_(var * (n / max(n - 1, 1)), factor)
         scale = invstd if weight is None else invstd * weight.float()
         shift = torch.addcmul(
             torch.zeros_like(mean) if bias is None else bias.float(),
             mean, scale, value=-1)
-        # d(invstd)/d(var)·d(var)/dx's factor: the backward's slope is
-        # grad_weight·k (each host op costs microseconds: few of them).
-        k = scale * invstd * (-1.0 / n)
-        ctx.save_for_backward(x, mean, invstd, scale, k)
+        ctx.save_for_backward(x, mean, invstd, scale)
         ctx.n, ctx.weight_dtype = n, None if weight is None else weight.dtype
-        return scale, shift
+        return x.view_as(x), scale, shift
 
     @staticmethod
-    def backward(ctx, grad_scale, grad_shift):
-        x, mean, invstd, scale, k = ctx.saved_tensors
-        # Through scale = w·invstd and shift = b - mean·scale, then
-        # invstd = (var + eps)^-1/2 and the statistics of x:
-        # dx = slope·x + offset per channel.
+    def backward(ctx, grad_y, grad_scale, grad_shift):
+        x, mean, invstd, scale = ctx.saved_tensors
+        n = ctx.n
+        # grad_shift = Σ g and grad_scale = Σ g·x per channel, so
+        # common = Σ g·(x - mean). Through scale = w·invstd, shift = b -
+        # mean·scale and the statistics:
+        # dx = grad_y - scale·Σg/n - (x - mean)·invstd²·scale·common/n.
         common = torch.addcmul(grad_scale, mean, grad_shift, value=-1)
         grad_weight = invstd * common
-        slope = grad_weight * k
-        offset = torch.addcmul(scale * grad_shift, slope, mean,
-                               value=ctx.n).mul_(-1.0 / ctx.n)
         grad_x = None
         if ctx.needs_input_grad[0]:
-            view = (1, 1, -1) + (1,) * (x.dim() - 3)
-            # In float32: slope is ~1/n, below half precision's range.
-            grad_x = torch.addcmul(offset.view(view), x, slope.view(view))
-            if grad_x.dtype != x.dtype:
-                grad_x = grad_x.to(x.dtype)
+            if x.is_cuda:
+                # The kernel computes (dy - (x - mean)·invstd²·sum_dy_xmu/n
+                # - sum_dy/n)·invstd·weight: weight = 1/invstd.
+                grad_x = torch.batch_norm_backward_elemt(
+                    grad_y.flatten(0, 1), x.flatten(0, 1), mean, invstd,
+                    invstd.reciprocal(), scale * grad_shift,
+                    scale * common, _count(n, mean, torch.int32)
+                ).view(x.shape)
+            else:
+                slope = invstd.square().mul_(scale).mul_(common).mul_(
+                    -1.0 / n)
+                offset = torch.addcmul(scale * grad_shift, slope, mean,
+                                       value=n).mul_(-1.0 / n)
+                view = (1, 1, -1) + (1,) * (x.dim() - 3)
+                # In float32: slope is ~1/n, below half precision's range.
+                grad_x = torch.addcmul(offset.view(view), x,
+                                       slope.view(view)).add_(grad_y)
+                if grad_x.dtype != x.dtype:
+                    grad_x = grad_x.to(x.dtype)
         if ctx.weight_dtype is None:
             return grad_x, None, None, None, None, None, None
         return (grad_x, grad_weight.to(ctx.weight_dtype),
                 grad_shift.to(ctx.weight_dtype), None, None, None, None)
+
+
+_counts: dict = {}
+
+
+def _count(n: int, like: torch.Tensor, dtype=None) -> torch.Tensor:
+    """The sample count `[1]` PyTorch's batch norm kernels take (of the
+    statistics' dtype, or int32 for the backward), made once per (n,
+    device, dtype): not in each replay of a captured CUDA graph."""
+    dtype = like.dtype if dtype is None else dtype
+    key = (n, like.device, dtype)
+    count = _counts.get(key)
+    if count is None:
+        count = _counts[key] = torch.full((1,), n, dtype=dtype,
+                                          device=like.device)
+    return count
 
 
 def _eager_under_compile(function):
@@ -282,12 +323,14 @@ def _eager_under_compile(function):
 
 @_eager_under_compile
 def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
-    """(scale, shift), float32 `[C]`, such that `x·scale + shift` is what
-    `bn` computes on x `[T, B, C, ...]` (over T·B samples, as SpikingJelly's
-    multi-step batch norms do), updating its running statistics and batch
-    count as nn.BatchNorm does: batch statistics in training (or without
-    running ones), the running ones in eval, folded as PyTorch's CPU
-    kernel folds them (`invstd·weight`, `bias - mean·scale`)."""
+    """(x, scale, shift), scale and shift float32 `[C]`, such that `x·scale
+    + shift` is what `bn` computes on x `[T, B, C, ...]` (over T·B samples,
+    as SpikingJelly's multi-step batch norms do), updating its running
+    statistics and batch count as nn.BatchNorm does: batch statistics in
+    training (or without running ones), the running ones in eval, folded
+    as PyTorch's CPU kernel folds them (`invstd·weight`, `bias -
+    mean·scale`). The block reads the x returned (in training, a view
+    whose gradient goes through the statistics)."""
     if x.dim() < 3 or x.shape[2] != bn.num_features:
         raise ValueError(
             f"{type(bn).__name__}({bn.num_features}) takes [T, B, C, ...] "
@@ -306,9 +349,9 @@ def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
     invstd = 1.0 / torch.sqrt(bn.running_var.float() + bn.eps)
     mean = bn.running_mean.float()
     if bn.weight is None:
-        return invstd, -mean * invstd
+        return x, invstd, -mean * invstd
     scale = invstd * bn.weight.float()
-    return scale, bn.bias.float() - mean * scale
+    return x, scale, bn.bias.float() - mean * scale
 
 
 def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
@@ -463,7 +506,7 @@ class Block(StatefulModule):
                             f"(storage_types), got {x.dtype}")
         scale = shift = None
         if isinstance(self.pre, BatchNorm):
-            scale, shift = batch_norm_affine(self.pre, x)
+            x, scale, shift = batch_norm_affine(self.pre, x)
         elif self.pre is not None:
             scale, shift = self.scale, self.shift
         return run_block(self.program, self.neuron, self.pre, x, skip, scale,

@@ -349,7 +349,7 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
         return _unfused(bn, neuron, x, operand, connection, readout)
     program = _program(neuron, _shape(connection, operand is not None,
                                       readout), dtype)
-    scale, shift = batch_norm_affine(bn, x)
+    x, scale, shift = batch_norm_affine(bn, x)
     y = run_block(program, neuron, bn, x, operand, scale, shift,
                   neuron.states, neuron._assigned)
     return y / x.shape[0] if mean else y
