@@ -18,6 +18,7 @@
 #                   test_spike_storage.py, test_kernel_modules.py,
 #                   test_block_kernels.py, test_block_module.py,
 #                   test_fuse.py, test_fuse_spikingjelly.py,
+#                   test_layouts.py,
 #                   test_spikingjelly_fidelity.py and
 #                   test_against_spikingjelly.py (their CPU run). The GPU
 #                   machine has no tools: there
@@ -125,7 +126,7 @@ log "compiling what python/tests uses (their CPU run)"
   python/tests/test_kernel_modules.py python/tests/test_saved_storage.py \
   python/tests/test_block_kernels.py python/tests/test_block_module.py \
   python/tests/test_fuse.py python/tests/test_fuse_spikingjelly.py \
-  python/tests/test_spikingjelly_fidelity.py \
+  python/tests/test_layouts.py python/tests/test_spikingjelly_fidelity.py \
   python/tests/test_against_spikingjelly.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
