@@ -528,8 +528,10 @@ class NeuronKernels:
         for i in per_neuron_sums:
             # [B, C, ...] -> [C], in torch's fixed reduction order: over
             # the contiguous S first (a row reduction, several times faster
-            # than both dimensions at once), then B.
+            # than both dimensions at once), then B. S = 1 (channels-last
+            # steps) needs no first pass.
             g = grad_params[i]
-            grad_params[i] = g.reshape(g.shape[0], g.shape[1], -1).sum(
-                2).sum(0)
+            g = g.reshape(g.shape[0], g.shape[1], -1)
+            g = g[:, :, 0] if g.shape[2] == 1 else g.sum(2)
+            grad_params[i] = g.sum(0)
         return grad_inputs, grad_inits, grad_params
