@@ -47,6 +47,8 @@ PROG = "bench resnet"
 MODELS = ("sew_resnet18", "spiking_resnet18")
 PRECISIONS = ("f32", "amp")
 LAYOUTS = ("contiguous", "channels_last")
+MEMORY_FORMATS = {"contiguous": "contiguous_format",
+                  "channels_last": "channels_last"}
 VARIANTS = ("sj-cupy", "sj-torch", "sj-cupy+compile", "sj-torch+compile",
             "flexsn", "flexsn-fused", "flexsn-fused+compile", "flexsn+graph",
             "flexsn-fused+graph")
@@ -101,9 +103,8 @@ def build(torch, model, variant, layout):
     else:
         net = make(spiking_neuron=flexsn.torch.LIFNode, **neuron_kwargs())
     functional.set_step_mode(net, "m")
-    return net.cuda().to(memory_format=getattr(torch, layout + "_format"
-                                               if layout == "contiguous"
-                                               else layout))
+    return net.cuda().to(memory_format=getattr(torch,
+                                               MEMORY_FORMATS[layout]))
 
 
 def batch(torch, layout, gen):
