@@ -113,36 +113,39 @@ class NeuronInfo:
     outputs: Tuple[str, ...]
     params: Tuple[Param, ...]
 
-    @property
+    # The views below are read on every kernel call: computed once (a
+    # frozen dataclass's __dict__ holds them; equality and hashing read
+    # the fields only).
+    @functools.cached_property
     def runtime_params(self) -> Tuple[Param, ...]:
         return tuple(p for p in self.params if p.kind != "const")
 
-    @property
+    @functools.cached_property
     def trainable_params(self) -> Tuple[Param, ...]:
         return tuple(p for p in self.params if p.kind == "trainable")
 
-    @property
+    @functools.cached_property
     def scalar_runtime_params(self) -> Tuple[Param, ...]:
         """The kernels' scalar `param` arguments, in declaration order."""
         return tuple(p for p in self.runtime_params if not p.shaped)
 
-    @property
+    @functools.cached_property
     def per_neuron_params(self) -> Tuple[Param, ...]:
         """The kernels' `per_neuron_param` buffers, in declaration order."""
         return tuple(p for p in self.params if p.per_neuron)
 
-    @property
+    @functools.cached_property
     def per_channel_params(self) -> Tuple[Param, ...]:
         """The kernels' `per_channel_param` buffers, in declaration order."""
         return tuple(p for p in self.params if p.per_channel)
 
-    @property
+    @functools.cached_property
     def shaped_params(self) -> Tuple[Param, ...]:
         """The kernels' parameter buffers (per-neuron and per-channel), in
         declaration order: the order the kernels take them in."""
         return tuple(p for p in self.params if p.shaped)
 
-    @property
+    @functools.cached_property
     def channels(self) -> bool:
         """Whether the kernels see the neurons as `[B, C, S]` (the neuron
         has a per-channel parameter): inputs are then `[T, B, C, ...]`."""

@@ -234,6 +234,7 @@ class NeuronKernels:
         self._layouts = {}
         self._written = {}
         self._per_neuron_sums = {}
+        self._state_sequences = {}
         # Per-channel gradients on the GPU: the deterministic kernel (each
         # neuron's sum over time, summed per channel here by torch) is also
         # the faster one (docs/perf/per_channel_results.md): it serves
@@ -412,10 +413,13 @@ class NeuronKernels:
         block's forward kernel keeps only what the block returns), so that
         the last step of either is the final state."""
         spec = kernel.spec
-        held = sorted(spec.bound("state_seq") + spec.bound("state_final"),
-                      key=lambda b: b.binds.index)
-        return [T if b.binds.value == "state_seq" else min(T, 1)
-                for b in held]
+        sequences = self._state_sequences.get(spec.name)
+        if sequences is None:
+            held = sorted(spec.bound("state_seq") + spec.bound("state_final"),
+                          key=lambda b: b.binds.index)
+            sequences = self._state_sequences[spec.name] = [
+                b.binds.value == "state_seq" for b in held]
+        return [T if sequence else min(T, 1) for sequence in sequences]
 
     def forward(self, inputs, inits, params, shaped=()):
         """Training forward: outputs, states ([steps, N...], see
