@@ -125,6 +125,12 @@ class NeuronInfo:
         return tuple(p for p in self.params if p.kind == "trainable")
 
     @functools.cached_property
+    def fixed_runtime_params(self) -> Tuple[Param, ...]:
+        """The runtime parameters that are not trainable, in declaration
+        order: the `runtime` values a call passes."""
+        return tuple(p for p in self.runtime_params if p.kind != "trainable")
+
+    @functools.cached_property
     def scalar_runtime_params(self) -> Tuple[Param, ...]:
         """The kernels' scalar `param` arguments, in declaration order."""
         return tuple(p for p in self.runtime_params if not p.shaped)

@@ -46,8 +46,8 @@ class Handle:
         self.num_trainable = len(self.info.trainable_params)
         # Per non-trainable runtime parameter: whether it is shaped
         # (per-neuron or per-channel).
-        self.fixed_shaped = tuple(p.shaped for p in runtime
-                                  if p.kind != "trainable")
+        self.fixed_shaped = tuple(p.shaped
+                                  for p in self.info.fixed_runtime_params)
         self.has_shaped = any(p.shaped for p in runtime)
         # The kernels' scalar arguments, in declaration order: (from a
         # trainable tensor, index, type); and their shaped buffers: (from a

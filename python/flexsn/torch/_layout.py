@@ -78,7 +78,7 @@ class Layout:
 def _per_neuron(info, trainable, runtime):
     """(tensor or value, Param) of the per-neuron parameters among
     `trainable` and the non-trainable `runtime` (declaration order)."""
-    fixed = [p for p in info.runtime_params if p.kind != "trainable"]
+    fixed = info.fixed_runtime_params
     pairs = list(zip(trainable, info.trainable_params))
     if len(runtime) == len(fixed):
         pairs += zip(runtime, fixed)
