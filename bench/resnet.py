@@ -3,6 +3,7 @@ unfused and fused (`flexsn.torch.fuse`), against SpikingJelly's backends.
 
     python3 -m bench resnet --compile-only     (here: the tools)
     python3 -m bench resnet [--models ...] [--precisions ...] [--out DIR]
+    python3 -m bench resnet --plot RESULTS.json... --out DIR
 
 On a GPU with SpikingJelly importable (PYTHONPATH), for `spiking_resnet18`
 and `sew_resnet18` (cnf ADD), built by SpikingJelly's own constructors with
@@ -28,9 +29,11 @@ loss of each is recorded beside the time (they agree to float tolerance).
 A step is timed with CUDA events (median of --reps after warm-up); the
 first step's wall time (compiles included) and, for flexsn-fused,
 `fuse` + the first step are recorded too. Targets: flexsn-fused at least
-1.3x sj-torch+compile and 1.25x flexsn (in each layout, and the fastest
+1.3x sj-torch+compile and 1.25x flexsn, and flexsn-fused+graph the same
+against sj-torch+compile and flexsn+graph (in each layout, and the fastest
 layout of each against the other's fastest); fuse + first step under 5 s.
-Writes resnet_results.{json,md} to --out.
+Writes resnet_results.{json,md} to --out; `--plot` draws resnet.png from
+result files.
 
 `--compile-only` builds the FlexSN kernels the run takes (the LIF neuron
 and its fused blocks, f32 and f16) into the compile cache: the GPU machine
@@ -68,7 +71,8 @@ def compile_only():
     fuse, one compile per model's set of blocks (SpikingJelly's ResNets,
     SEW with ADD and IAND, and VGG: this benchmark's and
     python/tests/test_fuse_spikingjelly.py's), float16 (AMP) one block
-    per compile at its first call."""
+    per compile at its first call, and the neuron-and-connection blocks
+    that channels-last training runs after cuDNN's batch norm."""
     import flexsn.torch
     from flexsn.torch._block import BlockShape
     from flexsn.torch._fuse import _PROGRAMS, _program, prepare
@@ -81,6 +85,8 @@ def compile_only():
         prepare([(neuron, shape) for shape in blocks], "f32")
     for shape in (alone, add):
         _program(neuron, shape, "f16")
+    for dtype in ("f32", "f16"):
+        _program(neuron, BlockShape("none", "add", "skip"), dtype)
     print("%s: compiled the LIF neuron and its fused blocks" % PROG)
     return 0
 
@@ -194,7 +200,7 @@ def profile(torch, model, variant, precision, layout, x, labels):
     key = ("self_device_time_total" if hasattr(events[0],
                                                "self_device_time_total")
            else "self_cuda_time_total")
-    print(events.table(sort_by=key, row_limit=18, max_name_column_width=60))
+    print(events.table(sort_by=key, row_limit=45, max_name_column_width=70))
     # The host's side: Python functions by their own time.
     import cProfile
     import pstats
@@ -246,9 +252,14 @@ def main(argv):
                     help="instead of timing: per variant, the host time of "
                     "a step, the GPU time its kernels take, and the "
                     "kernels taking most of it (torch.profiler)")
+    ap.add_argument("--plot", nargs="+", metavar="JSON",
+                    help="instead of running: draw resnet.png in --out "
+                    "from these result files")
     args = cli.finish(ap.parse_args(argv))
     if args.compile_only:
         return compile_only()
+    if args.plot:
+        return plot(args.plot, args.out or ".")
     if args.smoke:
         cli.skip(PROG, "--smoke", "the model zoo's steps need a GPU")
         return 0
@@ -299,6 +310,12 @@ def main(argv):
     return 0
 
 
+#: Each fused variant and the unfused FlexSN variant it is judged against:
+#: eager against eager, a CUDA-graph step against a CUDA-graph step.
+FUSED_VS_UNFUSED = {"flexsn-fused": "flexsn",
+                    "flexsn-fused+graph": "flexsn+graph"}
+
+
 def judge(rows):
     """The targets, per model and precision: ratios of medians in each
     layout, and of each variant's fastest layout."""
@@ -314,26 +331,83 @@ def judge(rows):
     by.update(best)
     groups = sorted({key[:3] for key in by})
     for model, precision, layout in groups:
-        fused = by.get((model, precision, layout, "flexsn-fused"))
-        if fused is None:
-            continue
-        for name, other in (("vs_sj_torch_compile", "sj-torch+compile"),
-                            ("vs_flexsn", "flexsn")):
-            base = by.get((model, precision, layout, other))
-            if base is not None:
-                ratio = base["step_ms"] / fused["step_ms"]
-                checks.append(dict(check="%s %s %s %s" % (
-                    model, precision, layout, name),
-                    ok=ratio >= TARGETS[name], ratio=round(ratio, 3),
-                    target=TARGETS[name]))
-        if layout != "fastest layout":
-            checks.append(dict(
-                check="%s %s %s fuse_first_step_s" % (model, precision,
-                                                      layout),
-                ok=fused["first_step_s"] < TARGETS["fuse_first_step_s"],
-                seconds=round(fused["first_step_s"], 2),
-                target=TARGETS["fuse_first_step_s"]))
+        for variant, unfused in FUSED_VS_UNFUSED.items():
+            fused = by.get((model, precision, layout, variant))
+            if fused is None:
+                continue
+            for name, other in (("vs_sj_torch_compile", "sj-torch+compile"),
+                                ("vs_flexsn", unfused)):
+                base = by.get((model, precision, layout, other))
+                if base is not None:
+                    ratio = base["step_ms"] / fused["step_ms"]
+                    checks.append(dict(check="%s %s %s %s %s" % (
+                        model, precision, layout, variant, name),
+                        ok=ratio >= TARGETS[name], ratio=round(ratio, 3),
+                        target=TARGETS[name]))
+            if layout != "fastest layout" and variant == "flexsn-fused":
+                checks.append(dict(
+                    check="%s %s %s fuse_first_step_s" % (model, precision,
+                                                          layout),
+                    ok=fused["first_step_s"] < TARGETS["fuse_first_step_s"],
+                    seconds=round(fused["first_step_s"], 2),
+                    target=TARGETS["fuse_first_step_s"]))
     return checks
+
+
+#: The bars of the plot: (variant, layout, label), for each model and
+#: precision.
+PLOTTED = (("sj-torch+compile", "channels_last",
+            "torch.compile of SJ torch, channels-last"),
+           ("flexsn+graph", "contiguous", "FlexSN unfused, row-major"),
+           ("flexsn-fused+graph", "contiguous", "FlexSN fused, row-major"),
+           ("flexsn+graph", "channels_last", "FlexSN unfused, channels-last"),
+           ("flexsn-fused+graph", "channels_last",
+            "FlexSN fused, channels-last"))
+
+
+def plot(paths, out):
+    """OUT/resnet.png from the rows of the result files `paths` (a later
+    file's row replaces an earlier one's): the training step of each model
+    and precision, FlexSN's rows captured in a CUDA graph."""
+    import json
+    import os
+    rows, device = {}, None
+    for path in paths:
+        with open(path) as f:
+            meta = json.load(f)
+        device = device or meta["device"]
+        for r in meta["rows"]:
+            if "step_ms" in r:
+                rows[(r["model"], r["precision"], r["variant"],
+                      r["layout"])] = r["step_ms"]
+    plt = results.pyplot(PROG, "resnet.png")
+    if plt is None:
+        return 1
+    groups = [(m, p) for m in MODELS for p in PRECISIONS]
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    width = 0.8 / len(PLOTTED)
+    for i, (variant, layout, label) in enumerate(PLOTTED):
+        xs = [j + (i - (len(PLOTTED) - 1) / 2) * width
+              for j in range(len(groups))]
+        ys = [rows.get((m, p, variant, layout), 0.0) for m, p in groups]
+        bars = ax.bar(xs, ys, width, label=label)
+        for bar, y in zip(bars, ys):
+            if y:
+                ax.annotate("%.1f" % y, (bar.get_x() + bar.get_width() / 2,
+                                         y), ha="center", va="bottom",
+                            fontsize=6)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(["%s %s" % (m, "AMP" if p == "amp" else p)
+                        for m, p in groups], fontsize=8)
+    ax.set_ylabel("training step (ms)")
+    ax.set_title("T = %d, B = %d, %d², one training step, %s" % (
+        T, B, RES, device), fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    os.makedirs(out, exist_ok=True)
+    fig.savefig(os.path.join(out, "resnet.png"), dpi=130)
+    print("%s: wrote %s" % (PROG, os.path.join(out, "resnet.png")))
+    return 0
 
 
 def markdown(meta):

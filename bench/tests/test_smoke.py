@@ -190,3 +190,37 @@ def test_device_ddp(tmp_path):
         res = json.load(f)
     assert len(res) == 4 and all(r["ok"] for r in res), res
     assert res[0]["worst_err_over_tol"] <= 1
+
+
+def test_resnet_judges_each_fused_variant_against_its_unfused_twin():
+    """Eager fused against eager unfused, CUDA-graph fused against
+    CUDA-graph unfused, each also in its fastest layout."""
+    from bench.resnet import judge
+
+    def row(variant, layout, ms):
+        return dict(model="m", precision="f32", layout=layout,
+                    variant=variant, step_ms=ms, first_step_s=0.5)
+
+    rows = [row("flexsn", "contiguous", 30.0),
+            row("flexsn-fused", "contiguous", 20.0),
+            row("flexsn+graph", "contiguous", 12.0),
+            row("flexsn-fused+graph", "contiguous", 10.0),
+            row("flexsn+graph", "channels_last", 9.0),
+            row("flexsn-fused+graph", "channels_last", 9.5),
+            row("sj-torch+compile", "contiguous", 15.0),
+            dict(model="m", precision="f32", layout="contiguous",
+                 variant="flexsn-fused+compile", error="no")]
+    checks = {c["check"]: c for c in judge(rows)}
+    eager = checks["m f32 contiguous flexsn-fused vs_flexsn"]
+    assert (eager["ratio"], eager["ok"]) == (1.5, True)
+    graph = checks["m f32 contiguous flexsn-fused+graph vs_flexsn"]
+    assert (graph["ratio"], graph["ok"]) == (1.2, False)
+    compiled = checks["m f32 contiguous flexsn-fused+graph "
+                      "vs_sj_torch_compile"]
+    assert compiled["ratio"] == 1.5
+    # Fastest layouts: 9.0 unfused (channels-last), 9.5 fused.
+    fastest = checks["m f32 fastest layout flexsn-fused+graph vs_flexsn"]
+    assert fastest["ratio"] == round(9.0 / 9.5, 3)
+    assert checks["m f32 contiguous fuse_first_step_s"]["ok"]
+    assert not any("fuse_first_step_s" in c and "graph" in c
+                   for c in checks)

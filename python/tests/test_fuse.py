@@ -8,6 +8,7 @@ gradients and running statistics within float tolerance, the same
 state_dict keys both ways.
 """
 
+import dataclasses
 import io
 
 import pytest
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from flexsn.torch import LIFNode, fuse
+from flexsn.torch import _fuse as fuse_module
 from flexsn.torch._fuse import _PROGRAMS, _key, _shape, fused_block
 
 from devices import DEVICES
@@ -215,12 +217,63 @@ def test_training_step_matches_unfused(device, cnf):
     """Two training steps: the outputs, every parameter's gradient, the
     running statistics and the batch counts of the fused model against
     the unfused one."""
+    check_training_steps(cnf, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cnf", ["ADD", "IAND"])
+def test_batch_norm_apart_matches_unfused(device, cnf, monkeypatch):
+    """Training with every batch norm run as its own module before a block
+    of the neuron, the connection and the readout (what channels-last CUDA
+    inputs take, forced here on any device) against the unfused model."""
+    apart = []
+
+    def normalizes_apart(bn, x):
+        apart.append(bn.training)
+        return bn.training
+
+    monkeypatch.setattr(fuse_module, "_normalizes_apart", normalizes_apart)
+    check_training_steps(cnf, device)
+    assert apart and all(apart)
+    # The blocks without the batch norm ran: with the connection, and
+    # with the readout.
+    neuron = lif()
+    for connection, skip, readout in ((cnf.lower(), True, "none"),
+                                      ("none", False, "mean")):
+        shape = dataclasses.replace(_shape(connection, skip, readout),
+                                    pre="none")
+        assert _key(neuron, shape, "f32") in _PROGRAMS
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("cnf", ["ADD", "IAND"])
+def test_channels_last_training_matches_unfused(cnf):
+    """A channels-last model and batch on the GPU: training runs its
+    batch norms as cuDNN's, apart from the blocks, and matches the
+    unfused model; eval and row-major inputs keep the fused statistics."""
+    x = batch("cuda").flatten(0, 1)
+    x = x.contiguous(memory_format=torch.channels_last).view(4, 3, 2, 8, 8)
+    bn = MultiStepBatchNorm2d(2).cuda()
+    assert fuse_module._normalizes_apart(bn, x)
+    assert not fuse_module._normalizes_apart(bn, x.contiguous())
+    assert not fuse_module._normalizes_apart(bn.eval(), x)
+    check_training_steps(cnf, "cuda", torch.channels_last)
+
+
+def check_training_steps(cnf, device, memory_format=None):
     model, fused = twins(cnf, device)
     clone, _ = twins(cnf, device)
+    if memory_format is not None:
+        model.to(memory_format=memory_format)
+        clone.to(memory_format=memory_format)
     clone.load_state_dict(model.state_dict())
     fused = fuse(clone)
     for step in range(2):
         x = batch(device, seed=10 + step)
+        if memory_format is not None:
+            x = x.flatten(0, 1).contiguous(
+                memory_format=memory_format).view(x.shape)
         reset(model)
         reset(clone)
         want, got = model(x), fused(x)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from flexsn.torch import Block, FlexSN, LIFNode, Residual, fuse
+from flexsn.torch import _fuse as fuse_module
 from flexsn.torch._layout import memory_order
 
 from devices import DEVICES
@@ -175,7 +176,13 @@ class _MultiStepBatchNorm(torch.nn.BatchNorm2d):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_fused_model_in_channels_last(device):
+@pytest.mark.parametrize("apart", [False, True])
+def test_fused_model_in_channels_last(device, apart, monkeypatch):
+    """Both ways a fused chain trains: the block's batch statistics, or
+    the batch norm as its own module before a block of the neuron and the
+    connection (what CUDA takes in channels-last, forced here)."""
+    monkeypatch.setattr(fuse_module, "_normalizes_apart",
+                        lambda bn, x: apart and bn.training)
     torch.manual_seed(11)
     net = _Net().to(device).to(memory_format=torch.channels_last)
     fused = fuse(net)

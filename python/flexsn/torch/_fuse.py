@@ -21,6 +21,7 @@ children are fused instead.
 """
 
 import copy
+import dataclasses
 import operator
 from typing import List, Optional
 
@@ -30,6 +31,7 @@ from torch import fx, nn
 from ._block import (BatchNorm, BlockShape, batch_norm_affine,
                      check_block_neuron, compile_blocks, run_block)
 from ._kernels import DTYPES
+from ._layout import memory_order
 from ._modules import FlexSN
 
 _ADDS = (operator.add, operator.iadd, torch.add)
@@ -334,10 +336,11 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
                 operand: Optional[torch.Tensor] = None, *,
                 connection: str = "none", readout: str = "none"):
     """`readout(connection(neuron(bn(x)), operand))` as one Block call,
-    with bn's and the neuron's parameters, statistics and states; the same
-    modules called one by one when an input does not suit the kernels (a
-    broadcast operand, a dtype they do not store, a mode changed since
-    `fuse`)."""
+    with bn's and the neuron's parameters, statistics and states (bn
+    apart, then the rest as one Block, where `_normalizes_apart` says);
+    the same modules called one by one when an input does not suit the
+    kernels (a broadcast operand, a dtype they do not store, a mode
+    changed since `fuse`)."""
     dtype = DTYPES.get(x.dtype)
     mean = readout == "mean"
     fits = (dtype is not None and x.dim() >= 3 and _why_not(bn, neuron)
@@ -347,12 +350,39 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
                                      and operand.device == x.device)))
     if not fits:
         return _unfused(bn, neuron, x, operand, connection, readout)
+    if _normalizes_apart(bn, x):
+        return _neuron_block(bn, neuron, x, operand, connection, readout,
+                             dtype)
     program = _program(neuron, _shape(connection, operand is not None,
                                       readout), dtype)
     x, scale, shift = batch_norm_affine(bn, x)
     y = run_block(program, neuron, bn, x, operand, scale, shift,
                   neuron.states, neuron._assigned)
     return y / x.shape[0] if mean else y
+
+
+def _normalizes_apart(bn: nn.Module, x: torch.Tensor) -> bool:
+    """Whether bn runs as its own module, before a block of the neuron and
+    the connection: for batch statistics of a CUDA input in a dense layout
+    other than row-major (channels-last). There cuDNN's NHWC batch norm,
+    forward and backward, takes less GPU time than the fused block's
+    statistics, per-channel gradient sums and statistics backward; in
+    row-major the fused block is the faster (docs/perf/resnet)."""
+    return (x.is_cuda and (bn.training or bn.running_mean is None)
+            and memory_order(x.shape, x.stride()) is not None)
+
+
+def _neuron_block(bn, neuron, x, operand, connection, readout, dtype):
+    """bn(x), then the neuron, the connection and the readout as one
+    Block (or the neuron alone when there is neither)."""
+    y = bn(x)
+    if connection == "none" and readout == "none":
+        return neuron(y)
+    shape = dataclasses.replace(
+        _shape(connection, operand is not None, readout), pre="none")
+    y = run_block(_program(neuron, shape, dtype), neuron, None, y, operand,
+                  None, None, neuron.states, neuron._assigned)
+    return y / x.shape[0] if readout == "mean" else y
 
 
 def _unfused(bn, neuron, x, operand, connection, readout):
