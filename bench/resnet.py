@@ -400,8 +400,8 @@ def plot(paths, out):
     ax.set_xticklabels(["%s %s" % (m, "AMP" if p == "amp" else p)
                         for m, p in groups], fontsize=8)
     ax.set_ylabel("training step (ms)")
-    ax.set_title("T = %d, B = %d, %d², one training step, %s" % (
-        T, B, RES, device), fontsize=9)
+    ax.set_title("T = %d, B = %d, %d², one training step (FlexSN's captured "
+                 "in a CUDA graph), %s" % (T, B, RES, device), fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     os.makedirs(out, exist_ok=True)
