@@ -36,14 +36,15 @@ def module_calls(torch, module, T, N, device):
     """Callables for one module at [T, N] f32, every call from a reset
     state: name -> fn for (direct | module) x (inference | train), the
     direct ones on preallocated buffers with the module's own kernels and
-    the buffers the module passes (its training forward writes v_seq: the
-    final state comes from it), plus direct_train_min (the forward without
-    v_seq: what a forward with a final-state output would move). Returns
-    (calls, check) with check() comparing module and direct results."""
+    the buffers the module passes (its training forward is the one keeping
+    v only at its end), plus direct_train_min (the sequence forward with
+    no state output at all: the least a forward moves). Returns (calls,
+    check) with check() comparing module and direct results."""
     bind = binder(torch, device)
     compiled = module.compiled
     kfs = compiled.kernel(device, "final-state", "f32")
-    kf = compiled.kernel(device, "forward", "f32")
+    kf = compiled.kernel(device, "forward", "f32", final_states=True)
+    kf_min = compiled.kernel(device, "forward", "f32", final_states=False)
     kb = compiled.kernel(device, "backward", "f32")
     g = torch.Generator(device=device).manual_seed(1000 * T + N % 997)
     x = torch.randn((T, N), generator=g, device=device) * 0.9 + 0.8
@@ -51,14 +52,15 @@ def module_calls(torch, module, T, N, device):
     xr = x.detach().requires_grad_(True)
     spike, xg = torch.empty_like(x), torch.empty_like(x)
     vf, vg = torch.empty(N, device=device), torch.empty(N, device=device)
-    vseq = torch.empty_like(x)
+    vfin = torch.empty(N, device=device)
     workspace = new_workspace(torch, (kf, kb), T, N, device)
     wp = workspace.data_ptr()
     direct_inference = bind(kfs, T, N, addresses(
         kfs, {"x": x, "spike": spike, "v_final": vf}))
     forward = bind(kf, T, N, addresses(
-        kf, {"x": x, "spike": spike, "v_seq": vseq}), wp)
-    forward_min = bind(kf, T, N, addresses(kf, {"x": x, "spike": spike}), wp)
+        kf, {"x": x, "spike": spike, "v_final": vfin}), wp)
+    forward_min = bind(kf_min, T, N, addresses(kf_min, {"x": x,
+                                                        "spike": spike}), wp)
     backward = bind(kb, T, N, addresses(
         kb, {"spike_grad": gs, "x_grad": xg, "v_init_grad": vg}), wp)
 
@@ -120,7 +122,7 @@ def module_calls(torch, module, T, N, device):
                  direct_train=direct_train, direct_train_min=direct_train_min,
                  floor_train=floor_train,
                  module_inference=module_inference, module_train=module_train)
-    calls["keep"] = (x, gs, xr, spike, xg, vf, vg, vseq, workspace)
+    calls["keep"] = (x, gs, xr, spike, xg, vf, vg, vfin, workspace)
     return calls, check
 
 
@@ -312,9 +314,9 @@ def module_md(m):
               "calls (per call, median of 3 x 10). Target: module <= "
               "%.2f x direct back to back (one call after an idle GPU also "
               "counts the host time above). Direct train launches pass the "
-              "module's buffers (the forward writes v_seq, which the final "
-              "state comes from); direct- leaves v_seq out (what a forward "
-              "with a final-state output would move)."
+              "module's buffers (its forward writes v at its end only); "
+              "direct- runs the sequence forward with no state output (the "
+              "least a forward moves)."
               % (1 + m["wall_target"]), "",
               "| module | mode | T | N | direct ms | module ms | ratio "
               "| direct b2b ms | module b2b ms | ratio b2b | direct- ms "

@@ -220,6 +220,13 @@ class Kernel:
     def buffers_with_role(self, *roles: str) -> List[Buffer]:
         return [b for b in self.buffers if b.role in roles]
 
+    @property
+    def final_states(self) -> bool:
+        """Whether it writes states only at their end (a final-state or
+        final-state training forward kernel), not state sequences."""
+        return any(b.binds.key == ("state_final", False)
+                   for b in self.buffers)
+
     def bound(self, value: str, gradient: bool = False) -> List[Buffer]:
         """The buffers holding `value` (or its gradient), by index."""
         return sorted((b for b in self.buffers
@@ -297,12 +304,17 @@ class Manifest:
 
     def find(self, device: str, variant: str, dtype: str,
              deterministic: bool = False, neuron: Optional[str] = None,
-             spikes: str = "dense") -> Optional[Kernel]:
+             spikes: str = "dense", final_states: Optional[bool] = None
+             ) -> Optional[Kernel]:
+        """The first kernel that matches; `final_states` (when not None)
+        picks between a neuron's two training forward kernels."""
         kernels = self.gpu_kernels if device == "cuda" else self.cpu_kernels
         for k in kernels:
             if (k.variant == variant and k.dtype == dtype
                     and k.spikes == spikes
                     and (neuron is None or k.neuron == neuron)
+                    and (final_states is None
+                         or k.final_states == final_states)
                     and k.deterministic == (deterministic and device == "cuda")):
                 return k
         return None

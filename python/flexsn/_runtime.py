@@ -296,18 +296,21 @@ _load_lock = threading.Lock()
 
 def load_kernel(compiled, device: str, variant: str, dtype: str,
                 deterministic: bool = False, spikes: str = "dense",
-                neuron: Optional[str] = None):
+                neuron: Optional[str] = None,
+                final_states: Optional[bool] = None):
     """The kernel of `neuron` (default: `compiled.name`; for a block, its
-    function) for `device`, `variant`, storage `dtype` and `spikes`."""
+    function) for `device`, `variant`, storage `dtype` and `spikes`;
+    `final_states` picks the training forward that keeps states only at
+    their end (True) or as sequences (False)."""
     neuron = neuron or compiled.name
     key = (str(compiled.directory), device, neuron, variant, dtype,
-           deterministic, spikes)
+           deterministic, spikes, final_states)
     with _load_lock:
         if key in _loaded:
             return _loaded[key]
         manifest = compiled.manifest
         spec = manifest.find(device, variant, dtype, deterministic,
-                             neuron, spikes)
+                             neuron, spikes, final_states)
         if spec is None and deterministic:
             # Without parameter gradients summed across threads every
             # kernel is deterministic.
@@ -325,6 +328,8 @@ def load_kernel(compiled, device: str, variant: str, dtype: str,
                 spec = None
         if spec is None:
             stored = "" if spikes == "dense" else f", spikes as {spikes}"
+            if final_states:
+                stored += ", keeping final states"
             raise KeyError(
                 f"{neuron} was not compiled for {device}, variant "
                 f"'{variant}', storage {dtype}{stored}: compile it with that "

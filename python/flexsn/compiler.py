@@ -155,13 +155,17 @@ class CompiledNeuron:
         return None
 
     def kernel(self, device: str, variant: str, dtype: str,
-               deterministic: bool = False, spikes: str = "dense"):
+               deterministic: bool = False, spikes: str = "dense",
+               final_states: Optional[bool] = None):
         """The runnable kernel (see flexsn._runtime), loaded once;
         `spikes="u8"` or `"bits"` picks the inference or final-state
-        kernel that stores spike outputs as bytes or bit-packed."""
+        kernel that stores spike outputs as bytes or bit-packed;
+        `final_states=True` the training forward that writes final states,
+        not state sequences."""
         from . import _runtime
         return _runtime.load_kernel(self, device, variant, dtype,
-                                    deterministic, spikes)
+                                    deterministic, spikes,
+                                    final_states=final_states)
 
 
 @dataclasses.dataclass

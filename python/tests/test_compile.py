@@ -111,7 +111,9 @@ def test_cache_layout_and_manifest(cache):
     cpu = json.loads((compiled.directory / "cpu.json").read_text())
     names = sorted(k["name"] for k in cpu["cpu_kernels"])
     assert names == ["plif_backward_f16", "plif_backward_f32",
-                     "plif_forward_f16", "plif_forward_f32"]
+                     "plif_forward_f16", "plif_forward_f32",
+                     "plif_forward_final_state_f16",
+                     "plif_forward_final_state_f32"]
     backward = compiled.manifest.find("cpu", "backward", "f16")
     assert [b.role for b in backward.buffers_with_role("param_gradient")] == [
         "param_gradient"]

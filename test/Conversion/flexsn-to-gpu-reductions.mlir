@@ -14,7 +14,8 @@
 // CHECK-SAME:      <"k_grad", param_gradient, f32, scalar, grad param "k">], params = [<"k", 5.000000e-01 : f32, trainable>], workspace_sequences = 1, reduction_slots = 1>, vector_width = 4, vector_entry = "leaky_backward_f32_vec", scalar_entry = "leaky_backward_f32_scalar">
 // CHECK-SAME:    #flexsn.compiled_kernel<"leaky_backward_f32_deterministic", <"leaky", backward, f32,
 // CHECK-SAME:      <"k_grad", param_gradient, f32, scalar, grad param "k">, <"reduction_scratch", reduction_scratch, f32, scratch, scratch>]
-// CHECK-SAME:      vector_width = 4, deterministic = true, vector_entry = "leaky_backward_f32_deterministic_vec", scalar_entry = "leaky_backward_f32_deterministic_scalar">]
+// CHECK-SAME:      vector_width = 4, deterministic = true, vector_entry = "leaky_backward_f32_deterministic_vec", scalar_entry = "leaky_backward_f32_deterministic_scalar">
+// CHECK-SAME:    #flexsn.compiled_kernel<"leaky_forward_final_state_f32", <"leaky", forward, f32,
 
 // CHECK:       gpu.func @leaky_backward_f32_vec(
 // CHECK-SAME:      %[[GRAD:arg7]]: !llvm.ptr, %{{.*}}: i64

@@ -31,6 +31,16 @@
 // CHECK:           flexsn.yield %[[gx]], %[[next]] : f32, f32
 // CHECK:         } attributes {optional_inputs = array<i64: 0, 1>}
 
+// The forward that keeps v only at its end: the same step and saves (the
+// backward above serves it), v_final in place of v_seq, and no backward of
+// its own.
+// CHECK-LABEL: func.func @lif_forward_final_state_f32(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<?x?xf32>, %[[V0:[^:]*]]: memref<?xf32>, %[[S:[^:]*]]: memref<?x?xf32>, %[[VFIN:[^:]*]]: memref<?xf32>, %[[H:[^:]*]]: memref<?x?xf32>)
+// CHECK-SAME:    <"v_final", final_state, f32, per_neuron, state_final 0>, <"saved0", saved_output, f32, sequence, saved 0>], workspace_sequences = 1>
+// CHECK:         flexsn.scan ins(%[[X]] : {{.*}}) inits(%[[V0]] : {{.*}}) outs(%[[S]], %[[H]] : {{.*}}) states(%[[VFIN]] : memref<?xf32>)
+// CHECK:           flexsn.yield %{{.*}}, %{{.*}}, %{{.*}} : f32, f32, f32
+// CHECK-NOT:     func.func @lif_backward_final_state
+
 // store-all saves every value the rules read (h, h - v_th and 1 - s).
 // ALL-LABEL: func.func @lif_forward_f32(
 // ALL-SAME:    workspace_sequences = 3>
@@ -38,6 +48,9 @@
 // Izhikevich's quadratic term needs v itself: two saved sequences.
 // IZH-LABEL: func.func @izhikevich_backward_f32(
 // IZH-SAME:    workspace_sequences = 2>
+// Both states kept only at their end.
+// IZH-LABEL: func.func @izhikevich_forward_final_state_f32(
+// IZH-SAME:    <"v_final", final_state, f32, per_neuron, state_final 0>, <"w_final", final_state, f32, per_neuron, state_final 1>
 
 // PLIF's trainable w gets a reduction; x is re-read rather than saved.
 // PLIF-LABEL: func.func @plif_backward_f32(

@@ -134,7 +134,9 @@ class _CompiledBlock:
         self.directory, self.manifest = kernels.directory, kernels.manifest
 
     def kernel(self, device: str, variant: str, dtype: str,
-               deterministic: bool = False, spikes: str = "dense"):
+               deterministic: bool = False, spikes: str = "dense",
+               final_states: Optional[bool] = None):
+        # A block's one forward kernel keeps final states.
         if variant not in self._VARIANTS or spikes != "dense":
             raise RuntimeError(
                 f"{self.name}: a Block has no {variant} kernel with "

@@ -206,7 +206,7 @@ class _ScanFunction(torch.autograd.Function):
         shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
         outputs, states, workspace = kernels.forward(inputs, inits, values,
-                                                     shaped)
+                                                     shaped, finals)
         if finals:
             # Views of the last step (no copy on the device); an initial
             # state returned as a result must be a new tensor.
@@ -331,7 +331,7 @@ if _HAS_CUSTOM_OP:
         if training:
             kernels = handle.kernels(x.device)
             steps = kernels.state_steps(
-                kernels.kernel("forward", _dtype_name(x)), x.shape[0])
+                kernels.forward_kernel(_dtype_name(x), False), x.shape[0])
             states = [x.new_empty((n,) + tuple(x.shape[1:])) for n in steps]
         elif store_state_seqs:
             states = [torch.empty_like(x, memory_format=torch.contiguous_format)
@@ -341,7 +341,7 @@ if _HAS_CUSTOM_OP:
         if not training:
             return outputs + states
         kernels = handle.kernels(x.device)
-        spec = kernels.kernel("forward", _dtype_name(x)).spec
+        spec = kernels.forward_kernel(_dtype_name(x), False).spec
         n = 1
         for d in x.shape[1:]:
             n = n * d

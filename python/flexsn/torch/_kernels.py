@@ -243,13 +243,31 @@ class NeuronKernels:
             p.per_channel for p in self.info.trainable_params)
 
     def kernel(self, variant: str, dtype: str, deterministic: bool = False,
-               spikes: str = "dense") -> Kernel:
-        key = (variant, dtype, deterministic, spikes)
+               spikes: str = "dense", final_states: Optional[bool] = None
+               ) -> Kernel:
+        key = (variant, dtype, deterministic, spikes, final_states)
         kernel = self._cache.get(key)
         if kernel is None:
             kernel = self._cache[key] = self.compiled.kernel(
-                self.device_type, variant, dtype, deterministic, spikes)
+                self.device_type, variant, dtype, deterministic, spikes,
+                final_states=final_states)
         return kernel
+
+    def forward_kernel(self, dtype: str, finals: bool) -> Kernel:
+        """The training forward: with `finals`, the one that writes each
+        state only at its end (T times fewer state bytes), where the
+        compile has it (a hand-written forward kernel has no such twin)."""
+        if finals and self.num_states:
+            key = ("forward", dtype, "finals")
+            kernel = self._cache.get(key)
+            if kernel is None:
+                try:
+                    kernel = self.kernel("forward", dtype, final_states=True)
+                except KeyError:
+                    kernel = self.kernel("forward", dtype, final_states=False)
+                self._cache[key] = kernel
+            return kernel
+        return self.kernel("forward", dtype, final_states=False)
 
     def empty_outputs(self, x: torch.Tensor, spikes: str
                       ) -> List[torch.Tensor]:
@@ -421,9 +439,10 @@ class NeuronKernels:
                 b.binds.value == "state_seq" for b in held]
         return [T if sequence else min(T, 1) for sequence in sequences]
 
-    def forward(self, inputs, inits, params, shaped=()):
+    def forward(self, inputs, inits, params, shaped=(), finals=False):
         """Training forward: outputs, states ([steps, N...], see
-        state_steps) and the workspace. The caller has checked the tensors
+        state_steps; with `finals`, final states where the kernel keeps
+        them) and the workspace. The caller has checked the tensors
         (check_inputs)."""
         x0 = inputs[0]
         dtype = storage_type(inputs + [s for s in inits if s is not None],
@@ -435,7 +454,7 @@ class NeuronKernels:
         device = x0.device
         outputs = [x0.new_empty((T,) + shape)
                    for _ in range(self.num_outputs)]
-        kernel = self.kernel("forward", dtype)
+        kernel = self.forward_kernel(dtype, finals)
         states = [x0.new_empty((steps,) + shape)
                   for steps in self.state_steps(kernel, T)]
         workspace = self._workspace(kernel, T, N, N, device)

@@ -305,6 +305,62 @@ func::FuncOp createStepKernel(ModuleOp module, NeuronOp neuron,
   return forward;
 }
 
+/// The training forward of `neuron` that keeps each state only at its end:
+/// `forward` (its sequence forward, completed by differentiateKernel) with
+/// every state sequence buffer a final-state one, named
+/// `<neuron>_forward_final_state_<dtype>`. The step and the saves are
+/// `forward`'s, so its backward serves both: a state kept only at its end
+/// has no per-step gradient, and the backward reads no state buffer.
+/// Rationale: a caller that does not keep the state sequences (a model's
+/// neuron between two layers) then writes N values per state, not T N.
+void createFinalStateForward(func::FuncOp forward, NeuronOp neuron) {
+  MLIRContext *ctx = forward.getContext();
+  Location loc = forward.getLoc();
+  auto signature = forward->getAttrOfType<KernelSignatureAttr>(
+      KernelSignatureAttr::getAttrName());
+  ArrayAttr stateNames = neuron.getStateNames();
+  SmallVector<KernelBufferAttr> buffers;
+  for (KernelBufferAttr buffer : signature.getBuffers()) {
+    BindingAttr binds = buffer.getBinds();
+    if (binds.getValue() == BoundValue::StateSeq && !binds.getGradient())
+      buffer = getKernelBuffer(
+          BindingAttr::get(ctx, BoundValue::StateFinal, binds.getIndex()),
+          KernelVariant::Forward, buffer.getElementType(),
+          cast<StringAttr>(stateNames[binds.getIndex()]).getValue());
+    buffers.push_back(buffer);
+  }
+  auto finalSignature = KernelSignatureAttr::get(
+      ctx, signature.getNeuron(), KernelVariant::Forward,
+      signature.getStorage(), buffers, signature.getParams(),
+      signature.getWorkspaceSequences(), signature.getReductionSlots(),
+      signature.getSpikes());
+  std::string name = (neuron.getSymName() + "_forward_final_state_" +
+                      stringifyStorageType(signature.getStorage()))
+                         .str();
+  // A copy of `forward` (the step may use values of the function body, as
+  // hoisted constants), its state sequence arguments retyped.
+  func::FuncOp final = forward.clone();
+  final.setSymName(name);
+  final->setAttr(KernelSignatureAttr::getAttrName(), finalSignature);
+  bool channels = finalSignature.hasChannels();
+  for (auto [arg, buffer] :
+       llvm::zip(final.getArguments(), finalSignature.getBuffers()))
+    arg.setType(getBufferType(buffer, channels));
+  final.setType(FunctionType::get(
+      ctx, final.getBody().front().getArgumentTypes(), {}));
+  OpBuilder::atBlockEnd(cast<ModuleOp>(forward->getParentOp()).getBody())
+      .insert(final);
+  // The state buffers' ranks make the scan's states final ones.
+  ScanOp scan = *final.getOps<ScanOp>().begin();
+  OpBuilder builder(scan);
+  ScanOp finalScan = createKernelScan(
+      builder, loc, finalSignature, FlatSymbolRefAttr(), scan.getInputs(),
+      scan.getInits(), scan.getParams(), scan.getOutputs(), scan.getStates(),
+      scan.getReductions(), /*reverse=*/false);
+  finalScan.getBody().takeBody(scan.getBody());
+  scan.erase();
+}
+
 struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
   using Base::Base;
 
@@ -387,6 +443,8 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
         if (failed(differentiateKernel(forward, trainable, storeAll,
                                        saveInStorageType)))
           return signalPassFailure();
+        if (neuron.getNumStates())
+          createFinalStateForward(forward, neuron);
       }
     }
   }

@@ -13,8 +13,9 @@ int main(void) {
   float *fake = (float *)(uintptr_t)0x10000;
   /* One saved sequence of T x ld floats, then the scratch: a counter and one
      float per 256-neuron block for the one trainable parameter. */
-  printf("workspace 16x1000: %zu %zu %zu\n",
+  printf("workspace 16x1000: %zu %zu %zu %zu\n",
          flexsn_plif_forward_f32_workspace_bytes(16, 1000, 0),
+         flexsn_plif_forward_final_state_f32_workspace_bytes(16, 1000, 0),
          flexsn_plif_backward_f32_workspace_bytes(16, 1000, 0),
          flexsn_plif_backward_f32_deterministic_workspace_bytes(16, 1000, 0));
   printf("workspace 0x257, ld 300: %zu\n",

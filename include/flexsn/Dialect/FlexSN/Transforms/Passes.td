@@ -184,7 +184,7 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     `flexsn-generate-block-kernels` marks a block's). Each forward kernel is completed and gets its
     backward kernel, named with its last `forward` replaced by `backward`
     (or `_backward` appended), with buffers named after the forward's. For
-    a neuron the pair is:
+    a neuron the kernels are:
 
     * `@<neuron>_forward_<dtype>(inputs [T,N]..., inits [N]..., outputs
       [T,N]..., state sequences [T,N]..., saved [T,N] f32..., runtime
@@ -196,7 +196,12 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
       [N]..., grad trainable params (rank-0 f32)..., runtime params...)`: a
       reverse-time scan whose carries are the states' gradients, whose
       per-step outputs are the inputs' gradients and whose reductions are
-      the trainable parameters' gradients, summed over T and N.
+      the trainable parameters' gradients, summed over T and N;
+    * for a neuron with states, `@<neuron>_forward_final_state_<dtype>`:
+      the forward keeping each state only at its end (`[N]` final-state
+      buffers in place of the state sequences), for callers that do not
+      keep the sequences. Its step and saves are the forward's, so the
+      backward above serves it, with no state sequence gradients.
 
     The step body is first specialized (`const` parameters folded, applied
     neurons inlined, canonicalized) so that flags such as `soft_reset` are
