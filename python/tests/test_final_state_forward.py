@@ -8,7 +8,7 @@ bitwise, and which kernel ran is observed at its launch."""
 import pytest
 import torch
 
-from flexsn.torch import FlexSN
+from flexsn.torch import FlexSN, has_custom_op
 from flexsn.torch._kernels import NeuronKernels
 
 from devices import DEVICES
@@ -83,3 +83,41 @@ def test_no_steps_keep_the_initial_states(device, launches):
     assert all(torch.equal(f, v) and f is not v for f, v in zip(finals, v0))
     sum(f.sum() for f in finals).backward()
     assert all(torch.equal(v.grad, torch.ones(4, device=device)) for v in v0)
+
+
+@pytest.mark.skipif(not has_custom_op(),
+                    reason="torch has no torch.library.custom_op")
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("neuron", ["lif", "izhikevich"])
+def test_compiled_training_keeps_final_states(device, neuron, launches):
+    """Under torch.compile (the flexsn::scan custom op) a training call
+    that keeps only final states runs the same final-state forward, and
+    the final states' gradients reach the backward kernel: the loss, x's
+    and the initial states' gradients equal the eager call's."""
+    gen = torch.Generator().manual_seed(11)
+    T, N = 6, 200
+    x = (torch.randn(T, N, generator=gen) * 1.5 + 0.4).to(device)
+    module = FlexSN(neuron).to(device)
+    inits = [(torch.rand(N, generator=gen) * 0.5).to(device)
+             for _ in module.states]
+    grad_s = torch.randn(T, N, generator=gen).to(device)
+    grad_v = [torch.randn(N, generator=gen).to(device) for _ in inits]
+
+    def run(x, inits):
+        module.states[:] = inits
+        s = module(x)
+        return (s * grad_s).sum() + sum(
+            (v * g).sum() for v, g in zip(module.states, grad_v))
+
+    results = []
+    for fn in (run, torch.compile(run, fullgraph=True, backend="aot_eager")):
+        del launches[:]
+        xi = x.clone().requires_grad_()
+        v0 = [v.clone().requires_grad_() for v in inits]
+        loss = fn(xi, v0)
+        loss.backward()
+        results.append([loss.detach(), xi.grad, *(v.grad for v in v0)])
+        assert [n for n in launches if "_forward" in n] == [
+            f"{neuron}_forward_final_state_f32"], launches
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)

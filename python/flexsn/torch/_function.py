@@ -295,9 +295,9 @@ if _HAS_CUSTOM_OP:
     def _scan_op(handle_id: int, tensors: List[Tensor], num_inputs: int,
                  present_mask: int, runtime: List[float],
                  training: bool, store_state_seqs: bool) -> List[Tensor]:
-        """Outputs, then states (sequences when training or
-        store_state_seqs, else final states), then the workspace when
-        training. `tensors` are the inputs, the given initial states, the
+        """Outputs, then states (sequences when store_state_seqs; else
+        final states, which training returns as `[steps, N...]`, see
+        NeuronKernels.state_steps), then the workspace when training. `tensors` are the inputs, the given initial states, the
         trainable parameters and the shaped runtime parameters;
         `present_mask` has bit s set when initial state s is given;
         `runtime` holds the scalar non-trainable runtime parameters as
@@ -311,8 +311,8 @@ if _HAS_CUSTOM_OP:
         shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
         if training:
-            outputs, states, workspace = kernels.forward(inputs, inits, values,
-                                                         shaped)
+            outputs, states, workspace = kernels.forward(
+                inputs, inits, values, shaped, not store_state_seqs)
             return outputs + states + [workspace]
         outputs, states = kernels.inference(inputs, inits, values,
                                             store_state_seqs,
@@ -331,7 +331,8 @@ if _HAS_CUSTOM_OP:
         if training:
             kernels = handle.kernels(x.device)
             steps = kernels.state_steps(
-                kernels.forward_kernel(_dtype_name(x), False), x.shape[0])
+                kernels.forward_kernel(_dtype_name(x), not store_state_seqs),
+                x.shape[0])
             states = [x.new_empty((n,) + tuple(x.shape[1:])) for n in steps]
         elif store_state_seqs:
             states = [torch.empty_like(x, memory_format=torch.contiguous_format)
@@ -341,7 +342,8 @@ if _HAS_CUSTOM_OP:
         if not training:
             return outputs + states
         kernels = handle.kernels(x.device)
-        spec = kernels.forward_kernel(_dtype_name(x), False).spec
+        spec = kernels.forward_kernel(_dtype_name(x),
+                                      not store_state_seqs).spec
         n = 1
         for d in x.shape[1:]:
             n = n * d
@@ -357,20 +359,31 @@ if _HAS_CUSTOM_OP:
     def _scan_backward_op(handle_id: int, grads: List[Optional[Tensor]],
                           workspace: Tensor, inputs: List[Tensor],
                           trainable: List[Tensor], fixed: List[Tensor],
-                          present_mask: int,
-                          runtime: List[float]) -> List[Tensor]:
+                          present_mask: int, runtime: List[float],
+                          finals: bool) -> List[Tensor]:
         """Gradients of the inputs, the given initial states and the
         trainable parameters (each of its parameter's shape and dtype);
-        `fixed` are the shaped runtime parameters (no gradient)."""
+        `fixed` are the shaped runtime parameters (no gradient). With
+        `finals` (the forward did not store state sequences), the states'
+        gradients are those of the final states where the forward kernel
+        kept only those."""
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
         kernels = handle.kernels_for(inputs[0])
         values = _runtime_values(handle, trainable, runtime)
         shaped = _shaped_tensors(handle, trainable, fixed)
         n_out = kernels.num_outputs
-        gi, gs, gp = kernels.backward(grads[:n_out], grads[n_out:], workspace,
+        grad_states, grad_finals = grads[n_out:], None
+        if kernels.forward_kernel(_dtype_name(inputs[0]),
+                                  finals).spec.final_states:
+            # [steps, N...] with steps = min(T, 1): the last step's.
+            grad_finals = [None if g is None or not g.shape[0] else g[-1]
+                           for g in grad_states]
+            grad_states = [None] * len(grad_states)
+        gi, gs, gp = kernels.backward(grads[:n_out], grad_states, workspace,
                                       inputs, values,
                                       handle.deterministic_mode(), inputs[0],
+                                      grad_finals=grad_finals,
                                       present=present, shaped=shaped)
         gs = [g for g, p in zip(gs, present) if p]
         gp = [g.to(t.dtype).reshape(t.shape) for g, t in zip(gp, trainable)]
@@ -378,7 +391,7 @@ if _HAS_CUSTOM_OP:
 
     @_scan_backward_op.register_fake
     def _(handle_id, grads, workspace, inputs, trainable, fixed, present_mask,
-          runtime):
+          runtime, finals):
         x = inputs[0]
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
@@ -395,7 +408,7 @@ if _HAS_CUSTOM_OP:
         ins, _, trainable, fixed = split_tensors(tensors, num_inputs, present,
                                                  handle.num_trainable)
         ctx.handle_id, ctx.present_mask = handle_id, present_mask
-        ctx.runtime = runtime
+        ctx.runtime, ctx.finals = runtime, not store_state_seqs
         ctx.num_inputs, ctx.num_trainable = num_inputs, len(trainable)
         ctx.num_fixed = len(fixed)
         ctx.num_results = len(output) - 1
@@ -410,7 +423,7 @@ if _HAS_CUSTOM_OP:
                                     list(grads[:ctx.num_results]), workspace,
                                     list(inputs), list(trainable),
                                     list(fixed), ctx.present_mask,
-                                    ctx.runtime)
+                                    ctx.runtime, ctx.finals)
         # Non-tensor arguments get None; a list argument, a list of them
         # (the shaped runtime parameters among `tensors` get None).
         return (None, list(results) + [None] * ctx.num_fixed, None, None,
