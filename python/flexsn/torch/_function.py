@@ -297,7 +297,8 @@ if _HAS_CUSTOM_OP:
                  training: bool, store_state_seqs: bool) -> List[Tensor]:
         """Outputs, then states (sequences when store_state_seqs; else
         final states, which training returns as `[steps, N...]`, see
-        NeuronKernels.state_steps), then the workspace when training. `tensors` are the inputs, the given initial states, the
+        NeuronKernels.state_steps), then the workspace when training.
+        `tensors` are the inputs, the given initial states, the
         trainable parameters and the shaped runtime parameters;
         `present_mask` has bit s set when initial state s is given;
         `runtime` holds the scalar non-trainable runtime parameters as
