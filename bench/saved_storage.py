@@ -21,6 +21,16 @@ gradient, the largest error over the largest gradient, and the fraction of
 elements off by more than 1% of the largest gradient; also whether all
 wrote the same spikes (the forward does not depend on how h is saved).
 
+Through the modules, against SpikingJelly (f16, T = 64; skipped with
+--smoke, and SpikingJelly's rows where it does not import): one training
+step (a fresh state, forward, `autograd.grad` of x) of FlexSN's LIFNode
+with h saved in f32 and in the storage type, and of SpikingJelly's LIFNode
+on its Triton and CuPy backends (tau = 2, sigmoid(4), hard reset to 0, as
+the loop). Median time at N = 2^24, each as a fraction of copy on the
+bytes of h saved in f16 (T N 12 bytes); x's gradient at N = 2^20 against
+float64 autograd of the loop from v = 0, with the fraction of spikes that
+differ from float64's (SpikingJelly's f16 kernels compute in f16).
+
 Writes saved_storage_results.json and .md to --out. Needs the compile
 cache of the bundle (utils/gpu_bundle.sh compiles them: --compile-only).
 --smoke: bf16, T = 4, N = 2^12 on the CPU (whose kernels take the
@@ -34,6 +44,7 @@ from .timing import Timer
 
 PROG = "bench saved-storage"
 N_TIME, N_PRECISION = 1 << 24, 1 << 20
+MODULE_DTYPE, MODULE_T = "f16", 64
 TS = (4, 16, 64)
 DTYPES = ("f16", "bf16")
 MODES = ("f32", "storage", "approx")
@@ -108,6 +119,88 @@ def errors(got, want):
     return dict(mean_rel=d.mean().item() / (want.abs().mean().item() or 1.0),
                 max_rel=d.max().item() / scale,
                 beyond_1pct=(d > 1e-2 * scale).double().mean().item())
+
+
+def module_peers(torch, smoke):
+    """{name: a factory of the module}: FlexSN's LIFNode saving h in f32
+    and in the storage type, and SpikingJelly's LIFNode on its Triton and
+    CuPy backends where it imports (not with --smoke)."""
+    from flexsn.torch import LIFNode
+    peers = {"flexsn, h in f32": lambda: LIFNode(
+                 step_mode="m", tau=2.0, save_in_storage_type=False),
+             "flexsn, h in the storage type": lambda: LIFNode(
+                 step_mode="m", tau=2.0, save_in_storage_type=True)}
+    if smoke:
+        return peers, None
+    try:
+        from spikingjelly.activation_based import neuron, surrogate
+    except ImportError as e:
+        return peers, cli.skip(PROG, "SpikingJelly's rows",
+                               "it does not import: %s" % e)
+    for backend in ("triton", "cupy"):
+        peers["spikingjelly " + backend] = lambda b=backend: neuron.LIFNode(
+            tau=2.0, step_mode="m", backend=b,
+            surrogate_function=surrogate.Sigmoid(alpha=4.0))
+    return peers, None
+
+
+def module_step(torch, module, x, gs):
+    """One training step from a fresh state: x's gradient."""
+    xr = x.detach().requires_grad_(True)
+
+    def step():
+        module.reset()
+        return torch.autograd.grad(module(xr), xr, gs)[0]
+    return step
+
+
+def module_rows(torch, device, timer, copy, smoke):
+    """Time and precision of each module peer (docstring)."""
+    T = 4 if smoke else MODULE_T
+    dtype = "bf16" if smoke else MODULE_DTYPE
+    n_time, n_precision = ((SMOKE["N_TIME"], SMOKE["N_PRECISION"]) if smoke
+                           else (N_TIME, N_PRECISION))
+    peers, skipped = module_peers(torch, smoke)
+    x, _, gs = kernels.make_inputs(torch, "train", dtype, T, n_precision,
+                                   device)
+    v0 = torch.zeros_like(x[0])
+    gx_ref, _ = reference_grads(torch, x, v0, gs, T)
+    with torch.no_grad():
+        s_ref = kernels.make_loop(torch, "train", "f64", T)(x.double(),
+                                                            v0.double())
+    rows = []
+    for name, make in peers.items():
+        row = dict(name=name, dtype=dtype, T=T, N=n_time)
+        try:
+            module = make().to(device)
+            with torch.no_grad():
+                module.reset()
+                spikes = module(x)
+            module.reset()
+            gx = module_step(torch, module, x, gs)()
+            row.update(x_grad=errors(gx, gx_ref), spikes_off=(
+                spikes.double() != s_ref).double().mean().item())
+            xt, _, gt = kernels.make_inputs(torch, "train", dtype, T, n_time,
+                                            device)
+            row["ms"] = timer.ms(module_step(torch, module, xt, gt))[0]
+            nbytes = traffic.lif_bytes("train", T, n_time,
+                                       kernels.ELEM[dtype],
+                                       saved_es=kernels.ELEM[dtype],
+                                       v_init=False)
+            row["frac_copy"] = traffic.frac_copy(nbytes, row["ms"], copy)
+            del xt, gt
+        except Exception as e:  # a peer that fails says why, in the row
+            row["error"] = "%s: %s" % (type(e).__name__, e)
+        rows.append(row)
+        print("%s: module %s %s T=%d: %s" % (
+            PROG, name, dtype, T, row.get("error") or (
+                "%.4f ms (%.1f%% of copy); x_grad vs float64 mean %.2e, max "
+                "%.2e, beyond 1%% %.2e; spikes off float64's %.2e" % (
+                    row["ms"], 100 * row["frac_copy"],
+                    *row["x_grad"].values(), row["spikes_off"]))))
+        sys.stdout.flush()
+        timer.free()
+    return rows, skipped
 
 
 def main(argv=None):
@@ -194,6 +287,9 @@ def main(argv=None):
             del calls, outs, x, v0, gs, gx, gv
             timer.free()
 
+    meta["modules"], meta["modules_skipped"] = module_rows(
+        torch, device, timer, copy, smoke)
+
     results.write_results(args.out, "saved_storage_results", meta,
                           markdown(meta))
     print("%s: results in %s" % (PROG, args.out))
@@ -246,4 +342,31 @@ def markdown(meta):
         lines.append("| %s | %d | %s | %s |" % (
             r["dtype"], r["T"], " | ".join(cells),
             "yes" if r["same_spikes"] else "no"))
+    rows = meta.get("modules") or []
+    if rows:
+        lines += [
+            "",
+            "Through the modules, one training step (%s, T = %d; time at N "
+            "= 2^%d, %% of copy on h-in-%s bytes; x_grad against float64 at "
+            "N = 2^%d; spikes off: the fraction of spikes that differ from "
+            "float64's)%s." % (
+                rows[0]["dtype"], rows[0]["T"],
+                rows[0]["N"].bit_length() - 1, rows[0]["dtype"],
+                (meta["precision"] or [dict(N=N_PRECISION)])[0]["N"]
+                .bit_length() - 1,
+                "; SpikingJelly: " + meta["modules_skipped"]
+                if meta.get("modules_skipped") else ""),
+            "",
+            "| module | ms | % copy | x_grad mean | max | > 1% | spikes off |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            if "error" in r:
+                lines.append("| %s | %s |  |  |  |  |  |" % (r["name"],
+                                                           r["error"]))
+                continue
+            e = r["x_grad"]
+            lines.append("| %s | %.4f | %.1f | %.2e | %.2e | %.2e | %.2e |" % (
+                r["name"], r["ms"], 100 * r["frac_copy"], e["mean_rel"],
+                e["max_rel"], e["beyond_1pct"], r["spikes_off"]))
     return "\n".join(lines) + "\n"

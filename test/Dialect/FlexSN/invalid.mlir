@@ -1668,3 +1668,12 @@ func.func @f(%x: memref<?x?xf32>, %s: memref<?x?xf32>) {
 flexsn.neuron @no_default inputs(%x: f32) outputs(y) params(%tau: f32) {
   flexsn.yield %x : f32
 }
+
+// -----
+
+// flexsn.round rounds to a half-precision type only.
+func.func @round_to_f32(%x: f32) -> f32 {
+  // expected-error @below {{attribute 'narrow_type' failed to satisfy constraint}}
+  %r = flexsn.round %x to f32 : f32
+  return %r : f32
+}

@@ -226,6 +226,7 @@ FailureOr<SavePlan> mlir::flexsn::planSaves(Block &body, unsigned numInputs,
     index[v] = i;
 
   SavePlan plan;
+  plan.needed = needs;
   auto addToPlan = [&](Value v) {
     auto arg = dyn_cast<BlockArgument>(v);
     if (arg && arg.getArgNumber() < numInputs)
@@ -366,4 +367,83 @@ LogicalResult mlir::flexsn::emitBackwardStep(
       results.push_back(adjointOf(body.getArgument(numInputs + numStates + p)));
   YieldOp::create(b, loc, results);
   return success();
+}
+
+SmallVector<Value> mlir::flexsn::roundSavesKeepingDecisions(
+    Block &body, const SavePlan &plan, unsigned numInputs, unsigned numStates,
+    FloatType storage) {
+  // What the backward step recomputes (every op whose operands it has), and
+  // which of those values change with a saved value.
+  llvm::DenseSet<Value> recomputed = freeValues(body, numInputs, numStates);
+  llvm::DenseSet<Value> fromSaved(plan.saved.begin(), plan.saved.end());
+  recomputed.insert(plan.saved.begin(), plan.saved.end());
+  for (unsigned i : plan.rereadInputs)
+    recomputed.insert(body.getArgument(i));
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::all_of(op.getOperands(),
+                     [&](Value v) { return recomputed.contains(v); }))
+      recomputed.insert(op.result_begin(), op.result_end());
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return fromSaved.contains(v); }))
+      fromSaved.insert(op.result_begin(), op.result_end());
+  }
+  // The recomputed values the rules' reads depend on.
+  llvm::DenseSet<Value> read(plan.needed.begin(), plan.needed.end());
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value r) { return read.contains(r); }))
+      for (Value operand : op.getOperands())
+        if (recomputed.contains(operand))
+          read.insert(operand);
+  auto isRecomputedFromSaves = [&](Value v) {
+    return recomputed.contains(v) && fromSaved.contains(v) &&
+           read.contains(v) && !llvm::is_contained(plan.saved, v);
+  };
+  SmallVector<Value> decisions;
+  for (Operation &op : body.without_terminator())
+    for (Value r : op.getResults())
+      if (isRecomputedFromSaves(r) &&
+          (isa<SpikeOp>(op) || r.getType().isInteger(1)))
+        decisions.push_back(r);
+  if (decisions.empty())
+    return plan.saved; // rounding to nearest changes no branch
+
+  OpBuilder b(body.getTerminator());
+  Location loc = body.getParentOp()->getLoc();
+  Type f32 = b.getF32Type();
+  IRMapping rounded;
+  SmallVector<Value> nearest, other;
+  for (Value v : plan.saved) {
+    nearest.push_back(RoundOp::create(b, loc, f32, v, storage));
+    other.push_back(RoundOp::create(b, loc, f32, v, storage, /*other=*/true));
+    rounded.map(v, nearest.back());
+  }
+  // The decisions again, from the rounded values, as the backward makes
+  // them: the ops between the saved values and the decisions.
+  llvm::DenseSet<Value> feedsDecision(decisions.begin(), decisions.end());
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value r) { return feedsDecision.contains(r); }))
+      feedsDecision.insert(op.operand_begin(), op.operand_end());
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getResults(), [&](Value r) {
+          return isRecomputedFromSaves(r) && feedsDecision.contains(r);
+        }))
+      b.clone(op, rounded);
+  Value mismatch;
+  for (Value decision : decisions) {
+    Value again = rounded.lookup(decision);
+    Value differs =
+        decision.getType().isInteger(1)
+            ? arith::XOrIOp::create(b, loc, decision, again).getResult()
+            : arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                    decision, again)
+                  .getResult();
+    mismatch =
+        mismatch ? arith::OrIOp::create(b, loc, mismatch, differs) : differs;
+  }
+  return llvm::map_to_vector(llvm::zip_equal(nearest, other), [&](auto pair) {
+    auto [n, o] = pair;
+    return Value(arith::SelectOp::create(b, loc, mismatch, o, n));
+  });
 }

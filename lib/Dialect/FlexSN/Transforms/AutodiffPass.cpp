@@ -237,10 +237,15 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
     bbody->eraseArgument(numOutputs + s);
   }
 
-  // Forward: the step also yields the saved values, after the outputs.
+  // Forward: the step also yields the saved values, after the outputs;
+  // rounded so that the backward's decisions stay the forward's.
+  SmallVector<Value> savedValues(plan->saved);
+  if (auto narrow = dyn_cast<FloatType>(savedType); narrow && narrow != f32)
+    savedValues = roundSavesKeepingDecisions(*body, *plan, numInputs,
+                                             numStates, narrow);
   auto yield = cast<YieldOp>(body->getTerminator());
   SmallVector<Value> yielded(yield.getValues().take_front(numOutputs));
-  llvm::append_range(yielded, plan->saved);
+  llvm::append_range(yielded, savedValues);
   llvm::append_range(yielded, yield.getValues().drop_front(numOutputs));
   OpBuilder yieldBuilder(yield);
   YieldOp::create(yieldBuilder, loc, yielded);

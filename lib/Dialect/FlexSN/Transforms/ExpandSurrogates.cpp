@@ -27,6 +27,37 @@ struct CreatedOps : OpBuilder::Listener {
   }
 };
 
+/// `flexsn.round`: truncf to its type, then, for `other`, one step of the
+/// rounded value's bits toward `x` (up in magnitude where `x` lies beyond it
+/// away from zero; the sign is the integer's), unless it was exact.
+Value expandRound(OpBuilder &b, Location loc, RoundOp round) {
+  auto storage = cast<FloatType>(round.getNarrowType());
+  Type f32 = b.getF32Type(), bitsType = b.getIntegerType(storage.getWidth());
+  Value x = round.getInput();
+  Value narrow = arith::TruncFOp::create(b, loc, storage, x);
+  Value nearest = arith::ExtFOp::create(b, loc, f32, narrow);
+  if (!round.getOther())
+    return nearest;
+  auto bitsConstant = [&](int64_t value) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(bitsType, value));
+  };
+  Value bits = arith::BitcastOp::create(b, loc, bitsType, narrow);
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                         bits, bitsConstant(0));
+  Value above =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, nearest);
+  Value away = arith::XOrIOp::create(b, loc, above, negative);
+  Value step = arith::SelectOp::create(b, loc, away, bitsConstant(1),
+                                       bitsConstant(-1));
+  Value neighbourBits = arith::AddIOp::create(b, loc, bits, step);
+  Value neighbour = arith::ExtFOp::create(
+      b, loc, f32,
+      arith::BitcastOp::create(b, loc, storage, neighbourBits).getResult());
+  Value inexact =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, x, nearest);
+  return arith::SelectOp::create(b, loc, inexact, neighbour, nearest);
+}
+
 struct ExpandSurrogatesPass
     : flexsn::impl::FlexSNExpandSurrogatesBase<ExpandSurrogatesPass> {
   using Base::Base;
@@ -58,6 +89,8 @@ struct ExpandSurrogatesPass
         Value fires = arith::CmpFOp::create(
             rewriter, loc, arith::CmpFPredicate::OGE, spike.getInput(), zero);
         rewriter.replaceOpWithNewOp<arith::SelectOp>(spike, fires, one, zero);
+      } else if (auto round = dyn_cast<RoundOp>(op)) {
+        rewriter.replaceOp(round, expandRound(rewriter, loc, round));
       } else if (auto detach = dyn_cast<DetachOp>(op)) {
         rewriter.replaceOp(detach, detach.getInput());
       } else if (auto grad = dyn_cast<SurrogateGradOp>(op)) {

@@ -390,6 +390,33 @@ def FlexSN_DetachOp : FlexSN_Op<"detach", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def FlexSN_RoundOp : FlexSN_Op<"round", [Pure, SameOperandsAndResultType]> {
+  let summary = "An f32 rounded to a half-precision type, as an f32";
+  let description = [{
+    Returns `x` rounded to `narrow_type` (`f16` or `bf16`) to nearest,
+    ties to even, as `arith.truncf` rounds, and widened back to `f32`: so a
+    step body, which computes in `f32`, can choose how a value it stores in
+    a half-precision sequence rounds. With `other`, it returns the other
+    value of `narrow_type` around `x` instead: of the two consecutive
+    values that `x` lies between, the one rounding to nearest did not
+    choose (the largest finite value for an `x` that rounds to infinity).
+    Both are `x` where `narrow_type` holds it exactly, and NaN stays NaN.
+    `flexsn-autodiff` uses it to save values so that the backward's
+    decisions stay the forward's; `flexsn-expand-surrogates` expands it.
+
+    ```mlir
+    %nearest = flexsn.round %h to f16 : f32
+    %other = flexsn.round %h to f16 other : f32
+    ```
+  }];
+  let arguments = (ins F32:$input,
+                       TypeAttrOf<AnyTypeOf<[F16, BF16]>>:$narrow_type,
+                       UnitAttr:$other);
+  let results = (outs F32:$result);
+  let assemblyFormat =
+      "$input `to` $narrow_type (`other` $other^)? attr-dict `:` type($result)";
+}
+
 def FlexSN_ApplyOp : FlexSN_Op<"apply", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<CallOpInterface>]> {

@@ -28,6 +28,7 @@ namespace mlir::flexsn {
 struct SavePlan {
   SmallVector<Value> saved;           // values of the forward body
   SmallVector<unsigned> rereadInputs; // input positions
+  SmallVector<Value> needed; // what the derivative rules read (not free)
 };
 
 /// Chooses what to save so the backward step moves the fewest bytes: a
@@ -49,6 +50,21 @@ LogicalResult emitBackwardStep(Block &forwardBody, const SavePlan &plan,
                                unsigned numOutputs, ArrayRef<bool> trainable,
                                Block &backward);
 
+/// The values the forward step stores for `plan.saved` when they are saved
+/// in `storage` (f16, bf16), as f32 values `storage` holds exactly: each
+/// rounded to nearest, unless a decision that the backward step recomputes
+/// from the saved values (a `flexsn.spike` or an `i1` value its rules read)
+/// would then differ from the forward's; then every inexact one takes its
+/// other neighbour in `storage`, on the forward value's side of the
+/// rounding. A decision monotonic in one saved value (a spike of `h - v_th`)
+/// then always agrees, so the backward never takes the branch the forward
+/// did not. Emitted before the body's terminator.
+SmallVector<Value> roundSavesKeepingDecisions(Block &forwardBody,
+                                              const SavePlan &plan,
+                                              unsigned numInputs,
+                                              unsigned numStates,
+                                              FloatType storage);
+
 /// Makes `forward` trainable. It must be a forward kernel function that
 /// saves nothing yet, whose scan runs an inline body forward in time over
 /// state sequences, without reductions. Plans what the step saves, adds
@@ -61,7 +77,8 @@ LogicalResult emitBackwardStep(Block &forwardBody, const SavePlan &plan,
 ///
 /// `storeAll` saves every value the backward reads instead of the cheapest
 /// set; `saveInStorageType` saves them in the kernel's storage type instead
-/// of f32 (fewer bytes; the backward then reads rounded values).
+/// of f32 (fewer bytes; the backward then reads values rounded by
+/// `roundSavesKeepingDecisions`).
 FailureOr<func::FuncOp> differentiateKernel(func::FuncOp forward,
                                             ArrayRef<bool> trainable,
                                             bool storeAll,

@@ -239,6 +239,21 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     rounded to the storage type. The workspace is then
     `workspace_sequences * T * N * 2` bytes, rounded up to whole floats.
     The saving policy's costs stay those of f32 values.
+
+    Rounding keeps the forward's decisions: the forward step also makes,
+    from the rounded values, the decisions the backward step recomputes
+    from them (each `flexsn.spike` and `i1` value its rules read, such as
+    LIF's spike in its reset's derivative), and where one differs from its
+    own, it saves each inexact value's other neighbour in the storage type,
+    on the exact value's side of the rounding.
+    Rationale:
+    * Rounded to nearest, a charge within half a rounding step below the
+      threshold would be saved on or above it: the backward would see a
+      spike the forward did not fire and differentiate the other branch
+      (an error of the order of the gradient itself, not of the rounding).
+      A decision monotonic in one saved value (every shipped neuron's
+      spike) always agrees after the fix; the cost is a few scalar ops per
+      step in the forward.
   }];
   let options = [
     ListOption<"storageTypes", "storage-types", "::mlir::flexsn::StorageType",
