@@ -4,9 +4,9 @@
     python3 -m bench saved-storage --smoke      # tiny shapes on the CPU
 
 For f16 and bf16, T in {4, 16, 64}, N = 2^24: times LIF's training forward
-+ backward compiled as `python3 -m bench lif` compiles it (h saved in f32)
-and with `save_in_storage_type=True` (h saved in the storage type), and
-with `approximate_surrogates=True` as well (the surrogate's exp and
++ backward compiled with `save_in_storage_type=False` (h saved in f32),
+by default (h saved in the storage type, rounded so that the backward's
+spikes are the forward's), and with `approximate_surrogates=True` as well (the surrogate's exp and
 division approximate), on the same buffers (one workspace, sized for the
 f32 saves, serves all three: only the kernels differ), in turn twice and
 averaging each kernel's two medians (bench/timing.py). Each is reported as
@@ -55,13 +55,13 @@ SMOKE = dict(N_TIME=1 << 12, N_PRECISION=1 << 12, Ts=(4,), dtypes=("bf16",),
 
 
 def compile_all(smoke=False):
-    """{mode: compiled LIF}: the benchmark's, saving in the storage type,
-    and that with approximate surrogates."""
+    """{mode: compiled LIF}: saving in f32, in the storage type (the
+    default), and that with approximate surrogates."""
     import flexsn
     storage = dict(variants=("forward", "backward"), storage_types=DTYPES,
-                   save_in_storage_type=True,
                    **kernels.compile_options(smoke))
-    return {"f32": flexsn.compile("lif", **kernels.lif_compile(smoke)),
+    return {"f32": flexsn.compile("lif", save_in_storage_type=False,
+                                  **storage),
             "storage": flexsn.compile("lif", **storage),
             "approx": flexsn.compile("lif", approximate_surrogates=True,
                                      **storage)}
@@ -303,8 +303,8 @@ def markdown(meta):
         "From `python3 -m bench saved-storage` (docstring: method), "
         "%s, torch %s, copy %.0f GB/s measured in the same run. Forward + "
         "backward, %% of copy on each call's own bytes (h in f32: T N (4 es "
-        "+ 8) + 2 N es; in the storage type: T N 6 es + 2 N es). storage: "
-        "`save_in_storage_type=True`; + approx: also "
+        "+ 8) + 2 N es; in the storage type: T N 6 es + 2 N es). h in f32: "
+        "`save_in_storage_type=False`; storage: the default; + approx: also "
         "`approximate_surrogates=True`; x: speedup over h in f32."
         % (meta["device"], meta["torch"], meta["copy_gbs"]),
         "",

@@ -8,7 +8,7 @@ es is the storage type's element size in bytes.
 COPY_BYTES = 1 << 30  # the copy measured on a GPU: 1 GiB, read + write
 
 
-def lif_bytes(variant, T, N, es, spike_es=None, saved_es=4, v_init=True):
+def lif_bytes(variant, T, N, es, spike_es=None, saved_es=None, v_init=True):
     """LIF (any one-input, one-state neuron) per call:
 
     inference    x, spike, v_seq [T, N]; v_init [N]
@@ -17,9 +17,11 @@ def lif_bytes(variant, T, N, es, spike_es=None, saved_es=4, v_init=True):
                  gradient, h, x gradient; v_init and its gradient [N]
 
     Spikes take spike_es bytes (default es: dense; 1: u8; 1/8: bits), the
-    saved h saved_es (4: f32, the default; es: the storage type);
+    saved h saved_es (default es: the storage type; 4: f32, as kernels
+    compiled with save_in_storage_type=False save it);
     v_init=False leaves the initial state out (a NULL buffer)."""
     spike_es = es if spike_es is None else spike_es
+    saved_es = es if saved_es is None else saved_es
     init = N * es if v_init else 0
     if variant == "inference":
         return 2 * T * N * es + T * N * spike_es + init

@@ -132,6 +132,19 @@ def test_saved_storage(tmp_path):
     assert prec["same_spikes"]
     assert prec["f32"]["x_grad"]["mean_rel"] < 1e-2
     assert prec["f32"]["x_grad"]["beyond_1pct"] == 0
+    # With h in bf16 the backward keeps the forward's spikes: no gradient
+    # takes the other branch.
+    assert prec["storage"]["x_grad"]["beyond_1pct"] == 0
+    # The modules' rows (FlexSN's only on the CPU), both savings.
+    rows = {r["name"]: r for r in meta["modules"]}
+    assert sorted(rows) == ["flexsn, h in f32",
+                            "flexsn, h in the storage type"], rows
+    for r in rows.values():
+        assert "error" not in r, r
+        assert positive(r["frac_copy"])
+        assert r["x_grad"]["mean_rel"] < 1e-2
+        assert r["x_grad"]["beyond_1pct"] == 0
+        assert r["spikes_off"] < 1e-3
 
 
 def test_block(tmp_path):

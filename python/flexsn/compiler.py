@@ -216,7 +216,7 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
             surrogate=None, neuron: Optional[str] = None,
             shapes: Optional[Mapping[str, str]] = None,
             spike_storage: Iterable[str] = ("dense",),
-            save_in_storage_type: bool = False,
+            save_in_storage_type: bool = True,
             approximate_surrogates: bool = False) -> CompiledNeuron:
     """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
     to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
@@ -235,10 +235,11 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     "dense" (in the storage type), "u8" (uint8 0/1, a quarter of f32's
     bytes) and/or "bits" (8 spikes per byte: bit n % 8 of byte
     t * ceil(ld / 8) + n / 8; the non-dense ones need a spike output).
-    `save_in_storage_type` makes the f16 and bf16 training kernels save
-    what the backward reads in their storage type instead of f32: fewer
-    bytes, but the backward sees the saved values rounded (docs/Python.md
-    measures the cost). `approximate_surrogates=True` makes the CUDA
+    `save_in_storage_type` (the default) makes the f16 and bf16 training
+    kernels save what the backward reads in their storage type, rounded so
+    that the backward's spikes are the forward's; False saves it in f32:
+    more bytes, a backward at the forward's exact values (docs/Python.md
+    measures both). `approximate_surrogates=True` makes the CUDA
     backward kernels evaluate surrogate gradients with the GPU's
     approximate exp and division (a few ulp; faster f16 and bf16 backward
     kernels) instead of correctly rounded. A second compile of
@@ -283,8 +284,8 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
         options["shapes"] = sorted(shapes.items())
     if spike_storage != ("dense",):
         options["spike_storage"] = spike_storage
-    if save_in_storage_type:
-        options["save_in_storage_type"] = True
+    if not save_in_storage_type:
+        options["save_in_storage_type"] = False
     _set_surrogate_precision(options, approximate_surrogates)
     return _cached(text, filename, options, _load)
 
@@ -561,8 +562,8 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
         if options.get("spike_storage"):
             pipeline.append("spike-storage=" + ",".join(
                 options["spike_storage"]))
-        if options.get("save_in_storage_type"):
-            pipeline.append("save-in-storage-type=true")
+        if options.get("save_in_storage_type") is False:
+            pipeline.append("save-in-storage-type=false")
         pipeline += ["variants=" + ",".join(options["variants"]),
                      "storage-types=" + ",".join(options["storage_types"])]
     if "cpu" in options["targets"]:

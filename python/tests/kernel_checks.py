@@ -445,10 +445,15 @@ def np_to_f32(a, dtype):
 
 
 def compile_copy(base, suffix):
-    """The flexsn.compile call of one copy of a shipped neuron."""
+    """The flexsn.compile call of one copy of a shipped neuron. Training
+    kernels save in float32 (`save_in_storage_type=False`), so that their
+    half-precision gradients meet float32 autograd's tolerances here;
+    saving in the storage type, the default, has its own checks
+    (test_saved_storage.py)."""
     variants = TRAIN_VARIANTS if "detach" in suffix else ALL_VARIANTS
     return flexsn.compile(base, variants=variants, storage_types=DTYPES,
-                          targets=TARGETS, chip=CHIP, params=COPIES[suffix])
+                          targets=TARGETS, chip=CHIP, params=COPIES[suffix],
+                          save_in_storage_type=False)
 
 
 def compile_neurons(bases, suffixes):

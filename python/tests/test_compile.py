@@ -118,8 +118,10 @@ def test_cache_layout_and_manifest(cache):
     assert [b.role for b in backward.buffers_with_role("param_gradient")] == [
         "param_gradient"]
     assert backward.params == (("w", "f32"),)
-    # The workspace formula is evaluated from the manifest: one f32 [T, N].
-    assert backward.workspace_size(T=3, N=10, ld=0) == 3 * 10 * 4
+    # The workspace formula is evaluated from the manifest: one f16 [T, N],
+    # rounded up to whole floats.
+    assert backward.workspace_size(T=3, N=10, ld=0) == 3 * 10 * 2
+    assert backward.workspace_size(T=3, N=9, ld=0) == 4 * 14
 
 
 def _compile_in_subprocess(cache_dir):

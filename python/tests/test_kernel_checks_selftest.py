@@ -261,8 +261,9 @@ def emulate_forward(kern, T, N, ld, by, P, workspace):
     for i, p in enumerate(by.get("final_state", [])):
         if p:
             write_vec(p, ref["final"][i], d)
-    for p in by.get("saved_output", []):
-        write_seq(p, spikes + 0.5, ld, "f32")
+    saved = [b.dtype for b in kern.spec.buffers if b.role == "saved_output"]
+    for p, dtype in zip(by.get("saved_output", []), saved):
+        write_seq(p, spikes + 0.5, ld, dtype)
     if kern.variant == "forward":
         REGISTRY[workspace] = dict(x=x, inits=inits, T=T, N=N)
     return 0

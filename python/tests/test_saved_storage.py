@@ -1,8 +1,8 @@
 """Training kernels that save in the storage type (`save_in_storage_type`).
 
-With float32 saves an f16 or bf16 training forward saves what its backward
-reads (LIF: the charge h) in float32. With `save_in_storage_type=True` it
-saves h in the storage type: rounded to nearest, except where that would
+With `save_in_storage_type=False` an f16 or bf16 training forward saves
+what its backward reads (LIF: the charge h) in float32. By default
+(`save_in_storage_type=True`) it saves h in the storage type: rounded to nearest, except where that would
 put h on the other side of the threshold, which the backward would then
 see as a spike the forward did not fire; there it saves the neighbour on
 h's side. The backward evaluates its derivatives at the saved h, and the
@@ -191,14 +191,16 @@ def test_no_branch_crosses_the_threshold(dtype, device):
 
 @pytest.mark.parametrize("storage", ["f16", "bf16"])
 def test_workspace_holds_storage_type(storage):
-    """The saved sequence has the storage type's dtype and the workspace
-    shrinks to its bytes, rounded up to whole floats; f32 kernels are
-    unchanged by the option."""
+    """By default the saved sequence has the storage type's dtype and the
+    workspace shrinks to its bytes, rounded up to whole floats; with
+    `save_in_storage_type=False` it is float32; f32 kernels are unchanged
+    by the option."""
     compiled = flexsn.compile("lif", variants=("forward", "backward"),
                               storage_types=("f32", storage),
-                              targets=("cpu",), save_in_storage_type=True)
+                              targets=("cpu",))
     plain = flexsn.compile("lif", variants=("forward", "backward"),
-                           storage_types=("f32", storage), targets=("cpu",))
+                           storage_types=("f32", storage), targets=("cpu",),
+                           save_in_storage_type=False)
     for variant in ("forward", "backward"):
         half = compiled.kernel("cpu", variant, storage).spec
         saved = [b for b in half.buffers if b.in_workspace]

@@ -67,12 +67,13 @@ func.func @block_forward_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
 // A running product in bf16 whose name has no "forward": the backward's
 // name appends "_backward". Its buffers list the state sequence before the
 // output, so the saved sequence (the state each step starts from) goes after
-// the output. Nothing is trainable: no reductions.
+// the output, in bf16 (saved values have the storage type). Nothing is
+// trainable: no reductions.
 // CHECK-LABEL: func.func @product(
-// CHECK-SAME:    buffers = [<"u", input_sequence, bf16, sequence, input 0>, <"acc_init", initial_state, bf16, per_neuron, state_init 0>, <"acc_seq", state_sequence, bf16, sequence, state_seq 0>, <"y", output_sequence, bf16, sequence, output 0>, <"saved0", saved_output, f32, sequence, saved 0>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
-// CHECK:         flexsn.scan ins(%arg0 : {{.*}}) inits(%arg1 : {{.*}}) params(%arg5 : f32) outs(%arg3, %arg4 : memref<?x?xbf16>, memref<?x?xf32>) states(%arg2 : memref<?x?xbf16>)
+// CHECK-SAME:    buffers = [<"u", input_sequence, bf16, sequence, input 0>, <"acc_init", initial_state, bf16, per_neuron, state_init 0>, <"acc_seq", state_sequence, bf16, sequence, state_seq 0>, <"y", output_sequence, bf16, sequence, output 0>, <"saved0", saved_output, bf16, sequence, saved 0>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
+// CHECK:         flexsn.scan ins(%arg0 : {{.*}}) inits(%arg1 : {{.*}}) params(%arg5 : f32) outs(%arg3, %arg4 : memref<?x?xbf16>, memref<?x?xbf16>) states(%arg2 : memref<?x?xbf16>)
 // CHECK-LABEL: func.func @product_backward(
-// CHECK-SAME:    buffers = [<"y_grad", optional_input_sequence, bf16, sequence, grad output 0>, <"acc_seq_grad", optional_input_sequence, bf16, sequence, grad state_seq 0>, <"saved0", saved_input, f32, sequence, saved 0>, <"u", input_sequence, bf16, sequence, input 0>, <"acc_final_grad", initial_state, bf16, per_neuron, grad state_final 0>, <"u_grad", output_sequence, bf16, sequence, grad input 0>, <"acc_init_grad", final_state, bf16, per_neuron, grad state_init 0>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
+// CHECK-SAME:    buffers = [<"y_grad", optional_input_sequence, bf16, sequence, grad output 0>, <"acc_seq_grad", optional_input_sequence, bf16, sequence, grad state_seq 0>, <"saved0", saved_input, bf16, sequence, saved 0>, <"u", input_sequence, bf16, sequence, input 0>, <"acc_final_grad", initial_state, bf16, per_neuron, grad state_final 0>, <"u_grad", output_sequence, bf16, sequence, grad input 0>, <"acc_init_grad", final_state, bf16, per_neuron, grad state_init 0>], params = [<"k", {{.*}}, runtime>], workspace_sequences = 1>
 // CHECK-NOT:     reductions
 // CHECK:         return
 func.func @product(%u: memref<?x?xbf16>, %acc0: memref<?xbf16>,

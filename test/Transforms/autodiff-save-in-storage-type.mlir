@@ -1,9 +1,9 @@
-// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff="storage-types=f32,f16,bf16 save-in-storage-type" | FileCheck %s
+// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff="storage-types=f32,f16,bf16" | FileCheck %s
 // RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff="storage-types=bf16 save-in-storage-type" --convert-flexsn-to-scf | FileCheck %s --check-prefix=SCF
-// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff="storage-types=f16" | FileCheck %s --check-prefix=DEFAULT
+// RUN: flexsn-opt %neurons/lif.mlir --flexsn-autodiff="storage-types=f16 save-in-storage-type=false" | FileCheck %s --check-prefix=F32SAVES
 // RUN: flexsn-opt %neurons/lif.mlir --flexsn-set-params="values=soft_reset=true,detach_reset=true" --flexsn-autodiff="storage-types=f16 save-in-storage-type" | FileCheck %s --check-prefix=NODECISION
 
-// save-in-storage-type: LIF's saved charge h is a sequence of the storage
+// save-in-storage-type (the default): LIF's saved charge h is a sequence of the storage
 // type (an f32 kernel is unchanged), which the forward rounds to on its
 // store and the backward widens back to f32 on its load. The forward picks
 // the rounding: to nearest, unless the spike recomputed from the rounded h
@@ -51,12 +51,14 @@
 // SCF-NEXT:    %[[WIDE:.*]] = arith.extf %[[LOADED]] : bf16 to f32
 // SCF:         arith.subf %[[WIDE]]
 
-// By default saved values are f32 whatever the storage type.
-// DEFAULT-LABEL: func.func @lif_forward_f16(
-// DEFAULT-SAME:    %{{[^:]*}}: memref<?x?xf32>)
-// DEFAULT-SAME:    <"saved0", saved_output, f32, sequence, saved 0>
-// DEFAULT-LABEL: func.func @lif_backward_f16(
-// DEFAULT-SAME:    <"saved0", saved_input, f32, sequence, saved 0>
+// With save-in-storage-type=false saved values are f32 whatever the storage
+// type, and nothing is rounded.
+// F32SAVES-LABEL: func.func @lif_forward_f16(
+// F32SAVES-SAME:    %{{[^:]*}}: memref<?x?xf32>)
+// F32SAVES-SAME:    <"saved0", saved_output, f32, sequence, saved 0>
+// F32SAVES-NOT:     flexsn.round
+// F32SAVES-LABEL: func.func @lif_backward_f16(
+// F32SAVES-SAME:    <"saved0", saved_input, f32, sequence, saved 0>
 
 // With a detached soft reset the backward reads no decision (the reset's
 // derivative is 1): h is saved rounded to nearest, by the store alone.

@@ -35,9 +35,10 @@ struct KernelOptions : public PassPipelineOptions<Derived> {
       llvm::cl::init(false)};
   Options::Option<bool> saveInStorageType{
       *this, "save-in-storage-type",
-      llvm::cl::desc("Training: save values in the storage type instead of "
-                     "f32 (f16/bf16: fewer bytes, a rounded backward)"),
-      llvm::cl::init(false)};
+      llvm::cl::desc("Training: save values in the storage type (f16/bf16: "
+                     "half the bytes of f32, a backward at rounded values); "
+                     "false: in f32"),
+      llvm::cl::init(true)};
   Options::ListOption<std::string> neurons{
       *this, "neurons", llvm::cl::desc("Neurons to compile (default: all)")};
   Options::ListOption<SpikeStorage> spikeStorage{

@@ -41,10 +41,11 @@ class FlexSN(StatefulModule):
     surrogate object) replaces every spike's surrogate; it is an attribute
     too. `deterministic=True` (or `torch.use_deterministic_algorithms(True)`)
     sums parameter gradients in a fixed order on the GPU.
-    `save_in_storage_type=True` makes float16 and bfloat16 training save
-    what the backward reads (LIF: its charge) in the inputs' dtype instead
-    of float32: a quarter fewer bytes for LIF, gradients from rounded
-    values (docs/Python.md measures the cost). `check_finite=True` checks
+    Float16 and bfloat16 training saves what the backward reads (LIF: its
+    charge) in the inputs' dtype, rounded so that the backward's spikes
+    are the forward's; `save_in_storage_type=False` saves it in float32: a
+    third more bytes for LIF, gradients at the forward's exact values
+    (docs/Python.md measures both). `check_finite=True` checks
     the inputs, initial states and results of every call and raises
     FloatingPointError naming the first tensor, step and neuron that holds
     a NaN or an infinity (a debugging aid: it synchronizes).

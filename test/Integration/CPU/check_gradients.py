@@ -64,7 +64,9 @@ import reference  # noqa: E402
 
 SHAPES = cn.SHAPES
 TS = (0, 1, 7)
-TOL = {"float32": (1e-4, 1e-5), "float16": (2e-3, 1e-3)}  # (rtol, atol)
+# float16 kernels save h in float16: their derivatives are at h rounded
+# (2^-11 relative), which the steps compound.
+TOL = {"float32": (1e-4, 1e-5), "float16": (1e-2, 2e-3)}  # (rtol, atol)
 PARAM_SUM_TOL = {"float32": 1e-6, "float16": 1e-3}
 NEAR = {"float32": 1e-4, "float16": 1e-3}
 MAX_NEAR_FRACTION = 0.02

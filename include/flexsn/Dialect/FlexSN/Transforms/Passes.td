@@ -231,14 +231,14 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
     `workspace_sequences` counts them: the workspace is
     `workspace_sequences * T * N * 4` bytes.
 
-    Saved values are `f32` whatever the storage type, so that the backward
-    reads the forward's values exactly. `save-in-storage-type` saves them
-    in the storage type instead: an f16 or bf16 kernel then moves 2 bytes
-    instead of 4 per saved value and step, twice (the forward's write, the
-    backward's read), and its backward evaluates its derivatives at values
-    rounded to the storage type. The workspace is then
-    `workspace_sequences * T * N * 2` bytes, rounded up to whole floats.
-    The saving policy's costs stay those of f32 values.
+    Saved values have the storage type (`save-in-storage-type`, the
+    default): an f16 or bf16 kernel moves 2 bytes per saved value and step,
+    twice (the forward's write, the backward's read), and its backward
+    evaluates its derivatives at values rounded to the storage type. The
+    workspace is `workspace_sequences * T * N * 2` bytes, rounded up to
+    whole floats. `save-in-storage-type=false` saves them in `f32` instead,
+    so that the backward reads the forward's values exactly, at 4 bytes
+    each. The saving policy's costs stay those of f32 values.
 
     Rounding keeps the forward's decisions: the forward step also makes,
     from the rounded values, the decisions the backward step recomputes
@@ -262,9 +262,9 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
                "Neurons to differentiate (default: all)">,
     Option<"storeAll", "store-all", "bool", "false",
            "Save every value the backward step reads (debugging)">,
-    Option<"saveInStorageType", "save-in-storage-type", "bool", "false",
-           "Save values in the storage type instead of f32 (f16/bf16: "
-           "fewer bytes, a rounded backward)">,
+    Option<"saveInStorageType", "save-in-storage-type", "bool", "true",
+           "Save values in the storage type (f16/bf16: half the bytes of "
+           "f32, a backward at rounded values); false: in f32">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect"];
