@@ -6,10 +6,11 @@
 For f16 and bf16, T in {4, 16, 64}, N = 2^24: times LIF's training forward
 + backward compiled with `save_in_storage_type=False` (h saved in f32),
 by default (h saved in the storage type, rounded so that the backward's
-spikes are the forward's), and with `approximate_surrogates=True` as well (the surrogate's exp and
-division approximate), on the same buffers (one workspace, sized for the
-f32 saves, serves all three: only the kernels differ), in turn twice and
-averaging each kernel's two medians (bench/timing.py). Each is reported as
+spikes are the forward's), and with `approximate_surrogates=True` as
+well (the surrogate's exp and division approximate), on the same
+buffers (one workspace, sized for the f32 saves, serves all three: only
+the kernels differ), in turn twice and averaging each kernel's two
+medians (bench/timing.py). Each is reported as
 a fraction of the device-to-device copy bandwidth measured first, on its
 own bytes: T N (4 es + 2 saved) + 2 N es (forward: x, spike, h; backward:
 spike gradient, h, x gradient; v_init and its gradient).

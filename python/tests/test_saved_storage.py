@@ -2,11 +2,12 @@
 
 With `save_in_storage_type=False` an f16 or bf16 training forward saves
 what its backward reads (LIF: the charge h) in float32. By default
-(`save_in_storage_type=True`) it saves h in the storage type: rounded to nearest, except where that would
-put h on the other side of the threshold, which the backward would then
-see as a spike the forward did not fire; there it saves the neighbour on
-h's side. The backward evaluates its derivatives at the saved h, and the
-forward's outputs stay those of the exact h.
+(`save_in_storage_type=True`) it saves h in the storage type: rounded to
+nearest, except where that would put h on the other side of the
+threshold, which the backward would then see as a spike the forward did
+not fire; there it saves the neighbour on h's side. The backward
+evaluates its derivatives at the saved h, and the forward's outputs stay
+those of the exact h.
 
 The reference is a plain loop over T with lib/Neurons/lif.mlir's formulas
 (hard reset, decay_input, tau = 2, threshold 1, sigmoid surrogate with
