@@ -49,7 +49,8 @@ llvm::Error mlir::flexsn::setParamDefault(NeuronOp neuron, StringRef name,
 
 llvm::Expected<std::unique_ptr<CpuKernel>>
 CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
-                   Type storageType, SpikeStorage spikes, bool perfListener) {
+                   Type storageType, SpikeStorage spikes, bool perfListener,
+                   bool saveInStorageType) {
   static std::once_flag initTargets;
   std::call_once(initTargets, [] {
     llvm::InitializeNativeTarget();
@@ -83,6 +84,7 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   options.storageTypes = {*storage};
   options.spikeStorage = {spikes};
   options.neurons = {neuronName.str()};
+  options.saveInStorageType = saveInStorageType;
   buildLowerToCPUPipeline(pm, options);
   if (failed(pm.run(*copy)))
     return makeError("lowering @" + neuronName + " to CPU code failed:\n" +

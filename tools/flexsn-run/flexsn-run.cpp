@@ -89,6 +89,12 @@ static cl::opt<std::string>
                               "in the inputs' dtype), u8 (uint8 0/1) or bits "
                               "(uint8 [T, ceil(N/8)], 8 spikes per byte)"),
                      cl::cat(runCategory));
+static cl::opt<bool> saveInStorageType(
+    "save-in-storage-type", cl::init(true),
+    cl::desc("train: f16 kernels save what the backward reads in f16 "
+             "(rounded so that the backward's spikes are the forward's); "
+             "false: in f32"),
+    cl::cat(runCategory));
 static cl::opt<bool>
     checkFinite("check-finite",
                 cl::desc("Report the first NaN or infinity of every input, "
@@ -456,7 +462,8 @@ int main(int argc, char **argv) {
   auto compile = [&](KernelVariant v) {
     auto kernel = CpuKernel::compile(
         *module, neuron.getSymName(), v, storageType,
-        train ? SpikeStorage::Dense : *spikes, enablePerfListener);
+        train ? SpikeStorage::Dense : *spikes, enablePerfListener,
+        saveInStorageType);
     if (!kernel)
       fail(llvm::toString(kernel.takeError()));
     return std::move(*kernel);

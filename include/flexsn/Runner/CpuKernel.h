@@ -52,11 +52,12 @@ public:
   /// final-state only). `perfListener` tells perf about the JIT-compiled
   /// code: it writes a jitdump directory under $JITDUMPDIR (else the
   /// temporary directory)/.debug/jit for every kernel, so it is off unless
-  /// asked for.
+  /// asked for. `saveInStorageType` is the pipelines' option of that name
+  /// (training kernels of f16/bf16 save in f16/bf16, else in f32).
   static llvm::Expected<std::unique_ptr<CpuKernel>>
   compile(ModuleOp module, StringRef neuron, KernelVariant variant,
           Type storageType, SpikeStorage spikes = SpikeStorage::Dense,
-          bool perfListener = false);
+          bool perfListener = false, bool saveInStorageType = true);
   ~CpuKernel();
 
   /// Runs the kernel. `buffers` come in the order of the kernel's signature

@@ -64,9 +64,7 @@ import reference  # noqa: E402
 
 SHAPES = cn.SHAPES
 TS = (0, 1, 7)
-# float16 kernels save h in float16: their derivatives are at h rounded
-# (2^-11 relative), which the steps compound.
-TOL = {"float32": (1e-4, 1e-5), "float16": (1e-2, 2e-3)}  # (rtol, atol)
+TOL = {"float32": (1e-4, 1e-5), "float16": (2e-3, 1e-3)}  # (rtol, atol)
 PARAM_SUM_TOL = {"float32": 1e-6, "float16": 1e-3}
 NEAR = {"float32": 1e-4, "float16": 1e-3}
 MAX_NEAR_FRACTION = 0.02
@@ -152,7 +150,11 @@ def prepare(run, rng, tool, rundir):
     run.infdir = os.path.join(rundir, "inference")
     os.makedirs(run.outdir)
     os.makedirs(run.infdir)
-    run.cmd = head + ["--variant=train"] + common + grads + \
+    # The reference differentiates at the forward's exact values: float16
+    # kernels save them in float32 here (saving in float16, the default,
+    # has its own checks: python/tests/test_saved_storage.py).
+    exact = ["--save-in-storage-type=false"] if run.dtype == "float16" else []
+    run.cmd = head + ["--variant=train"] + exact + common + grads + \
         ["--output-dir=" + run.outdir]
     run.infcmd = head + ["--variant=inference"] + common + \
         ["--output-dir=" + run.infdir]
