@@ -9,6 +9,8 @@ import sys
 BENCHMARKS = {
     "lif": ("lif", "LIF kernels and modules vs copy bandwidth, a same-mix "
             "stream, eager PyTorch and torch.compile"),
+    "cpu": ("cpu", "LIF's CPU kernels and LIFNode on 1 and 2 threads vs "
+            "eager PyTorch and the copy bandwidth"),
     "placement": ("placement", "how much lif's inference rows depend on "
                   "where their buffers are allocated"),
     "schedule": ("schedule", "where the inference kernel's gap to the "

@@ -2,6 +2,7 @@
 # lit configuration for the FlexSN regression tests.
 
 import os
+import platform
 import shutil
 
 import lit.formats
@@ -29,6 +30,9 @@ if os.path.exists(os.path.join(config.cuda_toolkit, "include", "cuda.h")):
 # Ahead-of-time CPU kernels are linked into shared libraries by cc.
 if shutil.which("cc"):
     config.available_features.add("c-compiler")
+# Tests of x86-64 code generation (CPU names, registers).
+if platform.machine() == "x86_64":
+    config.available_features.add("x86_64")
 # A sanitizer build's runtime archive is instrumented: programs linking it
 # link the sanitizer runtimes too.
 sanitized = config.flexsn_sanitizers.upper() in ("ON", "1", "TRUE", "YES")
@@ -37,11 +41,18 @@ config.substitutions.append(
      + (" -fsanitize=address,undefined" if sanitized else "")))
 if os.path.exists(config.flexsn_runtime_lib):
     config.available_features.add("flexsn-runtime")
-# mlir-runner's runtime libraries, as -shared-libs takes them.
+# mlir-runner's runtime libraries, as -shared-libs takes them, and the
+# OpenMP runtime of the CPU kernels' parallel loops.
 mlir_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
 config.substitutions.append(("%mlir_runner_libs", ",".join(
-    os.path.join(mlir_lib_dir, lib)
-    for lib in ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"])))
+    [os.path.join(mlir_lib_dir, lib)
+     for lib in ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"]]
+    + [config.flexsn_openmp_library])))
+# Linking a program or library with CPU kernels: the OpenMP runtime, found
+# at run time where it was at link time.
+config.substitutions.append(("%openmp_link", "%s -Wl,-rpath,%s" % (
+    config.flexsn_openmp_library,
+    os.path.dirname(config.flexsn_openmp_library))))
 
 # FileCheck variables must not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"

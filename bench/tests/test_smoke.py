@@ -170,6 +170,22 @@ def test_block_train(tmp_path):
     assert not (tmp_path / "block_train.png").exists()
 
 
+def test_cpu(tmp_path):
+    run("cpu", "--smoke", "--out", tmp_path)
+    with open(tmp_path / "cpu_results.json") as f:
+        meta = json.load(f)
+    assert meta["checks"] and all(c["ok"] for c in meta["checks"])
+    rows = {(r["threads"], r["row"]) for r in meta["rows"]}
+    for threads in (1, 2):
+        for row in ("kernel inference", "kernel final_state", "kernel train",
+                    "LIFNode inference", "LIFNode train"):
+            assert (threads, row) in rows
+    for r in meta["rows"]:
+        assert positive(r["ms"])
+        assert positive(r.get("frac_copy") or r.get("vs_eager"))
+    assert not (tmp_path / "cpu.png").exists()
+
+
 def test_fx(tmp_path):
     run("fx", "--smoke", "--out", tmp_path)
     with open(tmp_path / "fx_results.json") as f:

@@ -16,6 +16,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -93,7 +94,10 @@ void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
                   SmallVector<StorageType>(options.storageTypes.begin(),
                                            options.storageTypes.end()),
                   options.generateKernels);
-  pm.addPass(createConvertFlexSNToSCF());
+  ConvertFlexSNToSCFOptions toLoops;
+  toLoops.parallel = options.parallel;
+  toLoops.vectorWidth = options.vectorWidth;
+  pm.addPass(createConvertFlexSNToSCF(toLoops));
   pm.addPass(createFlexSNExpandSurrogates());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -115,6 +119,7 @@ void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

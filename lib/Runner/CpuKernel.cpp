@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <mutex>
@@ -101,7 +102,11 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
 
   registerBuiltinDialectTranslation(*context);
   registerLLVMDialectTranslation(*context);
+  registerOpenMPDialectTranslation(*context);
   ExecutionEngineOptions engineOptions;
+  // The parallel loops call LLVM's OpenMP runtime.
+  StringRef openmp = FLEXSN_OPENMP_LIBRARY;
+  engineOptions.sharedLibPaths = ArrayRef<StringRef>(openmp);
   auto transformer = makeOptimizingTransformer(/*optLevel=*/2,
                                                /*sizeLevel=*/0, nullptr);
   engineOptions.transformer = transformer;
@@ -122,7 +127,8 @@ SmallVector<Type> CpuKernel::getParamTypes() const {
 }
 
 llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
-                           ArrayRef<TypedAttr> params) const {
+                           ArrayRef<TypedAttr> params,
+                           int32_t numThreads) const {
   SmallVector<Type> paramTypes = getParamTypes();
   if (params.size() != paramTypes.size())
     return makeError("expected " + Twine(paramTypes.size()) +
@@ -219,5 +225,6 @@ llvm::Error CpuKernel::run(ArrayRef<KernelBuffer> buffers,
       args.push_back(&values[i].i32);
     }
   }
+  args.push_back(&numThreads);
   return engine->invokePacked("_mlir_ciface_" + functionName, args);
 }

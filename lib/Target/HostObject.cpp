@@ -15,12 +15,15 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <memory>
 
@@ -83,9 +86,45 @@ static void carryBF16AsIntegers(llvm::Module &module) {
   }
 }
 
+static llvm::cl::opt<std::string> hostCPU(
+    "flexsn-host-cpu",
+    llvm::cl::desc(
+        "The CPU the host object is for: an LLVM CPU name (x86-64-v3: "
+        "AVX2 and FMA; generic: the architecture's baseline), or native "
+        "(this machine's CPU and features). Default: x86-64-v3 on an x86-64 "
+        "host that has its features, else generic"),
+    llvm::cl::init(""));
+
+/// The CPU name and features `hostCPU` asks for on `triple`.
+static std::pair<std::string, std::string>
+selectHostCPU(const llvm::Triple &triple) {
+  auto features = [] {
+    llvm::SubtargetFeatures subtarget;
+    for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+      subtarget.AddFeature(name, enabled);
+    return subtarget.getString();
+  };
+  if (hostCPU == "native")
+    return {llvm::sys::getHostCPUName().str(), features()};
+  if (!hostCPU.empty())
+    return {hostCPU, ""};
+  // x86-64-v3's features, which the vectorized kernels use (8 f32 lanes
+  // per register, fused multiply-add).
+  if (triple.getArch() == llvm::Triple::x86_64) {
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    if (llvm::all_of(std::initializer_list<StringRef>{"avx", "avx2", "bmi",
+                                                      "bmi2", "f16c", "fma",
+                                                      "lzcnt", "movbe"},
+                     [&](StringRef f) { return host.lookup(f); }))
+      return {"x86-64-v3", ""};
+  }
+  return {"generic", ""};
+}
+
 /// Translates `module` (LLVM dialect) and writes a PIC object for the host
-/// triple. The CPU is the triple's generic one, not the build machine's, so
-/// a cached object runs on any machine of the same architecture.
+/// triple, for the CPU `--flexsn-host-cpu` names (see selectHostCPU): not
+/// the build machine's own by default, so that a cached object runs on
+/// other machines of its architecture and level.
 LogicalResult mlir::flexsn::translateToHostObject(ModuleOp module,
                                                   llvm::raw_ostream &os) {
   llvm::InitializeNativeTarget();
@@ -105,8 +144,16 @@ LogicalResult mlir::flexsn::translateToHostObject(ModuleOp module,
   if (!target)
     return module.emitError("no LLVM target for the host triple ")
            << triple.str() << ": " << error;
+  auto [cpu, features] = selectHostCPU(triple);
+  // Checked with the default CPU: LLVM warns of an unknown one it is made
+  // for.
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!subtarget || !subtarget->isCPUStringValid(cpu))
+    return mlir::emitError(module.getLoc(), "--flexsn-host-cpu: '")
+           << cpu << "' is not a CPU of " << triple.str();
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, "generic", "", llvm::TargetOptions(), llvm::Reloc::PIC_,
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
     return module.emitError("could not create a target machine for ")

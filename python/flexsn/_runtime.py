@@ -255,14 +255,19 @@ class CpuKernel:
         scalar_types = [ctypes.c_bool if t == "i1" else _SCALAR_TYPES[t]
                         for _, t in spec.params]
         self._types = [_Descriptor.of_rank(len(b.shape)) for b in spec.buffers]
+        # The thread count comes last (docs/ABI.md).
         self.function.argtypes = ([ctypes.c_void_p] * len(spec.buffers)
-                                  + scalar_types)
+                                  + scalar_types + [ctypes.c_int32])
         self._scalar_types = scalar_types
         self._offsets = [b.workspace_offset for b in spec.buffers]
         self._workspace_parts = {}
 
     def launch(self, T: int, N: int, buffers: Sequence[int], workspace: int,
-               params: Sequence = (), channels=None) -> None:
+               params: Sequence = (), channels=None,
+               num_threads: int = 0) -> None:
+        """Runs the kernel on `num_threads` threads (0: OpenMP's default,
+        OMP_NUM_THREADS or every core); the results are bitwise the same
+        for any count. ctypes lets go of the GIL for the call."""
         _check_channels(self.spec, channels)
         sizes = {"T": T, "N": N}
         if channels is not None:
@@ -287,7 +292,8 @@ class CpuKernel:
                 stride *= sizes[spec.shape[i]]
             descriptors.append(d)
         self.function(*(ctypes.addressof(d) for d in descriptors),
-                      *(t(v) for t, v in zip(self._scalar_types, params)))
+                      *(t(v) for t, v in zip(self._scalar_types, params)),
+                      ctypes.c_int32(num_threads))
 
 
 _loaded: Dict[tuple, object] = {}

@@ -85,6 +85,11 @@ cl::opt<bool> fatbin("fatbin",
 cl::opt<std::string>
     cCompiler("cc", cl::desc("The C compiler driver linking the CPU kernels"),
               cl::init("cc"), cl::cat(category));
+cl::opt<std::string> openmpLibrary(
+    "openmp-library",
+    cl::desc("LLVM's OpenMP runtime (libomp), which the CPU kernels link, "
+             "and find at run time in its directory"),
+    cl::init(FLEXSN_OPENMP_LIBRARY), cl::cat(category));
 
 /// Writes `path` in the output directory with `write`; fails with an error
 /// naming the file.
@@ -127,8 +132,10 @@ LogicalResult linkSharedLibrary(StringRef object, StringRef library) {
                  << "' to link the CPU kernels (--cc)\n";
     return failure();
   }
-  SmallVector<StringRef> argv = {*program, "-shared", "-o",
-                                 library,  object,    "-lm"};
+  std::string rpath =
+      ("-Wl,-rpath," + llvm::sys::path::parent_path(openmpLibrary)).str();
+  SmallVector<StringRef> argv = {*program, "-shared",     "-o", library,
+                                 object,   openmpLibrary, rpath, "-lm"};
   std::string error;
   if (llvm::sys::ExecuteAndWait(*program, argv, /*Env=*/std::nullopt,
                                 /*Redirects=*/{}, /*SecondsToWait=*/0,

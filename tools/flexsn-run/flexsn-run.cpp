@@ -95,6 +95,12 @@ static cl::opt<bool> saveInStorageType(
              "(rounded so that the backward's spikes are the forward's); "
              "false: in f32"),
     cl::cat(runCategory));
+static cl::opt<int> numThreads(
+    "num-threads", cl::init(0),
+    cl::desc("Threads running the neurons (0: OpenMP's default, "
+             "OMP_NUM_THREADS or every core); the results are bitwise the "
+             "same for any count"),
+    cl::cat(runCategory));
 static cl::opt<bool>
     checkFinite("check-finite",
                 cl::desc("Report the first NaN or infinity of every input, "
@@ -560,7 +566,7 @@ int main(int argc, char **argv) {
            param.isPerNeuron() ? perNeuron : channelShape});
   llvm::append_range(buffers, paramBuffers);
 
-  if (llvm::Error error = kernel->run(buffers, runtimeParams))
+  if (llvm::Error error = kernel->run(buffers, runtimeParams, numThreads))
     fail(llvm::toString(std::move(error)));
 
   if (train) {
@@ -610,7 +616,7 @@ int main(int argc, char **argv) {
            : param.isPerChannel() ? channelShape
                                   : SmallVector<int64_t, 4>()});
     }
-    if (llvm::Error error = backward->run(grads, runtimeParams))
+    if (llvm::Error error = backward->run(grads, runtimeParams, numThreads))
       fail(llvm::toString(std::move(error)));
   }
 

@@ -30,15 +30,53 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     The per-step `flexsn` ops (spike, detach, surrogate_grad) are left for
     `flexsn-expand-surrogates`.
 
+    With `parallel` (as `flexsn-lower-to-cpu` runs it), the neurons are split
+    into fixed chunks (1024 consecutive neurons of the innermost neuron
+    dimension, at one point of the outer ones) that an OpenMP worksharing
+    loop (`omp.parallel` + `omp.wsloop`, static schedule) runs across
+    threads. Each kernel function then takes one more argument, last: the
+    thread count (`i32`; not positive: OpenMP's default,
+    `omp_get_max_threads()`). A reduction that keeps every neuron dimension
+    is added in place (each element belongs to one chunk); one that keeps no
+    innermost neuron dimension (a total, a per-channel sum) is summed per
+    chunk into a partials buffer, and the partials are added in chunk order
+    after the loop. A scan with a reduction that keeps the innermost
+    dimension but not every outer one, or with spikes packed 8 per byte over
+    several neuron dimensions (a byte may span two chunks), runs its chunks
+    in order on one thread.
+
+    With `vector-width` W as well, each chunk runs its whole vectors of W
+    neurons first, then the rest one at a time: the step body on
+    `vector<W x T>` values (every body op is elementwise; constants are
+    splatted), `vector.load`/`vector.store` along the innermost neuron
+    dimension, one value broadcast to every lane where a buffer does not
+    depend on that dimension, and sums over neurons added lane by lane into
+    the chunk's partial. A scan whose body has another op, or a buffer not
+    contiguous along the neurons (or bit-packed), is not vectorized.
+
     Rationale:
     * The time loop is innermost so states stay in registers and each neuron
-      reads and writes its sequence once; this is the CPU reference, kept
-      simple rather than fast.
+      reads and writes its sequence once.
+    * Chunks of a fixed size, and sums added in chunk order, make every
+      result, parameter gradients included, bitwise the same for any thread
+      count.
   }];
+  let options = [
+    Option<"parallel", "parallel", "bool", /*default=*/"false",
+           "Run fixed chunks of neurons across threads with OpenMP, and give "
+           "kernel functions a trailing thread-count argument">,
+    Option<"vectorWidth", "vector-width", "unsigned", /*default=*/"0",
+           "With parallel: run each chunk's neurons in vectors of this many "
+           "lanes where the step body and the buffers allow (0: one at a "
+           "time)">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::omp::OpenMPDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def ConvertFlexSNToGPU : Pass<"convert-flexsn-to-gpu", "::mlir::ModuleOp"> {

@@ -61,6 +61,22 @@ struct LowerToCPUOptions : public KernelOptions<LowerToCPUOptions> {
       llvm::cl::desc("Generate kernel functions from the neurons first; "
                      "false lowers the scans already in the module"),
       llvm::cl::init(true)};
+  Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Run chunks of neurons across threads with OpenMP "
+                     "(the code then needs libomp; kernel functions take a "
+                     "trailing thread count); false gives serial loops"),
+      llvm::cl::init(true)};
+  Option<unsigned> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("With parallel: neurons per SIMD vector (0: one "
+                     "neuron at a time). The default, 16, is a 64-byte "
+                     "cache line of f32 (two AVX2 registers): each step "
+                     "uses whole lines, which a [T, N] buffer with a "
+                     "power-of-two N would otherwise evict (its rows share "
+                     "cache sets) before the next vector reads their "
+                     "other half"),
+      llvm::cl::init(16)};
 };
 
 /// Options of `flexsn-lower-to-nvvm`.

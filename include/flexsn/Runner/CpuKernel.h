@@ -64,9 +64,11 @@ public:
   /// (for inference and final-state: inputs, initial states, outputs, state
   /// results; for the training variants see flexsn-autodiff), and `params`
   /// give the runtime parameters in declaration order (FloatAttr for f32,
-  /// IntegerAttr for i1 and i32).
-  llvm::Error run(ArrayRef<KernelBuffer> buffers,
-                  ArrayRef<TypedAttr> params) const;
+  /// IntegerAttr for i1 and i32). The neurons run on `numThreads` threads
+  /// (not positive: OpenMP's default); the results are bitwise the same
+  /// for any count.
+  llvm::Error run(ArrayRef<KernelBuffer> buffers, ArrayRef<TypedAttr> params,
+                  int32_t numThreads = 0) const;
 
   /// The runtime parameters' types, in order.
   SmallVector<Type> getParamTypes() const;

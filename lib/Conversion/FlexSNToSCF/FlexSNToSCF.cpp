@@ -9,7 +9,9 @@
 #include "flexsn/Dialect/FlexSN/Utils/KernelFunctions.h"
 #include "flexsn/Dialect/FlexSN/Utils/StepBuilder.h"
 
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -172,10 +174,183 @@ void accumulate(OpBuilder &b, Location loc, Value value, Value buffer,
   memref::StoreOp::create(b, loc, sum, buffer, indices);
 }
 
+/// A vector of `width` f32 lanes.
+VectorType f32Lanes(OpBuilder &b, unsigned width) {
+  return VectorType::get({width}, b.getF32Type());
+}
+
+/// Loads `width` neurons from `point` on (point's last index is the first
+/// of them) as an f32 vector: a vector load when `map` reads the innermost
+/// domain dimension `inner` (contiguous there: isLaneAccessible), else one
+/// value broadcast to every lane.
+Value loadLanes(OpBuilder &b, Location loc, unsigned width, unsigned inner,
+                Value buffer, AffineMap map, ArrayRef<Value> point) {
+  SmallVector<Value> indices = selectIndices(map, point);
+  if (!map.isFunctionOfDim(inner))
+    return vector::BroadcastOp::create(b, loc, f32Lanes(b, width),
+                                       loadAsF32(b, loc, buffer, indices));
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  Value value = vector::LoadOp::create(
+      b, loc, VectorType::get({width}, element), buffer, indices);
+  if (!element.isF32())
+    value = arith::ExtFOp::create(b, loc, f32Lanes(b, width), value);
+  return value;
+}
+
+/// loadLanes when `present` holds, else zeros.
+Value loadLanesIfPresent(OpBuilder &b, Location loc, unsigned width,
+                         unsigned inner, Value present, Value buffer,
+                         AffineMap map, ArrayRef<Value> point) {
+  auto load = scf::IfOp::create(
+      b, loc, present,
+      [&](OpBuilder &then, Location loc) {
+        scf::YieldOp::create(
+            then, loc,
+            loadLanes(then, loc, width, inner, buffer, map, point));
+      },
+      [&](OpBuilder &otherwise, Location loc) {
+        scf::YieldOp::create(
+            otherwise, loc,
+            arith::ConstantOp::create(
+                otherwise, loc,
+                DenseElementsAttr::get(f32Lanes(otherwise, width), 0.0f))
+                .getResult());
+      });
+  return load.getResult(0);
+}
+
+/// Stores the f32 vector `value` at `indices` (contiguous lanes),
+/// converting to the buffer's storage as storeFromF32 does.
+void storeLanes(OpBuilder &b, Location loc, Value value, Value buffer,
+                ValueRange indices) {
+  auto lanes = cast<VectorType>(value.getType());
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  Type stored = lanes.clone(element);
+  if (isa<IntegerType>(element))
+    value = arith::FPToUIOp::create(b, loc, stored, value);
+  else if (!element.isF32())
+    value = arith::TruncFOp::create(b, loc, stored, value);
+  vector::StoreOp::create(b, loc, value, buffer, indices);
+}
+
+/// Adds the vector `value` into the contiguous lanes at `indices`.
+void accumulateLanes(OpBuilder &b, Location loc, Value value, Value buffer,
+                     ValueRange indices) {
+  Value total = vector::LoadOp::create(b, loc, value.getType(), buffer,
+                                       indices);
+  vector::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, total, value),
+                          buffer, indices);
+}
+
+/// The sum of `value`'s lanes, in lane order.
+Value sumLanes(OpBuilder &b, Location loc, Value value) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                     value);
+}
+
+/// Whether `buffer`, indexed through `map`, can be accessed by lanes along
+/// the innermost domain dimension `inner`: either `map` does not read it
+/// (one value for every lane; not for a buffer the lanes write), or it is
+/// the map's last result and nowhere else, the buffer's innermost stride
+/// is 1, and its elements are not bit-packed.
+bool isLaneAccessible(Value buffer, AffineMap map, unsigned inner,
+                      bool written) {
+  if (!map.isFunctionOfDim(inner))
+    return !written;
+  unsigned last = map.getNumResults() - 1;
+  if (map.getResult(last) != getAffineDimExpr(inner, map.getContext()))
+    return false;
+  for (unsigned i = 0; i < last; ++i)
+    if (map.getResult(i).isFunctionOfDim(inner))
+      return false;
+  auto type = cast<MemRefType>(buffer.getType());
+  if (type.getElementType().isInteger(1))
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides.back() == 1;
+}
+
+/// Neurons per chunk of the innermost neuron dimension in parallel mode.
+/// Fixed, so that the chunks, and the order of every sum, do not depend on
+/// the thread count.
+constexpr int64_t kChunkNeurons = 1024;
+
+/// Where a reduction's contributions go in parallel mode.
+enum class SumKind {
+  /// Keeps every neuron dimension: each element belongs to one neuron, so
+  /// to one chunk; added in place.
+  PerNeuron,
+  /// Keeps no innermost neuron dimension: a chunk adds to one element (per
+  /// step, if it keeps t); the chunk's sum goes to its own partial, and the
+  /// partials are added in chunk order after the parallel loop.
+  PerChunk,
+  /// Keeps the innermost dimension but not every outer one: chunks share
+  /// elements, which only a serial chunk loop adds in place.
+  Shared,
+};
+
+/// `value` (an index) split over `dims` (row-major, the last fastest).
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value value,
+                               ArrayRef<Value> dims) {
+  SmallVector<Value> indices(dims.size());
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
+    indices[d] = arith::RemUIOp::create(b, loc, value, dims[d]);
+    value = arith::DivUIOp::create(b, loc, value, dims[d]);
+  }
+  return indices;
+}
+
+/// Emits `body(chunk)` for every chunk in [0, numChunks): an OpenMP
+/// worksharing loop (static schedule) in a parallel region of `numThreads`
+/// threads (OpenMP's default when null), or an scf.for.
+void emitChunkLoop(OpBuilder &b, Location loc, Value numChunks,
+                   bool parallel, Value numThreads,
+                   function_ref<void(OpBuilder &, Location, Value)> body) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  if (!parallel) {
+    scf::ForOp::create(b, loc, zero, numChunks, one, ValueRange(),
+                       [&](OpBuilder &fb, Location loc, Value chunk,
+                           ValueRange) {
+                         body(fb, loc, chunk);
+                         scf::YieldOp::create(fb, loc);
+                       });
+    return;
+  }
+  OpBuilder::InsertionGuard guard(b);
+  omp::ParallelOperands parallelClauses;
+  parallelClauses.numThreads = numThreads;
+  auto region = omp::ParallelOp::create(b, loc, parallelClauses);
+  b.createBlock(&region.getRegion());
+  omp::WsloopOperands loopClauses;
+  loopClauses.scheduleKind = omp::ClauseScheduleKindAttr::get(
+      b.getContext(), omp::ClauseScheduleKind::Static);
+  auto wsloop = omp::WsloopOp::create(b, loc, loopClauses);
+  omp::TerminatorOp::create(b, loc);
+  b.createBlock(&wsloop.getRegion());
+  omp::LoopNestOperands nestClauses;
+  nestClauses.loopLowerBounds = {zero};
+  nestClauses.loopUpperBounds = {numChunks};
+  nestClauses.loopSteps = {one};
+  auto nest = omp::LoopNestOp::create(b, loc, nestClauses);
+  Block *nestBody =
+      b.createBlock(&nest.getRegion(), {}, {b.getIndexType()}, {loc});
+  body(b, loc, nestBody->getArgument(0));
+  omp::YieldOp::create(b, loc);
+}
+
 /// Rewrites one scan into loops: a sequential loop over time inside a loop
 /// nest over the neurons. The step body comes from the callee neuron or the
-/// scan's own region; each operand is indexed through its map.
-void lowerScan(ScanOp scan) {
+/// scan's own region; each operand is indexed through its map. With
+/// `parallel`, the neurons are split into fixed chunks (kChunkNeurons of
+/// the innermost dimension, at one point of the outer ones) run by an
+/// OpenMP worksharing loop of `numThreads` threads, each chunk by vectors of
+/// `vectorWidth` neurons (0: one at a time) where the step body and every
+/// buffer allow it, then one at a time.
+void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
+               Value numThreads) {
   OpBuilder b(scan);
   Location loc = scan.getLoc();
   NeuronOp neuron;
@@ -230,83 +405,397 @@ void lowerScan(ScanOp scan) {
     if (!usesTime(map))
       carriedReductions.push_back(r);
 
-  SmallVector<Value> lowerBounds(neuronDims.size(), zeroIndex);
-  SmallVector<Value> steps(neuronDims.size(), oneIndex);
-  scf::buildLoopNest(
-      b, loc, lowerBounds, neuronDims, steps,
-      [&](OpBuilder &nb, Location loc, ValueRange neuronIndex) {
-        // The domain point (t, n...) with t still to be chosen.
-        SmallVector<Value> point = {zeroIndex};
-        llvm::append_range(point, neuronIndex);
-
-        // Initial carries: states (zero when absent), then reduction sums.
-        SmallVector<Value> carries;
-        for (unsigned s = 0; s < numStates; ++s) {
-          if (scan.getInits().empty()) {
-            carries.push_back(f32Constant(nb, loc, 0.0));
-            continue;
-          }
-          carries.push_back(
-              loadIfPresent(nb, loc, initPresent[s], scan.getInits()[s],
-                            selectIndices(initMaps[s], point)));
-        }
-        // Params: scalars as they are; shaped ones (time-invariant) read
-        // once per neuron, through their maps.
-        SmallVector<Value> params;
-        for (OpOperand &param : scan.getParamsMutable())
-          params.push_back(
-              isa<MemRefType>(param.get().getType())
-                  ? loadAsF32(nb, loc, param.get(),
-                              selectIndices(scan.getMatchingIndexingMap(&param),
-                                            point))
-                  : param.get());
-
-        // Each operand at the domain point (step, n...), through its map.
-        auto at = [&](AffineMap map, Value step) {
-          SmallVector<Value> index(point);
-          index[0] = step;
-          return selectIndices(map, index);
-        };
-        auto loadInput = [&](unsigned k, Value step) {
-          Value input = scan.getInputs()[k];
-          SmallVector<Value> indices = at(inputMaps[k], step);
-          return SmallVector<Value>{
-              inputPresent[k]
-                  ? loadIfPresent(nb, loc, inputPresent[k], input, indices)
-                  : loadAsF32(nb, loc, input, indices)};
-        };
-        auto storeOutput = [&](unsigned k, Value step, ValueRange lanes) {
-          storeIfPresent(nb, loc, outputPresent[k], lanes.front(),
-                         scan.getOutputs()[k], at(outputMaps[k], step));
-        };
-        auto storeState = [&](unsigned s, Value step, ValueRange lanes) {
-          storeIfPresent(nb, loc, statePresent[s], lanes.front(),
-                         scan.getStates()[s], at(stateMaps[s], step));
-        };
-        auto addAtStep = [&](unsigned r, Value step, ValueRange lanes) {
-          accumulate(nb, loc, lanes.front(), scan.getReductions()[r],
-                     at(reductionMaps[r], step));
-        };
-        ScanGroupAccess access{1, loadInput, storeOutput, storeState,
-                               addAtStep};
-        ValueRange finals =
-            emitTimeLoop(nb, loc, scan, neuron, numSteps, carries, {params},
-                         carriedReductions, access);
-        for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
-          if (scan.isFinalState(s))
-            storeIfPresent(nb, loc, statePresent[s], finals[s], buffer,
-                           selectIndices(stateMaps[s], point));
-        for (auto [c, r] : llvm::enumerate(carriedReductions))
-          accumulate(nb, loc, finals[numStates + c], scan.getReductions()[r],
-                     selectIndices(reductionMaps[r], point));
+  // Emits one neuron at `neuronIndex` (with `width`, that many consecutive
+  // neurons of the innermost dimension from it on, as vector lanes): its
+  // time loop, its state sequences and final states; `addAtStep` takes the
+  // per-step reductions. Returns the carried sums of `carriedReductions`,
+  // in order.
+  using AddAtStep = function_ref<void(OpBuilder &, Location, unsigned r,
+                                      Value step, Value value)>;
+  unsigned inner = rank - 1;
+  auto emitNeuron = [&](OpBuilder &nb, Location loc, ValueRange neuronIndex,
+                        AddAtStep addAtStep,
+                        unsigned width = 0) -> SmallVector<Value> {
+    // The domain point (t, n...) with t still to be chosen.
+    SmallVector<Value> point = {zeroIndex};
+    llvm::append_range(point, neuronIndex);
+    // Reads `buffer` (null `present`: always there) at `at` through `map`.
+    auto load = [&](Value present, Value buffer, AffineMap map,
+                    ArrayRef<Value> at) -> Value {
+      if (width)
+        return present ? loadLanesIfPresent(nb, loc, width, inner, present,
+                                            buffer, map, at)
+                       : loadLanes(nb, loc, width, inner, buffer, map, at);
+      SmallVector<Value> indices = selectIndices(map, at);
+      return present ? loadIfPresent(nb, loc, present, buffer, indices)
+                     : loadAsF32(nb, loc, buffer, indices);
+    };
+    auto store = [&](Value present, Value value, Value buffer, AffineMap map,
+                     ArrayRef<Value> at) {
+      SmallVector<Value> indices = selectIndices(map, at);
+      if (!width)
+        return storeIfPresent(nb, loc, present, value, buffer, indices);
+      scf::IfOp::create(nb, loc, present, [&](OpBuilder &then, Location loc) {
+        storeLanes(then, loc, value, buffer, indices);
+        scf::YieldOp::create(then, loc);
       });
+    };
+
+    // Initial carries: states (zero when absent), then reduction sums.
+    SmallVector<Value> carries;
+    for (unsigned s = 0; s < numStates; ++s) {
+      if (scan.getInits().empty()) {
+        carries.push_back(
+            width ? arith::ConstantOp::create(
+                        nb, loc,
+                        DenseElementsAttr::get(f32Lanes(nb, width), 0.0f))
+                        .getResult()
+                  : f32Constant(nb, loc, 0.0));
+        continue;
+      }
+      carries.push_back(
+          load(initPresent[s], scan.getInits()[s], initMaps[s], point));
+    }
+    // Params: scalars as they are (on every lane); shaped ones
+    // (time-invariant) read once per neuron, through their maps.
+    SmallVector<Value> params;
+    for (OpOperand &param : scan.getParamsMutable()) {
+      Value value = param.get();
+      if (isa<MemRefType>(value.getType()))
+        value = load(Value(), value, scan.getMatchingIndexingMap(&param),
+                     point);
+      else if (width)
+        value = vector::BroadcastOp::create(
+            nb, loc, VectorType::get({width}, value.getType()), value);
+      params.push_back(value);
+    }
+
+    // Each operand at the domain point (step, n...).
+    auto at = [&](Value step) {
+      SmallVector<Value> index(point);
+      index[0] = step;
+      return index;
+    };
+    auto loadInput = [&](unsigned k, Value step) {
+      return SmallVector<Value>{load(inputPresent[k], scan.getInputs()[k],
+                                     inputMaps[k], at(step))};
+    };
+    auto storeOutput = [&](unsigned k, Value step, ValueRange lanes) {
+      store(outputPresent[k], lanes.front(), scan.getOutputs()[k],
+            outputMaps[k], at(step));
+    };
+    auto storeState = [&](unsigned s, Value step, ValueRange lanes) {
+      store(statePresent[s], lanes.front(), scan.getStates()[s],
+            stateMaps[s], at(step));
+    };
+    auto addStep = [&](unsigned r, Value step, ValueRange lanes) {
+      addAtStep(nb, loc, r, step, lanes.front());
+    };
+    ScanGroupAccess access{1,        loadInput, storeOutput,
+                           storeState, addStep,   width};
+    ValueRange finals = emitTimeLoop(nb, loc, scan, neuron, numSteps, carries,
+                                     {params}, carriedReductions, access);
+    for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
+      if (scan.isFinalState(s))
+        store(statePresent[s], finals[s], buffer, stateMaps[s], point);
+    return llvm::to_vector(finals.drop_front(numStates));
+  };
+  // Adds `value` to reduction r's element at `point` (t first).
+  auto addInPlace = [&](OpBuilder &nb, Location loc, unsigned r,
+                        ArrayRef<Value> point, Value value) {
+    accumulate(nb, loc, value, scan.getReductions()[r],
+               selectIndices(reductionMaps[r], point));
+  };
+
+  if (!parallel || neuronDims.empty()) {
+    SmallVector<Value> lowerBounds(neuronDims.size(), zeroIndex);
+    SmallVector<Value> steps(neuronDims.size(), oneIndex);
+    scf::buildLoopNest(
+        b, loc, lowerBounds, neuronDims, steps,
+        [&](OpBuilder &nb, Location loc, ValueRange neuronIndex) {
+          SmallVector<Value> point = {zeroIndex};
+          llvm::append_range(point, neuronIndex);
+          auto addAtStep = [&](OpBuilder &sb, Location loc, unsigned r,
+                               Value step, Value value) {
+            SmallVector<Value> stepPoint(point);
+            stepPoint[0] = step;
+            addInPlace(sb, loc, r, stepPoint, value);
+          };
+          SmallVector<Value> sums = emitNeuron(nb, loc, neuronIndex, addAtStep);
+          for (auto [c, r] : llvm::enumerate(carriedReductions))
+            addInPlace(nb, loc, r, point, sums[c]);
+        });
+    scan.erase();
+    return;
+  }
+
+  // Chunks: blocks of the innermost neuron dimension at each point of the
+  // outer ones, numbered row-major.
+  ArrayRef<Value> outerDims = ArrayRef<Value>(neuronDims).drop_back();
+  Value innerDim = neuronDims.back();
+  Value chunkNeurons = arith::ConstantIndexOp::create(b, loc, kChunkNeurons);
+  Value blocks = arith::CeilDivUIOp::create(b, loc, innerDim, chunkNeurons);
+  Value numChunks = blocks;
+  for (Value dim : outerDims)
+    numChunks = arith::MulIOp::create(b, loc, numChunks, dim);
+
+  // Each reduction's kind; per-chunk ones get their partials buffer:
+  // [chunks] (a sum over time) or [chunks, T] (per step).
+  bool sharedSums = false;
+  SmallVector<SumKind> kinds;
+  SmallVector<Value> partials(reductionMaps.size());
+  for (auto [r, map] : llvm::enumerate(reductionMaps)) {
+    bool keepsAll = llvm::all_of(llvm::seq(1u, rank), [&](unsigned d) {
+      return map.isFunctionOfDim(d);
+    });
+    SumKind kind = keepsAll                              ? SumKind::PerNeuron
+                   : !map.isFunctionOfDim(inner) ? SumKind::PerChunk
+                                                         : SumKind::Shared;
+    kinds.push_back(kind);
+    sharedSums |= kind == SumKind::Shared;
+    if (kind != SumKind::PerChunk)
+      continue;
+    SmallVector<Value> sizes = {numChunks};
+    if (usesTime(map))
+      sizes.push_back(numSteps);
+    partials[r] = memref::AllocOp::create(
+        b, loc,
+        MemRefType::get(SmallVector<int64_t>(sizes.size(), ShapedType::kDynamic),
+                        b.getF32Type()),
+        sizes);
+  }
+
+  // Lanes need a step body of elementwise ops and buffers contiguous along
+  // the innermost dimension (or the same for every lane).
+  auto accessible = [&](MutableOperandRange operands, bool written) {
+    return llvm::all_of(operands, [&](OpOperand &operand) {
+      return !isa<MemRefType>(operand.get().getType()) ||
+             isLaneAccessible(operand.get(),
+                              scan.getMatchingIndexingMap(&operand), inner,
+                              written);
+    });
+  };
+  bool vectorize =
+      vectorWidth > 1 && isVectorizableBody(body) &&
+      accessible(scan.getInputsMutable(), false) &&
+      accessible(scan.getInitsMutable(), false) &&
+      accessible(scan.getParamsMutable(), false) &&
+      accessible(scan.getOutputsMutable(), true) &&
+      accessible(scan.getStatesMutable(), true) &&
+      llvm::all_of(scan.getReductionsMutable(), [&](OpOperand &operand) {
+        AffineMap map = scan.getMatchingIndexingMap(&operand);
+        return !map.isFunctionOfDim(inner) ||
+               isLaneAccessible(operand.get(), map, inner, true);
+      });
+
+  // The point (t = 0, outer..., n = 0) of `chunk`'s first neuron, and the
+  // chunk's range of the innermost dimension.
+  auto chunkStart = [&](OpBuilder &cb, Location loc, Value chunk) {
+    Value outer = arith::DivUIOp::create(cb, loc, chunk, blocks);
+    SmallVector<Value> point = {zeroIndex};
+    llvm::append_range(point, delinearize(cb, loc, outer, outerDims));
+    Value first = arith::MulIOp::create(
+        cb, loc, arith::RemUIOp::create(cb, loc, chunk, blocks), chunkNeurons);
+    point.push_back(first);
+    return point;
+  };
+
+  // Bit-packed spikes: a byte holds 8 neurons in a row's linear order, and
+  // its first neuron writes it whole; with outer dimensions a byte may span
+  // two chunks, which then run in order on one thread.
+  bool sharedBytes =
+      !outerDims.empty() &&
+      llvm::any_of(scan.getOutputs(), [](Value buffer) {
+        return cast<MemRefType>(buffer.getType()).getElementType().isInteger(
+            1);
+      });
+  emitChunkLoop(
+      b, loc, numChunks, /*parallel=*/!sharedSums && !sharedBytes, numThreads,
+      [&](OpBuilder &cb, Location loc, Value chunk) {
+        SmallVector<Value> start = chunkStart(cb, loc, chunk);
+        Value first = start.back();
+        Value last = arith::MinUIOp::create(
+            cb, loc, arith::AddIOp::create(cb, loc, first, chunkNeurons),
+            innerDim);
+        // Per-step partials start at zero; per-chunk sums over time are
+        // carried by the neuron loop.
+        SmallVector<Value> chunkSums;
+        for (auto [r, kind] : llvm::enumerate(kinds)) {
+          if (kind != SumKind::PerChunk)
+            continue;
+          if (usesTime(reductionMaps[r]))
+            scf::ForOp::create(
+                cb, loc, zeroIndex, numSteps, oneIndex, ValueRange(),
+                [&, r = r](OpBuilder &zb, Location loc, Value t, ValueRange) {
+                  memref::StoreOp::create(zb, loc, f32Constant(zb, loc, 0.0),
+                                          partials[r], ValueRange{chunk, t});
+                  scf::YieldOp::create(zb, loc);
+                });
+          else
+            chunkSums.push_back(f32Constant(cb, loc, 0.0));
+        }
+        // Neurons [from, to) by `width` lanes (0: one at a time).
+        auto neuronLoop = [&](Value from, Value to, unsigned width,
+                              ValueRange sumsIn) {
+          Value step =
+              width ? arith::ConstantIndexOp::create(cb, loc, width).getResult()
+                    : oneIndex;
+          return scf::ForOp::create(
+              cb, loc, from, to, step, sumsIn,
+              [&](OpBuilder &nb, Location loc, Value n, ValueRange sums) {
+                SmallVector<Value> point(start);
+                point.back() = n;
+                // A sum some chunks share takes the lanes' sum; one kept
+                // per neuron takes each lane into its own element.
+                auto add = [&](OpBuilder &ab, Location loc, unsigned r,
+                               ArrayRef<Value> at, Value value) {
+                  if (kinds[r] == SumKind::PerChunk) {
+                    Value total = width ? sumLanes(ab, loc, value) : value;
+                    accumulate(ab, loc, total, partials[r],
+                               ValueRange{chunk, at[0]});
+                  } else if (width) {
+                    accumulateLanes(ab, loc, value, scan.getReductions()[r],
+                                    selectIndices(reductionMaps[r], at));
+                  } else {
+                    addInPlace(ab, loc, r, at, value);
+                  }
+                };
+                auto addAtStep = [&](OpBuilder &sb, Location loc, unsigned r,
+                                     Value step, Value value) {
+                  SmallVector<Value> stepPoint(point);
+                  stepPoint[0] = step;
+                  add(sb, loc, r, stepPoint, value);
+                };
+                SmallVector<Value> carried =
+                    emitNeuron(nb, loc, ArrayRef<Value>(point).drop_front(),
+                               addAtStep, width);
+                SmallVector<Value> next;
+                auto sum = sums.begin();
+                for (auto [c, r] : llvm::enumerate(carriedReductions)) {
+                  if (kinds[r] != SumKind::PerChunk) {
+                    add(nb, loc, r, point, carried[c]);
+                    continue;
+                  }
+                  Value total =
+                      width ? sumLanes(nb, loc, carried[c]) : carried[c];
+                  next.push_back(arith::AddFOp::create(nb, loc, *sum++, total));
+                }
+                scf::YieldOp::create(nb, loc, next);
+              });
+        };
+        // Whole vectors first, then the rest one at a time.
+        scf::ForOp neurons;
+        if (vectorize) {
+          Value lanes = arith::ConstantIndexOp::create(cb, loc, vectorWidth);
+          Value count = arith::SubIOp::create(cb, loc, last, first);
+          Value vectorEnd = arith::AddIOp::create(
+              cb, loc, first,
+              arith::MulIOp::create(
+                  cb, loc, arith::DivUIOp::create(cb, loc, count, lanes),
+                  lanes));
+          auto vectors = neuronLoop(first, vectorEnd, vectorWidth, chunkSums);
+          neurons = neuronLoop(vectorEnd, last, 0, vectors.getResults());
+        } else {
+          neurons = neuronLoop(first, last, 0, chunkSums);
+        }
+        auto sum = neurons.getResults().begin();
+        for (unsigned r : carriedReductions)
+          if (kinds[r] == SumKind::PerChunk)
+            memref::StoreOp::create(cb, loc, *sum++, partials[r],
+                                    ValueRange{chunk});
+      });
+
+  // The partials, added in chunk order: the same sums for any thread count.
+  bool anyPartials = llvm::any_of(partials, [](Value p) { return !!p; });
+  if (anyPartials)
+    scf::ForOp::create(
+        b, loc, zeroIndex, numChunks, oneIndex, ValueRange(),
+        [&](OpBuilder &cb, Location loc, Value chunk, ValueRange) {
+          SmallVector<Value> point = chunkStart(cb, loc, chunk);
+          for (auto [r, partial] : llvm::enumerate(partials)) {
+            if (!partial)
+              continue;
+            if (!usesTime(reductionMaps[r])) {
+              addInPlace(cb, loc, r, point,
+                         memref::LoadOp::create(cb, loc, partial,
+                                                ValueRange{chunk}));
+              continue;
+            }
+            scf::ForOp::create(
+                cb, loc, zeroIndex, numSteps, oneIndex, ValueRange(),
+                [&, r = r, partial = partial](OpBuilder &tb, Location loc,
+                                              Value t, ValueRange) {
+                  SmallVector<Value> stepPoint(point);
+                  stepPoint[0] = t;
+                  addInPlace(tb, loc, r, stepPoint,
+                             memref::LoadOp::create(tb, loc, partial,
+                                                    ValueRange{chunk, t}));
+                  scf::YieldOp::create(tb, loc);
+                });
+          }
+          scf::YieldOp::create(cb, loc);
+        });
+  for (Value partial : partials)
+    if (partial)
+      memref::DeallocOp::create(b, loc, partial);
   scan.erase();
 }
 
 struct ConvertFlexSNToSCFPass
     : flexsn::impl::ConvertFlexSNToSCFBase<ConvertFlexSNToSCFPass> {
+  using Base::Base;
+
+  /// Appends the kernel function's `num_threads` argument (i32, last) and
+  /// returns the thread count its parallel regions use: the argument, or
+  /// OpenMP's default (`omp_get_max_threads()`) where it is not positive.
+  Value appendThreadCount(func::FuncOp func) {
+    MLIRContext *context = &getContext();
+    Type i32 = IntegerType::get(context, 32);
+    Location loc = func.getLoc();
+    if (failed(func.insertArgument(func.getNumArguments(), i32, {}, loc)))
+      return {};
+    Value argument = func.getArguments().back();
+    auto module = func->getParentOfType<ModuleOp>();
+    // Calls in the module (a test's driver) keep OpenMP's default.
+    if (std::optional<SymbolTable::UseRange> uses =
+            SymbolTable::getSymbolUses(func, module))
+      for (SymbolTable::SymbolUse use : *uses)
+        if (auto call = dyn_cast<func::CallOp>(use.getUser())) {
+          OpBuilder cb(call);
+          call->insertOperands(call->getNumOperands(),
+                               arith::ConstantIntOp::create(cb, loc, i32, 0)
+                                   .getResult());
+        }
+    StringRef defaultName = "omp_get_max_threads";
+    // An llvm.func: a func.func declaration would get a C-interface
+    // wrapper name like the kernels.
+    auto declaration = module.lookupSymbol<LLVM::LLVMFuncOp>(defaultName);
+    if (!declaration) {
+      OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+      declaration = LLVM::LLVMFuncOp::create(
+          mb, loc, defaultName, LLVM::LLVMFunctionType::get(i32, {}));
+    }
+    OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+    Value zero = arith::ConstantIntOp::create(b, loc, i32, 0);
+    Value given = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                        argument, zero);
+    auto ifDefault = scf::IfOp::create(
+        b, loc, given,
+        [&](OpBuilder &tb, Location loc) {
+          scf::YieldOp::create(tb, loc, argument);
+        },
+        [&](OpBuilder &eb, Location loc) {
+          scf::YieldOp::create(
+              eb, loc,
+              LLVM::CallOp::create(eb, loc, declaration, ValueRange())
+                  .getResult());
+        });
+    return ifDefault.getResult(0);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    DenseMap<func::FuncOp, Value> threadCounts;
     // Steps are emitted from flat bodies.
     if (failed(checkBlocksCompiled(module)) ||
         failed(inlineApplications(module)))
@@ -327,6 +816,8 @@ struct ConvertFlexSNToSCFPass
       // them (its translation would warn of each).
       for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
         func.removeArgAttr(i, "flexsn.trainable");
+      if (parallel)
+        threadCounts[func] = appendThreadCount(func);
     }
     if (!kernels.empty())
       module->setAttr("flexsn.cpu_kernels",
@@ -345,7 +836,8 @@ struct ConvertFlexSNToSCFPass
     if (walk.wasInterrupted())
       return signalPassFailure();
     for (ScanOp scan : scans)
-      lowerScan(scan);
+      lowerScan(scan, parallel, vectorWidth,
+                threadCounts.lookup(scan->getParentOfType<func::FuncOp>()));
     // Neurons are only templates for scans: once inlined, they are dead.
     for (NeuronOp neuron :
          llvm::make_early_inc_range(module.getOps<NeuronOp>()))

@@ -292,7 +292,9 @@ class NeuronKernels:
             kernel.launch(current_stream(index), T, N, ld, buffers,
                           workspace, params, channels)
         else:
-            kernel.launch(T, N, buffers, workspace, params, channels)
+            # As many threads as torch's own CPU operators use.
+            kernel.launch(T, N, buffers, workspace, params, channels,
+                          num_threads=torch.get_num_threads())
 
     @staticmethod
     def _address(t: Optional[torch.Tensor]) -> int:

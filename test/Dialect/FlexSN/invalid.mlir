@@ -662,7 +662,7 @@ flexsn.neuron @c inputs(%x: f32) outputs(s) {
 
 // A spike computes on f32.
 func.func @f(%x: f16) -> f16 {
-  // expected-error@+1 {{'flexsn.spike' op operand #0 must be 32-bit float, but got 'f16'}}
+  // expected-error@+1 {{'flexsn.spike' op operand #0 must be f32 or a vector of f32, but got 'f16'}}
   %0 = flexsn.spike %x surrogate(#flexsn.sigmoid) : f16
   return %0 : f16
 }

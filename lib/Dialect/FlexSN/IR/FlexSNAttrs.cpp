@@ -9,7 +9,9 @@
 #include "flexsn/Dialect/FlexSN/IR/SurrogateFormulas.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -37,9 +39,13 @@ struct IRScalar {
   Value value;
 
   IRScalar with(Value v) const { return {builder, loc, v}; }
+  /// `c` in the value's type (splatted over its lanes, for a vector).
   IRScalar constant(double c) const {
-    return with(arith::ConstantOp::create(
-        *builder, loc, builder->getFloatAttr(value.getType(), c)));
+    Type type = value.getType();
+    TypedAttr attr = builder->getFloatAttr(getElementTypeOrSelf(type), c);
+    if (auto lanes = dyn_cast<VectorType>(type))
+      attr = DenseElementsAttr::get(lanes, attr);
+    return with(arith::ConstantOp::create(*builder, loc, attr));
   }
   template <typename OpT>
   IRScalar emit(ValueRange operands) const {

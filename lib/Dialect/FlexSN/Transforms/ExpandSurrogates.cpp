@@ -27,19 +27,36 @@ struct CreatedOps : OpBuilder::Listener {
   }
 };
 
+/// `type` (a scalar, or a vector of lanes) with `element` for its scalar.
+Type withElement(Type type, Type element) {
+  if (auto lanes = dyn_cast<VectorType>(type))
+    return lanes.clone(element);
+  return element;
+}
+
+/// The constant `value` of `type`'s scalar, splatted over its lanes.
+Value constantLike(OpBuilder &b, Location loc, Type type, TypedAttr value) {
+  if (auto lanes = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(lanes.clone(value.getType()), value));
+  return arith::ConstantOp::create(b, loc, value);
+}
+
 /// `flexsn.round`: truncf to its type, then, for `other`, one step of the
 /// rounded value's bits toward `x` (up in magnitude where `x` lies beyond it
 /// away from zero; the sign is the integer's), unless it was exact.
 Value expandRound(OpBuilder &b, Location loc, RoundOp round) {
-  auto storage = cast<FloatType>(round.getNarrowType());
-  Type f32 = b.getF32Type(), bitsType = b.getIntegerType(storage.getWidth());
+  auto narrowType = cast<FloatType>(round.getNarrowType());
   Value x = round.getInput();
+  Type f32 = x.getType(), storage = withElement(f32, narrowType);
+  Type bitsElement = b.getIntegerType(narrowType.getWidth());
+  Type bitsType = withElement(f32, bitsElement);
   Value narrow = arith::TruncFOp::create(b, loc, storage, x);
   Value nearest = arith::ExtFOp::create(b, loc, f32, narrow);
   if (!round.getOther())
     return nearest;
   auto bitsConstant = [&](int64_t value) {
-    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(bitsType, value));
+    return constantLike(b, loc, bitsType, b.getIntegerAttr(bitsElement, value));
   };
   Value bits = arith::BitcastOp::create(b, loc, bitsType, narrow);
   Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
@@ -82,10 +99,10 @@ struct ExpandSurrogatesPass
       if (auto spike = dyn_cast<SpikeOp>(op)) {
         // H(0) = 1: `oge` is false only below zero (and for NaN).
         Type type = spike.getType();
-        Value zero = arith::ConstantOp::create(
-            rewriter, loc, rewriter.getFloatAttr(type, 0.0));
-        Value one = arith::ConstantOp::create(rewriter, loc,
-                                              rewriter.getFloatAttr(type, 1.0));
+        Value zero = constantLike(rewriter, loc, type,
+                                  rewriter.getF32FloatAttr(0.0));
+        Value one = constantLike(rewriter, loc, type,
+                                 rewriter.getF32FloatAttr(1.0));
         Value fires = arith::CmpFOp::create(
             rewriter, loc, arith::CmpFPredicate::OGE, spike.getInput(), zero);
         rewriter.replaceOpWithNewOp<arith::SelectOp>(spike, fires, one, zero);

@@ -50,8 +50,49 @@ LogicalResult mlir::flexsn::inlineApplications(ModuleOp module) {
   }
 }
 
+/// `type` as a vector of `width` lanes (`type` itself when `width` is 0).
+static Type widen(Type type, unsigned width) {
+  return width ? VectorType::get({width}, type) : type;
+}
+
+/// Clones the constant `op` into `builder`, splatted over `width` lanes.
+static Value cloneConstant(OpBuilder &builder, Operation *op, unsigned width,
+                           IRMapping &mapping) {
+  if (!width)
+    return builder.clone(*op, mapping)->getResult(0);
+  auto value = cast<TypedAttr>(cast<arith::ConstantOp>(op).getValue());
+  auto type = cast<ShapedType>(widen(value.getType(), width));
+  Value splat = arith::ConstantOp::create(
+      builder, op->getLoc(), DenseElementsAttr::get(type, value));
+  mapping.map(op->getResult(0), splat);
+  return splat;
+}
+
+bool mlir::flexsn::isVectorizableBody(Block &body) {
+  auto isScalar = [](Type type) { return type.isIntOrFloat(); };
+  for (Operation &op : body.without_terminator()) {
+    bool constant = isa<arith::ConstantOp>(op) &&
+                    isScalar(op.getResult(0).getType());
+    if (!constant && !op.hasTrait<OpTrait::Elementwise>())
+      return false;
+    if (!llvm::all_of(op.getOperandTypes(), isScalar) ||
+        !llvm::all_of(op.getResultTypes(), isScalar) ||
+        op.getNumRegions() != 0)
+      return false;
+    // Only constants may come from outside the body.
+    for (Value operand : op.getOperands())
+      if (operand.getParentBlock() != &body &&
+          !isa_and_nonnull<arith::ConstantOp>(operand.getDefiningOp()))
+        return false;
+  }
+  return llvm::all_of(body.getTerminator()->getOperands(), [&](Value v) {
+    return v.getParentBlock() == &body;
+  });
+}
+
 SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
-                                              ValueRange args) {
+                                              ValueRange args,
+                                              unsigned width) {
   IRMapping mapping;
   mapping.map(body.getArguments(), args);
   // Constants hoisted out of the body (by canonicalization) are cloned
@@ -61,11 +102,19 @@ SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
       if (v.getParentBlock() != &body && !mapping.contains(v))
         if (Operation *def = v.getDefiningOp();
             def && def->hasTrait<OpTrait::ConstantLike>())
-          builder.clone(*def, mapping);
+          cloneConstant(builder, def, width, mapping);
   for (Operation &op : body.without_terminator()) {
     assert(!isa<ApplyOp>(op) &&
            "flexsn.apply not inlined (inlineApplications)");
-    builder.clone(op, mapping);
+    if (width && isa<arith::ConstantOp>(op)) {
+      cloneConstant(builder, &op, width, mapping);
+      continue;
+    }
+    // With lanes, an elementwise op (isVectorizableBody) applies to vectors
+    // of its scalar types.
+    Operation *clone = builder.clone(op, mapping);
+    for (Value result : clone->getResults())
+      result.setType(widen(result.getType(), width));
   }
   // A scan's inline body may yield values defined above it.
   return llvm::map_to_vector(body.getTerminator()->getOperands(), [&](Value v) {
@@ -76,17 +125,22 @@ SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
 SmallVector<Value> mlir::flexsn::emitNeuronStep(OpBuilder &builder,
                                                 Location loc, NeuronOp neuron,
                                                 ValueRange inputsAndStates,
-                                                ValueRange runtimeParams) {
+                                                ValueRange runtimeParams,
+                                                unsigned width) {
   SmallVector<Value> args(inputsAndStates);
   auto runtime = runtimeParams.begin();
   for (ParamAttr param : neuron.getParamAttrs()) {
-    if (param.isRuntime())
+    if (param.isRuntime()) {
       args.push_back(*runtime++);
-    else
-      args.push_back(
-          arith::ConstantOp::create(builder, loc, param.getDefaultValue()));
+      continue;
+    }
+    TypedAttr value = param.getDefaultValue();
+    if (width)
+      value = DenseElementsAttr::get(
+          cast<ShapedType>(widen(value.getType(), width)), value);
+    args.push_back(arith::ConstantOp::create(builder, loc, value));
   }
-  return emitStepBody(builder, neuron.getBodyBlock(), args);
+  return emitStepBody(builder, neuron.getBodyBlock(), args, width);
 }
 
 ValueRange mlir::flexsn::emitTimeLoop(OpBuilder &b, Location loc, ScanOp scan,
@@ -104,7 +158,15 @@ ValueRange mlir::flexsn::emitTimeLoop(OpBuilder &b, Location loc, ScanOp scan,
   auto constant = [&](int64_t value) {
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(count, value));
   };
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  unsigned width = access.width;
+  Value zero =
+      width ? arith::ConstantOp::create(
+                  b, loc,
+                  DenseElementsAttr::get(
+                      VectorType::get({width}, b.getF32Type()), 0.0f))
+                  .getResult()
+            : arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0))
+                  .getResult();
   SmallVector<Value> carries(initialStates);
   carries.append(carriedReductions.size() * lanes, zero);
   SmallVector<bool> carried(scan.getReductions().size(), false);
@@ -135,10 +197,10 @@ ValueRange mlir::flexsn::emitTimeLoop(OpBuilder &b, Location loc, ScanOp scan,
           SmallVector<Value> stepResults;
           if (neuron) {
             stepResults =
-                emitNeuronStep(b, loc, neuron, args, laneParams[lane]);
+                emitNeuronStep(b, loc, neuron, args, laneParams[lane], width);
           } else {
             llvm::append_range(args, laneParams[lane]);
-            stepResults = emitStepBody(b, *body, args);
+            stepResults = emitStepBody(b, *body, args, width);
           }
           results.resize(stepResults.size());
           for (auto [r, value] : llvm::enumerate(stepResults))

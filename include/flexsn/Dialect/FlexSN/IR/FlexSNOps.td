@@ -340,7 +340,14 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
 // Per-step ops
 //===----------------------------------------------------------------------===//
 
-def FlexSN_SpikeOp : FlexSN_Op<"spike", [Pure, SameOperandsAndResultType]> {
+// A step body computes on f32 scalars; lowered for the CPU, a step runs on
+// vectors of neurons, so the per-step ops map over vector lanes as arith's
+// ops do (ElementwiseMappable) until flexsn-expand-surrogates expands them.
+def FlexSN_F32OrLanes : AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>],
+                                  "f32 or a vector of f32">;
+
+def FlexSN_SpikeOp : FlexSN_Op<"spike",
+    [Pure, SameOperandsAndResultType] # ElementwiseMappable.traits> {
   let summary = "Heaviside spike with a surrogate gradient";
   let description = [{
     Returns `1.0` if `x >= 0` and `0.0` otherwise (so `H(0) = 1`). Its
@@ -352,14 +359,15 @@ def FlexSN_SpikeOp : FlexSN_Op<"spike", [Pure, SameOperandsAndResultType]> {
     %s = flexsn.spike %d surrogate(#flexsn.atan<alpha = 2.0>) : f32
     ```
   }];
-  let arguments = (ins F32:$input, FlexSN_SurrogateAttr:$surrogate);
-  let results = (outs F32:$result);
+  let arguments = (ins FlexSN_F32OrLanes:$input,
+                       FlexSN_SurrogateAttr:$surrogate);
+  let results = (outs FlexSN_F32OrLanes:$result);
   let assemblyFormat = "$input `surrogate` `(` $surrogate `)` attr-dict `:` type($result)";
   let hasFolder = 1;
 }
 
 def FlexSN_SurrogateGradOp : FlexSN_Op<"surrogate_grad",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType] # ElementwiseMappable.traits> {
   let summary = "The surrogate derivative g(x) of a spike";
   let description = [{
     Evaluates the surrogate's `g(x)`. Produced by autodiff from
@@ -369,13 +377,15 @@ def FlexSN_SurrogateGradOp : FlexSN_Op<"surrogate_grad",
     %g = flexsn.surrogate_grad %d surrogate(#flexsn.sigmoid<alpha = 4.0>) : f32
     ```
   }];
-  let arguments = (ins F32:$input, FlexSN_SurrogateAttr:$surrogate);
-  let results = (outs F32:$result);
+  let arguments = (ins FlexSN_F32OrLanes:$input,
+                       FlexSN_SurrogateAttr:$surrogate);
+  let results = (outs FlexSN_F32OrLanes:$result);
   let assemblyFormat = "$input `surrogate` `(` $surrogate `)` attr-dict `:` type($result)";
   let hasFolder = 1;
 }
 
-def FlexSN_DetachOp : FlexSN_Op<"detach", [Pure, SameOperandsAndResultType]> {
+def FlexSN_DetachOp : FlexSN_Op<"detach",
+    [Pure, SameOperandsAndResultType] # ElementwiseMappable.traits> {
   let summary = "Stop-gradient: the identity forward, zero derivative";
   let description = [{
     Forward it returns its operand; its derivative is zero. Used for
@@ -385,12 +395,13 @@ def FlexSN_DetachOp : FlexSN_Op<"detach", [Pure, SameOperandsAndResultType]> {
     %sd = flexsn.detach %s : f32
     ```
   }];
-  let arguments = (ins F32:$input);
-  let results = (outs F32:$result);
+  let arguments = (ins FlexSN_F32OrLanes:$input);
+  let results = (outs FlexSN_F32OrLanes:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def FlexSN_RoundOp : FlexSN_Op<"round", [Pure, SameOperandsAndResultType]> {
+def FlexSN_RoundOp : FlexSN_Op<"round",
+    [Pure, SameOperandsAndResultType] # ElementwiseMappable.traits> {
   let summary = "An f32 rounded to a half-precision type, as an f32";
   let description = [{
     Returns `x` rounded to `narrow_type` (`f16` or `bf16`) to nearest,
@@ -409,10 +420,10 @@ def FlexSN_RoundOp : FlexSN_Op<"round", [Pure, SameOperandsAndResultType]> {
     %other = flexsn.round %h to f16 other : f32
     ```
   }];
-  let arguments = (ins F32:$input,
+  let arguments = (ins FlexSN_F32OrLanes:$input,
                        TypeAttrOf<AnyTypeOf<[F16, BF16]>>:$narrow_type,
                        UnitAttr:$other);
-  let results = (outs F32:$result);
+  let results = (outs FlexSN_F32OrLanes:$result);
   let assemblyFormat =
       "$input `to` $narrow_type (`other` $other^)? attr-dict `:` type($result)";
 }

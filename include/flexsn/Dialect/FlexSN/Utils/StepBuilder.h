@@ -30,14 +30,24 @@ LogicalResult inlineApplications(ModuleOp module);
 /// `runtimeParams` its runtime and trainable parameters (in order), and
 /// `const` parameters become constants. The body must hold no `flexsn.apply`
 /// (see inlineApplications). Returns (outputs..., new_states...).
+/// With `width` lanes, every value is a vector<width x T> of its scalar
+/// type T (`const` parameters are splatted; the body must be vectorizable).
 SmallVector<Value> emitNeuronStep(OpBuilder &builder, Location loc,
                                   NeuronOp neuron, ValueRange inputsAndStates,
-                                  ValueRange runtimeParams);
+                                  ValueRange runtimeParams,
+                                  unsigned width = 0);
 
 /// Emits a single-block step body (a neuron's or a scan's inline region)
 /// with `args` for its block arguments, and returns the values it yields.
+/// With `width` lanes (not 0), `args` are vectors of `width` elements and
+/// so is every value of the step: the body must be vectorizable.
 SmallVector<Value> emitStepBody(OpBuilder &builder, Block &body,
-                                ValueRange args);
+                                ValueRange args, unsigned width = 0);
+
+/// Whether `body` can run on vectors of lanes: every op is a scalar
+/// constant or elementwise (arith, math) on integers and floats, with no
+/// region, and uses no value from outside but constants.
+bool isVectorizableBody(Block &body);
 
 /// How a lowering reaches a scan's buffers for one group of neurons (a CPU
 /// loop point, a GPU thread's vector lanes): every call loads or stores one
@@ -56,6 +66,9 @@ struct ScanGroupAccess {
   /// Adds reduction r's contributions at `step` (reductions whose map keeps
   /// t only; the others the loop carries).
   function_ref<void(unsigned r, Value step, ValueRange lanes)> addAtStep;
+  /// Not 0: each lane is a vector of `width` neurons (the CPU's SIMD
+  /// lanes), and so are the states, parameters and sums.
+  unsigned width = 0;
 };
 
 /// Emits the time loop of `scan` for one group of neurons, over `numSteps`
