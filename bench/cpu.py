@@ -150,8 +150,9 @@ def measure(torch, args, compiled, T, N):
         torch.set_num_threads(threads)
         copy = copy_gbs(torch, timer, args.copy_bytes)
         for name, (call, outs, nbytes) in kcalls.items():
-            ms = timer.ms(lambda: call(threads))[0]
+            ms, min_ms = timer.ms(lambda: call(threads))
             rows.append(dict(threads=threads, row="kernel " + name, ms=ms,
+                             min_ms=min_ms,
                              gbs=traffic.gbs(nbytes, ms),
                              frac_copy=traffic.frac_copy(nbytes, ms, copy),
                              copy_gbs=copy))
@@ -159,9 +160,10 @@ def measure(torch, args, compiled, T, N):
             outputs.setdefault(name, []).append(
                 (threads, [o.clone() for o in outs]))
         for name, (ours, eager) in mcalls.items():
-            ms = timer.ms(ours)[0]
+            ms, min_ms = timer.ms(ours)
             eager_ms = timer.ms(eager)[0]
             rows.append(dict(threads=threads, row="LIFNode " + name, ms=ms,
+                             min_ms=min_ms,
                              eager_ms=eager_ms, vs_eager=eager_ms / ms,
                              copy_gbs=copy))
         checks += [dict(c, threads=threads) for c in check()]
@@ -180,13 +182,18 @@ def markdown(meta):
              "process. Kernels on buffers allocated beforehand, as a "
              "fraction of the copy bandwidth measured in the same run; "
              "modules (`flexsn.torch.LIFNode`) against the eager PyTorch "
-             "loop, both allocating their outputs." % (
-                 meta["device"], meta["cores"], meta["torch"]), "",
-             "| threads | row | ms | GB/s | of copy | eager ms | vs eager |",
-             "|---:|---|---:|---:|---:|---:|---:|"]
+             "loop, both allocating their outputs. Median (and fastest) "
+             "of %d runs; GB/s, the fraction of copy and the ratio to "
+             "eager are of the medians." % (
+                 meta["device"], meta["cores"], meta["torch"], meta["reps"]),
+             "",
+             "| threads | row | ms | fastest ms | GB/s | of copy | eager ms "
+             "| vs eager |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in meta["rows"]:
-        lines.append("| %d | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
             r["threads"], r["row"], results.fmt(r["ms"], ".2f"),
+            results.fmt(r["min_ms"], ".2f"),
             results.fmt(r.get("gbs"), ".1f"),
             results.fmt(r.get("frac_copy") and 100 * r["frac_copy"], ".0f")
             + ("%" if r.get("frac_copy") else ""),
@@ -228,7 +235,7 @@ def plot(meta, out):
 def main(argv=None):
     ap = cli.parser("cpu", __doc__)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--reps", type=int, default=11)
+    ap.add_argument("--reps", type=int, default=15)
     cli.add_out_and_smoke(ap, "docs/perf")
     args = cli.finish(ap.parse_args(argv))
     args.copy_bytes = SMOKE["copy_bytes"] if args.smoke else COPY_BYTES
@@ -244,6 +251,7 @@ def main(argv=None):
     rows, checks = measure(torch, args, compiled, t, n)
     meta = dict(device=cli.device_name(torch, "cpu"),
                 cores=os.cpu_count(), torch=torch.__version__, T=t, N=n,
+                reps=args.reps,
                 rows=rows, checks=checks)
     for c in checks:
         print(results.check_line(c))
