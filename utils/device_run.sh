@@ -64,6 +64,8 @@ if [ ! -f "$BUNDLE/bundle.json" ] || [ ! -d "$BUNDLE/cache" ]; then
 fi
 BUNDLE=$(cd "$BUNDLE" && pwd)
 export FLEXSN_CACHE_DIR=$BUNDLE/cache
+# The cached CPU kernels' OpenMP runtime (this machine has no LLVM).
+export LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if [ -z "${FLEXSN_RUNTIME_LIB:-}" ]; then
   if [ -f "$BUNDLE/libflexsn_runtime.so" ]; then
     export FLEXSN_RUNTIME_LIB=$BUNDLE/libflexsn_runtime.so

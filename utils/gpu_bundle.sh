@@ -28,6 +28,9 @@
 #   block.cubin     the fused block `python3 -m bench block` times;
 #   libflexsn_runtime.so   a copy of the build's C runtime (libc only), which
 #                   GpuKernel launches through;
+#   lib/libomp.so.5 LLVM's OpenMP runtime, which the cached CPU kernels
+#                   (kernels.so) need: the GPU machine has no LLVM, so
+#                   utils/device_run.sh puts DIR/lib on LD_LIBRARY_PATH;
 #   device_smoke    test/Runtime/device_smoke.c linked against the libcuda
 #                   stub;
 #   bundle.json     the commit, the toolkit, the number of cache entries.
@@ -136,6 +139,8 @@ find "$FLEXSN_CACHE_DIR" -mindepth 2 -maxdepth 2 -name '.build-*' \
 
 # --- 2. The runtime and its device smoke test ------------------------------
 cp "$FLEXSN_BUILD_DIR/lib/Runtime/libflexsn_runtime.so" "$DIR/"
+mkdir -p "$DIR/lib"
+cp -L /usr/lib/llvm-22/lib/libomp.so.5 "$DIR/lib/"
 if [ -f test/Runtime/device_smoke.c ]; then
   log "compiling device_smoke"
   gcc -std=c99 -O2 -I"$CUDA_TOOLKIT/include" -Iinclude \
