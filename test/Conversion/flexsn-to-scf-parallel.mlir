@@ -102,30 +102,43 @@ func.func @shared(%x: memref<?x?x?xf32>, %y: memref<?x?x?xf32>,
 
 // -----
 
-// With vector-width, a chunk runs its whole vectors of neurons first: the
-// step body on vector<4xf32> lanes (constants splatted, flexsn.spike on the
-// lanes, for flexsn-expand-surrogates), contiguous loads and stores (f16
-// extended and truncated as vectors), scalar parameters broadcast, and a
-// total summed over the lanes into the chunk's partial; then the rest of
-// the chunk one neuron at a time.
+// With vector-width, a chunk runs its whole vectors of neurons first, one
+// time step at a time: their carries (the state, the total's sum over time)
+// start in a buffer of the chunk, every step streams the vectors through
+// the step body on vector<4xf32> lanes (flexsn.spike on the lanes, for
+// flexsn-expand-surrogates; f16 extended and truncated as vectors; the
+// scalar parameter broadcast) and puts the carries back, and the last pass
+// stores the final states and adds each vector's total, summed over its
+// lanes, to the chunk's sum; then the rest of the chunk one neuron at a time.
 // RUN: flexsn-opt %s --split-input-file --convert-flexsn-to-scf="parallel=true vector-width=4" --cse | FileCheck %s --check-prefix=LANES
 // LANES-LABEL: func.func @lanes
 // LANES:         omp.loop_nest
 // LANES:           %[[FIRST:.*]] = arith.muli %{{.*}}, %c1024 : index
 // LANES:           arith.divui %{{.*}}, %c4 : index
 // LANES:           %[[END:.*]] = arith.addi %[[FIRST]], %{{.*}} : index
-// LANES-NEXT:      %[[SUM:.*]] = scf.for %[[I:.*]] = %[[FIRST]] to %[[END]] step %c4 iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
-// LANES:             vector.load %{{.*}}[%[[I]]] : memref<?xf32>, vector<4xf32>
-// LANES:             %[[TH:.*]] = vector.broadcast %{{.*}} : f32 to vector<4xf32>
-// LANES:             scf.for %[[K:.*]] = {{.*}} iter_args(%[[V:.*]] = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<4xf32>, vector<4xf32>) {
-// LANES:               %[[X:.*]] = vector.load %{{.*}}[%[[K]], %[[I]]] : memref<?x?xf16>, vector<4xf16>
-// LANES:               %[[XF:.*]] = arith.extf %[[X]] : vector<4xf16> to vector<4xf32>
-// LANES:               %[[H:.*]] = arith.addf %[[V]], %[[XF]] : vector<4xf32>
-// LANES:               %[[D:.*]] = arith.subf %[[H]], %[[TH]] : vector<4xf32>
-// LANES:               %[[S:.*]] = flexsn.spike %[[D]] surrogate(#flexsn.sigmoid) : vector<4xf32>
-// LANES:               %[[ST:.*]] = arith.truncf %[[S]] : vector<4xf32> to vector<4xf16>
-// LANES:               vector.store %[[ST]], %{{.*}}[%[[K]], %[[I]]] : memref<?x?xf16>, vector<4xf16>
-// LANES:             vector.reduction <add>, %{{.*}} : vector<4xf32> into f32
+// LANES-NEXT:      %[[SUM:.*]] = memref.alloca_scope -> (f32) {
+// LANES-NEXT:        %[[CARRIES:.*]] = memref.alloca() : memref<2x1024xf32>
+// LANES-NEXT:        scf.for %[[I0:.*]] = %[[FIRST]] to %[[END]] step %c4 {
+// LANES:               %[[V0:.*]] = vector.load %{{.*}}[%[[I0]]] : memref<?xf32>, vector<4xf32>
+// LANES:               %[[SLOT0:.*]] = arith.subi %[[I0]], %[[FIRST]] : index
+// LANES:               vector.store %{{.*}}, %[[CARRIES]][%c0, %[[SLOT0]]]
+// LANES:               vector.store %{{.*}}, %[[CARRIES]][%c1, %[[SLOT0]]]
+// LANES:             scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1 {
+// LANES-NEXT:          scf.for %[[I:.*]] = %[[FIRST]] to %[[END]] step %c4 {
+// LANES:                 %[[TH:.*]] = vector.broadcast %{{.*}} : f32 to vector<4xf32>
+// LANES:                 %[[V:.*]] = vector.load %[[CARRIES]][%c0, %{{.*}}] : memref<2x1024xf32>, vector<4xf32>
+// LANES:                 %[[X:.*]] = vector.load %{{.*}}[%[[K]], %[[I]]] : memref<?x?xf16>, vector<4xf16>
+// LANES:                 %[[XF:.*]] = arith.extf %[[X]] : vector<4xf16> to vector<4xf32>
+// LANES:                 %[[H:.*]] = arith.addf %[[V]], %[[XF]] : vector<4xf32>
+// LANES:                 %[[D:.*]] = arith.subf %[[H]], %[[TH]] : vector<4xf32>
+// LANES:                 %[[S:.*]] = flexsn.spike %[[D]] surrogate(#flexsn.sigmoid) : vector<4xf32>
+// LANES:                 %[[ST:.*]] = arith.truncf %[[S]] : vector<4xf32> to vector<4xf16>
+// LANES:                 vector.store %[[ST]], %{{.*}}[%[[K]], %[[I]]] : memref<?x?xf16>, vector<4xf16>
+// LANES:                 vector.store %[[H]], %[[CARRIES]][%c0, %{{.*}}]
+// LANES:             scf.for %{{.*}} = %[[FIRST]] to %[[END]] step %c4 iter_args(%{{.*}} = %{{.*}}) -> (f32) {
+// LANES:               vector.store %{{.*}}, %{{.*}} : memref<?xf32>, vector<4xf32>
+// LANES:               vector.reduction <add>, %{{.*}} : vector<4xf32> into f32
+// LANES:             memref.alloca_scope.return
 // LANES:           scf.for %{{.*}} = %[[END]] to %{{.*}} step %c1 iter_args(%{{.*}} = %[[SUM]]) -> (f32) {
 // LANES:             memref.load %{{.*}} : memref<?x?xf16>
 func.func @lanes(%x: memref<?x?xf16>, %v0: memref<?xf32>, %th: f32,

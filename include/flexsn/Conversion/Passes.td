@@ -46,13 +46,22 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     in order on one thread.
 
     With `vector-width` W as well, each chunk runs its whole vectors of W
-    neurons first, then the rest one at a time: the step body on
-    `vector<W x T>` values (every body op is elementwise; constants are
-    splatted), `vector.load`/`vector.store` along the innermost neuron
-    dimension, one value broadcast to every lane where a buffer does not
-    depend on that dimension, and sums over neurons added lane by lane into
+    neurons first, then the rest one at a time. The vectors go one time
+    step at a time: their carries (states, sums over time) wait in a
+    `[carries, 1024]` buffer of the chunk (`memref.alloca` in an
+    `alloca_scope`), and each step runs every vector through the step body
+    on `vector<W x T>` values (every body op is elementwise; constants are
+    splatted), with `vector.load`/`vector.store` along the innermost neuron
+    dimension and one value broadcast to every lane where a buffer does not
+    depend on that dimension; sums over neurons are added lane by lane into
     the chunk's partial. A scan whose body has another op, or a buffer not
     contiguous along the neurons (or bit-packed), is not vectorized.
+
+    Rationale:
+    * Step by step, a chunk reads and writes each `[T, N]` row as one
+      contiguous run of 4 KiB, which the prefetchers follow; a vector that
+      ran its own time loop would touch T rows `N` elements apart at every
+      step (with a power-of-two `N`, all in the same cache sets).
 
     Rationale:
     * The time loop is innermost so states stay in registers and each neuron

@@ -69,14 +69,9 @@ struct LowerToCPUOptions : public KernelOptions<LowerToCPUOptions> {
       llvm::cl::init(true)};
   Option<unsigned> vectorWidth{
       *this, "vector-width",
-      llvm::cl::desc("With parallel: neurons per SIMD vector (0: one "
-                     "neuron at a time). The default, 16, is a 64-byte "
-                     "cache line of f32 (two AVX2 registers): each step "
-                     "uses whole lines, which a [T, N] buffer with a "
-                     "power-of-two N would otherwise evict (its rows share "
-                     "cache sets) before the next vector reads their "
-                     "other half"),
-      llvm::cl::init(16)};
+      llvm::cl::desc("With parallel: neurons per SIMD vector (8: one AVX2 "
+                     "register of f32; 0: one neuron at a time)"),
+      llvm::cl::init(8)};
 };
 
 /// Options of `flexsn-lower-to-nvvm`.

@@ -405,100 +405,126 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
     if (!usesTime(map))
       carriedReductions.push_back(r);
 
-  // Emits one neuron at `neuronIndex` (with `width`, that many consecutive
-  // neurons of the innermost dimension from it on, as vector lanes): its
-  // time loop, its state sequences and final states; `addAtStep` takes the
-  // per-step reductions. Returns the carried sums of `carriedReductions`,
-  // in order.
+  // One neuron at a domain point (t, n...) with t still to be chosen (with
+  // `width`, that many consecutive neurons of the innermost dimension from
+  // it on, as vector lanes): how its buffers are read and written.
   using AddAtStep = function_ref<void(OpBuilder &, Location, unsigned r,
                                       Value step, Value value)>;
   unsigned inner = rank - 1;
-  auto emitNeuron = [&](OpBuilder &nb, Location loc, ValueRange neuronIndex,
-                        AddAtStep addAtStep,
-                        unsigned width = 0) -> SmallVector<Value> {
-    // The domain point (t, n...) with t still to be chosen.
-    SmallVector<Value> point = {zeroIndex};
-    llvm::append_range(point, neuronIndex);
-    // Reads `buffer` (null `present`: always there) at `at` through `map`.
-    auto load = [&](Value present, Value buffer, AffineMap map,
-                    ArrayRef<Value> at) -> Value {
-      if (width)
-        return present ? loadLanesIfPresent(nb, loc, width, inner, present,
-                                            buffer, map, at)
-                       : loadLanes(nb, loc, width, inner, buffer, map, at);
-      SmallVector<Value> indices = selectIndices(map, at);
-      return present ? loadIfPresent(nb, loc, present, buffer, indices)
-                     : loadAsF32(nb, loc, buffer, indices);
-    };
-    auto store = [&](Value present, Value value, Value buffer, AffineMap map,
-                     ArrayRef<Value> at) {
-      SmallVector<Value> indices = selectIndices(map, at);
-      if (!width)
-        return storeIfPresent(nb, loc, present, value, buffer, indices);
-      scf::IfOp::create(nb, loc, present, [&](OpBuilder &then, Location loc) {
-        storeLanes(then, loc, value, buffer, indices);
-        scf::YieldOp::create(then, loc);
-      });
-    };
-
-    // Initial carries: states (zero when absent), then reduction sums.
-    SmallVector<Value> carries;
+  struct NeuronAccess {
+    OpBuilder &nb;
+    Location loc;
+    SmallVector<Value> point;
+    unsigned width;
+  };
+  // Reads `buffer` (null `present`: always there) at `at` through `map`.
+  auto load = [&](const NeuronAccess &n, Value present, Value buffer,
+                  AffineMap map, ArrayRef<Value> at) -> Value {
+    if (n.width)
+      return present ? loadLanesIfPresent(n.nb, n.loc, n.width, inner,
+                                          present, buffer, map, at)
+                     : loadLanes(n.nb, n.loc, n.width, inner, buffer, map, at);
+    SmallVector<Value> indices = selectIndices(map, at);
+    return present ? loadIfPresent(n.nb, n.loc, present, buffer, indices)
+                   : loadAsF32(n.nb, n.loc, buffer, indices);
+  };
+  auto store = [&](const NeuronAccess &n, Value present, Value value,
+                   Value buffer, AffineMap map, ArrayRef<Value> at) {
+    SmallVector<Value> indices = selectIndices(map, at);
+    if (!n.width)
+      return storeIfPresent(n.nb, n.loc, present, value, buffer, indices);
+    scf::IfOp::create(n.nb, n.loc, present,
+                      [&](OpBuilder &then, Location loc) {
+                        storeLanes(then, loc, value, buffer, indices);
+                        scf::YieldOp::create(then, loc);
+                      });
+  };
+  // The initial states (zero when absent).
+  auto initialStates = [&](const NeuronAccess &n) {
+    SmallVector<Value> states;
     for (unsigned s = 0; s < numStates; ++s) {
       if (scan.getInits().empty()) {
-        carries.push_back(
-            width ? arith::ConstantOp::create(
-                        nb, loc,
-                        DenseElementsAttr::get(f32Lanes(nb, width), 0.0f))
-                        .getResult()
-                  : f32Constant(nb, loc, 0.0));
+        states.push_back(
+            n.width ? arith::ConstantOp::create(
+                          n.nb, n.loc,
+                          DenseElementsAttr::get(f32Lanes(n.nb, n.width),
+                                                 0.0f))
+                          .getResult()
+                    : f32Constant(n.nb, n.loc, 0.0));
         continue;
       }
-      carries.push_back(
-          load(initPresent[s], scan.getInits()[s], initMaps[s], point));
+      states.push_back(load(n, initPresent[s], scan.getInits()[s],
+                            initMaps[s], n.point));
     }
-    // Params: scalars as they are (on every lane); shaped ones
-    // (time-invariant) read once per neuron, through their maps.
+    return states;
+  };
+  // Params: scalars as they are (on every lane); shaped ones
+  // (time-invariant), through their maps.
+  auto paramsAt = [&](const NeuronAccess &n) {
     SmallVector<Value> params;
     for (OpOperand &param : scan.getParamsMutable()) {
       Value value = param.get();
       if (isa<MemRefType>(value.getType()))
-        value = load(Value(), value, scan.getMatchingIndexingMap(&param),
-                     point);
-      else if (width)
+        value = load(n, Value(), value, scan.getMatchingIndexingMap(&param),
+                     n.point);
+      else if (n.width)
         value = vector::BroadcastOp::create(
-            nb, loc, VectorType::get({width}, value.getType()), value);
+            n.nb, n.loc, VectorType::get({n.width}, value.getType()), value);
       params.push_back(value);
     }
-
-    // Each operand at the domain point (step, n...).
+    return params;
+  };
+  // Calls `use` with the access to the neuron's buffers at each step;
+  // `addAtStep` takes the per-step reductions.
+  auto withAccess = [&](const NeuronAccess &n, AddAtStep addAtStep,
+                        function_ref<void(const ScanGroupAccess &)> use) {
     auto at = [&](Value step) {
-      SmallVector<Value> index(point);
+      SmallVector<Value> index(n.point);
       index[0] = step;
       return index;
     };
     auto loadInput = [&](unsigned k, Value step) {
-      return SmallVector<Value>{load(inputPresent[k], scan.getInputs()[k],
+      return SmallVector<Value>{load(n, inputPresent[k], scan.getInputs()[k],
                                      inputMaps[k], at(step))};
     };
     auto storeOutput = [&](unsigned k, Value step, ValueRange lanes) {
-      store(outputPresent[k], lanes.front(), scan.getOutputs()[k],
+      store(n, outputPresent[k], lanes.front(), scan.getOutputs()[k],
             outputMaps[k], at(step));
     };
     auto storeState = [&](unsigned s, Value step, ValueRange lanes) {
-      store(statePresent[s], lanes.front(), scan.getStates()[s],
+      store(n, statePresent[s], lanes.front(), scan.getStates()[s],
             stateMaps[s], at(step));
     };
     auto addStep = [&](unsigned r, Value step, ValueRange lanes) {
-      addAtStep(nb, loc, r, step, lanes.front());
+      addAtStep(n.nb, n.loc, r, step, lanes.front());
     };
-    ScanGroupAccess access{1,        loadInput, storeOutput,
-                           storeState, addStep,   width};
-    ValueRange finals = emitTimeLoop(nb, loc, scan, neuron, numSteps, carries,
-                                     {params}, carriedReductions, access);
+    use(ScanGroupAccess{1, loadInput, storeOutput, storeState, addStep,
+                        n.width});
+  };
+  // Stores the final states of `finals` (states, then sums).
+  auto storeFinalStates = [&](const NeuronAccess &n, ValueRange finals) {
     for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
       if (scan.isFinalState(s))
-        store(statePresent[s], finals[s], buffer, stateMaps[s], point);
-    return llvm::to_vector(finals.drop_front(numStates));
+        store(n, statePresent[s], finals[s], buffer, stateMaps[s], n.point);
+  };
+  // Emits one neuron at `neuronIndex`: its time loop, its state sequences
+  // and final states. Returns the carried sums of `carriedReductions`, in
+  // order.
+  auto emitNeuron = [&](OpBuilder &nb, Location loc, ValueRange neuronIndex,
+                        AddAtStep addAtStep) -> SmallVector<Value> {
+    NeuronAccess n{nb, loc, {zeroIndex}, /*width=*/0};
+    llvm::append_range(n.point, neuronIndex);
+    SmallVector<Value> states = initialStates(n);
+    SmallVector<Value> params = paramsAt(n);
+    SmallVector<Value> sums;
+    withAccess(n, addAtStep, [&](const ScanGroupAccess &access) {
+      ValueRange finals = emitTimeLoop(nb, loc, scan, neuron, numSteps,
+                                       states, {params}, carriedReductions,
+                                       access);
+      storeFinalStates(n, finals);
+      sums = llvm::to_vector(finals.drop_front(numStates));
+    });
+    return sums;
   };
   // Adds `value` to reduction r's element at `point` (t first).
   auto addInPlace = [&](OpBuilder &nb, Location loc, unsigned r,
@@ -634,54 +660,158 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
           else
             chunkSums.push_back(f32Constant(cb, loc, 0.0));
         }
-        // Neurons [from, to) by `width` lanes (0: one at a time).
-        auto neuronLoop = [&](Value from, Value to, unsigned width,
-                              ValueRange sumsIn) {
-          Value step =
-              width ? arith::ConstantIndexOp::create(cb, loc, width).getResult()
-                    : oneIndex;
+        // Adds a contribution of reduction r at `at` (t first): a sum some
+        // chunks share takes the lanes' sum into the chunk's partial; one
+        // kept per neuron takes each lane into its own element.
+        auto add = [&](OpBuilder &ab, Location loc, unsigned width,
+                       unsigned r, ArrayRef<Value> at, Value value) {
+          if (kinds[r] == SumKind::PerChunk) {
+            Value total = width ? sumLanes(ab, loc, value) : value;
+            accumulate(ab, loc, total, partials[r], ValueRange{chunk, at[0]});
+          } else if (width) {
+            accumulateLanes(ab, loc, value, scan.getReductions()[r],
+                            selectIndices(reductionMaps[r], at));
+          } else {
+            addInPlace(ab, loc, r, at, value);
+          }
+        };
+        // The sums over time a neuron (or vector) ends with: added to the
+        // chunk's running `sums`, returned, or in place.
+        auto addCarried = [&](OpBuilder &ab, Location loc, unsigned width,
+                              ArrayRef<Value> point, ValueRange carried,
+                              ValueRange sums) {
+          SmallVector<Value> next;
+          auto sum = sums.begin();
+          for (auto [c, r] : llvm::enumerate(carriedReductions)) {
+            if (kinds[r] != SumKind::PerChunk) {
+              add(ab, loc, width, r, point, carried[c]);
+              continue;
+            }
+            Value total = width ? sumLanes(ab, loc, carried[c]) : carried[c];
+            next.push_back(arith::AddFOp::create(ab, loc, *sum++, total));
+          }
+          return next;
+        };
+        auto pointAt = [&](Value n) {
+          SmallVector<Value> point(start);
+          point.back() = n;
+          return point;
+        };
+        auto addAtStepOf = [&](ArrayRef<Value> point, unsigned width) {
+          return [&, point, width](OpBuilder &sb, Location loc, unsigned r,
+                                   Value step, Value value) {
+            SmallVector<Value> stepPoint(point);
+            stepPoint[0] = step;
+            add(sb, loc, width, r, stepPoint, value);
+          };
+        };
+        // Neurons [from, to) one at a time, each through its time loop.
+        auto neuronLoop = [&](Value from, Value to, ValueRange sumsIn) {
           return scf::ForOp::create(
-              cb, loc, from, to, step, sumsIn,
+              cb, loc, from, to, oneIndex, sumsIn,
               [&](OpBuilder &nb, Location loc, Value n, ValueRange sums) {
-                SmallVector<Value> point(start);
-                point.back() = n;
-                // A sum some chunks share takes the lanes' sum; one kept
-                // per neuron takes each lane into its own element.
-                auto add = [&](OpBuilder &ab, Location loc, unsigned r,
-                               ArrayRef<Value> at, Value value) {
-                  if (kinds[r] == SumKind::PerChunk) {
-                    Value total = width ? sumLanes(ab, loc, value) : value;
-                    accumulate(ab, loc, total, partials[r],
-                               ValueRange{chunk, at[0]});
-                  } else if (width) {
-                    accumulateLanes(ab, loc, value, scan.getReductions()[r],
-                                    selectIndices(reductionMaps[r], at));
-                  } else {
-                    addInPlace(ab, loc, r, at, value);
-                  }
-                };
-                auto addAtStep = [&](OpBuilder &sb, Location loc, unsigned r,
-                                     Value step, Value value) {
-                  SmallVector<Value> stepPoint(point);
-                  stepPoint[0] = step;
-                  add(sb, loc, r, stepPoint, value);
-                };
+                SmallVector<Value> point = pointAt(n);
                 SmallVector<Value> carried =
                     emitNeuron(nb, loc, ArrayRef<Value>(point).drop_front(),
-                               addAtStep, width);
-                SmallVector<Value> next;
-                auto sum = sums.begin();
-                for (auto [c, r] : llvm::enumerate(carriedReductions)) {
-                  if (kinds[r] != SumKind::PerChunk) {
-                    add(nb, loc, r, point, carried[c]);
-                    continue;
-                  }
-                  Value total =
-                      width ? sumLanes(nb, loc, carried[c]) : carried[c];
-                  next.push_back(arith::AddFOp::create(nb, loc, *sum++, total));
-                }
-                scf::YieldOp::create(nb, loc, next);
+                               addAtStepOf(point, 0));
+                scf::YieldOp::create(
+                    nb, loc, addCarried(nb, loc, 0, point, carried, sums));
               });
+        };
+        // Neurons [from, to) in vectors, one time step at a time: each
+        // step streams the chunk's rows of every sequence, and the vectors'
+        // carries (states, sums over time) wait in a buffer of the chunk.
+        auto vectorSteps = [&](Value from, Value to,
+                               ValueRange sumsIn) -> SmallVector<Value> {
+          unsigned width = vectorWidth;
+          int64_t numCarries = numStates + carriedReductions.size();
+          OpBuilder::InsertionGuard guard(cb);
+          auto scope = memref::AllocaScopeOp::create(cb, loc,
+                                                     sumsIn.getTypes());
+          cb.createBlock(&scope.getBodyRegion());
+          Value carries = memref::AllocaOp::create(
+              cb, loc,
+              MemRefType::get({std::max<int64_t>(numCarries, 1),
+                               kChunkNeurons},
+                              cb.getF32Type()));
+          Value lanes = arith::ConstantIndexOp::create(cb, loc, width);
+          auto vectors = [&](OpBuilder &b, ValueRange iterArgs,
+                             function_ref<SmallVector<Value>(
+                                 OpBuilder &, Location, Value, ValueRange)>
+                                 body) {
+            return scf::ForOp::create(
+                b, loc, from, to, lanes, iterArgs,
+                [&](OpBuilder &vb, Location loc, Value n, ValueRange args) {
+                  scf::YieldOp::create(vb, loc, body(vb, loc, n, args));
+                });
+          };
+          auto slot = [&](OpBuilder &b, Location loc, int64_t k, Value n) {
+            return SmallVector<Value>{
+                arith::ConstantIndexOp::create(b, loc, k),
+                arith::SubIOp::create(b, loc, n, from)};
+          };
+          auto keep = [&](OpBuilder &b, Location loc, Value n,
+                          ValueRange values) {
+            for (auto [k, value] : llvm::enumerate(values))
+              vector::StoreOp::create(b, loc, value, carries,
+                                      slot(b, loc, k, n));
+          };
+          auto fetch = [&](OpBuilder &b, Location loc, Value n) {
+            SmallVector<Value> values;
+            for (int64_t k = 0; k < numCarries; ++k)
+              values.push_back(vector::LoadOp::create(
+                  b, loc, f32Lanes(b, width), carries, slot(b, loc, k, n)));
+            return values;
+          };
+          vectors(cb, {}, [&](OpBuilder &vb, Location loc, Value n,
+                              ValueRange) {
+            NeuronAccess a{vb, loc, pointAt(n), width};
+            SmallVector<Value> initial = initialStates(a);
+            initial.append(carriedReductions.size(),
+                           arith::ConstantOp::create(
+                               vb, loc,
+                               DenseElementsAttr::get(f32Lanes(vb, width),
+                                                      0.0f)));
+            keep(vb, loc, n, initial);
+            return SmallVector<Value>();
+          });
+          scf::ForOp::create(
+              cb, loc, zeroIndex, numSteps, oneIndex, ValueRange(),
+              [&](OpBuilder &tb, Location loc, Value iteration, ValueRange) {
+                Value step = iteration;
+                if (scan.getReverse())
+                  step = arith::SubIOp::create(
+                      tb, loc,
+                      arith::SubIOp::create(tb, loc, numSteps, oneIndex),
+                      iteration);
+                vectors(tb, {}, [&](OpBuilder &vb, Location loc, Value n,
+                                    ValueRange) {
+                  NeuronAccess a{vb, loc, pointAt(n), width};
+                  SmallVector<Value> params = paramsAt(a);
+                  SmallVector<Value> current = fetch(vb, loc, n);
+                  withAccess(a, addAtStepOf(a.point, width),
+                             [&](const ScanGroupAccess &access) {
+                               keep(vb, loc, n,
+                                    emitStep(vb, loc, scan, neuron, step,
+                                             current, {params},
+                                             carriedReductions, access));
+                             });
+                  return SmallVector<Value>();
+                });
+                scf::YieldOp::create(tb, loc);
+              });
+          auto finish = vectors(
+              cb, sumsIn,
+              [&](OpBuilder &vb, Location loc, Value n, ValueRange sums) {
+                NeuronAccess a{vb, loc, pointAt(n), width};
+                SmallVector<Value> finals = fetch(vb, loc, n);
+                storeFinalStates(a, finals);
+                return addCarried(vb, loc, width, a.point,
+                                  ArrayRef<Value>(finals).drop_front(numStates),
+                                  sums);
+              });
+          memref::AllocaScopeReturnOp::create(cb, loc, finish.getResults());
+          return SmallVector<Value>(scope.getResults());
         };
         // Whole vectors first, then the rest one at a time.
         scf::ForOp neurons;
@@ -693,10 +823,10 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
               arith::MulIOp::create(
                   cb, loc, arith::DivUIOp::create(cb, loc, count, lanes),
                   lanes));
-          auto vectors = neuronLoop(first, vectorEnd, vectorWidth, chunkSums);
-          neurons = neuronLoop(vectorEnd, last, 0, vectors.getResults());
+          SmallVector<Value> sums = vectorSteps(first, vectorEnd, chunkSums);
+          neurons = neuronLoop(vectorEnd, last, sums);
         } else {
-          neurons = neuronLoop(first, last, 0, chunkSums);
+          neurons = neuronLoop(first, last, chunkSums);
         }
         auto sum = neurons.getResults().begin();
         for (unsigned r : carriedReductions)

@@ -143,35 +143,86 @@ SmallVector<Value> mlir::flexsn::emitNeuronStep(OpBuilder &builder,
   return emitStepBody(builder, neuron.getBodyBlock(), args, width);
 }
 
+/// Zero in f32, splatted over `width` lanes when not 0.
+static Value zeroLanes(OpBuilder &b, Location loc, unsigned width) {
+  if (!width)
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(VectorType::get({width}, b.getF32Type()), 0.0f));
+}
+
+SmallVector<Value> mlir::flexsn::emitStep(
+    OpBuilder &b, Location loc, ScanOp scan, NeuronOp neuron, Value step,
+    ValueRange carries, ArrayRef<SmallVector<Value>> laneParams,
+    ArrayRef<unsigned> carriedReductions, const ScanGroupAccess &access) {
+  unsigned lanes = access.lanes;
+  unsigned numStates = carries.size() / lanes - carriedReductions.size();
+  unsigned numInputs = scan.getInputs().size();
+  unsigned numOutputs = scan.getOutputs().size();
+  Block *body = neuron ? nullptr : &scan.getBody().front();
+  SmallVector<bool> carried(scan.getReductions().size(), false);
+  for (unsigned r : carriedReductions)
+    carried[r] = true;
+
+  SmallVector<SmallVector<Value>> inputs; // [input][lane]
+  for (unsigned k = 0; k < numInputs; ++k)
+    inputs.push_back(access.loadInput(k, step));
+
+  SmallVector<SmallVector<Value>> results; // [result][lane]
+  for (unsigned lane = 0; lane < lanes; ++lane) {
+    SmallVector<Value> args;
+    for (unsigned k = 0; k < numInputs; ++k)
+      args.push_back(inputs[k][lane]);
+    for (unsigned s = 0; s < numStates; ++s)
+      args.push_back(carries[s * lanes + lane]);
+    SmallVector<Value> stepResults;
+    if (neuron) {
+      stepResults = emitNeuronStep(b, loc, neuron, args, laneParams[lane],
+                                   access.width);
+    } else {
+      llvm::append_range(args, laneParams[lane]);
+      stepResults = emitStepBody(b, *body, args, access.width);
+    }
+    results.resize(stepResults.size());
+    for (auto [r, value] : llvm::enumerate(stepResults))
+      results[r].push_back(value);
+  }
+  for (unsigned k = 0; k < numOutputs; ++k)
+    access.storeOutput(k, step, results[k]);
+  // A scan may carry states it writes nowhere (no state buffers).
+  for (unsigned s = 0, e = scan.getStates().size(); s < e; ++s)
+    if (!scan.isFinalState(s))
+      access.storeState(s, step, results[numOutputs + s]);
+  auto contributions = ArrayRef(results).drop_front(numOutputs + numStates);
+  for (auto [r, lanesOf] : llvm::enumerate(contributions))
+    if (!carried[r])
+      access.addAtStep(r, step, lanesOf);
+
+  SmallVector<Value> next;
+  for (unsigned s = 0; s < numStates; ++s)
+    next.append(results[numOutputs + s]);
+  for (auto [c, r] : llvm::enumerate(carriedReductions))
+    for (unsigned lane = 0; lane < lanes; ++lane)
+      next.push_back(arith::AddFOp::create(
+          b, loc, carries[(numStates + c) * lanes + lane],
+          contributions[r][lane]));
+  return next;
+}
+
 ValueRange mlir::flexsn::emitTimeLoop(OpBuilder &b, Location loc, ScanOp scan,
                                       NeuronOp neuron, Value numSteps,
                                       ArrayRef<Value> initialStates,
                                       ArrayRef<SmallVector<Value>> laneParams,
                                       ArrayRef<unsigned> carriedReductions,
                                       const ScanGroupAccess &access) {
-  unsigned lanes = access.lanes;
-  unsigned numStates = initialStates.size() / lanes;
-  unsigned numInputs = scan.getInputs().size();
-  unsigned numOutputs = scan.getOutputs().size();
-  Block *body = neuron ? nullptr : &scan.getBody().front();
   Type count = numSteps.getType();
   auto constant = [&](int64_t value) {
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(count, value));
   };
-  unsigned width = access.width;
-  Value zero =
-      width ? arith::ConstantOp::create(
-                  b, loc,
-                  DenseElementsAttr::get(
-                      VectorType::get({width}, b.getF32Type()), 0.0f))
-                  .getResult()
-            : arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0))
-                  .getResult();
   SmallVector<Value> carries(initialStates);
-  carries.append(carriedReductions.size() * lanes, zero);
-  SmallVector<bool> carried(scan.getReductions().size(), false);
-  for (unsigned r : carriedReductions)
-    carried[r] = true;
+  carries.append(carriedReductions.size() * access.lanes,
+                 zeroLanes(b, loc, access.width));
 
   Value one = constant(1);
   auto loop = scf::ForOp::create(
@@ -183,50 +234,9 @@ ValueRange mlir::flexsn::emitTimeLoop(OpBuilder &b, Location loc, ScanOp scan,
         if (scan.getReverse())
           step = arith::SubIOp::create(
               b, loc, arith::SubIOp::create(b, loc, numSteps, one), iteration);
-        SmallVector<SmallVector<Value>> inputs; // [input][lane]
-        for (unsigned k = 0; k < numInputs; ++k)
-          inputs.push_back(access.loadInput(k, step));
-
-        SmallVector<SmallVector<Value>> results; // [result][lane]
-        for (unsigned lane = 0; lane < lanes; ++lane) {
-          SmallVector<Value> args;
-          for (unsigned k = 0; k < numInputs; ++k)
-            args.push_back(inputs[k][lane]);
-          for (unsigned s = 0; s < numStates; ++s)
-            args.push_back(iter[s * lanes + lane]);
-          SmallVector<Value> stepResults;
-          if (neuron) {
-            stepResults =
-                emitNeuronStep(b, loc, neuron, args, laneParams[lane], width);
-          } else {
-            llvm::append_range(args, laneParams[lane]);
-            stepResults = emitStepBody(b, *body, args, width);
-          }
-          results.resize(stepResults.size());
-          for (auto [r, value] : llvm::enumerate(stepResults))
-            results[r].push_back(value);
-        }
-        for (unsigned k = 0; k < numOutputs; ++k)
-          access.storeOutput(k, step, results[k]);
-        // A scan may carry states it writes nowhere (no state buffers).
-        for (unsigned s = 0, e = scan.getStates().size(); s < e; ++s)
-          if (!scan.isFinalState(s))
-            access.storeState(s, step, results[numOutputs + s]);
-        auto contributions =
-            ArrayRef(results).drop_front(numOutputs + numStates);
-        for (auto [r, lanesOf] : llvm::enumerate(contributions))
-          if (!carried[r])
-            access.addAtStep(r, step, lanesOf);
-
-        SmallVector<Value> next;
-        for (unsigned s = 0; s < numStates; ++s)
-          next.append(results[numOutputs + s]);
-        for (auto [c, r] : llvm::enumerate(carriedReductions))
-          for (unsigned lane = 0; lane < lanes; ++lane)
-            next.push_back(arith::AddFOp::create(
-                b, loc, iter[(numStates + c) * lanes + lane],
-                contributions[r][lane]));
-        scf::YieldOp::create(b, loc, next);
+        scf::YieldOp::create(b, loc,
+                             emitStep(b, loc, scan, neuron, step, iter,
+                                      laneParams, carriedReductions, access));
       });
   return loop.getResults();
 }

@@ -71,6 +71,18 @@ struct ScanGroupAccess {
   unsigned width = 0;
 };
 
+/// Emits one step of `scan` for one group of neurons at time index `step`:
+/// loads the inputs, runs the body once per lane on them, the `carries`
+/// ([state][lane], then the sums over time of `carriedReductions`
+/// [reduction][lane]) and `laneParams`, stores the outputs and state
+/// sequences and adds the other reductions' contributions. Returns the next
+/// carries, in the same order.
+SmallVector<Value> emitStep(OpBuilder &builder, Location loc, ScanOp scan,
+                            NeuronOp neuron, Value step, ValueRange carries,
+                            ArrayRef<SmallVector<Value>> laneParams,
+                            ArrayRef<unsigned> carriedReductions,
+                            const ScanGroupAccess &access);
+
 /// Emits the time loop of `scan` for one group of neurons, over `numSteps`
 /// steps (an index or integer value), forward or in reverse as the scan
 /// says: each step loads the inputs, runs the body once per lane (`neuron`'s
