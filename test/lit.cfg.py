@@ -36,6 +36,8 @@ if platform.machine() == "x86_64":
 # A sanitizer build's runtime archive is instrumented: programs linking it
 # link the sanitizer runtimes too.
 sanitized = config.flexsn_sanitizers.upper() in ("ON", "1", "TRUE", "YES")
+if sanitized:
+    config.available_features.add("sanitizers")
 config.substitutions.append(
     ("%flexsn_runtime_lib", config.flexsn_runtime_lib
      + (" -fsanitize=address,undefined" if sanitized else "")))
@@ -57,7 +59,10 @@ config.substitutions.append(("%openmp_link", "%s -Wl,-rpath,%s" % (
 # FileCheck variables must not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# OMP_NUM_THREADS: the CPU kernels' default thread count (the sanitizer
+# check sets 1).
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "OMP_NUM_THREADS"])
 # Scripts run by tests find the FlexSN tools on PATH.
 llvm_config.with_environment("PATH", config.flexsn_tools_dir, append_path=True)
 # RUN lines that start with LLVM's `not` (lit substitutes it only after a
