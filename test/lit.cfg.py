@@ -59,8 +59,7 @@ config.substitutions.append(("%openmp_link", "%s -Wl,-rpath,%s" % (
 # FileCheck variables must not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
-# OMP_NUM_THREADS: the CPU kernels' default thread count (the sanitizer
-# check sets 1).
+# OMP_NUM_THREADS: the CPU kernels' default thread count.
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
                                      "OMP_NUM_THREADS"])
 # Scripts run by tests find the FlexSN tools on PATH.

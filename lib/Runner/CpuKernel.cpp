@@ -86,6 +86,9 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   options.spikeStorage = {spikes};
   options.neurons = {neuronName.str()};
   options.saveInStorageType = saveInStorageType;
+#ifdef FLEXSN_SERIAL_JIT
+  options.parallel = false;
+#endif
   buildLowerToCPUPipeline(pm, options);
   if (failed(pm.run(*copy)))
     return makeError("lowering @" + neuronName + " to CPU code failed:\n" +
@@ -106,7 +109,8 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   ExecutionEngineOptions engineOptions;
   // The parallel loops call LLVM's OpenMP runtime.
   StringRef openmp = FLEXSN_OPENMP_LIBRARY;
-  engineOptions.sharedLibPaths = ArrayRef<StringRef>(openmp);
+  if (options.parallel)
+    engineOptions.sharedLibPaths = ArrayRef<StringRef>(openmp);
   auto transformer = makeOptimizingTransformer(/*optLevel=*/2,
                                                /*sizeLevel=*/0, nullptr);
   engineOptions.transformer = transformer;
