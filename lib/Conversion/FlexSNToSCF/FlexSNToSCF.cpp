@@ -209,12 +209,7 @@ Value loadLanesIfPresent(OpBuilder &b, Location loc, unsigned width,
             loadLanes(then, loc, width, inner, buffer, map, point));
       },
       [&](OpBuilder &otherwise, Location loc) {
-        scf::YieldOp::create(
-            otherwise, loc,
-            arith::ConstantOp::create(
-                otherwise, loc,
-                DenseElementsAttr::get(f32Lanes(otherwise, width), 0.0f))
-                .getResult());
+        scf::YieldOp::create(otherwise, loc, zeroLanes(otherwise, loc, width));
       });
   return load.getResult(0);
 }
@@ -444,13 +439,7 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
     SmallVector<Value> states;
     for (unsigned s = 0; s < numStates; ++s) {
       if (scan.getInits().empty()) {
-        states.push_back(
-            n.width ? arith::ConstantOp::create(
-                          n.nb, n.loc,
-                          DenseElementsAttr::get(f32Lanes(n.nb, n.width),
-                                                 0.0f))
-                          .getResult()
-                    : f32Constant(n.nb, n.loc, 0.0));
+        states.push_back(zeroLanes(n.nb, n.loc, n.width));
         continue;
       }
       states.push_back(load(n, initPresent[s], scan.getInits()[s],
@@ -768,10 +757,7 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
             NeuronAccess a{vb, loc, pointAt(n), width};
             SmallVector<Value> initial = initialStates(a);
             initial.append(carriedReductions.size(),
-                           arith::ConstantOp::create(
-                               vb, loc,
-                               DenseElementsAttr::get(f32Lanes(vb, width),
-                                                      0.0f)));
+                           zeroLanes(vb, loc, width));
             keep(vb, loc, n, initial);
             return SmallVector<Value>();
           });

@@ -143,8 +143,7 @@ SmallVector<Value> mlir::flexsn::emitNeuronStep(OpBuilder &builder,
   return emitStepBody(builder, neuron.getBodyBlock(), args, width);
 }
 
-/// Zero in f32, splatted over `width` lanes when not 0.
-static Value zeroLanes(OpBuilder &b, Location loc, unsigned width) {
+Value mlir::flexsn::zeroLanes(OpBuilder &b, Location loc, unsigned width) {
   if (!width)
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
   return arith::ConstantOp::create(

@@ -44,6 +44,9 @@ SmallVector<Value> emitNeuronStep(OpBuilder &builder, Location loc,
 SmallVector<Value> emitStepBody(OpBuilder &builder, Block &body,
                                 ValueRange args, unsigned width = 0);
 
+/// Zero in f32, splatted over `width` lanes when `width` is not 0.
+Value zeroLanes(OpBuilder &builder, Location loc, unsigned width);
+
 /// Whether `body` can run on vectors of lanes: every op is a scalar
 /// constant or elementwise (arith, math) on integers and floats, with no
 /// region, and uses no value from outside but constants.
