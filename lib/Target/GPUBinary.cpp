@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Target/GPUBinary.h"
+#include "CHeader.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -123,78 +124,9 @@ FailureOr<std::string> bundleFatbin(ModuleOp module,
 // C header
 //===----------------------------------------------------------------------===//
 
-FailureOr<SmallVector<CompiledKernelAttr>> readKernels(ModuleOp module) {
-  auto kernels = module->getAttrOfType<ArrayAttr>("flexsn.gpu_kernels");
-  if (!kernels)
-    return module.emitError("no flexsn.gpu_kernels attribute: run "
-                            "flexsn-lower-to-nvvm first");
-  // The dialect verified the list's entries.
-  return llvm::to_vector(kernels.getAsRange<CompiledKernelAttr>());
-}
-
-std::string cElementType(Type type) {
-  if (type.isInteger(8) || type.isInteger(1))
-    return "uint8_t"; // 0/1 spikes: bytes, or bits 8 per byte
-  return type.isF32() ? "float" : "uint16_t";
-}
-
-std::string cScalarType(Type type) {
-  if (type.isF32())
-    return "float";
-  if (type.isInteger(1))
-    return "bool";
-  return "int32_t";
-}
-
 /// The runtime's constant for `role`: FLEXSN_ and the role in capitals.
 std::string runtimeKind(BufferRole role) {
   return "FLEXSN_" + stringifyBufferRole(role).upper();
-}
-
-const char *roleComment(BufferRole role, KernelVariant variant) {
-  if (role == BufferRole::PerNeuronParam)
-    return "[N] float: the parameter's value for each neuron (required)";
-  if (role == BufferRole::PerNeuronParamGradient)
-    return "[N] float: the parameter's gradient for each neuron, summed over "
-           "T (required)";
-  if (role == BufferRole::PerChannelParam)
-    return "[C] float: the parameter's value for each channel (required)";
-  if (role == BufferRole::PerChannelParamGradient)
-    return "[C] float: the parameter's gradient for each channel, summed "
-           "over T and the channel's neurons (required)";
-  // A backward kernel's buffers are gradients (and the re-read inputs).
-  if (variant == KernelVariant::Backward) {
-    switch (role) {
-    case BufferRole::OptionalInputSequence:
-      return "[T, N] incoming gradient (NULL: zeros)";
-    case BufferRole::InputSequence:
-      return "[T, N] the input the forward call read (required)";
-    case BufferRole::InitialState:
-      return "[N] gradient of the final state (NULL: zeros)";
-    case BufferRole::OutputSequence:
-      return "[T, N] gradient of the input (NULL: not written)";
-    case BufferRole::FinalState:
-      return "[N] gradient of the initial state (NULL: not written)";
-    case BufferRole::ParamGradient:
-      return "one float: the parameter's gradient, summed over T and N";
-    default:
-      return "";
-    }
-  }
-  switch (role) {
-  case BufferRole::InputSequence:
-    return "[T, N] input sequence (required)";
-  case BufferRole::InitialState:
-    return "[N] initial state (NULL: zeros)";
-  case BufferRole::OutputSequence:
-    return "[T, N] output (NULL: not written)";
-  case BufferRole::StateSequence:
-    return "[T, N] state after each step (NULL: not written)";
-  case BufferRole::FinalState:
-    return "[N] state after the last step (NULL: not written)";
-  default:
-    return "";
-  }
 }
 
 void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
@@ -204,7 +136,6 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   ArrayRef<ParamAttr> params = signature.getParams();
   StringRef name = k.getName().getValue();
   StringRef neuron = signature.getNeuron().getValue();
-  KernelVariant variant = signature.getVariant();
   Type dtype = signature.getStorageType();
   int64_t saved = signature.getWorkspaceSequences();
   WorkspaceLayout layout = k.getWorkspaceLayout();
@@ -216,15 +147,9 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   // rounded up to whole floats), then, for a neuron with trainable
   // parameters, the deterministic reduction scratch (a counter and one float
   // per parameter and block).
-  bool hasWorkspace = saved > 0 || reductionSlots > 0;
-  bool writesWorkspace = signature.count(BufferRole::SavedOutput) ||
-                         signature.count(BufferRole::ReductionScratch);
-  // The saved sequences' bytes rounded up to whole floats: where the
-  // scratch starts.
+  bool hasWorkspace = cheader::hasWorkspace(k);
   auto savedBytes = [&](StringRef elements) {
-    return ("(((size_t)" + Twine(layout.savedBytes) + " * " + elements +
-            " + 3) / 4 * 4)")
-        .str();
+    return cheader::savedBytesExpr(k, elements);
   };
   if (hasWorkspace) {
     os << "/* Bytes of the training workspace of flexsn_" << name << ": "
@@ -246,68 +171,15 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   }
 
   bool channels = signature.hasChannels();
-  os << "/* " << neuron << ", " << stringifyKernelVariant(variant)
-     << ", storage " << dtype
-     << ". T steps of N neurons; ld = time stride of the [T, N]\n"
-     << " * buffers in elements (0: N).\n";
-  if (channels)
-    os << " * The neurons are [B, C, S]: C channels of S neurons per sample "
-          "(S = H * W for\n * [T, B, C, H, W] data); N must be a multiple of "
-          "C * S.\n";
-  if (k.getDeterministic())
-    os << " * Deterministic mode: the parameter gradients are summed in an "
-          "order that\n * depends only on the inputs and the launch shape, so "
-          "reruns give the same\n * bits (the plain function adds them with "
-          "atomics).\n";
-  // Its per-channel parameters' gradients come per neuron.
-  auto isChannelGradient = [&](KernelBufferAttr b) {
-    return b.getRole() == BufferRole::PerNeuronParamGradient &&
-           llvm::any_of(buffers, [&](KernelBufferAttr p) {
-             return p.getRole() == BufferRole::PerChannelParam &&
-                    b.getName().getValue() ==
-                        (p.getName().getValue() + "_grad").str();
-           });
-  };
-  if (k.getDeterministic() && llvm::any_of(buffers, isChannelGradient))
-    os << " * A per-channel parameter's gradient comes per neuron ([N], each "
-          "neuron's sum\n * over T): sum it over each channel's neurons (B "
-          "and S) in an order of your own.\n";
-  for (KernelBufferAttr b : buffers)
-    if (!isWorkspace(b))
-      os << " *   " << b.getName().getValue() << ": "
-         << roleComment(b.getRole(), variant)
-         << (b.getElementType().isInteger(8) ? ", spikes as bytes (0 or 1)"
-             : b.getElementType().isInteger(1)
-                 ? ", spikes as bits: neuron n of step t is bit n % 8 of "
-                   "byte\n *     t * ((ld + 7) / 8) + n / 8"
-                 : "")
-         << "\n";
-  if (hasWorkspace)
-    os << " *   workspace: "
-       << (signature.count(BufferRole::ReductionScratch)
-               ? "as written by the forward kernel, and scratch space"
-           : writesWorkspace ? "written for the backward kernel"
-                             : "as written by the forward kernel")
-       << " (see _workspace_bytes)\n";
-  for (ParamAttr p : params)
-    os << " *   " << p.getName().getValue() << ": runtime parameter ("
-       << p.getType() << ")\n";
-  os << " */\n";
+  cheader::writeKernelComment(
+      os, k,
+      "T steps of N neurons; ld = time stride of the [T, N]\n * buffers in "
+      "elements (0: N).");
   os << "static inline flexsn_status flexsn_" << name
      << "(CUstream stream, int64_t T, int64_t N, int64_t ld";
   if (channels)
     os << ", int64_t C, int64_t S";
-  for (KernelBufferAttr b : buffers) {
-    if (isWorkspace(b))
-      continue;
-    os << ",\n    " << (isReadRole(b.getRole()) ? "const " : "")
-       << cElementType(b.getElementType()) << " *" << b.getName().getValue();
-  }
-  if (hasWorkspace)
-    os << ",\n    " << (writesWorkspace ? "" : "const ") << "float *workspace";
-  for (ParamAttr p : params)
-    os << ",\n    " << cScalarType(p.getType()) << " "
-       << p.getName().getValue();
+  cheader::writeKernelParameters(os, k);
   os << ") {\n";
   os << "  static const flexsn_buffer_kind kinds[] = {";
   llvm::interleaveComma(buffers, os, [&](KernelBufferAttr b) {
@@ -409,7 +281,8 @@ LogicalResult mlir::flexsn::translateToHeader(ModuleOp module,
   auto objects = collectObjects(module);
   if (failed(objects))
     return failure();
-  auto kernels = readKernels(module);
+  auto kernels = cheader::readKernels(module, "flexsn.gpu_kernels",
+                                      "flexsn-lower-to-nvvm");
   if (failed(kernels))
     return failure();
   std::string bytes;
@@ -428,14 +301,7 @@ LogicalResult mlir::flexsn::translateToHeader(ModuleOp module,
       what += " " + object.chip;
   }
 
-  // Names: flexsn_<neurons>_*, so two headers can share a translation unit.
-  SmallVector<std::string> neuronNames;
-  for (CompiledKernelAttr k : *kernels) {
-    StringRef neuron = k.getSignature().getNeuron().getValue();
-    if (!llvm::is_contained(neuronNames, neuron))
-      neuronNames.push_back(neuron.str());
-  }
-  std::string stem = llvm::join(neuronNames, "_");
+  std::string stem = cheader::neuronStem(*kernels);
   std::string image = "flexsn_" + stem + "_image";
   std::string guard = "FLEXSN_" + StringRef(stem).upper() + "_H";
 

@@ -44,4 +44,10 @@ void mlir::flexsn::registerAllTranslations() {
       "Compile a flexsn-lower-to-cpu module to a position-independent "
       "object file for the host",
       translateToHostObject);
+  registerModuleTranslation(
+      "flexsn-to-host-header",
+      "Write the C header of a flexsn-lower-to-cpu module's kernels: "
+      "checked functions around the object file's (includes "
+      "flexsn_status.h)",
+      translateToHostHeader);
 }

@@ -8,7 +8,8 @@
 // the LLVM dialect translated to LLVM IR, optimized, and emitted as a
 // position-independent object for the host architecture, which a linker
 // turns into a shared library that any runtime can load (the Python layer
-// does, so no JIT is needed to run CPU kernels).
+// does, so no JIT is needed to run CPU kernels), with a C header that lets a
+// C program call them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,11 @@ namespace mlir::flexsn {
 /// Writes the object file of a `flexsn-lower-to-cpu` module
 /// (`--flexsn-to-host-object`).
 LogicalResult translateToHostObject(ModuleOp module, raw_ostream &os);
+
+/// Writes the C header of a `flexsn-lower-to-cpu` module's kernels
+/// (`--flexsn-to-host-header`): the functions of its object file, and a
+/// checked wrapper per kernel that takes plain pointers.
+LogicalResult translateToHostHeader(ModuleOp module, raw_ostream &os);
 
 } // namespace mlir::flexsn
 
