@@ -1,7 +1,7 @@
 """The CPU kernels run on torch.get_num_threads() threads, with results
 bitwise the same for any count: forward outputs, input and initial-state
 gradients, and parameter gradients, which sum over every neuron (over
-several 1024-neuron chunks here, the last one ragged), for a scalar and a
+several 4096-neuron chunks here, the last one ragged), for a scalar and a
 per-channel trainable parameter. The comparisons are exact: a sum whose
 order followed the threads would differ in its last bits."""
 
@@ -10,8 +10,8 @@ import torch
 
 from flexsn.torch import ParametricLIFNode
 
-T, N = 6, 3 * 1024 + 37          # three whole chunks and a ragged one
-B, C, S = 2, 3, 1500             # per channel: S spans two chunks
+T, N = 6, 3 * 4096 + 37          # three whole chunks and a ragged one
+B, C, S = 2, 3, 6000             # per channel: S spans two chunks
 
 
 def train_step(node, x, grad):

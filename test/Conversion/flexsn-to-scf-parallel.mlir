@@ -1,6 +1,6 @@
 // RUN: flexsn-opt %s --split-input-file --convert-flexsn-to-scf=parallel=true --cse | FileCheck %s
 
-// A total and a per-step sum: the chunks (1024 neurons of N) run in an OpenMP
+// A total and a per-step sum: the chunks (4096 neurons of N) run in an OpenMP
 // worksharing loop; each chunk sums its neurons' totals in order into its
 // own partial (and its per-step sums into its own [chunk, t] row); after the
 // loop the partials are added in chunk order, so no sum depends on how the
@@ -8,7 +8,7 @@
 // default thread count.
 // CHECK-LABEL: func.func @sums
 // CHECK-SAME:    (%[[X:[^:]+]]: memref<?x?xf32>, %[[Y:[^:]+]]: memref<?x?xf32>, %[[TOT:[^:]+]]: memref<f32>, %[[STEP:[^:]+]]: memref<?xf32>)
-// CHECK-DAG:     %[[CHUNK:.*]] = arith.constant 1024 : index
+// CHECK-DAG:     %[[CHUNK:.*]] = arith.constant 4096 : index
 // CHECK-DAG:     %[[T:.*]] = memref.dim %[[X]], %c0
 // CHECK-DAG:     %[[N:.*]] = memref.dim %[[X]], %c1
 // CHECK:         %[[CHUNKS:.*]] = arith.ceildivui %[[N]], %[[CHUNK]] : index
@@ -54,7 +54,7 @@ func.func @sums(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %total: memref<f32>,
 // -----
 
 // A sum kept per neuron is added in place (each element belongs to one
-// chunk): no partials. Neurons [B, S]: a chunk is 1024 neurons of S at one b.
+// chunk): no partials. Neurons [B, S]: a chunk is 4096 neurons of S at one b.
 // CHECK-LABEL: func.func @per_neuron
 // CHECK-NOT:     memref.alloc
 // CHECK:         omp.parallel
@@ -110,31 +110,44 @@ func.func @shared(%x: memref<?x?x?xf32>, %y: memref<?x?x?xf32>,
 // scalar parameter broadcast) and puts the carries back, and the last pass
 // stores the final states and adds each vector's total, summed over its
 // lanes, to the chunk's sum; then the rest of the chunk one neuron at a time.
+// The steps run twice over: with streaming (non-temporal, aligned) stores
+// of the sequence, where its rows start at multiples of a vector's 8 bytes
+// and the scan holds at least 4 Mi values, then a fence; else plain stores.
 // RUN: flexsn-opt %s --split-input-file --convert-flexsn-to-scf="parallel=true vector-width=4" --cse | FileCheck %s --check-prefix=LANES
 // LANES-LABEL: func.func @lanes
+// LANES:         memref.extract_strided_metadata %{{.*}} : memref<?x?xf16>
+// LANES:         %[[START:.*]] = arith.remui %{{.*}}, %c8 : index
+// LANES:         arith.remui %{{.*}}#0, %c4 : index
+// LANES:         %[[BIG:.*]] = arith.cmpi uge, %{{.*}}, %c4194304 : index
+// LANES-NEXT:    %[[STREAM:.*]] = arith.andi %{{.*}}, %[[BIG]] : i1
 // LANES:         omp.loop_nest
-// LANES:           %[[FIRST:.*]] = arith.muli %{{.*}}, %c1024 : index
+// LANES:           %[[FIRST:.*]] = arith.muli %{{.*}}, %c4096 : index
 // LANES:           arith.divui %{{.*}}, %c4 : index
 // LANES:           %[[END:.*]] = arith.addi %[[FIRST]], %{{.*}} : index
 // LANES-NEXT:      %[[SUM:.*]] = memref.alloca_scope -> (f32) {
-// LANES-NEXT:        %[[CARRIES:.*]] = memref.alloca() : memref<2x1024xf32>
+// LANES-NEXT:        %[[CARRIES:.*]] = memref.alloca() : memref<2x4096xf32>
 // LANES-NEXT:        scf.for %[[I0:.*]] = %[[FIRST]] to %[[END]] step %c4 {
 // LANES:               %[[V0:.*]] = vector.load %{{.*}}[%[[I0]]] : memref<?xf32>, vector<4xf32>
 // LANES:               %[[SLOT0:.*]] = arith.subi %[[I0]], %[[FIRST]] : index
 // LANES:               vector.store %{{.*}}, %[[CARRIES]][%c0, %[[SLOT0]]]
 // LANES:               vector.store %{{.*}}, %[[CARRIES]][%c1, %[[SLOT0]]]
-// LANES:             scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1 {
+// LANES:             scf.if %[[STREAM]] {
+// LANES-NEXT:          scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1 {
 // LANES-NEXT:          scf.for %[[I:.*]] = %[[FIRST]] to %[[END]] step %c4 {
 // LANES:                 %[[TH:.*]] = vector.broadcast %{{.*}} : f32 to vector<4xf32>
-// LANES:                 %[[V:.*]] = vector.load %[[CARRIES]][%c0, %{{.*}}] : memref<2x1024xf32>, vector<4xf32>
+// LANES:                 %[[V:.*]] = vector.load %[[CARRIES]][%c0, %{{.*}}] : memref<2x4096xf32>, vector<4xf32>
 // LANES:                 %[[X:.*]] = vector.load %{{.*}}[%[[K]], %[[I]]] : memref<?x?xf16>, vector<4xf16>
 // LANES:                 %[[XF:.*]] = arith.extf %[[X]] : vector<4xf16> to vector<4xf32>
 // LANES:                 %[[H:.*]] = arith.addf %[[V]], %[[XF]] : vector<4xf32>
 // LANES:                 %[[D:.*]] = arith.subf %[[H]], %[[TH]] : vector<4xf32>
 // LANES:                 %[[S:.*]] = flexsn.spike %[[D]] surrogate(#flexsn.sigmoid) : vector<4xf32>
 // LANES:                 %[[ST:.*]] = arith.truncf %[[S]] : vector<4xf32> to vector<4xf16>
-// LANES:                 vector.store %[[ST]], %{{.*}}[%[[K]], %[[I]]] : memref<?x?xf16>, vector<4xf16>
-// LANES:                 vector.store %[[H]], %[[CARRIES]][%c0, %{{.*}}]
+// LANES:                 vector.store %[[ST]], %{{.*}}[%[[K]], %[[I]]] {alignment = 8 : i64, nontemporal = true} : memref<?x?xf16>, vector<4xf16>
+// LANES:                 vector.store %[[H]], %[[CARRIES]][%c0, %{{.*}}] : memref<2x4096xf32>
+// LANES:               llvm.fence seq_cst
+// LANES-NEXT:        } else {
+// LANES-NEXT:          scf.for %[[K2:.*]] = %c0 to %{{.*}} step %c1 {
+// LANES:                 vector.store %{{.*}}, %{{.*}}[%[[K2]], %{{.*}}] : memref<?x?xf16>, vector<4xf16>
 // LANES:             scf.for %{{.*}} = %[[FIRST]] to %[[END]] step %c4 iter_args(%{{.*}} = %{{.*}}) -> (f32) {
 // LANES:               vector.store %{{.*}}, %{{.*}} : memref<?xf32>, vector<4xf32>
 // LANES:               vector.reduction <add>, %{{.*}} : vector<4xf32> into f32

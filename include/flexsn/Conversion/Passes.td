@@ -31,7 +31,7 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     `flexsn-expand-surrogates`.
 
     With `parallel` (as `flexsn-lower-to-cpu` runs it), the neurons are split
-    into fixed chunks (1024 consecutive neurons of the innermost neuron
+    into fixed chunks (4096 consecutive neurons of the innermost neuron
     dimension, at one point of the outer ones) that an OpenMP worksharing
     loop (`omp.parallel` + `omp.wsloop`, static schedule) runs across
     threads. Each kernel function then takes one more argument, last: the
@@ -48,7 +48,7 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     With `vector-width` W as well, each chunk runs its whole vectors of W
     neurons first, then the rest one at a time. The vectors go one time
     step at a time: their carries (states, sums over time) wait in a
-    `[carries, 1024]` buffer of the chunk (`memref.alloca` in an
+    `[carries, 4096]` buffer of the chunk (`memref.alloca` in an
     `alloca_scope`), and each step runs every vector through the step body
     on `vector<W x T>` values (every body op is elementwise; constants are
     splatted), with `vector.load`/`vector.store` along the innermost neuron
@@ -57,11 +57,23 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     the chunk's partial. A scan whose body has another op, or a buffer not
     contiguous along the neurons (or bit-packed), is not vectorized.
 
+    The steps are emitted twice, under an `scf.if` decided once per scan:
+    when the scan holds at least 4 Mi values (T times the neurons) and every
+    row of every f32, f16 or bf16 sequence it writes starts at a multiple of
+    a vector's bytes, the vectors store those sequences with streaming
+    stores (`vector.store {nontemporal = true, alignment = W * bytes}`),
+    and an `llvm.fence` ends the chunk's steps; otherwise with plain stores.
+
     Rationale:
     * Step by step, a chunk reads and writes each `[T, N]` row as one
-      contiguous run of 4 KiB, which the prefetchers follow; a vector that
+      contiguous run of 16 KiB, which the prefetchers follow; a vector that
       ran its own time loop would touch T rows `N` elements apart at every
       step (with a power-of-two `N`, all in the same cache sets).
+    * A plain store reads each cache line before writing it; a streaming
+      store does not, so an output costs one pass over memory instead of
+      two. Small outputs keep plain stores: they may still be in cache when
+      the next op reads them. The stores need aligned addresses, hence the
+      run-time check and the plain copy.
 
     Rationale:
     * The time loop is innermost so states stay in registers and each neuron

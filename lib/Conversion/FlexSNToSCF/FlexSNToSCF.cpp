@@ -214,10 +214,20 @@ Value loadLanesIfPresent(OpBuilder &b, Location loc, unsigned width,
   return load.getResult(0);
 }
 
+/// Whether vectors of `buffer`'s elements may be written with streaming
+/// (non-temporal) stores: f32, f16 or bf16, whose aligned vectors x86
+/// stores whole (a byte vector would go out a word at a time).
+bool isStreamable(Value buffer) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  return isa<FloatType>(element);
+}
+
 /// Stores the f32 vector `value` at `indices` (contiguous lanes),
-/// converting to the buffer's storage as storeFromF32 does.
+/// converting to the buffer's storage as storeFromF32 does. `streaming`
+/// (for a buffer that isStreamable, at an address aligned to the stored
+/// vector's bytes) writes it with a non-temporal store.
 void storeLanes(OpBuilder &b, Location loc, Value value, Value buffer,
-                ValueRange indices) {
+                ValueRange indices, bool streaming = false) {
   auto lanes = cast<VectorType>(value.getType());
   Type element = cast<MemRefType>(buffer.getType()).getElementType();
   Type stored = lanes.clone(element);
@@ -225,7 +235,62 @@ void storeLanes(OpBuilder &b, Location loc, Value value, Value buffer,
     value = arith::FPToUIOp::create(b, loc, stored, value);
   else if (!element.isF32())
     value = arith::TruncFOp::create(b, loc, stored, value);
-  vector::StoreOp::create(b, loc, value, buffer, indices);
+  if (!streaming || !isStreamable(buffer)) {
+    vector::StoreOp::create(b, loc, value, buffer, indices);
+    return;
+  }
+  int64_t bytes =
+      lanes.getNumElements() * element.getIntOrFloatBitWidth() / 8;
+  vector::StoreOp::create(b, loc, value, buffer, indices,
+                          /*nontemporal=*/true, llvm::MaybeAlign(bytes));
+}
+
+/// Scans of at least this many bytes of f32 per value stream their
+/// sequences (4 Mi elements: 16 MiB, half of the development machine's
+/// L3): a smaller output may still be in cache when the next op reads it,
+/// which a non-temporal store would have sent to memory.
+constexpr int64_t kStreamingBytes = 16 << 20;
+
+/// Whether a scan of `elements` (T x neurons) values may write `sequences`
+/// with streaming stores: it is big enough, and every row of every
+/// streamable sequence starts at a multiple of a `width`-lane vector's
+/// bytes, so every vector store of a chunk is aligned (chunks start at
+/// multiples of kChunkNeurons). An absent (null) buffer passes. Null when
+/// no sequence is streamable.
+Value streamingCondition(OpBuilder &b, Location loc, ValueRange sequences,
+                         unsigned width, Value elements) {
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto isZero = [&](Value v) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, v,
+                                 index(0));
+  };
+  Value ok;
+  auto require = [&](Value condition) {
+    ok = ok ? arith::AndIOp::create(b, loc, ok, condition) : condition;
+  };
+  for (Value buffer : sequences) {
+    if (!isStreamable(buffer))
+      continue;
+    int64_t bytes = cast<MemRefType>(buffer.getType())
+                        .getElementType()
+                        .getIntOrFloatBitWidth() /
+                    8;
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    Value start = arith::AddIOp::create(
+        b, loc, base,
+        arith::MulIOp::create(b, loc, metadata.getOffset(), index(bytes)));
+    require(isZero(arith::RemUIOp::create(b, loc, start, index(width * bytes))));
+    for (Value stride : metadata.getStrides().drop_back())
+      require(isZero(arith::RemUIOp::create(b, loc, stride, index(width))));
+  }
+  if (!ok)
+    return Value();
+  require(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, elements,
+                                index(kStreamingBytes / 4)));
+  return ok;
 }
 
 /// Adds the vector `value` into the contiguous lanes at `indices`.
@@ -270,7 +335,7 @@ bool isLaneAccessible(Value buffer, AffineMap map, unsigned inner,
 /// Neurons per chunk of the innermost neuron dimension in parallel mode.
 /// Fixed, so that the chunks, and the order of every sum, do not depend on
 /// the thread count.
-constexpr int64_t kChunkNeurons = 1024;
+constexpr int64_t kChunkNeurons = 4096;
 
 /// Where a reduction's contributions go in parallel mode.
 enum class SumKind {
@@ -411,6 +476,8 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
     Location loc;
     SmallVector<Value> point;
     unsigned width;
+    // Vectors whose sequence stores stream (see streamingCondition).
+    bool streaming = false;
   };
   // Reads `buffer` (null `present`: always there) at `at` through `map`.
   auto load = [&](const NeuronAccess &n, Value present, Value buffer,
@@ -430,7 +497,8 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
       return storeIfPresent(n.nb, n.loc, present, value, buffer, indices);
     scf::IfOp::create(n.nb, n.loc, present,
                       [&](OpBuilder &then, Location loc) {
-                        storeLanes(then, loc, value, buffer, indices);
+                        storeLanes(then, loc, value, buffer, indices,
+                                   n.streaming);
                         scf::YieldOp::create(then, loc);
                       });
   };
@@ -603,6 +671,20 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
                isLaneAccessible(operand.get(), map, inner, true);
       });
 
+  // Big scans whose written sequences are aligned stream them.
+  Value streaming;
+  if (vectorize) {
+    SmallVector<Value> sequences(scan.getOutputs());
+    for (auto [s, buffer] : llvm::enumerate(scan.getStates()))
+      if (!scan.isFinalState(s))
+        sequences.push_back(buffer);
+    Value elements = numSteps;
+    for (Value dim : neuronDims)
+      elements = arith::MulIOp::create(b, loc, elements, dim);
+    streaming =
+        streamingCondition(b, loc, sequences, vectorWidth, elements);
+  }
+
   // The point (t = 0, outer..., n = 0) of `chunk`'s first neuron, and the
   // chunk's range of the innermost dimension.
   auto chunkStart = [&](OpBuilder &cb, Location loc, Value chunk) {
@@ -761,31 +843,52 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
             keep(vb, loc, n, initial);
             return SmallVector<Value>();
           });
-          scf::ForOp::create(
-              cb, loc, zeroIndex, numSteps, oneIndex, ValueRange(),
-              [&](OpBuilder &tb, Location loc, Value iteration, ValueRange) {
-                Value step = iteration;
-                if (scan.getReverse())
-                  step = arith::SubIOp::create(
-                      tb, loc,
-                      arith::SubIOp::create(tb, loc, numSteps, oneIndex),
-                      iteration);
-                vectors(tb, {}, [&](OpBuilder &vb, Location loc, Value n,
-                                    ValueRange) {
-                  NeuronAccess a{vb, loc, pointAt(n), width};
-                  SmallVector<Value> params = paramsAt(a);
-                  SmallVector<Value> current = fetch(vb, loc, n);
-                  withAccess(a, addAtStepOf(a.point, width),
-                             [&](const ScanGroupAccess &access) {
-                               keep(vb, loc, n,
-                                    emitStep(vb, loc, scan, neuron, step,
-                                             current, {params},
-                                             carriedReductions, access));
-                             });
-                  return SmallVector<Value>();
+          auto stepLoop = [&](OpBuilder &sb, bool stream) {
+            scf::ForOp::create(
+                sb, loc, zeroIndex, numSteps, oneIndex, ValueRange(),
+                [&](OpBuilder &tb, Location loc, Value iteration,
+                    ValueRange) {
+                  Value step = iteration;
+                  if (scan.getReverse())
+                    step = arith::SubIOp::create(
+                        tb, loc,
+                        arith::SubIOp::create(tb, loc, numSteps, oneIndex),
+                        iteration);
+                  vectors(tb, {}, [&](OpBuilder &vb, Location loc, Value n,
+                                      ValueRange) {
+                    NeuronAccess a{vb, loc, pointAt(n), width, stream};
+                    SmallVector<Value> params = paramsAt(a);
+                    SmallVector<Value> current = fetch(vb, loc, n);
+                    withAccess(a, addAtStepOf(a.point, width),
+                               [&](const ScanGroupAccess &access) {
+                                 keep(vb, loc, n,
+                                      emitStep(vb, loc, scan, neuron, step,
+                                               current, {params},
+                                               carriedReductions, access));
+                               });
+                    return SmallVector<Value>();
+                  });
+                  scf::YieldOp::create(tb, loc);
                 });
-                scf::YieldOp::create(tb, loc);
-              });
+          };
+          if (!streaming) {
+            stepLoop(cb, /*stream=*/false);
+          } else {
+            scf::IfOp::create(
+                cb, loc, streaming,
+                [&](OpBuilder &then, Location loc) {
+                  stepLoop(then, /*stream=*/true);
+                  // Streaming stores are weakly ordered: drain them before
+                  // the chunk counts as done.
+                  LLVM::FenceOp::create(then, loc,
+                                        LLVM::AtomicOrdering::seq_cst);
+                  scf::YieldOp::create(then, loc);
+                },
+                [&](OpBuilder &otherwise, Location loc) {
+                  stepLoop(otherwise, /*stream=*/false);
+                  scf::YieldOp::create(otherwise, loc);
+                });
+          }
           auto finish = vectors(
               cb, sumsIn,
               [&](OpBuilder &vb, Location loc, Value n, ValueRange sums) {

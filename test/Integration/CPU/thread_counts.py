@@ -5,7 +5,7 @@ byte-identical .npy files.
 
     thread_counts.py --neuron-file=lib/Neurons/plif.mlir --workdir=DIR
 
-Runs, each with N spanning several 1024-neuron chunks and a ragged last one:
+Runs, each with N spanning several 4096-neuron chunks and a ragged last one:
   * PLIF train, scalar trainable w: dL/dw is a sum over every neuron (summed
     per chunk, then over chunks in order), plus the forward's outputs and
     states and the input and initial-state gradients;
@@ -74,7 +74,7 @@ def main():
         np.save(path, array.astype(np.float32))
         return "@" + path
 
-    T, N = 5, 3 * 1024 + 17
+    T, N = 5, 3 * 4096 + 17
     x = save("x.npy", rng.uniform(-0.5, 2.0, (T, N)))
     v0 = save("v0.npy", rng.uniform(-0.5, 0.5, (N,)))
     gy = save("gy.npy", rng.normal(size=(T, N)))
@@ -87,7 +87,7 @@ def main():
     check("inference", tool, common + ["--variant=inference"], args.workdir,
           ["out0.npy"])
 
-    # w per channel: [T, B, C, S] with S = 1500 (two chunks, the second
+    # w per channel: [T, B, C, S] with S = 6000 (two chunks, the second
     # ragged), so each dL/dw[c] adds chunks from both b.
     source = open(args.neuron_file).read()
     if "%w: f32 = 0.0 trainable," not in source:
@@ -96,7 +96,7 @@ def main():
     with open(per_channel, "w") as f:
         f.write(source.replace("%w: f32 = 0.0 trainable,",
                                "%w: f32 = 0.0 trainable per_channel,"))
-    shape = (T, 2, 3, 1500)
+    shape = (T, 2, 3, 6000)
     xc = save("xc.npy", rng.uniform(-0.5, 2.0, shape))
     gyc = save("gyc.npy", rng.normal(size=shape))
     w = save("w.npy", rng.uniform(-2.0, 2.0, (3,)))

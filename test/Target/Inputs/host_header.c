@@ -97,7 +97,7 @@ static int reference(int64_t T, int64_t N, int64_t n, const float *x,
 /* LIF f32: inference, final state and training against the formulas;
  * thread counts; the argument checks. */
 static void check_lif(void) {
-  const int64_t T = 7, N = 3000; /* N spans three 1024-neuron chunks */
+  const int64_t T = 7, N = 9000; /* N spans three 4096-neuron chunks */
   const size_t TN = (size_t)(T * N);
   float *x = filled(TN, -0.5f, 2.5f), *v0 = filled(N, -0.5f, 0.9f);
   float *spike = poisoned(TN), *v_seq = poisoned(TN);
@@ -214,7 +214,7 @@ static void check_lif(void) {
 /* PLIF with w per channel: [T, B, C, S] sequences, the forward against the
  * formula and dL/dw[c] against the reference summed over the channel. */
 static void check_plif_channels(void) {
-  const int64_t T = 5, B = 2, C = 3, S = 700, N = B * C * S;
+  const int64_t T = 5, B = 2, C = 3, S = 5000, N = B * C * S;
   const size_t TN = (size_t)(T * N);
   float *x = filled(TN, -0.5f, 2.5f), *v0 = filled(N, -0.5f, 0.9f);
   float w[3] = {-1.0f, 0.0f, 1.5f};
@@ -271,8 +271,94 @@ static void check_plif_channels(void) {
   printf("plif per-channel f32: bad channels get their status\n");
 }
 
+/* `n` floats from a fresh allocation, the first at a 64-byte boundary
+ * plus `shift` floats. */
+static float *floats_at(size_t n, size_t shift) {
+  char *raw = malloc((n + shift) * sizeof(float) + 64);
+  uintptr_t aligned = ((uintptr_t)raw + 63) / 64 * 64;
+  return (float *)aligned + shift;
+}
+
+/* Big calls (T * N = 4 Mi values) whose outputs' rows are all aligned to a
+ * vector take the kernels' streaming-store path; the same calls with the
+ * outputs one element off take the plain one. Both give the same bits,
+ * and the formula's values. (The allocations are not freed: the test
+ * exits.) */
+static void check_streaming(void) {
+  const int64_t T = 4, N = 1 << 20;
+  const size_t TN = (size_t)(T * N);
+  float *x = floats_at(TN, 0), *v0 = floats_at(N, 0);
+  for (size_t i = 0; i < TN; ++i)
+    x[i] = uniform(-0.5f, 2.5f);
+  for (int64_t n = 0; n < N; ++n)
+    v0[n] = uniform(-0.5f, 0.9f);
+  float *spike[2], *v_seq[2], *x_grad[2], *workspace[2];
+  float *gs = floats_at(TN, 0);
+  for (size_t i = 0; i < TN; ++i)
+    gs[i] = uniform(-1.0f, 1.0f);
+  size_t workspace_floats =
+      flexsn_cpu_lif_forward_f32_workspace_bytes(T, N) / sizeof(float);
+  for (int shift = 0; shift < 2; ++shift) {
+    spike[shift] = floats_at(TN, shift);
+    v_seq[shift] = floats_at(TN, shift);
+    x_grad[shift] = floats_at(TN, shift);
+    workspace[shift] = floats_at(workspace_floats, shift);
+    CHECK(flexsn_cpu_lif_inference_f32(T, N, x, v0, spike[shift],
+                                       v_seq[shift], 2) == FLEXSN_SUCCESS,
+          "big inference status");
+    CHECK(flexsn_cpu_lif_forward_f32(T, N, x, v0, NULL, NULL,
+                                     workspace[shift], 2) == FLEXSN_SUCCESS,
+          "big forward status");
+    CHECK(flexsn_cpu_lif_backward_f32(T, N, gs, NULL, NULL, x_grad[shift],
+                                      NULL, workspace[shift], 2) ==
+              FLEXSN_SUCCESS,
+          "big backward status");
+  }
+  CHECK(memcmp(spike[0], spike[1], TN * sizeof(float)) == 0 &&
+            memcmp(v_seq[0], v_seq[1], TN * sizeof(float)) == 0 &&
+            memcmp(x_grad[0], x_grad[1], TN * sizeof(float)) == 0,
+        "aligned and shifted outputs differ");
+  int64_t checked = 0;
+  for (int64_t n = 0; n < N; n += 7) {
+    double s[64], v[64];
+    if (!reference(T, N, n, x, v0[n], 0.5, s, v, NULL, NULL, NULL, NULL, NULL,
+                   NULL))
+      continue;
+    ++checked;
+    for (int64_t t = 0; t < T; ++t)
+      CHECK(spike[0][t * N + n] == (float)s[t] &&
+                close_to(v_seq[0][t * N + n], v[t], 1e-5),
+            "big inference (%lld, %lld)", (long long)t, (long long)n);
+  }
+  CHECK(checked > N / 8, "checked %lld neurons", (long long)checked);
+
+  /* f16: 8-lane vectors of 16 bytes. The inputs are f16 bit patterns of
+     values in [0.5, 2). */
+  uint16_t *x16 = (uint16_t *)floats_at(TN / 2, 0), *out16[2], *seq16[2];
+  for (size_t i = 0; i < TN; ++i) {
+    uniform(0.0f, 1.0f); /* the next seed */
+    x16[i] = (uint16_t)(0x3800 + (seed >> 33) % 0x800);
+  }
+  for (int shift = 0; shift < 2; ++shift) {
+    out16[shift] = (uint16_t *)floats_at(TN / 2 + 1, 0) + shift;
+    seq16[shift] = (uint16_t *)floats_at(TN / 2 + 1, 0) + shift;
+    CHECK(flexsn_cpu_lif_inference_f16(T, N, x16, NULL, out16[shift],
+                                       seq16[shift], 2) == FLEXSN_SUCCESS,
+          "big f16 inference status");
+  }
+  size_t ones = 0;
+  for (size_t i = 0; i < TN; ++i)
+    ones += out16[0][i] == 0x3C00;
+  CHECK(memcmp(out16[0], out16[1], TN * 2) == 0 &&
+            memcmp(seq16[0], seq16[1], TN * 2) == 0 && ones > 0 && ones < TN,
+        "f16: aligned and shifted outputs differ, or %zu spikes", ones);
+  printf("lif f32, f16: big calls give the same bits with aligned and "
+         "shifted outputs\n");
+}
+
 int main(void) {
   check_lif();
   check_plif_channels();
+  check_streaming();
   return failures ? 1 : 0;
 }
