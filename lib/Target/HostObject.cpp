@@ -121,6 +121,12 @@ selectHostCPU(const llvm::Triple &triple) {
   return {"generic", ""};
 }
 
+void mlir::flexsn::printHostObjectTarget(llvm::raw_ostream &os) {
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  auto [cpu, features] = selectHostCPU(triple);
+  os << "  CPU kernels for " << triple.str() << ", CPU " << cpu << "\n";
+}
+
 /// Translates `module` (LLVM dialect) and writes a PIC object for the host
 /// triple, for the CPU `--flexsn-host-cpu` names (see selectHostCPU): not
 /// the build machine's own by default, so that a cached object runs on

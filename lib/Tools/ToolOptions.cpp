@@ -11,11 +11,15 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
-void mlir::flexsn::configureTool(const char *toolName) {
+void mlir::flexsn::configureTool(const char *toolName,
+                                 void (*versionDetails)(raw_ostream &)) {
   static const char *name = toolName;
+  static void (*details)(raw_ostream &) = versionDetails;
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << name << " (FlexSN " FLEXSN_VERSION ")\n  built with LLVM and MLIR "
        << LLVM_VERSION_STRING << "\n";
+    if (details)
+      details(os);
   });
   // MLIR prints the operation a diagnostic is about: for an error on the
   // module, the whole module, after the message that matters.

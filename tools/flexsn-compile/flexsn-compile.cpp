@@ -259,7 +259,7 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
 
 int compileMain(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
-  flexsn::configureTool("flexsn-compile");
+  flexsn::configureTool("flexsn-compile", flexsn::printHostObjectTarget);
   DialectRegistry registry;
   flexsn::registerAllDialects(registry);
   flexsn::registerAllPasses();

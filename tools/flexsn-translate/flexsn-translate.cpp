@@ -9,13 +9,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexsn/Target/HostObject.h"
 #include "flexsn/Tools/DeepStack.h"
 #include "flexsn/Tools/Registration.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 static int translateMain(int argc, char **argv) {
-  mlir::flexsn::configureTool("flexsn-translate");
+  mlir::flexsn::configureTool("flexsn-translate",
+                              mlir::flexsn::printHostObjectTarget);
   mlir::flexsn::registerAllTranslations();
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "FlexSN translation driver\n"));

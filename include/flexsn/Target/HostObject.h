@@ -25,6 +25,11 @@ namespace mlir::flexsn {
 /// (`--flexsn-to-host-object`).
 LogicalResult translateToHostObject(ModuleOp module, raw_ostream &os);
 
+/// Prints the target the host object is compiled for by default (a line of
+/// `--version`): the Python layer's compile cache keys on it, so a cached
+/// library never runs on a CPU of a lower level.
+void printHostObjectTarget(raw_ostream &os);
+
 /// Writes the C header of a `flexsn-lower-to-cpu` module's kernels
 /// (`--flexsn-to-host-header`): the functions of its object file, and a
 /// checked wrapper per kernel that takes plain pointers.

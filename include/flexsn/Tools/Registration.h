@@ -12,6 +12,8 @@
 #ifndef FLEXSN_TOOLS_REGISTRATION_H
 #define FLEXSN_TOOLS_REGISTRATION_H
 
+#include "mlir/Support/LLVM.h"
+
 namespace mlir {
 class DialectRegistry;
 } // namespace mlir
@@ -35,7 +37,10 @@ void registerAllTranslations();
 /// FlexSN's version and the LLVM it was built against, and a diagnostic no
 /// longer prints the operation it is about (for a module-level error, the
 /// whole module; `--mlir-print-op-on-diagnostic` brings it back).
-void configureTool(const char *toolName);
+/// `versionDetails`, if given, prints more lines of `--version` (the tools
+/// that compile CPU kernels name the CPU they compile for).
+void configureTool(const char *toolName,
+                   void (*versionDetails)(raw_ostream &) = nullptr);
 
 } // namespace mlir::flexsn
 
