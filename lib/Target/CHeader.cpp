@@ -105,8 +105,8 @@ bool cheader::writesWorkspace(CompiledKernelAttr kernel) {
 
 std::string cheader::savedBytesExpr(CompiledKernelAttr kernel,
                                     StringRef elements) {
-  return ("(((size_t)" + Twine(kernel.getWorkspaceLayout().savedBytes) +
-          " * " + elements + " + 3) / 4 * 4)")
+  return ("(((size_t)" + Twine(kernel.getWorkspaceLayout().savedBytes) + " * " +
+          elements + " + 3) / 4 * 4)")
       .str();
 }
 
@@ -172,7 +172,8 @@ void cheader::writeKernelParameters(raw_ostream &os, CompiledKernelAttr k) {
        << elementType(b.getElementType()) << " *" << b.getName().getValue();
   }
   if (hasWorkspace(k))
-    os << ",\n    " << (writesWorkspace(k) ? "" : "const ") << "float *workspace";
+    os << ",\n    " << (writesWorkspace(k) ? "" : "const ")
+       << "float *workspace";
   for (ParamAttr p : signature.getParams())
     os << ",\n    " << scalarType(p.getType()) << " " << p.getName().getValue();
 }

@@ -15,6 +15,7 @@
 
 #include "CHeader.h"
 #include "flexsn/Target/HostObject.h"
+#include "flexsn/Target/Manifest.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/ADT/StringExtras.h"
@@ -24,27 +25,6 @@ using namespace mlir;
 using namespace mlir::flexsn;
 
 namespace {
-
-/// The run-time sizes of a buffer of `shape`, outermost first: what the CPU
-/// function's memref of it holds (docs/ABI.md, "CPU functions").
-SmallVector<StringRef, 4> descriptorSizes(BufferShape shape, bool channels) {
-  switch (shape) {
-  case BufferShape::Sequence:
-    if (channels)
-      return {"T", "B", "C", "S"};
-    return {"T", "N"};
-  case BufferShape::PerNeuron:
-    if (channels)
-      return {"B", "C", "S"};
-    return {"N"};
-  case BufferShape::PerChannel:
-    return {"C"};
-  case BufferShape::Scalar:
-  case BufferShape::Scratch:
-    return {};
-  }
-  llvm_unreachable("unknown buffer shape");
-}
 
 /// The largest element size in bytes of the kernel's buffers (bits count as
 /// one byte): bounds every buffer's extent by T * N of them.
@@ -85,8 +65,8 @@ LogicalResult writeKernel(raw_ostream &os, CompiledKernelAttr k,
 
   os << "void " << function.getName() << "(";
   llvm::interleaveComma(buffers, os, [&](KernelBufferAttr b) {
-    os << "flexsn_memref"
-       << descriptorSizes(b.getShape(), channels).size() << " *";
+    os << "flexsn_memref" << getBufferSizeNames(b.getShape(), channels).size()
+       << " *";
   });
   for (ParamAttr p : params)
     os << ", " << cheader::scalarType(p.getType());
@@ -142,7 +122,8 @@ LogicalResult writeKernel(raw_ostream &os, CompiledKernelAttr k,
   // One descriptor per buffer: contiguous, row-major; a NULL pointer is an
   // absent buffer.
   for (auto [i, b] : llvm::enumerate(buffers)) {
-    SmallVector<StringRef, 4> sizes = descriptorSizes(b.getShape(), channels);
+    SmallVector<StringRef, 4> sizes =
+        getBufferSizeNames(b.getShape(), channels);
     std::string pointer =
         isWorkspaceRole(b.getRole())
             ? ("workspace_bytes + " + Twine(layout.savedOffsets[i]) +
@@ -177,8 +158,8 @@ LogicalResult writeKernel(raw_ostream &os, CompiledKernelAttr k,
 
 LogicalResult mlir::flexsn::translateToHostHeader(ModuleOp module,
                                                   raw_ostream &os) {
-  auto kernels = cheader::readKernels(module, "flexsn.cpu_kernels",
-                                      "flexsn-lower-to-cpu");
+  auto kernels =
+      cheader::readKernels(module, "flexsn.cpu_kernels", "flexsn-lower-to-cpu");
   if (failed(kernels))
     return failure();
   SmallVector<LLVM::LLVMFuncOp> functions;

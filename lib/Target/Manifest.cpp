@@ -76,10 +76,8 @@ static void writeNeuron(llvm::json::OStream &json, NeuronOp neuron) {
   });
 }
 
-/// The shape of a buffer, as names of run-time sizes. A CPU function of a
-/// kernel with channels takes the neurons as [B, C, S] (N = B * C * S).
-static SmallVector<StringRef, 4> bufferShape(BufferShape shape,
-                                             bool cpuChannels) {
+SmallVector<StringRef, 4> mlir::flexsn::getBufferSizeNames(BufferShape shape,
+                                                           bool cpuChannels) {
   switch (shape) {
   case BufferShape::Sequence:
     if (cpuChannels)
@@ -109,7 +107,7 @@ static void writeBuffer(llvm::json::OStream &json, KernelBufferAttr buffer,
                           : element.isInteger(1) ? "bits"
                                                  : typeName(element));
   json.attributeArray("shape", [&] {
-    for (StringRef size : bufferShape(buffer.getShape(), cpuChannels))
+    for (StringRef size : getBufferSizeNames(buffer.getShape(), cpuChannels))
       json.value(size);
   });
   // What the buffer holds: callers match buffers to values by this alone.

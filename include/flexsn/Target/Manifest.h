@@ -14,6 +14,8 @@
 #ifndef FLEXSN_TARGET_MANIFEST_H
 #define FLEXSN_TARGET_MANIFEST_H
 
+#include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
+
 #include "mlir/Support/LLVM.h"
 
 namespace llvm {
@@ -24,6 +26,12 @@ namespace mlir {
 class ModuleOp;
 
 namespace flexsn {
+
+/// The shape of a buffer of `shape`, as names of run-time sizes, outermost
+/// first (the manifest's `shape`): a CPU function of a kernel with channels
+/// (`cpuChannels`) takes the neurons as [B, C, S] (N = B * C * S).
+SmallVector<StringRef, 4> getBufferSizeNames(BufferShape shape,
+                                             bool cpuChannels);
 
 /// Writes the JSON manifest of `module` to `os`.
 LogicalResult translateToManifest(ModuleOp module, llvm::raw_ostream &os);

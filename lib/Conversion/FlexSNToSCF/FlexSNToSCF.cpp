@@ -282,7 +282,8 @@ Value streamingCondition(OpBuilder &b, Location loc, ValueRange sequences,
     Value start = arith::AddIOp::create(
         b, loc, base,
         arith::MulIOp::create(b, loc, metadata.getOffset(), index(bytes)));
-    require(isZero(arith::RemUIOp::create(b, loc, start, index(width * bytes))));
+    require(
+        isZero(arith::RemUIOp::create(b, loc, start, index(width * bytes))));
     for (Value stride : metadata.getStrides().drop_back())
       require(isZero(arith::RemUIOp::create(b, loc, stride, index(width))));
   }
