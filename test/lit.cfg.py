@@ -30,6 +30,8 @@ if os.path.exists(os.path.join(config.cuda_toolkit, "include", "cuda.h")):
 # Ahead-of-time CPU kernels are linked into shared libraries by cc.
 if shutil.which("cc"):
     config.available_features.add("c-compiler")
+if shutil.which("cmake") and shutil.which("ninja"):
+    config.available_features.add("cmake")
 # Tests of x86-64 code generation (CPU names, registers).
 if platform.machine() == "x86_64":
     config.available_features.add("x86_64")
@@ -72,6 +74,7 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.flexsn_tools_dir, config.llvm_tools_dir]
 tools = [
     "flexsn-compile",
+    "flexsn-lsp-server",
     "flexsn-opt",
     "flexsn-translate",
     ToolSubst("%flexsn_unittests", os.path.join(config.flexsn_obj_root, "test", "Unit", "FlexSNUnitTests")),
