@@ -45,7 +45,7 @@ function(flexsn_add_neuron_library target)
   set(gpu_options "toolkit=${FLEXSN_CUDA_TOOLKIT}${options}")
   if(ARG_CHIPS)
     list(JOIN ARG_CHIPS "," chips)
-    string(APPEND gpu_options " chips=${chips}")
+    string(APPEND gpu_options " chip=${chips}")
   endif()
   string(STRIP "${options}" cpu_options)
 
