@@ -40,9 +40,12 @@ if platform.machine() == "x86_64":
 sanitized = config.flexsn_sanitizers.upper() in ("ON", "1", "TRUE", "YES")
 if sanitized:
     config.available_features.add("sanitizers")
+# A program linking the sanitizer build's runtime needs the sanitizer
+# runtimes first: it is compiled with the same flags.
+sanitize_cflags = "-fsanitize=address,undefined" if sanitized else ""
+config.substitutions.append(("%sanitize_cflags", sanitize_cflags))
 config.substitutions.append(
-    ("%flexsn_runtime_lib", config.flexsn_runtime_lib
-     + (" -fsanitize=address,undefined" if sanitized else "")))
+    ("%flexsn_runtime_lib", config.flexsn_runtime_lib + " " + sanitize_cflags))
 if os.path.exists(config.flexsn_runtime_lib):
     config.available_features.add("flexsn-runtime")
 # mlir-runner's runtime libraries, as -shared-libs takes them, and the
