@@ -26,9 +26,10 @@ function(flexsn_add_neuron_library target)
     message(FATAL_ERROR
       "flexsn_add_neuron_library(${target}): NO_GPU without CPU builds nothing")
   endif()
-  if(NOT ARG_NO_GPU AND NOT TARGET FlexSN::runtime)
-    message(FATAL_ERROR "flexsn_add_neuron_library(${target}): this FlexSN "
-      "has no GPU runtime (it was built without cuda.h); pass CPU NO_GPU")
+  if(NOT ARG_NO_GPU AND NOT EXISTS "${FLEXSN_CUDA_TOOLKIT}/bin/ptxas")
+    message(FATAL_ERROR "flexsn_add_neuron_library(${target}): GPU kernels "
+      "need a CUDA toolkit, and ${FLEXSN_CUDA_TOOLKIT} has no bin/ptxas: set "
+      "FLEXSN_CUDA_TOOLKIT, or pass CPU NO_GPU")
   endif()
 
   # The pipelines' shared options, as one argument.

@@ -1,6 +1,7 @@
 # -*- Python -*-
 # lit configuration for the FlexSN regression tests.
 
+import ctypes
 import os
 import platform
 import shutil
@@ -20,6 +21,7 @@ config.test_exec_root = os.path.join(config.flexsn_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%flexsn_src_root", config.flexsn_src_root))
 config.substitutions.append(("%flexsn_obj_root", config.flexsn_obj_root))
+config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
 config.substitutions.append(("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons")))
 # GPU compilation needs a CUDA toolkit (ptxas, libdevice), not a GPU.
 config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
@@ -27,11 +29,21 @@ if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
     config.available_features.add("cuda-toolkit")
 if os.path.exists(os.path.join(config.cuda_toolkit, "include", "cuda.h")):
     config.available_features.add("cuda-headers")
+# A CUDA driver (libcuda.so.1) loads: programs linking it start. Whether a
+# GPU is there is for them to find out.
+try:
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass
 # Ahead-of-time CPU kernels are linked into shared libraries by cc.
 if shutil.which("cc"):
     config.available_features.add("c-compiler")
 if shutil.which("cmake") and shutil.which("ninja"):
     config.available_features.add("cmake")
+# Debian packages: cpack -G DEB needs dpkg's tools (dpkg-deb, dpkg-shlibdeps).
+if shutil.which("dpkg-deb") and shutil.which("dpkg-shlibdeps"):
+    config.available_features.add("dpkg")
 # Tests of x86-64 code generation (CPU names, registers).
 if platform.machine() == "x86_64":
     config.available_features.add("x86_64")

@@ -8,15 +8,17 @@
  * generated host stubs. See include/flexsn/Runtime/flexsn_runtime.h.
  *
  * The driver is reached only through function pointers resolved with dlsym
- * from libcuda.so.1, so nothing here links against CUDA: programs start on
- * machines without a driver, and every argument check that needs no driver
- * runs (and fails cleanly) there.
+ * from libcuda.so.1, so nothing here links against CUDA or includes cuda.h
+ * (flexsn_cuda_driver.h declares what is used): programs start on machines
+ * without a driver, and every argument check that needs no driver runs (and
+ * fails cleanly) there.
  *
  *===----------------------------------------------------------------------===*/
 
 #define _POSIX_C_SOURCE 200809L /* pthread, dlopen under -std=c99 */
 
-#include "flexsn/Runtime/flexsn_runtime.h"
+#include "flexsn_runtime.h"
+#include "flexsn_cuda_driver.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -102,7 +104,7 @@ int flexsn_buffer_kind_from_role(const char *role) {
 }
 
 /* Records a failed driver call and returns the status to report for it. */
-static flexsn_status fail(CUresult result, flexsn_status status) {
+static flexsn_status fail(flexsn_cu_result result, flexsn_status status) {
   g_last_error = (int)result;
   return status;
 }
@@ -154,35 +156,40 @@ const char *flexsn_status_message(flexsn_status status) {
 
 /* cuda.h maps API names to versioned symbols with macros (cuMemcpyDtoDAsync ->
    cuMemcpyDtoDAsync_v2, ...); dlsym needs the real symbol names, so they are
-   spelled out below. The non-per-thread-default-stream variants are used:
-   callers choose CU_STREAM_PER_THREAD explicitly if they want it. */
+   spelled out below, with the signatures of the versions named. The
+   non-per-thread-default-stream variants are used: callers choose
+   CU_STREAM_PER_THREAD explicitly if they want it. */
 typedef struct driver {
-  CUresult(CUDAAPI *init)(unsigned int);
-  CUresult(CUDAAPI *ctx_get_current)(CUcontext *);
-  CUresult(CUDAAPI *ctx_get_id)(CUcontext, unsigned long long *);
-  CUresult(CUDAAPI *ctx_push_current)(CUcontext);
-  CUresult(CUDAAPI *ctx_pop_current)(CUcontext *);
-  CUresult(CUDAAPI *ctx_set_current)(CUcontext);
-  CUresult(CUDAAPI *device_get)(CUdevice *, int);
-  CUresult(CUDAAPI *primary_ctx_get_state)(CUdevice, unsigned int *, int *);
-  CUresult(CUDAAPI *primary_ctx_retain)(CUcontext *, CUdevice);
-  CUresult(CUDAAPI *primary_ctx_release)(CUdevice);
-  CUresult(CUDAAPI *stream_get_ctx)(CUstream, CUcontext *);
-  CUresult(CUDAAPI *pointer_get_attribute)(void *, CUpointer_attribute,
-                                           CUdeviceptr);
-  CUresult(CUDAAPI *pointer_get_attributes)(unsigned int, CUpointer_attribute *,
-                                            void **, CUdeviceptr);
-  CUresult(CUDAAPI *module_load_data)(CUmodule *, const void *);
-  CUresult(CUDAAPI *module_get_function)(CUfunction *, CUmodule, const char *);
-  CUresult(CUDAAPI *module_unload)(CUmodule);
-  CUresult(CUDAAPI *launch_kernel)(CUfunction, unsigned int, unsigned int,
-                                   unsigned int, unsigned int, unsigned int,
-                                   unsigned int, unsigned int, CUstream,
-                                   void **, void **);
-  CUresult(CUDAAPI *memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t,
-                                       CUstream);
-  CUresult(CUDAAPI *memset_d8_async)(CUdeviceptr, unsigned char, size_t,
-                                     CUstream);
+  flexsn_cu_result (*init)(unsigned int);
+  flexsn_cu_result (*ctx_get_current)(flexsn_cu_context *);
+  flexsn_cu_result (*ctx_get_id)(flexsn_cu_context, unsigned long long *);
+  flexsn_cu_result (*ctx_push_current)(flexsn_cu_context);
+  flexsn_cu_result (*ctx_pop_current)(flexsn_cu_context *);
+  flexsn_cu_result (*ctx_set_current)(flexsn_cu_context);
+  flexsn_cu_result (*device_get)(flexsn_cu_device *, int);
+  flexsn_cu_result (*primary_ctx_get_state)(flexsn_cu_device, unsigned int *,
+                                            int *);
+  flexsn_cu_result (*primary_ctx_retain)(flexsn_cu_context *, flexsn_cu_device);
+  flexsn_cu_result (*primary_ctx_release)(flexsn_cu_device);
+  flexsn_cu_result (*stream_get_ctx)(flexsn_stream, flexsn_cu_context *);
+  flexsn_cu_result (*pointer_get_attribute)(void *, flexsn_cu_pointer_attribute,
+                                            flexsn_cu_deviceptr);
+  flexsn_cu_result (*pointer_get_attributes)(unsigned int,
+                                             flexsn_cu_pointer_attribute *,
+                                             void **, flexsn_cu_deviceptr);
+  flexsn_cu_result (*module_load_data)(flexsn_cu_module *, const void *);
+  flexsn_cu_result (*module_get_function)(flexsn_cu_function *,
+                                          flexsn_cu_module, const char *);
+  flexsn_cu_result (*module_unload)(flexsn_cu_module);
+  flexsn_cu_result (*launch_kernel)(flexsn_cu_function, unsigned int,
+                                    unsigned int, unsigned int, unsigned int,
+                                    unsigned int, unsigned int, unsigned int,
+                                    flexsn_stream, void **, void **);
+  flexsn_cu_result (*memcpy_dtod_async)(flexsn_cu_deviceptr,
+                                        flexsn_cu_deviceptr, size_t,
+                                        flexsn_stream);
+  flexsn_cu_result (*memset_d8_async)(flexsn_cu_deviceptr, unsigned char,
+                                      size_t, flexsn_stream);
 } driver;
 
 static const struct {
@@ -213,7 +220,7 @@ static const struct {
 static driver g_drv;
 static pthread_once_t g_drv_once = PTHREAD_ONCE_INIT;
 static flexsn_status g_drv_status = FLEXSN_ERROR_NO_DRIVER;
-static CUresult g_drv_init_result = CUDA_SUCCESS;
+static flexsn_cu_result g_drv_init_result = FLEXSN_CUDA_SUCCESS;
 
 static void load_driver(void) {
   /* Never dlclose'd: modules and function handles outlive any one call. */
@@ -230,14 +237,15 @@ static void load_driver(void) {
     memcpy((char *)&g_drv + k_symbols[i].offset, &sym, sizeof sym);
   }
   g_drv_init_result = g_drv.init(0);
-  if (g_drv_init_result == CUDA_SUCCESS)
+  if (g_drv_init_result == FLEXSN_CUDA_SUCCESS)
     g_drv_status = FLEXSN_SUCCESS;
 }
 
 /* Loads the driver and calls cuInit(0), once per process. */
 static flexsn_status get_driver(void) {
   pthread_once(&g_drv_once, load_driver);
-  if (g_drv_status != FLEXSN_SUCCESS && g_drv_init_result != CUDA_SUCCESS)
+  if (g_drv_status != FLEXSN_SUCCESS &&
+      g_drv_init_result != FLEXSN_CUDA_SUCCESS)
     g_last_error = (int)g_drv_init_result;
   return g_drv_status;
 }
@@ -248,17 +256,18 @@ static flexsn_status get_driver(void) {
 
 typedef struct function_entry {
   struct function_entry *next;
-  CUfunction function;
-  char name[]; /* the entry name, owned */
+  flexsn_cu_function function;
+  char *name; /* the entry name, stored right after the entry (one
+                allocation; no flexible array member, which C++ lacks) */
 } function_entry;
 
 /* Keyed by the context's unique id, not its handle: a destroyed context's
    handle may be reused by a new context, whose module must be loaded anew. */
 typedef struct context_entry {
   struct context_entry *next;
-  CUcontext context;
+  flexsn_cu_context context;
   unsigned long long context_id;
-  CUmodule module;
+  flexsn_cu_module module;
   function_entry *functions;
 } context_entry;
 
@@ -300,13 +309,14 @@ static void free_context_entry(context_entry *entry) {
 /* Finds (or loads) the image's module in the current context, then the named
    function in it. Called with the image state's lock held. */
 static flexsn_status lookup_function(flexsn_image *image, image_state *state,
-                                     CUcontext context,
+                                     flexsn_cu_context context,
                                      unsigned long long context_id,
-                                     const char *name, CUfunction *function) {
+                                     const char *name,
+                                     flexsn_cu_function *function) {
   context_entry **link = &state->contexts, *entry = NULL;
   function_entry *fn;
   size_t name_size;
-  CUresult r;
+  flexsn_cu_result r;
 
   while (*link) {
     context_entry *e = *link;
@@ -325,14 +335,14 @@ static flexsn_status lookup_function(flexsn_image *image, image_state *state,
   }
 
   if (!entry) {
-    CUmodule module;
+    flexsn_cu_module module;
     r = g_drv.module_load_data(&module, image->data);
-    if (r != CUDA_SUCCESS)
+    if (r != FLEXSN_CUDA_SUCCESS)
       return fail(r, FLEXSN_ERROR_MODULE_LOAD);
     entry = (context_entry *)calloc(1, sizeof *entry);
     if (!entry) {
       g_drv.module_unload(module);
-      return fail(CUDA_ERROR_OUT_OF_MEMORY, FLEXSN_ERROR_CUDA);
+      return fail(FLEXSN_CUDA_ERROR_OUT_OF_MEMORY, FLEXSN_ERROR_CUDA);
     }
     entry->context = context;
     entry->context_id = context_id;
@@ -348,15 +358,16 @@ static flexsn_status lookup_function(flexsn_image *image, image_state *state,
     }
   }
   r = g_drv.module_get_function(function, entry->module, name);
-  if (r == CUDA_ERROR_NOT_FOUND)
+  if (r == FLEXSN_CUDA_ERROR_NOT_FOUND)
     return fail(r, FLEXSN_ERROR_KERNEL_NOT_FOUND);
-  if (r != CUDA_SUCCESS)
+  if (r != FLEXSN_CUDA_SUCCESS)
     return fail(r, FLEXSN_ERROR_CUDA);
   /* Caching is an optimization: without memory, just skip it. */
   name_size = strlen(name) + 1;
   fn = (function_entry *)malloc(sizeof *fn + name_size);
   if (fn) {
     fn->function = *function;
+    fn->name = (char *)(fn + 1);
     memcpy(fn->name, name, name_size);
     fn->next = entry->functions;
     entry->functions = fn;
@@ -364,17 +375,18 @@ static flexsn_status lookup_function(flexsn_image *image, image_state *state,
   return FLEXSN_SUCCESS;
 }
 
-static flexsn_status get_function(flexsn_image *image, CUcontext context,
-                                  const char *name, CUfunction *function) {
+static flexsn_status get_function(flexsn_image *image,
+                                  flexsn_cu_context context, const char *name,
+                                  flexsn_cu_function *function) {
   unsigned long long context_id;
   image_state *state;
   flexsn_status status;
-  CUresult r = g_drv.ctx_get_id(context, &context_id);
-  if (r != CUDA_SUCCESS)
+  flexsn_cu_result r = g_drv.ctx_get_id(context, &context_id);
+  if (r != FLEXSN_CUDA_SUCCESS)
     return fail(r, FLEXSN_ERROR_CUDA);
   state = get_state(image);
   if (!state)
-    return fail(CUDA_ERROR_OUT_OF_MEMORY, FLEXSN_ERROR_CUDA);
+    return fail(FLEXSN_CUDA_ERROR_OUT_OF_MEMORY, FLEXSN_ERROR_CUDA);
   pthread_mutex_lock(&state->lock);
   status = lookup_function(image, state, context, context_id, name, function);
   pthread_mutex_unlock(&state->lock);
@@ -401,15 +413,15 @@ flexsn_status flexsn_image_unload(flexsn_image *image) {
     state->contexts = entry->next;
     /* A destroyed context reports an error or, if its handle was reused,
        another id; its module is already gone. */
-    if (g_drv.ctx_get_id(entry->context, &id) == CUDA_SUCCESS &&
+    if (g_drv.ctx_get_id(entry->context, &id) == FLEXSN_CUDA_SUCCESS &&
         id == entry->context_id) {
-      CUcontext popped;
-      CUresult r = g_drv.ctx_push_current(entry->context);
-      if (r == CUDA_SUCCESS) {
+      flexsn_cu_context popped;
+      flexsn_cu_result r = g_drv.ctx_push_current(entry->context);
+      if (r == FLEXSN_CUDA_SUCCESS) {
         r = g_drv.module_unload(entry->module);
         g_drv.ctx_pop_current(&popped);
       }
-      if (r != CUDA_SUCCESS)
+      if (r != FLEXSN_CUDA_SUCCESS)
         status = fail(r, FLEXSN_ERROR_CUDA);
     }
     free_context_entry(entry);
@@ -551,48 +563,52 @@ static flexsn_status compute_extents(int64_t T, int64_t N, int64_t ld,
 }
 
 /* Checks that `p` is usable by kernels in `context` for `bytes` bytes. */
-static flexsn_status check_buffer(CUcontext context, const void *p,
+static flexsn_status check_buffer(flexsn_cu_context context, const void *p,
                                   int64_t bytes, int written) {
-  CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)p;
-  CUcontext owner = NULL;
+  flexsn_cu_deviceptr ptr = (flexsn_cu_deviceptr)(uintptr_t)p;
+  flexsn_cu_context owner = NULL;
   unsigned int memory_type = 0, managed = 0;
-  CUdeviceptr start = 0;
+  flexsn_cu_deviceptr start = 0;
   size_t size = 0;
-  CUpointer_attribute attributes[] = {
-      CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-      CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-      CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  flexsn_cu_pointer_attribute attributes[] = {
+      FLEXSN_CU_POINTER_ATTRIBUTE_CONTEXT,
+      FLEXSN_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+      FLEXSN_CU_POINTER_ATTRIBUTE_IS_MANAGED,
+      FLEXSN_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+      FLEXSN_CU_POINTER_ATTRIBUTE_RANGE_SIZE};
   void *values[] = {&owner, &memory_type, &managed, &start, &size};
   int accessible;
   /* Unknown (plain host) pointers get zeroed attributes, or INVALID_VALUE. */
-  CUresult r = g_drv.pointer_get_attributes(5, attributes, values, ptr);
-  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_CONTEXT)
+  flexsn_cu_result r = g_drv.pointer_get_attributes(5, attributes, values, ptr);
+  if (r == FLEXSN_CUDA_ERROR_INVALID_VALUE ||
+      r == FLEXSN_CUDA_ERROR_INVALID_CONTEXT)
     return fail(r, FLEXSN_ERROR_CONTEXT_MISMATCH);
-  if (r != CUDA_SUCCESS)
+  if (r != FLEXSN_CUDA_SUCCESS)
     return fail(r, FLEXSN_ERROR_CUDA);
 
   if (managed) {
     accessible = 1;
-  } else if (memory_type == CU_MEMORYTYPE_HOST) {
+  } else if (memory_type == FLEXSN_CU_MEMORYTYPE_HOST) {
     /* Pinned or registered host memory: kernels may use it only if it is
        mapped into this context at the same address (it may have a distinct
        device address, which the caller would have to pass instead). */
-    CUdeviceptr device = 0;
+    flexsn_cu_deviceptr device = 0;
     accessible = g_drv.pointer_get_attribute(
-                     &device, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ptr) ==
-                     CUDA_SUCCESS &&
+                     &device, FLEXSN_CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                     ptr) == FLEXSN_CUDA_SUCCESS &&
                  device == ptr;
   } else if (owner == context) {
-    accessible = memory_type == CU_MEMORYTYPE_DEVICE;
-  } else if (!owner && memory_type == CU_MEMORYTYPE_DEVICE) {
+    accessible = memory_type == FLEXSN_CU_MEMORYTYPE_DEVICE;
+  } else if (!owner && memory_type == FLEXSN_CU_MEMORYTYPE_DEVICE) {
     /* cuMemMap and memory-pool allocations belong to no context: ask what
        access the current context's device has. */
     unsigned long long flags = 0;
     accessible =
-        g_drv.pointer_get_attribute(&flags, CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
-                                    ptr) == CUDA_SUCCESS &&
-        (flags == CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE ||
-         (!written && flags == CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ));
+        g_drv.pointer_get_attribute(&flags,
+                                    FLEXSN_CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
+                                    ptr) == FLEXSN_CUDA_SUCCESS &&
+        (flags == FLEXSN_CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE ||
+         (!written && flags == FLEXSN_CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ));
   } else {
     accessible = 0; /* another context's device memory, or unknown */
   }
@@ -609,21 +625,24 @@ static flexsn_status check_buffer(CUcontext context, const void *p,
    activated it: what the CUDA runtime does on a thread's first call. Worker
    threads a framework starts (PyTorch's autograd threads) may not have made
    any context current yet. Never creates a context. */
-static void adopt_primary_context(const void *buffer, CUcontext *context) {
+static void adopt_primary_context(const void *buffer,
+                                  flexsn_cu_context *context) {
   int ordinal = -1, active = 0;
   unsigned int flags = 0;
-  CUdevice device;
-  CUcontext primary = NULL;
+  flexsn_cu_device device;
+  flexsn_cu_context primary = NULL;
   if (!buffer ||
-      g_drv.pointer_get_attribute(&ordinal,
-                                  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                  (CUdeviceptr)(uintptr_t)buffer) !=
-          CUDA_SUCCESS ||
-      ordinal < 0 || g_drv.device_get(&device, ordinal) != CUDA_SUCCESS ||
-      g_drv.primary_ctx_get_state(device, &flags, &active) != CUDA_SUCCESS ||
-      !active || g_drv.primary_ctx_retain(&primary, device) != CUDA_SUCCESS)
+      g_drv.pointer_get_attribute(
+          &ordinal, FLEXSN_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+          (flexsn_cu_deviceptr)(uintptr_t)buffer) != FLEXSN_CUDA_SUCCESS ||
+      ordinal < 0 ||
+      g_drv.device_get(&device, ordinal) != FLEXSN_CUDA_SUCCESS ||
+      g_drv.primary_ctx_get_state(device, &flags, &active) !=
+          FLEXSN_CUDA_SUCCESS ||
+      !active ||
+      g_drv.primary_ctx_retain(&primary, device) != FLEXSN_CUDA_SUCCESS)
     return;
-  if (g_drv.ctx_set_current(primary) == CUDA_SUCCESS)
+  if (g_drv.ctx_set_current(primary) == FLEXSN_CUDA_SUCCESS)
     *context = primary;
   /* The owner's retain keeps it alive. */
   g_drv.primary_ctx_release(device);
@@ -641,23 +660,23 @@ static const void *first_buffer(const flexsn_kernel_desc *desc,
 
 /* The current context (adopting the primary context of `buffer`'s device if
    none is current), and the stream's context agreeing with it. */
-static flexsn_status check_context(CUstream stream, const void *buffer,
-                                   CUcontext *context) {
+static flexsn_status check_context(flexsn_stream stream, const void *buffer,
+                                   flexsn_cu_context *context) {
   flexsn_status status = get_driver();
-  CUresult r;
+  flexsn_cu_result r;
   if (status != FLEXSN_SUCCESS)
     return status;
   r = g_drv.ctx_get_current(context);
-  if (r != CUDA_SUCCESS)
+  if (r != FLEXSN_CUDA_SUCCESS)
     return fail(r, FLEXSN_ERROR_CUDA);
   if (!*context)
     adopt_primary_context(buffer, context);
   if (!*context)
     return FLEXSN_ERROR_NO_CONTEXT;
   if (stream) {
-    CUcontext stream_context = NULL;
+    flexsn_cu_context stream_context = NULL;
     r = g_drv.stream_get_ctx(stream, &stream_context);
-    if (r != CUDA_SUCCESS)
+    if (r != FLEXSN_CUDA_SUCCESS)
       return fail(r, FLEXSN_ERROR_CUDA);
     if (stream_context != *context)
       return FLEXSN_ERROR_CONTEXT_MISMATCH;
@@ -681,9 +700,9 @@ static int initial_state(const flexsn_kernel_desc *desc, int k) {
 /* T == 0: the k-th final state takes the k-th initial state (or zeros):
    N elements of the final state's size. */
 static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
-                                           CUstream stream, int64_t N,
+                                           flexsn_stream stream, int64_t N,
                                            void *const *buffers) {
-  CUcontext context;
+  flexsn_cu_context context;
   flexsn_status status;
   int i, k, any = 0;
   for (i = 0; i < desc->num_buffers; ++i)
@@ -713,17 +732,17 @@ static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
     }
   }
   for (i = 0, k = 0; i < desc->num_buffers; ++i) {
-    CUdeviceptr dst = (CUdeviceptr)(uintptr_t)buffers[i], src;
+    flexsn_cu_deviceptr dst = (flexsn_cu_deviceptr)(uintptr_t)buffers[i], src;
     size_t bytes = (size_t)(N * element_size_of(desc, i));
-    CUresult r;
+    flexsn_cu_result r;
     if (desc->kinds[i] != FLEXSN_FINAL_STATE)
       continue;
-    src = (CUdeviceptr)(uintptr_t)buffers[initial_state(desc, k++)];
+    src = (flexsn_cu_deviceptr)(uintptr_t)buffers[initial_state(desc, k++)];
     if (!dst || src == dst) /* absent, or in-place: nothing to do */
       continue;
     r = src ? g_drv.memcpy_dtod_async(dst, src, bytes, stream)
             : g_drv.memset_d8_async(dst, 0, bytes, stream);
-    if (r != CUDA_SUCCESS)
+    if (r != FLEXSN_CUDA_SUCCESS)
       return fail(r, FLEXSN_ERROR_CUDA);
   }
   return FLEXSN_SUCCESS;
@@ -732,12 +751,13 @@ static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
 /* Validates and zeroes every gradient that the kernel accumulates with
    atomics: scalar ones (one float) and per-channel ones (C floats). */
 static flexsn_status zero_param_gradients(const flexsn_kernel_desc *desc,
-                                          CUcontext context, CUstream stream,
-                                          int64_t C, void *const *buffers) {
+                                          flexsn_cu_context context,
+                                          flexsn_stream stream, int64_t C,
+                                          void *const *buffers) {
   int i;
   for (i = 0; i < desc->num_buffers; ++i) {
     flexsn_status status;
-    CUresult r;
+    flexsn_cu_result r;
     int64_t bytes;
     if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT)
       bytes = 4;
@@ -748,9 +768,9 @@ static flexsn_status zero_param_gradients(const flexsn_kernel_desc *desc,
     status = check_buffer(context, buffers[i], bytes, 1);
     if (status != FLEXSN_SUCCESS)
       return blame(i, status);
-    r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0,
+    r = g_drv.memset_d8_async((flexsn_cu_deviceptr)(uintptr_t)buffers[i], 0,
                               (size_t)bytes, stream);
-    if (r != CUDA_SUCCESS)
+    if (r != FLEXSN_CUDA_SUCCESS)
       return fail(r, FLEXSN_ERROR_CUDA);
   }
   return FLEXSN_SUCCESS;
@@ -759,49 +779,50 @@ static flexsn_status zero_param_gradients(const flexsn_kernel_desc *desc,
 /* T == 0: validates and zeroes every per-neuron parameter gradient (the
    kernel, which would write them, does not run). */
 static flexsn_status zero_per_neuron_gradients(const flexsn_kernel_desc *desc,
-                                               CUcontext context,
-                                               CUstream stream, int64_t N,
+                                               flexsn_cu_context context,
+                                               flexsn_stream stream, int64_t N,
                                                void *const *buffers) {
   int i;
   for (i = 0; i < desc->num_buffers; ++i) {
     flexsn_status status;
-    CUresult r;
+    flexsn_cu_result r;
     int64_t bytes = N * element_size_of(desc, i);
     if (desc->kinds[i] != FLEXSN_PER_NEURON_PARAM_GRADIENT)
       continue;
     status = check_buffer(context, buffers[i], bytes, 1);
     if (status != FLEXSN_SUCCESS)
       return blame(i, status);
-    r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0,
+    r = g_drv.memset_d8_async((flexsn_cu_deviceptr)(uintptr_t)buffers[i], 0,
                               (size_t)bytes, stream);
-    if (r != CUDA_SUCCESS)
+    if (r != FLEXSN_CUDA_SUCCESS)
       return fail(r, FLEXSN_ERROR_CUDA);
   }
   return FLEXSN_SUCCESS;
 }
 
 flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
-                            CUstream stream, int64_t T, int64_t N, int64_t ld,
-                            void *const *buffers, const void *const *scalars) {
+                            flexsn_stream stream, int64_t T, int64_t N,
+                            int64_t ld, void *const *buffers,
+                            const void *const *scalars) {
   return flexsn_launch_channels(image, desc, stream, T, N, ld, 0, 0, buffers,
                                 scalars);
 }
 
 flexsn_status flexsn_launch_channels(flexsn_image *image,
                                      const flexsn_kernel_desc *desc,
-                                     CUstream stream, int64_t T, int64_t N,
+                                     flexsn_stream stream, int64_t T, int64_t N,
                                      int64_t ld, int64_t C, int64_t S,
                                      void *const *buffers,
                                      const void *const *scalars) {
-  CUdeviceptr pointers[FLEXSN_MAX_KERNEL_ARGS];
+  flexsn_cu_deviceptr pointers[FLEXSN_MAX_KERNEL_ARGS];
   int64_t extents[FLEXSN_MAX_KERNEL_ARGS];
   void *params[FLEXSN_MAX_KERNEL_ARGS + 5];
   int64_t sizes[5], seq_bytes = 0, state_bytes = 0, per_block;
   int i, nb, vector, channels, num_sizes;
-  CUcontext context;
-  CUfunction function;
+  flexsn_cu_context context;
+  flexsn_cu_function function;
   flexsn_status status;
-  CUresult r;
+  flexsn_cu_result r;
 
   /* Everything that needs no driver comes first, so it also fails cleanly on
      machines without one. */
@@ -916,13 +937,13 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
   for (i = 0; i < nb; ++i) {
     if (desc->kinds[i] != FLEXSN_REDUCTION_SCRATCH)
       continue;
-    r = g_drv.memset_d8_async((CUdeviceptr)(uintptr_t)buffers[i], 0, 4,
+    r = g_drv.memset_d8_async((flexsn_cu_deviceptr)(uintptr_t)buffers[i], 0, 4,
                               stream);
-    if (r != CUDA_SUCCESS)
+    if (r != FLEXSN_CUDA_SUCCESS)
       return fail(r, FLEXSN_ERROR_CUDA);
   }
   for (i = 0; i < nb; ++i) {
-    pointers[i] = (CUdeviceptr)(uintptr_t)buffers[i];
+    pointers[i] = (flexsn_cu_deviceptr)(uintptr_t)buffers[i];
     params[i] = &pointers[i];
   }
   sizes[0] = T;
@@ -940,7 +961,7 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
   per_block = 256 * (int64_t)(vector ? desc->vector_width : 1);
   r = g_drv.launch_kernel(function, (unsigned int)((N - 1) / per_block + 1), 1,
                           1, 256, 1, 1, 0, stream, params, NULL);
-  if (r != CUDA_SUCCESS)
+  if (r != FLEXSN_CUDA_SUCCESS)
     return fail(r, FLEXSN_ERROR_LAUNCH);
   return FLEXSN_SUCCESS;
 }

@@ -37,7 +37,8 @@ void mlir::flexsn::registerAllTranslations() {
   registerModuleTranslation(
       "flexsn-to-header",
       "Write a C header: the embedded kernels and a typed launch function "
-      "per kernel (includes flexsn_runtime.h; link lib/Runtime)",
+      "per kernel (includes flexsn_runtime.h and needs the runtime library; "
+      "with --flexsn-header-single-file, holds the runtime itself)",
       translateToHeader);
   registerModuleTranslation(
       "flexsn-to-host-object",

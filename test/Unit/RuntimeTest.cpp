@@ -125,7 +125,7 @@ TEST(RuntimeTest, WellFormedCallReachesTheDriver) {
   EXPECT_EQ(call.launch(), first);
   // The stream is only looked at with the driver.
   EXPECT_EQ(flexsn_launch(&call.image, &call.desc,
-                          reinterpret_cast<CUstream>(0x1234), call.T, call.N,
+                          reinterpret_cast<flexsn_stream>(0x1234), call.T, call.N,
                           call.ld, call.buffers, call.scalars),
             first);
 }
@@ -381,7 +381,7 @@ TEST(RuntimeTest, EmptyProblemsNeedNoDriver) {
     call.T = 0;
     call.buffers[3] = nullptr;
     EXPECT_EQ(flexsn_launch(&call.image, &call.desc,
-                            reinterpret_cast<CUstream>(0xdead0), 0, 1000, 0,
+                            reinterpret_cast<flexsn_stream>(0xdead0), 0, 1000, 0,
                             call.buffers, call.scalars),
               FLEXSN_SUCCESS);
   }

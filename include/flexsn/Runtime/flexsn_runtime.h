@@ -7,7 +7,8 @@
  * The C runtime behind the generated host stubs (docs/ABI.md).
  * It depends only on the CUDA driver API, which it loads at run time with
  * dlopen("libcuda.so.1"): a program linking the runtime starts, and argument
- * validation works, on a machine without a GPU or driver. It needs a CUDA
+ * validation works, on a machine without a GPU or driver. Neither this
+ * header nor the runtime needs cuda.h. It needs a CUDA
  * 12.0 or newer driver (for cuCtxGetId).
  *
  * Every function is thread-safe. No function allocates device memory, exits,
@@ -23,20 +24,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* cuda.h has anonymous unions, which -pedantic C99 rejects; only the driver
-   types are used from it. */
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpedantic"
-#endif
-#include <cuda.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The CUDA driver's stream handle: cuda.h's CUstream is the same type (same
+   struct tag), so a program passes its CUstream as is. This header needs no
+   cuda.h, before or after it. */
+typedef struct CUstream_st *flexsn_stream;
 
 /* The index (in the kernel's buffer order) of the buffer that the last
    failed flexsn_launch on this thread was about: a required one that was
@@ -184,8 +179,9 @@ typedef struct flexsn_kernel_desc {
    the first time) and launches: MODULE_LOAD, KERNEL_NOT_FOUND, LAUNCH or CUDA
    on failure. */
 flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
-                            CUstream stream, int64_t T, int64_t N, int64_t ld,
-                            void *const *buffers, const void *const *scalars);
+                            flexsn_stream stream, int64_t T, int64_t N,
+                            int64_t ld, void *const *buffers,
+                            const void *const *scalars);
 
 /* flexsn_launch for kernels with per-channel buffers: the N neurons are
    [B, C, S] (batch, C channels, S neurons per channel and sample, e.g.
@@ -199,7 +195,7 @@ flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
    alignment; their gradient is summed with atomics, in no fixed order. */
 flexsn_status flexsn_launch_channels(flexsn_image *image,
                                      const flexsn_kernel_desc *desc,
-                                     CUstream stream, int64_t T, int64_t N,
+                                     flexsn_stream stream, int64_t T, int64_t N,
                                      int64_t ld, int64_t C, int64_t S,
                                      void *const *buffers,
                                      const void *const *scalars);

@@ -8,7 +8,7 @@
 // The host stubs' own arguments and locals
 //===----------------------------------------------------------------------===//
 
-// A stub is flexsn_<kernel>(CUstream stream, int64_t T, int64_t N,
+// A stub is flexsn_<kernel>(flexsn_stream stream, int64_t T, int64_t N,
 // int64_t ld, ...): a parameter named T would be a second T.
 // expected-error@+1 {{custom op 'flexsn.neuron' parameter name 'T' is an argument or local variable of the generated host stubs}}
 flexsn.neuron @param_T inputs(%x: f32) outputs(s) params(%T: f32 = 1.0 runtime) {

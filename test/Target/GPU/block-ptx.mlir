@@ -19,7 +19,7 @@
 // CHECK:         st.global.v4.b32
 // CHECK-LABEL: .visible .entry bn_lif_inference_f32_scalar(
 
-// HEADER:      static inline flexsn_status flexsn_bn_lif_inference_f32(CUstream stream, int64_t T, int64_t N, int64_t ld, int64_t C, int64_t S,
+// HEADER:      static inline flexsn_status flexsn_bn_lif_inference_f32(flexsn_stream stream, int64_t T, int64_t N, int64_t ld, int64_t C, int64_t S,
 // HEADER-NEXT:     const float *x,
 // HEADER-NEXT:     const float *v_init,
 // HEADER-NEXT:     float *y,

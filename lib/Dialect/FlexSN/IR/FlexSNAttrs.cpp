@@ -243,10 +243,11 @@ void mlir::flexsn::printSurrogateParam(AsmPrinter &printer,
 //===----------------------------------------------------------------------===//
 
 /// Whether `name` is an object-like macro a host stub would see: one of the
-/// headers it includes (stddef.h, stdint.h, cuda.h and the stdlib.h that
-/// cuda.h includes, with glibc's additions in GNU modes), GCC's and Clang's
-/// predefined ones, or the C library's that a caller may include first
-/// (errno.h, complex.h, stdnoreturn.h, math.h).
+/// headers it includes (stddef.h, stdint.h) or that a program calling it
+/// includes too (cuda.h and the stdlib.h that cuda.h includes, with glibc's
+/// additions in GNU modes), GCC's and Clang's predefined ones, or the C
+/// library's that a caller may include first (errno.h, complex.h,
+/// stdnoreturn.h, math.h).
 static bool isHeaderMacro(StringRef name) {
   static const llvm::StringSet<> macros = {
       "NULL",       "EXIT_FAILURE",    "EXIT_SUCCESS",  "RAND_MAX",
@@ -326,7 +327,7 @@ std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
     return std::string("is reserved for the names FlexSN's headers define "
                        "(flexsn_*, FLEXSN_*)");
   // Types the stubs name after their arguments (a parameter of the type's
-  // name would hide it).
+  // name would hide it); CUstream is what their callers pass.
   static const llvm::StringSet<> stubTypes = {
       "CUstream",      "size_t",         "ptrdiff_t",      "max_align_t",
       "intptr_t",      "uintptr_t",      "intmax_t",       "uintmax_t",
