@@ -14,6 +14,10 @@
 # limit:
 #   1. env          GPU, driver, python / torch versions
 #   2. smoke        the runtime's device smoke test (bundle/device_smoke), if built
+#   2b. examples    examples/consumer's CPU and GPU programs (bundle/examples:
+#                   CMake against the installed package, and the single-file
+#                   header with plain gcc), each checking LIF against its
+#                   formula
 #   3. check        python/tests/kernel_checks.py (full): every inference /
 #                   final-state kernel vs PyTorch and the CPU kernels, absent
 #                   buffers, strides, misalignment, bad arguments
@@ -111,6 +115,12 @@ run_step env 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total
 # 2. The runtime's device smoke test.
 if [ -x "$BUNDLE/device_smoke" ]; then
   run_step smoke "$(min 45 $(($(left) - BENCH_RESERVE - 200)))" "$BUNDLE/device_smoke"
+fi
+
+# 2b. examples/consumer's programs, built as users build them: each checks
+# LIF against its formula (the GPU ones on this GPU).
+if [ -d "$BUNDLE/examples" ]; then
+  run_step examples 60 bash -c "set -e; for p in consumer consumer_gpu lif_gpu; do echo \"== \$p\"; \"$BUNDLE/examples/\$p\"; done"
 fi
 
 # 3. Full correctness check of the inference / final-state kernels.
@@ -217,7 +227,7 @@ def add(name, ok, what):
         bad = True
     lines.append("%-10s %-7s %4ds  %s" % (name, state, secs, what))
 
-for name in ("env", "smoke", "check", "train", "channels", "channelmem",
+for name in ("env", "smoke", "examples", "check", "train", "channels", "channelmem",
              "bits", "bitsmem", "bitsinit", "memcheck", "trainmem", "racecheck", "initcheck", "trainrace",
              "trainsync", "pytest", "bench"):
     if name not in steps:
@@ -233,6 +243,13 @@ for name in ("env", "smoke", "check", "train", "channels", "channelmem",
         fails = len(re.findall(r"^FAIL", text, re.M))
         add(name, rc == "0", "rc %s%s; %s" % (rc, " (timed out)" if timed_out else "",
                                              (text.strip().splitlines() or ["no output"])[-1][:90]))
+        continue
+    if name == "examples":
+        runs = re.findall(r"^(?:CPU|GPU): (\d+) spikes, (\d+) wrong$", text, re.M)
+        ok = rc == "0" and len(runs) == 3 and all(
+            int(n) > 0 and w == "0" for n, w in runs)
+        add(name, ok, "%d of 3 programs checked LIF with 0 wrong" % sum(
+            int(n) > 0 and w == "0" for n, w in runs))
         continue
     if name in ("channels", "channelmem", "bits", "bitsmem", "bitsinit"):
         summ = last(r"^\d+ of \d+ passed.*$", text) or "no summary"

@@ -33,6 +33,8 @@
 #                   utils/device_run.sh puts DIR/lib on LD_LIBRARY_PATH;
 #   device_smoke    test/Runtime/device_smoke.c linked against the libcuda
 #                   stub;
+#   examples/       examples/consumer's programs (utils/build_examples.sh),
+#                   with their runtime in lib/;
 #   bundle.json     the commit, the toolkit, the number of cache entries.
 #
 # Carry DIR; utils/device_run.sh is the command to run there.
@@ -143,11 +145,18 @@ mkdir -p "$DIR/lib"
 cp -L /usr/lib/llvm-22/lib/libomp.so.5 "$DIR/lib/"
 if [ -f test/Runtime/device_smoke.c ]; then
   log "compiling device_smoke"
-  gcc -std=c99 -O2 -I"$CUDA_TOOLKIT/include" -Iinclude \
+  gcc -std=c99 -O2 -I"$CUDA_TOOLKIT/include" -Iinclude -Iinclude/flexsn/Runtime \
     test/Runtime/device_smoke.c lib/Runtime/flexsn_runtime.c \
     -o "$DIR/device_smoke" -L"$CUDA_TOOLKIT/lib64/stubs" -lcuda -ldl \
     -lpthread || log "device_smoke did not build (skipped)"
 fi
+
+# examples/consumer's programs, built as a user builds them: against an
+# installed FlexSN with CMake (consumer, consumer_gpu; the runtime they link
+# is the copy in DIR/lib, on LD_LIBRARY_PATH there), and from the
+# single-file header with plain gcc (lif_gpu).
+log "building examples/consumer"
+bash utils/build_examples.sh "$DIR/examples" "$DIR/lib"
 
 # --- 3. bundle.json ----------------------------------------------------------
 "$PY" - "$DIR" "$ROOT" "$CUDA_TOOLKIT" <<'EOF'

@@ -22,6 +22,8 @@
 
 #include "flexsn/Runtime/flexsn_runtime.h"
 
+#include <cuda.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
