@@ -15,7 +15,7 @@ from .compiler import (ALL_VARIANTS, SPIKE_STORAGES, STORAGE_TYPES,
                        CacheError, CompiledKernels, CompiledNeuron, cache_dir,
                        compile, compile_kernels, shipped_neurons)
 
-__version__ = "0.1.0"
+from ._dialect import VERSION as __version__  # CMake's project version
 
 __all__ = [
     "ALL_VARIANTS", "STORAGE_TYPES", "CacheError", "CompileError",

@@ -8,6 +8,9 @@ when it differs from what the compiler declares.
 import collections
 import math
 
+#: FlexSN's version, the tools' (`flexsn-compile --version`).
+VERSION = "0.1.0"
+
 KERNEL_VARIANTS = ("inference", "final-state", "forward", "backward")
 STORAGE_TYPES = ("f32", "f16", "bf16")
 SPIKE_STORAGES = ("dense", "u8", "bits")

@@ -1,11 +1,13 @@
 """Finding and running the FlexSN tools (flexsn-compile, flexsn-opt,
 flexsn-translate).
 
-Search order for the tools: $FLEXSN_TOOLS_DIR, the build tree next to this
-package (`build/bin`), an install prefix (`<prefix>/bin` when the package is
-installed under `<prefix>/lib/python3/...`), then PATH. The neuron library
-is found the same way ($FLEXSN_NEURONS_DIR, `lib/Neurons`,
-`<prefix>/share/flexsn/neurons`).
+Search order for the tools: $FLEXSN_TOOLS_DIR, the tools bundled in the
+package by the wheel (`flexsn/_bundled/bin`, utils/build_wheel.sh), the
+build tree next to this package (`build/bin`), an install prefix
+(`<prefix>/bin` when the package is installed under
+`<prefix>/lib/python3/...`), then PATH. The neuron library and the runtime
+are found the same way ($FLEXSN_NEURONS_DIR, `lib/Neurons`,
+`<prefix>/share/flexsn/neurons`; $FLEXSN_RUNTIME_LIB, `<prefix>/lib`).
 """
 
 import functools
@@ -22,6 +24,9 @@ _TOOLS = ("flexsn-compile",)
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 SOURCE_ROOT = PACKAGE_DIR.parent.parent  # python/flexsn -> the repository
+#: The wheel's own prefix: bin/ (the tools, linked statically), lib/ (the
+#: runtime, LLVM's OpenMP runtime), share/flexsn/neurons.
+BUNDLED = PACKAGE_DIR / "_bundled"
 
 
 class CompileError(RuntimeError):
@@ -48,7 +53,7 @@ class ToolNotFoundError(CompileError):
 
 
 def _prefix_candidates(*parts: str) -> List[pathlib.Path]:
-    candidates = []
+    candidates = [BUNDLED / pathlib.Path(*parts)]
     build = os.environ.get("FLEXSN_BUILD_DIR", "build")
     candidates.append(SOURCE_ROOT / build / pathlib.Path(*parts))
     # Installed: <prefix>/lib/python3*/site-packages/flexsn -> <prefix>.
@@ -105,10 +110,13 @@ def find_runtime_library() -> Optional[pathlib.Path]:
     override = os.environ.get("FLEXSN_RUNTIME_LIB")
     if override:
         return pathlib.Path(override)
-    for path in (_prefix_candidates("lib", "Runtime", "libflexsn_runtime.so")
-                 + _prefix_candidates("lib", "libflexsn_runtime.so")):
-        if path.is_file():
-            return path
+    # Per prefix (the wheel's first): a build tree's lib/Runtime, then lib.
+    for pair in zip(_prefix_candidates("lib", "Runtime",
+                                       "libflexsn_runtime.so"),
+                    _prefix_candidates("lib", "libflexsn_runtime.so")):
+        for path in pair:
+            if path.is_file():
+                return path
     return None
 
 
@@ -134,6 +142,14 @@ def run(argv: Sequence, what: str = "", cwd=None) -> str:
             what or f"{pathlib.Path(argv[0]).name} failed "
             f"(exit {result.returncode})", diagnostics, argv)
     return result.stdout.decode(errors="replace")
+
+
+def bundled_openmp_library() -> Optional[pathlib.Path]:
+    """The OpenMP runtime the wheel ships for CPU kernels, which the
+    bundled flexsn-compile links them with (the path it was built with
+    names the build machine's LLVM); None outside a wheel."""
+    path = BUNDLED / "lib" / "libomp.so.5"
+    return path if path.is_file() else None
 
 
 def c_compiler() -> str:

@@ -538,6 +538,9 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
     source.write_text(text)
     argv = [_tools.find_tool("flexsn-compile"), source, "-o", work,
             "--cc=" + _tools.c_compiler()]
+    openmp = _tools.bundled_openmp_library()
+    if openmp is not None:
+        argv.append(f"--openmp-library={openmp}")
     if options.get("kernels"):
         # Kernel functions as written, training pairs completed, and blocks
         # fused into inference kernels.

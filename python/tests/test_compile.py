@@ -220,3 +220,45 @@ def test_size_formulas_are_evaluated_safely():
     for hostile in ("__import__('os')", "T ** 2", "open('x')", "N / 3"):
         with pytest.raises(flexsn.ManifestError):
             evaluate_size(hostile, T=2, N=2, ld=2)
+
+
+def test_a_wheel_uses_its_bundled_tools(cache, tmp_path, monkeypatch):
+    """The wheel's flexsn/_bundled prefix (utils/build_wheel.sh) comes
+    before the build tree: its tools and runtime are found there, and its
+    OpenMP runtime is passed to flexsn-compile (the bundled tool was built
+    elsewhere, so its own default path would not exist)."""
+    monkeypatch.delenv("FLEXSN_TOOLS_DIR", raising=False)
+    monkeypatch.delenv("FLEXSN_RUNTIME_LIB", raising=False)
+    bundled = tmp_path / "_bundled"
+    monkeypatch.setattr(_tools, "BUNDLED", bundled)
+    assert _tools.bundled_openmp_library() is None
+    build_tool = _tools.find_tool("flexsn-compile")
+    assert bundled not in build_tool.parents
+
+    (bundled / "bin").mkdir(parents=True)
+    (bundled / "lib").mkdir()
+    # The bundled flexsn-compile: the build's, behind a script recording
+    # its arguments.
+    log = tmp_path / "argv.txt"
+    tool = bundled / "bin" / "flexsn-compile"
+    tool.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {build_tool} "$@"\n')
+    tool.chmod(0o755)
+    runtime = bundled / "lib" / "libflexsn_runtime.so"
+    runtime.write_bytes(b"")
+    openmp = bundled / "lib" / "libomp.so.5"
+    openmp.symlink_to(pathlib.Path(os.environ.get(
+        "FLEXSN_OPENMP_LIBRARY", "/usr/lib/llvm-22/lib/libomp.so.5")).resolve())
+    assert _tools.find_tool("flexsn-compile") == tool
+    assert _tools.find_runtime_library() == runtime
+    assert _tools.bundled_openmp_library() == openmp
+
+    compiled = flexsn.compile(LEAK, targets=("cpu",), variants=("inference",))
+    assert f"--openmp-library={openmp}" in log.read_text()
+    assert compiled.cpu_library is not None
+
+
+def test_version_is_the_tools():
+    """One version: CMake's project(), printed by the tools' --version and
+    generated into the package (_dialect.VERSION)."""
+    out = _tools.run([_tools.find_tool("flexsn-compile"), "--version"])
+    assert f"(FlexSN {flexsn.__version__})" in out

@@ -270,6 +270,10 @@ import collections
 import math
 
 )py";
+  // The version has one source, CMake's project(); the tools' --version
+  // prints it too.
+  os << "#: FlexSN's version, the tools' (`flexsn-compile --version`).\n"
+     << "VERSION = " << pyString(FLEXSN_VERSION) << "\n\n";
   printEnum<KernelVariant>(os, "KERNEL_VARIANTS",
                            getMaxEnumValForKernelVariant(),
                            stringifyKernelVariant);
