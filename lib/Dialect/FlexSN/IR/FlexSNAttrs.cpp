@@ -166,10 +166,22 @@ Attribute FlexSNDialect::parseAttribute(DialectAsmParser &parser,
   SMLoc loc = parser.getCurrentLocation();
   StringRef mnemonic;
   Attribute attr;
-  OptionalParseResult result =
-      generatedAttributeParser(parser, &mnemonic, type, attr);
+  // MLIR parses a dialect attribute's body in place, so a mnemonic without
+  // `<...>` has its optional `<` check lex the token after the attribute: a
+  // lexer error there (`#flexsn.sigmoid@`) is reported, yet the parse would
+  // go on and succeed. Any error reported while parsing fails the attribute.
+  bool reportedError = false;
+  OptionalParseResult result = [&] {
+    ScopedDiagnosticHandler seeErrors(
+        parser.getContext(), [&](Diagnostic &diagnostic) {
+          if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+            reportedError = true;
+          return failure(); // still reported by the enclosing handler
+        });
+    return generatedAttributeParser(parser, &mnemonic, type, attr);
+  }();
   if (result.has_value())
-    return succeeded(*result) ? attr : Attribute();
+    return succeeded(*result) && !reportedError ? attr : Attribute();
   static const SmallVector<StringRef> surrogates = surrogateMnemonics<
 #define GET_ATTRDEF_LIST
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.cpp.inc"
