@@ -92,6 +92,9 @@ tools = [
     "flexsn-lsp-server",
     "flexsn-opt",
     "flexsn-translate",
+    # The multi-call binary (tools/flexsn); not plain `flexsn`, which RUN
+    # lines hold as a word (`flexsn.cpu_kernels`).
+    ToolSubst("%flexsn_multicall", os.path.join(config.flexsn_tools_dir, "flexsn")),
     ToolSubst("%flexsn_unittests", os.path.join(config.flexsn_obj_root, "test", "Unit", "FlexSNUnitTests")),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

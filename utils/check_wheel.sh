@@ -8,12 +8,29 @@
 # the CPU (and CUDA, where there is a GPU) against the formula. Prints the
 # wheel's size, the import time and the first compile's time.
 #
-#   bash utils/check_wheel.sh [dist/flexsn-*.whl]
+# With --suite OUT (on the GPU machine), the installed package then trains
+# the digits model (python3 -m bench device-torch) and runs the CUDA tests
+# (pytest -m cuda with FLEXSN_TEST_INSTALLED=1, so that they import the
+# venv's flexsn, not python/), logs under OUT. The tests compile into a
+# cache of their own, or into $FLEXSN_CACHE_DIR when set (a run cut short
+# by a time limit then goes on where it stopped); --skip-smoke and
+# --skip-digits leave those steps out.
+#
+#   bash utils/check_wheel.sh [dist/flexsn-*.whl] [--suite OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PY=${PYTHON:-/usr/bin/python3}
-wheel=${1:-$(ls -t dist/flexsn-*.whl | head -n 1)}
+wheel="" suite="" smoke=1 digits=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --suite) suite=$(mkdir -p "$2" && cd "$2" && pwd); shift 2 ;;
+    --skip-smoke) smoke=0; shift ;;
+    --skip-digits) digits=0; shift ;;
+    *) wheel=$1; shift ;;
+  esac
+done
+wheel=${wheel:-$(ls -t dist/flexsn-*.whl | head -n 1)}
 wheel=$(cd "$(dirname "$wheel")" && pwd)/$(basename "$wheel")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -32,5 +49,31 @@ PYEOF
 echo "wheel: $(basename "$wheel"), $(du -m "$wheel" | cut -f1) MiB"
 cp utils/wheel_smoke.py "$work/"
 cd "$work"
-env -i PATH=/usr/bin:/bin HOME="$work/home" \
-  "$work/venv/bin/python" wheel_smoke.py "$ROOT"
+if [ $smoke = 1 ]; then
+  env -i PATH=/usr/bin:/bin HOME="$work/home" \
+    "$work/venv/bin/python" wheel_smoke.py "$ROOT"
+fi
+[ -n "$suite" ] || exit 0
+
+# The suite, from the checkout (bench/ and python/tests/) with the venv's
+# flexsn. CUDA_HOME: ptxas for the GPU kernels it compiles.
+cd "$ROOT"
+# in_venv SECONDS ARGS...: the venv's python, with a time limit.
+in_venv() {
+  local limit=$1
+  shift
+  timeout "$limit" env -i PATH=/usr/bin:/bin HOME="$work/home" \
+    FLEXSN_TEST_INSTALLED=1 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}" \
+    ${FLEXSN_CACHE_DIR:+FLEXSN_CACHE_DIR="$FLEXSN_CACHE_DIR"} \
+    "$work/venv/bin/python" "$@"
+}
+status=0
+if [ $digits = 1 ]; then
+  in_venv 280 -m bench device-torch --out "$suite/digits" \
+    > "$suite/digits.log" 2>&1 || status=1
+  tail -n 8 "$suite/digits.log"
+fi
+in_venv "${FLEXSN_SUITE_PYTEST_LIMIT:-280}" -m pytest -q -p no:cacheprovider \
+  -m cuda python/tests > "$suite/pytest.log" 2>&1 || status=1
+tail -n 3 "$suite/pytest.log"
+exit $status

@@ -2,6 +2,7 @@
 flexsn must come from the venv, find its bundled tools, runtime and
 neurons, compile into ~/.cache/flexsn, and compute what the formula says."""
 import pathlib
+import subprocess
 import sys
 import time
 
@@ -15,8 +16,8 @@ from flexsn.torch import FlexSN, LIFNode  # noqa: E402
 
 package = pathlib.Path(flexsn.__file__).resolve().parent
 assert repository not in package.parents, f"flexsn from {package}"
-tool = _tools.find_tool("flexsn-compile")
-assert tool.parent == package / "_bundled" / "bin", tool
+multicall = package / "_bundled" / "bin" / "flexsn"
+assert _tools.tool_command("flexsn-compile") == [str(multicall), "compile"]
 assert _tools.find_runtime_library().parent == package / "_bundled" / "lib"
 assert flexsn.cache_dir() == pathlib.Path.home() / ".cache" / "flexsn"
 print(f"flexsn {flexsn.__version__} from {package}; import {import_s:.2f} s")
@@ -62,6 +63,17 @@ for device in devices:
         xg = x.to(device).detach().requires_grad_()  # a leaf on each device
         module(xg).sum().backward()
         assert torch.isfinite(xg.grad).all() and xg.grad.abs().sum() > 0
+# The console scripts run the bundled binary as the tool they are named.
+scripts = pathlib.Path(sys.executable).parent
+version = subprocess.run([scripts / "flexsn-opt", "--version"],
+                         capture_output=True, text=True, check=True).stdout
+assert version.startswith(f"flexsn-opt (FlexSN {flexsn.__version__})"), version
+lowered = subprocess.run(
+    [scripts / "flexsn-opt", package / "_bundled" / "share" / "flexsn" /
+     "neurons" / "lif.mlir", "--flexsn-lower-to-cpu=variants=inference"],
+    capture_output=True, text=True, check=True).stdout
+assert "_mlir_ciface_lif_inference_f32" in lowered
+print("console scripts: flexsn-opt runs the bundled binary")
 entries = list((pathlib.Path.home() / ".cache" / "flexsn").iterdir())
 print(f"cache: {len(entries)} entries in ~/.cache/flexsn")
 print("wheel smoke test passed")

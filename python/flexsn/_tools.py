@@ -5,7 +5,9 @@ Search order for the tools: $FLEXSN_TOOLS_DIR, the tools bundled in the
 package by the wheel (`flexsn/_bundled/bin`, utils/build_wheel.sh), the
 build tree next to this package (`build/bin`), an install prefix
 (`<prefix>/bin` when the package is installed under
-`<prefix>/lib/python3/...`), then PATH. The neuron library and the runtime
+`<prefix>/lib/python3/...`), then PATH. In each directory a tool is its own
+executable or, failing that, the multi-call `flexsn` (`flexsn <tool>`, the
+one binary the wheel bundles: tools/flexsn). The neuron library and the runtime
 are found the same way ($FLEXSN_NEURONS_DIR, `lib/Neurons`,
 `<prefix>/share/flexsn/neurons`; $FLEXSN_RUNTIME_LIB, `<prefix>/lib`).
 """
@@ -17,10 +19,14 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 from typing import List, Optional, Sequence
 
 #: The tools the Python layer runs: one flexsn-compile run per compile.
 _TOOLS = ("flexsn-compile",)
+#: The multi-call binary: `flexsn <tool>` runs flexsn-<tool>, and so does a
+#: link to it named flexsn-<tool>.
+MULTICALL = "flexsn"
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 SOURCE_ROOT = PACKAGE_DIR.parent.parent  # python/flexsn -> the repository
@@ -64,23 +70,57 @@ def _prefix_candidates(*parts: str) -> List[pathlib.Path]:
     return candidates
 
 
-def find_tool(name: str) -> pathlib.Path:
+def _executable(path: pathlib.Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _command_in(directory: pathlib.Path, name: str) -> Optional[List[str]]:
+    """How `directory` runs tool `name`: its own executable, else the
+    multi-call binary's `flexsn <tool>`; None if it holds neither."""
+    if _executable(directory / name):
+        return [str(directory / name)]
+    if _executable(directory / MULTICALL):
+        return [str(directory / MULTICALL), name[len("flexsn-"):]]
+    return None
+
+
+def tool_command(name: str) -> List[str]:
+    """The argv prefix that runs tool `name` (flexsn-compile, flexsn-opt,
+    flexsn-translate), found in the order the module says."""
     override = os.environ.get("FLEXSN_TOOLS_DIR")
     if override:
-        path = pathlib.Path(override) / name
-        if path.is_file():
-            return path
+        command = _command_in(pathlib.Path(override), name)
+        if command:
+            return command
         raise ToolNotFoundError(
             f"{name} not found in $FLEXSN_TOOLS_DIR ({override})")
-    for path in _prefix_candidates("bin", name):
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
+    for directory in _prefix_candidates("bin"):
+        command = _command_in(directory, name)
+        if command:
+            return command
     found = shutil.which(name)
     if found:
-        return pathlib.Path(found)
+        return [found]
     raise ToolNotFoundError(
         f"{name} not found: build FlexSN (bash utils/setup.sh build), or set "
         f"$FLEXSN_TOOLS_DIR to the directory holding it")
+
+
+def find_tool(name: str) -> pathlib.Path:
+    """The executable file behind tool `name`: its own, or the multi-call
+    binary that runs it (tool_command says how to call it)."""
+    return pathlib.Path(tool_command(name)[0])
+
+
+def console_main() -> None:
+    """The wheel's console scripts (flexsn, flexsn-compile, flexsn-opt,
+    flexsn-translate): the bundled multi-call binary, run under the
+    script's name so that it runs that tool."""
+    binary = BUNDLED / "bin" / MULTICALL
+    if not _executable(binary):
+        sys.exit(f"{binary} is missing: reinstall the flexsn wheel")
+    name = pathlib.Path(sys.argv[0]).name
+    os.execv(binary, [name] + sys.argv[1:])
 
 
 def tools_available() -> bool:
@@ -121,14 +161,42 @@ def find_runtime_library() -> Optional[pathlib.Path]:
 
 
 @functools.lru_cache(maxsize=None)
-def toolchain_id() -> str:
+def toolchain_id(memo_dir: Optional[pathlib.Path] = None) -> str:
     """Identifies the tools: a compile with other tools is another cache
-    entry. The tools link libMLIR dynamically, so its version is part of it."""
+    entry. It hashes their bytes and --version (which names the LLVM and
+    MLIR they link); a statically linked binary is 180 MB, a third of a
+    second to hash, so each process reads the id from `memo_dir` when the
+    files' path, size, inode and modification time are as they were when it
+    was written (a rebuilt or reinstalled tool changes them)."""
+    files = [find_tool(name).resolve() for name in _TOOLS]
+    stamps = [(str(f), s.st_size, s.st_ino, s.st_mtime_ns)
+              for f, s in ((f, f.stat()) for f in files)]
+    memo = None
+    if memo_dir is not None:
+        memo = memo_dir / ("toolchain-" + hashlib.sha256(
+            repr(stamps).encode()).hexdigest()[:24])
+        try:
+            known = memo.read_text()
+            if re.fullmatch(r"[0-9a-f]{16}", known):
+                return known
+        except OSError:
+            pass
     digest = hashlib.sha256()
-    for name in _TOOLS:
-        digest.update(find_tool(name).read_bytes())
-    digest.update(run([find_tool("flexsn-compile"), "--version"]).encode())
-    return digest.hexdigest()[:16]
+    for f in files:
+        digest.update(f.read_bytes())
+    digest.update(run(tool_command("flexsn-compile") + ["--version"]
+                      ).encode())
+    toolchain = digest.hexdigest()[:16]
+    if memo is not None:
+        try:
+            memo_dir.mkdir(parents=True, exist_ok=True)
+            # Written whole, then renamed: a reader sees all of it or none.
+            partial = memo.with_name(f"{memo.name}.{os.getpid()}")
+            partial.write_text(toolchain)
+            os.replace(partial, memo)
+        except OSError:
+            pass  # a read-only cache: hash again next time
+    return toolchain
 
 
 def run(argv: Sequence, what: str = "", cwd=None) -> str:

@@ -319,7 +319,7 @@ def _cached(text: str, filename: str, options: dict, load):
 
     entry_root = cache_dir() / key
     if _tools.tools_available():
-        entry = entry_root / _tools.toolchain_id()
+        entry = entry_root / _tools.toolchain_id(cache_dir() / "toolchains")
         if entry.exists():
             damage = _damage(entry)
             if damage:
@@ -536,8 +536,8 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
     if not source.name.endswith(".mlir"):
         source = work / "neuron.mlir"
     source.write_text(text)
-    argv = [_tools.find_tool("flexsn-compile"), source, "-o", work,
-            "--cc=" + _tools.c_compiler()]
+    argv = _tools.tool_command("flexsn-compile") + [
+        source, "-o", work, "--cc=" + _tools.c_compiler()]
     openmp = _tools.bundled_openmp_library()
     if openmp is not None:
         argv.append(f"--openmp-library={openmp}")

@@ -1,5 +1,7 @@
-"""pytest setup: the package from this tree, a private compile cache, and
-the `cuda` marker (tests on CUDA tensors skip without a GPU)."""
+"""pytest setup: the package from this tree (or, with
+FLEXSN_TEST_INSTALLED=1, the installed one: utils/check_wheel.sh --suite),
+a private compile cache, and the `cuda` marker (tests on CUDA tensors skip
+without a GPU)."""
 
 import os
 import pathlib
@@ -7,7 +9,8 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # python/: the flexsn package
+if not os.environ.get("FLEXSN_TEST_INSTALLED"):
+    sys.path.insert(0, str(HERE.parent))  # python/: the flexsn package
 sys.path.insert(0, str(HERE))  # reference.py
 
 # A cache of the test session's own unless the caller chose one (the GPU
@@ -17,6 +20,14 @@ os.environ.setdefault("FLEXSN_CACHE_DIR",
 
 
 def pytest_configure(config):
+    if os.environ.get("FLEXSN_TEST_INSTALLED"):
+        import flexsn
+        package = pathlib.Path(flexsn.__file__).resolve().parent
+        if HERE.parent in package.parents or package.parent == HERE.parent:
+            raise RuntimeError(f"FLEXSN_TEST_INSTALLED: flexsn comes from "
+                               f"this tree ({package}), not an install")
+        print(f"testing the installed flexsn {flexsn.__version__} "
+              f"({package})")
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU")
 
 

@@ -18,7 +18,7 @@ import torch
 import flexsn
 from flexsn._dialect import (BLOCK_CONNECTION_OPERANDS, BLOCK_CONNECTIONS,
                              BLOCK_PRES, BLOCK_READOUTS)
-from flexsn._tools import find_tool
+from flexsn._tools import tool_command
 from flexsn.torch import Affine, Block, LIFNode, ParametricLIFNode, Residual
 from flexsn.torch._block import BlockShape, block_declaration, block_module
 
@@ -438,7 +438,7 @@ def test_every_declaration_is_read_and_expanded(tmp_path):
     emitter's output checked by the parser)."""
     if not flexsn._tools.tools_available():
         pytest.skip("the FlexSN tools are not installed (a cache-only run)")
-    tool = find_tool("flexsn-opt")
+    tool = tool_command("flexsn-opt")
     neuron = LIFNode(step_mode="m")
     info = neuron.compiled.info
     declarations, names = [], {}
@@ -457,7 +457,7 @@ def test_every_declaration_is_read_and_expanded(tmp_path):
         declarations)
     path = tmp_path / "blocks.mlir"
     path.write_text(text)
-    done = subprocess.run([tool, str(path), "--flexsn-expand-blocks"],
+    done = subprocess.run([*tool, str(path), "--flexsn-expand-blocks"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "flexsn.block @" not in done.stdout

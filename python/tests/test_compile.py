@@ -257,6 +257,100 @@ def test_a_wheel_uses_its_bundled_tools(cache, tmp_path, monkeypatch):
     assert compiled.cpu_library is not None
 
 
+def test_the_multicall_binary_runs_the_tools(cache, tmp_path, monkeypatch):
+    """A directory holding only the multi-call `flexsn` (the wheel's one
+    binary) runs each tool as `flexsn <tool>`, and compiles with it."""
+    multicall = _tools.find_tool("flexsn-compile").parent / "flexsn"
+    if not multicall.is_file():
+        pytest.skip("no multi-call flexsn next to the tools")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "flexsn").symlink_to(multicall)
+    monkeypatch.setenv("FLEXSN_TOOLS_DIR", str(tools))
+    assert _tools.tool_command("flexsn-opt") == [str(tools / "flexsn"), "opt"]
+    assert _tools.find_tool("flexsn-compile") == tools / "flexsn"
+    calls = count_tool_runs(monkeypatch)
+    compiled = flexsn.compile(LEAK, targets=("cpu",), variants=("inference",))
+    assert compiled.cpu_library is not None
+    assert calls and all(c[:2] == [str(tools / "flexsn"), "compile"]
+                         for c in calls)
+    # A tool of its own comes before the multi-call binary.
+    (tools / "flexsn-opt").symlink_to(multicall.parent / "flexsn-opt")
+    assert _tools.tool_command("flexsn-opt") == [str(tools / "flexsn-opt")]
+    (tools / "flexsn").unlink()
+    with pytest.raises(_tools.ToolNotFoundError, match="flexsn-compile"):
+        _tools.tool_command("flexsn-compile")
+
+
+@pytest.mark.parametrize("script", ["flexsn-opt", "flexsn"])
+def test_console_scripts_run_the_bundled_binary(tmp_path, script):
+    """The wheel's console scripts exec the bundled multi-call binary
+    under their own name: flexsn-opt runs flexsn-opt, flexsn lists the
+    tools."""
+    multicall = _tools.find_tool("flexsn-compile").parent / "flexsn"
+    if not multicall.is_file():
+        pytest.skip("no multi-call flexsn next to the tools")
+    bundled = tmp_path / "_bundled"
+    (bundled / "bin").mkdir(parents=True)
+    (bundled / "bin" / "flexsn").symlink_to(multicall)
+    code = ("import pathlib, sys; from flexsn import _tools; "
+            f"_tools.BUNDLED = pathlib.Path({str(bundled)!r}); "
+            f"sys.argv[0] = {str(tmp_path / 'venv-bin' / script)!r}; "
+            "_tools.console_main()")
+    env = dict(os.environ, PYTHONPATH=str(_tools.PACKAGE_DIR.parent))
+
+    def run():
+        return subprocess.run([sys.executable, "-c", code, "--version"],
+                              capture_output=True, text=True, timeout=60,
+                              env=env)
+
+    done = run()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{script} (FlexSN {flexsn.__version__})")
+    # Without the binary: a message, not a loop through PATH.
+    (bundled / "bin" / "flexsn").unlink()
+    done = run()
+    assert done.returncode == 1
+    assert "reinstall the flexsn wheel" in done.stderr
+
+
+def test_the_toolchain_id_is_memoized_by_file_stamp(tmp_path, monkeypatch):
+    """The tools' id (a hash of their bytes and --version) is read back from
+    the memo while the tool file is unchanged, and worked out again when
+    it changes (a rebuilt tool: other bytes, size and time)."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    tool = tools / "flexsn-compile"
+    tool.write_text("#!/bin/sh\necho 'flexsn-compile (FlexSN 1)'\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("FLEXSN_TOOLS_DIR", str(tools))
+    memo = tmp_path / "memo"
+    hashed = []
+    real_run = _tools.run
+    monkeypatch.setattr(_tools, "run", lambda argv, *a, **k: (
+        hashed.append(argv), real_run(argv, *a, **k))[1])
+
+    def toolchain():
+        _tools.toolchain_id.cache_clear()
+        return _tools.toolchain_id(memo)
+
+    first = toolchain()
+    assert len(hashed) == 1 and len(list(memo.iterdir())) == 1
+    assert toolchain() == first and len(hashed) == 1
+    # The same id without a memo, from the bytes.
+    _tools.toolchain_id.cache_clear()
+    assert _tools.toolchain_id() == first and len(hashed) == 2
+    tool.write_text("#!/bin/sh\necho 'flexsn-compile (FlexSN 2)'\n")
+    second = toolchain()
+    assert second != first and len(hashed) == 3
+    assert toolchain() == second and len(hashed) == 3
+    # A damaged memo is not trusted.
+    for f in memo.iterdir():
+        f.write_text("not an id")
+    assert toolchain() == second and len(hashed) == 4
+    _tools.toolchain_id.cache_clear()
+
+
 def test_version_is_the_tools():
     """One version: CMake's project(), printed by the tools' --version and
     generated into the package (_dialect.VERSION)."""

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 import flexsn
 from flexsn import fx
-from flexsn._tools import find_tool
+from flexsn._tools import tool_command
 from flexsn import surrogate as sg
 from flexsn.fx import (ControlFlowError, Runtime, StepImportError, Trainable,
                        UnsupportedOpError, import_step, trace_step)
@@ -542,11 +542,11 @@ def test_every_text_round_trips_through_the_parser(key):
     and reads as written: the same header (names, types, defaults, kinds),
     the same ops in the same order, and a printed form it reads back
     unchanged."""
-    tool = str(find_tool("flexsn-opt"))
+    tool = tool_command("flexsn-opt")
     text = TEXTS[key][0]
 
     def opt(source):
-        done = subprocess.run([tool, "-"], input=source, capture_output=True,
+        done = subprocess.run([*tool, "-"], input=source, capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         return done.stdout

@@ -3,26 +3,10 @@
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
 //===----------------------------------------------------------------------===//
-//
-// mlir-translate with every upstream translation and FlexSN's own
-// (--flexsn-to-manifest today; cubin, fatbin and C header with the GPU path).
-//
-//===----------------------------------------------------------------------===//
 
-#include "flexsn/Target/HostObject.h"
 #include "flexsn/Tools/DeepStack.h"
-#include "flexsn/Tools/Registration.h"
-
-#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
-
-static int translateMain(int argc, char **argv) {
-  mlir::flexsn::configureTool("flexsn-translate",
-                              mlir::flexsn::printHostObjectTarget);
-  mlir::flexsn::registerAllTranslations();
-  return mlir::failed(
-      mlir::mlirTranslateMain(argc, argv, "FlexSN translation driver\n"));
-}
+#include "flexsn/Tools/ToolMains.h"
 
 int main(int argc, char **argv) {
-  return mlir::flexsn::runOnDeepStack(translateMain, argc, argv);
+  return mlir::flexsn::runOnDeepStack(mlir::flexsn::translateMain, argc, argv);
 }

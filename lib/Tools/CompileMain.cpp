@@ -1,0 +1,304 @@
+//===- CompileMain.cpp - A neuron to kernels in one run ------------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// What flexsn-opt and flexsn-translate do for one compile, in one process:
+// the source is parsed once, configured, and lowered for each target from
+// the same module, and every output is written into one directory:
+//
+//   configured.mlir, neuron.json   the configured neurons and their manifest
+//   cpu.json, kernels.so           with --cpu: the CPU kernels, linked by cc
+//   gpu.json, kernels.cubin        with --gpu (kernels.fatbin for several
+//                                  chips)
+//
+// Each tool process loads libMLIR and registers every dialect and pass; a
+// compile used to pay that, and parse its module again, in about ten
+// processes (docs/Python.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexsn/Target/GPUBinary.h"
+#include "flexsn/Target/HostObject.h"
+#include "flexsn/Target/Manifest.h"
+#include "flexsn/Tools/ParserHazards.h"
+#include "flexsn/Tools/Registration.h"
+#include "flexsn/Tools/ToolMains.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/thread.h"
+
+#include <optional>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+/// The options, registered when compileMain runs (ToolMains.h).
+struct CompileOptions {
+  cl::OptionCategory category{"flexsn-compile options"};
+  cl::opt<std::string> inputFilename{cl::Positional, cl::desc("<neuron file>"),
+                                     cl::init("-"), cl::cat(category)};
+  cl::opt<std::string> outputDir{"o", cl::desc("Directory of the outputs"),
+                                 cl::value_desc("directory"), cl::Required,
+                                 cl::cat(category)};
+  cl::opt<std::string> configure{
+      "configure",
+      cl::desc(
+          "Pass pipeline configuring the source before it is written "
+          "as configured.mlir (e.g. 'flexsn-set-params{kinds=tau=runtime}')"),
+      cl::cat(category)};
+  cl::opt<bool> neuronManifest{
+      "neuron-manifest",
+      cl::desc("Write neuron.json, the manifest of the configured neurons"),
+      cl::cat(category)};
+  cl::opt<std::string> cpuOptions{
+      "cpu",
+      cl::desc("Lower with flexsn-lower-to-cpu{<options>}: cpu.json and "
+               "kernels.so"),
+      cl::value_desc("options"), cl::ValueOptional, cl::cat(category)};
+  cl::opt<std::string> gpuOptions{
+      "gpu",
+      cl::desc("Lower with flexsn-lower-to-nvvm{<options>}: gpu.json and "
+               "kernels.cubin (kernels.fatbin with --fatbin)"),
+      cl::value_desc("options"), cl::ValueOptional, cl::cat(category)};
+  cl::opt<bool> fatbin{"fatbin",
+                       cl::desc("Write the GPU kernels as kernels.fatbin (for "
+                                "several chips), bundled by the fatbinary of "
+                                "--flexsn-toolkit"),
+                       cl::cat(category)};
+  cl::opt<std::string> cCompiler{
+      "cc", cl::desc("The C compiler driver linking the CPU kernels"),
+      cl::init("cc"), cl::cat(category)};
+  cl::opt<std::string> openmpLibrary{
+      "openmp-library",
+      cl::desc("LLVM's OpenMP runtime (libomp), which the CPU kernels link, "
+               "and find at run time in its directory"),
+      cl::init(FLEXSN_OPENMP_LIBRARY), cl::cat(category)};
+};
+
+/// The options of the running compile (set by compileMain, which a process
+/// runs once).
+const CompileOptions *options = nullptr;
+
+/// Writes `path` in the output directory with `write`; fails with an error
+/// naming the file.
+LogicalResult writeOutput(StringRef name,
+                          function_ref<LogicalResult(raw_ostream &)> write) {
+  SmallString<128> path(options->outputDir);
+  llvm::sys::path::append(path, name);
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+  if (!file) {
+    llvm::errs() << "flexsn-compile: " << error << "\n";
+    return failure();
+  }
+  if (failed(write(file->os())))
+    return failure();
+  file->keep();
+  return success();
+}
+
+/// Runs the textual pass pipeline `pipeline` on `module`.
+LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
+  PassManager pm(module->getName());
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  if (failed(parsePassPipeline(pipeline, pm, errorStream))) {
+    llvm::errs() << "flexsn-compile: " << errors << "\n";
+    return failure();
+  }
+  return pm.run(module);
+}
+
+/// Links `object` into the shared library `library` with the C compiler.
+LogicalResult linkSharedLibrary(StringRef object, StringRef library) {
+  llvm::ErrorOr<std::string> program =
+      llvm::sys::path::is_absolute(options->cCompiler)
+          ? std::string(options->cCompiler)
+          : llvm::sys::findProgramByName(options->cCompiler);
+  if (!program) {
+    llvm::errs() << "flexsn-compile: no C compiler driver '"
+                 << options->cCompiler << "' to link the CPU kernels (--cc)\n";
+    return failure();
+  }
+  std::string rpath =
+      ("-Wl,-rpath," + llvm::sys::path::parent_path(options->openmpLibrary))
+          .str();
+  SmallVector<StringRef> argv = {*program, "-shared", "-o",
+                                 library,  object,    options->openmpLibrary,
+                                 rpath,    "-lm"};
+  std::string error;
+  if (llvm::sys::ExecuteAndWait(*program, argv, /*Env=*/std::nullopt,
+                                /*Redirects=*/{}, /*SecondsToWait=*/0,
+                                /*MemoryLimit=*/0, &error) != 0) {
+    llvm::errs() << "flexsn-compile: linking the CPU kernels failed"
+                 << (error.empty() ? "" : ": " + error) << "\n";
+    return failure();
+  }
+  return success();
+}
+
+/// `name{options}`, or `name` without options.
+std::string pipeline(StringRef name, StringRef options) {
+  return options.empty() ? name.str() : (name + "{" + options + "}").str();
+}
+
+/// Lowers a copy of `configured` with `pipeline`, then writes its manifest
+/// and its kernels with `writeKernels`.
+LogicalResult lower(ModuleOp configured, StringRef pipeline,
+                    StringRef manifestName,
+                    function_ref<LogicalResult(ModuleOp)> writeKernels) {
+  OwningOpRef<ModuleOp> module = configured.clone();
+  if (failed(runPipeline(*module, pipeline)) ||
+      failed(writeOutput(manifestName, [&](raw_ostream &os) {
+        return flexsn::translateToManifest(*module, os);
+      })))
+    return failure();
+  return writeKernels(*module);
+}
+
+/// Writes the CPU kernels of `lowered`: the host object, linked into
+/// kernels.so.
+LogicalResult writeCPUKernels(ModuleOp lowered) {
+  SmallString<128> object(options->outputDir), library(options->outputDir);
+  llvm::sys::path::append(object, "kernels.o");
+  llvm::sys::path::append(library, "kernels.so");
+  if (failed(writeOutput("kernels.o", [&](raw_ostream &os) {
+        return flexsn::translateToHostObject(lowered, os);
+      })))
+    return failure();
+  LogicalResult linked = linkSharedLibrary(object, library);
+  llvm::sys::fs::remove(object);
+  return linked;
+}
+
+/// Writes the GPU kernels of `lowered`: a cubin, or a fatbin.
+LogicalResult writeGPUKernels(ModuleOp lowered) {
+  return writeOutput(options->fatbin ? "kernels.fatbin" : "kernels.cubin",
+                     [&](raw_ostream &os) {
+                       return options->fatbin
+                                  ? flexsn::translateToFatbin(lowered, os)
+                                  : flexsn::translateToCubin(lowered, os);
+                     });
+}
+
+/// Lowers the configured module `text` (printed with its locations) for
+/// the GPU in a context of its own: the GPU lowering (LLVM's NVPTX backend,
+/// then ptxas) takes longest, and runs beside the CPU's.
+LogicalResult lowerForGPU(const DialectRegistry &registry,
+                          const std::string &text) {
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(text),
+                               llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return failure();
+  return lower(*module, pipeline("flexsn-lower-to-nvvm", options->gpuOptions),
+               "gpu.json", writeGPUKernels);
+}
+
+LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
+                      llvm::SourceMgr &sourceMgr) {
+  if (failed(flexsn::checkParserHazards(sourceMgr, &context)))
+    return failure();
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module || failed(verify(*module)))
+    return failure();
+  if (!options->configure.empty() &&
+      failed(runPipeline(*module, options->configure)))
+    return failure();
+  if (failed(writeOutput("configured.mlir", [&](raw_ostream &os) {
+        module->print(os);
+        os << "\n";
+        return success();
+      })))
+    return failure();
+  if (options->neuronManifest &&
+      failed(writeOutput("neuron.json", [&](raw_ostream &os) {
+        return flexsn::translateToManifest(*module, os);
+      })))
+    return failure();
+
+  // The targets' LLVM backends are registered once, before the lowerings
+  // run side by side.
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  LogicalResult gpu = success();
+  std::optional<llvm::thread> gpuThread;
+  if (options->gpuOptions.getNumOccurrences()) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, OpPrintingFlags().enableDebugInfo());
+    // As deep a stack as the main thread's (DeepStack.h): the module is
+    // parsed again there.
+    gpuThread.emplace(std::optional<unsigned>(1u << 30),
+                      [&registry, &gpu, text = std::move(text)] {
+                        gpu = lowerForGPU(registry, text);
+                      });
+  }
+  LogicalResult cpu = success();
+  if (options->cpuOptions.getNumOccurrences())
+    cpu = lower(*module, pipeline("flexsn-lower-to-cpu", options->cpuOptions),
+                "cpu.json", writeCPUKernels);
+  if (gpuThread)
+    gpuThread->join();
+  return success(succeeded(cpu) && succeeded(gpu));
+}
+
+} // namespace
+
+int mlir::flexsn::compileMain(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  flexsn::configureTool("flexsn-compile", flexsn::printHostObjectTarget);
+  DialectRegistry registry;
+  flexsn::registerAllDialects(registry);
+  flexsn::registerAllPasses();
+  CompileOptions compileOptions;
+  options = &compileOptions;
+  cl::HideUnrelatedOptions(compileOptions.category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "FlexSN compile driver: a neuron file to its kernels, in one run\n");
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(options->inputFilename, &error);
+  if (!input) {
+    llvm::errs() << "flexsn-compile: " << error << "\n";
+    return 1;
+  }
+  if (std::error_code ec =
+          llvm::sys::fs::create_directories(options->outputDir)) {
+    llvm::errs() << "flexsn-compile: cannot create '" << options->outputDir
+                 << "': " << ec.message() << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  MLIRContext context(registry);
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  return failed(compile(registry, context, sourceMgr)) ? 1 : 0;
+}
