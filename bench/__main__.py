@@ -11,6 +11,8 @@ BENCHMARKS = {
             "stream, eager PyTorch and torch.compile"),
     "cpu": ("cpu", "LIF's CPU kernels and LIFNode on 1 and 2 threads vs "
             "eager PyTorch and the copy bandwidth"),
+    "host": ("host", "the host's cost per call of small LIFNode and Block "
+             "steps, next to an empty custom autograd op"),
     "placement": ("placement", "how much lif's inference rows depend on "
                   "where their buffers are allocated"),
     "schedule": ("schedule", "where the inference kernel's gap to the "

@@ -186,6 +186,17 @@ def test_cpu(tmp_path):
     assert not (tmp_path / "cpu.png").exists()
 
 
+def test_host(tmp_path):
+    run("host", "--smoke", "--out", tmp_path)
+    with open(tmp_path / "host_cpu_results.json") as f:
+        meta = json.load(f)
+    assert [r["row"] for r in meta["rows"]] == [
+        "floor", "LIFNode train", "LIFNode inference", "Block train"]
+    assert all(positive(r["us"]) for r in meta["rows"])
+    table = (tmp_path / "host_cpu_results.md").read_text().splitlines()
+    assert len(table) == 2 + len(meta["rows"])
+
+
 def test_fx(tmp_path):
     run("fx", "--smoke", "--out", tmp_path)
     with open(tmp_path / "fx_results.json") as f:

@@ -299,6 +299,38 @@ class CpuKernel:
         self._scalar_types = scalar_types
         self._offsets = [b.workspace_offset for b in spec.buffers]
         self._workspace_parts = {}
+        # Descriptors by sizes, per thread (the call lets go of the GIL,
+        # so another thread must not rewrite descriptors in use): a layer
+        # is called with few sizes, and only the addresses change.
+        self._plans = threading.local()
+
+    def _plan(self, key: tuple, sizes: Dict[str, int]):
+        """(descriptors, their addresses, the bytes of each written buffer
+        or 0) for buffers of `sizes` (which `key` identifies), built once
+        per thread and sizes."""
+        plans = getattr(self._plans, "by_sizes", None)
+        if plans is None:
+            plans = self._plans.by_sizes = {}
+        plan = plans.get(key)
+        if plan is None:
+            if len(plans) >= 64:
+                plans.clear()
+            descriptors, written = [], []
+            for desc_type, spec in zip(self._types, self.spec.buffers):
+                d = desc_type(None, None, 0)
+                # Contiguous, row-major: the last dimension has stride 1.
+                stride = 1
+                for i in reversed(range(len(spec.shape))):
+                    d.sizes[i], d.strides[i] = sizes[spec.shape[i]], stride
+                    stride *= sizes[spec.shape[i]]
+                descriptors.append(d)
+                nbytes = stride * spec.element_bytes
+                written.append(nbytes if spec.role in _WRITTEN_ROLES
+                               and nbytes >= 2 * _HUGE_PAGE else 0)
+            plan = plans[key] = (descriptors,
+                                 [ctypes.addressof(d) for d in descriptors],
+                                 written)
+        return plan
 
     def launch(self, T: int, N: int, buffers: Sequence[int], workspace: int,
                params: Sequence = (), channels=None,
@@ -308,6 +340,7 @@ class CpuKernel:
         for any count. ctypes lets go of the GIL for the call."""
         _check_channels(self.spec, channels)
         sizes = {"T": T, "N": N}
+        key = (T, N)
         if channels is not None:
             # The function trusts its descriptors: a (C, S) that does not
             # tile N would make it read and write out of bounds.
@@ -317,22 +350,15 @@ class CpuKernel:
                     f"{self.spec.name}: channels (C, S) = ({C}, {S}) do not "
                     f"lay out N = {N} neurons as [B, C, S]")
             sizes.update(B=N // (C * S), C=C, S=S)
+            key = (T, N, C, S)
         addresses = _with_workspace(self._offsets, self._workspace_parts,
                                     buffers, workspace, T, N, N)
-        descriptors = []
-        for address, desc_type, spec in zip(addresses, self._types,
-                                            self.spec.buffers):
-            d = desc_type(address, address, 0)
-            # Contiguous, row-major: the last dimension has stride 1.
-            stride = 1
-            for i in reversed(range(len(spec.shape))):
-                d.sizes[i], d.strides[i] = sizes[spec.shape[i]], stride
-                stride *= sizes[spec.shape[i]]
-            descriptors.append(d)
-            if (address and spec.role in _WRITTEN_ROLES
-                    and stride * spec.element_bytes >= 2 * _HUGE_PAGE):
-                _advise_huge_pages(address, stride * spec.element_bytes)
-        self.function(*(ctypes.addressof(d) for d in descriptors),
+        descriptors, pointers, written = self._plan(key, sizes)
+        for address, d, nbytes in zip(addresses, descriptors, written):
+            d.allocated = d.aligned = address
+            if nbytes and address:
+                _advise_huge_pages(address, nbytes)
+        self.function(*pointers,
                       *(t(v) for t, v in zip(self._scalar_types, params)),
                       ctypes.c_int32(num_threads))
 

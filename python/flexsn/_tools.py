@@ -6,9 +6,9 @@ package by the wheel (`flexsn/_bundled/bin`, utils/build_wheel.sh), the
 build tree next to this package (`build/bin`), an install prefix
 (`<prefix>/bin` when the package is installed under
 `<prefix>/lib/python3/...`), then PATH. In each directory a tool is its own
-executable or, failing that, the multi-call `flexsn` (`flexsn <tool>`, the
-one binary the wheel bundles: tools/flexsn). The neuron library and the runtime
-are found the same way ($FLEXSN_NEURONS_DIR, `lib/Neurons`,
+executable or, failing that, the multi-call `flexsn` (`flexsn <tool>`,
+the one binary the wheel bundles: tools/flexsn). The neuron library and the
+runtime are found the same way ($FLEXSN_NEURONS_DIR, `lib/Neurons`,
 `<prefix>/share/flexsn/neurons`; $FLEXSN_RUNTIME_LIB, `<prefix>/lib`).
 """
 
@@ -160,43 +160,55 @@ def find_runtime_library() -> Optional[pathlib.Path]:
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def toolchain_id(memo_dir: Optional[pathlib.Path] = None) -> str:
-    """Identifies the tools: a compile with other tools is another cache
-    entry. It hashes their bytes and --version (which names the LLVM and
-    MLIR they link); a statically linked binary is 180 MB, a third of a
-    second to hash, so each process reads the id from `memo_dir` when the
-    files' path, size, inode and modification time are as they were when it
-    was written (a rebuilt or reinstalled tool changes them)."""
-    files = [find_tool(name).resolve() for name in _TOOLS]
-    stamps = [(str(f), s.st_size, s.st_ino, s.st_mtime_ns)
-              for f, s in ((f, f.stat()) for f in files)]
-    memo = None
-    if memo_dir is not None:
-        memo = memo_dir / ("toolchain-" + hashlib.sha256(
-            repr(stamps).encode()).hexdigest()[:24])
-        try:
-            known = memo.read_text()
-            if re.fullmatch(r"[0-9a-f]{16}", known):
-                return known
-        except OSError:
-            pass
+def _hash_files(files: Sequence[pathlib.Path]) -> str:
     digest = hashlib.sha256()
     for f in files:
         digest.update(f.read_bytes())
+    return digest.hexdigest()
+
+
+def _files_digest(files: Sequence[pathlib.Path],
+                  memo_dir: Optional[pathlib.Path]) -> str:
+    """_hash_files(files), read back from `memo_dir` while the files' path,
+    size, inode and modification time are as they were when it was written
+    (a rebuilt or reinstalled tool changes them): a statically linked tool
+    is 180 MB, a third of a second to hash in every process."""
+    if memo_dir is None:
+        return _hash_files(files)
+    stamps = [(str(f), s.st_size, s.st_ino, s.st_mtime_ns)
+              for f, s in ((f, f.stat()) for f in files)]
+    memo = memo_dir / ("tools-" + hashlib.sha256(
+        repr(stamps).encode()).hexdigest()[:24])
+    try:
+        known = memo.read_text()
+        if re.fullmatch(r"[0-9a-f]{64}", known):
+            return known
+    except OSError:
+        pass
+    digest = _hash_files(files)
+    try:
+        memo_dir.mkdir(parents=True, exist_ok=True)
+        # Written whole, then renamed: a reader sees all of it or none.
+        partial = memo.with_name(f"{memo.name}.{os.getpid()}")
+        partial.write_text(digest)
+        os.replace(partial, memo)
+    except OSError:
+        pass  # a read-only cache: hash again next time
+    return digest
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_id(memo_dir: Optional[pathlib.Path] = None) -> str:
+    """Identifies the tools: a compile with other tools is another cache
+    entry. It hashes their bytes (memoized in `memo_dir`, _files_digest)
+    and their --version, run in every process: it names the LLVM they were
+    built with and the CPU this machine compiles CPU kernels for, which
+    differs between machines that share one cache."""
+    files = [find_tool(name).resolve() for name in _TOOLS]
+    digest = hashlib.sha256(_files_digest(files, memo_dir).encode())
     digest.update(run(tool_command("flexsn-compile") + ["--version"]
                       ).encode())
-    toolchain = digest.hexdigest()[:16]
-    if memo is not None:
-        try:
-            memo_dir.mkdir(parents=True, exist_ok=True)
-            # Written whole, then renamed: a reader sees all of it or none.
-            partial = memo.with_name(f"{memo.name}.{os.getpid()}")
-            partial.write_text(toolchain)
-            os.replace(partial, memo)
-        except OSError:
-            pass  # a read-only cache: hash again next time
-    return toolchain
+    return digest.hexdigest()[:16]
 
 
 def run(argv: Sequence, what: str = "", cwd=None) -> str:

@@ -52,3 +52,40 @@ def test_bitwise_the_same_for_any_thread_count(shape, node, restore_threads):
     for threads in (2, 3):
         for ours, theirs in zip(runs[threads], runs[1]):
             assert torch.equal(ours, theirs), threads
+
+
+def test_python_threads_calling_one_kernel_keep_their_own_sizes(
+        restore_threads):
+    """The same CPU kernels called from several Python threads at once (the
+    call lets go of the GIL), each thread with a module of its own and
+    sizes of its own, switching between two: every result is the one
+    computed alone first. The kernels' argument descriptors are kept per
+    thread and sizes; shared, one thread's call would read another's sizes
+    or buffers."""
+    import concurrent.futures
+    from flexsn.torch._kernels import NeuronKernels
+    torch.set_num_threads(1)
+    shapes = [(4, 999), (4, 4096), (5, 4096), (4, 40000)]
+    modules = [ParametricLIFNode(step_mode="m") for _ in shapes]
+    # One compile: every module runs the same kernel objects.
+    kernels = {id(NeuronKernels.kernel(m.handle.kernels(torch.device("cpu")),
+                                       "forward", "f32"))
+               for m in modules}
+    assert len(kernels) == 1
+    g = torch.Generator().manual_seed(5)
+    inputs = [torch.rand(s, generator=g) * 2.5 - 0.5 for s in shapes]
+    grads = [torch.randn(s, generator=g) for s in shapes]
+    alone = [train_step(modules[0], x, grad)
+             for x, grad in zip(inputs, grads)]
+
+    def work(i):
+        # Alternate between this thread's sizes and the next one's.
+        for k in range(40):
+            j = i if k % 2 else (i + 1) % len(shapes)
+            got = train_step(modules[i], inputs[j], grads[j])
+            if not all(torch.equal(a, b) for a, b in zip(got, alone[j])):
+                return False
+        return True
+
+    with concurrent.futures.ThreadPoolExecutor(len(shapes)) as pool:
+        assert all(pool.map(work, range(len(shapes))))
