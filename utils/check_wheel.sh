@@ -13,8 +13,9 @@
 # (pytest -m cuda with FLEXSN_TEST_INSTALLED=1, so that they import the
 # venv's flexsn, not python/), logs under OUT. The tests compile into a
 # cache of their own, or into $FLEXSN_CACHE_DIR when set (a run cut short
-# by a time limit then goes on where it stopped); --skip-smoke and
-# --skip-digits leave those steps out.
+# by its time limit, $FLEXSN_SUITE_PYTEST_LIMIT seconds, default 280, then
+# goes on where it stopped); --skip-smoke and --skip-digits leave those
+# steps out.
 #
 #   bash utils/check_wheel.sh [dist/flexsn-*.whl] [--suite OUT]
 set -euo pipefail
