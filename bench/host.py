@@ -14,6 +14,9 @@ kernel calls. Rows:
   and its input gradient in backward and runs nothing: what any custom
   operation costs here;
 - LIFNode train: reset, forward, backward (step_mode="m", float32);
+- LIFNode channels-last train: the same on `[T, B, C, H, W]` sequences
+  laid out channels-last (as a channels-last convolution gives them, and
+  its backward the gradient), of as many neurons per step;
 - LIFNode inference: reset, forward under no_grad;
 - Block train: Affine + LIF + add, reset, forward, backward.
 
@@ -62,6 +65,22 @@ def _steps(torch, device):
         lif.reset()
         lif(x).backward(g)
 
+    # [T, B, C, H, W], memory [T, B, H, W, C]: n neurons per step.
+    cl_shape = (4, 2, 8, 16, 16) if gpu else (4, 1, 2, 2, 2)
+
+    def channels_last():
+        t = torch.rand((cl_shape[0] * cl_shape[1],) + cl_shape[2:],
+                       device=device)
+        return t.contiguous(memory_format=torch.channels_last).unflatten(
+            0, cl_shape[:2])
+
+    xc, gc = channels_last().requires_grad_(), channels_last()
+
+    def lif_channels_last_train():
+        xc.grad = None
+        lif.reset()
+        lif(xc).backward(gc)
+
     def lif_inference():
         lif.reset()
         with torch.no_grad():
@@ -79,6 +98,7 @@ def _steps(torch, device):
         block(xb).backward(gb)
 
     return {"floor": floor, "LIFNode train": lif_train,
+            "LIFNode channels-last train": lif_channels_last_train,
             "LIFNode inference": lif_inference, "Block train": block_train}
 
 

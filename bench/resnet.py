@@ -24,6 +24,8 @@ torch.channels_last, which GPU convolutions run faster) as:
   backward, optimizer) captured once in a CUDA graph (torch.cuda.graph)
   and replayed: no host work per step.
 
+The variants run in the order given, the `+compile` ones last (an eager
+step timed after an Inductor compile in the same process is slower).
 Every variant starts from the same weights and batch; the first step's
 loss of each is recorded beside the time (they agree to float tolerance).
 A step is timed with CUDA events (median of --reps after warm-up); the
@@ -235,6 +237,19 @@ def measure(torch, timer, model, variant, precision, layout, x, labels,
     return row
 
 
+def warm_up(torch, seconds=3.0):
+    """Keeps the GPU busy for `seconds` before the first variant: on an
+    H100 the first variant timed in a fresh process was 1.2-1.3x slower
+    than the same variant timed later in it."""
+    a = torch.randn(4096, 4096, device="cuda")
+    product = torch.empty_like(a)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(20):
+            torch.mm(a, a, out=product)
+        torch.cuda.synchronize()
+
+
 def main(argv):
     ap = cli.parser("resnet", __doc__)
     cli.add_out_and_smoke(ap, None)
@@ -277,6 +292,10 @@ def main(argv):
     runs = [(model, precision, layout, variant)
             for model in args.models for precision in args.precisions
             for layout in args.layouts for variant in args.variants]
+    # Compiled variants last: eager steps timed after an Inductor compile
+    # in the same process took up to twice as long (docs/perf/resnet).
+    runs.sort(key=lambda run: run[3].endswith("+compile"))
+    warm_up(torch)
     inputs = {layout: batch(torch, layout,
                             torch.Generator(device="cuda").manual_seed(1))
               for layout in args.layouts}

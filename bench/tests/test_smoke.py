@@ -191,7 +191,8 @@ def test_host(tmp_path):
     with open(tmp_path / "host_cpu_results.json") as f:
         meta = json.load(f)
     assert [r["row"] for r in meta["rows"]] == [
-        "floor", "LIFNode train", "LIFNode inference", "Block train"]
+        "floor", "LIFNode train", "LIFNode channels-last train",
+        "LIFNode inference", "Block train"]
     assert all(positive(r["us"]) for r in meta["rows"])
     table = (tmp_path / "host_cpu_results.md").read_text().splitlines()
     assert len(table) == 2 + len(meta["rows"])

@@ -12,7 +12,7 @@ import torch
 
 from flexsn.torch import Block, FlexSN, LIFNode, Residual, fuse
 from flexsn.torch import _fuse as fuse_module
-from flexsn.torch._layout import memory_order
+from flexsn.torch._layout import IN_PLACE, Layout, call_layout, memory_order
 
 from devices import DEVICES
 
@@ -69,6 +69,91 @@ def test_lif_runs_channels_last_in_place(device):
     assert torch.equal(ya, yb)
     assert torch.equal(xa.grad, xb.grad)
     assert xa.grad.stride() == xc.stride()
+
+
+def test_which_calls_run_on_their_tensors_as_given():
+    """IN_PLACE when every tensor of the call shares the input's memory
+    order and the neuron has no per-channel parameter (its kernels then
+    index neurons in memory order); a Layout of views otherwise."""
+    lif = LIFNode(tau=2.0, step_mode="m").info
+    xc = channels_last(torch.empty(T, B, C, H, W))
+    step = xc[0]
+    assert call_layout(lif, "dense", [xc], [None], [], []) is IN_PLACE
+    assert call_layout(lif, "dense", [xc], [torch.empty_like(step)], [],
+                       []) is IN_PLACE
+    # A row-major initial state: viewed in memory order instead.
+    assert isinstance(call_layout(lif, "dense", [xc],
+                                  [torch.empty(B, C, H, W)], [], []), Layout)
+    # Row-major inputs, and bits (logical order), run as given.
+    assert call_layout(lif, "dense", [xc.contiguous()], [None], [],
+                       []) is None
+    assert call_layout(lif, "bits", [xc], [None], [], []) is None
+    per_channel = FlexSN("plif", shapes={"w": "per_channel"},
+                         num_channels=C).info
+    assert isinstance(call_layout(per_channel, "dense", [xc], [None],
+                                  [torch.empty(C)], []), Layout)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("incoming", ["same layout", "row-major", "expanded"])
+def test_gradients_arriving_in_another_layout(device, incoming):
+    """An in-place call's results are new tensors in the input's layout;
+    gradients of the outputs and of the final state that arrive laid out
+    otherwise (row-major, or expanded by a sum) are brought into it."""
+    x = sequence(device, 21)
+    a, b = (LIFNode(tau=2.0, step_mode="m").to(device) for _ in range(2))
+    xa = channels_last(x).requires_grad_()
+    xb = x.clone().requires_grad_()
+    ya, yb = a(xa), b(xb)
+    assert ya._base is None and ya.stride() == xa.stride()
+    assert a.v.stride() == xa[0].stride()
+    grad_y, grad_v = sequence(device, 22), sequence(device, 23)[0]
+    if incoming == "expanded":
+        (ya.sum() + a.v.sum()).backward()
+        (yb.sum() + b.v.sum()).backward()
+    else:
+        if incoming == "same layout":
+            grad_y = channels_last(grad_y)
+            grad_v = channels_last(grad_v[None])[0]
+        torch.autograd.backward([ya, a.v], [grad_y, grad_v])
+        torch.autograd.backward([yb, b.v], [grad_y.contiguous(),
+                                            grad_v.contiguous()])
+    assert torch.equal(ya, yb) and torch.equal(a.v, b.v)
+    assert torch.equal(xa.grad, xb.grad)
+    assert xa.grad.stride() == xa.stride()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_per_neuron_parameter_in_the_inputs_order(device):
+    """A per-neuron parameter laid out like the inputs' steps keeps the
+    call in place; its gradient comes back in that layout."""
+    def make():
+        return FlexSN("plif", kinds={"v_threshold": "trainable"},
+                      shapes={"v_threshold": "per_neuron"},
+                      neuron_shape=(B, C, H, W)).to(device)
+
+    a, b = make(), make()
+    g = torch.Generator().manual_seed(24)
+    threshold = (torch.rand(B, C, H, W, generator=g) + 0.5).to(device)
+    with torch.no_grad():
+        b.v_threshold.copy_(threshold)
+    a.v_threshold.data = threshold.contiguous(
+        memory_format=torch.channels_last)
+    x = sequence(device, 25) + 0.8
+    xa = channels_last(x).requires_grad_()
+    xb = x.clone().requires_grad_()
+    assert call_layout(a.info, "dense", [xa], [None], [a.w, a.v_threshold],
+                       []) is IN_PLACE
+    ya, yb = a(xa), b(xb)
+    grad = sequence(device, 26)
+    (ya * grad).sum().backward()
+    (yb * grad).sum().backward()
+    assert torch.equal(ya, yb)
+    assert torch.equal(xa.grad, xb.grad)
+    assert torch.equal(a.v_threshold.grad, b.v_threshold.grad)
+    assert a.v_threshold.grad.stride() == a.v_threshold.stride()
+    # Summed over the neurons in another order.
+    assert torch.allclose(a.w.grad, b.w.grad, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("device", DEVICES)

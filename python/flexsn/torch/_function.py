@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from ._kernels import NeuronKernels, check_inputs
-from ._layout import call_layout, into_layout
+from ._layout import IN_PLACE, call_layout, into_layout
 
 # Kernels by handle: the custom op takes an int, which torch.compile guards on.
 _registry: Dict[int, "Handle"] = {}
@@ -164,11 +164,12 @@ def _check_inputs(handle: Handle, inputs, inits, shaped=()):
 
 
 def _inference(handle, inputs, inits, runtime_values, store_state_seqs,
-               shaped=()):
+               shaped=(), in_place=False):
     kernels = handle.kernels_for(inputs[0])
     outputs, states = kernels.inference(list(inputs), list(inits),
                                         runtime_values, store_state_seqs,
-                                        shaped=shaped, spikes=handle.spikes)
+                                        shaped=shaped, spikes=handle.spikes,
+                                        in_place=in_place)
     return outputs, states
 
 
@@ -194,11 +195,12 @@ class _ScanFunction(torch.autograd.Function):
 
     `runtime` holds the scalar non-trainable runtime values; the tensors
     are inputs, given initial states, trainable parameters and shaped
-    runtime parameters (no gradient)."""
+    runtime parameters (no gradient). `in_place`: see call_layout's
+    IN_PLACE."""
 
     @staticmethod
     def forward(ctx, handle_id, runtime, num_inputs, present, finals,
-                *tensors):
+                in_place, *tensors):
         handle = _registry[handle_id]
         inputs, inits, trainable, fixed = split_tensors(
             tensors, num_inputs, present, handle.num_trainable)
@@ -206,13 +208,13 @@ class _ScanFunction(torch.autograd.Function):
         shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
         outputs, states, workspace = kernels.forward(inputs, inits, values,
-                                                     shaped, finals)
+                                                     shaped, finals, in_place)
         if finals:
             # Views of the last step (no copy on the device); an initial
             # state returned as a result must be a new tensor.
             states = final_states(states, inits, copy_inits=True)
         ctx.handle, ctx.values, ctx.finals = handle, values, finals
-        ctx.present = present
+        ctx.present, ctx.in_place = present, in_place
         ctx.trainable_like = [(t.dtype, t.shape) for t in trainable]
         ctx.num_inputs, ctx.num_fixed = num_inputs, len(fixed)
         # The backward kernel reads the shaped parameters again: saved,
@@ -234,21 +236,21 @@ class _ScanFunction(torch.autograd.Function):
             grad_outputs, none if ctx.finals else grad_states, workspace,
             inputs, ctx.values, handle.deterministic_mode(), inputs[0],
             grad_finals=grad_states if ctx.finals else none,
-            present=ctx.present, shaped=shaped)
+            present=ctx.present, shaped=shaped, in_place=ctx.in_place)
         grad_params = [g.to(dtype).reshape(shape)
                        for g, (dtype, shape) in zip(grad_params,
                                                     ctx.trainable_like)]
         grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
-        return ((None, None, None, None, None) + tuple(grad_inputs)
+        return ((None,) * 6 + tuple(grad_inputs)
                 + tuple(grad_inits) + tuple(grad_params)
                 + (None,) * ctx.num_fixed)
 
 
 def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
-                  store_state_seqs: bool):
+                  store_state_seqs: bool, in_place: bool = False):
     """Outputs and states (sequences, or final states when not
     `store_state_seqs`), differentiable through the training kernels when
-    any tensor needs a gradient."""
+    any tensor needs a gradient. `in_place`: see call_layout's IN_PLACE."""
     runtime, fixed = split_runtime(handle, runtime)
     needs_grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
@@ -258,13 +260,14 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
         values = _runtime_values(handle, trainable, runtime)
         shaped = _shaped_tensors(handle, trainable, fixed)
         return _inference(handle, inputs, inits, values, store_state_seqs,
-                          shaped)
+                          shaped, in_place)
     _check_no_grad_spikes(handle)
     _check_inputs(handle, inputs, inits,
                   _shaped_tensors(handle, trainable, fixed))
     present = tuple(s is not None for s in inits)
     results = _ScanFunction.apply(handle.id, tuple(runtime), len(inputs),
-                                  present, not store_state_seqs, *inputs,
+                                  present, not store_state_seqs, in_place,
+                                  *inputs,
                                   *(s for s in inits if s is not None),
                                   *trainable, *fixed)
     n_out = len(handle.info.outputs)
@@ -452,9 +455,9 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     if not _HAS_CUSTOM_OP or not _compiling():
         layout = call_layout(handle.info, handle.spikes, inputs, inits,
                              trainable, runtime)
-        if layout is None:
+        if layout is None or layout is IN_PLACE:
             return scan_autograd(handle, inputs, inits, trainable, runtime,
-                                 store_state_seqs)
+                                 store_state_seqs, layout is IN_PLACE)
         # Channels-last and other dense layouts: viewed row-major and back.
         outputs, states = scan_autograd(
             handle, *into_layout(layout, handle.info, inputs, inits,

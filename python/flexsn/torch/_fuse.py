@@ -21,7 +21,7 @@ children are fused instead.
 """
 
 import copy
-import dataclasses
+import functools
 import operator
 from typing import List, Optional
 
@@ -280,11 +280,14 @@ def _called_between(chain: List[fx.Node], targets) -> bool:
 _PROGRAMS = {}
 
 
-def _shape(connection: str, skip: bool, readout: str) -> BlockShape:
-    """The block of a fused chain: the batch norm as a channel affine, the
-    connection with its skip operand, a mean as a sum (then divided)."""
-    return BlockShape("channel_affine", connection,
-                      "skip" if skip else "input",
+@functools.lru_cache(maxsize=None)
+def _shape(connection: str, skip: bool, readout: str,
+           normalized_apart: bool = False) -> BlockShape:
+    """The block of a fused chain: the batch norm as a channel affine (or
+    nothing, when it runs apart), the connection with its skip operand, a
+    mean as a sum (then divided). Memoized: every call of a chain asks."""
+    return BlockShape("none" if normalized_apart else "channel_affine",
+                      connection, "skip" if skip else "input",
                       "none" if readout == "none" else "sum")
 
 
@@ -378,8 +381,7 @@ def _neuron_block(bn, neuron, x, operand, connection, readout, dtype):
     y = bn(x)
     if connection == "none" and readout == "none":
         return neuron(y)
-    shape = dataclasses.replace(
-        _shape(connection, operand is not None, readout), pre="none")
+    shape = _shape(connection, operand is not None, readout, True)
     y = run_block(_program(neuron, shape, dtype), neuron, None, y, operand,
                   None, None, neuron.states, neuron._assigned)
     return y / x.shape[0] if readout == "mean" else y

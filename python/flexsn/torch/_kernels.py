@@ -213,6 +213,46 @@ def check_shaped(info, x0, shaped):
                              f"is on {t.device}, the inputs on {x0.device}")
 
 
+def sequence_like(x0: torch.Tensor, steps: int, in_place: bool,
+                  dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """An empty `[steps, N...]` sequence of x0's neurons: each step in
+    x0's memory order when `in_place` (x0 is dense, T outermost), else
+    row-major."""
+    shape = (steps,) + tuple(x0.shape[1:])
+    if not in_place:
+        return x0.new_empty(shape, dtype=dtype)
+    return x0.new_empty_strided(shape, (math.prod(shape[1:]),)
+                                + x0.stride()[1:], dtype=dtype)
+
+
+def step_like(x0: torch.Tensor, in_place: bool,
+              dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """An empty step `[N...]` of x0's neurons, as sequence_like lays out
+    each step."""
+    if not in_place:
+        return x0.new_empty(x0.shape[1:], dtype=dtype)
+    return x0.new_empty_strided(x0.shape[1:], x0.stride()[1:], dtype=dtype)
+
+
+def in_order(t: torch.Tensor, x0: torch.Tensor, step: bool = False
+             ) -> torch.Tensor:
+    """`t`, of x0's shape (or a step's), in x0's memory order: itself when
+    it has x0's strides, else a copy (an incoming gradient laid out
+    otherwise, or expanded)."""
+    if t.stride() == (x0.stride()[1:] if step else x0.stride()):
+        return t
+    like = (step_like(x0, True, t.dtype) if step else
+            sequence_like(x0, x0.shape[0], True, t.dtype))
+    return like.copy_(t)
+
+
+def _row_major(inputs, inits, shaped):
+    """The call's tensors made contiguous (copies where they are not)."""
+    return ([x.contiguous() for x in inputs],
+            [None if s is None else s.contiguous() for s in inits],
+            [p.contiguous() for p in shaped])
+
+
 def current_stream(device_index: int) -> int:
     if _raw_stream is not None:
         return _raw_stream(device_index)
@@ -337,16 +377,18 @@ class NeuronKernels:
     def inference(self, inputs: List[torch.Tensor],
                   inits: List[Optional[torch.Tensor]], params: Sequence,
                   store_state_seqs: bool, allow_strided: bool = True,
-                  shaped: Sequence[torch.Tensor] = (), spikes: str = "dense"
+                  shaped: Sequence[torch.Tensor] = (), spikes: str = "dense",
+                  in_place: bool = False
                   ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
         """Outputs and (state sequences or final states), with no graph.
         With `spikes="u8"`, spike outputs are uint8 (0 or 1); with
-        `spikes="bits"`, uint8 [T, ceil(N / 8)] of 8 spikes per byte."""
+        `spikes="bits"`, uint8 [T, ceil(N / 8)] of 8 spikes per byte.
+        `in_place`: as for `forward`."""
         # Everything that depends only on the layout is worked out (and
         # checked) once per layout: a module is called with few of them.
         # Shaped parameters are part of the layout (shape, dtype, device):
         # the plan checks them too.
-        key = (store_state_seqs, allow_strided, spikes,
+        key = (store_state_seqs, allow_strided, spikes, in_place,
                *[(x.shape, x.stride(), x.dtype, x.get_device())
                  for x in inputs],
                *[None if s is None else (s.shape, s.stride(), s.dtype,
@@ -357,7 +399,8 @@ class NeuronKernels:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan_inference(inputs, inits, store_state_seqs,
-                                        allow_strided, shaped, spikes)
+                                        allow_strided, shaped, spikes,
+                                        in_place)
             if len(self._plans) >= 64:
                 self._plans.clear()
             self._plans[key] = plan
@@ -365,7 +408,9 @@ class NeuronKernels:
          output_dtypes) = plan
         if copy_inputs:
             inputs = [x.contiguous() for x in inputs]
-        inits = [None if s is None else s.contiguous() for s in inits]
+        if not in_place:
+            inits = [None if s is None else s.contiguous() for s in inits]
+            shaped = [p.contiguous() for p in shaped]
         x0 = inputs[0]
 
         def sequence(dtype=None):
@@ -374,7 +419,7 @@ class NeuronKernels:
                 rows = x0.new_empty((T, (ld + 7) // 8), dtype=torch.uint8)
                 return rows[:, :(N + 7) // 8]
             if ld == N:
-                # Contiguous like the (possibly copied) inputs.
+                # Dense like the (possibly copied) inputs, in their order.
                 return torch.empty_like(x0, dtype=dtype)
             return x0.new_empty((T, ld), dtype=dtype)[:, :N].view(seq_shape)
 
@@ -382,7 +427,7 @@ class NeuronKernels:
         if store_state_seqs:
             states = [sequence() for _ in range(self.num_states)]
         else:
-            states = [x0.new_empty(seq_shape[1:])
+            states = [step_like(x0, in_place)
                       for _ in range(self.num_states)]
         if T == 0 or N == 0:
             # No launch: a final state is the initial one (zeros if absent).
@@ -391,7 +436,6 @@ class NeuronKernels:
                           for s, init in zip(states, inits)]
             return outputs, states
         # Contiguous copies stay referenced until the launch is queued.
-        shaped = [p.contiguous() for p in shaped]
         buffers = self._buffers(kernel.spec, self._step_sources(
             inputs, inits, outputs, states, shaped))
         self._launch(kernel, T, N, ld if ld != N else 0, buffers, 0, params,
@@ -406,7 +450,7 @@ class NeuronKernels:
                 ("state_final", False): states, ("param", False): shaped}
 
     def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided,
-                        shaped=(), spikes="dense"):
+                        shaped=(), spikes="dense", in_place=False):
         """(kernel, T, N, ld, whether to copy the inputs, sequence shape,
         channels, the outputs' dtypes)."""
         check_inputs(self.info, inputs, inits, shaped)
@@ -415,7 +459,8 @@ class NeuronKernels:
         x0 = inputs[0]
         T, shape = x0.shape[0], x0.shape[1:]
         N = math.prod(shape)
-        lds = {time_stride(x, allow_strided and self.device_type == "cuda")
+        lds = {N if in_place else
+               time_stride(x, allow_strided and self.device_type == "cuda")
                for x in inputs}
         ld = lds.pop() if len(lds) == 1 else None
         copy_inputs = ld is None
@@ -441,28 +486,30 @@ class NeuronKernels:
                 b.binds.value == "state_seq" for b in held]
         return [T if sequence else min(T, 1) for sequence in sequences]
 
-    def forward(self, inputs, inits, params, shaped=(), finals=False):
+    def forward(self, inputs, inits, params, shaped=(), finals=False,
+                in_place=False):
         """Training forward: outputs, states ([steps, N...], see
         state_steps; with `finals`, final states where the kernel keeps
         them) and the workspace. The caller has checked the tensors
-        (check_inputs)."""
+        (check_inputs). `in_place`: the tensors share the first input's
+        dense memory order (call_layout's IN_PLACE), which the results
+        take too; else they are made row-major."""
         x0 = inputs[0]
         dtype = storage_type(inputs + [s for s in inits if s is not None],
                              self.info.name)
-        inputs = [x.contiguous() for x in inputs]
-        inits = [None if s is None else s.contiguous() for s in inits]
+        if not in_place:
+            inputs, inits, shaped = _row_major(inputs, inits, shaped)
         T, shape = x0.shape[0], tuple(x0.shape[1:])
         N = math.prod(shape)
         device = x0.device
-        outputs = [x0.new_empty((T,) + shape)
+        outputs = [sequence_like(x0, T, in_place)
                    for _ in range(self.num_outputs)]
         kernel = self.forward_kernel(dtype, finals)
-        states = [x0.new_empty((steps,) + shape)
+        states = [sequence_like(x0, steps, in_place)
                   for steps in self.state_steps(kernel, T)]
         workspace = self._workspace(kernel, T, N, N, device)
         if T == 0 or N == 0:
             return outputs, states, workspace
-        shaped = [p.contiguous() for p in shaped]
         buffers = self._buffers(kernel.spec, self._step_sources(
             inputs, inits, outputs, states, shaped))
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
@@ -471,7 +518,7 @@ class NeuronKernels:
 
     def backward(self, grad_outputs, grad_states, workspace, inputs,
                  params, deterministic, dtype_like: torch.Tensor,
-                 grad_finals=None, present=None, shaped=()):
+                 grad_finals=None, present=None, shaped=(), in_place=False):
         """Gradients of inputs, initial states and trainable parameters
         from those of the outputs, the state sequences (`grad_states`) and
         the final states (`grad_finals`); absent (None) incoming gradients
@@ -483,7 +530,10 @@ class NeuronKernels:
         One gradient per trainable parameter, in declaration order: a 0-d
         float32 tensor for a scalar one, a float32 tensor of the neuron
         shape for a per-neuron one (its gradient summed over T), a [C] one
-        for a per-channel one (summed over T, B and S)."""
+        for a per-channel one (summed over T, B and S). `in_place`: the
+        forward ran in_place on tensors in `dtype_like`'s memory order,
+        which the gradients take (incoming ones are copied into it where
+        they differ)."""
         dtype = DTYPES[dtype_like.dtype]
         try:
             kernel = self.kernel("backward", dtype,
@@ -503,9 +553,9 @@ class NeuronKernels:
         T, shape = dtype_like.shape[0], tuple(dtype_like.shape[1:])
         N = math.prod(shape)
         device = dtype_like.device
-        grad_inputs = [dtype_like.new_empty((T,) + shape)
+        grad_inputs = [sequence_like(dtype_like, T, in_place)
                        for _ in range(self.num_inputs)]
-        grad_inits = [dtype_like.new_empty(shape) if p else None
+        grad_inits = [step_like(dtype_like, in_place) if p else None
                       for p in (present or [True] * self.num_states)]
         self._layout(spec)
         written = self._written[spec.name]
@@ -514,17 +564,33 @@ class NeuronKernels:
         # the kernel (zeros where it has no buffer for one, or when no
         # kernel runs); a per-channel one that the kernel writes per neuron
         # is summed over each channel's neurons after it ran.
-        grad_params = [
-            dtype_like.new_zeros((), dtype=torch.float32) if not p.shaped
-            else dtype_like.new_empty(
-                shape if p.per_neuron or i in per_neuron_sums
-                else shape[1:2], dtype=torch.float32)
-            if i in written and T and N else
-            dtype_like.new_zeros(shape if p.per_neuron else shape[1:2],
-                                 dtype=torch.float32)
-            for i, p in enumerate(self.info.trainable_params)]
-        finals = [None if g is None else g.contiguous()
-                  for g in (grad_finals or [None] * self.num_states)]
+        grad_params = []
+        for i, p in enumerate(self.info.trainable_params):
+            if not p.shaped:
+                g = dtype_like.new_zeros((), dtype=torch.float32)
+            elif not (i in written and T and N):
+                g = dtype_like.new_zeros(shape if p.per_neuron
+                                         else shape[1:2], dtype=torch.float32)
+            elif p.per_neuron:
+                g = step_like(dtype_like, in_place, torch.float32)
+            else:
+                g = dtype_like.new_empty(shape if i in per_neuron_sums
+                                         else shape[1:2], dtype=torch.float32)
+            grad_params.append(g)
+        if in_place:
+            def steps(tensors):
+                return [None if g is None else in_order(g, dtype_like, True)
+                        for g in tensors]
+
+            def sequences(tensors):
+                return [None if g is None else in_order(g, dtype_like)
+                        for g in tensors]
+        else:
+            def steps(tensors):
+                return [None if t is None else t.contiguous()
+                        for t in tensors]
+            sequences = steps
+        finals = steps(grad_finals or [None] * self.num_states)
         if T == 0 or N == 0:
             # Each initial state is the final one (when T == 0).
             for g, final in zip(grad_inits, finals):
@@ -535,18 +601,14 @@ class NeuronKernels:
                 else:
                     g.zero_()
             return grad_inputs, grad_inits, grad_params
-        def contiguous(tensors):
-            return [None if t is None else t.contiguous() for t in tensors]
-
-        # Contiguous copies stay referenced (by `sources`) until the launch
-        # is queued.
+        # Copies stay referenced (by `sources`) until the launch is queued.
         sources = {
-            ("output", True): contiguous(grad_outputs),
-            ("state_seq", True): contiguous(grad_states),
-            ("input", False): contiguous(inputs),
+            ("output", True): sequences(grad_outputs),
+            ("state_seq", True): sequences(grad_states),
+            ("input", False): sequences(inputs),
             ("state_final", True): finals, ("input", True): grad_inputs,
             ("state_init", True): grad_inits, ("param", True): grad_params,
-            ("param", False): contiguous(shaped)}
+            ("param", False): steps(shaped)}
         buffers = self._buffers(spec, sources)
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device, channels(self.info, dtype_like))

@@ -5,15 +5,24 @@ half precision) gives `[T, B, C, H, W]` sequences whose memory is
 `[T, B, H, W, C]`. The kernels see a step as N contiguous neurons (and,
 with per-channel parameters, as `[B, C, S]`), so a call on such a tensor
 would copy it to row-major and hand back row-major outputs, which the next
-convolution copies back. Instead, `Layout` views every tensor of the call
-in memory order (a permutation, then a reshape to `[T, B', C, S]` that
-moves no data), and the results are viewed back: outputs and states keep
-the input's strides, and nothing is copied.
+convolution copies back. Instead:
+
+- a neuron whose kernels treat every neuron alike (no per-channel
+  parameter) runs on the tensors as they are (`IN_PLACE`) when the call's
+  sequences, initial states and per-neuron parameters share the input's
+  memory order: neuron n of the kernels is the n-th in memory, the same
+  neuron in every tensor, and the results are allocated in that order too.
+  No view is made, which matters on the GPU, where each costs the host
+  microseconds per call;
+- otherwise `Layout` views every tensor of the call in memory order (a
+  permutation, then a reshape to `[T, B', C, S]` that moves no data), and
+  the results are viewed back: outputs and states keep the input's
+  strides, and nothing is copied.
 """
 
 import functools
 import math
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 import torch
 
@@ -38,6 +47,11 @@ def memory_order(shape: torch.Size, stride: Tuple[int, ...]
         return None
     order = (0, *rest)
     return None if order == tuple(range(len(shape))) else order
+
+
+#: call_layout's answer for a call the kernels run on its tensors as given,
+#: in their shared memory order.
+IN_PLACE = "in place"
 
 
 class Layout:
@@ -86,28 +100,44 @@ def _per_neuron(info, trainable, runtime):
 
 
 def call_layout(info, spikes: str, inputs, inits, trainable, runtime
-                ) -> Optional[Layout]:
-    """The Layout of a call whose first input is dense and not row-major,
-    when every other sequence, initial state and per-neuron parameter has
-    its shape; else None: the call runs as given (copied to row-major;
-    wrong shapes get the kernels' own errors). Spikes packed as bits stay
-    row-major: their bit order is the neurons' logical order."""
+                ) -> Union[None, str, Layout]:
+    """How a call whose first input is dense and not row-major runs, when
+    every other sequence, initial state and per-neuron parameter has its
+    shape: IN_PLACE when the neuron has no per-channel parameter, the
+    input holds neurons and every one of those tensors has the input's
+    strides (a step's for the step-shaped ones), else its Layout. None
+    otherwise: the call runs as given (copied to row-major; wrong shapes
+    get the kernels' own errors). Spikes packed as bits stay row-major:
+    their bit order is the neurons' logical order."""
     x = inputs[0]
     if spikes == "bits" or not isinstance(x, torch.Tensor):
         return None
-    order = memory_order(x.shape, x.stride())
+    stride = x.stride()
+    order = memory_order(x.shape, stride)
     if order is None:
         return None
-    step = x.shape[1:]
-    if any(not isinstance(t, torch.Tensor) or t.shape != x.shape
-           for t in inputs[1:]):
-        return None
+    shape, step = x.shape, x.shape[1:]
+    others = inputs[1:]
     steps = [s for s in inits if s is not None]
-    steps += [t for t, _ in _per_neuron(info, trainable, runtime)]
-    if any(not isinstance(t, torch.Tensor) or t.shape != step
-           for t in steps):
+    if info.per_neuron_params:
+        steps += [t for t, _ in _per_neuron(info, trainable, runtime)]
+    if any(not isinstance(t, torch.Tensor) or t.shape != shape
+           for t in others) or any(
+               not isinstance(t, torch.Tensor) or t.shape != step
+               for t in steps):
         return None
-    return Layout(x.shape, order, info.channels)
+    if (not info.channels and x.numel()
+            and all(t.stride() == stride for t in others)
+            and all(t.stride() == stride[1:] for t in steps)):
+        return IN_PLACE
+    return _layout(shape, order, info.channels)
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(shape: torch.Size, order: Tuple[int, ...], channels: bool
+            ) -> Layout:
+    """Layouts are immutable: one per shape and order."""
+    return Layout(shape, order, channels)
 
 
 def into_layout(layout: Layout, info, inputs, inits, trainable, runtime
