@@ -237,7 +237,10 @@ class _ScanFunction(torch.autograd.Function):
             inputs, ctx.values, handle.deterministic_mode(), inputs[0],
             grad_finals=grad_states if ctx.finals else none,
             present=ctx.present, shaped=shaped, in_place=ctx.in_place)
-        grad_params = [g.to(dtype).reshape(shape)
+        # Each in its parameter's dtype and shape (no op where it is:
+        # each costs the host microseconds on the GPU machines).
+        grad_params = [g if g.dtype == dtype and g.shape == shape
+                       else g.to(dtype).reshape(shape)
                        for g, (dtype, shape) in zip(grad_params,
                                                     ctx.trainable_like)]
         grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
