@@ -237,19 +237,6 @@ def measure(torch, timer, model, variant, precision, layout, x, labels,
     return row
 
 
-def warm_up(torch, seconds=3.0):
-    """Keeps the GPU busy for `seconds` before the first variant: on an
-    H100 the first variant timed in a fresh process was 1.2-1.3x slower
-    than the same variant timed later in it."""
-    a = torch.randn(4096, 4096, device="cuda")
-    product = torch.empty_like(a)
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        for _ in range(20):
-            torch.mm(a, a, out=product)
-        torch.cuda.synchronize()
-
-
 def main(argv):
     ap = cli.parser("resnet", __doc__)
     cli.add_out_and_smoke(ap, None)
@@ -295,7 +282,6 @@ def main(argv):
     # Compiled variants last: eager steps timed after an Inductor compile
     # in the same process took up to twice as long (docs/perf/resnet).
     runs.sort(key=lambda run: run[3].endswith("+compile"))
-    warm_up(torch)
     inputs = {layout: batch(torch, layout,
                             torch.Generator(device="cuda").manual_seed(1))
               for layout in args.layouts}
