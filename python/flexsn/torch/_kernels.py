@@ -246,11 +246,15 @@ def in_order(t: torch.Tensor, x0: torch.Tensor, step: bool = False
     return like.copy_(t)
 
 
-def _row_major(inputs, inits, shaped):
-    """The call's tensors made contiguous (copies where they are not)."""
-    return ([x.contiguous() for x in inputs],
-            [None if s is None else s.contiguous() for s in inits],
-            [p.contiguous() for p in shaped])
+def as_read(tensors, x0: torch.Tensor, in_place: bool, step: bool = False
+            ) -> list:
+    """`tensors` (sequences like x0, or steps; None stays None) as the
+    kernels read them: in x0's memory order when `in_place`, else
+    contiguous; copies where they are not."""
+    if in_place:
+        return [None if t is None else in_order(t, x0, step)
+                for t in tensors]
+    return [None if t is None else t.contiguous() for t in tensors]
 
 
 def current_stream(device_index: int) -> int:
@@ -408,10 +412,9 @@ class NeuronKernels:
          output_dtypes) = plan
         if copy_inputs:
             inputs = [x.contiguous() for x in inputs]
-        if not in_place:
-            inits = [None if s is None else s.contiguous() for s in inits]
-            shaped = [p.contiguous() for p in shaped]
         x0 = inputs[0]
+        inits = as_read(inits, x0, in_place, True)
+        shaped = as_read(shaped, x0, in_place, True)
 
         def sequence(dtype=None):
             if dtype == "bits":
@@ -497,8 +500,9 @@ class NeuronKernels:
         x0 = inputs[0]
         dtype = storage_type(inputs + [s for s in inits if s is not None],
                              self.info.name)
-        if not in_place:
-            inputs, inits, shaped = _row_major(inputs, inits, shaped)
+        inputs = as_read(inputs, x0, in_place)
+        inits = as_read(inits, x0, in_place, True)
+        shaped = as_read(shaped, x0, in_place, True)
         T, shape = x0.shape[0], tuple(x0.shape[1:])
         N = math.prod(shape)
         device = x0.device
@@ -577,20 +581,8 @@ class NeuronKernels:
                 g = dtype_like.new_empty(shape if i in per_neuron_sums
                                          else shape[1:2], dtype=torch.float32)
             grad_params.append(g)
-        if in_place:
-            def steps(tensors):
-                return [None if g is None else in_order(g, dtype_like, True)
-                        for g in tensors]
-
-            def sequences(tensors):
-                return [None if g is None else in_order(g, dtype_like)
-                        for g in tensors]
-        else:
-            def steps(tensors):
-                return [None if t is None else t.contiguous()
-                        for t in tensors]
-            sequences = steps
-        finals = steps(grad_finals or [None] * self.num_states)
+        finals = as_read(grad_finals or [None] * self.num_states,
+                         dtype_like, in_place, True)
         if T == 0 or N == 0:
             # Each initial state is the final one (when T == 0).
             for g, final in zip(grad_inits, finals):
@@ -603,12 +595,12 @@ class NeuronKernels:
             return grad_inputs, grad_inits, grad_params
         # Copies stay referenced (by `sources`) until the launch is queued.
         sources = {
-            ("output", True): sequences(grad_outputs),
-            ("state_seq", True): sequences(grad_states),
-            ("input", False): sequences(inputs),
+            ("output", True): as_read(grad_outputs, dtype_like, in_place),
+            ("state_seq", True): as_read(grad_states, dtype_like, in_place),
+            ("input", False): as_read(inputs, dtype_like, in_place),
             ("state_final", True): finals, ("input", True): grad_inputs,
             ("state_init", True): grad_inits, ("param", True): grad_params,
-            ("param", False): steps(shaped)}
+            ("param", False): as_read(shaped, dtype_like, in_place, True)}
         buffers = self._buffers(spec, sources)
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device, channels(self.info, dtype_like))
