@@ -30,10 +30,16 @@ Every variant starts from the same weights and batch; the first step's
 loss of each is recorded beside the time (they agree to float tolerance).
 A step is timed with CUDA events (median of --reps after warm-up); the
 first step's wall time (compiles included) and, for flexsn-fused,
-`fuse` + the first step are recorded too. Targets: flexsn-fused at least
-1.3x sj-torch+compile and 1.25x flexsn, and flexsn-fused+graph the same
-against sj-torch+compile and flexsn+graph (in each layout, and the fastest
-layout of each against the other's fastest); fuse + first step under 5 s.
+`fuse` + the first step are recorded too, and the host's time per step
+(steps queued back to back, timed before waiting for the GPU: an eager
+step whose host time nears its step time is host-bound). With --rounds N
+each model, precision and layout's variants are built together and timed
+in turns, N times: eager steps drift between runs (the host's speed, the
+GPU's clocks), and taking turns makes the drift hit every variant alike.
+Targets: flexsn-fused at least 1.3x sj-torch+compile and 1.25x flexsn,
+and flexsn-fused+graph the same against sj-torch+compile and
+flexsn+graph (in each layout, and the fastest layout of each against the
+other's fastest); fuse + first step under 5 s.
 Writes resnet_results.{json,md} to --out; `--plot` draws resnet.png from
 result files.
 
@@ -42,6 +48,7 @@ and its fused blocks, f32 and f16) into the compile cache: the GPU machine
 has no compiler.
 """
 
+import statistics
 import sys
 import time
 
@@ -219,22 +226,87 @@ def profile(torch, model, variant, precision, layout, x, labels):
     torch.cuda.empty_cache()
 
 
-def measure(torch, timer, model, variant, precision, layout, x, labels,
-            reps):
+def host_ms(torch, step, steps=5):
+    """The host's time per step, ms: `steps` steps queued back to back,
+    timed before waiting for the GPU. Where it nears the step's time, the
+    step is host-bound."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    host = (time.perf_counter() - t0) / steps * 1e3
+    torch.cuda.synchronize()
+    return host
+
+
+def start(torch, model, variant, precision, layout, x, labels):
+    """(step, what keeps it alive, its row so far): the variant built and
+    its first step run (compiles included in `first_step_s`)."""
     losses = []
     t0 = time.perf_counter()
     net, optimizer, step = training_step(torch, model, variant, precision,
                                          layout, x, labels, losses)
     step()
     torch.cuda.synchronize()
-    first_s = time.perf_counter() - t0
-    median, minimum = timer.ms(step, reps=reps)
     row = dict(model=model, variant=variant, precision=precision,
-               layout=layout, step_ms=median, min_ms=minimum, first_step_s=first_s,
+               layout=layout, first_step_s=time.perf_counter() - t0,
                first_loss=float(losses[0]))
-    del net, optimizer
-    timer.free()
-    return row
+    return step, (net, optimizer), row
+
+
+def measure(torch, timer, runs, x, labels, reps, rounds=1):
+    """Rows of `runs` [(model, precision, layout, variant)] sharing one
+    input: each variant timed alone (`rounds` = 1: built, timed, freed),
+    or all of them built first and timed in turns, `rounds` times, so that
+    drift between variants (the host's, the GPU's clocks) hits them alike:
+    `step_ms` is then the median of the rounds' medians, each round's in
+    `rounds_ms`. A variant that fails is recorded with its error."""
+    rows, started = [], []
+
+    def failed(row, error):
+        rows.append(dict(row, error="%s: %s" % (type(error).__name__,
+                                                str(error)[:600])))
+        timer.free()
+
+    def time_turns(group):
+        times = [[] for _ in group]
+        for _ in range(rounds):
+            for (step, _, _), t in zip(group, times):
+                t.append(timer.ms(step, reps=reps) + (host_ms(torch, step),))
+        for (_, _, row), t in zip(group, times):
+            row["step_ms"] = statistics.median(m for m, _, _ in t)
+            row["min_ms"] = min(m for _, m, _ in t)
+            row["host_ms"] = statistics.median(h for _, _, h in t)
+            if rounds > 1:
+                row["rounds_ms"] = [round(m, 3) for m, _, _ in t]
+            rows.append(row)
+
+    for model, precision, layout, variant in runs:
+        row = dict(model=model, variant=variant, precision=precision,
+                   layout=layout)
+        try:
+            built = start(torch, model, variant, precision, layout, x,
+                          labels)
+            if rounds == 1:
+                time_turns([built])
+                del built
+                timer.free()
+            else:
+                started.append(built)
+        except Exception as error:  # noqa: BLE001: record, go on
+            failed(row, error)
+    if started:
+        try:
+            time_turns(started)
+        except Exception as error:  # noqa: BLE001: record, go on
+            for _, _, row in started:
+                failed(row, error)
+        started.clear()
+        timer.free()
+    for row in rows:
+        print("%s: %s" % (PROG, row))
+    sys.stdout.flush()
+    return rows
 
 
 def main(argv):
@@ -250,6 +322,12 @@ def main(argv):
     ap.add_argument("--layouts", nargs="+", default=list(LAYOUTS),
                     choices=LAYOUTS)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="with N > 1, each model, precision and layout's "
+                    "variants are built together and timed in turns, N "
+                    "times (the median of the rounds' medians): for "
+                    "comparing eager steps whose times drift (default 1: "
+                    "one variant at a time, each freed before the next)")
     ap.add_argument("--profile", action="store_true",
                     help="instead of timing: per variant, the host time of "
                     "a step, the GPU time its kernels take, and the "
@@ -258,6 +336,8 @@ def main(argv):
                     help="instead of running: draw resnet.png in --out "
                     "from these result files")
     args = cli.finish(ap.parse_args(argv))
+    if args.rounds < 1 or args.reps < 1:
+        ap.error("--rounds and --reps are at least 1")
     if args.compile_only:
         return compile_only()
     if args.plot:
@@ -291,19 +371,20 @@ def main(argv):
                     *inputs[layout])
         return 0
     rows = []
-    for model, precision, layout, variant in runs:
-        try:
-            row = measure(torch, timer, model, variant, precision, layout,
-                          *inputs[layout], args.reps)
-        except Exception as error:  # noqa: BLE001: record, go on
-            row = dict(model=model, variant=variant, precision=precision,
-                       layout=layout,
-                       error="%s: %s" % (type(error).__name__,
-                                         str(error)[:600]))
-            timer.free()
-        rows.append(row)
-        print("%s: %s" % (PROG, row))
-        sys.stdout.flush()
+    if args.rounds == 1:
+        for run in runs:
+            rows += measure(torch, timer, [run], *inputs[run[2]], args.reps)
+    else:
+        # Each (model, precision, layout)'s variants in turns; compiled
+        # ones apart, after every eager one (see above).
+        groups = {}
+        for run in runs:
+            groups.setdefault((run[:3], run[3].endswith("+compile")),
+                              []).append(run)
+        for (group, _), members in sorted(groups.items(),
+                                          key=lambda g: g[0][1]):
+            rows += measure(torch, timer, members, *inputs[group[2]],
+                            args.reps, args.rounds)
     checks = judge(rows)
     meta = dict(device=cli.device_name(torch, "cuda"),
                 torch=torch.__version__, T=T, B=B, resolution=RES,
@@ -420,17 +501,19 @@ def markdown(meta):
              "torch %s)" % (meta["T"], meta["B"], meta["resolution"],
                             meta["resolution"], meta["device"],
                             meta["torch"]), "",
-             "| model | precision | layout | variant | step ms | "
-             "first step s | first loss |", "|---|---|---|---|---:|---:|---:|"]
+             "| model | precision | layout | variant | step ms | host ms | "
+             "first step s | first loss |",
+             "|---|---|---|---|---:|---:|---:|---:|"]
     for r in meta["rows"]:
         if "error" in r:
-            lines.append("| %s | %s | %s | %s | error: %s | | |" % (
+            lines.append("| %s | %s | %s | %s | error: %s | | | |" % (
                 r["model"], r["precision"], r["layout"], r["variant"],
                 " ".join(r["error"].replace("|", "/").split())[:160]))
             continue
-        lines.append("| %s | %s | %s | %s | %.2f | %.1f | %.4f |" % (
+        host = r.get("host_ms")
+        lines.append("| %s | %s | %s | %s | %.2f | %s | %.1f | %.4f |" % (
             r["model"], r["precision"], r["layout"], r["variant"],
-            r["step_ms"],
+            r["step_ms"], "" if host is None else "%.2f" % host,
             r["first_step_s"], r["first_loss"]))
     lines += ["", "Targets:", ""]
     lines += ["- " + results.check_line(c) for c in meta["checks"]]

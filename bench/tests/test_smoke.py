@@ -265,3 +265,68 @@ def test_resnet_judges_each_fused_variant_against_its_unfused_twin():
     assert checks["m f32 contiguous fuse_first_step_s"]["ok"]
     assert not any("fuse_first_step_s" in c and "graph" in c
                    for c in checks)
+
+
+class _FakeCuda:
+    """What bench resnet's timing calls of torch.cuda, doing nothing."""
+
+    @staticmethod
+    def synchronize():
+        pass
+
+
+class _FakeTimer:
+    """Hands out each variant's step times in the order given, and records
+    the order in which the variants were timed."""
+
+    def __init__(self, times):
+        self.times = {v: iter(ts) for v, ts in times.items()}
+        self.timed, self.freed = [], 0
+
+    def ms(self, step, reps):
+        self.timed.append(step.variant)
+        median = next(self.times[step.variant])
+        return median, median - 0.5
+
+    def free(self):
+        self.freed += 1
+
+
+def _fake_start(torch, model, variant, precision, layout, x, labels):
+    if variant == "broken":
+        raise RuntimeError("no such model")
+
+    def step():
+        pass
+
+    step.variant = variant
+    return step, None, dict(model=model, variant=variant,
+                            precision=precision, layout=layout,
+                            first_step_s=0.1, first_loss=1.0)
+
+
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_resnet_times_variants_alone_or_in_turns(monkeypatch, rounds):
+    """--rounds 1 times each variant once, in order; --rounds N builds them
+    all, times them in turns N times and takes the median of the rounds'
+    medians; a variant that fails to build is recorded with its error and
+    the others still run."""
+    from bench import resnet
+    monkeypatch.setattr(resnet, "start", _fake_start)
+    fake_torch = type("FakeTorch", (), {"cuda": _FakeCuda})
+    timer = _FakeTimer({"a": [4.0, 1.0, 1.5], "b": [5.0, 6.0, 4.0]})
+    runs = [("m", "f32", "channels_last", v) for v in ("a", "broken", "b")]
+    rows = {r["variant"]: r for r in resnet.measure(
+        fake_torch, timer, runs, None, None, reps=5, rounds=rounds)}
+    assert set(rows) == {"a", "b", "broken"}
+    assert "no such model" in rows["broken"]["error"]
+    assert timer.timed == ["a", "b"] * rounds
+    if rounds == 1:
+        assert (rows["a"]["step_ms"], rows["b"]["step_ms"]) == (4.0, 5.0)
+        assert "rounds_ms" not in rows["a"]
+    else:
+        assert rows["a"]["rounds_ms"] == [4.0, 1.0, 1.5]
+        assert (rows["a"]["step_ms"], rows["a"]["min_ms"]) == (1.5, 0.5)
+        assert (rows["b"]["step_ms"], rows["b"]["min_ms"]) == (5.0, 3.5)
+    assert all(r["host_ms"] >= 0 for r in (rows["a"], rows["b"]))
+    assert timer.freed >= 1

@@ -857,6 +857,47 @@ def test_node_two_calls_equal_one(case, device):
               atol=1e-5)
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available()
+                    or torch.cuda.device_count() < 2,
+                    reason="needs two CUDA GPUs")
+@pytest.mark.parametrize("case", ["lif", "plif"])
+def test_node_on_a_gpu_that_is_not_current(case):
+    """A module on cuda:1 runs while cuda:0 is the current device, as
+    torch's own operators do: training (forward and backward) and
+    inference give the reference's results, and the current device is
+    left as it was."""
+    neuron = NODES[case][3]
+    gen = generator(53)
+    x = drive(neuron, gen, (5, 33), device="cuda:1")
+    w_out = weights(gen, (5, 33), "cuda:1")
+    x_r = leaf(x.cpu())
+    w_r = None
+    if neuron == "plif":
+        w_r = torch.tensor(plif_w(case), requires_grad=True)
+    want_spikes, want_v_seq = node_reference(case, x_r, None, w_r)
+    spike_rate_is_useful(want_spikes)
+    (want_spikes * w_out.cpu()).sum().backward()
+    with torch.cuda.device(0):
+        node = node_module(case, "cuda").to("cuda:1")
+        x1 = leaf(x)
+        spikes = node(x1)
+        (spikes * w_out).sum().backward()
+        assert torch.cuda.current_device() == 0
+        node.reset()
+        with torch.no_grad():
+            again = node(x)
+        assert torch.cuda.current_device() == 0
+    assert spikes.device == torch.device("cuda:1")
+    spikes_equal(spikes, want_spikes, "spikes on cuda:1")
+    spikes_equal(again, want_spikes, "inference spikes on cuda:1")
+    close(node.v, want_v_seq[-1], "v on cuda:1", **FWD_TOL["cuda"])
+    close(x1.grad, x_r.grad, "x.grad on cuda:1", **GRAD_TOL["cuda"])
+    if w_r is not None:
+        close(node.w.grad, w_r.grad, "w.grad on cuda:1", rtol=1e-4,
+              atol=1e-5)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", ["lif", "plif", "lif-plain-input"])
 def test_node_reset_starts_from_v_reset(case, device):

@@ -257,6 +257,11 @@ def as_read(tensors, x0: torch.Tensor, in_place: bool, step: bool = False
     return [None if t is None else t.contiguous() for t in tensors]
 
 
+# The current CUDA device's index without building a device object.
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or \
+    torch.cuda.current_device
+
+
 def current_stream(device_index: int) -> int:
     if _raw_stream is not None:
         return _raw_stream(device_index)
@@ -333,6 +338,14 @@ class NeuronKernels:
                 channels=None):
         if self.device_type == "cuda":
             index = device if isinstance(device, int) else device.index
+            if index != _current_device():
+                # As torch's own operators do: the tensors' device is made
+                # current for the launch (the runtime launches in the
+                # current context, which must own the stream and buffers).
+                with torch.cuda.device(index):
+                    kernel.launch(current_stream(index), T, N, ld, buffers,
+                                  workspace, params, channels)
+                return
             kernel.launch(current_stream(index), T, N, ld, buffers,
                           workspace, params, channels)
         else:
