@@ -898,6 +898,44 @@ def test_node_on_a_gpu_that_is_not_current(case):
               atol=1e-5)
 
 
+def test_launch_makes_the_tensors_device_current(monkeypatch):
+    """The dispatch the two-GPU test checks on hardware, anywhere: a CUDA
+    launch for another device than the current one runs inside
+    torch.cuda.device(that device), on that device's stream; a launch on
+    the current device enters no guard."""
+    from flexsn.torch import _kernels
+    entered, launched = [], []
+
+    class Guard:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            entered.append(self.index)
+
+        def __exit__(self, *exc):
+            entered.append(-1)
+
+    class Kernel:
+        @staticmethod
+        def launch(stream, *args):
+            launched.append((stream, list(entered)))
+
+    class Compiled:
+        info = LIFNode(tau=2.0, step_mode="m").compiled.info
+
+    monkeypatch.setattr(_kernels, "_current_device", lambda: 0)
+    monkeypatch.setattr(_kernels, "current_stream", lambda i: 100 + i)
+    monkeypatch.setattr(_kernels.torch.cuda, "device", Guard)
+    kernels = _kernels.NeuronKernels(Compiled, "cuda")
+    kernels._launch(Kernel, 4, 8, 0, [], 0, [], torch.device("cuda", 1))
+    assert launched == [(101, [1])] and entered == [1, -1]
+    launched.clear()
+    entered.clear()
+    kernels._launch(Kernel, 4, 8, 0, [], 0, [], 0)
+    assert launched == [(100, [])] and entered == []
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", ["lif", "plif", "lif-plain-input"])
 def test_node_reset_starts_from_v_reset(case, device):
