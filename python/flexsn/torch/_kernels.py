@@ -13,6 +13,7 @@ neurons as `[B, C, S]`, S the product of the dimensions after C. The scalar
 runtime parameters are `params`.
 """
 
+import contextlib
 import functools
 import math
 import warnings
@@ -338,16 +339,14 @@ class NeuronKernels:
                 channels=None):
         if self.device_type == "cuda":
             index = device if isinstance(device, int) else device.index
-            if index != _current_device():
-                # As torch's own operators do: the tensors' device is made
-                # current for the launch (the runtime launches in the
-                # current context, which must own the stream and buffers).
-                with torch.cuda.device(index):
-                    kernel.launch(current_stream(index), T, N, ld, buffers,
-                                  workspace, params, channels)
-                return
-            kernel.launch(current_stream(index), T, N, ld, buffers,
-                          workspace, params, channels)
+            # As torch's own operators do: the tensors' device is made
+            # current for the launch (the runtime launches in the current
+            # context, which must own the stream and buffers).
+            guard = (contextlib.nullcontext() if index == _current_device()
+                     else torch.cuda.device(index))
+            with guard:
+                kernel.launch(current_stream(index), T, N, ld, buffers,
+                              workspace, params, channels)
         else:
             # As many threads as torch's own CPU operators use.
             kernel.launch(T, N, buffers, workspace, params, channels,
