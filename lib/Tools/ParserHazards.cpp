@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The check lexes the text as MLIR's lexer would (comments, strings, sigiled
-// names, numbers, punctuation) and looks at each bare `dimensions` or
+// The check lexes the text as MLIR's lexer does (the same whitespace, NUL
+// bytes included, comments, strings, sigiled names, numbers, punctuation and
+// errors) and looks at each bare `dimensions` or
 // `permutation` followed by `=`. Where that is a custom-op keyword (not a key
 // of an attribute dictionary, which comes after `{` or `,` and which MLIR's
 // generic attribute parser reports properly), the list that follows must be
@@ -30,7 +31,10 @@ using namespace mlir;
 namespace {
 
 struct Token {
-  enum Kind { BareIdentifier, Number, Punctuation, Other };
+  /// `Integer` is MLIR's integer literal (decimal or 0x-hexadecimal);
+  /// `Error` stands where MLIR's lexer reports an error, which ends the
+  /// parse of the text it is in before any op parser sees what follows.
+  enum Kind { BareIdentifier, Integer, Punctuation, Other, Error };
   Kind kind;
   StringRef text;
 
@@ -39,59 +43,168 @@ struct Token {
   }
 };
 
-bool isBareIdentifierChar(char c) {
+bool isIdentifierChar(char c) {
   return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
 }
 
-/// MLIR's tokens, as far as the check needs them: bare identifiers,
-/// numbers, and one-character punctuation; sigiled names (%x, @f, #a, !t,
-/// ^bb) and strings are opaque, comments and whitespace are skipped.
+/// The tokens of `text` as MLIR 22's lexer (mlir/lib/AsmParser/Lexer.cpp)
+/// forms them: the same whitespace (space, tab, LF, CR, and a NUL byte
+/// anywhere but at the end, which that lexer skips), comments ending at LF
+/// or CR, strings with its escapes and its errors, numbers, identifiers
+/// with and without sigils, and its punctuation. Sigiled names, strings and
+/// float literals are opaque. Where that lexer reports an error the token
+/// is `Error` and lexing goes on after the same characters.
 std::vector<Token> lex(StringRef text) {
   std::vector<Token> tokens;
   size_t pos = 0, size = text.size();
+  auto at = [&](size_t k) { return k < size ? text[k] : '\0'; };
   auto take = [&](size_t begin, Token::Kind kind) {
     tokens.push_back({kind, text.slice(begin, pos)});
   };
-  while (pos < size) {
-    char c = text[pos];
-    size_t begin = pos;
-    if (llvm::isSpace(c)) {
+  auto skipWhile = [&](auto predicate) {
+    while (pos < size && predicate(text[pos]))
       ++pos;
-    } else if (text.substr(pos).starts_with("//")) {
-      pos = text.find('\n', pos);
-      if (pos == StringRef::npos)
-        pos = size;
-    } else if (c == '"') {
-      // A string ends at its unescaped quote (or, malformed, a line's end).
-      for (++pos; pos < size && text[pos] != '"' && text[pos] != '\n'; ++pos)
-        if (text[pos] == '\\')
-          ++pos;
-      pos = std::min(pos + 1, size);
-      take(begin, Token::Other);
-    } else if (llvm::isAlpha(c) || c == '_') {
-      while (pos < size && isBareIdentifierChar(text[pos]))
+  };
+  // After the opening quote: a string ends at its quote; LF, VT, FF or the
+  // end of the input, and an unknown escape, are errors.
+  auto lexString = [&](size_t begin) {
+    while (true) {
+      if (pos >= size)
+        return take(begin, Token::Error);
+      char c = text[pos++];
+      if (c == '"')
+        return take(begin, Token::Other);
+      if (c == '\n' || c == '\v' || c == '\f')
+        return take(begin, Token::Error);
+      if (c != '\\')
+        continue;
+      char next = at(pos);
+      if (next == '"' || next == '\\' || next == 'n' || next == 't')
         ++pos;
+      else if (llvm::isHexDigit(next) && llvm::isHexDigit(at(pos + 1)))
+        pos += 2;
+      else
+        return take(begin, Token::Error);
+    }
+  };
+
+  while (pos < size) {
+    size_t begin = pos;
+    char c = text[pos++];
+    switch (c) {
+    case ' ':
+    case '\t':
+    case '\n':
+    case '\r':
+    case '\0':
+      continue;
+    case '/':
+      if (at(pos) != '/') {
+        take(begin, Token::Error);
+        continue;
+      }
+      skipWhile([](char c) { return c != '\n' && c != '\r'; });
+      continue;
+    case '"':
+      lexString(begin);
+      continue;
+    case '@':
+      if (at(pos) == '"') {
+        ++pos;
+        lexString(begin);
+      } else if (llvm::isAlpha(at(pos)) || at(pos) == '_') {
+        skipWhile(isIdentifierChar);
+        take(begin, Token::Other);
+      } else {
+        // The lexer has taken the character after `@` into its error.
+        pos = std::min(pos + 1, size);
+        take(begin, Token::Error);
+      }
+      continue;
+    case '#':
+    case '!':
+    case '^':
+    case '%': {
+      if (c == '#' && at(pos) == '-' && at(pos + 1) == '}') {
+        pos += 2;
+        take(begin, Token::Punctuation);
+        continue;
+      }
+      auto isSuffixPunct = [](char c) {
+        return c == '$' || c == '.' || c == '_' || c == '-';
+      };
+      if (llvm::isDigit(at(pos))) {
+        skipWhile(llvm::isDigit);
+      } else if (llvm::isAlpha(at(pos)) || isSuffixPunct(at(pos))) {
+        skipWhile([&](char c) { return llvm::isAlnum(c) || isSuffixPunct(c); });
+      } else {
+        take(begin, Token::Error);
+        continue;
+      }
+      take(begin, Token::Other);
+      continue;
+    }
+    case '.':
+      if (at(pos) == '.' && at(pos + 1) == '.') {
+        pos += 2;
+        take(begin, Token::Punctuation);
+      } else {
+        take(begin, Token::Error);
+      }
+      continue;
+    case '{':
+      if (at(pos) == '-' && at(pos + 1) == '#')
+        pos += 2;
+      take(begin, Token::Punctuation);
+      continue;
+    case '-':
+      if (at(pos) == '>')
+        ++pos;
+      take(begin, Token::Punctuation);
+      continue;
+    case ':': case ',': case '(': case ')': case '}': case '[': case ']':
+    case '<': case '>': case '=': case '+': case '*': case '?': case '|':
+      take(begin, Token::Punctuation);
+      continue;
+    default:
+      break;
+    }
+    if (llvm::isAlpha(c) || c == '_') {
+      skipWhile(isIdentifierChar);
       take(begin, Token::BareIdentifier);
     } else if (llvm::isDigit(c)) {
-      while (pos < size && (llvm::isAlnum(text[pos]) || text[pos] == '.'))
-        ++pos;
-      take(begin, Token::Number);
-    } else if (StringRef("%@#!^").contains(c)) {
-      for (++pos;
-           pos < size && (isBareIdentifierChar(text[pos]) || text[pos] == '-');
-           ++pos)
-        ;
+      // 0x with a hex digit after it; else digits, and a float when a `.`
+      // follows them (then digits and an exponent that has digits).
+      if (c == '0' && at(pos) == 'x' && llvm::isHexDigit(at(pos + 1))) {
+        pos += 2;
+        skipWhile(llvm::isHexDigit);
+        take(begin, Token::Integer);
+        continue;
+      }
+      skipWhile(llvm::isDigit);
+      if (at(pos) != '.') {
+        take(begin, Token::Integer);
+        continue;
+      }
+      ++pos;
+      skipWhile(llvm::isDigit);
+      if ((at(pos) == 'e' || at(pos) == 'E') &&
+          (llvm::isDigit(at(pos + 1)) ||
+           ((at(pos + 1) == '-' || at(pos + 1) == '+') &&
+            llvm::isDigit(at(pos + 2))))) {
+        pos += 2;
+        skipWhile(llvm::isDigit);
+      }
       take(begin, Token::Other);
     } else {
-      ++pos;
-      take(begin, Token::Punctuation);
+      take(begin, Token::Error);
     }
   }
   return tokens;
 }
 
-/// Whether `-`? `number` reads as an int64_t, as MLIR's parseInteger does:
-/// decimal or 0x-hexadecimal digits.
+/// Whether `-`? `digits` (an integer token) reads as an int64_t, as MLIR's
+/// parseInteger does.
 bool isInt64(bool negative, StringRef digits) {
   uint64_t value;
   unsigned radix = digits.consume_front("0x") ? 16 : 10;
@@ -116,7 +229,7 @@ std::optional<size_t> findListError(ArrayRef<Token> tokens, size_t begin) {
     bool negative = at(i) && at(i)->is('-');
     if (negative)
       ++i;
-    if (!at(i) || at(i)->kind != Token::Number ||
+    if (!at(i) || at(i)->kind != Token::Integer ||
         !isInt64(negative, at(i)->text))
       return i;
     if (!at(++i))
