@@ -43,6 +43,7 @@ Calling convention of `core(*inputs, *states, **params)`:
   when the neuron has exactly one result.
 """
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -339,6 +340,42 @@ class _Tracer(torch.fx.Tracer):
         node = super().create_node(*args, **kwargs)
         node.meta["flexsn_frame"] = _user_frame(sys._getframe(1))
         return node
+
+
+#: Random-number functions: called on no traced value they draw once, at
+#: import, and the draw would become a constant of the neuron (another one
+#: in every process). FlexSN has no stochastic neurons yet: each is refused
+#: by name while a step function is traced.
+_RANDOM_FUNCTIONS = ("rand", "randn", "randint", "randperm", "normal",
+                     "bernoulli", "poisson", "multinomial", "rand_like",
+                     "randn_like", "randint_like")
+_RANDOM_METHODS = ("normal_", "uniform_", "bernoulli_", "exponential_",
+                   "geometric_", "log_normal_", "cauchy_", "random_")
+
+
+@contextlib.contextmanager
+def _no_random_numbers():
+    def refuse(name):
+        def random_function(*args, **kwargs):
+            raise UnsupportedOpError(
+                "%s: a step function cannot draw random numbers (they would "
+                "be drawn once, at import, and become constants); FlexSN "
+                "has no stochastic neurons yet" % name, op=name,
+                frame=_user_frame(sys._getframe(1)))
+        return random_function
+
+    saved = []
+    for owner, prefix, names in ((torch, "torch.", _RANDOM_FUNCTIONS),
+                                 (torch.Tensor, "Tensor.", _RANDOM_METHODS)):
+        for name in names:
+            if hasattr(owner, name):
+                saved.append((owner, name, getattr(owner, name)))
+                setattr(owner, name, refuse(prefix + name))
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
 
 
 def _definition_frame(core):
@@ -1129,7 +1166,8 @@ def trace_step(core, num_inputs: int, num_states: int,
 
     tracer = _Tracer()
     try:
-        graph = tracer.trace(root)
+        with _no_random_numbers():
+            graph = tracer.trace(root)
     except StepImportError:
         raise
     except torch.fx.proxy.TraceError as error:

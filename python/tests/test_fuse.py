@@ -8,6 +8,7 @@ gradients and running statistics within float tolerance, the same
 state_dict keys both ways.
 """
 
+import copy
 import dataclasses
 import io
 
@@ -420,3 +421,203 @@ def test_shared_neuron_keeps_its_call_order(capsys):
         want = model(x)
         model.sn.reset()
         assert torch.equal(fused(x), want)
+
+
+# ---------------------------------------------------------------------------
+# What fuse must not change: plain values the forward reads, tensors
+# changed in place, neurons and operands a block does not take.
+# ---------------------------------------------------------------------------
+
+
+class ReadsState(nn.Module):
+    """A forward that returns a neuron's state after the call."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = MultiStepBatchNorm2d(2)
+        self.sn = lif()
+
+    def forward(self, x):
+        self.sn(self.bn(x))
+        return self.sn.v
+
+
+def test_forward_reading_a_neuron_state_is_not_fused(capsys):
+    model = ReadsState()
+    fused = fuse(model, verbose=True)
+    assert fused is model
+    assert "not fused, its forward reads sn.v, a neuron's state" in \
+        capsys.readouterr().out
+    x = batch("cpu")[:, :, :2]
+    reset(model)
+    assert isinstance(fused(x), torch.Tensor)  # not the traced 0.0
+
+
+class ReadsPlainValues(nn.Module):
+    """A forward that branches on `self.training` and reads `self.scale`
+    and `self.cnf`, plain values torch.fx freezes when it traces."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = MultiStepBatchNorm2d(2)
+        self.sn = lif()
+        self.scale = 1.0
+        self.cnf = "ADD"
+
+    def forward(self, x):
+        s = self.sn(self.bn(x))
+        y = sew_function(x, s, self.cnf) * self.scale
+        if self.training:
+            return y
+        return y.mean(0)
+
+
+def test_plain_values_the_forward_reads_are_guarded(capsys):
+    """The fused model follows a change of mode or of an attribute its
+    forward reads (running unfused while they differ from the traced
+    values): always what the unfused model computes."""
+    torch.manual_seed(3)
+    model = ReadsPlainValues()
+    fused = fuse(ReadsPlainValues(), verbose=True)
+    fused.load_state_dict(model.state_dict())
+    out = capsys.readouterr().out
+    assert "fused: bn -> sn" in out
+    assert "reads training, cnf, scale as plain values" in out
+    x = batch("cpu")[:, :, :2]
+
+    def same(*, steps=("train", "eval")):
+        for mode in steps:
+            model.train(mode == "train")
+            fused.train(mode == "train")
+            reset(model)
+            reset(fused)
+            with torch.no_grad():
+                torch.testing.assert_close(fused(x), model(x), rtol=1e-5,
+                                           atol=1e-5)
+
+    same()
+    model.scale = fused.scale = 3.0
+    same()
+    model.cnf = fused.cnf = "AND"
+    same()
+    fused.scale, fused.cnf = 1.0, "ADD"  # the traced values again
+    model.scale, model.cnf = 1.0, "ADD"
+    same()
+    assert fused.scale == 1.0 and fused.cnf == "ADD"
+    # Deep copies and pickles keep the guards.
+    for other in (copy.deepcopy(fused), _pickled(fused)):
+        other.load_state_dict(model.state_dict())
+        other.scale = 2.0
+        model.scale = 2.0
+        other.eval()
+        model.eval()
+        reset(model)
+        reset(other)
+        with torch.no_grad():
+            torch.testing.assert_close(other(x), model(x))
+        model.scale = 1.0
+
+
+def _pickled(module):
+    buffer = io.BytesIO()
+    torch.save(module, buffer)
+    buffer.seek(0)
+    if "weights_only" in torch.load.__code__.co_varnames:
+        return torch.load(buffer, weights_only=False)
+    return torch.load(buffer)
+
+
+class InPlaceBetween(nn.Module):
+    """The chain's input changed in place between the neuron and the
+    connection (an in-place ReLU of the input, or a `mul_`)."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.bn = MultiStepBatchNorm2d(2)
+        self.sn = lif()
+        self.act = nn.ReLU(inplace=True)
+        self.how = how
+
+    def forward(self, x):
+        out = self.sn(self.bn(x))
+        if self.how == "relu":
+            return out + self.act(x)
+        if self.how == "mul_":
+            other = x.mul_(0.5)
+            return out + other
+        return out + torch.nn.functional.relu(x, inplace=True)
+
+
+@pytest.mark.parametrize("how", ["relu", "mul_", "functional"])
+def test_chain_is_not_moved_past_in_place_changes(how, capsys):
+    torch.manual_seed(5)
+    model = InPlaceBetween(how)
+    fused = fuse(InPlaceBetween(how), verbose=True)
+    fused.load_state_dict(model.state_dict())
+    # The neuron runs fused where it was; the connection stays after the
+    # in-place change.
+    lines = capsys.readouterr().out.splitlines()
+    assert "fused: bn -> sn" in lines
+    for step in range(2):
+        x = batch("cpu", seed=step)[:, :, :2]
+        reset(model)
+        reset(fused)
+        want = model(x.clone())
+        got = fused(x.clone())
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(fused.bn.running_mean,
+                                   model.bn.running_mean)
+        torch.testing.assert_close(fused.sn.v, model.sn.v)
+
+
+@pytest.mark.parametrize("spike_dtype", [torch.uint8, "bits"])
+def test_neuron_storing_spikes_as_bytes_or_bits_is_not_fused(spike_dtype,
+                                                             capsys):
+    class Chain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = MultiStepBatchNorm2d(2)
+            self.sn = LIFNode(tau=2.0, step_mode="m",
+                              spike_dtype=spike_dtype)
+
+        def forward(self, x):
+            return self.sn(self.bn(x))
+
+    model = Chain().eval()
+    fused = fuse(model, verbose=True)
+    assert "stores its spikes as bytes or bits" in capsys.readouterr().out
+    x = batch("cpu")[:, :, :2]
+    with torch.no_grad():
+        want = model(x)
+        reset(fused)
+        got = fused(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert torch.equal(got, want)
+
+
+def test_non_tensor_operand_runs_unfused():
+    class ScaledByBatch(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = MultiStepBatchNorm2d(2)
+            self.sn = lif()
+
+        def forward(self, x):
+            return self.sn(self.bn(x)) * x.shape[0]
+
+    torch.manual_seed(2)
+    model = ScaledByBatch()
+    fused = fuse(ScaledByBatch())
+    fused.load_state_dict(model.state_dict())
+    x = batch("cpu")[:, :, :2]
+    reset(model)
+    torch.testing.assert_close(fused(x), model(x))
+
+
+def test_one_value_per_channel_in_training_raises_as_unfused():
+    bn, neuron = MultiStepBatchNorm2d(2), lif()
+    x = torch.randn(1, 1, 2, 1, 1)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        bn(x)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        fused_block(bn, neuron, x)

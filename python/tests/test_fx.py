@@ -997,7 +997,17 @@ def _flag_control_flow(x, v, soft=False):
     return v, x
 
 
+def _random_draw(x, v):
+    return x + 0.1 * torch.randn(()), v  # BAD: drawn once, at import
+
+
+def _random_method(x, v):
+    return x + torch.empty(()).uniform_(), v  # BAD: likewise
+
+
 BAD = [
+    (_random_draw, UnsupportedOpError, "torch.randn(())", "torch.randn"),
+    (_random_method, UnsupportedOpError, "uniform_()", "Tensor.uniform_"),
     (_data_dependent, ControlFlowError, "if h > 1.0", "control flow"),
     (_builtin_max, ControlFlowError, "max(x, v)", "control flow"),
     (_unsupported, UnsupportedOpError, "torch.floor", "torch.floor"),
@@ -1029,6 +1039,33 @@ def test_bad_step_functions(core, error, line, op):
     assert line in str(err) and "test_fx.py:%d" % err.lineno in str(err)
     if error is ControlFlowError:
         assert "torch.where" in str(err)
+
+
+def test_random_functions_are_restored_after_import():
+    with pytest.raises(UnsupportedOpError):
+        import_step(_random_draw, 1, 1)
+    assert torch.randn(3).shape == (3,)
+    assert torch.empty(2).uniform_().shape == (2,)
+
+
+def test_fmax_fmin_send_the_gradient_past_nan():
+    """torch.fmax/fmin ignore a NaN operand: the value and the gradient
+    are the other operand's (eager torch's rule: (x >= y) | isnan(y))."""
+    def core(x, v):
+        return torch.fmax(x, torch.log(x)) + torch.fmin(torch.log(x), x), v
+
+    m = FlexSN(core, num_inputs=1, num_states=1, num_outputs=1,
+               step_mode="m")
+    x = torch.tensor([[-2.0, -0.5, 0.5, 3.0]]).requires_grad_()
+    y = m(x)
+    y.sum().backward()
+    xe = x.detach().clone().requires_grad_()
+    want = torch.fmax(xe, torch.log(xe)) + torch.fmin(torch.log(xe), xe)
+    want.sum().backward()
+    close(y, want, "fmax + fmin")
+    # At x = -2 and -0.5 log is NaN: both extrema are x, d/dx = 2.
+    assert xe.grad[0, 0].item() == 2.0
+    close(x.grad, xe.grad, "d (fmax + fmin) / dx")
 
 
 def test_errors_in_core_name_their_line():

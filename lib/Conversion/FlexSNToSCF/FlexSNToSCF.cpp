@@ -1015,6 +1015,15 @@ struct ConvertFlexSNToSCFPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Lanes past any SIMD register's only grow LLVM's code and compile time
+    // (16384 lanes took a minute, 65536 exhausted LLVM): 64 f32 lanes are
+    // four AVX-512 registers.
+    constexpr unsigned maxVectorWidth = 64;
+    if (vectorWidth > maxVectorWidth) {
+      module.emitError() << "vector-width is at most " << maxVectorWidth
+                         << " lanes, got " << vectorWidth.getValue();
+      return signalPassFailure();
+    }
     DenseMap<func::FuncOp, Value> threadCounts;
     // Steps are emitted from flat bodies.
     if (failed(checkBlocksCompiled(module)) ||

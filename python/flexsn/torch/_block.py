@@ -251,8 +251,11 @@ class _BatchNormAffine(torch.autograd.Function):
                     min=0)
             invstd = torch.rsqrt(var + eps)
             if running_mean is not None:
-                running_mean.lerp_(mean, factor)
-                running_var.lerp_(var * (n / max(n - 1, 1)), factor)
+                # In float32, rounded once to the statistics' own dtype
+                # (bfloat16 after `.bfloat16()`), as nn.BatchNorm does.
+                running_mean.copy_(running_mean.float().lerp_(mean, factor))
+                running_var.copy_(running_var.float().lerp_(
+                    var * (n / max(n - 1, 1)), factor))
         scale = invstd if weight is None else invstd * weight.float()
         shift = torch.addcmul(
             torch.zeros_like(mean) if bias is None else bias.float(),
@@ -337,13 +340,22 @@ def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
         raise ValueError(
             f"{type(bn).__name__}({bn.num_features}) takes [T, B, C, ...] "
             f"inputs with C = {bn.num_features}, got {tuple(x.shape)}")
+    batch_statistics = bn.training or bn.running_mean is None
+    if batch_statistics and x.numel() // x.shape[2] == 1:
+        raise ValueError(f"Expected more than 1 value per channel when "
+                         f"training, got input size {list(x.shape)}")
     factor = 0.0 if bn.momentum is None else bn.momentum
     if bn.training and bn.track_running_stats and \
             bn.num_batches_tracked is not None:
         bn.num_batches_tracked.add_(1)
         if bn.momentum is None:  # a cumulative moving average
             factor = 1.0 / float(bn.num_batches_tracked)
-    if bn.training or bn.running_mean is None:
+    if batch_statistics and x.numel() == 0:
+        # No samples, no statistics: the running ones stay as they are (as
+        # nn.BatchNorm leaves them), and nothing is normalized.
+        ones = torch.ones(x.shape[2], dtype=torch.float32, device=x.device)
+        return x, ones, torch.zeros_like(ones)
+    if batch_statistics:
         update = bn.training and bn.track_running_stats
         return _BatchNormAffine.apply(
             x, bn.weight, bn.bias, bn.running_mean if update else None,

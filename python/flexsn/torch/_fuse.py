@@ -22,6 +22,7 @@ children are fused instead.
 
 import copy
 import functools
+import inspect
 import operator
 from typing import List, Optional
 
@@ -30,6 +31,7 @@ from torch import fx, nn
 
 from ._block import (BatchNorm, BlockShape, batch_norm_affine,
                      check_block_neuron, compile_blocks, run_block)
+from ._guards import Guards, recording_reads
 from ._kernels import DTYPES
 from ._layout import memory_order
 from ._modules import FlexSN
@@ -64,10 +66,93 @@ class _Tracer(fx.Tracer):
                 or super().is_leaf_module(m, qualname))
 
 
+class _FusedGraphModule(fx.GraphModule):
+    """A fused module: its graph while the plain values its forward read
+    when traced (its guards) are unchanged; else the unfused module's
+    forward, on the same submodules, with the values as they are now."""
+
+    def __call__(self, *args, **kwargs):
+        guards = self.__dict__.get("_flexsn_guards")
+        if guards and guards.changed(self) is not None:
+            return self._flexsn_unfused()(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+    # A GraphModule pickles and deep-copies as a plain GraphModule: these
+    # bring back the guarded one, with its guards and order.
+    def __reduce__(self):
+        return (_rebuild_fused, (super().__reduce__(), type(self).__name__))
+
+    def __deepcopy__(self, memo):
+        holder = nn.Module()
+        holder.__dict__ = copy.deepcopy(self.__dict__, memo)
+        return _fused_like(holder, type(self).__name__)
+
+    def _flexsn_unfused(self) -> nn.Module:
+        """The traced module's shallow copy (its submodules are this
+        module's), given this module's mode, root attributes and
+        buffers."""
+        unfused = self._flexsn_unfused_copy[0]
+        if unfused.training != self.training:
+            unfused.train(self.training)
+        for name, _ in self._flexsn_guards.root:
+            setattr(unfused, name, getattr(self, name))
+        for name in unfused._buffers:
+            if name in self._buffers:
+                unfused._buffers[name] = self._buffers[name]
+        return unfused
+
+
+def _fused_like(module: nn.Module, class_name: str) -> _FusedGraphModule:
+    """A guarded fused module with `module`'s graph, attributes and
+    order (`module` a GraphModule, or a holder of one's attributes)."""
+    fused = _FusedGraphModule(module, module.__dict__["_graph"],
+                              class_name=class_name)
+    for name, value in module.__dict__.items():
+        if not hasattr(fused, name):
+            fused.__dict__[name] = value
+    _keep_order(fused, module)
+    return fused
+
+
+def _rebuild_fused(reduced, class_name: str) -> _FusedGraphModule:
+    rebuild, args = reduced
+    return _fused_like(rebuild(*args), class_name)
+
+
+#: Attributes of a FlexSN neuron that change at every call: a forward that
+#: reads one cannot be traced once.
+_NEURON_STATES = frozenset(("v", "v_seq", "states", "state_seqs"))
+
+
+def _trace(module: nn.Module, prefix: str):
+    """(graph, guards, why not): the traced graph and the plain values
+    its forward read, or why the module cannot be fused as traced."""
+    reads = {}
+    with recording_reads(module, reads):
+        graph = _Tracer().trace(module)
+    for m, name, _ in reads.values():
+        if isinstance(m, FlexSN) and name in _NEURON_STATES:
+            return graph, None, (
+                f"{_name_of(prefix)}: not fused, its forward reads "
+                f"{_paths(module, prefix)[id(m)]}.{name}, a neuron's state, "
+                f"which a traced graph would keep at its value when traced")
+    return graph, Guards(module, reads), None
+
+
+def _name_of(prefix: str) -> str:
+    return prefix[:-1] or "model"
+
+
+def _paths(module: nn.Module, prefix: str):
+    """{id(submodule): its qualified name in the model}."""
+    return {id(m): f"{prefix}{name}" if name else _name_of(prefix)
+            for name, m in module.named_modules()}
+
+
 def _fuse_module(module: nn.Module, prefix: str, report: List[str],
                  blocks: List):
     try:
-        graph = _Tracer().trace(module)
+        graph, guards, why_not = _trace(module, prefix)
     except Exception as error:  # noqa: BLE001: any trace failure
         if not any(True for _ in module.children()):
             return module
@@ -83,13 +168,38 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str],
                     clone._modules = copy.copy(module._modules)
                 clone._modules[name] = new
         return module if clone is None else clone
+    if why_not:
+        report.append(why_not)
+        return module
     found_report, found_blocks = [], []
     if not _fuse_graph(module, graph, prefix, found_report, found_blocks):
         report += found_report
         return module
     graph.lint()
-    fused = fx.GraphModule(module, graph, class_name=type(module).__name__)
+    fused = _FusedGraphModule(module, graph,
+                              class_name=type(module).__name__)
     _keep_order(fused, module)
+    if guards:
+        # The root's attributes the forward read live on the fused module,
+        # where the caller sets them.
+        # (One the fused module has already, a GraphModule's own, stays
+        # where it is.)
+        root = guards.root
+        guards.root = [(n, v) for n, v in root if not hasattr(fused, n)]
+        guards.inner += [(module, n, v) for n, v in root
+                         if hasattr(fused, n)]
+        for name, _ in guards.root:
+            setattr(fused, name, getattr(module, name))
+        unfused = copy.copy(module)  # its own tables: `model` unchanged
+        for table in ("_parameters", "_buffers", "_modules"):
+            setattr(unfused, table, dict(getattr(module, table)))
+        fused._flexsn_guards = guards
+        fused._flexsn_unfused_copy = [unfused]  # a list: not a submodule
+        found_report.append(
+            f"{_name_of(prefix)}: its forward reads "
+            f"{guards.describe(_paths(module, prefix))} as plain values; "
+            f"while they keep their traced values it runs fused, else "
+            f"unfused")
     missing = set(module.state_dict()) ^ set(fused.state_dict())
     if missing:  # an attribute the forward never reads: keep the model
         report.append(f"{prefix or 'model'}: not fused, its state_dict "
@@ -195,6 +305,9 @@ def _why_not(bn: nn.Module, neuron) -> Optional[str]:
     if neuron.store_state_seqs or neuron.check_finite:
         return ("the neuron stores its state sequences or checks finite "
                 "values, which a block does not")
+    if neuron._spikes != "dense":
+        return ("the neuron stores its spikes as bytes or bits "
+                "(spike_dtype), which a block does not")
     return None
 
 
@@ -231,14 +344,15 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
             readout, node = readout
             chain.append(node)
         # The chain runs where its last node was: a module of it called in
-        # between (shared) would see its calls reordered.
+        # between (shared) would see its calls reordered, and a tensor
+        # changed in place in between would be read changed.
         shared = {bn_node.target, sn_node.target}
-        if _called_between(chain, shared):
+        if _moved_past(root, chain, shared):
             chain, connection, operand, readout = chain[:2], "none", None, \
                 None
-            if _called_between(chain, shared):
-                report.append(f"{where}: not fused, its module is called "
-                              f"again before its neuron")
+            why = _moved_past(root, chain, shared)
+            if why:
+                report.append(f"{where}: not fused, {why}")
                 continue
         last = chain[-1]
         with graph.inserting_before(last):
@@ -262,16 +376,57 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
     return fused
 
 
-def _called_between(chain: List[fx.Node], targets) -> bool:
-    """Whether a node between the chain's first and last nodes, other than
-    the chain's own, calls one of the modules `targets`."""
+def _moved_past(root: nn.Module, chain: List[fx.Node],
+                targets) -> Optional[str]:
+    """Why the chain cannot run where its last node is: a node between its
+    first and last nodes, other than the chain's own, calls one of the
+    modules `targets` or may change a tensor in place; None when none
+    does."""
     node = chain[0].next
     while node is not chain[-1]:
-        if node.op == "call_module" and node.target in targets and \
-                node not in chain:
-            return True
+        if node not in chain:
+            if node.op == "call_module" and node.target in targets:
+                return "its module is called again before its neuron"
+            if _changes_in_place(root, node):
+                return (f"{node.name} may change a tensor in place between "
+                        f"the batch norm and the neuron's last use")
         node = node.next
-    return False
+    return None
+
+
+_IN_PLACE_OPERATORS = frozenset((
+    operator.iadd, operator.isub, operator.imul, operator.itruediv,
+    operator.ifloordiv, operator.imod, operator.ipow, operator.iand,
+    operator.ior, operator.ixor, operator.ilshift, operator.irshift,
+    operator.imatmul, operator.setitem))
+
+
+def _changes_in_place(root: nn.Module, node: fx.Node) -> bool:
+    """Whether `node` may write to a tensor it is given: an in-place
+    operator or method (`x += y`, `x.mul_(2)`), a function called with
+    `inplace=True`, a module whose `inplace` is true (nn.ReLU(inplace=
+    True)). A leaf module that writes its input by other means is not
+    seen."""
+    if node.op == "call_method":
+        return node.target.endswith("_") and not node.target.endswith("__")
+    if node.op == "call_module":
+        return getattr(root.get_submodule(node.target), "inplace",
+                       False) is True
+    if node.op != "call_function":
+        return False
+    target = node.target
+    name = getattr(target, "__name__", "")
+    if target in _IN_PLACE_OPERATORS or (name.endswith("_") and
+                                         not name.endswith("__")):
+        return True
+    if node.kwargs.get("inplace") is True:
+        return True
+    try:
+        names = list(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        return False
+    at = names.index("inplace") if "inplace" in names else len(node.args)
+    return at < len(node.args) and node.args[at] is True
 
 
 #: The blocks built in this process: {(the compiled neuron's directory,
@@ -342,13 +497,15 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
     with bn's and the neuron's parameters, statistics and states (bn
     apart, then the rest as one Block, where `_normalizes_apart` says);
     the same modules called one by one when an input does not suit the
-    kernels (a broadcast operand, a dtype they do not store, a mode
-    changed since `fuse`)."""
+    kernels (a broadcast or non-tensor operand, a dtype they do not store,
+    a mode changed since `fuse`, an empty batch)."""
     dtype = DTYPES.get(x.dtype)
     mean = readout == "mean"
-    fits = (dtype is not None and x.dim() >= 3 and _why_not(bn, neuron)
+    fits = (dtype is not None and x.dim() >= 3 and x.numel() > 0
+            and _why_not(bn, neuron)
             is None and (readout == "none" or dtype == "f32")
-            and (operand is None or (operand.shape == x.shape
+            and (operand is None or (isinstance(operand, torch.Tensor)
+                                     and operand.shape == x.shape
                                      and operand.dtype == x.dtype
                                      and operand.device == x.device)))
     if not fits:

@@ -112,9 +112,17 @@ LogicalResult selectRule(Rule r) {
   return success();
 }
 /// max/min: the chosen operand gets the gradient; ties go to the first.
-template <arith::CmpFPredicate FirstWins>
+/// The NaN-ignoring forms (maxnumf / minnumf, torch.fmax / fmin) choose the
+/// first operand too when the second is NaN, where the ordered comparison
+/// alone is false (torch's rule: (x >= y) | isnan(y)).
+template <arith::CmpFPredicate FirstWins, bool IgnoresNaN = false>
 LogicalResult extremumRule(Rule r) {
   Value first = r.b.cmp(FirstWins, r.fx(0), r.fx(1));
+  if (IgnoresNaN) {
+    Value secondIsNaN = r.b.cmp(arith::CmpFPredicate::UNO, r.fx(1), r.fx(1));
+    first = arith::OrIOp::create(r.b.getBuilder(), r.b.getLoc(), first,
+                                 secondIsNaN);
+  }
   Value zero = r.b.constant(0.0);
   if (r.active(0))
     r.add(0, r.b.select(first, r.a, zero));
@@ -234,9 +242,9 @@ void mlir::flexsn::registerDerivativeRules(DialectRegistry &registry) {
     attach<arith::NegFOp, negRule>(ctx);
     attach<arith::SelectOp, selectRule>(ctx);
     attach<arith::MaximumFOp, extremumRule<P::OGE>>(ctx);
-    attach<arith::MaxNumFOp, extremumRule<P::OGE>>(ctx);
+    attach<arith::MaxNumFOp, extremumRule<P::OGE, true>>(ctx);
     attach<arith::MinimumFOp, extremumRule<P::OLE>>(ctx);
-    attach<arith::MinNumFOp, extremumRule<P::OLE>>(ctx);
+    attach<arith::MinNumFOp, extremumRule<P::OLE, true>>(ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, math::MathDialect *) {
     attach<math::ExpOp, expRule>(ctx);

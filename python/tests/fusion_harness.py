@@ -1,0 +1,275 @@
+"""Fusion's contract as a property: a model fused by `flexsn.torch.fuse`
+computes what the same model unfused computes, in every layout, precision
+and mode.
+
+`compare(make_model, make_input, case)` builds the model twice from one
+seed (one copy fused), runs both on the same inputs through a sequence of
+calls (training, eval, or switching between them), and compares, call by
+call: the output, the input's gradient, every parameter's gradient, every
+buffer (running statistics, `num_batches_tracked`) and every neuron's
+states after the call. Each tensor is compared as a whole, by its relative
+difference in norm, ||fused - unfused|| / ||unfused|| (a 100% error on a
+small bias gradient fails; no elementwise atol hides it), against the
+tolerance of the case's precision (docs/Semantics.md, "Fusion").
+
+A gradient that is zero in exact arithmetic (a bias whose output only a
+training batch norm reads: the batch norm subtracts it again) is rounding
+noise in both models, and two noises need not agree: such parameters are
+named by the model (`zero_gradients`) and checked to be noise, both
+fused and unfused: small against the sum of its terms' magnitudes.
+"""
+
+import dataclasses
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
+from torch import nn
+
+from flexsn.torch import FlexSN, fuse
+
+#: The tolerance on the relative difference in norm of whole tensors, per
+#: precision: values (outputs, states, statistics) and gradients; and, for
+#: a gradient that is zero in exact arithmetic, its norm relative to its
+#: layer's weight gradient.
+TOLERANCES = {
+    "f32": {"value": 1e-4, "grad": 1e-3, "zero_grad": 1e-5},
+    "amp": {"value": 2e-2, "grad": 5e-2, "zero_grad": 3e-2},
+    "bf16": {"value": 2e-2, "grad": 5e-2, "zero_grad": 3e-2},
+}
+#: In a half precision, how many times the unfused model's error against
+#: float32 the fused model's may be.
+HALF_ERROR_FACTOR = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One configuration: device, layout ("row_major" or
+    "channels_last"), precision ("f32"; "amp": autocast, float16 on CUDA
+    and bfloat16 on the CPU; "bf16": the model and inputs in bfloat16)
+    and the modes of its calls ("train" or "eval" each)."""
+    device: str = "cpu"
+    layout: str = "row_major"
+    precision: str = "f32"
+    modes: Sequence[str] = ("train", "train")
+
+    def __str__(self):
+        return (f"{self.device}-{self.layout}-{self.precision}-"
+                f"{'+'.join(self.modes)}")
+
+
+@dataclasses.dataclass
+class Row:
+    call: int
+    name: str
+    error: float
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error <= self.tolerance
+
+
+class Report:
+    """Every compared tensor's worst relative difference."""
+
+    def __init__(self, case: Case):
+        self.case = case
+        self.rows: List[Row] = []
+
+    def add(self, call, name, error, tolerance):
+        self.rows.append(Row(call, name, float(error), tolerance))
+
+    def failures(self) -> List[Row]:
+        return [row for row in self.rows if not row.ok]
+
+    def worst(self) -> Dict[str, float]:
+        """{tensor name: its worst error over the calls}."""
+        worst: Dict[str, float] = {}
+        for row in self.rows:
+            worst[row.name] = max(worst.get(row.name, 0.0), row.error)
+        return worst
+
+    def table(self, rows: Optional[List[Row]] = None) -> str:
+        rows = self.rows if rows is None else rows
+        return "\n".join(
+            f"  call {r.call} {r.name:40s} {r.error:10.3g} (tolerance "
+            f"{r.tolerance:g}){'' if r.ok else '  FAILED'}" for r in rows)
+
+    def check(self):
+        failures = self.failures()
+        assert not failures, (f"fused differs from unfused ({self.case}):\n"
+                              + self.table(failures))
+
+
+def relative(got: torch.Tensor, want: torch.Tensor) -> float:
+    """||got - want|| / ||want|| in float64, over the elements that are not
+    NaN in both (0 when both are zero; inf for another shape or NaNs in
+    other places)."""
+    if got.shape != want.shape:
+        return float("inf")
+    got, want = got.detach().double().cpu(), want.detach().double().cpu()
+    nan = want.isnan()
+    if not torch.equal(got.isnan(), nan):
+        return float("inf")
+    got, want = got[~nan], want[~nan]
+    difference = torch.linalg.vector_norm(got - want).item()
+    scale = torch.linalg.vector_norm(want).item()
+    if scale == 0.0:
+        return 0.0 if difference == 0.0 else float("inf")
+    return difference / scale
+
+
+def _norm(tensor: torch.Tensor) -> float:
+    return torch.linalg.vector_norm(tensor.detach().double()).item()
+
+
+def _neurons(model: nn.Module):
+    return [(name, m) for name, m in model.named_modules()
+            if isinstance(m, FlexSN)]
+
+
+def _reset(model: nn.Module):
+    for _, neuron in _neurons(model):
+        neuron.reset()
+
+
+def _to_layout(x: torch.Tensor, layout: str) -> torch.Tensor:
+    if layout == "row_major" or x.dim() != 5:
+        return x
+    # [T, B, C, H, W] whose [T·B, C, H, W] view is channels-last.
+    flat = x.flatten(0, 1).contiguous(memory_format=torch.channels_last)
+    return flat.view(x.shape)
+
+
+def _autocast(case: Case):
+    if case.precision != "amp":
+        return torch.autocast("cpu", enabled=False)
+    dtype = torch.float16 if case.device == "cuda" else torch.bfloat16
+    return torch.autocast(case.device, dtype=dtype)
+
+
+def _bias_axis(module: nn.Module) -> int:
+    """The axis of a layer's output its bias adds along: the last for a
+    Linear, the channels before the spatial dimensions for a conv."""
+    if isinstance(module, nn.modules.conv._ConvNd):
+        return -(len(module.kernel_size) + 1)
+    return -1
+
+
+def _record(model, x, mode, case, call, zero_gradients=()):
+    """One call (from reset neurons, as a training loop's reset_net
+    leaves them): {name: tensor} of everything compared, and for each
+    parameter in `zero_gradients` ("layer.bias") the scale of its
+    gradient's terms, Σ|dL/d(layer output)| per channel, under
+    "terms layer.bias"."""
+    _reset(model)
+    model.train(mode == "train")
+    for p in model.parameters():
+        p.grad = None
+    out, hooks = {}, []
+    for name in zero_gradients if mode == "train" else ():
+        layer = model.get_submodule(name.rsplit(".", 1)[0])
+
+        def keep_terms(module, args, y, name=name, layer=layer):
+            axis = _bias_axis(layer) % y.dim()
+            dims = [d for d in range(y.dim()) if d != axis]
+
+            def terms(grad):
+                out[f"terms {name}"] = grad.detach().abs().double().sum(dims)
+            y.register_hook(terms)
+        hooks.append(layer.register_forward_hook(keep_terms))
+    x = x.detach().clone().requires_grad_(mode == "train")
+    try:
+        with _autocast(case):
+            y = model(x)
+        out["output"] = y.detach().clone()
+        if mode == "train":
+            (y.float() * _weights(y, call)).sum().backward()
+            out["grad input"] = x.grad.clone()
+            for name, p in model.named_parameters():
+                if p.grad is not None:
+                    out[f"grad {name}"] = p.grad.clone()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    for name, b in model.named_buffers():
+        out[f"buffer {name}"] = b.detach().clone()
+    for name, neuron in _neurons(model):
+        for k, state in enumerate(neuron.states):
+            if isinstance(state, torch.Tensor):
+                out[f"state {name}[{k}]"] = state.detach().clone()
+    return out
+
+
+def _weights(y: torch.Tensor, call: int) -> torch.Tensor:
+    """The loss is Σ output·weights, the weights a fixed normal draw per
+    call (not all ones: a sum's gradient is symmetric enough to hide
+    errors that cancel)."""
+    gen = torch.Generator().manual_seed(1000 + call)
+    return torch.randn(y.shape, generator=gen).to(y.device)
+
+
+def _build(make_model, seed: int, device: str, dtype, layout: str):
+    torch.manual_seed(seed)
+    model = make_model().to(device, dtype)
+    if layout == "channels_last":
+        model.to(memory_format=torch.channels_last)
+    return model
+
+
+def compare(make_model: Callable[[], nn.Module],
+            make_input: Callable[[int], torch.Tensor], case: Case,
+            seed: int = 0) -> Report:
+    """Runs the unfused and the fused model (`make_model()` under one
+    seed; each call's input `make_input(call)`) through `case.modes` and
+    reports every compared tensor.
+
+    In float32 the fused tensor is compared with the unfused one. In a
+    half precision both are rounded far more than fusion changes them, so
+    each is compared with the unfused model run in float32: the fused
+    model's error must be within the precision's tolerance, or at most
+    `HALF_ERROR_FACTOR` times the unfused model's own error."""
+    half = case.precision != "f32"
+    dtype = torch.bfloat16 if case.precision == "bf16" else torch.float32
+    unfused = _build(make_model, seed, case.device, dtype, case.layout)
+    fused = fuse(_build(make_model, seed, case.device, dtype, case.layout))
+    reference = _build(make_model, seed, case.device, torch.float32,
+                       case.layout) if half else None
+    zero_gradients = tuple(getattr(unfused, "zero_gradients", ()))
+    tolerance = TOLERANCES[case.precision]
+    report = Report(case)
+    for call, mode in enumerate(case.modes):
+        x32 = _to_layout(make_input(call).to(case.device), case.layout)
+        x = x32.to(dtype)
+        want = _record(unfused, x, mode, case, call, zero_gradients)
+        got = _record(fused, x, mode, case, call)
+        ref = _record(reference, x32, mode, Case(case.device), call) \
+            if half else None
+        for name, w in want.items():
+            if name.startswith("terms "):
+                continue
+            g = got.get(name)
+            if g is None:
+                report.add(call, f"{name} (missing when fused)",
+                           float("inf"), 0.0)
+                continue
+            if name[len("grad "):] in zero_gradients and mode == "train":
+                terms = _norm(want["terms " + name[len("grad "):]])
+                for side, grad in (("fused", g), ("unfused", w)):
+                    noise = _norm(grad)
+                    report.add(call, f"{name} (zero, {side})",
+                               noise / terms if terms else
+                               (0.0 if noise == 0.0 else float("inf")),
+                               tolerance["zero_grad"])
+                continue
+            limit = tolerance["grad" if name.startswith("grad") else "value"]
+            if half:
+                own = relative(w, ref[name])
+                report.add(call, f"{name} (vs float32; unfused {own:.3g})",
+                           relative(g, ref[name]),
+                           max(limit, HALF_ERROR_FACTOR * own))
+            else:
+                report.add(call, name, relative(g, w), limit)
+        for name in got.keys() - want.keys():
+            report.add(call, f"{name} (only when fused)", float("inf"), 0.0)
+    return report

@@ -1,0 +1,186 @@
+"""The fusion contract, checked as a property (fusion_harness.py): for
+every neuron, connection, readout, layout, precision, sequence of modes
+and edge shape, the fused model computes what the unfused model computes:
+outputs, the input's gradient, every parameter's gradient, the running
+statistics and batch counts, and the neurons' states after each call.
+
+The CPU cases run in CI; the CUDA ones (marked `cuda`) on a GPU machine,
+whose results are committed under docs/perf/fusion.
+"""
+
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+import flexsn
+
+from flexsn.torch import FlexSN, IFNode, LIFNode, ParametricLIFNode
+from flexsn.torch._fuse import _PROGRAMS
+
+from devices import DEVICES
+from fusion_harness import Case, compare
+
+
+@pytest.fixture(autouse=True, scope="module")
+def fresh_blocks():
+    _PROGRAMS.clear()
+
+
+class MultiStepBatchNorm2d(nn.BatchNorm2d):
+    step_mode = "m"
+
+    def forward(self, x):
+        return super().forward(x.flatten(0, 1)).view(x.shape)
+
+
+class MultiStepBatchNorm1d(nn.BatchNorm1d):
+    step_mode = "m"
+
+    def forward(self, x):
+        return super().forward(x.flatten(0, 1)).view(x.shape)
+
+
+class MultiStepConv(nn.Conv2d):
+    def forward(self, x):
+        y = super().forward(x.flatten(0, 1))
+        return y.view(x.shape[0], x.shape[1], *y.shape[1:])
+
+
+def lif_core(x, v):
+    """LIF(tau = 2) with a soft reset, written as a step function."""
+    h = v + (x - v) * 0.5
+    s = flexsn.spike(h - 1.0)
+    return s, h - s
+
+
+NEURONS = {
+    "lif": lambda: LIFNode(tau=2.0, step_mode="m"),
+    "plif": lambda: ParametricLIFNode(init_tau=2.0, step_mode="m"),
+    "if": lambda: IFNode(step_mode="m", v_threshold=0.5),
+    "core": lambda: FlexSN(lif_core, num_inputs=1, num_states=1,
+                           num_outputs=1, step_mode="m"),
+}
+
+
+def connect(s, y, connection):
+    """SEW-ResNet's connections of the spikes s with the identity y."""
+    if connection == "add":
+        return s + y
+    if connection == "and":
+        return s * y
+    if connection == "iand":
+        return (1.0 - s) * y
+    return s
+
+
+class Net(nn.Module):
+    """Two conv -> batch norm -> neuron stages (the second joined to the
+    first's spikes by a SEW connection) and a classifier whose Linear ->
+    batch norm -> neuron chain is read out over time. The convolutions and
+    the Linear have biases, each read only by a batch norm: their
+    gradients are zero in exact arithmetic while the batch norms train."""
+    zero_gradients = ("conv1.bias", "conv2.bias", "fc.bias")
+
+    def __init__(self, neuron="lif", connection="add", readout="mean",
+                 channels=4, classes=3):
+        super().__init__()
+        self.conv1 = MultiStepConv(2, channels, 3, 1, 1)
+        self.bn1 = MultiStepBatchNorm2d(channels)
+        self.sn1 = NEURONS[neuron]()
+        self.conv2 = MultiStepConv(channels, channels, 3, 1, 1)
+        self.bn2 = MultiStepBatchNorm2d(channels)
+        self.sn2 = NEURONS[neuron]()
+        self.fc = nn.Linear(channels, classes)
+        self.bn_fc = MultiStepBatchNorm1d(classes)
+        self.sn_fc = NEURONS[neuron]()
+        self.connection, self.readout = connection, readout
+        with torch.no_grad():  # batch norms that are not the identity
+            for bn in (self.bn1, self.bn2, self.bn_fc):
+                bn.weight.uniform_(0.8, 2.0)
+                bn.bias.uniform_(0.0, 0.5)
+
+    def forward(self, x):
+        y = self.sn1(self.bn1(self.conv1(x)))
+        y = connect(self.sn2(self.bn2(self.conv2(y))), y, self.connection)
+        s = self.sn_fc(self.bn_fc(self.fc(y.mean((3, 4)))))
+        if self.readout == "mean":
+            return s.mean(0)
+        return s.sum(0) if self.readout == "sum" else s
+
+
+def inputs(shape):
+    def make(call):
+        gen = torch.Generator().manual_seed(100 + call)
+        return torch.randn(shape, generator=gen) * 2.0 + 0.5
+    return make
+
+
+SHAPE = (4, 3, 2, 6, 6)  # T, B, C, H, W
+SWITCHING = ("train", "eval", "train", "eval")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["row_major", "channels_last"])
+@pytest.mark.parametrize("neuron,connection", list(itertools.product(
+    NEURONS, ["none", "add", "and", "iand"])))
+def test_neurons_and_connections(device, layout, neuron, connection):
+    """Every neuron with every connection, in both layouts, across calls
+    that switch between training and eval."""
+    report = compare(lambda: Net(neuron, connection), inputs(SHAPE),
+                     Case(device, layout, "f32", SWITCHING))
+    report.check()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("precision", ["f32", "amp", "bf16"])
+@pytest.mark.parametrize("modes", [("train", "train"), ("eval", "eval"),
+                                   SWITCHING], ids=["train", "eval",
+                                                    "switching"])
+@pytest.mark.parametrize("readout", ["none", "mean", "sum"])
+def test_precisions_modes_and_readouts(device, precision, modes, readout):
+    if device == "cpu" and precision == "amp" and not hasattr(
+            torch, "autocast"):
+        pytest.skip("no torch.autocast")
+    report = compare(lambda: Net("lif", "iand", readout), inputs(SHAPE),
+                     Case(device, "row_major", precision, modes))
+    report.check()
+
+
+class BnNet(nn.Module):
+    """batch norm -> neuron, added to its input: the chain alone, on any
+    [T, B, C, H, W] input."""
+
+    def __init__(self, channels=2):
+        super().__init__()
+        self.bn = MultiStepBatchNorm2d(channels)
+        self.sn = NEURONS["lif"]()
+
+    def forward(self, x):
+        return self.sn(self.bn(x)) + x
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(1, 3, 2, 6, 6), (4, 1, 2, 6, 6),
+                                   (4, 0, 2, 6, 6), (0, 3, 2, 6, 6),
+                                   (4, 3, 2, 0, 0)],
+                         ids=["T=1", "B=1", "B=0", "T=0", "H=0"])
+@pytest.mark.parametrize("model", [Net, BnNet], ids=["net", "chain"])
+def test_edge_shapes(device, shape, model):
+    """One time step, a batch of one, and empty inputs: an empty call
+    leaves the running statistics as they are, so the calls after it
+    still match."""
+    if model is Net and shape[3] == 0:
+        pytest.skip("a 3x3 convolution takes no 0x0 image")
+    calls = [shape, shape, SHAPE, SHAPE]
+
+    def make(call):
+        return inputs(calls[call])(call)
+
+    def make_model():  # no readout: a mean over T = 0 is NaN
+        return model() if model is BnNet else Net(readout="none")
+
+    report = compare(make_model, make, Case(device, "row_major", "f32",
+                                       ("train", "train", "eval", "train")))
+    report.check()
