@@ -10,7 +10,8 @@
 #   <name>_cpu.h   with CPU: the CPU kernels' functions (--flexsn-to-host-header),
 #                  their object (--flexsn-to-host-object) in <target>, which
 #                  then links libm and LLVM's OpenMP runtime.
-# <name> is the file's name without its extension. VARIANTS, STORAGE_TYPES
+# <name> is the file's name without its last extension (lif.v2.mlir:
+# lif.v2); two NEURONS of one name are an error. VARIANTS, STORAGE_TYPES
 # and SPIKE_STORAGE are the pipelines' options of those names.
 function(flexsn_add_neuron_library target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "CPU;NO_GPU" ""
@@ -54,9 +55,17 @@ function(flexsn_add_neuron_library target)
   file(MAKE_DIRECTORY "${dir}")
   set(headers "")
   set(objects "")
+  set(names "")
   foreach(neuron IN LISTS ARG_NEURONS)
     get_filename_component(source "${neuron}" ABSOLUTE)
-    get_filename_component(name "${neuron}" NAME_WE)
+    # The name without the last extension only: lif.v2.mlir is lif.v2.
+    get_filename_component(name "${neuron}" NAME_WLE)
+    if(name IN_LIST names)
+      message(FATAL_ERROR "flexsn_add_neuron_library(${target}): two NEURONS "
+        "are named '${name}' (${neuron} and an earlier one): their headers "
+        "would both be ${name}.h; rename one")
+    endif()
+    list(APPEND names "${name}")
     if(NOT ARG_NO_GPU)
       add_custom_command(
         OUTPUT "${dir}/${name}.h"

@@ -29,8 +29,8 @@ ALL_TARGETS=(npy parser pipeline runtime)
 # smoke's mutations per target, about a minute each under ASan on two
 # cores, and its seed (docs/Testing.md).
 SMOKE_SEED=1
-declare -A SMOKE_RUNS=([npy]=3000000 [parser]=40000 [pipeline]=3000
-                       [runtime]=2000000)
+declare -A SMOKE_RUNS=([npy]=3000000 [parser]=40000 [pipeline]=1500
+                       [runtime]=1500000)
 
 mode=${1:-}
 case "$mode" in

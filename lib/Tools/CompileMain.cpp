@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Target/HostObject.h"
 #include "flexsn/Target/Manifest.h"
@@ -26,6 +27,7 @@
 #include "flexsn/Tools/Registration.h"
 #include "flexsn/Tools/ToolMains.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -44,7 +46,9 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/thread.h"
 
+#include <mutex>
 #include <optional>
+#include <vector>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -97,12 +101,28 @@ struct CompileOptions {
 /// runs once).
 const CompileOptions *options = nullptr;
 
+/// The files this run wrote: a failed compile removes them, so that no
+/// complete-looking set of outputs is left behind.
+std::vector<std::string> writtenOutputs;
+std::mutex writtenOutputsMutex;
+
+void removeWrittenOutputs() {
+  std::lock_guard<std::mutex> lock(writtenOutputsMutex);
+  for (const std::string &path : writtenOutputs)
+    llvm::sys::fs::remove(path);
+  writtenOutputs.clear();
+}
+
 /// Writes `path` in the output directory with `write`; fails with an error
 /// naming the file.
 LogicalResult writeOutput(StringRef name,
                           function_ref<LogicalResult(raw_ostream &)> write) {
   SmallString<128> path(options->outputDir);
   llvm::sys::path::append(path, name);
+  {
+    std::lock_guard<std::mutex> lock(writtenOutputsMutex);
+    writtenOutputs.push_back(std::string(path));
+  }
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
   if (!file) {
@@ -184,6 +204,10 @@ LogicalResult writeCPUKernels(ModuleOp lowered) {
         return flexsn::translateToHostObject(lowered, os);
       })))
     return failure();
+  {
+    std::lock_guard<std::mutex> lock(writtenOutputsMutex);
+    writtenOutputs.push_back(std::string(library));
+  }
   LogicalResult linked = linkSharedLibrary(object, library);
   llvm::sys::fs::remove(object);
   return linked;
@@ -223,6 +247,13 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module || failed(verify(*module)))
     return failure();
+  if (module->getOps<flexsn::NeuronOp>().empty() &&
+      module->getOps<func::FuncOp>().empty()) {
+    emitError(module->getLoc())
+        << "nothing to compile: the file defines no flexsn.neuron (and no "
+           "kernel function)";
+    return failure();
+  }
   if (!options->configure.empty() &&
       failed(runPipeline(*module, options->configure)))
     return failure();
@@ -283,6 +314,24 @@ int mlir::flexsn::compileMain(int argc, char **argv) {
       argc, argv,
       "FlexSN compile driver: a neuron file to its kernels, in one run\n");
 
+  // Options that would be silently ignored or overridden are errors.
+  if (options->fatbin && !options->gpuOptions.getNumOccurrences()) {
+    llvm::errs() << "flexsn-compile: --fatbin writes the GPU kernels: it "
+                    "needs --gpu\n";
+    return 1;
+  }
+  for (const cl::Option *option :
+       {static_cast<const cl::Option *>(&options->outputDir),
+        static_cast<const cl::Option *>(&options->cpuOptions),
+        static_cast<const cl::Option *>(&options->gpuOptions),
+        static_cast<const cl::Option *>(&options->configure)}) {
+    if (option->getNumOccurrences() > 1) {
+      llvm::errs() << "flexsn-compile: -" << option->ArgStr
+                   << " is given " << option->getNumOccurrences()
+                   << " times; give it once\n";
+      return 1;
+    }
+  }
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
       openInputFile(options->inputFilename, &error);
@@ -300,5 +349,9 @@ int mlir::flexsn::compileMain(int argc, char **argv) {
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   MLIRContext context(registry);
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  return failed(compile(registry, context, sourceMgr)) ? 1 : 0;
+  if (failed(compile(registry, context, sourceMgr))) {
+    removeWrittenOutputs();
+    return 1;
+  }
+  return 0;
 }

@@ -244,14 +244,10 @@ std::optional<size_t> findListError(ArrayRef<Token> tokens, size_t begin) {
 
 } // namespace
 
-LogicalResult mlir::flexsn::checkParserHazards(const llvm::SourceMgr &sourceMgr,
-                                               MLIRContext *context) {
-  unsigned bufferId = sourceMgr.getMainFileID();
-  const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
-  StringRef text = buffer->getBuffer();
+std::vector<flexsn::ParserHazard>
+mlir::flexsn::findParserHazards(StringRef text) {
   std::vector<Token> tokens = lex(text);
-
-  bool found = false;
+  std::vector<ParserHazard> hazards;
   for (size_t i = 0; i + 1 < tokens.size(); ++i) {
     const Token &keyword = tokens[i];
     if (keyword.kind != Token::BareIdentifier ||
@@ -266,15 +262,27 @@ LogicalResult mlir::flexsn::checkParserHazards(const llvm::SourceMgr &sourceMgr,
     // At the token that breaks the list, or right after the last one.
     const char *where = *error < tokens.size() ? tokens[*error].text.data()
                                                : tokens.back().text.end();
-    auto [line, column] = sourceMgr.getLineAndColumn(
-        llvm::SMLoc::getFromPointer(where), bufferId);
-    Location loc = FileLineColLoc::get(context, buffer->getBufferIdentifier(),
-                                       line, column);
-    emitError(loc) << "expected a list of 64-bit integers in square brackets "
-                      "after '"
-                   << keyword.text << " =', as in '" << keyword.text
-                   << " = [0, 1]'";
-    found = true;
+    hazards.push_back(
+        {static_cast<size_t>(where - text.data()),
+         ("expected a list of 64-bit integers in square brackets after '" +
+          keyword.text + " =', as in '" + keyword.text + " = [0, 1]'")
+             .str()});
   }
-  return failure(found);
+  return hazards;
+}
+
+LogicalResult mlir::flexsn::checkParserHazards(const llvm::SourceMgr &sourceMgr,
+                                               MLIRContext *context) {
+  unsigned bufferId = sourceMgr.getMainFileID();
+  const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
+  StringRef text = buffer->getBuffer();
+  std::vector<ParserHazard> hazards = findParserHazards(text);
+  for (const ParserHazard &hazard : hazards) {
+    auto [line, column] = sourceMgr.getLineAndColumn(
+        llvm::SMLoc::getFromPointer(text.data() + hazard.offset), bufferId);
+    emitError(FileLineColLoc::get(context, buffer->getBufferIdentifier(), line,
+                                  column))
+        << hazard.message;
+  }
+  return failure(!hazards.empty());
 }

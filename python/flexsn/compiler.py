@@ -34,6 +34,7 @@ import pathlib
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 import warnings
 from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
@@ -66,7 +67,12 @@ def cache_dir() -> pathlib.Path:
     """$FLEXSN_CACHE_DIR, else $XDG_CACHE_HOME/flexsn, else ~/.cache/flexsn."""
     override = os.environ.get("FLEXSN_CACHE_DIR")
     if override:
-        return pathlib.Path(override)
+        path = pathlib.Path(override)
+        if path.exists() and not path.is_dir():
+            raise CacheError(f"FLEXSN_CACHE_DIR={override} is not a "
+                             "directory: point it at a directory (it is "
+                             "created when missing)")
+        return path
     base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
     return pathlib.Path(base) / "flexsn"
 
@@ -393,6 +399,8 @@ def _damage(entry: pathlib.Path) -> Optional[Tuple[pathlib.Path, str]]:
     before this passes: ctypes maps a truncated library and dies of SIGBUS."""
     done = entry / "done"
     try:
+        if not os.access(entry, os.R_OK | os.X_OK):
+            raise PermissionError(f"cannot read the directory {entry}")
         record = json.loads(done.read_text())
         files = record["files"]
         if record["format"] != _RECORD_FORMAT or not all(
@@ -402,6 +410,12 @@ def _damage(entry: pathlib.Path) -> Optional[Tuple[pathlib.Path, str]]:
             raise ValueError
     except FileNotFoundError:
         return done, "missing (the entry's record of its files)"
+    except PermissionError as error:
+        raise CacheError(
+            f"FlexSN cache entry {entry} cannot be read ({error}): it "
+            "belongs to another user or its permissions were changed; use a "
+            "cache of your own (set $FLEXSN_CACHE_DIR) or fix its "
+            "permissions") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return done, ("not a record of the entry's files (damaged, or "
                       "written by another FlexSN version)")
@@ -490,6 +504,9 @@ def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
                  if (entry / name).is_file()]
     manifest = Manifest.from_json(documents)
     names = list(manifest.neurons)
+    if not names:
+        raise CompileError("the source defines no flexsn.neuron: nothing "
+                           "to compile")
     name = options["neuron"] or (names[0] if len(names) == 1 else None)
     if name is None:
         raise ValueError("the source defines several neurons "
@@ -507,9 +524,25 @@ def _load_kernels(entry: pathlib.Path, options: dict) -> "CompiledKernels":
                            options["targets"])
 
 
+#: A build folder older than this was left by a process that died (a
+#: compile takes seconds): the next build in its directory removes it.
+_STALE_BUILD_SECONDS = 3600
+
+
+def _remove_stale_builds(directory: pathlib.Path) -> None:
+    now = time.time()
+    for work in directory.glob(".build-*"):
+        try:
+            if now - work.stat().st_mtime > _STALE_BUILD_SECONDS:
+                shutil.rmtree(work, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _build(entry: pathlib.Path, text: str, filename: str,
            options: dict) -> None:
     entry.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_builds(entry.parent)
     work = pathlib.Path(tempfile.mkdtemp(prefix=".build-", dir=entry.parent))
     try:
         _run_tools(work, text, filename, options)

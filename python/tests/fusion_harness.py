@@ -20,6 +20,8 @@ fused and unfused: small against the sum of its terms' magnitudes.
 """
 
 import dataclasses
+import json
+import os
 from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -39,6 +41,14 @@ TOLERANCES = {
 #: In a half precision, how many times the unfused model's error against
 #: float32 the fused model's may be.
 HALF_ERROR_FACTOR = 2.0
+#: For a spiking model in a half precision: the fused model's errors
+#: against float32, all tensors and calls together (root of the sum of
+#: squares), at most this many times the unfused model's plus one flipped
+#: spike's share of a small tensor. Rounding flips spikes near the
+#: threshold in both models, each flip shows as a few percent of a tensor,
+#: and which model a given seed flips is chance: one tensor against another
+#: would compare luck.
+SPIKING_HALF_FACTOR, SPIKING_HALF_FLOOR = 3.0, 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,6 +174,8 @@ def _record(model, x, mode, case, call, zero_gradients=()):
     "terms layer.bias"."""
     _reset(model)
     model.train(mode == "train")
+    # The same random numbers for every model's call (dropout's masks).
+    torch.manual_seed(10_000 + call)
     for p in model.parameters():
         p.grad = None
     out, hooks = {}, []
@@ -226,9 +238,12 @@ def compare(make_model: Callable[[], nn.Module],
 
     In float32 the fused tensor is compared with the unfused one. In a
     half precision both are rounded far more than fusion changes them, so
-    each is compared with the unfused model run in float32: the fused
-    model's error must be within the precision's tolerance, or at most
-    `HALF_ERROR_FACTOR` times the unfused model's own error."""
+    each is compared with the unfused model run in float32: for a model
+    without spikes (`smooth = True`: rounding only) the fused model's
+    error must be within the precision's tolerance, or at most
+    `HALF_ERROR_FACTOR` times the unfused model's own error, tensor by
+    tensor; for a spiking model, all tensors together
+    (`SPIKING_HALF_FACTOR`, `SPIKING_HALF_FLOOR`)."""
     half = case.precision != "f32"
     dtype = torch.bfloat16 if case.precision == "bf16" else torch.float32
     unfused = _build(make_model, seed, case.device, dtype, case.layout)
@@ -236,8 +251,10 @@ def compare(make_model: Callable[[], nn.Module],
     reference = _build(make_model, seed, case.device, torch.float32,
                        case.layout) if half else None
     zero_gradients = tuple(getattr(unfused, "zero_gradients", ()))
+    per_tensor = not half or getattr(unfused, "smooth", False)
     tolerance = TOLERANCES[case.precision]
     report = Report(case)
+    squares = {"fused": 0.0, "unfused": 0.0}
     for call, mode in enumerate(case.modes):
         x32 = _to_layout(make_input(call).to(case.device), case.layout)
         x = x32.to(dtype)
@@ -264,12 +281,42 @@ def compare(make_model: Callable[[], nn.Module],
                 continue
             limit = tolerance["grad" if name.startswith("grad") else "value"]
             if half:
-                own = relative(w, ref[name])
+                own, error = relative(w, ref[name]), relative(g, ref[name])
+                squares["fused"] += error ** 2
+                squares["unfused"] += own ** 2
                 report.add(call, f"{name} (vs float32; unfused {own:.3g})",
-                           relative(g, ref[name]),
-                           max(limit, HALF_ERROR_FACTOR * own))
+                           error, max(limit, HALF_ERROR_FACTOR * own)
+                           if per_tensor else float("inf"))
             else:
                 report.add(call, name, relative(g, w), limit)
         for name in got.keys() - want.keys():
             report.add(call, f"{name} (only when fused)", float("inf"), 0.0)
+    if not per_tensor:
+        own = squares["unfused"] ** 0.5
+        report.add(len(case.modes) - 1,
+                   f"all tensors and calls (vs float32; unfused {own:.3g})",
+                   squares["fused"] ** 0.5,
+                   SPIKING_HALF_FACTOR * own + SPIKING_HALF_FLOOR)
+    _append_to_log(report, make_model)
     return report
+
+
+def _append_to_log(report: Report, make_model) -> None:
+    """With $FLEXSN_FUSION_LOG set, appends the case's worst error per
+    tensor (and its tolerance) as a JSON line: the record a GPU run keeps
+    (docs/perf/fusion)."""
+    path = os.environ.get("FLEXSN_FUSION_LOG")
+    if not path:
+        return
+    worst = {}
+    for row in report.rows:
+        if row.name not in worst or row.error > worst[row.name][0]:
+            worst[row.name] = (row.error, row.tolerance)
+    with open(path, "a") as log:
+        log.write(json.dumps({
+            "case": str(report.case),
+            "model": getattr(make_model, "__name__", repr(make_model)),
+            "device_name": torch.cuda.get_device_name()
+            if report.case.device == "cuda" else "cpu",
+            "ok": not report.failures(),
+            "worst": worst}) + "\n")

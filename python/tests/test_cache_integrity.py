@@ -9,6 +9,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -213,3 +215,78 @@ def test_truncated_library_without_tools_is_an_error(damaged, tmp_path):
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "CacheError" in r.stderr and str(path) in r.stderr, r.stderr
     assert "bytes where" in r.stderr and f"delete {entry}" in r.stderr
+
+
+def test_cache_dir_that_is_a_file_is_a_clear_error(tmp_path, monkeypatch):
+    path = tmp_path / "not-a-directory"
+    path.write_text("")
+    monkeypatch.setenv("FLEXSN_CACHE_DIR", str(path))
+    compiler._memo.clear()
+    with pytest.raises(compiler.CacheError,
+                       match="FLEXSN_CACHE_DIR=.* is not a directory"):
+        flexsn.compile("if", targets=("cpu",), **OPTIONS)
+
+
+def test_entry_of_another_user_is_named_not_called_damaged(pristine,
+                                                           tmp_path):
+    """An entry this user cannot read (built by another user into a shared
+    cache: entries are private to their builder) is a clear error, not a
+    'damaged' entry that cannot then be moved aside."""
+    root, relative = pristine(("cpu",))
+    # Under /tmp itself: pytest's own folders are private to this user.
+    shared = pathlib.Path(tempfile.mkdtemp(prefix="flexsn-shared-"))
+    cache = shared / "cache"
+    shutil.copytree(root, cache)
+    (cache / relative).chmod(0o700)
+    code = ("import flexsn, sys\n"
+            "try:\n"
+            "    flexsn.compile('if', targets=('cpu',), "
+            "variants=('inference',))\n"
+            "except flexsn.compiler.CacheError as error:\n"
+            "    print(error); sys.exit(3)\n")
+    env = dict(os.environ, FLEXSN_CACHE_DIR=str(cache),
+               PYTHONPATH=str(pathlib.Path(flexsn.__file__).parent.parent))
+    if os.geteuid() == 0:  # another user: root's entries are 0700
+        for path in (shared, cache, cache / relative.parts[0]):
+            path.chmod(0o777)
+        preexec = lambda: os.setuid(65534)  # noqa: E731: nobody
+    else:  # this user, without the permission
+        (cache / relative).chmod(0)
+        preexec = None
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd="/",
+                            capture_output=True, text=True,
+                            preexec_fn=preexec)
+    (cache / relative).chmod(0o700)
+    shutil.rmtree(shared)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "cannot be read" in result.stdout
+    assert "another user" in result.stdout
+    assert "damaged" not in result.stdout
+
+
+def test_build_folders_left_by_a_killed_compile_are_removed(tmp_path,
+                                                            monkeypatch):
+    monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path))
+    compiler._memo.clear()
+    compiled = flexsn.compile("if", targets=("cpu",), **OPTIONS)
+    parent = compiled.directory.parent
+    stale, fresh = parent / ".build-stale", parent / ".build-fresh"
+    stale.mkdir()
+    fresh.mkdir()
+    old = time.time() - 2 * compiler._STALE_BUILD_SECONDS
+    os.utime(stale, (old, old))
+    compiler._memo.clear()
+    shutil.rmtree(compiled.directory)  # the next compile builds again
+    flexsn.compile("if", targets=("cpu",), **OPTIONS)
+    assert not stale.exists()
+    assert fresh.exists()  # perhaps another process's build
+
+
+def test_source_without_a_neuron_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path))
+    compiler._memo.clear()
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("")
+    for source in ("module {}", empty):
+        with pytest.raises(flexsn.CompileError, match="no flexsn.neuron"):
+            flexsn.compile(source, targets=("cpu",))

@@ -357,3 +357,11 @@ def test_version_is_the_tools():
     generated into the package (_dialect.VERSION)."""
     out = _tools.run([_tools.find_tool("flexsn-compile"), "--version"])
     assert f"(FlexSN {flexsn.__version__})" in out
+
+
+def test_zero_divisor_parameter_is_refused():
+    """FlexSN("lif", params={"tau": 0.0}) would give NaN states (LIFNode
+    and flexsn-run refuse it): the compile names the parameter."""
+    from flexsn.torch import FlexSN
+    with pytest.raises(flexsn.CompileError, match="divides by 'tau'"):
+        FlexSN("lif", params={"tau": 0.0})

@@ -55,12 +55,21 @@ def lif_core(x, v):
     return s, h - s
 
 
+def leaky_core(x, v):
+    """A leaky integrator without a spike: smooth, so that a half precision
+    changes its results by rounding alone."""
+    h = v + (x - v) * 0.5
+    return h * 0.8, h
+
+
 NEURONS = {
     "lif": lambda: LIFNode(tau=2.0, step_mode="m"),
     "plif": lambda: ParametricLIFNode(init_tau=2.0, step_mode="m"),
     "if": lambda: IFNode(step_mode="m", v_threshold=0.5),
     "core": lambda: FlexSN(lif_core, num_inputs=1, num_states=1,
                            num_outputs=1, step_mode="m"),
+    "leaky": lambda: FlexSN(leaky_core, num_inputs=1, num_states=1,
+                            num_outputs=1, step_mode="m"),
 }
 
 
@@ -121,10 +130,13 @@ SHAPE = (4, 3, 2, 6, 6)  # T, B, C, H, W
 SWITCHING = ("train", "eval", "train", "eval")
 
 
+SPIKING = ["lif", "plif", "if", "core"]
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("layout", ["row_major", "channels_last"])
 @pytest.mark.parametrize("neuron,connection", list(itertools.product(
-    NEURONS, ["none", "add", "and", "iand"])))
+    SPIKING, ["none", "add", "and", "iand"])))
 def test_neurons_and_connections(device, layout, neuron, connection):
     """Every neuron with every connection, in both layouts, across calls
     that switch between training and eval."""
@@ -145,6 +157,27 @@ def test_precisions_modes_and_readouts(device, precision, modes, readout):
         pytest.skip("no torch.autocast")
     report = compare(lambda: Net("lif", "iand", readout), inputs(SHAPE),
                      Case(device, "row_major", precision, modes))
+    report.check()
+
+
+class SmoothNet(Net):
+    """Net with leaky integrators in place of spiking neurons: in a half
+    precision its results change by rounding alone, so fused and unfused
+    are compared tensor by tensor (fusion_harness.compare)."""
+    smooth = True
+
+    def __init__(self, connection="add", readout="mean"):
+        super().__init__("leaky", connection, readout)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("precision", ["amp", "bf16"])
+@pytest.mark.parametrize("layout", ["row_major", "channels_last"])
+@pytest.mark.parametrize("connection", ["add", "iand"])
+def test_half_precisions_tensor_by_tensor(device, precision, layout,
+                                          connection):
+    report = compare(lambda: SmoothNet(connection), inputs(SHAPE),
+                     Case(device, layout, precision, SWITCHING))
     report.check()
 
 

@@ -8,18 +8,55 @@
 // dialect included: an editor gets diagnostics (the dialect's verifiers),
 // hover and go-to-definition in neuron files (docs/Editors.md).
 //
+// The process the editor starts is a supervisor (LspSupervisor.h) that runs
+// the server itself as a child (`--flexsn-lsp-backend`, on a deep stack), so
+// that no document can take the editor's server down.
+//
 //===----------------------------------------------------------------------===//
 
+#include "LspSupervisor.h"
+
+#include "flexsn/Tools/DeepStack.h"
 #include "flexsn/Tools/Registration.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-lsp-server/MlirLspServerMain.h"
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <string>
+#include <vector>
+
 using namespace mlir;
 
-int main(int argc, char **argv) {
+static int serverMain(int argc, char **argv) {
   flexsn::configureTool("flexsn-lsp-server");
   DialectRegistry registry;
   flexsn::registerAllDialects(registry);
   return failed(MlirLspServerMain(argc, argv, registry));
+}
+
+static constexpr const char *kBackendFlag = "--flexsn-lsp-backend";
+
+int main(int argc, char **argv) {
+  std::vector<char *> args(argv, argv + argc);
+  bool backend = argc > 1 && llvm::StringRef(argv[1]) == kBackendFlag;
+  bool litTest = false, informational = false;
+  for (llvm::StringRef arg : llvm::ArrayRef(argv + 1, argc - 1)) {
+    litTest |= arg == "-lit-test" || arg == "--lit-test";
+    informational |= arg.starts_with("-help") || arg.starts_with("--help") ||
+                     arg == "-version" || arg == "--version";
+  }
+  if (backend) {
+    args.erase(args.begin() + 1);
+    return flexsn::runOnDeepStack(serverMain, args.size(), args.data());
+  }
+  if (informational)
+    return serverMain(argc, argv);
+  std::vector<std::string> command = {
+      llvm::sys::fs::getMainExecutable(argv[0], (void *)&serverMain),
+      kBackendFlag};
+  command.insert(command.end(), argv + 1, argv + argc);
+  return flexsn::lsp::runSupervisor(command, litTest);
 }

@@ -21,10 +21,23 @@
 
 #include "llvm/Support/SourceMgr.h"
 
+#include <string>
+#include <vector>
+
 namespace mlir {
 class MLIRContext;
 
 namespace flexsn {
+
+/// A place in a text that an upstream parser crashes on: its byte offset
+/// and what is wrong there.
+struct ParserHazard {
+  size_t offset;
+  std::string message;
+};
+
+/// Every hazard in `text`, in order (none for text the parsers can take).
+std::vector<ParserHazard> findParserHazards(StringRef text);
 
 /// Checks the main buffer of `sourceMgr` for text that an upstream parser
 /// crashes on. Emits an error through `context` (at its file, line and

@@ -235,9 +235,17 @@ class _BatchNormAffine(torch.autograd.Function):
             mean, invstd = torch.batch_norm_stats(flat, eps)
             mean, invstd = mean.float(), invstd.float()
             if running_mean is not None:
+                # PyTorch's kernel updates statistics of the count's dtype:
+                # float32 copies of half ones (`.bfloat16()`), rounded once.
+                half = running_mean.dtype != torch.float32
+                stats = ((running_mean.float(), running_var.float()) if half
+                         else (running_mean, running_var))
                 torch.batch_norm_gather_stats_with_counts(
-                    flat, mean[None], invstd[None], running_mean,
-                    running_var, factor, eps, _count(n, mean))
+                    flat, mean[None], invstd[None], *stats, factor, eps,
+                    _count(n, mean))
+                if half:
+                    running_mean.copy_(stats[0])
+                    running_var.copy_(stats[1])
         else:
             dims = [d for d in range(x.dim()) if d != 2]
             if x.dtype == torch.float32:

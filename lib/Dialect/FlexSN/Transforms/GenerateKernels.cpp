@@ -55,6 +55,15 @@ struct GenerateKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // An empty source would lower to no kernels at all: an empty library,
+    // a translation that finds no binary. Say so here, once, for every
+    // tool and pipeline.
+    if (module.getOps<NeuronOp>().empty() &&
+        module.getOps<func::FuncOp>().empty()) {
+      module.emitError() << "nothing to compile: the module defines no "
+                            "flexsn.neuron (and no kernel function)";
+      return signalPassFailure();
+    }
     SmallVector<KernelVariant> variantChoices(variants.begin(),
                                               variants.end());
     if (variantChoices.empty())

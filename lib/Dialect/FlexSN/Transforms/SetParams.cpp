@@ -8,6 +8,7 @@
 #include "flexsn/Dialect/FlexSN/Transforms/Passes.h"
 
 #include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -141,6 +142,20 @@ struct FlexSNSetParamsPass
                << "'";
       *param = ParamAttr::get(b.getContext(), param->getName(), value,
                               param->getKind(), param->getShape());
+      // A divisor set to 0 makes every state a NaN or an infinity (LIF's
+      // tau), as flexsn-run refuses it too.
+      size_t index = param - params.begin();
+      BlockArgument arg = neuron.getParamArgs()[index];
+      auto isDivisor = [&](Operation *user) {
+        return isa<arith::DivFOp, arith::RemFOp>(user) &&
+               user->getOperand(1) == arg;
+      };
+      auto floatValue = dyn_cast<FloatAttr>(value);
+      if (floatValue && floatValue.getValue().isZero() &&
+          llvm::any_of(arg.getUsers(), isDivisor))
+        return neuron.emitError("flexsn-set-params: @")
+               << neuron.getSymName() << " divides by '" << name
+               << "', which must not be 0";
     }
     for (const std::string &entry : kinds) {
       StringRef name, text;
