@@ -316,7 +316,42 @@ def _append_to_log(report: Report, make_model) -> None:
         log.write(json.dumps({
             "case": str(report.case),
             "model": getattr(make_model, "__name__", repr(make_model)),
+            "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
             "device_name": torch.cuda.get_device_name()
             if report.case.device == "cuda" else "cpu",
             "ok": not report.failures(),
             "worst": worst}) + "\n")
+
+
+def summarize(log_path: str) -> str:
+    """A markdown table of a $FLEXSN_FUSION_LOG: per case, whether it held,
+    its tightest tensor (error / tolerance), and the noise of its
+    zero-in-exact-arithmetic gradients, fused and unfused."""
+    lines = ["| test | case | held | tightest tensor: error / tolerance "
+             "| zero-gradient noise / terms, fused and unfused |",
+             "| --- | --- | --- | --- | --- |"]
+    with open(log_path) as log:
+        for line in log:
+            record = json.loads(line)
+            worst = record["worst"]
+            checked = [(error / limit, name, error, limit)
+                       for name, (error, limit) in worst.items()
+                       if 0.0 < limit < float("inf")]
+            tight = max(checked) if checked else None
+            zero = {side: max((e for n, (e, _) in worst.items()
+                               if f"(zero, {side})" in n), default=None)
+                    for side in ("fused", "unfused")}
+            test = record.get("test") or record["model"]
+            lines.append(
+                f"| {test.split('::')[-1]} | {record['case']} | "
+                f"{'yes' if record['ok'] else 'NO'} | "
+                + (f"{tight[1]}: {tight[2]:.2g} / {tight[3]:.2g}"
+                   if tight else "-") + " | "
+                + (f"{zero['fused']:.2g}, {zero['unfused']:.2g}"
+                   if zero["fused"] is not None else "-") + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+    print(summarize(sys.argv[1]))

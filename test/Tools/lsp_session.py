@@ -6,6 +6,7 @@ checks that it stays alive.
                                               (prefixes), each followed by a
                                               hover request that must be
                                               answered
+    lsp_session.py SERVER open FILE...        each file opened (no typing)
     lsp_session.py SERVER framing             malformed messages (LF-only
                                               headers, spaces, a huge
                                               Content-Length, JSON that is no
@@ -126,7 +127,7 @@ class Session:
         print(f"session: {self.passed} passed, 0 failed")
 
 
-def documents(session, paths):
+def documents(session, paths, typing=True):
     for k, path in enumerate(paths):
         text = open(path, "rb").read().decode("utf-8", errors="replace")
         uri = f"test:///doc{k}.mlir"
@@ -135,17 +136,23 @@ def documents(session, paths):
                           "uri": uri, "languageId": "mlir", "version": 1,
                           "text": text}}})
         session.alive(f"alive after opening {path}", uri)
-        # Typed in, a character at a time, for the last line (at most 120
-        # characters): every half-typed prefix.
-        head, _, last = text.rstrip("\n").rpartition("\n")
-        for n in range(1, min(len(last), 120) + 1):
-            session.send({"jsonrpc": "2.0",
-                          "method": "textDocument/didChange",
-                          "params": {"textDocument": {"uri": uri,
-                                                      "version": n + 1},
-                                     "contentChanges": [
-                                         {"text": head + "\n" + last[:n]}]}})
-        session.alive(f"alive after typing the last line of {path}", uri)
+        if typing:
+            type_last_line(session, uri, text, path)
+        session.send({"jsonrpc": "2.0", "method": "textDocument/didClose",
+                      "params": {"textDocument": {"uri": uri}}})
+
+
+def type_last_line(session, uri, text, path):
+    """The last line (at most 120 characters) typed in one character at a
+    time: every half-typed prefix."""
+    head, _, last = text.rstrip("\n").rpartition("\n")
+    for n in range(1, min(len(last), 120) + 1):
+        session.send({"jsonrpc": "2.0", "method": "textDocument/didChange",
+                      "params": {"textDocument": {"uri": uri,
+                                                  "version": n + 1},
+                                 "contentChanges": [
+                                     {"text": head + "\n" + last[:n]}]}})
+    session.alive(f"alive after typing the last line of {path}", uri)
 
 
 def framing(session):
@@ -175,8 +182,8 @@ def main():
     server, mode, *paths = sys.argv[1:]
     session = Session(server)
     session.start()
-    if mode == "documents":
-        documents(session, paths)
+    if mode in ("documents", "open"):
+        documents(session, paths, typing=mode == "documents")
     else:
         framing(session)
         session.process.stdin.close()
