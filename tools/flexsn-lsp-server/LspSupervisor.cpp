@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <deque>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -131,8 +132,8 @@ private:
 /// cannot frame are skipped with a log line. None at the end of input.
 std::optional<std::string> readFramedMessage(Reader &reader) {
   while (true) {
-    std::optional<size_t> length;
-    bool sawHeader = false;
+    size_t length = 0;
+    bool hasLength = false, sawHeader = false;
     while (true) {
       std::optional<std::string> line = reader.line();
       if (!line)
@@ -151,24 +152,25 @@ std::optional<std::string> readFramedMessage(Reader &reader) {
       if (value.trim().getAsInteger(10, size)) {
         logLine("a Content-Length that is not a number ('" + value.trim() +
                 "'): the message is skipped");
-        length.reset();
+        hasLength = false;
         continue;
       }
       length = size;
+      hasLength = true;
     }
-    if (!length) {
+    if (!hasLength) {
       logLine("a message without a Content-Length: skipped");
       continue;
     }
-    if (*length > kMaxMessageBytes) {
-      logLine("a message of " + llvm::Twine(*length) +
-              " bytes is over the limit of " + llvm::Twine(kMaxMessageBytes) +
-              ": skipped");
-      if (!reader.bytes(*length, /*keep=*/false))
+    if (length > kMaxMessageBytes) {
+      logLine("a message of " + std::to_string(length) +
+              " bytes is over the limit of " +
+              std::to_string(kMaxMessageBytes) + ": skipped");
+      if (!reader.bytes(length, /*keep=*/false))
         return std::nullopt;
       continue;
     }
-    return reader.bytes(*length);
+    return reader.bytes(length);
   }
 }
 
@@ -272,11 +274,16 @@ public:
     std::signal(SIGPIPE, SIG_IGN);
     if (!startBackend())
       return 1;
+    // Three threads: this one reads the editor, `output` the backend, and
+    // `input` writes to the backend. No thread writes to the backend while
+    // holding `mutex`, so a backend blocked on a full output pipe never
+    // blocks the thread that drains it.
     std::thread output([this] { forwardBackendOutput(); });
-    Reader input(STDIN_FILENO);
+    std::thread input([this] { writeToBackend(); });
+    Reader editor(STDIN_FILENO);
     while (true) {
       std::optional<std::string> message =
-          litTest ? readDelimitedMessage(input) : readFramedMessage(input);
+          litTest ? readDelimitedMessage(editor) : readFramedMessage(editor);
       if (!message)
         break;
       handleEditorMessage(*message);
@@ -286,10 +293,11 @@ public:
     }
     {
       std::lock_guard<std::mutex> lock(mutex);
-      exiting = true;
-      closeBackendInput();
+      exiting = true; // the writer closes the backend's input when done
+      outboxReady.notify_all();
     }
     output.join();
+    input.join();
     return exitCode;
   }
 
@@ -326,18 +334,14 @@ private:
     ::close(toChild[0]);
     ::close(fromChild[1]);
     childPid = pid;
-    childInput = toChild[1];
+    childInput = toChild[1]; // the writer's from now on
     childOutput = fromChild[0];
+    ++generation;
+    outboxReady.notify_all();
     return true;
   }
 
-  void closeBackendInput() {
-    if (childInput >= 0)
-      ::close(childInput);
-    childInput = -1;
-  }
-
-  /// Sends `message` to the backend in its framing. With `mutex` held.
+  /// Queues `message` for the backend, in its framing. With `mutex` held.
   void sendToBackend(const json::Value &message) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -347,8 +351,45 @@ private:
       os << "Content-Length: "
          << llvm::formatv("{0}", message).str().size() << "\r\n\r\n"
          << llvm::formatv("{0}", message);
-    if (childInput >= 0 && !writeAll(childInput, text))
-      closeBackendInput(); // it died: the output thread restarts it
+    outbox.emplace_back(generation, std::move(text));
+    outboxReady.notify_all();
+  }
+
+  /// The writer: sends the queued messages of the current backend (those
+  /// for a backend that died are dropped), and closes a backend's input
+  /// once a newer one runs or the session ends.
+  void writeToBackend() {
+    int fd = -1, fdGeneration = -1;
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      outboxReady.wait(lock, [&] { return !outbox.empty() || exiting; });
+      if (outbox.empty()) { // exiting: the backend sees the end of input
+        if (fd >= 0)
+          ::close(fd);
+        if (fdGeneration != generation && childInput >= 0)
+          ::close(childInput);
+        return;
+      }
+      auto [messageGeneration, text] = std::move(outbox.front());
+      outbox.pop_front();
+      if (messageGeneration != generation)
+        continue;
+      if (fdGeneration != generation) {
+        if (fd >= 0)
+          ::close(fd);
+        fd = childInput;
+        fdGeneration = generation;
+      }
+      lock.unlock();
+      bool written = fd >= 0 && writeAll(fd, text);
+      lock.lock();
+      // A failed write: the backend died, and the output thread, seeing
+      // its output end, restarts it.
+      if (!written && fd >= 0 && fdGeneration == generation) {
+        ::close(fd);
+        fd = -1;
+      }
+    }
   }
 
   /// Copies the backend's messages to the editor (the answer to
@@ -366,7 +407,6 @@ private:
         handleBackendMessage(*body);
       std::unique_lock<std::mutex> lock(mutex);
       ::close(childOutput);
-      closeBackendInput();
       int status = 0;
       ::waitpid(childPid, &status, 0);
       if (exiting || exitRequested) {
@@ -374,6 +414,9 @@ private:
                                                       : exitCode;
         finished = true;
         analysed.notify_all();
+        // After `exit` the editor need not close our input: end here.
+        if (exitRequested && !exiting)
+          ::_exit(exitCode);
         return;
       }
       if (++restarts > kMaxRestarts || !restartBackend(status)) {
@@ -660,7 +703,9 @@ private:
   const bool litTest;
 
   std::mutex mutex;
-  std::condition_variable analysed;
+  std::condition_variable analysed, outboxReady;
+  std::deque<std::pair<int, std::string>> outbox;
+  int generation = 0; // of the running backend
   pid_t childPid = -1;
   int childInput = -1, childOutput = -1;
   std::map<std::string, Document> documents;

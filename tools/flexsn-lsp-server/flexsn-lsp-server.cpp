@@ -25,8 +25,12 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -39,6 +43,32 @@ static int serverMain(int argc, char **argv) {
 
 static constexpr const char *kBackendFlag = "--flexsn-lsp-backend";
 
+/// For tests of the supervisor: with $FLEXSN_LSP_TEST_CRASH set, the
+/// backend dies (SIGABRT) on reading a message that holds its text, as it
+/// would on a text some upstream parser crashes on.
+static void crashOnMarker(std::string marker) {
+  int real = ::dup(STDIN_FILENO), pipeFds[2];
+  if (real < 0 || ::pipe(pipeFds) != 0)
+    return;
+  std::thread([real, out = pipeFds[1], marker] {
+    std::string window;
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(real, buffer, sizeof(buffer))) > 0) {
+      window.append(buffer, n);
+      if (window.find(marker) != std::string::npos)
+        std::abort();
+      if (::write(out, buffer, n) != n)
+        break;
+      if (window.size() > marker.size())
+        window.erase(0, window.size() - marker.size());
+    }
+    ::close(out);
+  }).detach();
+  ::dup2(pipeFds[0], STDIN_FILENO);
+  ::close(pipeFds[0]);
+}
+
 int main(int argc, char **argv) {
   std::vector<char *> args(argv, argv + argc);
   bool backend = argc > 1 && llvm::StringRef(argv[1]) == kBackendFlag;
@@ -50,6 +80,8 @@ int main(int argc, char **argv) {
   }
   if (backend) {
     args.erase(args.begin() + 1);
+    if (const char *marker = std::getenv("FLEXSN_LSP_TEST_CRASH"))
+      crashOnMarker(marker);
     return flexsn::runOnDeepStack(serverMain, args.size(), args.data());
   }
   if (informational)

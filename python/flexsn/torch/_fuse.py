@@ -124,19 +124,23 @@ def _rebuild_fused(reduced, class_name: str) -> _FusedGraphModule:
 _NEURON_STATES = frozenset(("v", "v_seq", "states", "state_seqs"))
 
 
+class _Untraceable(Exception):
+    """A module whose traced graph would not compute what it computes."""
+
+
 def _trace(module: nn.Module, prefix: str):
-    """(graph, guards, why not): the traced graph and the plain values
-    its forward read, or why the module cannot be fused as traced."""
+    """(graph, guards): the traced graph and the plain values its forward
+    read; raises _Untraceable when the graph cannot stand for it."""
     reads = {}
     with recording_reads(module, reads):
         graph = _Tracer().trace(module)
     for m, name, _ in reads.values():
         if isinstance(m, FlexSN) and name in _NEURON_STATES:
-            return graph, None, (
-                f"{_name_of(prefix)}: not fused, its forward reads "
+            raise _Untraceable(
+                f"not fused, its forward reads "
                 f"{_paths(module, prefix)[id(m)]}.{name}, a neuron's state, "
                 f"which a traced graph would keep at its value when traced")
-    return graph, Guards(module, reads), None
+    return graph, Guards(module, reads)
 
 
 def _name_of(prefix: str) -> str:
@@ -152,13 +156,15 @@ def _paths(module: nn.Module, prefix: str):
 def _fuse_module(module: nn.Module, prefix: str, report: List[str],
                  blocks: List):
     try:
-        graph, guards, why_not = _trace(module, prefix)
+        graph, guards = _trace(module, prefix)
     except Exception as error:  # noqa: BLE001: any trace failure
+        why = str(error) if isinstance(error, _Untraceable) else (
+            f"torch.fx cannot trace it ({type(error).__name__}: "
+            f"{str(error)[:120]})")
         if not any(True for _ in module.children()):
             return module
-        report.append(f"{prefix or 'model'}: torch.fx cannot trace it "
-                      f"({type(error).__name__}: {str(error)[:120]}); "
-                      f"fusing inside its children")
+        report.append(f"{_name_of(prefix)}: {why}; fusing inside its "
+                      f"children")
         clone = None
         for name, child in module.named_children():
             new = _fuse_module(child, f"{prefix}{name}.", report, blocks)
@@ -168,9 +174,6 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str],
                     clone._modules = copy.copy(module._modules)
                 clone._modules[name] = new
         return module if clone is None else clone
-    if why_not:
-        report.append(why_not)
-        return module
     found_report, found_blocks = [], []
     if not _fuse_graph(module, graph, prefix, found_report, found_blocks):
         report += found_report
@@ -202,7 +205,7 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str],
             f"unfused")
     missing = set(module.state_dict()) ^ set(fused.state_dict())
     if missing:  # an attribute the forward never reads: keep the model
-        report.append(f"{prefix or 'model'}: not fused, its state_dict "
+        report.append(f"{_name_of(prefix)}: not fused, its state_dict "
                       f"would change ({', '.join(sorted(missing)[:4])})")
         return module
     report += found_report
