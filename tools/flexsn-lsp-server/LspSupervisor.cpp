@@ -595,11 +595,7 @@ private:
     if (method == "textDocument/didClose") {
       documents.erase(key);
       if (wasSent)
-        sendToBackend(json::Object{
-            {"jsonrpc", "2.0"},
-            {"method", "textDocument/didClose"},
-            {"params",
-             json::Object{{"textDocument", json::Object{{"uri", key}}}}}});
+        sendToBackend(didClose(key));
       return;
     }
     Document &document = documents[key];
@@ -619,11 +615,7 @@ private:
       document.state = DocumentState::Hazard;
       publishHazards(key, document, hazards);
       if (wasSent)
-        sendToBackend(json::Object{
-            {"jsonrpc", "2.0"},
-            {"method", "textDocument/didClose"},
-            {"params",
-             json::Object{{"textDocument", json::Object{{"uri", key}}}}}});
+        sendToBackend(didClose(key));
       return;
     }
     document.state = DocumentState::Sent;
@@ -659,6 +651,14 @@ private:
     size_t begin = offsetOf(text, range->getObject("start"));
     size_t end = std::max(begin, offsetOf(text, range->getObject("end")));
     text.replace(begin, end - begin, replacement);
+  }
+
+  static json::Value didClose(const std::string &uri) {
+    return json::Object{
+        {"jsonrpc", "2.0"},
+        {"method", "textDocument/didClose"},
+        {"params",
+         json::Object{{"textDocument", json::Object{{"uri", uri}}}}}};
   }
 
   static json::Value didOpen(const std::string &uri, const Document &doc) {
