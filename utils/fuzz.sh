@@ -30,7 +30,7 @@ ALL_TARGETS=(npy parser pipeline runtime)
 # cores, and its seed (docs/Testing.md).
 SMOKE_SEED=1
 declare -A SMOKE_RUNS=([npy]=3000000 [parser]=40000 [pipeline]=1500
-                       [runtime]=1500000)
+                       [runtime]=3000000)
 
 mode=${1:-}
 case "$mode" in
