@@ -2,8 +2,9 @@
 computes what the same model unfused computes, in every layout, precision
 and mode.
 
-`compare(make_model, make_input, case)` builds the model twice from one
-seed (one copy fused), runs both on the same inputs through a sequence of
+`compare(make_model, make_input, case)` builds the model from one seed
+twice (one copy fused; in a half precision also a float32 reference),
+runs them on the same inputs and random numbers through a sequence of
 calls (training, eval, or switching between them), and compares, call by
 call: the output, the input's gradient, every parameter's gradient, every
 buffer (running statistics, `num_batches_tracked`) and every neuron's
@@ -31,8 +32,8 @@ from flexsn.torch import FlexSN, fuse
 
 #: The tolerance on the relative difference in norm of whole tensors, per
 #: precision: values (outputs, states, statistics) and gradients; and, for
-#: a gradient that is zero in exact arithmetic, its norm relative to its
-#: layer's weight gradient.
+#: a gradient that is zero in exact arithmetic, its norm relative to the
+#: norm of its terms' magnitudes.
 TOLERANCES = {
     "f32": {"value": 1e-4, "grad": 1e-3, "zero_grad": 1e-5},
     "amp": {"value": 2e-2, "grad": 5e-2, "zero_grad": 3e-2},
