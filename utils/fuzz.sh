@@ -27,9 +27,12 @@ CUDA_TOOLKIT=${FLEXSN_CUDA_TOOLKIT:-/usr/local/cuda}
 ALL_TARGETS=(npy parser pipeline runtime)
 
 # smoke's mutations per target, about a minute each under ASan on two
-# cores, and its seed (docs/Testing.md).
+# cores, and its seed (docs/Testing.md). The pipeline target only replays
+# its seeds and regressions (0): its runs through LLVM's code generator did
+# not repeat exactly even with fixed addresses; the parser target mutates
+# the same inputs.
 SMOKE_SEED=1
-declare -A SMOKE_RUNS=([npy]=3000000 [parser]=40000 [pipeline]=1500
+declare -A SMOKE_RUNS=([npy]=3000000 [parser]=40000 [pipeline]=0
                        [runtime]=3000000)
 
 mode=${1:-}
