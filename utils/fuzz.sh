@@ -118,6 +118,7 @@ for name in "${targets[@]}"; do
     # that steers the mutations follows).
     args+=(-runs="${SMOKE_RUNS[$name]}" -seed="$SMOKE_SEED" -reload=0)
     what="${SMOKE_RUNS[$name]} inputs from seed $SMOKE_SEED"
+    [ "${SMOKE_RUNS[$name]}" -ne 0 ] || what="its seeds and regressions, replayed"
   else
     corpus="$work/corpus/$name"
     args+=(-max_total_time="$seconds")
