@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from ._kernels import NeuronKernels, check_inputs
+from ._kernels import DTYPES, NeuronKernels, TensorLike, check_inputs
 from ._layout import IN_PLACE, call_layout, into_layout
 
 # Kernels by handle: the custom op takes an int, which torch.compile guards on.
@@ -217,9 +217,15 @@ class _ScanFunction(torch.autograd.Function):
         ctx.present, ctx.in_place = present, in_place
         ctx.trainable_like = [(t.dtype, t.shape) for t in trainable]
         ctx.num_inputs, ctx.num_fixed = num_inputs, len(fixed)
-        # The backward kernel reads the shaped parameters again: saved,
-        # so that changing one in place before backward is an error.
-        ctx.save_for_backward(workspace, *inputs, *shaped)
+        # Only the inputs the backward kernel reads are saved (an input's
+        # memory is then free after the forward), and the shaped
+        # parameters, which it reads again: saved, so that changing one
+        # in place before backward is an error.
+        read = kernels.inputs_read_by_backward(DTYPES[inputs[0].dtype])
+        ctx.like = None if 0 in read else TensorLike(inputs[0])
+        ctx.save_for_backward(workspace, *(x if i in read else None
+                                           for i, x in enumerate(inputs)),
+                              *shaped)
         ctx.set_materialize_grads(False)
         return tuple(outputs) + tuple(states)
 
@@ -228,13 +234,14 @@ class _ScanFunction(torch.autograd.Function):
         workspace, *rest = ctx.saved_tensors
         inputs, shaped = rest[:ctx.num_inputs], rest[ctx.num_inputs:]
         handle = ctx.handle
-        kernels = handle.kernels_for(inputs[0])
+        like = ctx.like or inputs[0]
+        kernels = handle.kernels_for(like)
         n_out = kernels.num_outputs
         grad_outputs, grad_states = grads[:n_out], grads[n_out:]
         none = [None] * kernels.num_states
         grad_inputs, grad_inits, grad_params = kernels.backward(
             grad_outputs, none if ctx.finals else grad_states, workspace,
-            inputs, ctx.values, handle.deterministic_mode(), inputs[0],
+            inputs, ctx.values, handle.deterministic_mode(), like,
             grad_finals=grad_states if ctx.finals else none,
             present=ctx.present, shaped=shaped, in_place=ctx.in_place)
         # Each in its parameter's dtype and shape (no op where it is:
@@ -419,6 +426,12 @@ if _HAS_CUSTOM_OP:
         ctx.num_inputs, ctx.num_trainable = num_inputs, len(trainable)
         ctx.num_fixed = len(fixed)
         ctx.num_results = len(output) - 1
+        # An input the backward kernel does not read is saved as a stand-in
+        # of its shape and dtype (one element), not holding its memory.
+        read = handle.kernels_for(ins[0]).inputs_read_by_backward(
+            DTYPES[ins[0].dtype])
+        ins = [x if i in read else x.new_zeros(()).expand(x.shape)
+               for i, x in enumerate(ins)]
         ctx.save_for_backward(output[-1], *ins, *trainable, *fixed)
 
     def _backward(ctx, grads):
@@ -439,7 +452,6 @@ if _HAS_CUSTOM_OP:
     _scan_op.register_autograd(_backward, setup_context=_setup_context)
 
     def _dtype_name(x):
-        from ._kernels import DTYPES
         return DTYPES[x.dtype]
 
 

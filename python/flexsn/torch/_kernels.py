@@ -235,6 +235,36 @@ def step_like(x0: torch.Tensor, in_place: bool,
     return x0.new_empty_strided(x0.shape[1:], x0.stride()[1:], dtype=dtype)
 
 
+class TensorLike:
+    """What the backward kernels need of an input they do not read: its
+    shape, strides, dtype and device, for the gradients they make like it
+    (sequence_like, step_like, as_read). Saved in the input's place, it
+    does not hold the input's memory until backward."""
+
+    def __init__(self, t: torch.Tensor):
+        self.shape, self._stride = t.shape, t.stride()
+        self.dtype, self.device = t.dtype, t.device
+        self.is_cuda, self.is_cpu = t.is_cuda, t.is_cpu
+
+    def stride(self):
+        return self._stride
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def new_empty(self, shape, dtype=None):
+        return torch.empty(shape, dtype=dtype or self.dtype,
+                           device=self.device)
+
+    def new_empty_strided(self, shape, stride, dtype=None):
+        return torch.empty_strided(shape, stride, dtype=dtype or self.dtype,
+                                   device=self.device)
+
+    def new_zeros(self, shape, dtype=None):
+        return torch.zeros(shape, dtype=dtype or self.dtype,
+                           device=self.device)
+
+
 def in_order(t: torch.Tensor, x0: torch.Tensor, step: bool = False
              ) -> torch.Tensor:
     """`t`, of x0's shape (or a step's), in x0's memory order: itself when
@@ -285,6 +315,7 @@ class NeuronKernels:
         self._written = {}
         self._per_neuron_sums = {}
         self._state_sequences = {}
+        self._read_by_backward = {}
         # Per-channel gradients on the GPU: the deterministic kernel (each
         # neuron's sum over time, summed per channel here by torch) is also
         # the faster one (docs/perf/per_channel_results.md): it serves
@@ -302,6 +333,24 @@ class NeuronKernels:
                 self.device_type, variant, dtype, deterministic, spikes,
                 final_states=final_states)
         return kernel
+
+    def inputs_read_by_backward(self, dtype: str) -> frozenset:
+        """The indices of the inputs whose values a backward kernel (either
+        variant) binds: only these are saved for backward (saving the
+        others would hold their memory from the forward to the backward
+        for nothing)."""
+        read = self._read_by_backward.get(dtype)
+        if read is None:
+            read = set()
+            for deterministic in (False, True):
+                try:
+                    spec = self.kernel("backward", dtype, deterministic).spec
+                except NoDeterministicKernelError:
+                    continue
+                read |= {i for key, i in self._layout(spec)
+                         if key == ("input", False)}
+            read = self._read_by_backward[dtype] = frozenset(read)
+        return read
 
     def forward_kernel(self, dtype: str, finals: bool) -> Kernel:
         """The training forward: with `finals`, the one that writes each
@@ -609,7 +658,9 @@ class NeuronKernels:
         sources = {
             ("output", True): as_read(grad_outputs, dtype_like, in_place),
             ("state_seq", True): as_read(grad_states, dtype_like, in_place),
-            ("input", False): as_read(inputs, dtype_like, in_place),
+            ("input", False): as_read(
+                [x if i in self.inputs_read_by_backward(dtype) else None
+                 for i, x in enumerate(inputs)], dtype_like, in_place),
             ("state_final", True): finals, ("input", True): grad_inputs,
             ("state_init", True): grad_inits, ("param", True): grad_params,
             ("param", False): as_read(shaped, dtype_like, in_place, True)}
