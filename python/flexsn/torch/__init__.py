@@ -8,11 +8,12 @@
 """
 
 from ._block import Affine, Block, Residual
+from ._convert import convert
 from ._function import Handle, has_custom_op, scan
 from ._fuse import fuse
 from ._kernels import unpack_spikes
 from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
 
 __all__ = ["Affine", "Block", "FlexSN", "Handle", "IFNode", "LIFNode",
-           "ParametricLIFNode", "Residual", "fuse", "has_custom_op", "scan",
-           "unpack_spikes"]
+           "ParametricLIFNode", "Residual", "convert", "fuse",
+           "has_custom_op", "scan", "unpack_spikes"]

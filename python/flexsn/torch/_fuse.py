@@ -8,7 +8,10 @@ FlexSN neuron) kept as one call. In the graph, a chain is
 
 where bn is a multi-step batch norm (a `_BatchNorm` whose `step_mode` is
 "m", as SpikingJelly's layer.BatchNorm1d/2d/3d are: `[T, B, C, ...]`
-inputs), the neuron a FlexSN neuron of one input and one output in
+inputs), or a single-step one on `[T*B, C, ...]` whose output reaches the
+neuron through reshapes only (`.unflatten(0, (T, B))`, `.view(T, B,
+...)`: checked at each call), the neuron a FlexSN neuron of one input and
+one output in
 multi-step mode, each link the only user of the one before, and o any
 other tensor (SEW-ResNet's identity or downsampled identity, a residual).
 Each chain becomes one call of `fused_block(bn, neuron, x, o, ...)`, which
@@ -16,8 +19,10 @@ reads the two modules where the model keeps them: the returned model has
 the same modules, parameters, buffers and state_dict keys, and its
 neurons keep their states (`reset()`, SpikingJelly's `reset_net`).
 
-A model (or submodule) torch.fx cannot trace is left as it is and its
-children are fused instead.
+A model (or submodule) torch.fx cannot trace symbolically (it branches on
+or unpacks its inputs' shapes) is traced again at its first call with
+each input signature, with those shapes (`_FuseAtCall`, `ShapeTracer`);
+where that fails too, its children are fused instead.
 """
 
 import copy
@@ -31,9 +36,10 @@ from torch import fx, nn
 
 from ._block import (BatchNorm, BlockShape, batch_norm_affine,
                      check_block_neuron, compile_blocks, run_block)
-from ._guards import Guards, recording_reads
+from ._guards import Guards, _same, recording_reads
 from ._kernels import DTYPES
 from ._layout import memory_order
+from ._shape_trace import call_signature, shape_trace
 from ._modules import FlexSN
 
 _ADDS = (operator.add, operator.iadd, torch.add)
@@ -43,12 +49,13 @@ _MULS = (operator.mul, operator.imul, torch.mul)
 def fuse(model: nn.Module, verbose: bool = False) -> nn.Module:
     """The model with its batch norm -> neuron [-> connection] [-> mean or
     sum over T] chains run as fused Blocks (see the module's doc). Returns
-    a torch.fx.GraphModule sharing `model`'s modules (or `model` itself
-    when nothing fused); `model` is not changed. With `verbose`, prints
+    a torch.fx.GraphModule sharing `model`'s modules, `model` itself
+    when nothing fused, or for a model that traces only at its calls a
+    shallow copy that fuses at them; `model` is not changed. With `verbose`, prints
     what was fused and why each other batch norm or neuron was not."""
     report: List[str] = []
     blocks: List = []
-    fused = _fuse_module(model, "", report, blocks)
+    fused = _fuse_module(model, "", report, blocks, verbose)
     # Every block at once: one compile per neuron configuration.
     prepare(blocks)
     if verbose:
@@ -57,13 +64,15 @@ def fuse(model: nn.Module, verbose: bool = False) -> nn.Module:
     return fused
 
 
-class _Tracer(fx.Tracer):
-    """Keeps FlexSN neurons and modules without children as single calls:
-    the graph then shows the chains between modules."""
+def _is_leaf(m: nn.Module) -> bool:
+    """FlexSN neurons and modules without children stay single calls in a
+    traced graph: it then shows the chains between modules."""
+    return isinstance(m, FlexSN) or not any(True for _ in m.children())
 
+
+class _Tracer(fx.Tracer):
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
-        return (isinstance(m, FlexSN) or not any(True for _ in m.children())
-                or super().is_leaf_module(m, qualname))
+        return _is_leaf(m) or super().is_leaf_module(m, qualname)
 
 
 class _FusedGraphModule(fx.GraphModule):
@@ -128,12 +137,17 @@ class _Untraceable(Exception):
     """A module whose traced graph would not compute what it computes."""
 
 
-def _trace(module: nn.Module, prefix: str):
+def _trace(module: nn.Module, prefix: str, args=None):
     """(graph, guards): the traced graph and the plain values its forward
-    read; raises _Untraceable when the graph cannot stand for it."""
+    read; raises _Untraceable when the graph cannot stand for it. With
+    `args`, the graph of this call, traced with their shapes
+    (ShapeTracer: valid for inputs of these shapes only)."""
     reads = {}
-    with recording_reads(module, reads):
-        graph = _Tracer().trace(module)
+    if args is None:
+        with recording_reads(module, reads):
+            graph = _Tracer().trace(module)
+    else:
+        graph = shape_trace(module, args, _is_leaf, reads)
     for m, name, _ in reads.values():
         if isinstance(m, FlexSN) and name in _NEURON_STATES:
             raise _Untraceable(
@@ -154,7 +168,7 @@ def _paths(module: nn.Module, prefix: str):
 
 
 def _fuse_module(module: nn.Module, prefix: str, report: List[str],
-                 blocks: List):
+                 blocks: List, verbose: bool = False):
     try:
         graph, guards = _trace(module, prefix)
     except Exception as error:  # noqa: BLE001: any trace failure
@@ -163,21 +177,54 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str],
             f"{str(error)[:120]})")
         if not any(True for _ in module.children()):
             return module
-        report.append(f"{_name_of(prefix)}: {why}; fusing inside its "
-                      f"children")
+        at_call = not isinstance(error, _Untraceable)
+        report.append(f"{_name_of(prefix)}: {why}; " + (
+            "traced and fused at its first call with each input shape "
+            "(else run with its children fused)" if at_call else
+            "fusing inside its children"))
         clone = None
         for name, child in module.named_children():
-            new = _fuse_module(child, f"{prefix}{name}.", report, blocks)
+            new = _fuse_module(child, f"{prefix}{name}.", report, blocks,
+                               verbose)
             if new is not child:
                 if clone is None:  # a shallow copy: `model` is unchanged
-                    clone = copy.copy(module)
-                    clone._modules = copy.copy(module._modules)
+                    clone = _shallow_copy(module)
                 clone._modules[name] = new
-        return module if clone is None else clone
+        if not at_call:
+            return module if clone is None else clone
+        holder = clone if clone is not None else _shallow_copy(module)
+        # An instance attribute: nn.Module.__call__ calls it, and the
+        # state_dict and submodules stay the module's.
+        holder.forward = _FuseAtCall(module, holder, prefix, verbose)
+        return holder
     found_report, found_blocks = [], []
-    if not _fuse_graph(module, graph, prefix, found_report, found_blocks):
+    fused = _fused_module(module, graph, guards, prefix, found_report,
+                          found_blocks)
+    if fused is None:
         report += found_report
         return module
+    report += found_report
+    blocks += found_blocks
+    return fused
+
+
+def _shallow_copy(module: nn.Module) -> nn.Module:
+    """A copy of `module` with its own tables of parameters, buffers and
+    submodules (the same objects): changing its tables leaves `module`
+    as it is."""
+    clone = copy.copy(module)
+    for table in ("_parameters", "_buffers", "_modules"):
+        setattr(clone, table, dict(getattr(module, table)))
+    return clone
+
+
+def _fused_module(module: nn.Module, graph: fx.Graph, guards: Guards,
+                  prefix: str, report: List[str], blocks: List):
+    """The guarded GraphModule of `graph` (traced from `module`) with its
+    chains fused, or None when none fused (or its state_dict would
+    change); says in `report` what it fused and why not."""
+    if not _fuse_graph(module, graph, prefix, report, blocks):
+        return None
     graph.lint()
     fused = _FusedGraphModule(module, graph,
                               class_name=type(module).__name__)
@@ -193,24 +240,109 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str],
                          if hasattr(fused, n)]
         for name, _ in guards.root:
             setattr(fused, name, getattr(module, name))
-        unfused = copy.copy(module)  # its own tables: `model` unchanged
-        for table in ("_parameters", "_buffers", "_modules"):
-            setattr(unfused, table, dict(getattr(module, table)))
         fused._flexsn_guards = guards
-        fused._flexsn_unfused_copy = [unfused]  # a list: not a submodule
-        found_report.append(
+        fused._flexsn_unfused_copy = [_shallow_copy(module)]  # not a child
+        report.append(
             f"{_name_of(prefix)}: its forward reads "
             f"{guards.describe(_paths(module, prefix))} as plain values; "
             f"while they keep their traced values it runs fused, else "
             f"unfused")
     missing = set(module.state_dict()) ^ set(fused.state_dict())
     if missing:  # an attribute the forward never reads: keep the model
-        report.append(f"{_name_of(prefix)}: not fused, its state_dict "
-                      f"would change ({', '.join(sorted(missing)[:4])})")
-        return module
-    report += found_report
-    blocks += found_blocks
+        report[:] = [f"{_name_of(prefix)}: not fused, its state_dict "
+                     f"would change ({', '.join(sorted(missing)[:4])})"]
+        del blocks[:]
+        return None
     return fused
+
+
+class _FuseAtCall:
+    """The forward of a module that torch.fx cannot trace symbolically
+    (it branches on or unpacks its inputs' shapes): at its first call with
+    each input signature (shapes, dtypes, devices, mode), the original
+    module is traced with those shapes and its chains fused; calls with
+    that signature run that graph while the plain values it read keep
+    their traced values (read from the module the caller holds, by path).
+    Otherwise, and where the trace fails or fuses nothing, the module's
+    own forward runs (its children fused where they could be)."""
+
+    #: Input signatures traced per module: a model called with ever new
+    #: shapes runs its own forward beyond these.
+    LIMIT = 8
+    _NOT_FUSED = object()
+
+    def __init__(self, traced: nn.Module, holder: nn.Module, prefix: str,
+                 verbose: bool):
+        self.traced, self.holder = traced, holder
+        self.prefix, self.verbose = prefix, verbose
+        self.graphs = {}
+
+    def __call__(self, *args, **kwargs):
+        key = call_signature(self.holder, args, kwargs)
+        entry = self.graphs.get(key, self._NOT_FUSED) \
+            if key is not None else self._NOT_FUSED
+        if key is not None and key not in self.graphs and \
+                len(self.graphs) < self.LIMIT:
+            entry = self.graphs[key] = self._fuse(args)
+        if entry is not self._NOT_FUSED:
+            graph_module, guards = entry
+            if self._unchanged(guards):
+                graph_module.training = self.holder.training
+                return graph_module(*args)
+        return type(self.holder).forward(self.holder, *args, **kwargs)
+
+    def _fuse(self, args):
+        report, blocks = [], []
+        try:
+            graph, guards = _trace(self.traced, self.prefix, args)
+        except Exception as error:  # noqa: BLE001: any trace failure
+            report.append(f"{_name_of(self.prefix)}: not fused at its call "
+                          f"with shapes {[tuple(a.shape) for a in args]}: "
+                          f"{type(error).__name__}: {str(error)[:160]}")
+            fused = None
+        else:
+            fused = _fused_module(self.traced, graph, Guards(self.traced, {}),
+                                  self.prefix, report, blocks)
+        if self.verbose:
+            print("\n".join(
+                [f"flexsn.torch.fuse: {_name_of(self.prefix)} called with "
+                 f"shapes {[tuple(a.shape) for a in args]}:"] +
+                ["  " + line for line in report]))
+        if fused is None:
+            return self._NOT_FUSED
+        prepare(blocks)
+        paths = _paths(self.traced, "")
+        guards = [(paths[id(m)] if m is not self.traced else "", name,
+                   value) for m, name, value in
+                  [(self.traced, n, v) for n, v in guards.root]
+                  + guards.inner]
+        return fused, guards
+
+    def _unchanged(self, guards) -> bool:
+        """Whether the values the graph read are the traced ones, read
+        from the module the caller holds (its submodules by path)."""
+        for path, name, value in guards:
+            try:
+                module = self.holder.get_submodule(path) if path else \
+                    self.holder
+            except AttributeError:
+                return False
+            if not _same(value, getattr(module, name, None)):
+                return False
+        return True
+
+    # Pickled and deep-copied without its graphs: a copy traces again.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["graphs"] = {}
+        return state
+
+    def __deepcopy__(self, memo):
+        new = copy.copy(self)
+        new.traced = copy.deepcopy(self.traced, memo)
+        new.holder = copy.deepcopy(self.holder, memo)
+        new.graphs = {}
+        return new
 
 
 def _keep_order(new: nn.Module, old: nn.Module) -> None:
@@ -294,9 +426,73 @@ def _readout(y: fx.Node):
     return kind, user
 
 
-def _why_not(bn: nn.Module, neuron) -> Optional[str]:
-    """Why bn -> neuron cannot be one Block now; None when it can."""
-    if getattr(bn, "step_mode", None) != "m":
+_SHAPE_ATTRIBUTES = frozenset(("shape", "ndim", "dtype", "device"))
+
+
+def _read_shape_from_input(bn_node: fx.Node) -> None:
+    """Makes the nodes that read only the shape of a batch norm's output
+    (`y.shape`, `y.size()`, `y.dim()`) read its input's, which has the
+    same: they are then no users of the output that keep it from
+    fusing."""
+    if len(bn_node.args) != 1 or not isinstance(bn_node.args[0], fx.Node):
+        return
+    for user in list(bn_node.users):
+        if (user.op == "call_function" and user.target is getattr
+                and user.args[1:] and user.args[1] in _SHAPE_ATTRIBUTES) or \
+                (user.op == "call_method" and user.target in ("size", "dim")):
+            user.replace_input_with(bn_node, bn_node.args[0])
+
+
+#: Methods and functions that only reinterpret a tensor's shape (row-major
+#: order kept): a batch norm's [T*B, C, ...] output may pass through them
+#: to its neuron's [T, B, C, ...] input.
+_RESHAPE_METHODS = frozenset(("view", "reshape", "unflatten", "flatten",
+                              "contiguous"))
+_RESHAPE_FUNCTIONS = frozenset(f for f in (
+    torch.reshape, torch.flatten, getattr(torch, "unflatten", None)) if f)
+
+
+def _reshapes(node: fx.Node) -> List[fx.Node]:
+    """The reshapes that follow `node`, each the only user of the one
+    before (whether they split T*B into T, B is checked at each call)."""
+    found = []
+    user = _only_user(node)
+    while user is not None and user.args and user.args[0] is node and (
+            (user.op == "call_method" and user.target in _RESHAPE_METHODS)
+            or (user.op == "call_function" and
+                user.target in _RESHAPE_FUNCTIONS)):
+        found.append(user)
+        node, user = user, _only_user(user)
+    return found
+
+
+def _what_instead(root: nn.Module, node: Optional[fx.Node]) -> str:
+    """What a batch norm's output goes to instead of a neuron: a clause
+    for the report."""
+    if node is None:
+        return " (it has several users)"
+    if node.op == "call_module":
+        return f" (it goes to a {type(_module(root, node)).__name__})"
+    if node.op in ("call_function", "call_method"):
+        name = getattr(node.target, "__name__", node.target)
+        after = _only_user(node)
+        if (name in ("add", "iadd") or node.target in _ADDS) and \
+                after is not None and \
+                isinstance(_module(root, after), FlexSN):
+            return (" (it is added to another tensor before the neuron: "
+                    "a pre-neuron residual add is not a block shape)")
+        return f" (it goes to {name})"
+    return ""
+
+
+def _why_not(bn: nn.Module, neuron, flat: bool = False) -> Optional[str]:
+    """Why bn -> neuron cannot be one Block now; None when it can. `flat`:
+    bn normalizes [T*B, C, ...], reshaped to [T, B, C, ...] for the
+    neuron."""
+    if isinstance(bn, nn.SyncBatchNorm):
+        return ("a SyncBatchNorm reduces its statistics across processes, "
+                "which a block does not")
+    if not flat and getattr(bn, "step_mode", None) != "m":
         return ("the batch norm is not multi-step (step_mode='m'): it "
                 "normalizes [N, C, ...], not [T, B, C, ...]")
     try:
@@ -323,20 +519,30 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
     for bn_node in list(graph.nodes):
         if not isinstance(_module(root, bn_node), BatchNorm):
             continue
+        _read_shape_from_input(bn_node)
         where = f"{prefix}{bn_node.target}"
-        sn_node = _only_user(bn_node)
+        bn = _module(root, bn_node)
+        flat = getattr(bn, "step_mode", None) != "m"
+        reshapes = _reshapes(bn_node)
+        sn_node = _only_user(reshapes[-1] if reshapes else bn_node)
         neuron = _module(root, sn_node) if sn_node is not None else None
         if not isinstance(neuron, FlexSN) or len(bn_node.args) != 1 or \
-                sn_node.args != (bn_node,) or sn_node.kwargs:
+                sn_node.args != ((reshapes or [bn_node])[-1],) or \
+                sn_node.kwargs:
             report.append(f"{where}: not fused, its output is not the only "
-                          f"input of a FlexSN neuron")
+                          f"input of a FlexSN neuron" +
+                          _what_instead(root, sn_node))
             continue
-        why = _why_not(_module(root, bn_node), neuron)
+        if reshapes and not flat:
+            report.append(f"{where}: not fused, a multi-step batch norm "
+                          f"whose output is reshaped before its neuron")
+            continue
+        why = _why_not(bn, neuron, flat and bool(reshapes))
         if why:
             report.append(f"{where} -> {prefix}{sn_node.target}: not fused, "
                           f"{why}")
             continue
-        chain = [bn_node, sn_node]
+        chain = [bn_node, *reshapes, sn_node]
         connection, operand = "none", None
         found = _connection(sn_node)
         if found:
@@ -351,23 +557,32 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
         # changed in place in between would be read changed.
         shared = {bn_node.target, sn_node.target}
         if _moved_past(root, chain, shared):
-            chain, connection, operand, readout = chain[:2], "none", None, \
-                None
+            chain = chain[:2 + len(reshapes)]
+            connection, operand, readout = "none", None, None
             why = _moved_past(root, chain, shared)
             if why:
                 report.append(f"{where}: not fused, {why}")
                 continue
         last = chain[-1]
         with graph.inserting_before(last):
+            x = flat_x = bn_node.args[0]
+            # A batch norm on [T*B, C, ...]: the block takes its input with
+            # the same reshapes its output had, [T, B, C, ...].
+            for node in reshapes:
+                x = graph.node_copy(
+                    node, lambda arg, prev=node.args[0], new=x:
+                    new if arg is prev else arg)
+            kwargs = {"connection": connection, "readout": readout or "none"}
+            if reshapes:
+                kwargs["flat"] = flat_x
             args = (graph.get_attr(bn_node.target),
-                    graph.get_attr(sn_node.target), bn_node.args[0], operand)
-            call = graph.call_function(
-                fused_block, args,
-                {"connection": connection, "readout": readout or "none"})
+                    graph.get_attr(sn_node.target), x, operand)
+            call = graph.call_function(fused_block, args, kwargs)
         last.replace_all_uses_with(call)
         for node in reversed(chain):
             graph.erase_node(node)
-        parts = [where, f"{prefix}{sn_node.target}"]
+        parts = [where + (" (over [T*B, ...])" if reshapes else ""),
+                 f"{prefix}{sn_node.target}"]
         if connection != "none":
             parts.append(f"{connection} with {operand.name}")
         if readout:
@@ -495,27 +710,32 @@ def _program(neuron, shape: BlockShape, dtype: str):
 
 def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
                 operand: Optional[torch.Tensor] = None, *,
-                connection: str = "none", readout: str = "none"):
+                connection: str = "none", readout: str = "none",
+                flat: Optional[torch.Tensor] = None):
     """`readout(connection(neuron(bn(x)), operand))` as one Block call,
     with bn's and the neuron's parameters, statistics and states (bn
     apart, then the rest as one Block, where `_normalizes_apart` says);
     the same modules called one by one when an input does not suit the
     kernels (a broadcast or non-tensor operand, a dtype they do not store,
-    a mode changed since `fuse`, an empty batch)."""
+    a mode changed since `fuse`, an empty batch). `flat`: bn is a
+    single-step batch norm whose input is `flat` [T*B, C, ...]; x is
+    `flat` reshaped to [T, B, C, ...] as bn's output was, which the block
+    normalizes alike (the same statistics over T*B and the rest)."""
     dtype = DTYPES.get(x.dtype)
     mean = readout == "mean"
     fits = (dtype is not None and x.dim() >= 3 and x.numel() > 0
-            and _why_not(bn, neuron)
+            and (flat is None or _splits_time(flat, x))
+            and _why_not(bn, neuron, flat is not None)
             is None and (readout == "none" or dtype == "f32")
             and (operand is None or (isinstance(operand, torch.Tensor)
                                      and operand.shape == x.shape
                                      and operand.dtype == x.dtype
                                      and operand.device == x.device)))
     if not fits:
-        return _unfused(bn, neuron, x, operand, connection, readout)
+        return _unfused(bn, neuron, x, operand, connection, readout, flat)
     if _normalizes_apart(bn, x):
         return _neuron_block(bn, neuron, x, operand, connection, readout,
-                             dtype)
+                             dtype, flat)
     program = _program(neuron, _shape(connection, operand is not None,
                                       readout), dtype)
     x, scale, shift = batch_norm_affine(bn, x)
@@ -535,10 +755,25 @@ def _normalizes_apart(bn: nn.Module, x: torch.Tensor) -> bool:
             and memory_order(x.shape, x.stride()) is not None)
 
 
-def _neuron_block(bn, neuron, x, operand, connection, readout, dtype):
+def _splits_time(flat: torch.Tensor, x: torch.Tensor) -> bool:
+    """Whether x, a reshape of flat [T*B, C, ...], is [T, B, C, ...]: its
+    first two dimensions split flat's first, its third is flat's
+    channels (the dimensions after C may be regrouped)."""
+    return (x.dim() >= 3 and flat.dim() >= 2 and x.numel() == flat.numel()
+            and x.shape[0] * x.shape[1] == flat.shape[0]
+            and x.shape[2] == flat.shape[1])
+
+
+def _normalized(bn, x, flat):
+    """bn's output, shaped as x: bn(x), or bn(flat) reshaped as x is."""
+    return bn(x) if flat is None else bn(flat).reshape(x.shape)
+
+
+def _neuron_block(bn, neuron, x, operand, connection, readout, dtype,
+                  flat=None):
     """bn(x), then the neuron, the connection and the readout as one
     Block (or the neuron alone when there is neither)."""
-    y = bn(x)
+    y = _normalized(bn, x, flat)
     if connection == "none" and readout == "none":
         return neuron(y)
     shape = _shape(connection, operand is not None, readout, True)
@@ -547,8 +782,8 @@ def _neuron_block(bn, neuron, x, operand, connection, readout, dtype):
     return y / x.shape[0] if readout == "mean" else y
 
 
-def _unfused(bn, neuron, x, operand, connection, readout):
-    s = neuron(bn(x))
+def _unfused(bn, neuron, x, operand, connection, readout, flat=None):
+    s = neuron(_normalized(bn, x, flat))
     if connection == "add":
         s = s + operand
     elif connection == "and":
