@@ -25,6 +25,9 @@ BENCHMARKS = {
                     "pair vs three kernels, eager and torch.compile"),
     "resnet": ("resnet", "end-to-end training of SpikingJelly's ResNets: "
                "FlexSN unfused and fused vs SpikingJelly and torch.compile"),
+    "zoo": ("zoo", "training steps of SpikingJelly's model zoo (Spikformer, "
+            "VGG-16, ResNet-18s): FlexSN converted, fused, compiled vs "
+            "torch.compile and the no-neuron floor"),
     "fx": ("fx", "neurons written in Python (flexsn.fx) vs the shipped "
            "ones"),
     "device-torch": ("device_torch", "the PyTorch layer on a GPU: "

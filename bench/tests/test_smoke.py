@@ -41,7 +41,7 @@ def test_help_lists_every_benchmark():
 @pytest.mark.parametrize("argv", [
     ["lif"], ["placement"], ["schedule"], ["saved-storage"],
     ["block", "--cubin", "unused.cubin"], ["block-train"], ["fx"],
-    ["device-torch"], ["device-ddp"], ["resnet"]])
+    ["device-torch"], ["device-ddp"], ["resnet"], ["zoo"]])
 def test_gpu_mode_without_a_gpu(argv, capsys):
     assert main(argv) == 2
     assert "needs" in capsys.readouterr().err
@@ -330,3 +330,20 @@ def test_resnet_times_variants_alone_or_in_turns(monkeypatch, rounds):
         assert (rows["b"]["step_ms"], rows["b"]["min_ms"]) == (5.0, 3.5)
     assert all(r["host_ms"] >= 0 for r in (rows["a"], rows["b"]))
     assert timer.freed >= 1
+
+
+def test_zoo(tmp_path):
+    """The model-zoo benchmark's CPU run: every in-repo model's FlexSN,
+    fused and floor variants timed, and the fused model's first loss the
+    unfused one's."""
+    run("zoo", "--smoke", "--out", tmp_path)
+    with open(tmp_path / "zoo_results.json") as f:
+        doc = json.load(f)
+    rows = doc["rows"]
+    assert sorted((r["model"], r["variant"]) for r in rows) == sorted(
+        (m, v) for m in ("former", "vgg")
+        for v in ("flexsn", "flexsn-fused", "floor"))
+    for r in rows:
+        assert positive(r["step_ms"]) and positive(r["first_step_s"]), r
+    checks = doc["checks"]
+    assert len(checks) == 2 and all(c["ok"] for c in checks), checks

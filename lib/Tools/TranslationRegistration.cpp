@@ -12,6 +12,7 @@
 #include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Target/HostObject.h"
 #include "flexsn/Target/Manifest.h"
+#include "flexsn/Target/TorchStep.h"
 #include "flexsn/Tools/Registration.h"
 #include "flexsn/Tools/Translation.h"
 
@@ -23,6 +24,11 @@ void mlir::flexsn::registerAllTranslations() {
       "flexsn-to-manifest",
       "Describe a FlexSN module's neurons and kernels as JSON",
       translateToManifest);
+  registerModuleTranslation(
+      "flexsn-to-torch",
+      "Write each neuron's step as a Python function over PyTorch tensors "
+      "(what torch.compile fuses with its neighbours)",
+      translateToTorchStep);
   registerModuleTranslation("flexsn-to-cubin",
                             "Write the cubin of a flexsn-lower-to-nvvm module",
                             translateToCubin);

@@ -247,7 +247,7 @@ def _node_options(module: nn.Module) -> dict:
         v_reset = _number(module, "v_reset")
     _check_backend(module)
     return dict(v_threshold=_number(module, "v_threshold"), v_reset=v_reset,
-                surrogate_function=_surrogate(module) and None,
+                surrogate_function=_surrogate(module),
                 detach_reset=_flag(module, "detach_reset"),
                 step_mode=_step_mode(module),
                 store_v_seq=_flag(module, "store_v_seq", default=False))

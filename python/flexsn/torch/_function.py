@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
+from . import _torch_step
 from ._kernels import DTYPES, NeuronKernels, TensorLike, check_inputs
 from ._layout import IN_PLACE, call_layout, into_layout
 
@@ -42,6 +43,11 @@ class Handle:
         # gradient.
         self.spikes = spikes
         self._kernels = {}
+        # The step as PyTorch operations, what the neuron runs under
+        # torch.compile (None: its kernels there too). Loaded here: a file
+        # read inside a compiled region would break its graph.
+        self.torch_step = _torch_step.load(compiled) if spikes == "dense" \
+            else None
         runtime = self.info.runtime_params
         self.num_trainable = len(self.info.trainable_params)
         # Per non-trainable runtime parameter: whether it is shaped
@@ -287,7 +293,8 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 
 
-def _compiling() -> bool:
+def compiling() -> bool:
+    """Whether torch.compile is tracing this call (never on torch 1.x)."""
     return _is_compiling is not None and _is_compiling()
 
 
@@ -465,9 +472,22 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     runtime parameters (declaration order; numbers, or float32 tensors of
     those shapes). With per-channel parameters the inputs are
     `[T, B, C, ...]`."""
+    if compiling() and handle.torch_step is not None and \
+            not handle.has_shaped and inputs[0].shape[0] > 0:
+        # Under torch.compile: the step as PyTorch operations, which
+        # Inductor fuses with the neuron's neighbours (_torch_step).
+        _check_inputs(handle, inputs, inits)
+        info = handle.info
+        params = dict(zip((p.name for p in info.trainable_params),
+                          trainable))
+        params.update(zip((p.name for p in info.fixed_runtime_params),
+                          runtime))
+        return _torch_step.run(handle.torch_step, inputs, inits, params,
+                               store_state_seqs)
     # Eager calls skip the dispatcher (tens of microseconds per call); the
-    # custom op is what torch.compile traces.
-    if not _HAS_CUSTOM_OP or not _compiling():
+    # custom op is what torch.compile traces for a neuron without a
+    # PyTorch step.
+    if not _HAS_CUSTOM_OP or not compiling():
         layout = call_layout(handle.info, handle.spikes, inputs, inits,
                              trainable, runtime)
         if layout is None or layout is IN_PLACE:

@@ -36,6 +36,7 @@ from torch import fx, nn
 
 from ._block import (BatchNorm, BlockShape, batch_norm_affine,
                      check_block_neuron, compile_blocks, run_block)
+from ._function import compiling
 from ._guards import Guards, _same, recording_reads
 from ._kernels import DTYPES
 from ._layout import memory_order
@@ -723,7 +724,11 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
     normalizes alike (the same statistics over T*B and the rest)."""
     dtype = DTYPES.get(x.dtype)
     mean = readout == "mean"
-    fits = (dtype is not None and x.dim() >= 3 and x.numel() > 0
+    # Under torch.compile the modules one by one: the neuron's step is then
+    # PyTorch operations (_torch_step) that Inductor fuses with the batch
+    # norm and the connection, where a block would be an opaque op whose
+    # batch statistics break the graph.
+    fits = not compiling() and (dtype is not None and x.dim() >= 3 and x.numel() > 0
             and (flat is None or _splits_time(flat, x))
             and _why_not(bn, neuron, flat is not None)
             is None and (readout == "none" or dtype == "f32")

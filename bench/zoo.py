@@ -1,0 +1,408 @@
+"""Training steps of the models people train: SpikingJelly's model zoo with
+FlexSN (converted, fused, in a CUDA graph, under torch.compile) against
+torch.compile of SpikingJelly's torch neurons, SpikingJelly's own FlexSN
+inductor path, and the floor of the model with its neurons removed.
+
+    python3 -m bench zoo [--models ...] [--variants ...] [--layouts ...]
+                         [--precisions ...] [--batches ...] [--out DIR]
+    python3 -m bench zoo --plot RESULTS.json... --out DIR
+    python3 -m bench zoo --smoke          (CPU, small in-repo models)
+
+On a GPU with SpikingJelly importable (PYTHONPATH), for `spikformer_ti`,
+`spiking_vgg16_bn`, `sew_resnet18` (cnf ADD) and `spiking_resnet18`,
+built by SpikingJelly's constructors with its LIFNode (tau = 2, hard
+reset to 0, detach_reset, Sigmoid(alpha = 4)) in multi-step mode, one
+training step is: reset the neurons, forward x `[T = 4, B, 3, 224, 224]`,
+cross-entropy of the mean over T, backward, SGD with momentum, in f32 or
+AMP (float16 autocast), with the weights and input row-major
+(`contiguous`) or `channels_last`. The variants:
+
+- sj-torch+compile: SpikingJelly's torch neurons under torch.compile;
+- sj-flexsn-inductor+compile: SpikingJelly's `FlexSN(core,
+  backend="inductor")` under torch.compile, its own training path (not
+  for Spikformer, whose neurons its constructor hard-codes);
+- flexsn: the model through `flexsn.torch.convert` (FlexSN's LIFNode);
+- flexsn-fused: that through `flexsn.torch.fuse`;
+- flexsn+graph, flexsn-fused+graph: the whole step captured in a CUDA
+  graph and replayed;
+- flexsn+compile, flexsn-fused+compile: under torch.compile;
+- floor, floor+graph: every neuron replaced by nn.Identity (the step of
+  everything else: what no neuron implementation can beat).
+
+Each row: the step's median time (CUDA events, after warm-up), the host's
+time per step (steps queued back to back), the first step's wall time
+(conversion, fusion and compiles included), the first loss, and the peak
+memory of a step (torch.cuda.max_memory_allocated after reset).
+Compiled variants run last. Writes zoo_results.{json,md} to --out.
+"""
+
+import sys
+import time
+
+from . import cli, results
+from .resnet import graphed, host_ms
+from .timing import Timer
+
+PROG = "bench zoo"
+MODELS = ("spikformer_ti", "spiking_vgg16_bn", "sew_resnet18",
+          "spiking_resnet18")
+VARIANTS = ("sj-torch+compile", "sj-flexsn-inductor+compile", "flexsn",
+            "flexsn-fused", "flexsn+graph", "flexsn-fused+graph",
+            "flexsn+compile", "flexsn-fused+compile", "floor", "floor+graph")
+LAYOUTS = ("contiguous", "channels_last")
+PRECISIONS = ("f32", "amp")
+T, RES, CLASSES = 4, 224, 1000
+
+
+def sj_model(torch, model, neuron_factory=None):
+    """SpikingJelly's `model` with its LIFNode (or `neuron_factory` as
+    spiking_neuron, where the constructor takes one)."""
+    from spikingjelly.activation_based import functional, neuron, surrogate
+    from spikingjelly.activation_based.model import (sew_resnet,
+                                                     spiking_resnet,
+                                                     spiking_vgg, spikformer)
+    torch.manual_seed(0)
+    if model == "spikformer_ti":
+        if neuron_factory is not None:
+            raise ValueError("Spikformer's constructor builds its own "
+                             "neurons")
+        net = spikformer.spikformer_ti(T=T, num_classes=CLASSES)
+    else:
+        make = {"sew_resnet18": lambda **kw: sew_resnet.sew_resnet18(
+                    cnf="ADD", **kw),
+                "spiking_resnet18": spiking_resnet.spiking_resnet18,
+                "spiking_vgg16_bn": spiking_vgg.spiking_vgg16_bn}[model]
+        if neuron_factory is None:
+            net = make(spiking_neuron=neuron.LIFNode, tau=2.0,
+                       detach_reset=True,
+                       surrogate_function=surrogate.Sigmoid(alpha=4.0),
+                       num_classes=CLASSES)
+        else:
+            net = make(spiking_neuron=neuron_factory, num_classes=CLASSES)
+    functional.set_step_mode(net, "m")
+    return net
+
+
+def sj_inductor_neuron():
+    """SpikingJelly's FlexSN(core, backend="inductor") of the same LIF."""
+    from spikingjelly.activation_based import surrogate
+    from spikingjelly.activation_based.neuron.flexsn import FlexSN
+    sg = surrogate.Sigmoid(alpha=4.0)
+
+    def lif_core(x, v):
+        h = v + (x - v) / 2.0
+        s = sg(h - 1.0)
+        return s, h * (1.0 - s)
+
+    def make(**kwargs):
+        return FlexSN(core=lif_core, num_inputs=1, num_states=1,
+                      num_outputs=1, step_mode="m", backend="inductor")
+    return make
+
+
+def without_neurons(torch, net):
+    """`net` with every spiking neuron (a module with a `v` state or a
+    FlexSN one) replaced by nn.Identity."""
+    for name, child in list(net.named_children()):
+        if hasattr(child, "v_threshold") or type(child).__name__ in (
+                "FlexSN", "LIFNode", "IFNode", "ParametricLIFNode"):
+            setattr(net, name, torch.nn.Identity())
+        else:
+            without_neurons(torch, child)
+    return net
+
+
+def build(torch, model, variant, layout, device, factory=None):
+    """The variant's model on `device` in `layout` (before fusing and
+    compiling)."""
+    import flexsn.torch
+    if factory is not None:  # the smoke run's in-repo models
+        torch.manual_seed(0)
+        net = factory()
+    elif variant.startswith("sj-flexsn-inductor"):
+        net = sj_model(torch, model, sj_inductor_neuron())
+    else:
+        net = sj_model(torch, model)
+    if variant.startswith("flexsn"):
+        net = flexsn.torch.convert(net)
+    elif variant.startswith("floor"):
+        net = without_neurons(torch, net)
+    net = net.to(device)
+    if layout == "channels_last":
+        net = net.to(memory_format=torch.channels_last)
+    return net
+
+
+def reset(net):
+    for m in net.modules():
+        if hasattr(m, "reset") and m is not net:
+            m.reset()
+
+
+def training_step(torch, net, variant, precision, x, labels, losses):
+    """A function running one training step of the variant on (x,
+    labels), appending its loss."""
+    import flexsn.torch
+    if "fused" in variant:
+        net = flexsn.torch.fuse(net)
+    if variant.endswith("+compile"):
+        net = torch.compile(net)
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
+    amp = precision == "amp"
+    graph = variant.endswith("+graph")
+    device = x.device.type
+
+    def step():
+        reset(net)
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device, dtype=torch.float16 if device == "cuda"
+                            else torch.bfloat16, enabled=amp,
+                            cache_enabled=not graph):
+            loss = torch.nn.functional.cross_entropy(net(x).mean(0), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+
+    return (net, optimizer), graphed(torch, step) if graph else step
+
+
+def batch(torch, layout, batch_size, resolution, device, gen):
+    x = torch.rand(T, batch_size, resolution, resolution, 3, device=device,
+                   generator=gen).permute(0, 1, 4, 2, 3)
+    if layout == "contiguous":
+        x = x.contiguous()
+    labels = torch.randint(0, CLASSES, (batch_size,), device=device,
+                           generator=gen)
+    return x, labels
+
+
+def run_one(torch, timer, model, variant, precision, layout, batch_size,
+            reps, factory=None, resolution=RES):
+    row = dict(model=model, variant=variant, precision=precision,
+               layout=layout, batch=batch_size)
+    if variant.startswith("sj-flexsn-inductor") and model == "spikformer_ti":
+        return dict(row, skipped="its constructor hard-codes its neurons")
+    device = "cuda" if torch.cuda.is_available() and factory is None \
+        else "cpu"
+    gen = torch.Generator(device=device).manual_seed(1)
+    x, labels = batch(torch, layout, batch_size, resolution, device, gen)
+    losses = []
+    try:
+        t0 = time.perf_counter()
+        net = build(torch, model, variant, layout, device, factory)
+        keep, step = training_step(torch, net, variant, precision, x,
+                                   labels, losses)
+        step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        row["first_step_s"] = time.perf_counter() - t0
+        row["first_loss"] = float(losses[0])
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        ms, min_ms = timer.ms(step, reps=reps)[:2]
+        row.update(step_ms=ms, min_ms=min_ms)
+        if device == "cuda":
+            row["peak_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30
+            row["host_ms"] = host_ms(torch, step)
+        del keep, step
+    except Exception as error:  # noqa: BLE001: record, go on
+        row["error"] = "%s: %s" % (type(error).__name__, str(error)[:400])
+    timer.free()
+    print("%s: %s" % (PROG, row))
+    sys.stdout.flush()
+    return row
+
+
+#: The targets against the row of one variant in the same model,
+#: precision, layout and batch: (FlexSN's variant, the other, ratio).
+TARGETS = {
+    "spikformer_ti": [("best", "sj-torch+compile", 1.2)],
+    "spiking_vgg16_bn": [("best", "sj-torch+compile", 1.15),
+                         ("best", "floor", 0.97)],
+    "sew_resnet18": [("best", "sj-torch+compile", 1.3),
+                     ("flexsn-fused", "flexsn", 1.0)],
+    "spiking_resnet18": [("best", "sj-torch+compile", 1.3),
+                         ("flexsn-fused", "flexsn", 1.0)],
+}
+COMPILE_TARGETS = [("best+compile", "sj-torch+compile", 1.0),
+                   ("best+compile", "sj-flexsn-inductor+compile", 1.0)]
+FLEXSN = ("flexsn", "flexsn-fused", "flexsn+graph", "flexsn-fused+graph")
+
+
+def judge(rows):
+    """Ratios other / FlexSN (> 1: FlexSN faster) per model, precision,
+    layout and batch; "best" is FlexSN's fastest variant."""
+    checks = []
+    timed = [r for r in rows if "step_ms" in r]
+    groups = sorted({(r["model"], r["precision"], r["layout"], r["batch"])
+                     for r in timed})
+    for group in groups:
+        by = {r["variant"]: r for r in timed
+              if (r["model"], r["precision"], r["layout"],
+                  r["batch"]) == group}
+        best = min((by[v] for v in FLEXSN if v in by),
+                   key=lambda r: r["step_ms"], default=None)
+        compiled = min((by[v] for v in ("flexsn+compile",
+                                        "flexsn-fused+compile") if v in by),
+                       key=lambda r: r["step_ms"], default=None)
+        for mine, other, target in TARGETS.get(group[0], []) + \
+                COMPILE_TARGETS:
+            a = {"best": best, "best+compile": compiled}.get(mine,
+                                                             by.get(mine))
+            b = by.get(other)
+            if a is None or b is None:
+                continue
+            ratio = b["step_ms"] / a["step_ms"]
+            checks.append(dict(
+                check="%s %s %s B=%d: %s (%s) vs %s" % (
+                    group + (mine, a["variant"], other)),
+                ok=ratio >= target, ratio=round(ratio, 3), target=target))
+    return checks
+
+
+def markdown(meta):
+    lines = ["# Model zoo training step, T = %d, %dx%d (%s, torch %s)" % (
+        T, meta["resolution"], meta["resolution"], meta["device"],
+        meta["torch"]), "",
+        "| model | precision | layout | B | variant | step ms | host ms | "
+        "peak GiB | first step s | first loss |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
+    for r in meta["rows"]:
+        head = "| %s | %s | %s | %d | %s |" % (
+            r["model"], r["precision"], r["layout"], r["batch"],
+            r["variant"])
+        if "step_ms" not in r:
+            why = r.get("error") or r.get("skipped", "")
+            lines.append("%s %s | | | | |" % (
+                head, " ".join(why.replace("|", "/").split())[:160]))
+            continue
+        lines.append("%s %.2f | %s | %s | %.1f | %.4f |" % (
+            head, r["step_ms"], "%.2f" % r["host_ms"] if "host_ms" in r
+            else "", "%.2f" % r["peak_gib"] if "peak_gib" in r else "",
+            r["first_step_s"], r["first_loss"]))
+    lines += ["", "Targets (ratio: the other's step / FlexSN's):", ""]
+    lines += ["- " + results.check_line(c) for c in meta["checks"]]
+    return "\n".join(lines) + "\n"
+
+
+def smoke_models():
+    """Small in-repo models of the zoo's shapes for the CPU smoke run
+    (SpikingJelly needs a newer torch than CI's)."""
+    import torch
+    from torch import nn
+
+    import flexsn.torch
+
+    class Seq(nn.Sequential):
+        def forward(self, x):
+            steps, batch = x.shape[:2]
+            return super().forward(x.flatten(0, 1)).unflatten(0, (steps,
+                                                                  batch))
+
+    def lif():
+        return flexsn.torch.LIFNode(tau=2.0, detach_reset=True,
+                                    step_mode="m")
+
+    class Former(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = Seq(nn.Conv2d(3, 8, 3, 1, 1, bias=False),
+                            nn.BatchNorm2d(8), nn.MaxPool2d(3, 2, 1))
+            self.sn0 = lif()
+            self.fc1 = Seq(nn.Conv1d(8, 16, 1, bias=False),
+                           nn.BatchNorm1d(16))
+            self.sn1 = lif()
+            self.fc2 = Seq(nn.Conv1d(16, 8, 1, bias=False),
+                           nn.BatchNorm1d(8))
+            self.sn2 = lif()
+            self.head = nn.Linear(8, CLASSES)
+
+        def forward(self, x):
+            if x.ndim != 5:
+                raise ValueError("[T, B, C, H, W]")
+            tokens = self.sn0(self.stem(x)).flatten(3)
+            tokens = tokens + self.sn2(self.fc2(self.sn1(self.fc1(tokens))))
+            return self.head(tokens.mean(-1))
+
+    class Vgg(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = Seq(nn.Conv2d(3, 8, 3, 1, 1), nn.BatchNorm2d(8))
+            self.sn = lif()
+            self.head = nn.Linear(8, CLASSES)
+
+        def forward(self, x):
+            return self.head(self.sn(self.features(x)).mean((3, 4)))
+
+    return {"former": Former, "vgg": Vgg}
+
+
+def main(argv):
+    ap = cli.parser("zoo", __doc__)
+    cli.add_out_and_smoke(ap, None)
+    ap.add_argument("--models", nargs="+", default=list(MODELS),
+                    choices=MODELS)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS),
+                    choices=VARIANTS)
+    ap.add_argument("--layouts", nargs="+", default=list(LAYOUTS),
+                    choices=LAYOUTS)
+    ap.add_argument("--precisions", nargs="+", default=list(PRECISIONS),
+                    choices=PRECISIONS)
+    ap.add_argument("--batches", nargs="+", type=int, default=[16, 32])
+    ap.add_argument("--reps", type=int, default=10)
+    args = cli.finish(ap.parse_args(argv))
+    import torch
+    if args.smoke:
+        return smoke(torch, args.out)
+    if cli.device(torch, args, PROG) is None:
+        return 2
+    try:
+        import spikingjelly.activation_based.model  # noqa: F401
+    except ImportError as error:
+        print("%s: needs SpikingJelly on PYTHONPATH (%s)" % (PROG, error),
+              file=sys.stderr)
+        return 2
+    torch.backends.cudnn.benchmark = True
+    timer = Timer(torch, "cuda", reps=args.reps, warmup=3)
+    runs = [(m, v, p, lay, b) for m in args.models for b in args.batches
+            for p in args.precisions for lay in args.layouts
+            for v in args.variants]
+    runs.sort(key=lambda run: run[1].endswith("+compile"))
+    rows = [run_one(torch, timer, *run, args.reps) for run in runs]
+    meta = dict(device=cli.device_name(torch, "cuda"),
+                torch=torch.__version__, T=T, resolution=RES, rows=rows,
+                checks=judge(rows))
+    if args.out:
+        results.write_results(args.out, "zoo_results", meta, markdown(meta))
+    print(markdown(meta))
+    return 0
+
+
+def smoke(torch, out):
+    """The CPU run: the in-repo models' FlexSN variants and floor, tiny
+    shapes; the fused model's first loss must be the unfused one's."""
+    timer = Timer(torch, "cpu", reps=2, warmup=1)
+    rows = []
+    for name, factory in smoke_models().items():
+        for variant in ("flexsn", "flexsn-fused", "floor"):
+            rows.append(run_one(torch, timer, name, variant, "f32",
+                                "contiguous", 2, 2, factory, resolution=16))
+    meta = dict(device=cli.device_name(torch, "cpu"),
+                torch=torch.__version__, T=T, resolution=16, rows=rows,
+                checks=judge(rows))
+    for name in smoke_models():
+        by = {r["variant"]: r for r in rows if r["model"] == name}
+        unfused, fused = by["flexsn"], by["flexsn-fused"]
+        meta["checks"].append(dict(
+            check="%s: fused first loss equals unfused" % name,
+            ok=abs(fused["first_loss"] - unfused["first_loss"]) <=
+            1e-5 * abs(unfused["first_loss"]),
+            fused=fused["first_loss"], unfused=unfused["first_loss"]))
+    results.write_results(out, "zoo_results", meta, markdown(meta))
+    print(markdown(meta))
+    return 0 if all(c["ok"] for c in meta["checks"]) and not any(
+        "error" in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,200 @@
+"""A neuron's PyTorch step (flexsn-translate --flexsn-to-torch, what it
+runs under torch.compile) computes what its kernels compute: outputs,
+states, and the gradients of the inputs, initial states and trainable
+parameters, for every shipped neuron and the SpikingJelly-style modules
+in their configurations. torch.compile is not needed to check this: the
+tests make `compiling()` true, so a call takes the path it takes when
+compiled (on torch >= 2 the CUDA tests also compile for real)."""
+
+import pytest
+import torch
+
+import flexsn
+import flexsn.torch._function as function
+import flexsn.torch._fuse as fuse_module
+from flexsn.torch import FlexSN, IFNode, LIFNode, ParametricLIFNode
+from flexsn.torch import _torch_step
+
+from devices import DEVICES
+
+T, N = 5, 96
+
+
+@pytest.fixture
+def as_compiled(monkeypatch):
+    """Calls take the path they take under torch.compile."""
+    monkeypatch.setattr(function, "compiling", lambda: True)
+    monkeypatch.setattr(fuse_module, "compiling", lambda: True)
+
+
+MODULES = [(name, lambda name=name: FlexSN(name))
+           for name in sorted(flexsn.shipped_neurons())] + [
+    ("IFNode", lambda: IFNode(step_mode="m")),
+    ("LIFNode(soft reset)", lambda: LIFNode(step_mode="m", v_reset=None)),
+    ("LIFNode(decay_input=False, detach_reset)",
+     lambda: LIFNode(step_mode="m", decay_input=False, detach_reset=True)),
+    ("LIFNode(ATan)", lambda: LIFNode(
+        step_mode="m", surrogate_function=flexsn.surrogate.ATan(alpha=3.0))),
+    ("ParametricLIFNode", lambda: ParametricLIFNode(step_mode="m",
+                                                     init_tau=3.0)),
+    ("LIFNode(store_v_seq)", lambda: LIFNode(step_mode="m",
+                                             store_v_seq=True)),
+]
+
+
+def relative(a, b):
+    scale = b.norm()
+    return float((a - b).norm() / (scale if scale > 0 else 1.0))
+
+
+def run(module, inputs, seed):
+    """Outputs, final states, state sequences and gradients of one call
+    from non-zero initial states."""
+    module.reset()
+    xs = [x.detach().clone().requires_grad_() for x in inputs]
+    gen = torch.Generator().manual_seed(seed)
+    for i in range(len(module.states)):
+        module.states[i] = (torch.rand(inputs[0].shape[1:], generator=gen)
+                            .to(inputs[0].device)).requires_grad_()
+    inits = [s for s in module.states]
+    out = module(*xs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    weights = [torch.randn(o.shape, generator=gen).to(o.device)
+               for o in outs]
+    loss = sum((o * w).sum() for o, w in zip(outs, weights))
+    finals = [s for s in module.states]
+    loss = loss + sum(s.sum() * 0.5 for s in finals)
+    params = [p for p in module.parameters()]
+    grads = torch.autograd.grad(loss, xs + inits + params,
+                                allow_unused=True)
+    seqs = list(module.state_seqs or [])
+    return ([o.detach() for o in outs], [s.detach() for s in finals],
+            [s.detach() for s in seqs], grads)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,make", MODULES, ids=[m[0] for m in MODULES])
+def test_step_matches_kernels(device, name, make, monkeypatch):
+    module = make().to(device)
+    assert module.handle.torch_step is not None, \
+        f"{name}: no PyTorch step was generated"
+    gen = torch.Generator().manual_seed(0)
+    inputs = [(torch.randn(T, N, generator=gen) * 1.5 + 0.6).to(device)
+              for _ in module.info.inputs]
+    kernels = run(module, inputs, 1)
+    monkeypatch.setattr(function, "compiling", lambda: True)
+    calls = []
+    original = _torch_step.run
+    monkeypatch.setattr(_torch_step, "run", lambda *args: calls.append(1)
+                        or original(*args))
+    torch_step = run(module, inputs, 1)
+    assert calls, "the call did not take the PyTorch step"
+    for what, a, b in zip(("outputs", "final states", "state sequences",
+                           "gradients"), torch_step, kernels):
+        assert len(a) == len(b), what
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x is None or y is None:
+                assert x is None and y is None, (what, i)
+                continue
+            assert relative(x, y) < 1e-5, (name, what, i, relative(x, y))
+
+
+def test_every_surrogate_has_its_kernel_derivative():
+    """The spike's gradient is the surrogate's g(x) as the compiled
+    kernels evaluate it, for every surrogate the dialect knows (their
+    defaults), through the attribute text flexsn-to-torch writes."""
+    x = torch.linspace(-2.0, 2.0, 41, requires_grad=True)
+    for spec in flexsn._dialect.SURROGATES:
+        s = _torch_step.spike(x, f"#flexsn.{spec.mnemonic}")
+        assert torch.equal(s.detach(), (x >= 0).float())
+        grad, = torch.autograd.grad(s.sum(), x)
+        defaults = [p.default for p in spec.params]
+        assert torch.allclose(grad, spec.derivative(x.detach(), *defaults)), \
+            spec.mnemonic
+
+
+def test_attribute_parameters_are_read():
+    x = torch.tensor([0.3], requires_grad=True)
+    s = _torch_step.spike(x, "#flexsn.sigmoid<alpha = 2.500000e+00>")
+    grad, = torch.autograd.grad(s.sum(), x)
+    sig = torch.sigmoid(2.5 * x.detach())
+    assert torch.allclose(grad, 2.5 * sig * (1 - sig))
+    with pytest.raises(ValueError, match="not a FlexSN surrogate"):
+        _torch_step.spike(x, "#flexsn.no_such_surrogate")
+
+
+def test_cmpf_predicates_follow_nan_rules():
+    a = torch.tensor([1.0, float("nan"), 2.0])
+    b = torch.tensor([1.0, 1.0, 1.0])
+    F = _torch_step.F
+    assert F.cmpf("oeq", a, b).tolist() == [True, False, False]
+    assert F.cmpf("ueq", a, b).tolist() == [True, True, False]
+    assert F.cmpf("one", a, b).tolist() == [False, False, True]
+    assert F.cmpf("une", a, b).tolist() == [False, True, True]
+    assert F.cmpf("ord", a, b).tolist() == [True, False, True]
+    assert F.cmpf("uno", a, b).tolist() == [False, True, False]
+    assert F.cmpf("ogt", a, b).tolist() == [False, False, True]
+    assert F.cmpf("ule", a, b).tolist() == [True, True, False]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fused_model_runs_its_modules_when_compiled(device, as_compiled):
+    """Under torch.compile a fused chain runs the batch norm and the
+    neuron's PyTorch step (what Inductor fuses): the same results as the
+    model unfused."""
+    from torch import nn
+
+    class Chain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm2d(3)
+            self.sn = LIFNode(step_mode="m", detach_reset=True)
+
+        def forward(self, x):
+            y = self.bn(x.flatten(0, 1)).unflatten(0, (x.shape[0],
+                                                       x.shape[1]))
+            return self.sn(y) + x
+
+    torch.manual_seed(0)
+    model = Chain().to(device)
+    fused = flexsn.torch.fuse(model)
+    x = torch.randn(4, 2, 3, 5, 5, device=device)
+    expected = model(x)
+    model.sn.reset()
+    assert torch.allclose(fused(x), expected, atol=1e-6)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not hasattr(torch, "compile"), reason="torch < 2")
+def test_compiled_model_has_no_graph_break():
+    """A model of FlexSN neurons, fused or not, compiles into one graph
+    (torch._dynamo.explain), and computes what it computes eagerly."""
+    from torch import nn
+    import torch._dynamo as dynamo
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, 1, 1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.sn = LIFNode(step_mode="m", detach_reset=True)
+
+        def forward(self, x):
+            T, B = x.shape[:2]
+            y = self.bn(self.conv(x.flatten(0, 1))).unflatten(0, (T, B))
+            return self.sn(y).mean(0)
+
+    torch.manual_seed(0)
+    model = Net().cuda()
+    x = torch.randn(4, 2, 3, 8, 8, device="cuda")
+    for m in (model, flexsn.torch.fuse(model)):
+        dynamo.reset()
+        model.sn.reset()
+        explanation = dynamo.explain(m)(x)
+        assert explanation.graph_break_count == 0, \
+            explanation.break_reasons
+        model.sn.reset()
+        expected = m(x)
+        model.sn.reset()
+        got = torch.compile(m)(x)
+        assert relative(got, expected) < 1e-5
