@@ -145,14 +145,15 @@ private:
 
   LogicalResult emitOp(Operation &op) {
     if (op.getNumResults() != 1 || op.getNumRegions() != 0)
-      return op.emitError("has no PyTorch form (flexsn-to-torch takes "
-                          "ops of one result and no region)");
+      return op.emitError()
+             << op.getName() << " has no PyTorch form (flexsn-to-torch "
+             << "takes ops of one result and no region)";
     Value result = op.getResult(0);
     std::string value;
     if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
       value = pythonLiteral(constant.getValue());
       if (value.empty())
-        return op.emitError("a constant flexsn-to-torch cannot write");
+        return op.emitError() << "a constant flexsn-to-torch cannot write";
     } else if (StringRef sign = operatorOf(&op); !sign.empty()) {
       value = "(" + names.lookup(op.getOperand(0)) + " " + sign.str() + " " +
               names.lookup(op.getOperand(1)) + ")";
@@ -171,7 +172,8 @@ private:
     } else if (StringRef function = functionOf(&op); !function.empty()) {
       value = "F." + function.str() + "(" + operands(op) + ")";
     } else {
-      return op.emitError("has no PyTorch form in flexsn-to-torch");
+      return op.emitError()
+             << op.getName() << " has no PyTorch form in flexsn-to-torch";
     }
     os << "    " << bind(result) << " = " << value << "\n";
     return success();

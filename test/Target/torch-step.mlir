@@ -49,4 +49,4 @@ flexsn.neuron @relay inputs(%x: f32) states() outputs(y) {
   flexsn.yield %x : f32
 }
 
-// NOFORM: error: 'math.cbrt' op has no PyTorch form in flexsn-to-torch
+// NOFORM: error: math.cbrt has no PyTorch form in flexsn-to-torch
