@@ -405,7 +405,7 @@ def test_plif_learned_w_carries_over():
     converted = flexsn.torch.convert(model)
     assert isinstance(converted[1], flexsn.torch.ParametricLIFNode)
     assert converted[1].w.shape == model[1].w.shape
-    assert float(converted[1].w) == pytest.approx(0.7)
+    assert float(converted[1].w.detach()) == pytest.approx(0.7)
     assert converted[1].w.requires_grad
     assert_same(model, converted, 2 * torch.randn(5, 4, 6), "m")
 
@@ -428,8 +428,10 @@ def test_flexsn_core_converts():
     torch.manual_seed(6)
     model = nn.Sequential(nn.Linear(3, 6), FlexSN(sj_lif_core, 1, 1, 1))
     x = 3 * torch.randn(6, 2, 3)
-    with torch.no_grad():
-        model(x)  # the states carry over: the converted model continues
+    # The states carry over (copied without their graph): the converted
+    # model continues.
+    model(x)
+    assert model[1].states[0].grad_fn is not None
     converted = flexsn.torch.convert(model)
     assert type(converted[1]) is flexsn.torch.FlexSN
     assert converted[1].step_mode == "m"

@@ -73,20 +73,27 @@ def _copy(model: nn.Module) -> nn.Module:
     graph leaves."""
     memo = {}
     for module in model.modules():
-        for value in module.__dict__.values():
-            values = (value.values() if isinstance(value, dict) else
-                      value if isinstance(value, (list, tuple)) else (value,))
-            for item in values:
-                if isinstance(item, torch.Tensor) and item.grad_fn is not None:
-                    memo[id(item)] = item.detach().clone()
+        for item in _tensors_in(list(module.__dict__.values())):
+            if item.grad_fn is not None:
+                memo[id(item)] = item.detach().clone()
     return copy.deepcopy(model, memo)
+
+
+def _tensors_in(value):
+    """The tensors in `value` and its lists, tuples and dicts (where
+    SpikingJelly keeps states: `_memories["states"]` is a list)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple, dict)):
+        for item in (value.values() if isinstance(value, dict) else value):
+            yield from _tensors_in(item)
 
 
 class _Refused(Exception):
     """Why a neuron stays as it is."""
 
 
-#: An attribute every version of the neuron has (no default).
+#: `_flag`'s default: the attribute must be there.
 _REQUIRED = object()
 
 
