@@ -135,3 +135,43 @@ def test_zoo_model_contract(device, precision, layout, name):
                      Case(device, layout, precision,
                           ("train", "eval", "train")))
     report.check()
+
+
+def spikformer(device="cpu"):
+    """SpikingJelly's Spikformer-Ti on 32x32 images, its hard-coded
+    neurons converted to FlexSN's (flexsn.torch.convert)."""
+    from spikingjelly.activation_based.model import spikformer as former
+
+    from flexsn.torch import convert
+    torch.manual_seed(0)
+    net = former.spikformer_ti(T=2, img_size_h=32, img_size_w=32,
+                               num_classes=10)
+    lines = []
+    net = convert(net, inplace=True, report=lines)
+    assert not [line for line in lines if line.startswith("not swapped")]
+    return net.to(device)
+
+
+def test_spikformer_fuses_its_chains():
+    """Spikformer's chains run on [T*B, ...] in SeqToANNContainers behind
+    shape checks: traced at the call, every batch norm but the four patch
+    stages' (max-pooling follows them) is fused, the blocks' residual adds
+    with them."""
+    import flexsn.torch._fuse as fuse_module
+    fused = fuse(spikformer())
+    with torch.no_grad():
+        fused(batch("cpu", 0))
+    graphs = [g for g, _ in fused.forward.graphs.values()]
+    assert len(graphs) == 1
+    connections = [n.kwargs["connection"] for n in graphs[0].graph.nodes
+                   if n.target is fuse_module.fused_block]
+    assert sorted(connections) == sorted(["add"] + ["none", "add"] * 8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("precision", ["f32", "amp"])
+def test_spikformer_contract(device, precision):
+    report = compare(spikformer, lambda call: batch("cpu", call),
+                     Case(device, "row_major", precision,
+                          ("train", "eval", "train")))
+    report.check()
