@@ -5,7 +5,7 @@ inductor path, and the floor of the model with its neurons removed.
 
     python3 -m bench zoo [--models ...] [--variants ...] [--layouts ...]
                          [--precisions ...] [--batches ...] [--out DIR]
-    python3 -m bench zoo --plot RESULTS.json... --out DIR
+    python3 -m bench zoo --plot RESULTS.json... --out DIR   (zoo.svg)
     python3 -m bench zoo --smoke          (CPU, small in-repo models)
 
 On a GPU with SpikingJelly importable (PYTHONPATH), for `spikformer_ti`,
@@ -286,6 +286,77 @@ def markdown(meta):
     return "\n".join(lines) + "\n"
 
 
+#: The bars of the plot, each a variant's step relative to torch.compile
+#: of SpikingJelly's torch neurons in the same model, precision and layout.
+PLOTTED = (("flexsn+compile", "#8fb0d9"), ("flexsn-fused+graph", "#2f5fb3"),
+           ("sj-flexsn-inductor+compile", "#d9a05b"),
+           ("floor+graph", "#999999"), ("floor", "#cccccc"))
+
+
+def svg(rows):
+    """A bar chart: per model and layout, torch.compile of SpikingJelly's
+    step divided by each plotted variant's (> 1: faster), the floor's
+    too (the most any neuron could give)."""
+    by = {(r["model"], r["precision"], r["layout"], r["batch"],
+           r["variant"]): r["step_ms"] for r in rows if "step_ms" in r}
+    groups = sorted({k[:4] for k in by if k[4] == "sj-torch+compile"})
+    bar, gap, left, top, height = 14, 18, 60, 40, 200
+    width = left + len(groups) * (len(PLOTTED) * bar + gap) + 200
+    scale = 2.0  # the axis ends at 2x
+    y = lambda r: top + height * (1 - min(r, scale) / scale)  # noqa: E731
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (width,
+                                                         top + height + 120),
+           '<text x="%d" y="18" font-size="13">Training step speedup over '
+           'torch.compile of SpikingJelly (T = %d, 224x224, f32)</text>'
+           % (left, T)]
+    for ratio in (0.0, 0.5, 1.0, 1.5, 2.0):
+        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s"/>'
+                   '<text x="%d" y="%.1f" text-anchor="end">%.1fx</text>'
+                   % (left - 5, width - 190, y(ratio), y(ratio),
+                      "#888" if ratio == 1.0 else "#ddd", left - 8,
+                      y(ratio) + 4, ratio))
+    for i, group in enumerate(groups):
+        x = left + i * (len(PLOTTED) * bar + gap)
+        base = by[group + ("sj-torch+compile",)]
+        for j, (variant, color) in enumerate(PLOTTED):
+            ms = by.get(group + (variant,))
+            if ms is None:
+                continue
+            r = base / ms
+            out.append('<rect x="%d" y="%.1f" width="%d" height="%.1f" '
+                       'fill="%s"/><text x="%d" y="%.1f" font-size="8" '
+                       'text-anchor="middle">%.2f</text>'
+                       % (x + j * bar, y(r), bar - 1, top + height - y(r),
+                          color, x + j * bar + bar / 2, y(r) - 3, r))
+        out.append('<text transform="translate(%d,%d) rotate(35)">%s %s '
+                   'B=%d</text>' % (x + 2, top + height + 12, group[0],
+                                    "row-major" if group[2] == "contiguous"
+                                    else "channels-last", group[3]))
+    for j, (variant, color) in enumerate(PLOTTED):
+        out.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/>'
+                   '<text x="%d" y="%d">%s</text>'
+                   % (width - 180, 30 + 14 * j, color, width - 166,
+                      39 + 14 * j, variant))
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def plot(paths, out):
+    """OUT/zoo.svg from the rows of the result files `paths`."""
+    import json
+    import os
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            rows += json.load(f)["rows"]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "zoo.svg"), "w") as f:
+        f.write(svg(rows))
+    print("%s: wrote %s" % (PROG, os.path.join(out, "zoo.svg")))
+    return 0
+
+
 def smoke_models():
     """Small in-repo models of the zoo's shapes for the CPU smoke run
     (SpikingJelly needs a newer torch than CI's)."""
@@ -351,7 +422,12 @@ def main(argv):
                     choices=PRECISIONS)
     ap.add_argument("--batches", nargs="+", type=int, default=[16, 32])
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--plot", nargs="+", metavar="JSON",
+                    help="instead of running: draw zoo.svg in --out from "
+                    "these result files")
     args = cli.finish(ap.parse_args(argv))
+    if args.plot:
+        return plot(args.plot, args.out or ".")
     import torch
     if args.smoke:
         return smoke(torch, args.out)

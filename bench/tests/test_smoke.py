@@ -347,3 +347,18 @@ def test_zoo(tmp_path):
         assert positive(r["step_ms"]) and positive(r["first_step_s"]), r
     checks = doc["checks"]
     assert len(checks) == 2 and all(c["ok"] for c in checks), checks
+
+
+def test_zoo_plot(tmp_path):
+    """zoo.svg: per model and layout, each variant's speedup over
+    torch.compile of SpikingJelly (its step time over the variant's)."""
+    rows = [dict(model="m", precision="f32", layout="contiguous", batch=4,
+                 variant=v, step_ms=ms)
+            for v, ms in (("sj-torch+compile", 30.0),
+                          ("flexsn-fused+graph", 20.0), ("floor", 15.0))]
+    with open(tmp_path / "r.json", "w") as f:
+        json.dump({"rows": rows}, f)
+    run("zoo", "--plot", tmp_path / "r.json", "--out", tmp_path)
+    text = (tmp_path / "zoo.svg").read_text()
+    xml.dom.minidom.parseString(text)
+    assert ">1.50<" in text and ">2.00<" in text and ">m row-major B=4<" in text
