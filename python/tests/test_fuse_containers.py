@@ -324,3 +324,113 @@ def test_reshape_that_moves_channels_runs_unfused():
     model.sn.reset()
     got = fused(x)
     assert torch.allclose(got, expected)
+
+
+class MemoryModule(nn.Module):
+    """Keeps a state in a dict, as SpikingJelly's MemoryModule does
+    (`self.v = ...` writes `self._memories["v"]`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.__dict__["_memories"] = {"v": 0.0}
+
+    def __getattr__(self, name):
+        memories = self.__dict__.get("_memories", {})
+        if name in memories:
+            return memories[name]
+        return super().__getattr__(name)
+
+    def __setattr__(self, name, value):
+        if name in self.__dict__.get("_memories", {}):
+            self._memories[name] = value
+        else:
+            super().__setattr__(name, value)
+
+    def forward(self, x):
+        self.v = self.v + x
+        return self.v
+
+
+class Branching(nn.Module):
+    """A shape check (so it is traced at its calls), a chain, a module
+    with a state in a dict, and a child whose forward branches on its own
+    `training`."""
+
+    class Doubling(nn.Module):
+        def forward(self, x):
+            return x * 2.0 if self.training else x
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(2)
+        self.sn = lif()
+        self.memory = MemoryModule()
+        self.doubling = self.Doubling()
+
+    def forward(self, x):
+        if x.ndim != 5:
+            raise ValueError("[T, B, C, H, W]")
+        T, B = x.shape[:2]
+        y = self.sn(self.bn(x.flatten(0, 1)).unflatten(0, (T, B)))
+        return self.doubling(self.memory(y))
+
+
+def test_tracing_leaves_module_state_alone():
+    """Tracing at a call runs leaf modules on meta tensors: a state kept
+    in a dict is put back, so the fused call leaves it as the unfused one
+    does."""
+    torch.manual_seed(0)
+    model = Branching()
+    fused = fuse(model)
+    x = images((2, 3, 2, 4, 4))(0)
+    expected = model(x).detach()
+    state = model.memory.v.detach().clone()
+    model.memory.v = 0.0
+    reset(model)
+    got = fused(x)
+    assert fused.forward.graphs, "not traced at the call"
+    assert isinstance(model.memory.v, torch.Tensor) and \
+        model.memory.v.device.type == "cpu"
+    assert torch.allclose(model.memory.v, state)
+    assert torch.allclose(got, expected)
+
+
+def test_submodule_mode_is_guarded():
+    """A child put in eval alone (the root still training): the graph
+    traced with its training branch is not used."""
+    torch.manual_seed(0)
+    model = Branching()
+    fused = fuse(model)
+    x = images((2, 3, 2, 4, 4))(0)
+    fused(x)
+    model.doubling.eval()
+    for m in (model, fused):
+        m.memory.v = 0.0
+    reset(model)
+    expected = model(x).detach()
+    model.memory.v = 0.0
+    reset(model)
+    assert torch.allclose(fused(x), expected)
+
+
+def test_symbolic_trace_leaves_module_state_alone():
+    """fuse traces each module that has children; a forward that stores a
+    traced value (a proxy) in its state leaves the model as it was, and
+    a tensor constant of a forward (which torch.fx puts on the traced
+    module) is no error."""
+
+    class WithMemory(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.memory = MemoryModule()
+            self.inner = nn.Sequential(MemoryModule())
+
+        def forward(self, x):
+            self.inner[0].v = x  # a traced forward writes a proxy here
+            return self.memory(x) * torch.tensor(0.5)
+
+    model = WithMemory()
+    fuse(model)
+    assert model.memory.v == 0.0 and model.inner[0].v == 0.0
+    x = torch.ones(2, 2)
+    assert torch.equal(model(x), x * 0.5)

@@ -37,7 +37,7 @@ from torch import fx, nn
 from ._block import (BatchNorm, BlockShape, batch_norm_affine,
                      check_block_neuron, compile_blocks, run_block)
 from ._function import compiling
-from ._guards import Guards, _same, recording_reads
+from ._guards import Guards, _same, attributes_restored, recording_reads
 from ._kernels import DTYPES
 from ._layout import memory_order
 from ._shape_trace import call_signature, shape_trace
@@ -145,7 +145,7 @@ def _trace(module: nn.Module, prefix: str, args=None):
     (ShapeTracer: valid for inputs of these shapes only)."""
     reads = {}
     if args is None:
-        with recording_reads(module, reads):
+        with attributes_restored(module), recording_reads(module, reads):
             graph = _Tracer().trace(module)
     else:
         graph = shape_trace(module, args, _is_leaf, reads)
@@ -170,6 +170,8 @@ def _paths(module: nn.Module, prefix: str):
 
 def _fuse_module(module: nn.Module, prefix: str, report: List[str],
                  blocks: List, verbose: bool = False):
+    if _is_leaf(module):  # one call: no chain inside
+        return module
     try:
         graph, guards = _trace(module, prefix)
     except Exception as error:  # noqa: BLE001: any trace failure

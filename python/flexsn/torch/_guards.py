@@ -19,6 +19,7 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 import torch
+import torch.fx
 from torch import nn
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
@@ -70,6 +71,41 @@ def recording_reads(root: nn.Module, reads: Reads):
             module.__class__ = cls
 
 
+@contextlib.contextmanager
+def attributes_restored(root: nn.Module):
+    """Puts every module of `root` back as it was when the context closes:
+    its attributes, and the contents of those that are dicts (a
+    SpikingJelly neuron keeps its state in one, `_memories`). A traced
+    forward runs on proxies (or meta tensors): whatever it sets, such as
+    `self.v = self.v + x`, must not stay in the model. An attribute the
+    trace added is kept (torch.fx puts a forward's tensor constants on
+    the traced module, where its graph reads them) unless it holds a
+    proxy or a meta tensor."""
+    saved = []
+    for module in root.modules():
+        attributes = dict(module.__dict__)
+        saved.append((module, attributes,
+                      [(d, dict(d)) for d in attributes.values()
+                       if isinstance(d, dict)]))
+    try:
+        yield
+    finally:
+        for module, attributes, contents in saved:
+            for d, items in contents:
+                d.clear()
+                d.update(items)
+            added = {k: v for k, v in module.__dict__.items()
+                     if k not in attributes and not _traced_value(v)}
+            module.__dict__.clear()
+            module.__dict__.update(attributes)
+            module.__dict__.update(added)
+
+
+def _traced_value(value) -> bool:
+    return isinstance(value, torch.fx.Proxy) or (
+        isinstance(value, torch.Tensor) and value.is_meta)
+
+
 def _snapshot(value):
     """What a guard compares with: containers copied (a list changed in
     place must fail its guard), everything else as it is."""
@@ -91,9 +127,9 @@ def _same(recorded, current) -> bool:
 
 
 class Guards:
-    """The plain values a traced forward read: `training` (of the module
-    the caller holds: `.train()` and `.eval()` set every module of a tree),
-    the root's own attributes (read from the module the caller holds, to
+    """The plain values a traced forward read: the root's `training` (of
+    the module the caller holds; a submodule's, read where it is, as its
+    other attributes), the root's own attributes (read from the module the caller holds, to
     which they are copied), and the attributes of the modules inside it
     (read where they are)."""
 
@@ -102,7 +138,7 @@ class Guards:
         self.root: List[Tuple[str, object]] = []
         self.inner: List[Tuple[nn.Module, str, object]] = []
         for module, name, value in reads.values():
-            if name == "training":
+            if name == "training" and module is root:
                 self.training = bool(value)
             elif module is root:
                 self.root.append((name, _snapshot(value)))

@@ -25,7 +25,7 @@ from typing import Dict, Optional
 import torch
 from torch import fx, nn
 
-from ._guards import recording_reads
+from ._guards import attributes_restored, recording_reads
 
 #: Leaf modules whose output is like their (first) input.
 _SHAPE_KEEPING = (nn.modules.batchnorm._BatchNorm, nn.Dropout, nn.Identity)
@@ -164,25 +164,19 @@ class ShapeTracer(fx.Tracer):
                 else None
         if isinstance(module, _SHAPE_KEEPING) and len(args) == 1:
             return torch.empty_like(args[0])
-        saved = dict(module.__dict__)
-        tables = {t: dict(getattr(module, t))
-                  for t in ("_parameters", "_buffers")}
+        # Run on meta copies of its parameters and buffers; its attributes
+        # (and tables) are put back as they were, whatever it set.
         self._computing = True
         try:
-            for table in tables:
-                entries = getattr(module, table)
-                for key, value in list(entries.items()):
-                    if value is not None:
-                        entries[key] = value.detach().to("meta")
-            with torch.no_grad():
+            with attributes_restored(module), torch.no_grad():
+                for table in ("_parameters", "_buffers"):
+                    entries = getattr(module, table)
+                    for key, value in list(entries.items()):
+                        if value is not None:
+                            entries[key] = value.detach().to("meta")
                 return module.forward(*args, **kwargs)
         finally:
             self._computing = False
-            for table, entries in tables.items():
-                getattr(module, table).clear()
-                getattr(module, table).update(entries)
-            module.__dict__.clear()
-            module.__dict__.update(saved)
 
     def trace_call(self, root: nn.Module, args) -> fx.Graph:
         """The graph of `root(*args)` (tensors only) for these shapes."""
@@ -214,5 +208,5 @@ def shape_trace(module: nn.Module, args, leaf, reads):
     """The graph of `module(*args)` traced with their shapes, recording
     the plain attributes its forward reads in `reads`."""
     tracer = ShapeTracer(leaf)
-    with recording_reads(module, reads):
+    with attributes_restored(module), recording_reads(module, reads):
         return tracer.trace_call(module, args)
