@@ -60,3 +60,17 @@ def device_name(torch, device):
         return torch.cuda.get_device_name(0)
     import platform
     return "CPU (%s)" % (platform.processor() or platform.machine())
+
+
+def gpu_with_spikingjelly(torch, args, prog):
+    """Whether the run can go on: a CUDA GPU (see device) and SpikingJelly
+    importable (PYTHONPATH); else says which is missing."""
+    if device(torch, args, prog) is None:
+        return False
+    try:
+        import spikingjelly.activation_based.model  # noqa: F401
+    except ImportError as error:
+        print("%s: needs SpikingJelly on PYTHONPATH (%s)" % (prog, error),
+              file=sys.stderr)
+        return False
+    return True

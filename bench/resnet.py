@@ -346,13 +346,7 @@ def main(argv):
         cli.skip(PROG, "--smoke", "the model zoo's steps need a GPU")
         return 0
     import torch
-    if cli.device(torch, args, PROG) is None:
-        return 2
-    try:
-        import spikingjelly.activation_based.model  # noqa: F401
-    except ImportError as error:
-        print("%s: needs SpikingJelly on PYTHONPATH (%s)" % (PROG, error),
-              file=sys.stderr)
+    if not cli.gpu_with_spikingjelly(torch, args, PROG):
         return 2
     torch.backends.cudnn.benchmark = True
     timer = Timer(torch, "cuda", reps=args.reps, warmup=3)

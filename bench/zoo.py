@@ -431,13 +431,7 @@ def main(argv):
     import torch
     if args.smoke:
         return smoke(torch, args.out)
-    if cli.device(torch, args, PROG) is None:
-        return 2
-    try:
-        import spikingjelly.activation_based.model  # noqa: F401
-    except ImportError as error:
-        print("%s: needs SpikingJelly on PYTHONPATH (%s)" % (PROG, error),
-              file=sys.stderr)
+    if not cli.gpu_with_spikingjelly(torch, args, PROG):
         return 2
     torch.backends.cudnn.benchmark = True
     timer = Timer(torch, "cuda", reps=args.reps, warmup=3)

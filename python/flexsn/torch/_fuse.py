@@ -314,9 +314,12 @@ class _FuseAtCall:
         if fused is None:
             return self._NOT_FUSED
         prepare(blocks)
+        # Each read module by its path in the model (a module outside it
+        # as itself).
         paths = _paths(self.traced, "")
-        guards = [(paths[id(m)] if m is not self.traced else "", name,
-                   value) for m, name, value in
+        paths[id(self.traced)] = ""
+        guards = [(paths.get(id(m), m), name, value)
+                  for m, name, value in
                   [(self.traced, n, v) for n, v in guards.root]
                   + guards.inner]
         return fused, guards
@@ -326,8 +329,8 @@ class _FuseAtCall:
         from the module the caller holds (its submodules by path)."""
         for path, name, value in guards:
             try:
-                module = self.holder.get_submodule(path) if path else \
-                    self.holder
+                module = path if isinstance(path, nn.Module) else \
+                    self.holder.get_submodule(path)
             except AttributeError:
                 return False
             if not _same(value, getattr(module, name, None)):
@@ -429,7 +432,7 @@ def _readout(y: fx.Node):
     return kind, user
 
 
-_SHAPE_ATTRIBUTES = frozenset(("shape", "ndim", "dtype", "device"))
+_SHAPE_ATTRIBUTES = frozenset(("shape", "ndim"))
 
 
 def _read_shape_from_input(bn_node: fx.Node) -> None:

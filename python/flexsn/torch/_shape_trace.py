@@ -31,32 +31,26 @@ from ._guards import attributes_restored, recording_reads
 _SHAPE_KEEPING = (nn.modules.batchnorm._BatchNorm, nn.Dropout, nn.Identity)
 
 
+def _from_value(attribute: str):
+    """A property answering `attribute` from the meta value where it is
+    known, else a graph value as torch.fx's proxies do."""
+    def get(self):
+        value = self._value()
+        if isinstance(value, torch.Tensor):
+            return getattr(value, attribute)
+        return fx.proxy.Attribute(self, attribute)
+    return property(get)
+
+
 class _ShapeProxy(fx.Proxy):
     """A proxy that answers shape questions from its meta value."""
 
     def _value(self):
         return self.__dict__.get("meta")
 
-    @property
-    def shape(self):
-        value = self._value()
-        if isinstance(value, torch.Tensor):
-            return value.shape
-        return fx.proxy.Attribute(self, "shape")
-
-    @property
-    def ndim(self):
-        value = self._value()
-        if isinstance(value, torch.Tensor):
-            return value.ndim
-        return fx.proxy.Attribute(self, "ndim")
-
-    @property
-    def dtype(self):
-        value = self._value()
-        if isinstance(value, torch.Tensor):
-            return value.dtype
-        return fx.proxy.Attribute(self, "dtype")
+    shape = _from_value("shape")
+    ndim = _from_value("ndim")
+    dtype = _from_value("dtype")
 
     def size(self, *dim):
         value = self._value()
