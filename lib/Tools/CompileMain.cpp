@@ -9,6 +9,9 @@
 // the same module, and every output is written into one directory:
 //
 //   configured.mlir, neuron.json   the configured neurons and their manifest
+//   torch_step.py                  with --neuron-manifest: their steps over
+//                                  PyTorch tensors, where every op has a
+//                                  PyTorch form (--flexsn-to-torch)
 //   cpu.json, kernels.so           with --cpu: the CPU kernels, linked by cc
 //   gpu.json, kernels.cubin        with --gpu (kernels.fatbin for several
 //                                  chips)
@@ -23,6 +26,7 @@
 #include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Target/HostObject.h"
 #include "flexsn/Target/Manifest.h"
+#include "flexsn/Target/TorchStep.h"
 #include "flexsn/Tools/ParserHazards.h"
 #include "flexsn/Tools/Registration.h"
 #include "flexsn/Tools/ToolMains.h"
@@ -268,6 +272,25 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
         return flexsn::translateToManifest(*module, os);
       })))
     return failure();
+  if (options->neuronManifest) {
+    // Optional: a neuron with an op that has no PyTorch form runs its
+    // kernels under torch.compile too, so its error is no compile error.
+    std::string step;
+    llvm::raw_string_ostream os(step);
+    LogicalResult translated = failure();
+    {
+      ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) {
+        return success();
+      });
+      translated = flexsn::translateToTorchStep(*module, os);
+    }
+    if (succeeded(translated) &&
+        failed(writeOutput("torch_step.py", [&](raw_ostream &out) {
+          out << step;
+          return success();
+        })))
+      return failure();
+  }
 
   // The targets' LLVM backends are registered once, before the lowerings
   // run side by side.

@@ -558,26 +558,17 @@ def _build(entry: pathlib.Path, text: str, filename: str,
         shutil.rmtree(work, ignore_errors=True)
 
 
-#: The configured neurons' steps as PyTorch functions (flexsn-to-torch):
-#: what a neuron runs under torch.compile (flexsn.torch._torch_step).
+#: The configured neurons' steps as PyTorch functions, which flexsn-compile
+#: writes where every op has a PyTorch form (--flexsn-to-torch): what a
+#: neuron runs under torch.compile (flexsn.torch._torch_step).
 TORCH_STEP = "torch_step.py"
-
-
-def _write_torch_step(configured: pathlib.Path, out: pathlib.Path) -> None:
-    """Writes `out` from the configured source where every op of its
-    neurons has a PyTorch form; where one has none, no file (the neuron
-    then runs its kernels under torch.compile too)."""
-    try:
-        _tools.run(_tools.tool_command("flexsn-translate") + [
-            "--flexsn-to-torch", configured, "-o", out])
-    except CompileError:
-        out.unlink(missing_ok=True)
 
 
 def _run_tools(work: pathlib.Path, text: str, filename: str,
                options: dict) -> None:
     """Compiles `text` into `work` in one flexsn-compile run: the
-    configured source and its manifest (neuron.json), then per target the
+    configured source, its manifest (neuron.json) and its steps over
+    PyTorch tensors (torch_step.py, where it has them), then per target the
     kernels and their manifest (cpu.json and kernels.so, gpu.json and the
     GPU image)."""
     # The source keeps the user's file name, so diagnostics point at it.
@@ -636,9 +627,6 @@ def _run_tools(work: pathlib.Path, text: str, filename: str,
         raise CompileError(f"{filename} does not compile",
                            error.diagnostics.replace(str(source), filename),
                            error.command) from None
-    configured = work / "configured.mlir"
-    if not options.get("kernels") and configured.is_file():
-        _write_torch_step(configured, work / TORCH_STEP)
     # Only compile_kernels' sources may lack kernels: a neuron has some.
     for manifest, key in (("cpu.json", "cpu_kernels"),
                           ("gpu.json", "kernels")):
