@@ -32,8 +32,8 @@ AMP (float16 autocast), with the weights and input row-major
 Each row: the step's median time (CUDA events, after warm-up), the host's
 time per step (steps queued back to back), the first step's wall time
 (conversion, fusion and compiles included), the first loss, and the peak
-memory of a step (torch.cuda.max_memory_allocated from the model's build on: a CUDA
-graph's memory pool is made when it is captured).
+memory of a step (torch.cuda.max_memory_allocated from the model's build
+on: a CUDA graph's memory pool is made when it is captured).
 Compiled variants run last. Writes zoo_results.{json,md} to --out.
 """
 
@@ -360,7 +360,6 @@ def plot(paths, out):
 def smoke_models():
     """Small in-repo models of the zoo's shapes for the CPU smoke run
     (SpikingJelly needs a newer torch than CI's)."""
-    import torch
     from torch import nn
 
     import flexsn.torch

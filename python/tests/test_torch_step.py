@@ -35,8 +35,8 @@ MODULES = [(name, lambda name=name: FlexSN(name))
      lambda: LIFNode(step_mode="m", decay_input=False, detach_reset=True)),
     ("LIFNode(ATan)", lambda: LIFNode(
         step_mode="m", surrogate_function=flexsn.surrogate.ATan(alpha=3.0))),
-    ("ParametricLIFNode", lambda: ParametricLIFNode(step_mode="m",
-                                                     init_tau=3.0)),
+    ("ParametricLIFNode",
+     lambda: ParametricLIFNode(step_mode="m", init_tau=3.0)),
     ("LIFNode(store_v_seq)", lambda: LIFNode(step_mode="m",
                                              store_v_seq=True)),
 ]

@@ -52,7 +52,8 @@ def fuse(model: nn.Module, verbose: bool = False) -> nn.Module:
     sum over T] chains run as fused Blocks (see the module's doc). Returns
     a torch.fx.GraphModule sharing `model`'s modules, `model` itself
     when nothing fused, or for a model that traces only at its calls a
-    shallow copy that fuses at them; `model` is not changed. With `verbose`, prints
+    shallow copy that fuses at them; `model` is not changed. With
+    `verbose`, prints
     what was fused and why each other batch norm or neuron was not."""
     report: List[str] = []
     blocks: List = []
@@ -733,14 +734,15 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
     # PyTorch operations (_torch_step) that Inductor fuses with the batch
     # norm and the connection, where a block would be an opaque op whose
     # batch statistics break the graph.
-    fits = not compiling() and (dtype is not None and x.dim() >= 3 and x.numel() > 0
-            and (flat is None or _splits_time(flat, x))
-            and _why_not(bn, neuron, flat is not None)
-            is None and (readout == "none" or dtype == "f32")
-            and (operand is None or (isinstance(operand, torch.Tensor)
-                                     and operand.shape == x.shape
-                                     and operand.dtype == x.dtype
-                                     and operand.device == x.device)))
+    fits = not compiling() and (
+        dtype is not None and x.dim() >= 3 and x.numel() > 0
+        and (flat is None or _splits_time(flat, x))
+        and _why_not(bn, neuron, flat is not None) is None
+        and (readout == "none" or dtype == "f32")
+        and (operand is None or (isinstance(operand, torch.Tensor)
+                                 and operand.shape == x.shape
+                                 and operand.dtype == x.dtype
+                                 and operand.device == x.device)))
     if not fits:
         return _unfused(bn, neuron, x, operand, connection, readout, flat)
     if _normalizes_apart(bn, x):

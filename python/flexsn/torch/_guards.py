@@ -129,9 +129,9 @@ def _same(recorded, current) -> bool:
 class Guards:
     """The plain values a traced forward read: the root's `training` (of
     the module the caller holds; a submodule's, read where it is, as its
-    other attributes), the root's own attributes (read from the module the caller holds, to
-    which they are copied), and the attributes of the modules inside it
-    (read where they are)."""
+    other attributes), the root's own attributes (read from the module
+    the caller holds, to which they are copied), and the attributes of
+    the modules inside it (read where they are)."""
 
     def __init__(self, root: nn.Module, reads: Reads):
         self.training: Optional[bool] = None
