@@ -20,6 +20,7 @@ from flexsn.torch._fuse import _PROGRAMS, fused_block
 
 from devices import DEVICES
 from fusion_harness import Case, compare
+from test_fuse import _pickled
 
 SWITCHING = ("train", "eval", "train", "eval")
 
@@ -434,3 +435,29 @@ def test_symbolic_trace_leaves_module_state_alone():
     assert model.memory.v == 0.0 and model.inner[0].v == 0.0
     x = torch.ones(2, 2)
     assert torch.equal(model(x), x * 0.5)
+
+
+def test_fused_at_call_copies_and_pickles():
+    """A model fused at its calls deep-copies and pickles (torch.save)
+    with its own modules: the copy traces again at its first call, and
+    computes what the original does; changing the copy's parameters
+    leaves the original as it was."""
+    import copy
+
+    torch.manual_seed(0)
+    model = TinySpikformer()
+    fused = fuse(model)
+    x = images((4, 2, 2, 8, 8))(0)
+    with torch.no_grad():
+        reset(model)
+        expected = fused(x)
+    reset(model)
+    for other in (copy.deepcopy(fused), _pickled(fused)):
+        assert other.forward.holder is other and not other.forward.graphs
+        assert list(other.state_dict()) == list(model.state_dict())
+        with torch.no_grad():
+            reset(other)
+            assert torch.allclose(other(x), expected)
+            next(other.parameters()).add_(1.0)
+            reset(model)
+            assert torch.allclose(fused(x), expected)
