@@ -171,6 +171,72 @@ def test_skip_input_against_formulas(device, op):
         bn_lif(C, device, op)(x, skip)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("pre,post", [(None, None), ("affine", None),
+                                      ("channel_affine", "iand"),
+                                      ("batch_norm", None)])
+def test_added_input_against_formulas(device, pre, post):
+    """add_skip=True: the block adds a second input to the pre-op's output
+    before the neuron (Spiking-ResNet's sn(bn(x) + identity)), y =
+    post(neuron(pre(x) + skip), x); gradients reach x, skip, the pre-op's
+    parameters (a training batch norm's through its statistics)."""
+    T, B, C, S = 5, 2, 3, 6
+    x, scale, shift = inputs((T, B, C, S), device, seed=61 + len(pre or ""))
+    gen = torch.Generator().manual_seed(9)
+    skip = (torch.rand(T, B, C, S, generator=gen) < 0.5).float().to(device)
+    modules = {None: None, "affine": Affine(scale=0.75, shift=0.125),
+               "channel_affine": Affine(num_channels=C),
+               "batch_norm": torch.nn.BatchNorm1d(C)}
+    block = Block(LIFNode(step_mode="m", tau=2.0), pre=modules[pre],
+                  post=post and Residual(post), add_skip=True,
+                  name=f"added_{pre}_{post}").to(device)
+    assert block.info.inputs == ("x", "skip")
+    assert block.shape.pre == ("add" if pre is None else
+                               "channel_affine_add" if pre != "affine"
+                               else "affine_add")
+    if pre == "channel_affine":
+        with torch.no_grad():
+            block.scale.copy_(scale)
+            block.shift.copy_(shift)
+    x.requires_grad_()
+    skip.requires_grad_()
+    y = block(x, skip)
+    grad = torch.randn(y.shape, generator=gen).to(device)
+    y.backward(grad)
+
+    xd, sd = (t.detach().double().requires_grad_() for t in (x, skip))
+    view = (1, 1, C, 1)
+    if pre is None:
+        p = xd
+    elif pre == "batch_norm":
+        w, b = (t.detach().double().requires_grad_()
+                for t in (block.pre.weight, block.pre.bias))
+        p = batch_norm_ref(xd, w, b, xd.mean((0, 1, 3)),
+                           xd.var((0, 1, 3), unbiased=False), block.pre.eps)
+    else:
+        a, b = (t.detach().double().requires_grad_()
+                for t in (block.scale, block.shift))
+        p = xd * (a.view(view) if a.dim() else a) + \
+            (b.view(view) if b.dim() else b)
+    spikes, _ = reference.lif_ref(p + sd)
+    want = CONNECT[post](spikes, xd) if post else spikes
+    want.backward(grad.double())
+    torch.testing.assert_close(y.double(), want, rtol=1e-6, atol=1e-6)
+    pairs = [(x.grad, xd.grad), (skip.grad, sd.grad)]
+    if pre == "batch_norm":
+        pairs += [(block.pre.weight.grad, w.grad),
+                  (block.pre.bias.grad, b.grad)]
+    elif pre is not None:
+        pairs += [(block.scale.grad, a.grad), (block.shift.grad, b.grad)]
+    for got, ref in pairs:
+        torch.testing.assert_close(got.double(), ref, rtol=1e-4, atol=1e-3)
+    with pytest.raises(TypeError, match="second input"):
+        block(x)
+    with pytest.raises(ValueError, match="one skip input"):
+        Block(LIFNode(step_mode="m"), post=Residual("add", skip=True),
+              add_skip=True)
+
+
 def batch_norm_ref(x, weight, bias, mean, var, eps):
     """nn.BatchNorm's formula over x [T, B, C, ...] in float64."""
     view = (1, 1, -1) + (1,) * (x.dim() - 3)
@@ -445,13 +511,16 @@ def test_every_declaration_is_read_and_expanded(tmp_path):
     for pre, connection, operand, readout in itertools.product(
             BLOCK_PRES, BLOCK_CONNECTIONS, BLOCK_CONNECTION_OPERANDS,
             BLOCK_READOUTS):
-        if connection == "none" and operand != "input":
-            continue  # nothing would read the skip input: a verifier error
+        adds = pre == "add" or pre.endswith("_add")
+        # A verifier error: nothing would read the skip input, or two
+        # would.
+        if operand == "skip" and (connection == "none" or adds):
+            continue
         name = f"b_{pre}_{connection}_{operand}_{readout}"
-        names[name] = operand
+        names[name] = operand == "skip" or adds
         declarations.append(block_declaration(
             name, info, BlockShape(pre, connection, operand, readout)))
-    assert len(names) == 3 * 7 * 2
+    assert len(names) == (3 * 7 + 3 * 4) * 2
     text = block_module(
         (neuron.compiled.directory / "configured.mlir").read_text(),
         declarations)
@@ -461,12 +530,12 @@ def test_every_declaration_is_read_and_expanded(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "flexsn.block @" not in done.stdout
-    for name, operand in names.items():
+    for name, takes_skip in names.items():
         header = re.search(rf"func.func @{name}\((.*)\) -> .*attributes "
                            rf"{{flexsn.block}}", done.stdout)
         assert header, name
         assert ('{flexsn.name = "skip"}' in header.group(1)) == \
-            (operand == "skip"), name
+            takes_skip, name
 
 
 def test_bad_input_is_a_clear_error():

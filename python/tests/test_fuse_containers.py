@@ -156,6 +156,39 @@ class LinearBn(nn.Module):
         return self.sn(y.reshape(T, B, -1)).sum(0)
 
 
+class PreAddNet(nn.Module):
+    """Spiking-ResNet's basic blocks, bn2(conv2(.)) + identity -> sn2: the
+    identity added in place (`out += y`, out a view of the batch norm's
+    output) in the first, as a new tensor after a downsampling path in the
+    second, whose spikes are averaged over time."""
+
+    def __init__(self, channels=4):
+        super().__init__()
+        self.conv0 = nn.Conv2d(2, channels, 3, 1, 1, bias=False)
+        self.bn0 = nn.BatchNorm2d(channels)
+        self.sn0 = lif()
+        self.conv1 = nn.Conv2d(channels, channels, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.sn1 = lif()
+        self.conv2 = nn.Conv2d(channels, channels, 3, 2, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.down = nn.Sequential(
+            nn.Conv2d(channels, channels, 1, 2, bias=False),
+            nn.BatchNorm2d(channels))
+        self.sn2 = lif()
+
+    def forward(self, x):
+        T, B = x.shape[0], x.shape[1]
+        y = self.bn0(self.conv0(x.flatten(0, 1))).unflatten(0, (T, B))
+        y = self.sn0(y)
+        out = self.bn1(self.conv1(y.flatten(0, 1))).view(y.shape)
+        out += y
+        y = self.sn1(out)
+        out = self.bn2(self.conv2(y.flatten(0, 1))).unflatten(0, (T, B))
+        identity = self.down(y.flatten(0, 1)).unflatten(0, (T, B))
+        return self.sn2(out + identity).mean(0)
+
+
 def images(shape):
     def make(call):
         gen = torch.Generator().manual_seed(200 + call)
@@ -181,13 +214,16 @@ def fused_chains(model, x):
         at_call = m.__dict__.get("forward")
         graphs += [g.graph for g, _ in getattr(at_call, "graphs",
                                                {}).values()]
-    return [n.kwargs["connection"] for g in graphs for n in g.nodes
-            if n.target is fused_block]
+    return [n.kwargs["connection"] + (" after +" if "added" in n.kwargs
+                                      else "")
+            for g in graphs for n in g.nodes if n.target is fused_block]
 
 
 MODELS = {
     "flatten": (FlattenNet, (4, 3, 2, 6, 6), ["none", "add"]),
     "linear_bn": (LinearBn, (4, 3, 2, 3, 3), ["none"]),
+    "pre_add": (PreAddNet, (4, 3, 2, 6, 6),
+                ["none", "none after +", "none after +"]),
     "spikformer": (TinySpikformer, (4, 3, 2, 8, 8),
                    ["none", "none", "add", "none", "none", "add"]),
 }
@@ -219,12 +255,14 @@ def test_contract(device, layout, name):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("precision", ["amp", "bf16"])
-def test_contract_half_precisions(device, precision):
+@pytest.mark.parametrize("name", ["spikformer", "pre_add"])
+def test_contract_half_precisions(device, precision, name):
     if device == "cpu" and precision == "amp" and not hasattr(
             torch, "autocast"):
         pytest.skip("no torch.autocast")
-    compare(TinySpikformer, images((4, 3, 2, 8, 8)),
-            Case(device, "row_major", precision, SWITCHING)).check()
+    make, shape, _ = MODELS[name]
+    compare(make, images(shape), Case(device, "row_major", precision,
+                                      SWITCHING)).check()
 
 
 def test_new_shapes_are_traced_again():
@@ -276,28 +314,46 @@ def test_verbose_names_what_is_not_fused():
     assert "fused: pos.1 (over [T*B, ...]) -> pos_sn -> add" in text
 
 
-class PreNeuronAdd(nn.Module):
-    """Spiking-ResNet's bn2 -> += identity -> sn2."""
+def test_pre_neuron_adds_are_reported():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fuse(PreAddNet(), verbose=True)
+    assert out.getvalue().splitlines() == [
+        "fused: bn0 (over [T*B, ...]) -> sn0",
+        "fused: bn1 (over [T*B, ...]) -> + sn0 -> sn1",
+        "fused: bn2 (over [T*B, ...]) -> + unflatten_2 -> sn2 -> mean over T",
+        "down.1: not fused, its output is not the only input of a FlexSN "
+        "neuron (it is the second input of a fused chain: sn2's)"]
+
+
+class AddedTwice(nn.Module):
+    """Adds that a block cannot take: a scalar, an alpha, and the batch
+    norm's output added in place to the other tensor (which the add then
+    changes: the model reads it again)."""
 
     def __init__(self):
         super().__init__()
-        self.bn = nn.BatchNorm2d(2)
-        self.sn = lif()
+        self.bns = nn.ModuleList(nn.BatchNorm2d(2) for _ in range(3))
+        self.sns = nn.ModuleList(lif() for _ in range(3))
 
     def forward(self, x):
-        y = self.bn(x.flatten(0, 1)).view(x.shape)
-        y += x
-        return self.sn(y)
+        a = self.sns[0](self.bns[0](x.flatten(0, 1)).view(x.shape) + 1.0)
+        b = self.sns[1](torch.add(
+            self.bns[1](x.flatten(0, 1)).view(x.shape), x, alpha=2.0))
+        y = x.clone()
+        y += self.bns[2](x.flatten(0, 1)).view(x.shape)
+        return a + b + self.sns[2](y) + y
 
 
-def test_pre_neuron_add_is_reported():
+def test_adds_a_block_cannot_take_run_unfused():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        fuse(PreNeuronAdd(), verbose=True)
-    assert out.getvalue().strip() == (
-        "bn: not fused, its output is not the only input of a FlexSN "
-        "neuron (it is added to another tensor before the neuron: a "
-        "pre-neuron residual add is not a block shape)")
+        fuse(AddedTwice(), verbose=True)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and not [l for l in lines if "fused:" in l]
+    assert all("a block adds a tensor of its shape" in l for l in lines[:2])
+    compare(AddedTwice, images((3, 2, 2, 4, 4)),
+            Case("cpu", "row_major", "f32", SWITCHING)).check()
 
 
 def test_reshape_that_moves_channels_runs_unfused():

@@ -40,8 +40,9 @@ MODELS = {
     "spiking_vgg11_bn": lambda **kw: spiking_vgg.spiking_vgg11_bn(**kw),
 }
 #: Chains fuse finds: every batch norm of each model but Spiking-ResNet's
-#: bn2 (its residual is added before the neuron).
-FUSED = {"spiking_resnet18": 1 + 8 + 0, "sew_resnet18_add": 1 + 16 + 3,
+#: downsampling ones (their output is the identity its bn2 -> += identity
+#: -> sn2 chains add).
+FUSED = {"spiking_resnet18": 1 + 8 + 8, "sew_resnet18_add": 1 + 16 + 3,
          "sew_resnet18_iand": 1 + 16 + 3, "spiking_vgg11_bn": 8}
 
 

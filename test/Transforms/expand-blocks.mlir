@@ -172,3 +172,58 @@ flexsn.block @sew_iand neuron(@lif) pre(channel_affine) connection(iand, skip) r
 // CHECK-NEXT:   %[[R:.+]] = arith.mulf %[[K]], %[[O]] : f32
 // CHECK-NEXT:   linalg.yield %[[R]] : f32
 // CHECK:      return %[[Y]], %[[SCAN]]#1
+
+// -----
+
+// Spiking-ResNet's bn(x) + identity before the neuron: the second input
+// `skip` is added in the pre-op (in f32, after the affine), the neuron
+// reads the sum, and the connection (here none) reads nothing.
+flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike) {
+  %s = flexsn.spike %v surrogate(#flexsn.sigmoid) : f32
+  %h = arith.addf %v, %x : f32
+  flexsn.yield %s, %h : f32, f32
+}
+flexsn.block @resnet_add neuron(@lif) pre(channel_affine_add) connection(none) readout(none) storage(f16)
+
+// CHECK-LABEL: func.func @resnet_add(
+// CHECK-SAME: %[[X:.+]]: tensor<?x?x?x?xf16> {flexsn.name = "x"},
+// CHECK-SAME: %[[SKIP:.+]]: tensor<?x?x?x?xf16> {flexsn.name = "skip"},
+// CHECK-SAME: %[[SCALE:.+]]: tensor<?xf32> {flexsn.name = "scale", flexsn.trainable},
+// CHECK-SAME: %[[SHIFT:.+]]: tensor<?xf32> {flexsn.name = "shift", flexsn.trainable})
+// CHECK-SAME: -> (tensor<?x?x?x?xf16> {flexsn.name = "spike"}, tensor<?x?x?xf16> {flexsn.name = "v"})
+// CHECK:      %[[PRE:.+]] = linalg.generic {indexing_maps = [#[[$ID4]], #[[$CHANNEL]], #[[$CHANNEL]], #[[$ID4]], #[[$ID4]]]
+// CHECK-SAME:   ins(%[[X]], %[[SCALE]], %[[SHIFT]], %[[SKIP]] :
+// CHECK-NEXT: ^bb0(%[[XI:.+]]: f16, %[[A:.+]]: f32, %[[B:.+]]: f32, %[[SI:.+]]: f16, %{{.+}}: f32):
+// CHECK-NEXT:   %[[XF:.+]] = arith.extf %[[XI]] : f16 to f32
+// CHECK-NEXT:   %[[M:.+]] = arith.mulf %[[XF]], %[[A]] : f32
+// CHECK-NEXT:   %[[P:.+]] = arith.addf %[[M]], %[[B]] : f32
+// CHECK-NEXT:   %[[SF:.+]] = arith.extf %[[SI]] : f16 to f32
+// CHECK-NEXT:   %[[R:.+]] = arith.addf %[[P]], %[[SF]] : f32
+// CHECK-NEXT:   linalg.yield %[[R]] : f32
+// CHECK:      %[[SCAN:.+]]:2 = flexsn.scan ins(%[[PRE]] : tensor<?x?x?x?xf32>)
+// CHECK-NOT:  linalg.generic
+// CHECK:      return %[[SCAN]]#0, %[[SCAN]]#1 : tensor<?x?x?x?xf16>, tensor<?x?x?xf16>
+
+// -----
+
+// The addition alone (a batch norm run apart): x + skip in f32, scalar
+// shapes [T, N], then SEW's ADD of the spikes and x.
+flexsn.neuron @lif inputs(%x: f32) states(%v: f32) outputs(spike) {
+  %s = flexsn.spike %v surrogate(#flexsn.sigmoid) : f32
+  %h = arith.addf %v, %x : f32
+  flexsn.yield %s, %h : f32, f32
+}
+flexsn.block @added neuron(@lif) pre(add) connection(add) readout(none) storage(f32)
+
+// CHECK-DAG: #[[$ID2:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @added(
+// CHECK-SAME: %[[X:.+]]: tensor<?x?xf32> {flexsn.name = "x"},
+// CHECK-SAME: %[[SKIP:.+]]: tensor<?x?xf32> {flexsn.name = "skip"})
+// CHECK:      %[[PRE:.+]] = linalg.generic {indexing_maps = [#[[$ID2]], #[[$ID2]], #[[$ID2]]]
+// CHECK-SAME:   ins(%[[X]], %[[SKIP]] :
+// CHECK-NEXT: ^bb0(%[[XI:.+]]: f32, %[[SI:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT:   %[[R:.+]] = arith.addf %[[XI]], %[[SI]] : f32
+// CHECK-NEXT:   linalg.yield %[[R]] : f32
+// CHECK:      %[[SCAN:.+]]:2 = flexsn.scan ins(%[[PRE]] : tensor<?x?xf32>)
+// CHECK:      %[[Y:.+]] = linalg.generic
+// CHECK-SAME:   ins(%[[SCAN]]#0, %[[X]] : tensor<?x?xf32>, tensor<?x?xf32>)

@@ -1,6 +1,9 @@
 """A spiking block as one fused kernel: `Block(neuron, pre=Affine(C),
 post=Residual("add"))`, or around a batch norm:
-`Block(neuron, pre=nn.BatchNorm2d(C), post=Residual("add", skip=True))`.
+`Block(neuron, pre=nn.BatchNorm2d(C), post=Residual("add", skip=True))`,
+or adding a second input before the neuron (Spiking-ResNet's
+`sn(bn(x) + identity)`): `Block(neuron, pre=nn.BatchNorm2d(C),
+add_skip=True)`.
 
 The block is sent to the compiler as a declaration (one `flexsn.block` op:
 neuron, pre-op, connection and its operand, readout, storage type), which
@@ -9,8 +12,8 @@ pre-op, a scan of the neuron, a linalg op for the post-op); fusion makes it
 one scan, compiled to an inference, a forward and a backward kernel. Those
 kernels have a neuron kernel's interface, so the block runs through the same
 autograd Function and custom op as a neuron (`_function.scan`), with the
-block in the neuron's place: the input `x` (and `skip`, the connection's
-second input, when it has one), the neuron's states (and, with
+block in the neuron's place: the input `x` (and `skip`, the second input
+the pre-op adds or the connection reads, when it has one), the neuron's states (and, with
 `readout="sum"`, a state holding the sum), one output (none with the
 readout), and the parameters `scale` and `shift` (per channel or scalar)
 beside the neuron's own runtime parameters.
@@ -100,15 +103,37 @@ class BlockShape:
                              (self.readout, BLOCK_READOUTS)):
             if value not in cases:
                 raise ValueError(f"{value!r} is not one of {cases}")
+        if self.adds_skip and self.operand == "skip":
+            raise ValueError("a block has one skip input: the pre-op adds "
+                             "it or the connection reads it, not both")
+
+    @property
+    def adds_skip(self) -> bool:
+        """Whether the pre-op adds the second input `skip`."""
+        return self.pre == "add" or self.pre.endswith("_add")
+
+    @property
+    def takes_skip(self) -> bool:
+        return self.adds_skip or self.operand == "skip"
+
+    @property
+    def affine(self) -> Optional[str]:
+        """The pre-op's scale and shift: "per_channel", "scalar" or None."""
+        if self.pre.startswith("channel_affine"):
+            return "per_channel"
+        return "scalar" if self.pre.startswith("affine") else None
 
     @classmethod
-    def of(cls, pre, post: Optional[Residual], readout: Optional[str]):
+    def of(cls, pre, post: Optional[Residual], readout: Optional[str],
+           add_skip: bool = False):
         if pre is None:
             pre_kind = "none"
         elif isinstance(pre, BatchNorm) or pre.num_channels is not None:
             pre_kind = "channel_affine"
         else:
             pre_kind = "affine"
+        if add_skip:
+            pre_kind = "add" if pre is None else pre_kind + "_add"
         return cls(pre_kind, post.op if post else "none",
                    "skip" if post and post.skip else "input",
                    readout or "none")
@@ -184,18 +209,16 @@ def _block_program(text, kernels, info: NeuronInfo, shape: BlockShape,
                    name: str, dtype: str) -> BlockProgram:
     """The block `name` of compiled `kernels` as a program: its interface
     and the Handle running it."""
-    inputs = ("x", "skip") if shape.operand == "skip" else ("x",)
+    inputs = ("x", "skip") if shape.takes_skip else ("x",)
     outputs = ("y",) if shape.connection != "none" else info.outputs
     # A sum over time is a state of the kernels, kept only at its end.
     states = info.states
     if shape.readout != "none":
         states, outputs = states + ("readout",), ()
     params = list(info.runtime_params)
-    if shape.pre != "none":
-        param_shape = "per_channel" if shape.pre == "channel_affine" \
-            else "scalar"
-        params[:0] = [Param("scale", "f32", 1.0, "trainable", param_shape),
-                      Param("shift", "f32", 0.0, "trainable", param_shape)]
+    if shape.affine:
+        params[:0] = [Param("scale", "f32", 1.0, "trainable", shape.affine),
+                      Param("shift", "f32", 0.0, "trainable", shape.affine)]
     # In the kernels' order, which fusion chose: their param buffers, then
     # their scalar params.
     function = _CompiledBlock.function_name(name, dtype)
@@ -386,10 +409,10 @@ def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
     info = program.info
     if (skip is not None) != ("skip" in info.inputs):
         raise TypeError(
-            f"{info.name}: " + ("the connection reads a second input, "
+            f"{info.name}: " + ("the block takes a second input, "
                                 "block(x, skip)" if skip is None else
-                                "the block takes one input x (its "
-                                "connection reads x, not a skip input)"))
+                                "the block takes one input x (nothing in "
+                                "it reads a skip input)"))
     if skip is not None and skip.shape != x.shape:
         raise ValueError(f"{info.name}: skip has the output's shape "
                          f"{tuple(x.shape)}, got {tuple(skip.shape)}")
@@ -431,7 +454,9 @@ class Block(StatefulModule):
     through them) and its running ones in eval, applied in the kernel as a
     per-channel scale and shift. `post` is None or a `Residual`; with
     `Residual(op, skip=True)` the block takes a second input,
-    `block(x, skip)`. Calling the block with x `[T, N...]` (`[T, B, C, ...]`
+    `block(x, skip)`; with `add_skip=True` it takes one too, added to the
+    pre-op's output before the neuron: `post(neuron(pre(x) + skip), x)`
+    (Spiking-ResNet's `sn2(bn2(x) + identity)`). Calling the block with x `[T, N...]` (`[T, B, C, ...]`
     for a per-channel pre-op) of one of `storage_types` ("f32", "f16",
     "bf16"; default f32 only: each is compiled), on the CPU or a GPU,
     returns the output sequence, or with `readout="sum"` its sum over time
@@ -448,7 +473,7 @@ class Block(StatefulModule):
 
     def __init__(self, neuron, pre=None, post: Optional[Residual] = None,
                  readout=None, name: str = "block", storage_types=("f32",),
-                 targets=None):
+                 targets=None, add_skip: bool = False):
         super().__init__()
         if readout is not None and readout not in _READOUTS:
             raise ValueError(f"readout is None or 'sum' (the output's sum "
@@ -459,6 +484,12 @@ class Block(StatefulModule):
         if post is not None and not isinstance(post, Residual):
             raise TypeError(f"post is None or flexsn.torch.Residual, got "
                             f"{type(post).__name__}")
+        if not isinstance(add_skip, bool):
+            raise TypeError(f"add_skip is a bool, got {add_skip!r}")
+        if add_skip and post is not None and post.skip:
+            raise ValueError("a Block has one skip input: add_skip=True "
+                             "adds it before the neuron, so post reads x "
+                             "(Residual(op, skip=False))")
         info = check_block_neuron(neuron)
         if not name.isidentifier():
             raise ValueError(f"name is an identifier, got {name!r}")
@@ -471,7 +502,8 @@ class Block(StatefulModule):
                              "over time is kept in float32")
         self.neuron, self.pre, self.post = neuron, pre, post
         self.readout = readout
-        self.shape = BlockShape.of(pre, post, readout)
+        self.add_skip = add_skip
+        self.shape = BlockShape.of(pre, post, readout, add_skip)
         self.name, self.targets = name, targets
         self.storage_types = storage_types
         if isinstance(pre, Affine):
@@ -516,7 +548,8 @@ class Block(StatefulModule):
     def extra_repr(self) -> str:
         pre = None if isinstance(self.pre, nn.Module) else self.pre
         return (f"name={self.name}, pre={pre}, post={self.post}, "
-                f"readout={self.readout!r}")
+                f"readout={self.readout!r}" +
+                (", add_skip=True" if self.add_skip else ""))
 
     def forward(self, x: torch.Tensor,
                 skip: Optional[torch.Tensor] = None) -> torch.Tensor:

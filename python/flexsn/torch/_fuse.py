@@ -4,7 +4,8 @@ connection -> readout of an unmodified model, run as fused Blocks.
 The model is traced with torch.fx, every module without children (and every
 FlexSN neuron) kept as one call. In the graph, a chain is
 
-    bn(x) -> neuron -> [s + o | s * o | (1 - s) * o] -> [.mean(0) | .sum(0)]
+    bn(x) -> [+ p] -> neuron -> [s + o | s * o | (1 - s) * o]
+          -> [.mean(0) | .sum(0)]
 
 where bn is a multi-step batch norm (a `_BatchNorm` whose `step_mode` is
 "m", as SpikingJelly's layer.BatchNorm1d/2d/3d are: `[T, B, C, ...]`
@@ -13,8 +14,10 @@ neuron through reshapes only (`.unflatten(0, (T, B))`, `.view(T, B,
 ...)`: checked at each call), the neuron a FlexSN neuron of one input and
 one output in
 multi-step mode, each link the only user of the one before, and o any
-other tensor (SEW-ResNet's identity or downsampled identity, a residual).
-Each chain becomes one call of `fused_block(bn, neuron, x, o, ...)`, which
+other tensor (SEW-ResNet's identity or downsampled identity, a residual),
+p one too (Spiking-ResNet's identity, added before the neuron; a chain
+has p or o, not both). Each chain becomes one call of `fused_block(bn,
+neuron, x, o, ..., added=p)`, which
 reads the two modules where the model keeps them: the returned model has
 the same modules, parameters, buffers and state_dict keys, and its
 neurons keep their states (`reset()`, SpikingJelly's `reset_net`).
@@ -414,6 +417,28 @@ def _connection(s: fx.Node):
     return ("iand", o, [user, mul]) if o is not None else None
 
 
+def _is_in_place_add(node: fx.Node) -> bool:
+    return (node.op == "call_function" and node.target is operator.iadd) \
+        or (node.op == "call_method" and node.target == "add_")
+
+
+def _added(node: fx.Node, value: fx.Node) -> Optional[fx.Node]:
+    """The other operand p when `node` is `value + p` (or `p + value`) of
+    two tensors, the sum a new tensor or `value` itself (`value += p`,
+    `value.add_(p)`: value, a batch norm's output, has no other reader);
+    else None."""
+    if node is None or node.kwargs or len(node.args) != 2:
+        return None
+    in_place = _is_in_place_add(node)
+    if not (in_place or _is_call(node, (operator.add, torch.add), "add")):
+        return None
+    a, b = node.args
+    other = b if a is value else None if in_place else \
+        a if b is value else None
+    return other if isinstance(other, fx.Node) and other is not value \
+        else None
+
+
 def _readout(y: fx.Node):
     """("sum" or "mean", node) when y's only user is its sum or mean over
     dim 0 (time); else None."""
@@ -480,14 +505,18 @@ def _what_instead(root: nn.Module, node: Optional[fx.Node]) -> str:
         return " (it has several users)"
     if node.op == "call_module":
         return f" (it goes to a {type(_module(root, node)).__name__})"
+    if node.target is fused_block:
+        return (" (it is the second input of a fused chain: "
+                f"{_described('', node)}'s)")
     if node.op in ("call_function", "call_method"):
         name = getattr(node.target, "__name__", node.target)
         after = _only_user(node)
-        if (name in ("add", "iadd") or node.target in _ADDS) and \
+        if (name in ("add", "iadd", "add_") or node.target in _ADDS) and \
                 after is not None and \
                 isinstance(_module(root, after), FlexSN):
-            return (" (it is added to another tensor before the neuron: "
-                    "a pre-neuron residual add is not a block shape)")
+            return (" (it is added to something other than one tensor "
+                    "before the neuron: a block adds a tensor of its "
+                    "shape, without alpha, to the batch norm's output)")
         return f" (it goes to {name})"
     return ""
 
@@ -531,11 +560,16 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
         bn = _module(root, bn_node)
         flat = getattr(bn, "step_mode", None) != "m"
         reshapes = _reshapes(bn_node)
-        sn_node = _only_user(reshapes[-1] if reshapes else bn_node)
+        last = reshapes[-1] if reshapes else bn_node
+        sn_node = _only_user(last)
+        # Spiking-ResNet's bn(x) + identity before the neuron.
+        added = _added(sn_node, last)
+        adds = [sn_node] if added is not None else []
+        if adds:
+            last, sn_node = sn_node, _only_user(sn_node)
         neuron = _module(root, sn_node) if sn_node is not None else None
         if not isinstance(neuron, FlexSN) or len(bn_node.args) != 1 or \
-                sn_node.args != ((reshapes or [bn_node])[-1],) or \
-                sn_node.kwargs:
+                sn_node.args != (last,) or sn_node.kwargs:
             report.append(f"{where}: not fused, its output is not the only "
                           f"input of a FlexSN neuron" +
                           _what_instead(root, sn_node))
@@ -549,9 +583,10 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
             report.append(f"{where} -> {prefix}{sn_node.target}: not fused, "
                           f"{why}")
             continue
-        chain = [bn_node, *reshapes, sn_node]
+        chain = [bn_node, *reshapes, *adds, sn_node]
         connection, operand = "none", None
-        found = _connection(sn_node)
+        # A block has one skip input: the added one, or the connection's.
+        found = None if adds else _connection(sn_node)
         if found:
             connection, operand, nodes = found
             chain += nodes
@@ -564,7 +599,7 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
         # changed in place in between would be read changed.
         shared = {bn_node.target, sn_node.target}
         if _moved_past(root, chain, shared):
-            chain = chain[:2 + len(reshapes)]
+            chain = chain[:2 + len(reshapes) + len(adds)]
             connection, operand, readout = "none", None, None
             why = _moved_past(root, chain, shared)
             if why:
@@ -582,23 +617,38 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
             kwargs = {"connection": connection, "readout": readout or "none"}
             if reshapes:
                 kwargs["flat"] = flat_x
+            if adds:
+                kwargs["added"] = added
+                kwargs["add_in_place"] = _is_in_place_add(adds[0])
             args = (graph.get_attr(bn_node.target),
                     graph.get_attr(sn_node.target), x, operand)
             call = graph.call_function(fused_block, args, kwargs)
         last.replace_all_uses_with(call)
         for node in reversed(chain):
             graph.erase_node(node)
-        parts = [where + (" (over [T*B, ...])" if reshapes else ""),
-                 f"{prefix}{sn_node.target}"]
+        parts = [where + (" (over [T*B, ...])" if reshapes else "")]
+        if adds:
+            parts.append(f"+ {_described(prefix, added)}")
+        parts.append(f"{prefix}{sn_node.target}")
         if connection != "none":
-            parts.append(f"{connection} with {operand.name}")
+            parts.append(f"{connection} with {_described(prefix, operand)}")
         if readout:
             parts.append(f"{readout} over T")
         report.append("fused: " + " -> ".join(parts))
         blocks.append((neuron, _shape(connection, operand is not None,
-                                      readout or "none")))
+                                      readout or "none", adds=bool(adds))))
         fused = True
     return fused
+
+
+def _described(prefix: str, node: fx.Node) -> str:
+    """A chain's second input as the report names it: the module or the
+    fused chain's neuron it comes from, else its graph node."""
+    if node.op == "call_module":
+        return f"{prefix}{node.target}"
+    if node.target is fused_block and node.args[1].op == "get_attr":
+        return f"{prefix}{node.args[1].target}"
+    return node.name
 
 
 def _moved_past(root: nn.Module, chain: List[fx.Node],
@@ -662,12 +712,15 @@ _PROGRAMS = {}
 
 @functools.lru_cache(maxsize=None)
 def _shape(connection: str, skip: bool, readout: str,
-           normalized_apart: bool = False) -> BlockShape:
+           normalized_apart: bool = False, adds: bool = False) -> BlockShape:
     """The block of a fused chain: the batch norm as a channel affine (or
-    nothing, when it runs apart), the connection with its skip operand, a
-    mean as a sum (then divided). Memoized: every call of a chain asks."""
-    return BlockShape("none" if normalized_apart else "channel_affine",
-                      connection, "skip" if skip else "input",
+    nothing, when it runs apart), plus the added tensor (`adds`), the
+    connection with its skip operand, a mean as a sum (then divided).
+    Memoized: every call of a chain asks."""
+    pre = "none" if normalized_apart else "channel_affine"
+    if adds:
+        pre = "add" if normalized_apart else pre + "_add"
+    return BlockShape(pre, connection, "skip" if skip else "input",
                       "none" if readout == "none" else "sum")
 
 
@@ -718,8 +771,11 @@ def _program(neuron, shape: BlockShape, dtype: str):
 def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
                 operand: Optional[torch.Tensor] = None, *,
                 connection: str = "none", readout: str = "none",
-                flat: Optional[torch.Tensor] = None):
-    """`readout(connection(neuron(bn(x)), operand))` as one Block call,
+                flat: Optional[torch.Tensor] = None,
+                added: Optional[torch.Tensor] = None,
+                add_in_place: bool = False):
+    """`readout(connection(neuron(bn(x) [+ added]), operand))` as one Block
+    call,
     with bn's and the neuron's parameters, statistics and states (bn
     apart, then the rest as one Block, where `_normalizes_apart` says);
     the same modules called one by one when an input does not suit the
@@ -727,7 +783,9 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
     a mode changed since `fuse`, an empty batch). `flat`: bn is a
     single-step batch norm whose input is `flat` [T*B, C, ...]; x is
     `flat` reshaped to [T, B, C, ...] as bn's output was, which the block
-    normalizes alike (the same statistics over T*B and the rest)."""
+    normalizes alike (the same statistics over T*B and the rest).
+    `add_in_place`: the model adds `added` in place (`y += p`: y keeps
+    its dtype), which the modules one by one do too."""
     dtype = DTYPES.get(x.dtype)
     mean = readout == "mean"
     # Under torch.compile the modules one by one: the neuron's step is then
@@ -739,21 +797,30 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
         and (flat is None or _splits_time(flat, x))
         and _why_not(bn, neuron, flat is not None) is None
         and (readout == "none" or dtype == "f32")
-        and (operand is None or (isinstance(operand, torch.Tensor)
-                                 and operand.shape == x.shape
-                                 and operand.dtype == x.dtype
-                                 and operand.device == x.device)))
+        and _like(operand, x) and _like(added, x))
     if not fits:
-        return _unfused(bn, neuron, x, operand, connection, readout, flat)
+        return _unfused(bn, neuron, x, operand, connection, readout, flat,
+                        added, add_in_place)
     if _normalizes_apart(bn, x):
         return _neuron_block(bn, neuron, x, operand, connection, readout,
-                             dtype, flat)
+                             dtype, flat, added)
     program = _program(neuron, _shape(connection, operand is not None,
-                                      readout), dtype)
+                                      readout, adds=added is not None),
+                       dtype)
     x, scale, shift = batch_norm_affine(bn, x)
-    y = run_block(program, neuron, bn, x, operand, scale, shift,
+    skip = operand if added is None else added
+    y = run_block(program, neuron, bn, x, skip, scale, shift,
                   neuron.states, neuron._assigned)
     return y / x.shape[0] if mean else y
+
+
+def _like(tensor: Optional[torch.Tensor], x: torch.Tensor) -> bool:
+    """Whether a block's second input may be `tensor`: none, or a tensor
+    of x's shape, dtype and device (not broadcast, not promoted)."""
+    return tensor is None or (isinstance(tensor, torch.Tensor)
+                              and tensor.shape == x.shape
+                              and tensor.dtype == x.dtype
+                              and tensor.device == x.device)
 
 
 def _normalizes_apart(bn: nn.Module, x: torch.Tensor) -> bool:
@@ -782,20 +849,26 @@ def _normalized(bn, x, flat):
 
 
 def _neuron_block(bn, neuron, x, operand, connection, readout, dtype,
-                  flat=None):
-    """bn(x), then the neuron, the connection and the readout as one
-    Block (or the neuron alone when there is neither)."""
+                  flat=None, added=None):
+    """bn(x), then the addition, the neuron, the connection and the
+    readout as one Block (or the neuron alone when there is none)."""
     y = _normalized(bn, x, flat)
-    if connection == "none" and readout == "none":
+    if connection == "none" and readout == "none" and added is None:
         return neuron(y)
-    shape = _shape(connection, operand is not None, readout, True)
-    y = run_block(_program(neuron, shape, dtype), neuron, None, y, operand,
-                  None, None, neuron.states, neuron._assigned)
+    shape = _shape(connection, operand is not None, readout, True,
+                   added is not None)
+    y = run_block(_program(neuron, shape, dtype), neuron, None, y,
+                  operand if added is None else added, None, None,
+                  neuron.states, neuron._assigned)
     return y / x.shape[0] if readout == "mean" else y
 
 
-def _unfused(bn, neuron, x, operand, connection, readout, flat=None):
-    s = neuron(_normalized(bn, x, flat))
+def _unfused(bn, neuron, x, operand, connection, readout, flat=None,
+             added=None, add_in_place=False):
+    y = _normalized(bn, x, flat)
+    if added is not None:
+        y = y.add_(added) if add_in_place else y + added
+    s = neuron(y)
     if connection == "add":
         s = s + operand
     elif connection == "and":

@@ -73,7 +73,7 @@ flexsn.block @b neuron(@if) pre(none) connection(none) readout(none) storage(f32
 
 // -----
 
-// expected-error@+2 {{expected one of [none, affine, channel_affine] for the op a block applies to its input before the neuron, got: batch_norm}}
+// expected-error@+2 {{expected one of [none, affine, channel_affine, add, affine_add, channel_affine_add] for the op a block applies to its input before the neuron, got: batch_norm}}
 // expected-error@+1 {{invalid value for property pre}}
 flexsn.block @b neuron(@if) pre(batch_norm) connection(none) readout(none) storage(f32)
 
@@ -118,6 +118,16 @@ flexsn.neuron @if inputs(%x: f32) states(%v: f32) outputs(spike) {
 }
 // expected-error@+1 {{'flexsn.block' op has no connection to read its 'skip' input}}
 flexsn.block @b neuron(@if) pre(none) connection(none, skip) readout(none) storage(f32)
+
+// -----
+
+flexsn.neuron @if inputs(%x: f32) states(%v: f32) outputs(spike) {
+  %s = flexsn.spike %v surrogate(#flexsn.sigmoid) : f32
+  %h = arith.addf %v, %x : f32
+  flexsn.yield %s, %h : f32, f32
+}
+// expected-error@+1 {{'flexsn.block' op has one 'skip' input, which pre(channel_affine_add) adds before the neuron: its connection reads x, not skip}}
+flexsn.block @b neuron(@if) pre(channel_affine_add) connection(add, skip) readout(none) storage(f32)
 
 // -----
 

@@ -152,6 +152,22 @@ MutableOperandRange ApplyOp::getArgOperandsMutable() {
   return getOperandsMutable();
 }
 
+bool BlockOp::hasAffinePre() {
+  BlockPre pre = getPre();
+  return pre != BlockPre::None && pre != BlockPre::Add;
+}
+
+bool BlockOp::hasChannelPre() {
+  return getPre() == BlockPre::ChannelAffine ||
+         getPre() == BlockPre::ChannelAffineAdd;
+}
+
+bool BlockOp::preAddsSkip() {
+  BlockPre pre = getPre();
+  return pre == BlockPre::Add || pre == BlockPre::AffineAdd ||
+         pre == BlockPre::ChannelAffineAdd;
+}
+
 LogicalResult BlockOp::verify() {
   // Its kernels and host stubs are named after the block.
   if (std::optional<std::string> problem =
@@ -166,6 +182,12 @@ LogicalResult BlockOp::verify() {
     return emitOpError() << "has no connection to read its 'skip' input: "
                             "connection(none, skip) declares an input "
                             "nothing reads";
+  if (preAddsSkip() &&
+      getConnectionOperand() == BlockConnectionOperand::Skip)
+    return emitOpError() << "has one 'skip' input, which pre("
+                         << stringifyBlockPre(getPre())
+                         << ") adds before the neuron: its connection reads "
+                            "x, not skip";
   return success();
 }
 

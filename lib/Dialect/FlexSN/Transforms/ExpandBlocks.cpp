@@ -56,9 +56,10 @@ public:
   BlockExpander(BlockOp block, NeuronOp neuron)
       : block(block), neuron(neuron), b(block), loc(block.getLoc()) {
     MLIRContext *ctx = block.getContext();
-    channels = block.getPre() == BlockPre::ChannelAffine;
-    affine = block.getPre() != BlockPre::None;
-    skip = block.getConnectionOperand() == BlockConnectionOperand::Skip;
+    channels = block.hasChannelPre();
+    affine = block.hasAffinePre();
+    preAdd = block.preAddsSkip();
+    skip = block.hasSkipInput();
     rank = channels ? 4 : 2;
     f32 = b.getF32Type();
     storage = getStorageElementType(ctx, block.getStorage());
@@ -71,7 +72,8 @@ public:
 
 private:
   func::FuncOp createFunction();
-  Value buildPre(Value x, Value scale, Value shift);
+  /// `x·scale + shift` (or x) in f32, plus `added` where it is not null.
+  Value buildPre(Value x, Value scale, Value shift, Value added);
   /// `connection(s, operand)`: operand is the block's input or `skip`.
   Value buildConnection(Value s, Value operand);
   Value buildReadout(Value sequence);
@@ -86,7 +88,7 @@ private:
   NeuronOp neuron;
   OpBuilder b;
   Location loc;
-  bool channels, affine, skip;
+  bool channels, affine, preAdd, skip;
   int64_t rank;
   Type f32, storage;
   RankedTensorType seq, seq32, state;
@@ -136,17 +138,35 @@ func::FuncOp BlockExpander::createFunction() {
   return function;
 }
 
-Value BlockExpander::buildPre(Value x, Value scale, Value shift) {
+Value BlockExpander::buildPre(Value x, Value scale, Value shift,
+                              Value added) {
   MLIRContext *ctx = b.getContext();
   AffineMap param = channels ? AffineMap::get(rank, 0, b.getAffineDimExpr(2))
                              : AffineMap::get(rank, 0, ctx);
+  SmallVector<Value> inputs = {x};
+  SmallVector<AffineMap> maps = {identity};
+  if (affine) {
+    inputs.append({scale, shift});
+    maps.append({param, param});
+  }
+  if (added) {
+    inputs.push_back(added);
+    maps.push_back(identity);
+  }
+  maps.push_back(identity);
   Value empty = tensor::EmptyOp::create(b, loc, dims, f32);
   auto pre = linalg::GenericOp::create(
-      b, loc, TypeRange{seq32}, ValueRange{x, scale, shift}, ValueRange{empty},
-      ArrayRef<AffineMap>{identity, param, param, identity}, parallel,
+      b, loc, TypeRange{seq32}, inputs, ValueRange{empty}, maps, parallel,
       [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value m = arith::MulFOp::create(nb, l, toF32(nb, l, args[0]), args[1]);
-        Value r = arith::AddFOp::create(nb, l, m, args[2]);
+        Value r = toF32(nb, l, args[0]);
+        if (affine) {
+          r = arith::MulFOp::create(nb, l, r, args[1]);
+          r = arith::AddFOp::create(nb, l, r, args[2]);
+        }
+        // The batch norm's output plus the skip input, in that order.
+        if (added)
+          r = arith::AddFOp::create(nb, l, r,
+                                    toF32(nb, l, args[affine ? 3 : 1]));
         linalg::YieldOp::create(nb, l, r);
       });
   return pre.getResult(0);
@@ -214,9 +234,12 @@ func::FuncOp BlockExpander::build() {
     dims.push_back(tensor::DimOp::create(b, loc, x, i).getResult());
   unsigned firstPre = skip ? 2 : 1;
   unsigned firstParam = firstPre + (affine ? 2 : 0);
-  Value source = affine ? buildPre(x, entry->getArgument(firstPre),
-                                   entry->getArgument(firstPre + 1))
-                        : x;
+  Value skipInput = skip ? entry->getArgument(1) : Value();
+  Value source = x;
+  if (affine || preAdd)
+    source = buildPre(x, affine ? entry->getArgument(firstPre) : Value(),
+                      affine ? entry->getArgument(firstPre + 1) : Value(),
+                      preAdd ? skipInput : Value());
 
   // The neuron's output: the block's, or f32 for the ops after it.
   bool readout = block.getReadout() == BlockReadout::Sum;
@@ -243,7 +266,7 @@ func::FuncOp BlockExpander::build() {
 
   Value result = scan.getResult(0);
   if (connected)
-    result = buildConnection(result, skip ? entry->getArgument(1) : x);
+    result = buildConnection(result, preAdd || !skip ? x : skipInput);
   if (readout)
     result = buildReadout(result);
   SmallVector<Value> returned = {result};

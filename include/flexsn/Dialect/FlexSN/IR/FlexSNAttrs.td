@@ -483,7 +483,10 @@ def FlexSN_BlockPre : I32EnumAttr<"BlockPre",
     "the op a block applies to its input before the neuron", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Affine", 1, "affine">,
-    I32EnumAttrCase<"ChannelAffine", 2, "channel_affine">
+    I32EnumAttrCase<"ChannelAffine", 2, "channel_affine">,
+    I32EnumAttrCase<"Add", 3, "add">,
+    I32EnumAttrCase<"AffineAdd", 4, "affine_add">,
+    I32EnumAttrCase<"ChannelAffineAdd", 5, "channel_affine_add">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
@@ -492,7 +495,10 @@ def FlexSN_BlockPre : I32EnumAttr<"BlockPre",
     * `affine`: `x·scale + shift`, with trainable scalars `scale` and `shift`
       (batch norm's apply step, folded to one scale and shift);
     * `channel_affine`: the same with `[C]` values, one per channel: the
-      block's sequences are then `[T, B, C, S]`.
+      block's sequences are then `[T, B, C, S]`;
+    * `add`, `affine_add`, `channel_affine_add`: `none`, `affine` or
+      `channel_affine`, plus a second input `skip` of x's shape
+      (Spiking-ResNet's `bn(x) + identity` before its neuron).
   }];
 }
 

@@ -485,14 +485,16 @@ def FlexSN_BlockOp : FlexSN_Op<"block", [
     Declares a spiking block over sequences: `connection(neuron(pre(x)), o)`,
     where the operand o is the block's input x or, with `connection(op,
     skip)`, a second input `skip`; then a readout over time, stored as
-    `storage`. `flexsn-expand-blocks`
+    `storage`. A pre-op ending in `_add` (or `add`) adds the second input
+    `skip` before the neuron instead: `neuron(pre(x) + skip)`, a block's
+    one `skip` read by the pre-op or the connection, not both. `flexsn-expand-blocks`
     writes it as a `func.func` marked `flexsn.block` on tensors (linalg ops
     around a `flexsn.scan` of the neuron), which fusion makes one scan and
     `flexsn-generate-block-kernels` compiles into kernels with a neuron
     kernel's interface. The Python layer sends this declaration, not IR.
 
-    The block function takes the input `x`, then `skip` if the connection
-    reads it, then `scale` and `shift` with
+    The block function takes the input `x`, then `skip` if the pre-op or
+    the connection reads it, then `scale` and `shift` with
     an affine pre-op, then the neuron's runtime parameters (scalars), and
     returns the output (`y` with a connection, the neuron's output name
     without, `readout` with a readout) and the neuron's final states.
@@ -502,6 +504,8 @@ def FlexSN_BlockOp : FlexSN_Op<"block", [
         connection(add) readout(none) storage(f16)
     flexsn.block @sew_iand neuron(@lif) pre(channel_affine)
         connection(iand, skip) readout(none) storage(f32)
+    flexsn.block @resnet_add neuron(@lif) pre(channel_affine_add)
+        connection(none) readout(none) storage(f32)
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
@@ -513,6 +517,19 @@ def FlexSN_BlockOp : FlexSN_Op<"block", [
                        EnumProp<FlexSN_BlockReadout>:$readout,
                        EnumProp<FlexSN_StorageType>:$storage);
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the pre-op scales and shifts x (by scalars or per channel).
+    bool hasAffinePre();
+    /// Whether the pre-op's scale and shift are `[C]`, one per channel.
+    bool hasChannelPre();
+    /// Whether the pre-op adds the second input `skip`.
+    bool preAddsSkip();
+    /// Whether the block takes the second input `skip`.
+    bool hasSkipInput() {
+      return preAddsSkip() ||
+             getConnectionOperand() == BlockConnectionOperand::Skip;
+    }
+  }];
   let assemblyFormat = [{
     $sym_name `neuron` `(` $neuron `)` `pre` `(` $pre `)`
     `connection` `(` $connection (`,` $connection_operand^)? `)` `readout` `(` $readout `)`
