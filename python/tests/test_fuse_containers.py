@@ -350,8 +350,8 @@ def test_adds_a_block_cannot_take_run_unfused():
     with contextlib.redirect_stdout(out):
         fuse(AddedTwice(), verbose=True)
     lines = out.getvalue().splitlines()
-    assert len(lines) == 3 and not [l for l in lines if "fused:" in l]
-    assert all("a block adds a tensor of its shape" in l for l in lines[:2])
+    assert len(lines) == 3 and not [x for x in lines if "fused:" in x]
+    assert all("a block adds a tensor of its shape" in x for x in lines[:2])
     compare(AddedTwice, images((3, 2, 2, 4, 4)),
             Case("cpu", "row_major", "f32", SWITCHING)).check()
 

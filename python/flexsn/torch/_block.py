@@ -12,10 +12,10 @@ pre-op, a scan of the neuron, a linalg op for the post-op); fusion makes it
 one scan, compiled to an inference, a forward and a backward kernel. Those
 kernels have a neuron kernel's interface, so the block runs through the same
 autograd Function and custom op as a neuron (`_function.scan`), with the
-block in the neuron's place: the input `x` (and `skip`, the second input
-the pre-op adds or the connection reads, when it has one), the neuron's states (and, with
-`readout="sum"`, a state holding the sum), one output (none with the
-readout), and the parameters `scale` and `shift` (per channel or scalar)
+block in the neuron's place: the input `x` (and `skip`, the second
+input the pre-op adds or the connection reads, when it has one), the
+neuron's states (and, with `readout="sum"`, a state holding the sum), one
+output (none with the readout), and the parameters `scale` and `shift` (per channel or scalar)
 beside the neuron's own runtime parameters.
 
 A batch norm is the pre-op `x·scale + shift` with `scale` and `shift`
@@ -456,8 +456,8 @@ class Block(StatefulModule):
     `Residual(op, skip=True)` the block takes a second input,
     `block(x, skip)`; with `add_skip=True` it takes one too, added to the
     pre-op's output before the neuron: `post(neuron(pre(x) + skip), x)`
-    (Spiking-ResNet's `sn2(bn2(x) + identity)`). Calling the block with x `[T, N...]` (`[T, B, C, ...]`
-    for a per-channel pre-op) of one of `storage_types` ("f32", "f16",
+    (Spiking-ResNet's `sn2(bn2(x) + identity)`). Calling the block with x
+    `[T, N...]` (`[T, B, C, ...]` for a per-channel pre-op) of one of `storage_types` ("f32", "f16",
     "bf16"; default f32 only: each is compiled), on the CPU or a GPU,
     returns the output sequence, or with `readout="sum"` its sum over time
     per neuron (`[N...]`: a spike count for post=None; the sequence itself
