@@ -308,7 +308,7 @@ def svg(rows):
            'font-family="sans-serif" font-size="11">' % (width,
                                                          top + height + 120),
            '<text x="%d" y="18" font-size="13">Training step speedup over '
-           'torch.compile of SpikingJelly (T = %d, 224x224, f32)</text>'
+           'torch.compile of SpikingJelly (T = %d, 224x224)</text>'
            % (left, T)]
     for ratio in (0.0, 0.5, 1.0, 1.5, 2.0):
         out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s"/>'
@@ -330,9 +330,10 @@ def svg(rows):
                        % (x + j * bar, y(r), bar - 1, top + height - y(r),
                           color, x + j * bar + bar / 2, y(r) - 3, r))
         out.append('<text transform="translate(%d,%d) rotate(35)">%s %s '
-                   'B=%d</text>' % (x + 2, top + height + 12, group[0],
-                                    "row-major" if group[2] == "contiguous"
-                                    else "channels-last", group[3]))
+                   '%s B=%d</text>' % (x + 2, top + height + 12, group[0],
+                                       group[1], "row-major"
+                                       if group[2] == "contiguous"
+                                       else "channels-last", group[3]))
     for j, (variant, color) in enumerate(PLOTTED):
         out.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/>'
                    '<text x="%d" y="%d">%s</text>'
