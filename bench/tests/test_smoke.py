@@ -362,4 +362,4 @@ def test_zoo_plot(tmp_path):
     text = (tmp_path / "zoo.svg").read_text()
     xml.dom.minidom.parseString(text)
     assert ">1.50<" in text and ">2.00<" in text
-    assert ">m row-major B=4<" in text
+    assert ">m f32 row-major B=4<" in text

@@ -132,6 +132,16 @@ def test_block_equals_unfused_modules(device):
     torch.testing.assert_close(block.shift.grad, b.grad, rtol=1e-5, atol=1e-4)
 
 
+def backward_with_skip(block, x, skip, gen):
+    """(y, grad): y = block(x, skip), backpropagated from a random grad."""
+    x.requires_grad_()
+    skip.requires_grad_()
+    y = block(x, skip)
+    grad = torch.randn(y.shape, generator=gen).to(y.device)
+    y.backward(grad)
+    return y, grad
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", ["add", "and", "iand"])
 def test_skip_input_against_formulas(device, op):
@@ -147,11 +157,7 @@ def test_skip_input_against_formulas(device, op):
     with torch.no_grad():
         block.scale.copy_(scale)
         block.shift.copy_(shift)
-    x.requires_grad_()
-    skip.requires_grad_()
-    y = block(x, skip)
-    grad = torch.randn(y.shape, generator=gen).to(device)
-    y.backward(grad)
+    y, grad = backward_with_skip(block, x, skip, gen)
 
     xd, sd, a, b = (t.detach().double().requires_grad_()
                     for t in (x, skip, scale, shift))
@@ -198,11 +204,7 @@ def test_added_input_against_formulas(device, pre, post):
         with torch.no_grad():
             block.scale.copy_(scale)
             block.shift.copy_(shift)
-    x.requires_grad_()
-    skip.requires_grad_()
-    y = block(x, skip)
-    grad = torch.randn(y.shape, generator=gen).to(device)
-    y.backward(grad)
+    y, grad = backward_with_skip(block, x, skip, gen)
 
     xd, sd = (t.detach().double().requires_grad_() for t in (x, skip))
     view = (1, 1, C, 1)
