@@ -15,8 +15,8 @@ autograd Function and custom op as a neuron (`_function.scan`), with the
 block in the neuron's place: the input `x` (and `skip`, the second
 input the pre-op adds or the connection reads, when it has one), the
 neuron's states (and, with `readout="sum"`, a state holding the sum), one
-output (none with the readout), and the parameters `scale` and `shift` (per channel or scalar)
-beside the neuron's own runtime parameters.
+output (none with the readout), and the parameters `scale` and `shift`
+(per channel or scalar) beside the neuron's own runtime parameters.
 
 A batch norm is the pre-op `x·scale + shift` with `scale` and `shift`
 computed at each call from its statistics (`batch_norm_affine`): the
@@ -457,8 +457,9 @@ class Block(StatefulModule):
     `block(x, skip)`; with `add_skip=True` it takes one too, added to the
     pre-op's output before the neuron: `post(neuron(pre(x) + skip), x)`
     (Spiking-ResNet's `sn2(bn2(x) + identity)`). Calling the block with x
-    `[T, N...]` (`[T, B, C, ...]` for a per-channel pre-op) of one of `storage_types` ("f32", "f16",
-    "bf16"; default f32 only: each is compiled), on the CPU or a GPU,
+    `[T, N...]` (`[T, B, C, ...]` for a per-channel pre-op) of one of
+    `storage_types` ("f32", "f16", "bf16"; default f32 only: each is
+    compiled), on the CPU or a GPU,
     returns the output sequence, or with `readout="sum"` its sum over time
     per neuron (`[N...]`: a spike count for post=None; the sequence itself
     is then never stored), and keeps the neuron's final states for the

@@ -774,9 +774,9 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
                 flat: Optional[torch.Tensor] = None,
                 added: Optional[torch.Tensor] = None,
                 add_in_place: bool = False):
-    """`readout(connection(neuron(bn(x) [+ added]), operand))` as one Block
-    call,
-    with bn's and the neuron's parameters, statistics and states (bn
+    """`readout(connection(neuron(bn(x) [+ added]), operand))` as one
+    Block call, with bn's and the neuron's parameters, statistics and
+    states (bn
     apart, then the rest as one Block, where `_normalizes_apart` says);
     the same modules called one by one when an input does not suit the
     kernels (a broadcast or non-tensor operand, a dtype they do not store,

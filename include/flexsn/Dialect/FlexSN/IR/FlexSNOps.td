@@ -487,7 +487,8 @@ def FlexSN_BlockOp : FlexSN_Op<"block", [
     skip)`, a second input `skip`; then a readout over time, stored as
     `storage`. A pre-op ending in `_add` (or `add`) adds the second input
     `skip` before the neuron instead: `neuron(pre(x) + skip)`, a block's
-    one `skip` read by the pre-op or the connection, not both. `flexsn-expand-blocks`
+    one `skip` read by the pre-op or the connection, not both.
+    `flexsn-expand-blocks`
     writes it as a `func.func` marked `flexsn.block` on tensors (linalg ops
     around a `flexsn.scan` of the neuron), which fusion makes one scan and
     `flexsn-generate-block-kernels` compiles into kernels with a neuron
