@@ -32,8 +32,11 @@ AMP (float16 autocast), with the weights and input row-major
 Each row: the step's median time (CUDA events, after warm-up), the host's
 time per step (steps queued back to back), the first step's wall time
 (conversion, fusion and compiles included), the first loss, and the peak
-memory of a step (torch.cuda.max_memory_allocated from the model's build
-on: a CUDA graph's memory pool is made when it is captured).
+memory of the timed steps (torch.cuda.max_memory_allocated from the end of
+the first step on: the model, its optimizer's state, a CUDA graph's pool
+(made at its capture) and a step's activations; not the workspaces cuDNN
+tries while it picks its algorithms in a process's first step of a
+shape: 107 GiB in one Spikformer run).
 Compiled variants run last. Writes zoo_results.{json,md} to --out.
 """
 
@@ -189,8 +192,6 @@ def run_one(torch, timer, model, variant, precision, layout, batch_size,
     x, labels = batch(torch, layout, batch_size, resolution, device, gen)
     losses = []
     try:
-        if device == "cuda":  # the peak of the whole run: a CUDA graph's
-            torch.cuda.reset_peak_memory_stats()  # pool is made at capture
         t0 = time.perf_counter()
         net = build(torch, model, variant, layout, device, factory)
         keep, step = training_step(torch, net, variant, precision, x,
@@ -198,6 +199,7 @@ def run_one(torch, timer, model, variant, precision, layout, batch_size,
         step()
         if device == "cuda":
             torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()  # what the steps hold
         row["first_step_s"] = time.perf_counter() - t0
         row["first_loss"] = float(losses[0])
         ms, min_ms = timer.ms(step, reps=reps)[:2]

@@ -8,6 +8,7 @@ unfused, as a FlexSN neuron module between torch ops, whose forward the
 fused kernel must match bit for bit (same operations, same order).
 """
 
+import copy
 import itertools
 import re
 import subprocess
@@ -246,16 +247,36 @@ def batch_norm_ref(x, weight, bias, mean, var, eps):
             * weight.view(view) + bias.view(view))
 
 
+def autograd_nodes(y):
+    """The names of the autograd nodes behind y."""
+    seen, names, todo = set(), [], [y.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        names.append(node.name())
+        todo += [n for n, _ in node.next_functions]
+    return names
+
+
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("momentum", [0.1, None])
-def test_batch_norm_pre_in_training(device, momentum):
+@pytest.mark.parametrize("momentum,layout", [(0.1, "row_major"),
+                                             (None, "row_major"),
+                                             (0.1, "channels_last")])
+def test_batch_norm_pre_in_training(device, momentum, layout):
     """A batch norm in training as the pre-op: the batch statistics over
     T·B and the spatial dims, the running statistics and batch count
     updated as nn.BatchNorm2d updates them, and exact gradients through
-    the statistics to x, the weight and the bias (float64 autograd)."""
+    the statistics to x, the weight and the bias (float64 autograd). In
+    row-major the statistics' backward runs in the block's own autograd
+    node (one node, not two); a layout the scan converts gets a node of
+    its own for them, with the same results."""
     T, B, C, H, W = 4, 3, 5, 2, 3
     gen = torch.Generator().manual_seed(41)
     x = (torch.randn(T, B, C, H, W, generator=gen) * 2 + 0.3).to(device)
+    if layout == "channels_last":
+        x = x.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
     skip = torch.randn(T, B, C, H, W, generator=gen).to(device)
     bn = torch.nn.BatchNorm2d(C, momentum=momentum)
     twin = torch.nn.BatchNorm2d(C, momentum=momentum)
@@ -270,6 +291,9 @@ def test_batch_norm_pre_in_training(device, momentum):
     twin.to(device)
     x.requires_grad_()
     y = block(x, skip)
+    nodes = autograd_nodes(y)
+    assert ("_BatchNormAffineBackward" in nodes) == (layout != "row_major")
+    assert nodes.count("_ScanFunctionBackward") == 1
     grad = torch.randn(y.shape, generator=gen).to(device)
     y.backward(grad)
 
@@ -296,6 +320,56 @@ def test_batch_norm_pre_in_training(device, momentum):
                                atol=1e-3)
     torch.testing.assert_close(bn.bias.grad.double(), b.grad, rtol=1e-4,
                                atol=1e-3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("affine,track", [(False, True), (True, False),
+                                          (False, False)])
+@pytest.mark.parametrize("layout", ["row_major", "channels_last"])
+def test_batch_norm_pre_without_affine_or_running_stats(device, affine,
+                                                        track, layout):
+    """Batch norms without weight and bias, or without running statistics
+    (batch statistics in eval too), train as nn.BatchNorm2d followed by
+    the neuron: spikes, the gradient of x and (with affine) of the weight
+    and bias, and the running statistics."""
+    T, B, C, H, W = 3, 2, 4, 3, 2
+    gen = torch.Generator().manual_seed(47)
+    x = (torch.randn(T, B, C, H, W, generator=gen) * 2 + 0.3).to(device)
+    if layout == "channels_last":
+        x = x.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
+    bn = torch.nn.BatchNorm2d(C, affine=affine, track_running_stats=track)
+    twin = copy.deepcopy(bn).to(device)
+    if affine:
+        with torch.no_grad():
+            for m in (bn, twin):
+                m.weight.copy_(torch.linspace(0.5, 1.5, C))
+                m.bias.copy_(torch.linspace(-0.2, 0.4, C))
+    block = Block(LIFNode(step_mode="m", tau=2.0), pre=bn,
+                  name="bn_plain").to(device)
+    lif = LIFNode(step_mode="m", tau=2.0).to(device)
+    grad = torch.randn(x.shape, generator=gen).to(device)
+    for mode in ("train", "eval"):
+        block.train(mode == "train")
+        twin.train(mode == "train")
+        block.reset()
+        lif.reset()
+        xs = [x.detach().clone().requires_grad_() for _ in range(2)]
+        y = block(xs[0])
+        want = lif(twin(xs[1].flatten(0, 1)).view(x.shape))
+        (y * grad).sum().backward()
+        (want * grad).sum().backward()
+        # Spikes may differ where a membrane potential rounds across the
+        # threshold: a few, at most.
+        assert (y != want).float().mean() < 0.02
+        torch.testing.assert_close(xs[0].grad, xs[1].grad, rtol=1e-3,
+                                   atol=1e-3)
+    pairs = [(bn.weight.grad, twin.weight.grad),
+             (bn.bias.grad, twin.bias.grad)] if affine else []
+    if track:
+        pairs += [(bn.running_mean, twin.running_mean),
+                  (bn.running_var, twin.running_var)]
+    for got, ref in pairs:
+        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("device", DEVICES)

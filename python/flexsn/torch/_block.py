@@ -25,6 +25,7 @@ differentiated exactly, or the running ones in eval.
 """
 
 import dataclasses
+import functools
 from typing import List, Optional
 
 import torch
@@ -34,7 +35,7 @@ from .. import compiler
 from .._dialect import (BLOCK_CONNECTION_OPERANDS, BLOCK_CONNECTIONS,
                         BLOCK_PRES, BLOCK_READOUTS)
 from .._manifest import NeuronInfo, Param
-from ._function import Handle, scan
+from ._function import Handle, compiling, scan
 from ._kernels import DTYPES
 from ._state import StatefulModule, initial_states
 
@@ -234,102 +235,159 @@ def _block_program(text, kernels, info: NeuronInfo, shape: BlockShape,
                         Handle(_CompiledBlock(kernels, block_info)))
 
 
-class _BatchNormAffine(torch.autograd.Function):
-    """A training batch norm as `(x, scale, shift)` for a block reading
-    `x·scale + shift`: scale = weight·invstd and shift = bias - mean·scale,
-    float32 `[C]`, from the batch statistics of x `[T, B, C, ...]` (every
-    dimension but C), invstd = (var + eps)^-1/2; the running statistics
-    updated (`factor` the momentum) when they are given.
+def _batch_statistics(x, running_mean, running_var, factor, eps):
+    """(mean, invstd), float32 `[C]`, of x `[T, B, C, ...]` over every
+    dimension but C, invstd = (var + eps)^-1/2; the running statistics
+    updated (`factor` the momentum) when they are given. On CUDA,
+    PyTorch's own batch norm kernels (those of SyncBatchNorm) compute
+    them, in one read of x for any dense layout (channels-last
+    included)."""
+    n = x.numel() // x.shape[2]
+    if x.is_cuda:
+        flat = x.flatten(0, 1)  # [T·B, C, ...]: a view
+        mean, invstd = torch.batch_norm_stats(flat, eps)
+        mean, invstd = mean.float(), invstd.float()
+        if running_mean is not None:
+            # PyTorch's kernel updates statistics of the count's dtype:
+            # float32 copies of half ones (`.bfloat16()`), rounded once.
+            half = running_mean.dtype != torch.float32
+            stats = ((running_mean.float(), running_var.float()) if half
+                     else (running_mean, running_var))
+            torch.batch_norm_gather_stats_with_counts(
+                flat, mean[None], invstd[None], *stats, factor, eps,
+                _count(n, mean))
+            if half:
+                running_mean.copy_(stats[0])
+                running_var.copy_(stats[1])
+        return mean, invstd
+    dims = [d for d in range(x.dim()) if d != 2]
+    if x.dtype == torch.float32:
+        var, mean = torch.var_mean(x, dims, unbiased=False)
+    else:
+        # Half inputs: float32 sums of x and x².
+        mean = x.mean(dims, dtype=torch.float32)
+        square = torch.linalg.vector_norm(x, 2, dims, dtype=torch.float32)
+        var = (square.square_().div_(n) - mean.square()).clamp_(min=0)
+    if running_mean is not None:
+        # In float32, rounded once to the statistics' own dtype (bfloat16
+        # after `.bfloat16()`), as nn.BatchNorm does.
+        running_mean.copy_(running_mean.float().lerp_(mean, factor))
+        running_var.copy_(running_var.float().lerp_(
+            var * (n / max(n - 1, 1)), factor))
+    return mean, torch.rsqrt(var + eps)
 
-    x comes back as itself (a view), and the block reads that: the
-    gradient the block gives x (g·scale, g the gradient of the block's
-    pre-activation) and the one through the statistics meet in this
-    node's backward, one elementwise pass. On CUDA, PyTorch's own batch
-    norm kernels (those of SyncBatchNorm) compute the statistics and that
-    pass, in one read of x for any dense layout (channels-last included)."""
+
+def _batch_affine(weight, bias, mean, invstd):
+    """(scale, shift), float32 `[C]`: scale = weight·invstd and shift =
+    bias - mean·scale, as PyTorch's CPU kernel folds them."""
+    scale = invstd if weight is None else invstd * weight.float()
+    shift = torch.addcmul(
+        torch.zeros_like(mean) if bias is None else bias.float(),
+        mean, scale, value=-1)
+    return scale, shift
+
+
+def _batch_norm_backward(x, grad_y, grad_scale, grad_shift, mean, invstd,
+                         scale, needs_x: bool):
+    """(dx, d weight in float32) of a training batch norm read as
+    `x·scale + shift`, from grad_y, the gradient its reader gives x
+    (g·scale, g the gradient of the pre-activation), and those of scale
+    (Σ g·x per channel) and shift (Σ g: also the bias's gradient). One
+    elementwise pass over x: grad_y and the gradient through the
+    statistics meet there."""
+    n = x.numel() // x.shape[2]
+    # Σ g·(x - mean) per channel. Through scale = w·invstd, shift = b -
+    # mean·scale and the statistics:
+    # dx = grad_y - scale·Σg/n - (x - mean)·invstd²·scale·common/n.
+    common = torch.addcmul(grad_scale, mean, grad_shift, value=-1)
+    grad_weight = invstd * common
+    if not needs_x:
+        return None, grad_weight
+    if x.is_cuda:
+        # The kernel computes (dy - (x - mean)·invstd²·sum_dy_xmu/n -
+        # sum_dy/n)·invstd·weight: weight = 1/invstd.
+        grad_x = torch.batch_norm_backward_elemt(
+            grad_y.flatten(0, 1), x.flatten(0, 1), mean, invstd,
+            invstd.reciprocal(), scale * grad_shift, scale * common,
+            _count(n, mean, torch.int32)).view(x.shape)
+        return grad_x, grad_weight
+    slope = invstd.square().mul_(scale).mul_(common).mul_(-1.0 / n)
+    offset = torch.addcmul(scale * grad_shift, slope, mean,
+                           value=n).mul_(-1.0 / n)
+    view = (1, 1, -1) + (1,) * (x.dim() - 3)
+    # In float32: slope is ~1/n, below half precision's range.
+    grad_x = torch.addcmul(offset.view(view), x, slope.view(view)).add_(
+        grad_y)
+    return (grad_x if grad_x.dtype == x.dtype else grad_x.to(x.dtype),
+            grad_weight)
+
+
+class _BatchNormAffine(torch.autograd.Function):
+    """`(x, scale, shift)` of a training batch norm whose batch statistics
+    (mean, invstd) are given, differentiable through them: x comes back
+    as itself (a view), and the block reads that, so that the gradient
+    the block gives x and the one through the statistics meet in this
+    node's backward (_batch_norm_backward). BatchStatistics.attach: where
+    the scan does not take the statistics into its own node."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, running_mean, running_var, factor,
-                eps):
-        channels = x.shape[2]
-        n = x.numel() // channels
-        if x.is_cuda:
-            flat = x.flatten(0, 1)  # [T·B, C, ...]: a view
-            mean, invstd = torch.batch_norm_stats(flat, eps)
-            mean, invstd = mean.float(), invstd.float()
-            if running_mean is not None:
-                # PyTorch's kernel updates statistics of the count's dtype:
-                # float32 copies of half ones (`.bfloat16()`), rounded once.
-                half = running_mean.dtype != torch.float32
-                stats = ((running_mean.float(), running_var.float()) if half
-                         else (running_mean, running_var))
-                torch.batch_norm_gather_stats_with_counts(
-                    flat, mean[None], invstd[None], *stats, factor, eps,
-                    _count(n, mean))
-                if half:
-                    running_mean.copy_(stats[0])
-                    running_var.copy_(stats[1])
-        else:
-            dims = [d for d in range(x.dim()) if d != 2]
-            if x.dtype == torch.float32:
-                var, mean = torch.var_mean(x, dims, unbiased=False)
-            else:
-                # Half inputs: float32 sums of x and x².
-                mean = x.mean(dims, dtype=torch.float32)
-                square = torch.linalg.vector_norm(x, 2, dims,
-                                                  dtype=torch.float32)
-                var = (square.square_().div_(n) - mean.square()).clamp_(
-                    min=0)
-            invstd = torch.rsqrt(var + eps)
-            if running_mean is not None:
-                # In float32, rounded once to the statistics' own dtype
-                # (bfloat16 after `.bfloat16()`), as nn.BatchNorm does.
-                running_mean.copy_(running_mean.float().lerp_(mean, factor))
-                running_var.copy_(running_var.float().lerp_(
-                    var * (n / max(n - 1, 1)), factor))
-        scale = invstd if weight is None else invstd * weight.float()
-        shift = torch.addcmul(
-            torch.zeros_like(mean) if bias is None else bias.float(),
-            mean, scale, value=-1)
+    def forward(ctx, x, weight, bias, mean, invstd):
+        scale, shift = _batch_affine(weight, bias, mean, invstd)
         ctx.save_for_backward(x, mean, invstd, scale)
-        ctx.n, ctx.weight_dtype = n, None if weight is None else weight.dtype
+        ctx.weight_dtype = None if weight is None else weight.dtype
         return x.view_as(x), scale, shift
 
     @staticmethod
     def backward(ctx, grad_y, grad_scale, grad_shift):
         x, mean, invstd, scale = ctx.saved_tensors
-        n = ctx.n
-        # grad_shift = Σ g and grad_scale = Σ g·x per channel, so
-        # common = Σ g·(x - mean). Through scale = w·invstd, shift = b -
-        # mean·scale and the statistics:
-        # dx = grad_y - scale·Σg/n - (x - mean)·invstd²·scale·common/n.
-        common = torch.addcmul(grad_scale, mean, grad_shift, value=-1)
-        grad_weight = invstd * common
-        grad_x = None
-        if ctx.needs_input_grad[0]:
-            if x.is_cuda:
-                # The kernel computes (dy - (x - mean)·invstd²·sum_dy_xmu/n
-                # - sum_dy/n)·invstd·weight: weight = 1/invstd.
-                grad_x = torch.batch_norm_backward_elemt(
-                    grad_y.flatten(0, 1), x.flatten(0, 1), mean, invstd,
-                    invstd.reciprocal(), scale * grad_shift,
-                    scale * common, _count(n, mean, torch.int32)
-                ).view(x.shape)
-            else:
-                slope = invstd.square().mul_(scale).mul_(common).mul_(
-                    -1.0 / n)
-                offset = torch.addcmul(scale * grad_shift, slope, mean,
-                                       value=n).mul_(-1.0 / n)
-                view = (1, 1, -1) + (1,) * (x.dim() - 3)
-                # In float32: slope is ~1/n, below half precision's range.
-                grad_x = torch.addcmul(offset.view(view), x,
-                                       slope.view(view)).add_(grad_y)
-                if grad_x.dtype != x.dtype:
-                    grad_x = grad_x.to(x.dtype)
+        grad_x, grad_weight = _batch_norm_backward(
+            x, grad_y, grad_scale, grad_shift, mean, invstd, scale,
+            ctx.needs_input_grad[0])
         if ctx.weight_dtype is None:
-            return grad_x, None, None, None, None, None, None
+            return grad_x, None, None, None, None
         return (grad_x, grad_weight.to(ctx.weight_dtype),
-                grad_shift.to(ctx.weight_dtype), None, None, None, None)
+                grad_shift.to(ctx.weight_dtype), None, None)
+
+
+class BatchStatistics:
+    """A training batch norm's batch statistics (computed, and the running
+    ones updated, once per call) and its weight and bias (`tensors`, the
+    ones it has), for a block whose `scale` and `shift` (trainable
+    parameters `scale_index` and `shift_index` of its scan) were computed
+    from them without a graph: the scan differentiates them in its own
+    autograd node (`backward`, see _function._ScanFunction), or, where it
+    does not (`attach`), a node of their own."""
+
+    def __init__(self, mean, invstd, scale, weight, bias):
+        self.mean, self.invstd, self.scale = mean, invstd, scale
+        self.weight, self.bias = weight, bias
+        self.tensors = tuple(t for t in (weight, bias) if t is not None)
+        self.scale_index = self.shift_index = None
+
+    def attach(self, inputs, trainable):
+        """inputs and trainable with x, scale and shift differentiable
+        through the statistics."""
+        x, scale, shift = _attached(inputs[0], self.weight, self.bias,
+                                    self.mean, self.invstd)
+        trainable = list(trainable)
+        trainable[self.scale_index] = scale
+        trainable[self.shift_index] = shift
+        return [x] + list(inputs[1:]), trainable
+
+    def backward(self, x, grad_y, grad_params, needs_x: bool):
+        """(dx, gradients of `tensors`) from grad_y, the kernel's gradient
+        of x, and `grad_params`, its gradients of the trainable parameters
+        (those of scale and shift set to None here: they need none)."""
+        grad_scale = grad_params[self.scale_index]
+        grad_shift = grad_params[self.shift_index]
+        grad_params[self.scale_index] = grad_params[self.shift_index] = None
+        grad_x, grad_weight = _batch_norm_backward(
+            x, grad_y, grad_scale, grad_shift, self.mean, self.invstd,
+            self.scale, needs_x)
+        return grad_x, tuple(
+            g.to(t.dtype) for g, t in ((grad_weight, self.weight),
+                                       (grad_shift, self.bias))
+            if t is not None)
 
 
 _counts: dict = {}
@@ -351,22 +409,38 @@ def _count(n: int, like: torch.Tensor, dtype=None) -> torch.Tensor:
 def _eager_under_compile(function):
     """`function` run eagerly under torch.compile (a graph break): torch
     2.11's Inductor fails to compile its fusion of the statistics with the
-    running-statistics update (a Triton compile error)."""
+    running-statistics update (a Triton compile error). Outside
+    torch.compile `function` itself is called: the wrapper torch.compile
+    needs costs each eager call tens of microseconds of host time."""
     compiler = getattr(torch, "compiler", None)
     disable = getattr(compiler, "disable", None)
-    return disable(function) if disable is not None else function
+    if disable is None:
+        return function
+    disabled = disable(function)
+
+    @functools.wraps(function)
+    def call(*args):
+        return (disabled if compiling() else function)(*args)
+    return call
+
+
+@_eager_under_compile
+def _attached(x, weight, bias, mean, invstd):
+    return _BatchNormAffine.apply(x, weight, bias, mean, invstd)
 
 
 @_eager_under_compile
 def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
-    """(x, scale, shift), scale and shift float32 `[C]`, such that `x·scale
-    + shift` is what `bn` computes on x `[T, B, C, ...]` (over T·B samples,
-    as SpikingJelly's multi-step batch norms do), updating its running
-    statistics and batch count as nn.BatchNorm does: batch statistics in
-    training (or without running ones), the running ones in eval, folded
-    as PyTorch's CPU kernel folds them (`invstd·weight`, `bias -
-    mean·scale`). The block reads the x returned (in training, a view
-    whose gradient goes through the statistics)."""
+    """(scale, shift, statistics), scale and shift float32 `[C]`, such that
+    `x·scale + shift` is what `bn` computes on x `[T, B, C, ...]` (over
+    T·B samples, as SpikingJelly's multi-step batch norms do), updating
+    its running statistics and batch count as nn.BatchNorm does: batch
+    statistics in training (or without running ones), the running ones in
+    eval, folded as PyTorch's CPU kernel folds them (`invstd·weight`,
+    `bias - mean·scale`). With batch statistics, scale and shift have no
+    graph and `statistics` (a BatchStatistics) differentiates them, with
+    x, in the block's scan (run_block); else `statistics` is None and
+    they are differentiable as they are."""
     if x.dim() < 3 or x.shape[2] != bn.num_features:
         raise ValueError(
             f"{type(bn).__name__}({bn.num_features}) takes [T, B, C, ...] "
@@ -385,27 +459,33 @@ def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
         # No samples, no statistics: the running ones stay as they are (as
         # nn.BatchNorm leaves them), and nothing is normalized.
         ones = torch.ones(x.shape[2], dtype=torch.float32, device=x.device)
-        return x, ones, torch.zeros_like(ones)
+        return ones, torch.zeros_like(ones), None
     if batch_statistics:
         update = bn.training and bn.track_running_stats
-        return _BatchNormAffine.apply(
-            x, bn.weight, bn.bias, bn.running_mean if update else None,
-            bn.running_var if update else None, factor, bn.eps)
+        with torch.no_grad():
+            mean, invstd = _batch_statistics(
+                x, bn.running_mean if update else None,
+                bn.running_var if update else None, factor, bn.eps)
+            scale, shift = _batch_affine(bn.weight, bn.bias, mean, invstd)
+        return scale, shift, BatchStatistics(mean, invstd, scale, bn.weight,
+                                             bn.bias)
     invstd = 1.0 / torch.sqrt(bn.running_var.float() + bn.eps)
     mean = bn.running_mean.float()
     if bn.weight is None:
-        return x, invstd, -mean * invstd
+        return invstd, -mean * invstd, None
     scale = invstd * bn.weight.float()
-    return x, scale, bn.bias.float() - mean * scale
+    return scale, bn.bias.float() - mean * scale, None
 
 
 def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
               skip: Optional[torch.Tensor], scale, shift, states: List,
-              assigned: set) -> torch.Tensor:
+              assigned: set,
+              statistics: Optional[BatchStatistics] = None) -> torch.Tensor:
     """Runs a compiled block on x (and skip) from `states` (a state list as
     modules keep them, updated in place to the final states), reading the
     neuron's runtime and trainable parameters from `neuron`; `scale` and
-    `shift` are the pre-op's. Returns the output sequence, or the readout."""
+    `shift` are the pre-op's (with `statistics`, batch_norm_affine's).
+    Returns the output sequence, or the readout."""
     info = program.info
     if (skip is not None) != ("skip" in info.inputs):
         raise TypeError(
@@ -420,6 +500,8 @@ def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
     for p in info.runtime_params:
         if pre is not None and p.name in ("scale", "shift"):
             value = scale if p.name == "scale" else shift
+            if statistics is not None:
+                setattr(statistics, p.name + "_index", len(trainable))
         else:
             value = getattr(neuron, p.name)
         (trainable if p.kind == "trainable" else runtime).append(value)
@@ -431,7 +513,7 @@ def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
         inits.append(None)  # each call's sum starts at zero
     inputs = [x] if skip is None else [x, skip]
     outputs, finals = scan(program.handle, inputs, inits, trainable, runtime,
-                           False)
+                           False, statistics)
     states[:] = finals[:len(states)]
     return finals[-1] if readout else outputs[0]
 
@@ -560,13 +642,13 @@ class Block(StatefulModule):
             raise TypeError(f"{self.info.name}: the block was compiled for "
                             f"{', '.join(self.storage_types)} inputs "
                             f"(storage_types), got {x.dtype}")
-        scale = shift = None
+        scale = shift = statistics = None
         if isinstance(self.pre, BatchNorm):
-            x, scale, shift = batch_norm_affine(self.pre, x)
+            scale, shift, statistics = batch_norm_affine(self.pre, x)
         elif self.pre is not None:
             scale, shift = self.scale, self.shift
         return run_block(self.program, self.neuron, self.pre, x, skip, scale,
-                         shift, self.states, self._assigned)
+                         shift, self.states, self._assigned, statistics)
 
 
 def check_block_neuron(neuron) -> NeuronInfo:

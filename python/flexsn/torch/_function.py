@@ -202,12 +202,22 @@ class _ScanFunction(torch.autograd.Function):
     `runtime` holds the scalar non-trainable runtime values; the tensors
     are inputs, given initial states, trainable parameters and shaped
     runtime parameters (no gradient). `in_place`: see call_layout's
-    IN_PLACE."""
+    IN_PLACE.
+
+    `normalization` (or None): the batch statistics some trainable
+    parameters were computed from (a block's batch norm, see
+    _block.BatchStatistics), whose own tensors (the batch norm's weight
+    and bias) follow the others. Its backward runs in this node's, after
+    the kernel's: one autograd node for the batch norm and the block,
+    where a node of its own would cost each call the host time of another
+    Function (tens of microseconds)."""
 
     @staticmethod
     def forward(ctx, handle_id, runtime, num_inputs, present, finals,
-                in_place, *tensors):
+                in_place, normalization, *tensors):
         handle = _registry[handle_id]
+        if normalization is not None:
+            tensors = tensors[:len(tensors) - len(normalization.tensors)]
         inputs, inits, trainable, fixed = split_tensors(
             tensors, num_inputs, present, handle.num_trainable)
         values = _runtime_values(handle, trainable, runtime)
@@ -229,15 +239,20 @@ class _ScanFunction(torch.autograd.Function):
         # in place before backward is an error.
         read = kernels.inputs_read_by_backward(DTYPES[inputs[0].dtype])
         ctx.like = None if 0 in read else TensorLike(inputs[0])
+        ctx.normalization = normalization
+        normalized = () if normalization is None else (inputs[0],)
         ctx.save_for_backward(workspace, *(x if i in read else None
                                            for i, x in enumerate(inputs)),
-                              *shaped)
+                              *shaped, *normalized)
         ctx.set_materialize_grads(False)
         return tuple(outputs) + tuple(states)
 
     @staticmethod
     def backward(ctx, *grads):
         workspace, *rest = ctx.saved_tensors
+        normalization = ctx.normalization
+        if normalization is not None:
+            *rest, normalized = rest
         inputs, shaped = rest[:ctx.num_inputs], rest[ctx.num_inputs:]
         handle = ctx.handle
         like = ctx.like or inputs[0]
@@ -257,20 +272,28 @@ class _ScanFunction(torch.autograd.Function):
                        for g, (dtype, shape) in zip(grad_params,
                                                     ctx.trainable_like)]
         grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
-        return ((None,) * 6 + tuple(grad_inputs)
+        extra = ()
+        if normalization is not None:
+            grad_inputs[0], extra = normalization.backward(
+                normalized, grad_inputs[0], grad_params,
+                ctx.needs_input_grad[7])
+        return ((None,) * 7 + tuple(grad_inputs)
                 + tuple(grad_inits) + tuple(grad_params)
-                + (None,) * ctx.num_fixed)
+                + (None,) * ctx.num_fixed + tuple(extra))
 
 
 def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
-                  store_state_seqs: bool, in_place: bool = False):
+                  store_state_seqs: bool, in_place: bool = False,
+                  normalization=None):
     """Outputs and states (sequences, or final states when not
     `store_state_seqs`), differentiable through the training kernels when
-    any tensor needs a gradient. `in_place`: see call_layout's IN_PLACE."""
+    any tensor needs a gradient. `in_place`: see call_layout's IN_PLACE;
+    `normalization`: see _ScanFunction."""
     runtime, fixed = split_runtime(handle, runtime)
+    extra = () if normalization is None else normalization.tensors
     needs_grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
-        for t in itertools.chain(inputs, inits, trainable))
+        for t in itertools.chain(inputs, inits, trainable, extra))
     if not needs_grad:
         # The inference path checks the inputs once per layout it plans.
         values = _runtime_values(handle, trainable, runtime)
@@ -283,9 +306,9 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
     present = tuple(s is not None for s in inits)
     results = _ScanFunction.apply(handle.id, tuple(runtime), len(inputs),
                                   present, not store_state_seqs, in_place,
-                                  *inputs,
+                                  normalization, *inputs,
                                   *(s for s in inits if s is not None),
-                                  *trainable, *fixed)
+                                  *trainable, *fixed, *extra)
     n_out = len(handle.info.outputs)
     return list(results[:n_out]), list(results[n_out:])
 
@@ -408,6 +431,9 @@ if _HAS_CUSTOM_OP:
                                       present=present, shaped=shaped)
         gs = [g for g, p in zip(gs, present) if p]
         gp = [g.to(t.dtype).reshape(t.shape) for g, t in zip(gp, trainable)]
+        # A custom op's outputs may not alias each other: per-channel
+        # gradients are rows of one buffer (NeuronKernels.backward).
+        gp = [g if g._base is None else g.clone() for g in gp]
         return gi + gs + gp
 
     @_scan_backward_op.register_fake
@@ -463,7 +489,7 @@ if _HAS_CUSTOM_OP:
 
 
 def scan(handle: Handle, inputs, inits, trainable, runtime,
-         store_state_seqs: bool):
+         store_state_seqs: bool, normalization=None):
     """Runs a neuron over sequences: (outputs, states), differentiable
     through the generated training kernels. States are sequences with
     `store_state_seqs`, else final states. `trainable`: a tensor per
@@ -471,7 +497,13 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     shape, a per-channel one of shape [C], float32); `runtime`: the other
     runtime parameters (declaration order; numbers, or float32 tensors of
     those shapes). With per-channel parameters the inputs are
-    `[T, B, C, ...]`."""
+    `[T, B, C, ...]`. `normalization`: see _ScanFunction; where the scan
+    does not run through it (torch.compile, a layout it converts),
+    `normalization.attach` makes the input and those parameters
+    differentiable through the statistics first."""
+    if normalization is not None and compiling():
+        inputs, trainable = normalization.attach(inputs, trainable)
+        normalization = None
     if compiling() and handle.torch_step is not None and \
             not handle.has_shaped and inputs[0].shape[0] > 0:
         # Under torch.compile: the step as PyTorch operations, which
@@ -492,7 +524,10 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
                              trainable, runtime)
         if layout is None or layout is IN_PLACE:
             return scan_autograd(handle, inputs, inits, trainable, runtime,
-                                 store_state_seqs, layout is IN_PLACE)
+                                 store_state_seqs, layout is IN_PLACE,
+                                 normalization)
+        if normalization is not None:
+            inputs, trainable = normalization.attach(inputs, trainable)
         # Channels-last and other dense layouts: viewed row-major and back.
         outputs, states = scan_autograd(
             handle, *into_layout(layout, handle.info, inputs, inits,

@@ -807,10 +807,10 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
     program = _program(neuron, _shape(connection, operand is not None,
                                       readout, adds=added is not None),
                        dtype)
-    x, scale, shift = batch_norm_affine(bn, x)
+    scale, shift, statistics = batch_norm_affine(bn, x)
     skip = operand if added is None else added
     y = run_block(program, neuron, bn, x, skip, scale, shift,
-                  neuron.states, neuron._assigned)
+                  neuron.states, neuron._assigned, statistics)
     return y / x.shape[0] if mean else y
 
 

@@ -629,6 +629,12 @@ class NeuronKernels:
         # the kernel (zeros where it has no buffer for one, or when no
         # kernel runs); a per-channel one that the kernel writes per neuron
         # is summed over each channel's neurons after it ran.
+        # The per-neuron sums share one buffer [k, B, C, ...], summed per
+        # channel in two reductions whatever k is (each reduction costs the
+        # host a launch; a block's scale and shift are two of them).
+        summed = sorted(per_neuron_sums) if T and N else []
+        sums = (dtype_like.new_empty((len(summed),) + shape,
+                                     dtype=torch.float32) if summed else None)
         grad_params = []
         for i, p in enumerate(self.info.trainable_params):
             if not p.shaped:
@@ -638,9 +644,10 @@ class NeuronKernels:
                                          else shape[1:2], dtype=torch.float32)
             elif p.per_neuron:
                 g = step_like(dtype_like, in_place, torch.float32)
+            elif i in per_neuron_sums:
+                g = sums[summed.index(i)]
             else:
-                g = dtype_like.new_empty(shape if i in per_neuron_sums
-                                         else shape[1:2], dtype=torch.float32)
+                g = dtype_like.new_empty(shape[1:2], dtype=torch.float32)
             grad_params.append(g)
         finals = as_read(grad_finals or [None] * self.num_states,
                          dtype_like, in_place, True)
@@ -667,13 +674,13 @@ class NeuronKernels:
         buffers = self._buffers(spec, sources)
         self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
                      device, channels(self.info, dtype_like))
-        for i in per_neuron_sums:
-            # [B, C, ...] -> [C], in torch's fixed reduction order: over
-            # the contiguous S first (a row reduction, several times faster
-            # than both dimensions at once), then B. S = 1 (channels-last
-            # steps) needs no first pass.
-            g = grad_params[i]
-            g = g.reshape(g.shape[0], g.shape[1], -1)
-            g = g[:, :, 0] if g.shape[2] == 1 else g.sum(2)
-            grad_params[i] = g.sum(0)
+        if summed:
+            # [k, B, C, ...] -> [k, C], in torch's fixed reduction order:
+            # over the contiguous S first (a row reduction, several times
+            # faster than both dimensions at once), then B. S = 1
+            # (channels-last steps) needs no first pass.
+            g = sums.view(len(summed), shape[0], shape[1], -1)
+            g = g[..., 0] if g.shape[3] == 1 else g.sum(3)
+            for row, i in zip(g.sum(1), summed):
+                grad_params[i] = row
         return grad_inputs, grad_inits, grad_params
