@@ -12,6 +12,7 @@ import threading
 from typing import Dict, Optional, Sequence
 
 from . import _tools
+from ._cache import damaged_file_error
 from ._manifest import Kernel, evaluate_size
 
 
@@ -431,15 +432,14 @@ def _instantiate(compiled, device: str, spec: Kernel):
 def _open(compiled, path, opener, name: str):
     """`opener(path)` of a compiled file; a file gone or unreadable since
     the compile checked it raises CacheError naming it, not a bare OSError."""
-    from .compiler import _damaged_file_error
     if path is None:
-        raise _damaged_file_error(compiled.directory,
-                                  compiled.directory / name, "missing")
+        raise damaged_file_error(compiled.directory,
+                                 compiled.directory / name, "missing")
     try:
         return opener(path)
     except OSError as error:
-        raise _damaged_file_error(compiled.directory, path,
-                                  f"cannot be loaded ({error})") from None
+        raise damaged_file_error(compiled.directory, path,
+                                 f"cannot be loaded ({error})") from None
 
 
 def load_named_kernel(compiled, device: str, name: str,

@@ -1,47 +1,39 @@
 """`flexsn.compile`: a neuron to CPU and GPU kernels, cached by content;
 `flexsn.compile_kernels`: the same for kernel functions written by hand.
 
-A compile is one run of flexsn-compile (which lowers for the CPU and the
-GPU side by side), and stores, in one cache entry:
+This module is the driver: it checks a compile's options and loads what
+the compile produced. A compile is one run of flexsn-compile (which lowers
+for the CPU and the GPU side by side; `_compile_tool`), whose outputs are
+one entry of the compile cache (`_cache`: keyed by the source and the
+options, checked before use):
 
     neuron.mlir    the source as given
     configured.mlir  the source with parameters and surrogate set
     neuron.json    the neurons (names, parameters with defaults, kinds and
                    shapes)
-    cpu.json, kernels.so       CPU kernels (shared library, C interface)
-    gpu.json, kernels.cubin    GPU kernels (cubin, or a fatbin for several chips)
+    torch_step.py  the configured steps as PyTorch functions, where every
+                   op has one
+    cpu.json, kernels.so     CPU kernels (shared library, C interface)
+    gpu.json, kernels.cubin  GPU kernels (cubin, or a fatbin for several
+                             chips)
     done           written last: the size and sha256 of every other file
-
-An entry lives at `<cache>/<key>/<toolchain>/`, where `key` hashes the
-neuron text and every option, and `toolchain` hashes the tools: other tools
-compile a new entry. Where no tools exist (a machine that only runs
-kernels), the newest entry for `key` that is intact is used. Entries are
-built in a temporary directory and renamed into place, so processes
-compiling the same neuron at once never see a half-written entry.
-
-Before an entry is used, its files are checked against `done` (once per
-process): a truncated kernels.so would kill the process with SIGBUS when
-loaded, a damaged JSON file fail on every run. A damaged entry is rebuilt
-where the tools are (with a warning naming the file); elsewhere it raises
-CacheError, naming the file and what to do.
 """
 
 import dataclasses
-import hashlib
-import json
 import os
 import pathlib
-import shutil
-import tempfile
-import threading
-import time
-import uuid
-import warnings
-from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Mapping, Optional, Sequence, Union
 
-from . import _dialect, _tools
+from . import _dialect, _runtime, _tools
+from ._cache import CACHE_FORMAT, CacheError, cache_dir, cached, read_json
+from ._compile_tool import TORCH_STEP, cuda_toolkit, run_tools
 from ._manifest import Manifest, NeuronInfo
 from ._tools import CompileError
+
+__all__ = ["ALL_VARIANTS", "PARAM_SHAPES", "SPIKE_STORAGES", "STORAGE_TYPES",
+           "TARGETS", "TORCH_STEP", "CacheError", "CompiledKernels",
+           "CompiledNeuron", "cache_dir", "compile", "compile_kernels",
+           "cuda_toolkit", "read_source", "shipped_neurons"]
 
 # The dialect's enums (FlexSNAttrs.td), under the names the package exports.
 ALL_VARIANTS = _dialect.KERNEL_VARIANTS
@@ -51,35 +43,6 @@ PARAM_SHAPES = _dialect.PARAM_SHAPES
 #: storage type, as bytes (0/1), or bit-packed (8 per byte).
 SPIKE_STORAGES = _dialect.SPIKE_STORAGES
 TARGETS = ("cpu", "cuda")
-# Bumped when an entry's layout changes; part of every key, so entries of
-# another format are never read. 2: `done` records the entry's files; 3:
-# manifests of version 10 (buffer bindings).
-CACHE_FORMAT = 3
-_RECORD_FORMAT = "flexsn-cache-entry"
-
-
-class CacheError(CompileError):
-    """A cache entry is damaged (a file missing, truncated or altered) and
-    cannot be rebuilt here; the message names the file and what to do."""
-
-
-def cache_dir() -> pathlib.Path:
-    """$FLEXSN_CACHE_DIR, else $XDG_CACHE_HOME/flexsn, else ~/.cache/flexsn."""
-    override = os.environ.get("FLEXSN_CACHE_DIR")
-    if override:
-        path = pathlib.Path(override)
-        if path.exists() and not path.is_dir():
-            raise CacheError(f"FLEXSN_CACHE_DIR={override} is not a "
-                             "directory: point it at a directory (it is "
-                             "created when missing)")
-        return path
-    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
-    return pathlib.Path(base) / "flexsn"
-
-
-def cuda_toolkit() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("FLEXSN_CUDA_TOOLKIT")
-                        or os.environ.get("CUDA_HOME") or "/usr/local/cuda")
 
 
 def shipped_neurons() -> Dict[str, pathlib.Path]:
@@ -168,7 +131,6 @@ class CompiledNeuron:
         kernel that stores spike outputs as bytes or bit-packed;
         `final_states=True` the training forward that writes final states,
         not state sequences."""
-        from . import _runtime
         return _runtime.load_kernel(self, device, variant, dtype,
                                     deterministic, spikes,
                                     final_states=final_states)
@@ -189,14 +151,14 @@ class CompiledKernels:
     def names(self) -> tuple:
         """The kernels' names (each compiled for every target)."""
         return tuple(dict.fromkeys(
-            k.name for k in self.manifest.cpu_kernels + self.manifest.gpu_kernels
+            k.name
+            for k in self.manifest.cpu_kernels + self.manifest.gpu_kernels
             if not k.deterministic))
 
     def kernel(self, device: str, name: str, deterministic: bool = False):
         """The runnable kernel `name` for `device` ("cpu" or "cuda"; see
         flexsn._runtime), loaded once; `deterministic` picks a backward
         kernel's variant that sums parameter gradients in a fixed order."""
-        from . import _runtime
         return _runtime.load_named_kernel(self, device, name, deterministic)
 
     def kernel_of(self, device: str, function: str, variant: str, dtype: str,
@@ -204,13 +166,8 @@ class CompiledKernels:
         """The runnable `variant` kernel of storage `dtype` that kernel
         generation made from `function` (a neuron or a block function),
         found by its signature, not by its name."""
-        from . import _runtime
         return _runtime.load_kernel(self, device, variant, dtype,
                                     deterministic, neuron=function)
-
-
-_memo: Dict[str, object] = {}
-_memo_lock = threading.Lock()
 
 
 def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
@@ -248,9 +205,10 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     measures both). `approximate_surrogates=True` makes the CUDA
     backward kernels evaluate surrogate gradients with the GPU's
     approximate exp and division (a few ulp; faster f16 and bf16 backward
-    kernels) instead of correctly rounded. A second compile of
-    the same neuron and options runs no tool. A neuron that does not verify raises CompileError
-    carrying the MLIR diagnostics (`file:line:col: error: ...`)."""
+    kernels) instead of correctly rounded. A second compile of the same
+    neuron and options runs no tool. A neuron that does not verify raises
+    CompileError carrying the MLIR diagnostics (`file:line:col: error:
+    ...`)."""
     text, filename = read_source(source)
     variants = tuple(dict.fromkeys(variants))
     storage_types = tuple(dict.fromkeys(storage_types))
@@ -293,7 +251,7 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     if not save_in_storage_type:
         options["save_in_storage_type"] = False
     _set_surrogate_precision(options, approximate_surrogates)
-    return _cached(text, filename, options, _load)
+    return _compiled(text, filename, options, _load)
 
 
 def _set_surrogate_precision(options: dict, approximate: bool) -> None:
@@ -304,9 +262,10 @@ def _set_surrogate_precision(options: dict, approximate: bool) -> None:
 
 def _targets(targets: Optional[Iterable[str]]) -> tuple:
     if targets is None:
-        targets = ("cpu", "cuda") if (cuda_toolkit() / "bin" / "ptxas"
-                                      ).is_file() or not _tools.tools_available(
-                                      ) else ("cpu",)
+        ptxas = cuda_toolkit() / "bin" / "ptxas"
+        targets = (("cpu", "cuda")
+                   if ptxas.is_file() or not _tools.tools_available()
+                   else ("cpu",))
     targets = tuple(dict.fromkeys(targets))
     for t in targets:
         if t not in TARGETS:
@@ -314,163 +273,12 @@ def _targets(targets: Optional[Iterable[str]]) -> tuple:
     return targets
 
 
-def _cached(text: str, filename: str, options: dict, load):
+def _compiled(text: str, filename: str, options: dict, load):
     """`load(entry, options)` of the cache entry of `text` compiled with
-    `options`, built first where the tools are."""
-    key = hashlib.sha256(
-        json.dumps([text, options], sort_keys=True).encode()).hexdigest()[:24]
-    with _memo_lock:
-        if key in _memo:
-            return _memo[key]
-
-    entry_root = cache_dir() / key
-    if _tools.tools_available():
-        entry = entry_root / _tools.toolchain_id(cache_dir() / "toolchains")
-        if entry.exists():
-            damage = _damage(entry)
-            if damage:
-                warnings.warn(f"{_describe(entry, *damage)}: rebuilding it",
-                              RuntimeWarning, stacklevel=3)
-                _discard(entry)
-        if not (entry / "done").is_file():
-            _build(entry, text, filename, options)
-    else:
-        entry = _newest_intact(entry_root)
-
-    compiled = load(entry, options)
-    with _memo_lock:
-        _memo[key] = compiled
-    return compiled
-
-
-def _newest_intact(entry_root: pathlib.Path) -> pathlib.Path:
-    """Without tools: the newest entry of `entry_root` whose files match
-    its record."""
-    entries = [p for p in entry_root.iterdir()
-               if p.is_dir() and not p.name.startswith(".")
-               ] if entry_root.is_dir() else []
-    if not entries:
-        raise _tools.ToolNotFoundError(
-            "the FlexSN tools are not installed and the cache "
-            f"({cache_dir()}) holds no compiled copy of this source with "
-            "these options: compile it where the tools are, then copy "
-            "the cache (set $FLEXSN_CACHE_DIR)")
-
-    def built_at(entry):
-        try:
-            return (entry / "done").stat().st_mtime
-        except OSError:
-            return float("-inf")
-
-    damaged = []
-    for entry in sorted(entries, key=built_at, reverse=True):
-        damage = _damage(entry)
-        if damage is None:
-            for line in damaged:
-                warnings.warn(f"{line}: using the older {entry}",
-                              RuntimeWarning, stacklevel=4)
-            return entry
-        damaged.append(_describe(entry, *damage))
-    raise CacheError(
-        "\n".join(damaged) + "\nThe FlexSN tools are not installed here to "
-        "rebuild it: delete " + ", ".join(str(e) for e in entries)
-        + ", compile the source again where the tools are, and copy that "
-        "cache here (set $FLEXSN_CACHE_DIR)")
-
-
-def _sha256(path: pathlib.Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _record(work: pathlib.Path) -> dict:
-    """The contents of `done`: every file of the entry, size and sha256."""
-    return {"format": _RECORD_FORMAT, "files": {
-        p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
-        for p in sorted(work.iterdir()) if p.name != "done"}}
-
-
-def _damage(entry: pathlib.Path) -> Optional[Tuple[pathlib.Path, str]]:
-    """(file, what is wrong) for the first file of `entry` that does not
-    match the record in its `done`; None when all do. Nothing is loaded
-    before this passes: ctypes maps a truncated library and dies of SIGBUS."""
-    done = entry / "done"
-    try:
-        if not os.access(entry, os.R_OK | os.X_OK):
-            raise PermissionError(f"cannot read the directory {entry}")
-        record = json.loads(done.read_text())
-        files = record["files"]
-        if record["format"] != _RECORD_FORMAT or not all(
-                pathlib.PurePath(name).name == name
-                and isinstance(f["size"], int) and isinstance(f["sha256"], str)
-                for name, f in files.items()):
-            raise ValueError
-    except FileNotFoundError:
-        return done, "missing (the entry's record of its files)"
-    except PermissionError as error:
-        raise CacheError(
-            f"FlexSN cache entry {entry} cannot be read ({error}): it "
-            "belongs to another user or its permissions were changed; use a "
-            "cache of your own (set $FLEXSN_CACHE_DIR) or fix its "
-            "permissions") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return done, ("not a record of the entry's files (damaged, or "
-                      "written by another FlexSN version)")
-    for name, expected in files.items():
-        path = entry / name
-        try:
-            size = path.stat().st_size
-            if size != expected["size"]:
-                return path, (f"{size} bytes where {expected['size']} were "
-                              "written (truncated or altered)")
-            if _sha256(path) != expected["sha256"]:
-                return path, "its contents differ from what was written"
-        except FileNotFoundError:
-            return path, "missing"
-        except OSError as error:
-            return path, f"unreadable ({error.strerror or error})"
-    return None
-
-
-def _describe(entry: pathlib.Path, path: pathlib.Path, problem: str) -> str:
-    return f"damaged FlexSN cache entry {entry}: {path}: {problem}"
-
-
-def _discard(entry: pathlib.Path) -> None:
-    """Moves a damaged entry aside, then deletes it. The rename is atomic:
-    of processes discarding it at once, one moves it, the others find it
-    gone (and all then build it; the first rename into place wins)."""
-    trash = entry.parent / f".trash-{uuid.uuid4().hex}"
-    try:
-        os.rename(entry, trash)
-    except OSError as error:
-        if entry.exists():
-            raise CacheError(f"cannot move the damaged cache entry {entry} "
-                             f"aside ({error}): delete it and compile "
-                             "again") from None
-        return
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def _damaged_file_error(entry: pathlib.Path, path: pathlib.Path,
-                        problem: str) -> CacheError:
-    """The error for a file of `entry` found damaged while being read."""
-    return CacheError(f"{_describe(entry, path, problem)}: delete {entry} "
-                      "and compile again (where the FlexSN tools are)")
-
-
-def _read_json(entry: pathlib.Path, name: str) -> dict:
-    # Checked against the record already; this names the file all the same
-    # should it change since.
-    path = entry / name
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        problem = f"unreadable ({error})"
-        raise _damaged_file_error(entry, path, problem) from None
+    `options`, compiled first where the tools are."""
+    return cached(text, options,
+                  lambda work: run_tools(work, text, filename, options),
+                  lambda entry: load(entry, options))
 
 
 def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
@@ -482,11 +290,12 @@ def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
     around one `flexsn.scan`, and blocks: `func.func`s on tensors marked
     `flexsn.block`, which the pipeline fuses into one scan and compiles to
     `<block>_inference_<dtype>`; see docs/Python.md) to kernels for
-    `targets` (as for `compile`). Autodiff first completes every forward kernel that
-    has no backward kernel yet: it adds the sequences the forward saves and
-    the backward kernel, named with the forward's last `forward` replaced by
-    `backward`. A module that does not verify, or that autodiff cannot
-    differentiate, raises CompileError with the MLIR diagnostics.
+    `targets` (as for `compile`). Autodiff first completes every forward
+    kernel that has no backward kernel yet: it adds the sequences the
+    forward saves and the backward kernel, named with the forward's last
+    `forward` replaced by `backward`. A module that does not verify, or
+    that autodiff cannot differentiate, raises CompileError with the MLIR
+    diagnostics.
     `approximate_surrogates` is as for `compile`."""
     text, filename = read_source(source)
     chips = (chip,) if isinstance(chip, str) else tuple(chip)
@@ -495,11 +304,11 @@ def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
                "chips": chips if "cuda" in targets else (),
                "cache_format": CACHE_FORMAT}
     _set_surrogate_precision(options, approximate_surrogates)
-    return _cached(text, filename, options, _load_kernels)
+    return _compiled(text, filename, options, _load_kernels)
 
 
 def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
-    documents = [_read_json(entry, name)
+    documents = [read_json(entry, name)
                  for name in ("neuron.json", "cpu.json", "gpu.json")
                  if (entry / name).is_file()]
     manifest = Manifest.from_json(documents)
@@ -517,122 +326,8 @@ def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
 
 
 def _load_kernels(entry: pathlib.Path, options: dict) -> "CompiledKernels":
-    documents = [_read_json(entry, name)
+    documents = [read_json(entry, name)
                  for name in ("cpu.json", "gpu.json")
                  if (entry / name).is_file()]
     return CompiledKernels(entry, Manifest.from_json(documents),
                            options["targets"])
-
-
-#: A build folder older than this was left by a process that died (a
-#: compile takes seconds): the next build in its directory removes it.
-_STALE_BUILD_SECONDS = 3600
-
-
-def _remove_stale_builds(directory: pathlib.Path) -> None:
-    now = time.time()
-    for work in directory.glob(".build-*"):
-        try:
-            if now - work.stat().st_mtime > _STALE_BUILD_SECONDS:
-                shutil.rmtree(work, ignore_errors=True)
-        except OSError:
-            pass
-
-
-def _build(entry: pathlib.Path, text: str, filename: str,
-           options: dict) -> None:
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_builds(entry.parent)
-    work = pathlib.Path(tempfile.mkdtemp(prefix=".build-", dir=entry.parent))
-    try:
-        _run_tools(work, text, filename, options)
-        # Last: an entry is complete when `done` exists.
-        (work / "done").write_text(json.dumps(_record(work), indent=1))
-        try:
-            os.rename(work, entry)
-        except OSError:
-            # Another process finished the same entry first: keep theirs.
-            if not (entry / "done").is_file():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-#: The configured neurons' steps as PyTorch functions, which flexsn-compile
-#: writes where every op has a PyTorch form (--flexsn-to-torch): what a
-#: neuron runs under torch.compile (flexsn.torch._torch_step).
-TORCH_STEP = "torch_step.py"
-
-
-def _run_tools(work: pathlib.Path, text: str, filename: str,
-               options: dict) -> None:
-    """Compiles `text` into `work` in one flexsn-compile run: the
-    configured source, its manifest (neuron.json) and its steps over
-    PyTorch tensors (torch_step.py, where it has them), then per target the
-    kernels and their manifest (cpu.json and kernels.so, gpu.json and the
-    GPU image)."""
-    # The source keeps the user's file name, so diagnostics point at it.
-    source = work / pathlib.Path(filename).name
-    if not source.name.endswith(".mlir"):
-        source = work / "neuron.mlir"
-    source.write_text(text)
-    argv = _tools.tool_command("flexsn-compile") + [
-        source, "-o", work, "--cc=" + _tools.c_compiler()]
-    openmp = _tools.bundled_openmp_library()
-    if openmp is not None:
-        argv.append(f"--openmp-library={openmp}")
-    if options.get("kernels"):
-        # Kernel functions as written, training pairs completed, and blocks
-        # fused into inference kernels.
-        pipeline = ["variants=inference,forward,backward"]
-    else:
-        configure = []
-        if options["neuron"]:
-            configure.append("neurons=" + options["neuron"])
-        for key in ("values", "kinds", "shapes"):
-            if options.get(key):
-                configure.append(key + "=" + ",".join(
-                    f"{k}={v}" for k, v in options[key]))
-        if options["surrogate"]:
-            configure.append("surrogate=" + options["surrogate"])
-        if configure:
-            argv.append("--configure=flexsn-set-params{%s}"
-                        % " ".join(configure))
-        argv.append("--neuron-manifest")
-        pipeline = []
-        if options["neuron"]:
-            pipeline.append("neurons=" + options["neuron"])
-        if options.get("spike_storage"):
-            pipeline.append("spike-storage=" + ",".join(
-                options["spike_storage"]))
-        if options.get("save_in_storage_type") is False:
-            pipeline.append("save-in-storage-type=false")
-        pipeline += ["variants=" + ",".join(options["variants"]),
-                     "storage-types=" + ",".join(options["storage_types"])]
-    if "cpu" in options["targets"]:
-        argv.append("--cpu=" + " ".join(pipeline))
-    if "cuda" in options["targets"]:
-        gpu = list(pipeline)
-        if options.get("approximate_surrogates"):
-            gpu.append("approximate-surrogates=true")
-        gpu += ["chip=" + ",".join(options["chips"]),
-                f"toolkit={cuda_toolkit()}"]
-        argv.append("--gpu=" + " ".join(gpu))
-        if len(options["chips"]) > 1:
-            argv += ["--fatbin", f"--flexsn-toolkit={cuda_toolkit()}"]
-    try:
-        _tools.run(argv, f"{filename} does not compile")
-    except CompileError as error:
-        # Report the user's path, not the build directory's copy.
-        raise CompileError(f"{filename} does not compile",
-                           error.diagnostics.replace(str(source), filename),
-                           error.command) from None
-    # Only compile_kernels' sources may lack kernels: a neuron has some.
-    for manifest, key in (("cpu.json", "cpu_kernels"),
-                          ("gpu.json", "kernels")):
-        path = work / manifest
-        if options.get("kernels") and path.is_file() and \
-                not json.loads(path.read_text())[key]:
-            raise CompileError(f"{filename} holds no kernel function (a "
-                               "func.func carrying flexsn.kernel)", "")
-

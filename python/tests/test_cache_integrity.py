@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import flexsn
-from flexsn import _tools, compiler
+from flexsn import _cache, _tools, compiler
 
 OPTIONS = dict(variants=("inference",))
 HAS_PTXAS = (compiler.cuda_toolkit() / "bin" / "ptxas").is_file()
@@ -33,9 +33,9 @@ def pristine(tmp_path_factory):
             root = tmp_path_factory.mktemp("pristine") / "cache"
             with pytest.MonkeyPatch.context() as mp:
                 mp.setenv("FLEXSN_CACHE_DIR", str(root))
-                compiler._memo.clear()
+                _cache.memo.clear()
                 compiled = flexsn.compile("if", targets=targets, **OPTIONS)
-                compiler._memo.clear()
+                _cache.memo.clear()
             _pristine[targets] = (root, compiled.directory.relative_to(root))
         return _pristine[targets]
     return make
@@ -50,13 +50,13 @@ def damaged(pristine, tmp_path, monkeypatch):
         cache = tmp_path / "cache"
         shutil.copytree(root, cache)
         monkeypatch.setenv("FLEXSN_CACHE_DIR", str(cache))
-        compiler._memo.clear()
+        _cache.memo.clear()
         entry = cache / relative
         path = entry / name
         corrupt(path, how)
         return entry, path
     yield make
-    compiler._memo.clear()
+    _cache.memo.clear()
 
 
 def corrupt(path: pathlib.Path, how: str) -> None:
@@ -122,7 +122,7 @@ def test_damaged_entry_is_rebuilt(damaged, name, how, targets):
     with pytest.warns(RuntimeWarning, match=re.escape(str(path))):
         compiled = flexsn.compile("if", targets=targets, **OPTIONS)
     assert compiled.directory == entry
-    assert compiler._damage(entry) is None
+    assert _cache.damage(entry) is None
     assert json.loads((entry / "done").read_text())["files"]["kernels.so"]
     assert not [p for p in entry.parent.iterdir() if p.name.startswith(".")]
     run_if(compiled)
@@ -130,7 +130,7 @@ def test_damaged_entry_is_rebuilt(damaged, name, how, targets):
         assert compiled.manifest.gpu_kernels
         assert compiled.gpu_image.stat().st_size > 0
     # Intact now: the next process uses it as it is.
-    compiler._memo.clear()
+    _cache.memo.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         flexsn.compile("if", targets=targets, **OPTIONS)
@@ -204,7 +204,7 @@ def test_truncated_library_is_rebuilt_not_loaded(damaged, processes):
         assert r.returncode == 0, (r.returncode, r.stderr)
         assert r.stdout.strip() == "ran"
     assert str(path) in "".join(r.stderr for r in results)
-    assert compiler._damage(entry) is None
+    assert _cache.damage(entry) is None
     assert not [p for p in entry.parent.iterdir() if p.name.startswith(".")]
 
 
@@ -221,7 +221,7 @@ def test_cache_dir_that_is_a_file_is_a_clear_error(tmp_path, monkeypatch):
     path = tmp_path / "not-a-directory"
     path.write_text("")
     monkeypatch.setenv("FLEXSN_CACHE_DIR", str(path))
-    compiler._memo.clear()
+    _cache.memo.clear()
     with pytest.raises(compiler.CacheError,
                        match="FLEXSN_CACHE_DIR=.* is not a directory"):
         flexsn.compile("if", targets=("cpu",), **OPTIONS)
@@ -267,15 +267,15 @@ def test_entry_of_another_user_is_named_not_called_damaged(pristine,
 def test_build_folders_left_by_a_killed_compile_are_removed(tmp_path,
                                                             monkeypatch):
     monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path))
-    compiler._memo.clear()
+    _cache.memo.clear()
     compiled = flexsn.compile("if", targets=("cpu",), **OPTIONS)
     parent = compiled.directory.parent
     stale, fresh = parent / ".build-stale", parent / ".build-fresh"
     stale.mkdir()
     fresh.mkdir()
-    old = time.time() - 2 * compiler._STALE_BUILD_SECONDS
+    old = time.time() - 2 * _cache.STALE_BUILD_SECONDS
     os.utime(stale, (old, old))
-    compiler._memo.clear()
+    _cache.memo.clear()
     shutil.rmtree(compiled.directory)  # the next compile builds again
     flexsn.compile("if", targets=("cpu",), **OPTIONS)
     assert not stale.exists()
@@ -284,7 +284,7 @@ def test_build_folders_left_by_a_killed_compile_are_removed(tmp_path,
 
 def test_source_without_a_neuron_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path))
-    compiler._memo.clear()
+    _cache.memo.clear()
     empty = tmp_path / "empty.mlir"
     empty.write_text("")
     for source in ("module {}", empty):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import flexsn
-from flexsn import _tools
+from flexsn import _cache, _tools
 
 LEAK = """
 // A leaky integrator whose output is its state.
@@ -26,9 +26,9 @@ flexsn.neuron @leak inputs(%x: f32) states(%v: f32) outputs(y)
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path / "cache"))
-    flexsn.compiler._memo.clear()
+    _cache.memo.clear()
     yield tmp_path / "cache"
-    flexsn.compiler._memo.clear()
+    _cache.memo.clear()
 
 
 def count_tool_runs(monkeypatch):
@@ -67,7 +67,7 @@ def test_second_compile_runs_no_tool(cache, monkeypatch):
     assert len(compiles) == 1 and "flexsn-compile" in compiles[0][0], calls
     ran = len(calls)
     # A new process's view: the in-memory memo is gone, the cache stays.
-    flexsn.compiler._memo.clear()
+    _cache.memo.clear()
     again = flexsn.compile(LEAK, targets=("cpu",), variants=("inference",))
     assert len(calls) == ran
     assert again.directory == first.directory
@@ -193,13 +193,13 @@ def test_params_are_specialized(cache):
 
 def test_without_tools_the_cache_serves(cache, monkeypatch):
     flexsn.compile("if", targets=("cpu",), variants=("inference",))
-    flexsn.compiler._memo.clear()
+    _cache.memo.clear()
     monkeypatch.setenv("FLEXSN_TOOLS_DIR", str(cache / "no-tools"))
     monkeypatch.setattr(_tools, "shutil", None, raising=False)
     assert not _tools.tools_available()
     served = flexsn.compile("if", targets=("cpu",), variants=("inference",))
     assert served.cpu_library is not None
-    flexsn.compiler._memo.clear()
+    _cache.memo.clear()
     with pytest.raises(flexsn.ToolNotFoundError, match="holds no compiled"):
         flexsn.compile("if", targets=("cpu",), variants=("final-state",))
 

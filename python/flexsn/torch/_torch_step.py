@@ -25,7 +25,7 @@ from typing import Callable, Dict, Optional
 import torch
 
 from .. import _dialect
-from ..compiler import TORCH_STEP
+from .._compile_tool import TORCH_STEP
 
 
 def _tensor_like(value, like):
