@@ -56,7 +56,7 @@ def main(argv=None):
     name = argv[0].replace("_", "-")
     if name not in BENCHMARKS:
         print("python3 -m bench: no benchmark '%s'\n\n%s" % (argv[0],
-                                                          usage()),
+                                                             usage()),
               file=sys.stderr)
         return 2
     module = importlib.import_module("bench." + BENCHMARKS[name][0])

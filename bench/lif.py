@@ -421,7 +421,8 @@ def print_row(r):
           "%s stream  x%s eager  x%s compile%s"
           % (r["N"].bit_length() - 1, r["variant"], r["dtype"], r["T"],
              r["flexsn_ms"], r["flexsn_gbs"], 100 * r["frac_copy"],
-             fmt(r.get("frac_stream") and 100 * r["frac_stream"], "5.1f") + "%",
+             fmt(r.get("frac_stream") and 100 * r["frac_stream"], "5.1f")
+             + "%",
              fmt(r.get("speedup_eager"), ".2f"),
              fmt(r.get("speedup_compile"), ".2f"),
              "" if not r.get("unwritten") else

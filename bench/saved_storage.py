@@ -364,7 +364,7 @@ def markdown(meta):
         for r in rows:
             if "error" in r:
                 lines.append("| %s | %s |  |  |  |  |  |" % (r["name"],
-                                                           r["error"]))
+                                                             r["error"]))
                 continue
             e = r["x_grad"]
             lines.append("| %s | %.4f | %.1f | %.2e | %.2e | %.2e | %.2e |" % (

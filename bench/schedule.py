@@ -57,20 +57,26 @@ SOURCE = r'''
 struct F32 {
   typedef float4 V;
   enum { W = 4 };
-  static __device__ void get(V v, float *f) { f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w; }
-  static __device__ V put(const float *f) { return make_float4(f[0], f[1], f[2], f[3]); }
+  static __device__ void get(V v, float *f) {
+    f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
+  }
+  static __device__ V put(const float *f) {
+    return make_float4(f[0], f[1], f[2], f[3]);
+  }
 };
 struct F16 {
   typedef uint4 V;
   enum { W = 8 };
   static __device__ void get(V v, float *f) {
     const unsigned short *h = reinterpret_cast<const unsigned short *>(&v);
-    for (int k = 0; k < 8; ++k) asm("cvt.f32.f16 %0, %1;" : "=f"(f[k]) : "h"(h[k]));
+    for (int k = 0; k < 8; ++k)
+      asm("cvt.f32.f16 %0, %1;" : "=f"(f[k]) : "h"(h[k]));
   }
   static __device__ V put(const float *f) {
     V v;
     unsigned short *h = reinterpret_cast<unsigned short *>(&v);
-    for (int k = 0; k < 8; ++k) asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h[k]) : "f"(f[k]));
+    for (int k = 0; k < 8; ++k)
+      asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h[k]) : "f"(f[k]));
     return v;
   }
 };
@@ -132,19 +138,19 @@ __device__ void paced(const typename E::V *__restrict__ x,
   }
 }
 
-#define KERNELS(E, e)                                                          \
-  extern "C" __global__ void __launch_bounds__(256, 8) thread_loop_##e(        \
-      const E::V *x, E::V *s, E::V *v, long long T, long long g) {             \
-    thread_loop<E, false>(x, s, v, T, g);                                      \
-  }                                                                            \
-  extern "C" __global__ void __launch_bounds__(256, 8) block_sync_##e(         \
-      const E::V *x, E::V *s, E::V *v, long long T, long long g) {             \
-    thread_loop<E, true>(x, s, v, T, g);                                       \
-  }                                                                            \
-  extern "C" __global__ void __launch_bounds__(256, 8) paced_##e(              \
-      const E::V *x, E::V *s, E::V *v, long long T, long long g,               \
-      unsigned *ctr, long long D) {                                            \
-    paced<E>(x, s, v, T, g, ctr, D);                                           \
+#define KERNELS(E, e)                                                         \
+  extern "C" __global__ void __launch_bounds__(256, 8) thread_loop_##e(       \
+      const E::V *x, E::V *s, E::V *v, long long T, long long g) {            \
+    thread_loop<E, false>(x, s, v, T, g);                                     \
+  }                                                                           \
+  extern "C" __global__ void __launch_bounds__(256, 8) block_sync_##e(        \
+      const E::V *x, E::V *s, E::V *v, long long T, long long g) {            \
+    thread_loop<E, true>(x, s, v, T, g);                                      \
+  }                                                                           \
+  extern "C" __global__ void __launch_bounds__(256, 8) paced_##e(             \
+      const E::V *x, E::V *s, E::V *v, long long T, long long g,              \
+      unsigned *ctr, long long D) {                                           \
+    paced<E>(x, s, v, T, g, ctr, D);                                          \
   }
 KERNELS(F32, f32)
 KERNELS(F16, f16)

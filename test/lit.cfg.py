@@ -22,7 +22,8 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%flexsn_src_root", config.flexsn_src_root))
 config.substitutions.append(("%flexsn_obj_root", config.flexsn_obj_root))
 config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
-config.substitutions.append(("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons")))
+config.substitutions.append(
+    ("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons")))
 # GPU compilation needs a CUDA toolkit (ptxas, libdevice), not a GPU.
 config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
 if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
@@ -94,7 +95,10 @@ tools = [
     "flexsn-translate",
     # The multi-call binary (tools/flexsn); not plain `flexsn`, which RUN
     # lines hold as a word (`flexsn.cpu_kernels`).
-    ToolSubst("%flexsn_multicall", os.path.join(config.flexsn_tools_dir, "flexsn")),
-    ToolSubst("%flexsn_unittests", os.path.join(config.flexsn_obj_root, "test", "Unit", "FlexSNUnitTests")),
+    ToolSubst("%flexsn_multicall",
+              os.path.join(config.flexsn_tools_dir, "flexsn")),
+    ToolSubst("%flexsn_unittests",
+              os.path.join(config.flexsn_obj_root, "test", "Unit",
+                           "FlexSNUnitTests")),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets FlexSN up if needed, then runs every test: the check-flexsn target
 # (lit + FileCheck tests and the GoogleTest unit tests), then the Python
-# layer's pytest suite.
+# layer's pytest suite, then flake8 over every Python file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
@@ -33,7 +33,17 @@ if [ "$py_status" -eq 0 ] && [ "${py_passed:-0}" -eq 0 ]; then
   py_status=1
 fi
 
+# Python lint: every Python file of the repository, as .flake8 says.
+lint_status=0
+/usr/bin/python3 -m flake8 || lint_status=$?
+if [ "$lint_status" -eq 0 ]; then
+  echo "flake8: clean"
+else
+  echo "flake8: the violations above" >&2
+fi
+
 # One closing line that any CI can read.
 echo "all: $(( ${passed:-0} + ${py_passed:-0} )) passed, $(( ${failed:-0} + ${py_failed:-0} )) failed"
 [ "$status" -eq 0 ] || exit "$status"
-exit "$py_status"
+[ "$py_status" -eq 0 ] || exit "$py_status"
+exit "$lint_status"

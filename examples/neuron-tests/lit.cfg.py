@@ -27,8 +27,8 @@ path = [os.environ.get("FLEXSN_BIN", ""), "/usr/lib/llvm-22/bin",
 config.environment["PATH"] = os.pathsep.join(p for p in path if p)
 for tool in ("flexsn-opt", "flexsn-translate", "flexsn-run", "FileCheck"):
     if not shutil.which(tool, path=config.environment["PATH"]):
-        lit_config.fatal(f"{tool} not found: install FlexSN and llvm-22-tools, "
-                         "or set FLEXSN_BIN")
+        lit_config.fatal(f"{tool} not found: install FlexSN and "
+                         "llvm-22-tools, or set FLEXSN_BIN")
 
 # %python: this interpreter; the `numpy` feature where it has numpy.
 config.substitutions.append(("%python", sys.executable))

@@ -15,7 +15,8 @@ from .compiler import (ALL_VARIANTS, SPIKE_STORAGES, STORAGE_TYPES,
                        CacheError, CompiledKernels, CompiledNeuron, cache_dir,
                        compile, compile_kernels, shipped_neurons)
 
-from ._dialect import VERSION as __version__  # CMake's project version
+# CMake's project version.
+from ._dialect import VERSION as __version__  # noqa: F401
 
 __all__ = [
     "ALL_VARIANTS", "STORAGE_TYPES", "CacheError", "CompileError",

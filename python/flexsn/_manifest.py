@@ -184,7 +184,8 @@ class Buffer:
     dtype: str
     shape: Tuple[str, ...]  # names of run-time sizes: ("T", "N"), ("N",), ()
     binds: Binding
-    workspace_offset: Optional[str] = None  # a size formula, for workspace parts
+    # A size formula, for workspace parts.
+    workspace_offset: Optional[str] = None
 
     @property
     def element_bytes(self) -> int:
@@ -315,6 +316,7 @@ class Manifest:
                     and (neuron is None or k.neuron == neuron)
                     and (final_states is None
                          or k.final_states == final_states)
-                    and k.deterministic == (deterministic and device == "cuda")):
+                    and k.deterministic == (deterministic
+                                            and device == "cuda")):
                 return k
         return None

@@ -114,7 +114,8 @@ class GpuImage:
         """Unloads the image from every context it was loaded into (a later
         launch loads it again); raises RuntimeStatusError if the driver
         failed to unload it somewhere."""
-        status = runtime_library().flexsn_image_unload(ctypes.byref(self.image))
+        status = runtime_library().flexsn_image_unload(
+            ctypes.byref(self.image))
         if status != 0:
             raise _status_error("unloading the kernel image", status)
 
@@ -140,7 +141,8 @@ class GpuKernel:
         self._kinds = (ctypes.c_int * n)(*kinds)
         self._sizes = (ctypes.c_int * n)(*(b.element_bytes
                                            for b in spec.buffers))
-        self._names = [spec.vector_kernel.encode(), spec.scalar_kernel.encode()]
+        self._names = [spec.vector_kernel.encode(),
+                       spec.scalar_kernel.encode()]
         self.desc = _KernelDesc(
             self._names[0], self._names[1], spec.vector_width,
             2 if spec.dtype in ("f16", "bf16") else 4, n, self._kinds,

@@ -234,7 +234,8 @@ def bundled_openmp_library() -> Optional[pathlib.Path]:
 
 def c_compiler() -> str:
     """The driver that links CPU kernels into a shared library: $CC, cc."""
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    compiler = (os.environ.get("CC") or shutil.which("cc")
+                or shutil.which("gcc"))
     if not compiler:
         raise ToolNotFoundError(
             "no C compiler driver (cc) to link the CPU kernels: install gcc, "

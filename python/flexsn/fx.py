@@ -692,7 +692,7 @@ def _heaviside(em, args, kwargs, hint):
 
 def _clamp(em, args, kwargs, hint):
     b = _bind(args, kwargs, ("input", "min", "max"), {"min": None,
-                                                     "max": None})
+                                                      "max": None})
     lo, hi = b["min"], b["max"]
     if lo is None and hi is None:
         raise Unsupported("needs min or max")
@@ -765,8 +765,6 @@ def _pow(em, args, kwargs, hint):
         return em.binary("divf", 1.0, em.binary("mulf", x, x, hint + "_sq"),
                          hint)
     return em.powf(x, y, hint)
-
-
 
 
 def _detach(em, args, kwargs, hint):

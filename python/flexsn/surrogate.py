@@ -182,7 +182,7 @@ class Surrogate:
         """The parameters, by their MLIR names, in the attribute's order."""
         return collections.OrderedDict(
             (name, value) for (name, _), value in zip(self._spec,
-                                                        self._values))
+                                                      self._values))
 
     def __getattr__(self, name):
         # Parameters read as attributes too: Sigmoid().alpha == 4.0.
@@ -366,10 +366,10 @@ def coerce(surrogate):
     `by_name`, attribute text as `mlir()` prints it
     (``#flexsn.atan<alpha=3.0>``), or a SpikingJelly surrogate object
     (`spikingjelly.activation_based.surrogate.ATan(alpha=2.0)`) by duck
-    typing: its class name picks the surrogate and its attributes of the same names give the
-    parameters (SpikingJelly need not be importable). A SpikingJelly
-    surrogate with `spiking=False` (a smooth forward) is refused: FlexSN
-    compiles the spiking form only."""
+    typing: its class name picks the surrogate and its attributes of the
+    same names give the parameters (SpikingJelly need not be importable). A
+    SpikingJelly surrogate with `spiking=False` (a smooth forward) is
+    refused: FlexSN compiles the spiking form only."""
     if isinstance(surrogate, Surrogate):
         return surrogate
     if isinstance(surrogate, type) and issubclass(surrogate, Surrogate):

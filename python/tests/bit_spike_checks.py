@@ -77,7 +77,7 @@ def run_case(torch, compiled, N, T, dtype, variant, layout):
             .to(tdtype))
     v_init = floats(N)
     v_init.copy_((torch.randn(N, generator=gen, device=dev) * 0.5)
-                  .to(tdtype))
+                 .to(tdtype))
     states = T * ld if variant == "inference" else N
     dense_spike, dense_state = floats(T * ld), floats(states)
     bits_state = floats(states)

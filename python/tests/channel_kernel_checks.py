@@ -118,7 +118,8 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     ld = N + 4 if layout == "strided" else N
     off = 2 if layout == "misaligned" and dtype == "f32" else (
         4 if layout == "misaligned" else 0)  # elements: 8 bytes off
-    gen = torch.Generator(device=dev).manual_seed(B * 1000003 + C * 101 + S + T)
+    gen = torch.Generator(device=dev).manual_seed(
+        B * 1000003 + C * 101 + S + T)
 
     def seq(mean, std):
         # [T, ld] storage with a gap, viewed as [T, B, C, S].
@@ -149,7 +150,8 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
                              device=dev)[off:off + N]
     w_grad = torch.full((C,), float("nan"), device=dev)
     # The deterministic kernel's per-neuron sums, written twice.
-    w_terms = [torch.full((N + off + 8,), float("nan"), device=dev)[off:off + N]
+    w_terms = [torch.full((N + off + 8,), float("nan"),
+                          device=dev)[off:off + N]
                for _ in range(2)]
 
     inference = compiled.kernel("cuda", "inference", dtype)
@@ -219,7 +221,8 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
             return False, (f"{what}[{c}] = {float(got_w[c]):.6g}, want "
                            f"{float(want_w[c]):.6g} (tolerance "
                            f"{float(tol_w[c]):.3g})")
-    return True, (f"max |w_grad - want| {float((w_grad.double() - want_w).abs().max()):.3g}, "
+    w_err = float((w_grad.double() - want_w).abs().max())
+    return True, (f"max |w_grad - want| {w_err:.3g}, "
                   f"{int(left_out.sum())} left out")
 
 

@@ -744,7 +744,8 @@ class TorchEnv(object):
                                          else self.torch.int32)).all().item())
 
     def zeros_storage(self, n, dtype):
-        return self.torch.zeros((n,), dtype=self.tdt[dtype], device=self.device)
+        return self.torch.zeros((n,), dtype=self.tdt[dtype],
+                                device=self.device)
 
     def from_storage(self, arr, dtype):
         """A NumPy storage array (bf16 as uint16 bits) -> device tensor."""
@@ -819,7 +820,8 @@ class CudaDriver(object):
 
     def alloc(self, nbytes):
         p = ctypes.c_uint64()
-        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(p), max(int(nbytes), 1)),
+        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(p),
+                                          max(int(nbytes), 1)),
                    "cuMemAlloc")
         return p.value
 
@@ -828,11 +830,13 @@ class CudaDriver(object):
 
     def htod(self, dst, host):
         host = np.ascontiguousarray(host)
-        self.check(self.lib.cuMemcpyHtoD_v2(dst, host.ctypes.data, host.nbytes),
+        self.check(self.lib.cuMemcpyHtoD_v2(dst, host.ctypes.data,
+                                            host.nbytes),
                    "cuMemcpyHtoD")
 
     def dtoh(self, host, src):
-        self.check(self.lib.cuMemcpyDtoH_v2(host.ctypes.data, src, host.nbytes),
+        self.check(self.lib.cuMemcpyDtoH_v2(host.ctypes.data, src,
+                                            host.nbytes),
                    "cuMemcpyDtoH")
 
     def memset8(self, p, value, nbytes):
@@ -1018,7 +1022,7 @@ def compare_within(ops, res, what, got, want, tol, valid, exact=False):
     exact); valid: bool mask broadcastable. NaN in got always fails."""
     if tuple(got.shape) != tuple(want.shape):
         res.fail("%s: shape %s, expected %s" % (what, tuple(got.shape),
-                                                 tuple(want.shape)))
+                                                tuple(want.shape)))
         return
     if min(tuple(got.shape) or (1,)) == 0:
         return
@@ -1294,7 +1298,8 @@ class Checker(object):
                     kerns[v], T, N, x, inits, ref, params, label, keep=True))
         if all(kept[v] is not None and hasattr(kept[v], "case")
                for v in VARIANTS):
-            if kept["inference"].status == 0 and kept["final_state"].status == 0:
+            if (kept["inference"].status == 0
+                    and kept["final_state"].status == 0):
                 self.run_guarded(
                     "grid/%s/final_state/%s" % (neuron, dtype),
                     label + " == inference",
@@ -1371,12 +1376,18 @@ class Checker(object):
                         ref0 = self.reference(kern, x, None, params)
                         ref = self.reference(kern, x, inits, params)
                         tag = "%s %s N=%d" % (v, dtype, N)
-                        self.run_guarded(g, tag + " init=NULL", lambda: self.check_case(
-                            kern, T, N, x, None, ref0, params, "init NULL"))
+                        self.run_guarded(
+                            g, tag + " init=NULL",
+                            lambda: self.check_case(
+                                kern, T, N, x, None, ref0, params,
+                                "init NULL"))
                         x0 = x[:0]
                         ref00 = self.reference(kern, x0, None, params)
-                        self.run_guarded(g, tag + " T=0 init=NULL", lambda: self.check_case(
-                            kern, 0, N, x0, None, ref00, params, "T=0 init NULL"))
+                        self.run_guarded(
+                            g, tag + " T=0 init=NULL",
+                            lambda: self.check_case(
+                                kern, 0, N, x0, None, ref00, params,
+                                "T=0 init NULL"))
                         written = [a.name for a in kern.buffers
                                    if a.role in WRITTEN]
                         for name in written:
@@ -1403,16 +1414,19 @@ class Checker(object):
                         neuron, dtype, N, ld)).encode())
                     if self.out_of_time():
                         for v in variants:
-                            self.skip(g, "%s %s N=%d ld=%d" % (v, dtype, N, ld))
+                            self.skip(g, "%s %s N=%d ld=%d"
+                                      % (v, dtype, N, ld))
                         continue
-                    x, inits = self.env.random_inputs(neuron, dtype, T, N, seed)
+                    x, inits = self.env.random_inputs(neuron, dtype, T, N,
+                                                      seed)
                     ref = self.reference(kern0, x, inits, params)
                     for v in variants:
                         kern = b[(neuron, v, dtype)]
                         path = "vector" if ld % kern.vector_width == 0 \
                             else "scalar"
                         self.run_guarded(
-                            g, "%s %s N=%d ld=%d (%s)" % (v, dtype, N, ld, path),
+                            g, "%s %s N=%d ld=%d (%s)"
+                            % (v, dtype, N, ld, path),
                             lambda kern=kern: self.check_case(
                                 kern, T, N, x, inits, ref, params,
                                 "ld=%d" % ld, ld=ld))
@@ -1430,15 +1444,17 @@ class Checker(object):
                 ref = self.reference(kern0, x, inits, params)
                 for v in VARIANTS:
                     kern = b[(neuron, v, dtype)]
-                    self.run_guarded(g, "%s %s all buffers +1 element" % (v, dtype),
-                                     lambda kern=kern: self.check_case(
-                                         kern, T, N, x, inits, ref, params,
-                                         "offset 1", offset=1))
+                    self.run_guarded(
+                        g, "%s %s all buffers +1 element" % (v, dtype),
+                        lambda kern=kern: self.check_case(
+                            kern, T, N, x, inits, ref, params,
+                            "offset 1", offset=1))
                     x_name = kern.buffers_of("input_sequence")[0].name
-                    self.run_guarded(g, "%s %s only %s +1 element" % (v, dtype, x_name),
-                                     lambda kern=kern, x_name=x_name: self.check_case(
-                                         kern, T, N, x, inits, ref, params,
-                                         "x offset 1", offsets={x_name: 1}))
+                    self.run_guarded(
+                        g, "%s %s only %s +1 element" % (v, dtype, x_name),
+                        lambda kern=kern, x_name=x_name: self.check_case(
+                            kern, T, N, x, inits, ref, params,
+                            "x offset 1", offsets={x_name: 1}))
 
     def streams(self, neuron="lif", dtype="f32", T=16, N=1000):
         """Launches on a non-default stream (and the legacy default one)."""
@@ -1677,8 +1693,8 @@ def summarize(checker, out_dir, extra, allow_skip=False,
         too_many_cut = g["neurons"] >= 1000 and frac > MAX_CUT
         if too_many_cut:
             g["failed"] += 1
-            g["failures"].append("%.2f%% of the trajectories came within %g of "
-                                 "the threshold (limit %.0f%%)"
+            g["failures"].append("%.2f%% of the trajectories came within "
+                                 "%g of the threshold (limit %.0f%%)"
                                  % (100 * frac, NEAR, 100 * MAX_CUT))
         ok = g["failed"] == 0 and g["skipped"] == 0
         passed += g["passed"]
@@ -1702,8 +1718,8 @@ def summarize(checker, out_dir, extra, allow_skip=False,
                            failed=g["failed"], skipped=g["skipped"],
                            max_err=g["max_err"], max_ratio=g["max_ratio"],
                            cut_fraction=frac, failures=g["failures"][:20]))
-    for l in lines:
-        print(l)
+    for line in lines:
+        print(line)
     summary = "%s: %d passed, %d failed" % (prog, passed, failed)
     if skipped:
         summary += " (%d skipped: deadline)" % skipped

@@ -61,7 +61,8 @@ DEFAULT_SURROGATE = ("sigmoid", {"alpha": 4.0})
 
 def _normal_density(x, mean, sd):
     """The density of N(mean, sd²) at x."""
-    return torch.exp(-((x - mean) / sd) ** 2 / 2) / (sd * math.sqrt(2 * math.pi))
+    return (torch.exp(-((x - mean) / sd) ** 2 / 2)
+            / (sd * math.sqrt(2 * math.pi)))
 
 
 def _full(x, value):

@@ -169,7 +169,8 @@ def test_bad_options_are_clear_errors(cache):
     with pytest.raises(flexsn.CompileError, match="has no parameter 'tauu'"):
         flexsn.compile("lif", targets=("cpu",), params={"tauu": 2.0})
     with pytest.raises(flexsn.CompileError, match="expected true, false"):
-        flexsn.compile("lif", targets=("cpu",), kinds={"soft_reset": "runtime"},
+        flexsn.compile("lif", targets=("cpu",),
+                       kinds={"soft_reset": "runtime"},
                        params={"soft_reset": 3})
     with pytest.raises(flexsn.CompileError, match="alpha"):
         flexsn.compile("lif", targets=("cpu",),
@@ -247,7 +248,8 @@ def test_a_wheel_uses_its_bundled_tools(cache, tmp_path, monkeypatch):
     runtime.write_bytes(b"")
     openmp = bundled / "lib" / "libomp.so.5"
     openmp.symlink_to(pathlib.Path(os.environ.get(
-        "FLEXSN_OPENMP_LIBRARY", "/usr/lib/llvm-22/lib/libomp.so.5")).resolve())
+        "FLEXSN_OPENMP_LIBRARY",
+        "/usr/lib/llvm-22/lib/libomp.so.5")).resolve())
     assert _tools.find_tool("flexsn-compile") == tool
     assert _tools.find_runtime_library() == runtime
     assert _tools.bundled_openmp_library() == openmp

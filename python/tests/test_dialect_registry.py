@@ -179,7 +179,9 @@ def test_constructor_defaults_and_signature(spec):
     got = cls().params
     assert list(got.items()) == [(p.name, p.default) for p in spec.params]
     for p in spec.params:
-        assert type(got[p.name]) is type(p.default)
+        # Exactly the default's type: a real's value is a float, never an int.
+        got_type, want_type = type(got[p.name]), type(p.default)
+        assert got_type is want_type
     signature = inspect.signature(cls)
     assert [(q.name, q.default) for q in signature.parameters.values()] == \
         [(p.name, p.default) for p in spec.params] + [("spiking", True)]

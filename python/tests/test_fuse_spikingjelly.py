@@ -27,6 +27,7 @@ def fresh_blocks():
     tools finds them in a cache filled here)."""
     _PROGRAMS.clear()
 
+
 zoo = pytest.importorskip("spikingjelly.activation_based.model")
 from spikingjelly.activation_based import functional  # noqa: E402
 from spikingjelly.activation_based.model import (  # noqa: E402

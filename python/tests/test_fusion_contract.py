@@ -250,6 +250,7 @@ def test_edge_shapes(device, shape, model):
     def make_model():  # no readout: a mean over T = 0 is NaN
         return Net(readout="none") if model is Net else model()
 
-    report = compare(make_model, make, Case(device, "row_major", "f32",
-                                       ("train", "train", "eval", "train")))
+    report = compare(make_model, make,
+                     Case(device, "row_major", "f32",
+                          ("train", "train", "eval", "train")))
     report.check()

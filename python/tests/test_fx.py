@@ -842,7 +842,7 @@ def step_kwargs(name, flags):
     default (read from the import), or the value in `flags`."""
     step, num_states, _, _ = SHIPPED[name]
     values = {p.name: p.default for p in trace_step(step, 1,
-                                                     num_states).params}
+                                                    num_states).params}
     values.update(flags)
     return tensor_kwargs(values)
 

@@ -124,8 +124,6 @@ CONFIGS = {
 module = ModuleCache(CONFIGS)
 
 
-
-
 # ---------------------------------------------------------------------------
 # Compile and manifest
 # ---------------------------------------------------------------------------
@@ -595,7 +593,7 @@ def test_constructor_errors():
     with pytest.raises(ValueError, match="neuron_shape"):
         LIFNode(step_mode="m", per_neuron_threshold=True)
     with pytest.raises(ValueError, match=r"'v_threshold' has shape \(4,\), "
-                                          r"neuron_shape is \(5,\)"):
+                                         r"neuron_shape is \(5,\)"):
         FlexSN("lif", kinds={"v_threshold": "trainable"}, shapes=PER_NEURON,
                params={"v_threshold": torch.ones(4)}, neuron_shape=(5,))
     with pytest.raises(ValueError, match="'v_threshold' is a scalar"):

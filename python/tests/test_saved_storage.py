@@ -120,8 +120,8 @@ _modules = {}
 
 def module(save_in_storage_type, device):
     if save_in_storage_type not in _modules:
-        _modules[save_in_storage_type] = LIFNode(step_mode="m", 
-            tau=2.0, v_reset=0.0, store_v_seq=True,
+        _modules[save_in_storage_type] = LIFNode(
+            step_mode="m", tau=2.0, v_reset=0.0, store_v_seq=True,
             save_in_storage_type=save_in_storage_type)
     return _modules[save_in_storage_type].to(device)
 

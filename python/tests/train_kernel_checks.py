@@ -24,12 +24,12 @@ forward's workspace goes to the backward. Then:
   backward  the gradients of L = <spike_grad, spike> + sum <v_seq_grad, v_seq>
             + sum <v_final_grad, v_T> w.r.t. x, the initial states and the
             trainable parameters (PLIF's w) against automatic differentiation
-            of the step loop written here from docs/Semantics.md (float32, on the
-            storage-rounded inputs and incoming gradients; Heaviside forward,
-            sigmoid(alpha = 4) surrogate backward, the reset's spike detached
-            for the _detach copies): PyTorch autograd on the GPU (full mode;
-            the Heaviside a torch.autograd.Function), or a small reverse-mode
-            tape on NumPy (--quick, --reference-only).
+            of the step loop written here from docs/Semantics.md (float32, on
+            the storage-rounded inputs and incoming gradients; Heaviside
+            forward, sigmoid(alpha = 4) surrogate backward, the reset's spike
+            detached for the _detach copies): PyTorch autograd on the GPU
+            (full mode; the Heaviside a torch.autograd.Function), or a small
+            reverse-mode tape on NumPy (--quick, --reference-only).
 
 Tolerances. Spikes may differ from the reference only for neurons whose h
 came within 1e-4 of the threshold (a 1-ulp difference there flips a spike and
@@ -1163,7 +1163,7 @@ class TrainChecker(kc.Checker):
                 res.fail("%s: %s_grad = %r, CPU path %r (tol %.3g)"
                          % (label, name, got, cg, tol))
 
-    # -- groups -----------------------------------------------------------------
+    # -- groups ---------------------------------------------------------------
     def grid(self, neurons, dtypes, Ts, Ns, Ts_copy=None, Ns_copy=None):
         for neuron in neurons:
             _, soft, detach = kc.copy_flags(neuron)

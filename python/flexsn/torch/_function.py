@@ -78,8 +78,8 @@ class Handle:
     def kernels(self, device: torch.device) -> NeuronKernels:
         kind = device.type
         if kind not in ("cpu", "cuda"):
-            raise RuntimeError(f"{self.info.name}: FlexSN runs on CPU and CUDA "
-                               f"tensors, not {kind}")
+            raise RuntimeError(f"{self.info.name}: FlexSN runs on CPU and "
+                               f"CUDA tensors, not {kind}")
         if kind not in self._kernels:
             self._kernels[kind] = NeuronKernels(self.compiled, kind)
         return self._kernels[kind]
@@ -379,7 +379,8 @@ if _HAS_CUSTOM_OP:
                 x.shape[0])
             states = [x.new_empty((n,) + tuple(x.shape[1:])) for n in steps]
         elif store_state_seqs:
-            states = [torch.empty_like(x, memory_format=torch.contiguous_format)
+            states = [torch.empty_like(x,
+                                       memory_format=torch.contiguous_format)
                       for _ in info.states]
         else:
             states = [x.new_empty(x.shape[1:]) for _ in info.states]

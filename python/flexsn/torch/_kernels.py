@@ -602,7 +602,8 @@ class NeuronKernels:
         dtype = DTYPES[dtype_like.dtype]
         try:
             kernel = self.kernel("backward", dtype,
-                                 bool(deterministic) or self._sum_channels_here)
+                                 bool(deterministic)
+                                 or self._sum_channels_here)
         except NoDeterministicKernelError as error:
             if deterministic and deterministic != "warn":
                 raise

@@ -306,6 +306,7 @@ def check_case(tool, case, workdir):
         if not np.allclose(got, v, rtol=1e-5, atol=1e-5):
             raise Failure("@clamped's v differs from its NumPy model by %g"
                           % float(np.max(np.abs(got - v))))
+
     def richardson(loss_at):
         """Central differences at EPS and EPS/2, extrapolated:
         (4 D(EPS/2) - D(EPS)) / 3. loss_at(e) returns (L(+e), L(-e),

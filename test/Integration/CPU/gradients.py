@@ -271,7 +271,8 @@ def loss_per_neuron(traj, grad_out, grad_states):
 # Backward pass (float64).
 
 def _dv_dh(p, s, h, psi):
-    """d v' / d h through the reset (docs/Semantics.md); s is the spike value."""
+    """d v' / d h through the reset (docs/Semantics.md); s is the spike
+    value."""
     if p["soft_reset"]:
         if p["detach_reset"]:
             return np.ones_like(h)

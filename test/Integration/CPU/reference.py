@@ -79,7 +79,8 @@ def flags_of(neuron):
 
 
 def resolve_params(neuron, overrides=None):
-    """Defaults updated by `overrides`; numbers as np.float32, flags as bool."""
+    """Defaults updated by `overrides`; numbers as np.float32, flags as
+    bool."""
     if neuron not in DEFAULTS:
         raise KeyError("unknown neuron %r" % neuron)
     p = dict(DEFAULTS[neuron])

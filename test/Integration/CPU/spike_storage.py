@@ -51,7 +51,8 @@ def main():
     for variant in ("inference", "final-state"):
         for dtype in (np.float32, np.float16):
             for shape in ((5, 33), (3, 2, 7), (1, 1), (4, 2, 8), (2, 50)):
-                name = f"{variant}-{np.dtype(dtype).name}-{'x'.join(map(str, shape))}"
+                name = (f"{variant}-{np.dtype(dtype).name}-"
+                        f"{'x'.join(map(str, shape))}")
                 x = (rng.standard_normal(shape) * 1.5).astype(dtype)
                 ref = reference.simulate("lif", {}, x.astype(np.float32))
                 spikes, state = run(args, args.workdir, name, variant, x,

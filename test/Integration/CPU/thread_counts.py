@@ -34,7 +34,7 @@ def run(tool, args, outdir):
                             capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit("flexsn-run failed: %s\n%s" % (" ".join(args),
-                                                 result.stderr))
+                                                result.stderr))
     return {name: open(os.path.join(outdir, name), "rb").read()
             for name in sorted(os.listdir(outdir))}
 

@@ -84,7 +84,8 @@ def neuron(role, names):
             h = f"%p{i}"
     if role == "param_i1":
         for i, name in enumerate(params):
-            body.append(f"  %p{i} = arith.select %{name}, {h}, %{inputs[0]} : f32")
+            body.append(f"  %p{i} = arith.select %{name}, {h}, "
+                        f"%{inputs[0]} : f32")
             h = f"%p{i}"
     body.append(f"  %spike = flexsn.spike {h} surrogate({SURROGATE}) : f32")
     yields = ["%spike"] * len(outputs) + [h] * len(states)
@@ -125,9 +126,10 @@ def main():
                     f"{'accepted' if accepted else 'rejected'}, expected "
                     f"{'accepted' if NAMES[name] else 'rejected'} "
                     f"{p.stderr.strip()}")
-        errors = [l for l in p.stderr.splitlines() if "error:" in l]
+        errors = [line for line in p.stderr.splitlines() if "error:" in line]
         if not accepted and (len(errors) != 1 or f"'{name}" not in errors[0]):
-            return f"{name} as {role}: expected one error naming it, got {p.stderr!r}"
+            return (f"{name} as {role}: expected one error naming it, "
+                    f"got {p.stderr!r}")
         return None
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
