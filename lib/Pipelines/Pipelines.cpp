@@ -167,6 +167,9 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
   GpuModuleToBinaryPassOptions binary;
   binary.toolkitPath = options.toolkit;
   binary.compilationTarget = options.format;
+  // ptxas optimizes the module's kernels on every core: the same machine
+  // code, in about half the time on two cores (docs/Rationale.md).
+  binary.cmdOptions = "--split-compile 0";
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
