@@ -31,12 +31,15 @@ AMP (float16 autocast), with the weights and input row-major
 
 Each row: the step's median time (CUDA events, after warm-up), the host's
 time per step (steps queued back to back), the first step's wall time
-(conversion, fusion and compiles included), the first loss, and the peak
-memory of the timed steps (torch.cuda.max_memory_allocated from the end of
-the first step on: the model, its optimizer's state, a CUDA graph's pool
-(made at its capture) and a step's activations; not the workspaces cuDNN
-tries while it picks its algorithms in a process's first step of a
-shape: 107 GiB in one Spikformer run).
+from the model's construction on (build: SpikingJelly's constructor and
+the conversion, with a FlexSN neuron's compile; prepare: fusion, with the
+blocks' compiles, or torch.compile's wrapping; the step itself, with
+cuDNN's algorithm search and torch.compile's compile), the first loss,
+and the peak memory of the timed steps (torch.cuda.max_memory_allocated
+from the end of the first step on: the model, its optimizer's state, a
+CUDA graph's pool (made at its capture) and a step's activations; not the
+workspaces cuDNN tries while it picks its algorithms in a process's first
+step of a shape: 107 GiB in one Spikformer run).
 Compiled variants run last. Writes zoo_results.{json,md} to --out.
 """
 
@@ -194,13 +197,18 @@ def run_one(torch, timer, model, variant, precision, layout, batch_size,
     try:
         t0 = time.perf_counter()
         net = build(torch, model, variant, layout, device, factory)
+        built = time.perf_counter()
         keep, step = training_step(torch, net, variant, precision, x,
                                    labels, losses)
+        ready = time.perf_counter()
         step()
         if device == "cuda":
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()  # what the steps hold
         row["first_step_s"] = time.perf_counter() - t0
+        # Of it: the model built and converted (a FlexSN neuron's compile),
+        # then fused (the blocks' compiles) or wrapped, then the step.
+        row["build_s"], row["prepare_s"] = built - t0, ready - built
         row["first_loss"] = float(losses[0])
         ms, min_ms = timer.ms(step, reps=reps)[:2]
         row.update(step_ms=ms, min_ms=min_ms)
@@ -268,7 +276,7 @@ def markdown(meta):
         T, meta["resolution"], meta["resolution"], meta["device"],
         meta["torch"]), "",
         "| model | precision | layout | B | variant | step ms | host ms | "
-        "peak GiB | first step s | first loss |",
+        "peak GiB | first step s (build + prepare + step) | first loss |",
         "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
     for r in meta["rows"]:
         head = "| %s | %s | %s | %d | %s |" % (
@@ -279,10 +287,15 @@ def markdown(meta):
             lines.append("%s %s | | | | |" % (
                 head, " ".join(why.replace("|", "/").split())[:160]))
             continue
-        lines.append("%s %.2f | %s | %s | %.1f | %.4f |" % (
+        first = "%.1f" % r["first_step_s"]
+        if "build_s" in r:
+            first += " (%.1f + %.1f + %.1f)" % (
+                r["build_s"], r["prepare_s"],
+                r["first_step_s"] - r["build_s"] - r["prepare_s"])
+        lines.append("%s %.2f | %s | %s | %s | %.4f |" % (
             head, r["step_ms"], "%.2f" % r["host_ms"] if "host_ms" in r
             else "", "%.2f" % r["peak_gib"] if "peak_gib" in r else "",
-            r["first_step_s"], r["first_loss"]))
+            first, r["first_loss"]))
     lines += ["", "Targets (ratio: the other's step / FlexSN's):", ""]
     lines += ["- " + results.check_line(c) for c in meta["checks"]]
     return "\n".join(lines) + "\n"
