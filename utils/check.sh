@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets FlexSN up if needed, then runs every test: the check-flexsn target
 # (lit + FileCheck tests and the GoogleTest unit tests), then the Python
-# layer's pytest suite, then flake8 over every Python file.
+# layer's pytest suite, then flake8 over every Python file and clang-format
+# over every C and C++ file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
@@ -42,8 +43,13 @@ else
   echo "flake8: the violations above" >&2
 fi
 
+# C and C++ formatting: every tracked file as clang-format 22 writes it.
+format_status=0
+bash utils/check_format.sh || format_status=$?
+
 # One closing line that any CI can read.
 echo "all: $(( ${passed:-0} + ${py_passed:-0} )) passed, $(( ${failed:-0} + ${py_failed:-0} )) failed"
 [ "$status" -eq 0 ] || exit "$status"
 [ "$py_status" -eq 0 ] || exit "$py_status"
-exit "$lint_status"
+[ "$lint_status" -eq 0 ] || exit "$lint_status"
+exit "$format_status"

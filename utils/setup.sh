@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 
 LLVM_VERSION=22
 LLVM_DEB_VERSION="1:22.1.8-1~deb12u1"
-LLVM_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libomp-22-dev)
+LLVM_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libomp-22-dev
+               clang-format-22)
 OTHER_PACKAGES=(cmake ninja-build g++ libgtest-dev libzstd-dev dpkg-dev python3
                 python3-numpy python3-pip python3-pytest python3-torch
                 python3-flake8)

@@ -28,10 +28,10 @@ using namespace mlir;
 namespace {
 /// The chips `ptxas --help` of CUDA 13 lists (docs/Reference.md).
 constexpr StringLiteral kKnownChips[] = {
-    "sm_70",   "sm_75",   "sm_80",   "sm_86",   "sm_87",   "sm_88",
-    "sm_89",   "sm_90",   "sm_90a",  "sm_100",  "sm_100a", "sm_100f",
-    "sm_103",  "sm_103a", "sm_103f", "sm_110",  "sm_110a", "sm_110f",
-    "sm_120",  "sm_120a", "sm_120f", "sm_121",  "sm_121a", "sm_121f"};
+    "sm_70",  "sm_75",   "sm_80",   "sm_86",  "sm_87",   "sm_88",
+    "sm_89",  "sm_90",   "sm_90a",  "sm_100", "sm_100a", "sm_100f",
+    "sm_103", "sm_103a", "sm_103f", "sm_110", "sm_110a", "sm_110f",
+    "sm_120", "sm_120a", "sm_120f", "sm_121", "sm_121a", "sm_121f"};
 
 /// The features LLVM's NVPTX target knows (ptx32 ... and the sm_* ones),
 /// or none if LLVM was built without it.

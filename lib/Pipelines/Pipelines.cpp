@@ -239,7 +239,6 @@ void mlir::flexsn::registerPipelines() {
       "final-state variants)",
       buildLowerToCPUPipeline,
       [](const LowerToCPUOptions &options, ErrorHandler errorHandler) {
-        return checkKernelOptions("flexsn-lower-to-cpu", options,
-                                  errorHandler);
+        return checkKernelOptions("flexsn-lower-to-cpu", options, errorHandler);
       });
 }

@@ -621,8 +621,9 @@ Expected<std::string> serializeNpy(const NpyArray &array) {
     length = header.size() + 1;
     length += kAlignment - (preamble + length) % kAlignment;
     if (length > std::numeric_limits<uint32_t>::max())
-      return createStringError(std::make_error_code(std::errc::invalid_argument),
-                               "the header is too long");
+      return createStringError(
+          std::make_error_code(std::errc::invalid_argument),
+          "the header is too long");
   }
   header.resize(length - 1, ' ');
   header += '\n';

@@ -78,22 +78,21 @@ int flexsn_buffer_kind_from_role(const char *role) {
   static const struct {
     const char *role;
     flexsn_buffer_kind kind;
-  } kinds[] = {{"input_sequence", FLEXSN_INPUT_SEQUENCE},
-               {"initial_state", FLEXSN_INITIAL_STATE},
-               {"output_sequence", FLEXSN_OUTPUT_SEQUENCE},
-               {"state_sequence", FLEXSN_STATE_SEQUENCE},
-               {"final_state", FLEXSN_FINAL_STATE},
-               {"optional_input_sequence", FLEXSN_OPTIONAL_INPUT_SEQUENCE},
-               {"saved_output", FLEXSN_SAVED_OUTPUT},
-               {"saved_input", FLEXSN_SAVED_INPUT},
-               {"param_gradient", FLEXSN_PARAM_GRADIENT},
-               {"reduction_scratch", FLEXSN_REDUCTION_SCRATCH},
-               {"per_neuron_param", FLEXSN_PER_NEURON_PARAM},
-               {"per_neuron_param_gradient",
-                FLEXSN_PER_NEURON_PARAM_GRADIENT},
-               {"per_channel_param", FLEXSN_PER_CHANNEL_PARAM},
-               {"per_channel_param_gradient",
-                FLEXSN_PER_CHANNEL_PARAM_GRADIENT}};
+  } kinds[] = {
+      {"input_sequence", FLEXSN_INPUT_SEQUENCE},
+      {"initial_state", FLEXSN_INITIAL_STATE},
+      {"output_sequence", FLEXSN_OUTPUT_SEQUENCE},
+      {"state_sequence", FLEXSN_STATE_SEQUENCE},
+      {"final_state", FLEXSN_FINAL_STATE},
+      {"optional_input_sequence", FLEXSN_OPTIONAL_INPUT_SEQUENCE},
+      {"saved_output", FLEXSN_SAVED_OUTPUT},
+      {"saved_input", FLEXSN_SAVED_INPUT},
+      {"param_gradient", FLEXSN_PARAM_GRADIENT},
+      {"reduction_scratch", FLEXSN_REDUCTION_SCRATCH},
+      {"per_neuron_param", FLEXSN_PER_NEURON_PARAM},
+      {"per_neuron_param_gradient", FLEXSN_PER_NEURON_PARAM_GRADIENT},
+      {"per_channel_param", FLEXSN_PER_CHANNEL_PARAM},
+      {"per_channel_param_gradient", FLEXSN_PER_CHANNEL_PARAM_GRADIENT}};
   size_t i;
   if (!role)
     return -1;
@@ -114,7 +113,8 @@ const char *flexsn_status_message(flexsn_status status) {
   case FLEXSN_SUCCESS:
     return "success";
   case FLEXSN_ERROR_NULL_POINTER:
-    return "a required buffer (an input, the workspace, a parameter's values or gradient) is NULL";
+    return "a required buffer (an input, the workspace, a parameter's values "
+           "or gradient) is NULL";
   case FLEXSN_ERROR_NEGATIVE_SIZE:
     return "T or N is negative";
   case FLEXSN_ERROR_BAD_STRIDE:

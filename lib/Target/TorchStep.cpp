@@ -34,10 +34,8 @@ std::string pythonLiteral(Attribute attr) {
     else if (std::isinf(value))
       os << (value > 0 ? "float('inf')" : "float('-inf')");
     else // 9 significant digits hold every f32 exactly.
-      os << llvm::format("%.9g", value) << (value == std::floor(value) &&
-                                                    std::fabs(value) < 1e9
-                                                ? ".0"
-                                                : "");
+      os << llvm::format("%.9g", value)
+         << (value == std::floor(value) && std::fabs(value) < 1e9 ? ".0" : "");
   } else if (auto i = dyn_cast<IntegerAttr>(attr)) {
     if (i.getType().isInteger(1))
       os << (i.getValue().getBoolValue() ? "True" : "False");
@@ -161,14 +159,14 @@ private:
       value = "(-" + names.lookup(op.getOperand(0)) + ")";
     } else if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
       value = "F.cmpf(\"" +
-              arith::stringifyCmpFPredicate(cmp.getPredicate()).str() +
-              "\", " + operands(op) + ")";
+              arith::stringifyCmpFPredicate(cmp.getPredicate()).str() + "\", " +
+              operands(op) + ")";
     } else if (auto spike = dyn_cast<SpikeOp>(op)) {
       std::string surrogate;
       llvm::raw_string_ostream attr(surrogate);
       attr << spike.getSurrogate();
-      value = "F.spike(" + names.lookup(spike.getInput()) + ", \"" +
-              surrogate + "\")";
+      value = "F.spike(" + names.lookup(spike.getInput()) + ", \"" + surrogate +
+              "\")";
     } else if (StringRef function = functionOf(&op); !function.empty()) {
       value = "F." + function.str() + "(" + operands(op) + ")";
     } else {

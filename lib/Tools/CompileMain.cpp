@@ -279,9 +279,8 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
     llvm::raw_string_ostream os(step);
     LogicalResult translated = failure();
     {
-      ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) {
-        return success();
-      });
+      ScopedDiagnosticHandler quiet(&context,
+                                    [](Diagnostic &) { return success(); });
       translated = flexsn::translateToTorchStep(*module, os);
     }
     if (succeeded(translated) &&
@@ -349,9 +348,8 @@ int mlir::flexsn::compileMain(int argc, char **argv) {
         static_cast<const cl::Option *>(&options->gpuOptions),
         static_cast<const cl::Option *>(&options->configure)}) {
     if (option->getNumOccurrences() > 1) {
-      llvm::errs() << "flexsn-compile: -" << option->ArgStr
-                   << " is given " << option->getNumOccurrences()
-                   << " times; give it once\n";
+      llvm::errs() << "flexsn-compile: -" << option->ArgStr << " is given "
+                   << option->getNumOccurrences() << " times; give it once\n";
       return 1;
     }
   }

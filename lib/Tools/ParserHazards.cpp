@@ -162,8 +162,20 @@ std::vector<Token> lex(StringRef text) {
         ++pos;
       take(begin, Token::Punctuation);
       continue;
-    case ':': case ',': case '(': case ')': case '}': case '[': case ']':
-    case '<': case '>': case '=': case '+': case '*': case '?': case '|':
+    case ':':
+    case ',':
+    case '(':
+    case ')':
+    case '}':
+    case '[':
+    case ']':
+    case '<':
+    case '>':
+    case '=':
+    case '+':
+    case '*':
+    case '?':
+    case '|':
       take(begin, Token::Punctuation);
       continue;
     default:

@@ -56,8 +56,8 @@ static void nameUndeclaredValues(MLIRContext *context) {
     if (!text.starts_with("%"))
       return failure();
     size_t size = 1;
-    while (size < text.size() &&
-           (llvm::isAlnum(text[size]) || StringRef("$._-#").contains(text[size])))
+    while (size < text.size() && (llvm::isAlnum(text[size]) ||
+                                  StringRef("$._-#").contains(text[size])))
       ++size;
     diag << " '" << text.take_front(size) << "'";
     return failure();

@@ -39,7 +39,7 @@ struct Driver {
   unsigned long long nextId = 1;
   bool primaryActive[2] = {true, true};
   int primaryRetains[2] = {0, 0};
-  std::vector<int> stack; // context indices; the back is current
+  std::vector<int> stack;   // context indices; the back is current
   std::vector<int> streams; // stream i+1 belongs to context streams[i]
   std::vector<fake_cuda_allocation> allocations;
   std::vector<Module> modules;
@@ -230,7 +230,9 @@ void fake_cuda_fail_call(int n, CUresult result) {
 
 int fake_cuda_failure_injected(void) { return drv().failed; }
 
-void fake_cuda_set_launch_hook(fake_cuda_launch_hook hook) { drv().hook = hook; }
+void fake_cuda_set_launch_hook(fake_cuda_launch_hook hook) {
+  drv().hook = hook;
+}
 
 int fake_cuda_num_calls(void) { return drv().calls; }
 int fake_cuda_num_launches(void) { return drv().launches; }
@@ -326,8 +328,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice device,
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *context,
-                                          CUdevice device) {
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
   FAKE_CALL();
   if (device < 0 || device > 1)
     return CUDA_ERROR_INVALID_DEVICE;
@@ -396,9 +397,9 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int count,
   for (unsigned i = 0; i < count; ++i) {
     switch (attributes[i]) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-      *static_cast<CUcontext *>(data[i]) =
-          !a || a->memory == FAKE_CUDA_POOL ? nullptr
-                                             : contextHandle(a->context);
+      *static_cast<CUcontext *>(data[i]) = !a || a->memory == FAKE_CUDA_POOL
+                                               ? nullptr
+                                               : contextHandle(a->context);
       break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       *static_cast<unsigned *>(data[i]) =
@@ -468,11 +469,10 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
 }
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gridX,
-                                unsigned gridY, unsigned gridZ,
-                                unsigned blockX, unsigned blockY,
-                                unsigned blockZ, unsigned sharedBytes,
-                                CUstream stream, void **params,
-                                void **extra) {
+                                unsigned gridY, unsigned gridZ, unsigned blockX,
+                                unsigned blockY, unsigned blockZ,
+                                unsigned sharedBytes, CUstream stream,
+                                void **params, void **extra) {
   FAKE_CALL();
   Driver &d = drv();
   uintptr_t index = reinterpret_cast<uintptr_t>(function) - kFunctionTag;

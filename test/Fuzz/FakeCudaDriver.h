@@ -31,11 +31,11 @@ extern "C" {
 enum { FAKE_CUDA_NUM_CONTEXTS = 3 }; /* 0, 1: primaries of devices 0, 1 */
 
 typedef enum fake_cuda_memory {
-  FAKE_CUDA_DEVICE,        /* cuMemAlloc in a context */
-  FAKE_CUDA_MANAGED,       /* cuMemAllocManaged */
-  FAKE_CUDA_HOST_MAPPED,   /* pinned host memory, same address on the device */
-  FAKE_CUDA_HOST_ELSEWHERE,/* pinned host memory at another device address */
-  FAKE_CUDA_POOL           /* cuMemMap / pool memory: no owning context */
+  FAKE_CUDA_DEVICE,         /* cuMemAlloc in a context */
+  FAKE_CUDA_MANAGED,        /* cuMemAllocManaged */
+  FAKE_CUDA_HOST_MAPPED,    /* pinned host memory, same address on the device */
+  FAKE_CUDA_HOST_ELSEWHERE, /* pinned host memory at another device address */
+  FAKE_CUDA_POOL            /* cuMemMap / pool memory: no owning context */
 } fake_cuda_memory;
 
 /* Pool access flags per device, as CU_POINTER_ATTRIBUTE_ACCESS_FLAGS. */

@@ -1,4 +1,5 @@
-//===- FuzzerSupport.h - Shared pieces of the FlexSN fuzz targets -*- C++ -*-===//
+//===- FuzzerSupport.h - Shared pieces of the FlexSN fuzz targets -*- C++
+//-*-===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
@@ -23,7 +24,7 @@
 #define FLEXSN_FUZZ_CHECK(condition, message)                                  \
   do {                                                                         \
     if (!(condition)) {                                                        \
-      std::fprintf(stderr, "%s:%d: fuzz property failed: %s\n  (%s)\n",       \
+      std::fprintf(stderr, "%s:%d: fuzz property failed: %s\n  (%s)\n",        \
                    __FILE__, __LINE__, message, #condition);                   \
       std::abort();                                                            \
     }                                                                          \

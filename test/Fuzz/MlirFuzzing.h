@@ -1,4 +1,5 @@
-//===- MlirFuzzing.h - Parsing fuzz inputs as the tools do --------*- C++ -*-===//
+//===- MlirFuzzing.h - Parsing fuzz inputs as the tools do --------*- C++
+//-*-===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //

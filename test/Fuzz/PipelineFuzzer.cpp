@@ -45,8 +45,8 @@ using namespace mlir::flexsn::fuzzing;
 namespace {
 
 bool haveLibdevice() {
-  static bool found = llvm::sys::fs::exists(
-      FLEXSN_CUDA_TOOLKIT "/nvvm/libdevice/libdevice.10.bc");
+  static bool found = llvm::sys::fs::exists(FLEXSN_CUDA_TOOLKIT
+                                            "/nvvm/libdevice/libdevice.10.bc");
   return found;
 }
 

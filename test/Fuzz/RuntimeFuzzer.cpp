@@ -49,7 +49,8 @@ public:
       value = value << 8 | byte();
     return value;
   }
-  template <typename T, size_t N> T pick(const T (&values)[N]) {
+  template <typename T, size_t N>
+  T pick(const T (&values)[N]) {
     return values[byte() % N];
   }
   /// A short string (at most 31 bytes).
@@ -202,8 +203,8 @@ struct Call {
     if (isPerChannel(kind))
       return C < 0 ? -1 : mulAdd(C, 4, 0);
     if (kind == FLEXSN_REDUCTION_SCRATCH) {
-      int64_t gradients = std::count(kinds.begin(), kinds.end(),
-                                     FLEXSN_PARAM_GRADIENT);
+      int64_t gradients =
+          std::count(kinds.begin(), kinds.end(), FLEXSN_PARAM_GRADIENT);
       return 4 + 4 * gradients * ((N + 255) / 256);
     }
     if (!isSequence(kind))
@@ -533,7 +534,7 @@ void decodeCall(Reader &r, Call &c, flexsn_image *image, int current) {
   uint8_t count = r.byte();
   d.num_buffers = count < 248 ? count % 12 : count == 248 ? -1 : 130;
   uint8_t scalarCount = r.byte();
-  d.num_scalars = scalarCount < 250 ? scalarCount % 4
+  d.num_scalars = scalarCount < 250    ? scalarCount % 4
                   : scalarCount == 250 ? -1
                                        : FLEXSN_MAX_KERNEL_ARGS;
   d.vector_kernel = r.pick(names);
@@ -546,8 +547,10 @@ void decodeCall(Reader &r, Call &c, flexsn_image *image, int current) {
   int storage = std::max(d.num_buffers, 0);
   for (int i = 0; i < storage; ++i) {
     uint8_t kind = r.byte();
-    c.kinds.push_back(static_cast<flexsn_buffer_kind>(
-        kind < 250 ? kind % kNumKinds : kind == 250 ? -1 : kNumKinds));
+    c.kinds.push_back(
+        static_cast<flexsn_buffer_kind>(kind < 250    ? kind % kNumKinds
+                                        : kind == 250 ? -1
+                                                      : kNumKinds));
   }
   if (r.byte() % 4 == 0)
     for (int i = 0; i < storage; ++i)
@@ -593,9 +596,9 @@ void decodeCall(Reader &r, Call &c, flexsn_image *image, int current) {
     for (int i = 0; d.element_sizes && i < storage; ++i)
       sane &= c.elementSizes[i] == 2 || c.elementSizes[i] == 4 ||
               (c.elementSizes[i] == 1 && c.kinds[i] == FLEXSN_OUTPUT_SEQUENCE);
-    bool kindsValid =
-        std::all_of(c.kinds.begin(), c.kinds.end(),
-                    [](int k) { return k >= 0 && k < kNumKinds; });
+    bool kindsValid = std::all_of(c.kinds.begin(), c.kinds.end(), [](int k) {
+      return k >= 0 && k < kNumKinds;
+    });
     for (int i = 0; i < storage; ++i)
       c.buffers[i] = sane && kindsValid && c.T >= 0 && c.N >= 0 &&
                              (c.ld == 0 || c.ld >= c.N)
@@ -617,9 +620,9 @@ void checkLaunch(const char *kernel, unsigned gridX, unsigned blockX,
   const Call &c = *g_call;
   const flexsn_kernel_desc &d = c.desc;
   ++g_hookCalls;
-  FLEXSN_FUZZ_CHECK(std::strcmp(kernel, g_vector ? d.vector_kernel
-                                                 : d.scalar_kernel) == 0,
-                    "the launch used the other kernel");
+  FLEXSN_FUZZ_CHECK(
+      std::strcmp(kernel, g_vector ? d.vector_kernel : d.scalar_kernel) == 0,
+      "the launch used the other kernel");
   int64_t width = g_vector ? d.vector_width : 1;
   int64_t perBlock = 256 * width;
   FLEXSN_FUZZ_CHECK(blockX == 256 &&
@@ -710,8 +713,7 @@ void runCall(Reader &r, flexsn_image *image, bool imageLoadable) {
   static const CUresult results[] = {
       CUDA_ERROR_UNKNOWN, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND,
       CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_CONTEXT};
-  fake_cuda_fail_call(failure < 64 ? failure % 16 : -1,
-                      results[failure % 5]);
+  fake_cuda_fail_call(failure < 64 ? failure % 16 : -1, results[failure % 5]);
 
   Expectation expected = checkWithoutDriver(c);
   bool vector = false;
@@ -744,9 +746,9 @@ void runCall(Reader &r, flexsn_image *image, bool imageLoadable) {
     std::fprintf(stderr, "fake driver: %s\n", violation);
     FLEXSN_FUZZ_CHECK(false, "the runtime broke the driver's rules");
   }
-  FLEXSN_FUZZ_CHECK(std::strcmp(flexsn_status_name(status),
-                                "FLEXSN_UNKNOWN_STATUS") != 0,
-                    "the status is outside the enum");
+  FLEXSN_FUZZ_CHECK(
+      std::strcmp(flexsn_status_name(status), "FLEXSN_UNKNOWN_STATUS") != 0,
+      "the status is outside the enum");
   if (expected.beforeDriver || !injected) {
     if (status != expected.status ||
         flexsn_last_failed_buffer() != expected.blamed)
@@ -779,8 +781,7 @@ void runCall(Reader &r, flexsn_image *image, bool imageLoadable) {
     FLEXSN_FUZZ_CHECK(launches == (work ? 1 : 0),
                       "a successful call launched the wrong number of kernels");
     if (!injected)
-      FLEXSN_FUZZ_CHECK(sameCopies(expectedCopies(c)) &&
-                            copiesBefore == 0,
+      FLEXSN_FUZZ_CHECK(sameCopies(expectedCopies(c)) && copiesBefore == 0,
                         "a successful call wrote other bytes than the "
                         "contract says");
   } else if (status != FLEXSN_ERROR_LAUNCH) {
@@ -841,10 +842,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   // The status and role tables answer any value.
   int anyStatus = static_cast<int8_t>(r.byte());
-  FLEXSN_FUZZ_CHECK(flexsn_status_name(static_cast<flexsn_status>(anyStatus)) &&
-                        flexsn_status_message(
-                            static_cast<flexsn_status>(anyStatus)),
-                    "a status has no name or message");
+  FLEXSN_FUZZ_CHECK(
+      flexsn_status_name(static_cast<flexsn_status>(anyStatus)) &&
+          flexsn_status_message(static_cast<flexsn_status>(anyStatus)),
+      "a status has no name or message");
   static const char *const roles[] = {
       "input_sequence",    "initial_state",
       "output_sequence",   "state_sequence",

@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Compiles the shipped neurons' inference and final-state kernels in process
-// (ExecutionEngine) and checks them against docs/Semantics.md transcribed here in plain
-// C++, for hard/soft reset, detach on/off, several T and N, f32 and f16.
+// (ExecutionEngine) and checks them against docs/Semantics.md transcribed here
+// in plain C++, for hard/soft reset, detach on/off, several T and N, f32 and
+// f16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -483,16 +484,18 @@ TEST_F(CpuKernelTest, BadArgumentsAreReported) {
 
   // Training kernels are checked against their signature too: the forward
   // kernel takes its saved sequence last, a [T, N] buffer.
-  auto forward = CpuKernel::compile(*module, "if", KernelVariant::Forward,
-                                    b.getF32Type());
+  auto forward =
+      CpuKernel::compile(*module, "if", KernelVariant::Forward, b.getF32Type());
   ASSERT_TRUE(bool(forward));
   ArrayRef<KernelBufferAttr> specs = (*forward)->getSignature().getBuffers();
   ASSERT_EQ(specs.size(), 5u);
   EXPECT_EQ(specs.back().getRole(), BufferRole::SavedOutput);
   std::vector<float> data(8);
-  SmallVector<KernelBuffer> buffers = {
-      {data.data(), {2, 1}}, {data.data(), {1}}, {data.data(), {2, 1}},
-      {data.data(), {2, 1}}, {data.data(), {2}}};
+  SmallVector<KernelBuffer> buffers = {{data.data(), {2, 1}},
+                                       {data.data(), {1}},
+                                       {data.data(), {2, 1}},
+                                       {data.data(), {2, 1}},
+                                       {data.data(), {2}}};
   llvm::Error wrongRank = (*forward)->run(buffers, {});
   EXPECT_NE(llvm::toString(std::move(wrongRank))
                 .find("buffer #4 ('saved0') must have rank 2"),

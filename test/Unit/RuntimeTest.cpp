@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flexsn/Runtime/flexsn_runtime.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
+#include "flexsn/Runtime/flexsn_runtime.h"
 
 #include "gtest/gtest.h"
 
@@ -125,8 +125,8 @@ TEST(RuntimeTest, WellFormedCallReachesTheDriver) {
   EXPECT_EQ(call.launch(), first);
   // The stream is only looked at with the driver.
   EXPECT_EQ(flexsn_launch(&call.image, &call.desc,
-                          reinterpret_cast<flexsn_stream>(0x1234), call.T, call.N,
-                          call.ld, call.buffers, call.scalars),
+                          reinterpret_cast<flexsn_stream>(0x1234), call.T,
+                          call.N, call.ld, call.buffers, call.scalars),
             first);
 }
 
@@ -381,8 +381,8 @@ TEST(RuntimeTest, EmptyProblemsNeedNoDriver) {
     call.T = 0;
     call.buffers[3] = nullptr;
     EXPECT_EQ(flexsn_launch(&call.image, &call.desc,
-                            reinterpret_cast<flexsn_stream>(0xdead0), 0, 1000, 0,
-                            call.buffers, call.scalars),
+                            reinterpret_cast<flexsn_stream>(0xdead0), 0, 1000,
+                            0, call.buffers, call.scalars),
               FLEXSN_SUCCESS);
   }
 }
@@ -474,10 +474,10 @@ TEST(RuntimeTest, ReductionScratch) {
 // gradient, the parameter's values and its per-neuron gradient.
 struct PerNeuronBackwardCall {
   flexsn_image image = FLEXSN_IMAGE_INIT(kImageBytes, sizeof kImageBytes);
-  flexsn_buffer_kind kinds[5] = {
-      FLEXSN_OPTIONAL_INPUT_SEQUENCE, FLEXSN_SAVED_INPUT,
-      FLEXSN_OUTPUT_SEQUENCE, FLEXSN_PER_NEURON_PARAM,
-      FLEXSN_PER_NEURON_PARAM_GRADIENT};
+  flexsn_buffer_kind kinds[5] = {FLEXSN_OPTIONAL_INPUT_SEQUENCE,
+                                 FLEXSN_SAVED_INPUT, FLEXSN_OUTPUT_SEQUENCE,
+                                 FLEXSN_PER_NEURON_PARAM,
+                                 FLEXSN_PER_NEURON_PARAM_GRADIENT};
   flexsn_kernel_desc desc = {"k_vec", "k_scalar", 4, 4, 5, kinds, 0};
   void *buffers[5] = {fakePtr(0x100000), fakePtr(0x200000), fakePtr(0x300000),
                       fakePtr(0x400000), fakePtr(0x500000)};

@@ -1,12 +1,13 @@
-//===- SurrogateTest.cpp - Surrogate gradients against docs/Semantics.md ------------===//
+//===- SurrogateTest.cpp - Surrogate gradients against docs/Semantics.md
+//------------===//
 //
 // Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
 //
 //===----------------------------------------------------------------------===//
 //
 // Every surrogate attribute, parsed from text, is evaluated through the C++
-// API and compared with the docs/Semantics.md formula transcribed here independently,
-// and with a central finite difference of its primitive.
+// API and compared with the docs/Semantics.md formula transcribed here
+// independently, and with a central finite difference of its primitive.
 //
 //===----------------------------------------------------------------------===//
 
@@ -340,7 +341,8 @@ protected:
 };
 
 TEST_F(SurrogateApiTest, DefaultsMatchSpec) {
-  // docs/Semantics.md: sigmoid(alpha=4), s2nn(alpha=4, beta=1), squarewave(n=2, T=8).
+  // docs/Semantics.md: sigmoid(alpha=4), s2nn(alpha=4, beta=1), squarewave(n=2,
+  // T=8).
   auto sigmoid = cast<SigmoidAttr>(parseAttribute("#flexsn.sigmoid", &context));
   EXPECT_EQ(sigmoid.getAlpha().convertToDouble(), 4.0);
   auto s2nn = cast<S2NNAttr>(parseAttribute("#flexsn.s2nn", &context));

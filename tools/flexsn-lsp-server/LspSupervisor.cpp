@@ -18,8 +18,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
-#include <deque>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -226,7 +226,7 @@ json::Object positionOf(StringRef text, size_t offset) {
   for (size_t i = lineStart; i < offset; ++i) {
     unsigned char c = text[i];
     if ((c & 0xC0) == 0x80)
-      continue;               // a continuation byte
+      continue;                     // a continuation byte
     character += c >= 0xF0 ? 2 : 1; // 4-byte sequences are surrogate pairs
   }
   return json::Object{{"line", int64_t(before.count('\n'))},
@@ -348,8 +348,8 @@ private:
     if (litTest)
       os << llvm::formatv("{0:2}", message) << "\n// -----\n";
     else
-      os << "Content-Length: "
-         << llvm::formatv("{0}", message).str().size() << "\r\n\r\n"
+      os << "Content-Length: " << llvm::formatv("{0}", message).str().size()
+         << "\r\n\r\n"
          << llvm::formatv("{0}", message);
     outbox.emplace_back(generation, std::move(text));
     outboxReady.notify_all();
@@ -410,8 +410,8 @@ private:
       int status = 0;
       ::waitpid(childPid, &status, 0);
       if (exiting || exitRequested) {
-        exitCode = exitRequested && WIFEXITED(status) ? WEXITSTATUS(status)
-                                                      : exitCode;
+        exitCode =
+            exitRequested && WIFEXITED(status) ? WEXITSTATUS(status) : exitCode;
         finished = true;
         analysed.notify_all();
         // After `exit` the editor need not close our input: end here.
@@ -551,8 +551,8 @@ private:
     if (!parsed) {
       std::string error = llvm::toString(parsed.takeError());
       std::lock_guard<std::mutex> lock(mutex);
-      answerError(-32700, "a message that is not JSON (" + error +
-                              "): skipped");
+      answerError(-32700,
+                  "a message that is not JSON (" + error + "): skipped");
       return;
     }
     json::Object *message = parsed->getAsObject();
@@ -582,16 +582,16 @@ private:
   /// parse (its own diagnostics otherwise). With `mutex` held by `lock`.
   void handleDocument(StringRef method, const json::Object *params,
                       std::unique_lock<std::mutex> &lock) {
-    const json::Object *item = params ? params->getObject("textDocument")
-                                      : nullptr;
+    const json::Object *item =
+        params ? params->getObject("textDocument") : nullptr;
     std::optional<StringRef> uri = item ? item->getString("uri") : std::nullopt;
     if (!uri) {
       answerError(-32602, (method + " without a textDocument.uri").str());
       return;
     }
     std::string key = uri->str();
-    bool wasSent = documents.count(key) &&
-                   documents[key].state == DocumentState::Sent;
+    bool wasSent =
+        documents.count(key) && documents[key].state == DocumentState::Sent;
     if (method == "textDocument/didClose") {
       documents.erase(key);
       if (wasSent)
@@ -625,11 +625,11 @@ private:
           {"jsonrpc", "2.0"},
           {"method", "textDocument/didChange"},
           {"params",
-           json::Object{{"textDocument", json::Object{{"uri", key},
-                                                      {"version",
-                                                       document.version}}},
-                        {"contentChanges",
-                         json::Array{json::Object{{"text", document.text}}}}}}});
+           json::Object{
+               {"textDocument",
+                json::Object{{"uri", key}, {"version", document.version}}},
+               {"contentChanges",
+                json::Array{json::Object{{"text", document.text}}}}}}});
     else
       sendToBackend(didOpen(key, document));
     // One document at a time: were the backend to die on it, this is the
@@ -657,8 +657,7 @@ private:
     return json::Object{
         {"jsonrpc", "2.0"},
         {"method", "textDocument/didClose"},
-        {"params",
-         json::Object{{"textDocument", json::Object{{"uri", uri}}}}}};
+        {"params", json::Object{{"textDocument", json::Object{{"uri", uri}}}}}};
   }
 
   static json::Value didOpen(const std::string &uri, const Document &doc) {
@@ -677,12 +676,12 @@ private:
     json::Array diagnostics;
     for (const ParserHazard &hazard : hazards) {
       json::Object at = positionOf(document.text, hazard.offset);
-      diagnostics.push_back(json::Object{
-          {"range", json::Object{{"start", json::Object(at)},
-                                 {"end", std::move(at)}}},
-          {"severity", 1},
-          {"source", "flexsn"},
-          {"message", hazard.message}});
+      diagnostics.push_back(
+          json::Object{{"range", json::Object{{"start", json::Object(at)},
+                                              {"end", std::move(at)}}},
+                       {"severity", 1},
+                       {"source", "flexsn"},
+                       {"message", hazard.message}});
     }
     writeToEditor(json::Object{
         {"jsonrpc", "2.0"},

@@ -104,9 +104,7 @@ static PyExpr call(const char *name, const PyExpr &x) {
   return call("log1p", x);
 }
 [[maybe_unused]] static PyExpr erf(const PyExpr &x) { return call("erf", x); }
-[[maybe_unused]] static PyExpr atan(const PyExpr &x) {
-  return call("atan", x);
-}
+[[maybe_unused]] static PyExpr atan(const PyExpr &x) { return call("atan", x); }
 [[maybe_unused]] static PyExpr sin(const PyExpr &x) { return call("sin", x); }
 [[maybe_unused]] static PyExpr cos(const PyExpr &x) { return call("cos", x); }
 [[maybe_unused]] static PyExpr sigmoid(const PyExpr &x) {
@@ -231,9 +229,9 @@ static void printSurrogate(llvm::raw_ostream &functions,
     aliases += (aliases.empty() ? "" : " ") + pyString(alias) + ",";
   entries << "    SurrogateSpec(\n        " << pyString(Attr::getPythonName())
           << ", " << pyString(Attr::getSurrogateName()) << ", "
-          << pyString(mnemonic) << ", (" << aliases << "),\n        ("
-          << specs << "),\n        "
-          << pyString(Attr::getFormulaText()) << ", " << function << "),\n";
+          << pyString(mnemonic) << ", (" << aliases << "),\n        (" << specs
+          << "),\n        " << pyString(Attr::getFormulaText()) << ", "
+          << function << "),\n";
 }
 
 template <typename... Attrs>

@@ -61,28 +61,38 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                       cl::desc("<neuron file>"),
                                       cl::cat(runCategory));
 static cl::opt<std::string>
-    neuronName("neuron", cl::desc("Neuron to run (optional if the file holds "
-                                  "one neuron)"), cl::cat(runCategory));
+    neuronName("neuron",
+               cl::desc("Neuron to run (optional if the file holds "
+                        "one neuron)"),
+               cl::cat(runCategory));
 static cl::opt<std::string>
     variantName("variant", cl::Required,
                 cl::desc("inference, final-state, or train (forward then "
-                         "backward)"), cl::cat(runCategory));
+                         "backward)"),
+                cl::cat(runCategory));
 static cl::list<std::string>
-    inputFlags("input", cl::desc("@file.npy of one input sequence [T, N...], "
-                                 "in declaration order"), cl::cat(runCategory));
+    inputFlags("input",
+               cl::desc("@file.npy of one input sequence [T, N...], "
+                        "in declaration order"),
+               cl::cat(runCategory));
 static cl::list<std::string>
-    stateFlags("state", cl::desc("@file.npy of one initial state [N...], in "
-                                 "declaration order (absent: zeros)"), cl::cat(runCategory));
+    stateFlags("state",
+               cl::desc("@file.npy of one initial state [N...], in "
+                        "declaration order (absent: zeros)"),
+               cl::cat(runCategory));
 static cl::list<std::string>
-    paramFlags("param", cl::desc("NAME=VALUE overriding a parameter default"), cl::cat(runCategory));
+    paramFlags("param", cl::desc("NAME=VALUE overriding a parameter default"),
+               cl::cat(runCategory));
 static cl::list<std::string>
     gradOutputFlags("grad-output",
                     cl::desc("train: @file.npy of the gradient of one output "
-                             "sequence, in order (absent: zeros)"), cl::cat(runCategory));
+                             "sequence, in order (absent: zeros)"),
+                    cl::cat(runCategory));
 static cl::list<std::string>
     gradStateFlags("grad-state",
                    cl::desc("train: @file.npy of the gradient of one state "
-                            "sequence, in order (absent: zeros)"), cl::cat(runCategory));
+                            "sequence, in order (absent: zeros)"),
+                   cl::cat(runCategory));
 static cl::opt<std::string>
     spikeStorageName("spike-storage", cl::init("dense"),
                      cl::desc("inference, final-state: dense (spike outputs "
@@ -112,7 +122,8 @@ static cl::opt<bool> enablePerfListener(
              "directory under $JITDUMPDIR, else $TMPDIR, /.debug/jit)"),
     cl::cat(runCategory));
 static cl::opt<std::string> outputDir("output-dir", cl::Required,
-                                      cl::desc("Directory for the results"), cl::cat(runCategory));
+                                      cl::desc("Directory for the results"),
+                                      cl::cat(runCategory));
 
 namespace {
 [[noreturn]] void fail(const Twine &message) {
@@ -211,7 +222,9 @@ std::optional<std::string> firstNonFinite(const NpyArray &array) {
       rest /= array.shape[d];
     }
     return "index " + shapeString(index) + " = " +
-           (nan ? "nan" : negative ? "-inf" : "inf");
+           (nan        ? "nan"
+            : negative ? "-inf"
+                       : "inf");
   }
   return std::nullopt;
 }
@@ -466,10 +479,10 @@ int main(int argc, char **argv) {
   Type storageType = first.dtype == NpyDType::F32 ? Type(builder.getF32Type())
                                                   : Type(builder.getF16Type());
   auto compile = [&](KernelVariant v) {
-    auto kernel = CpuKernel::compile(
-        *module, neuron.getSymName(), v, storageType,
-        train ? SpikeStorage::Dense : *spikes, enablePerfListener,
-        saveInStorageType);
+    auto kernel =
+        CpuKernel::compile(*module, neuron.getSymName(), v, storageType,
+                           train ? SpikeStorage::Dense : *spikes,
+                           enablePerfListener, saveInStorageType);
     if (!kernel)
       fail(llvm::toString(kernel.takeError()));
     return std::move(*kernel);
@@ -582,8 +595,8 @@ int main(int argc, char **argv) {
     for (NpyArray &array : saved)
       grads.push_back({dataOf(array), sequence});
     // The inputs it reads again, named after the neuron's inputs.
-    auto inputNames = llvm::to_vector(
-        neuron.getInputNames().getAsValueRange<StringAttr>());
+    auto inputNames =
+        llvm::to_vector(neuron.getInputNames().getAsValueRange<StringAttr>());
     for (KernelBufferAttr buffer : backward->getSignature().getBuffers())
       if (buffer.getRole() == BufferRole::InputSequence)
         grads.push_back(

@@ -52,8 +52,7 @@ typedef struct flexsn_image {
   size_t size;
   void *state; /* owned by the runtime; zero-initialize */
 } flexsn_image;
-#define FLEXSN_IMAGE_INIT(data, size)                                          \
-  { (data), (size), NULL }
+#define FLEXSN_IMAGE_INIT(data, size) {(data), (size), NULL}
 
 /* Unloads the image from every context it was loaded into; contexts destroyed
    since are skipped (their modules went with them). Safe to call twice and on
@@ -70,9 +69,9 @@ typedef enum flexsn_buffer_kind {
   FLEXSN_FINAL_STATE,     /* [N] written, NULL = not written */
   /* Training kernels: */
   FLEXSN_OPTIONAL_INPUT_SEQUENCE, /* [T, N] read, NULL = zeros (gradients) */
-  FLEXSN_SAVED_OUTPUT,    /* [T, N] written, required (the workspace) */
-  FLEXSN_SAVED_INPUT,     /* [T, N] read, required (the workspace) */
-  FLEXSN_PARAM_GRADIENT,  /* one float, zeroed then accumulated, required */
+  FLEXSN_SAVED_OUTPUT,            /* [T, N] written, required (the workspace) */
+  FLEXSN_SAVED_INPUT,             /* [T, N] read, required (the workspace) */
+  FLEXSN_PARAM_GRADIENT, /* one float, zeroed then accumulated, required */
   /* Deterministic kernels (at most one per kernel): an int32 ticket counter,
      then one float per parameter gradient and block. Required, written; its
      extent is 4 + 4 * P * ceil(N / 256) bytes for P FLEXSN_PARAM_GRADIENT
@@ -111,7 +110,7 @@ typedef struct flexsn_kernel_desc {
   int element_size; /* bytes per element of every buffer: 4 or 2 */
   int num_buffers;
   const flexsn_buffer_kind *kinds;
-  int num_scalars; /* runtime parameters, passed after T, N, ld */
+  int num_scalars;          /* runtime parameters, passed after T, N, ld */
   const int *element_sizes; /* per buffer (training kernels mix f32 saved
                                values with f16 data; an output sequence of
                                spikes stored as bytes has 1, as bits

@@ -20,8 +20,8 @@ extern "C" {
 
 typedef enum flexsn_status {
   FLEXSN_SUCCESS = 0,
-  FLEXSN_ERROR_NULL_POINTER, /* a required buffer (an input, the workspace,
-                                a parameter's values or gradient) is NULL */
+  FLEXSN_ERROR_NULL_POINTER,     /* a required buffer (an input, the workspace,
+                                    a parameter's values or gradient) is NULL */
   FLEXSN_ERROR_NEGATIVE_SIZE,    /* T or N < 0 */
   FLEXSN_ERROR_BAD_STRIDE,       /* ld (time stride) < N, or ld < 0 */
   FLEXSN_ERROR_SIZE_OVERFLOW,    /* a buffer's extent in bytes overflows int64,

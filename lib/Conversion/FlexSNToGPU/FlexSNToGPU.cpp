@@ -62,8 +62,7 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   if (!plan.scalarReductions.empty())
     workgroup.push_back(MemRefType::get(
         {int64_t(plan.scalarReductions.size() * kWarpsPerBlock)},
-        Float32Type::get(ctx),
-        MemRefLayoutAttrInterface(), space));
+        Float32Type::get(ctx), MemRefLayoutAttrInterface(), space));
   if (hasScratch)
     workgroup.push_back(MemRefType::get({1}, IntegerType::get(ctx, 32),
                                         MemRefLayoutAttrInterface(), space));

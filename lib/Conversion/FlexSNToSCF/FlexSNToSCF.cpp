@@ -205,8 +205,7 @@ Value loadLanesIfPresent(OpBuilder &b, Location loc, unsigned width,
       b, loc, present,
       [&](OpBuilder &then, Location loc) {
         scf::YieldOp::create(
-            then, loc,
-            loadLanes(then, loc, width, inner, buffer, map, point));
+            then, loc, loadLanes(then, loc, width, inner, buffer, map, point));
       },
       [&](OpBuilder &otherwise, Location loc) {
         scf::YieldOp::create(otherwise, loc, zeroLanes(otherwise, loc, width));
@@ -239,8 +238,7 @@ void storeLanes(OpBuilder &b, Location loc, Value value, Value buffer,
     vector::StoreOp::create(b, loc, value, buffer, indices);
     return;
   }
-  int64_t bytes =
-      lanes.getNumElements() * element.getIntOrFloatBitWidth() / 8;
+  int64_t bytes = lanes.getNumElements() * element.getIntOrFloatBitWidth() / 8;
   vector::StoreOp::create(b, loc, value, buffer, indices,
                           /*nontemporal=*/true, llvm::MaybeAlign(bytes));
 }
@@ -263,8 +261,7 @@ Value streamingCondition(OpBuilder &b, Location loc, ValueRange sequences,
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   auto isZero = [&](Value v) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, v,
-                                 index(0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, v, index(0));
   };
   Value ok;
   auto require = [&](Value condition) {
@@ -297,16 +294,15 @@ Value streamingCondition(OpBuilder &b, Location loc, ValueRange sequences,
 /// Adds the vector `value` into the contiguous lanes at `indices`.
 void accumulateLanes(OpBuilder &b, Location loc, Value value, Value buffer,
                      ValueRange indices) {
-  Value total = vector::LoadOp::create(b, loc, value.getType(), buffer,
-                                       indices);
+  Value total =
+      vector::LoadOp::create(b, loc, value.getType(), buffer, indices);
   vector::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, total, value),
                           buffer, indices);
 }
 
 /// The sum of `value`'s lanes, in lane order.
 Value sumLanes(OpBuilder &b, Location loc, Value value) {
-  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                     value);
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, value);
 }
 
 /// Whether `buffer`, indexed through `map`, can be accessed by lanes along
@@ -366,18 +362,18 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value value,
 /// Emits `body(chunk)` for every chunk in [0, numChunks): an OpenMP
 /// worksharing loop (static schedule) in a parallel region of `numThreads`
 /// threads (OpenMP's default when null), or an scf.for.
-void emitChunkLoop(OpBuilder &b, Location loc, Value numChunks,
-                   bool parallel, Value numThreads,
+void emitChunkLoop(OpBuilder &b, Location loc, Value numChunks, bool parallel,
+                   Value numThreads,
                    function_ref<void(OpBuilder &, Location, Value)> body) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   if (!parallel) {
-    scf::ForOp::create(b, loc, zero, numChunks, one, ValueRange(),
-                       [&](OpBuilder &fb, Location loc, Value chunk,
-                           ValueRange) {
-                         body(fb, loc, chunk);
-                         scf::YieldOp::create(fb, loc);
-                       });
+    scf::ForOp::create(
+        b, loc, zero, numChunks, one, ValueRange(),
+        [&](OpBuilder &fb, Location loc, Value chunk, ValueRange) {
+          body(fb, loc, chunk);
+          scf::YieldOp::create(fb, loc);
+        });
     return;
   }
   OpBuilder::InsertionGuard guard(b);
@@ -484,8 +480,8 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
   auto load = [&](const NeuronAccess &n, Value present, Value buffer,
                   AffineMap map, ArrayRef<Value> at) -> Value {
     if (n.width)
-      return present ? loadLanesIfPresent(n.nb, n.loc, n.width, inner,
-                                          present, buffer, map, at)
+      return present ? loadLanesIfPresent(n.nb, n.loc, n.width, inner, present,
+                                          buffer, map, at)
                      : loadLanes(n.nb, n.loc, n.width, inner, buffer, map, at);
     SmallVector<Value> indices = selectIndices(map, at);
     return present ? loadIfPresent(n.nb, n.loc, present, buffer, indices)
@@ -496,12 +492,10 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
     SmallVector<Value> indices = selectIndices(map, at);
     if (!n.width)
       return storeIfPresent(n.nb, n.loc, present, value, buffer, indices);
-    scf::IfOp::create(n.nb, n.loc, present,
-                      [&](OpBuilder &then, Location loc) {
-                        storeLanes(then, loc, value, buffer, indices,
-                                   n.streaming);
-                        scf::YieldOp::create(then, loc);
-                      });
+    scf::IfOp::create(n.nb, n.loc, present, [&](OpBuilder &then, Location loc) {
+      storeLanes(then, loc, value, buffer, indices, n.streaming);
+      scf::YieldOp::create(then, loc);
+    });
   };
   // The initial states (zero when absent).
   auto initialStates = [&](const NeuronAccess &n) {
@@ -511,8 +505,8 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
         states.push_back(zeroLanes(n.nb, n.loc, n.width));
         continue;
       }
-      states.push_back(load(n, initPresent[s], scan.getInits()[s],
-                            initMaps[s], n.point));
+      states.push_back(
+          load(n, initPresent[s], scan.getInits()[s], initMaps[s], n.point));
     }
     return states;
   };
@@ -576,9 +570,8 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
     SmallVector<Value> params = paramsAt(n);
     SmallVector<Value> sums;
     withAccess(n, addAtStep, [&](const ScanGroupAccess &access) {
-      ValueRange finals = emitTimeLoop(nb, loc, scan, neuron, numSteps,
-                                       states, {params}, carriedReductions,
-                                       access);
+      ValueRange finals = emitTimeLoop(nb, loc, scan, neuron, numSteps, states,
+                                       {params}, carriedReductions, access);
       storeFinalStates(n, finals);
       sums = llvm::to_vector(finals.drop_front(numStates));
     });
@@ -632,9 +625,9 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
     bool keepsAll = llvm::all_of(llvm::seq(1u, rank), [&](unsigned d) {
       return map.isFunctionOfDim(d);
     });
-    SumKind kind = keepsAll                              ? SumKind::PerNeuron
+    SumKind kind = keepsAll                      ? SumKind::PerNeuron
                    : !map.isFunctionOfDim(inner) ? SumKind::PerChunk
-                                                         : SumKind::Shared;
+                                                 : SumKind::Shared;
     kinds.push_back(kind);
     sharedSums |= kind == SumKind::Shared;
     if (kind != SumKind::PerChunk)
@@ -644,8 +637,9 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
       sizes.push_back(numSteps);
     partials[r] = memref::AllocOp::create(
         b, loc,
-        MemRefType::get(SmallVector<int64_t>(sizes.size(), ShapedType::kDynamic),
-                        b.getF32Type()),
+        MemRefType::get(
+            SmallVector<int64_t>(sizes.size(), ShapedType::kDynamic),
+            b.getF32Type()),
         sizes);
   }
 
@@ -682,8 +676,7 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
     Value elements = numSteps;
     for (Value dim : neuronDims)
       elements = arith::MulIOp::create(b, loc, elements, dim);
-    streaming =
-        streamingCondition(b, loc, sequences, vectorWidth, elements);
+    streaming = streamingCondition(b, loc, sequences, vectorWidth, elements);
   }
 
   // The point (t = 0, outer..., n = 0) of `chunk`'s first neuron, and the
@@ -702,10 +695,8 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
   // its first neuron writes it whole; with outer dimensions a byte may span
   // two chunks, which then run in order on one thread.
   bool sharedBytes =
-      !outerDims.empty() &&
-      llvm::any_of(scan.getOutputs(), [](Value buffer) {
-        return cast<MemRefType>(buffer.getType()).getElementType().isInteger(
-            1);
+      !outerDims.empty() && llvm::any_of(scan.getOutputs(), [](Value buffer) {
+        return cast<MemRefType>(buffer.getType()).getElementType().isInteger(1);
       });
   emitChunkLoop(
       b, loc, numChunks, /*parallel=*/!sharedSums && !sharedBytes, numThreads,
@@ -735,8 +726,8 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
         // Adds a contribution of reduction r at `at` (t first): a sum some
         // chunks share takes the lanes' sum into the chunk's partial; one
         // kept per neuron takes each lane into its own element.
-        auto add = [&](OpBuilder &ab, Location loc, unsigned width,
-                       unsigned r, ArrayRef<Value> at, Value value) {
+        auto add = [&](OpBuilder &ab, Location loc, unsigned width, unsigned r,
+                       ArrayRef<Value> at, Value value) {
           if (kinds[r] == SumKind::PerChunk) {
             Value total = width ? sumLanes(ab, loc, value) : value;
             accumulate(ab, loc, total, partials[r], ValueRange{chunk, at[0]});
@@ -798,13 +789,12 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
           unsigned width = vectorWidth;
           int64_t numCarries = numStates + carriedReductions.size();
           OpBuilder::InsertionGuard guard(cb);
-          auto scope = memref::AllocaScopeOp::create(cb, loc,
-                                                     sumsIn.getTypes());
+          auto scope =
+              memref::AllocaScopeOp::create(cb, loc, sumsIn.getTypes());
           cb.createBlock(&scope.getBodyRegion());
           Value carries = memref::AllocaOp::create(
               cb, loc,
-              MemRefType::get({std::max<int64_t>(numCarries, 1),
-                               kChunkNeurons},
+              MemRefType::get({std::max<int64_t>(numCarries, 1), kChunkNeurons},
                               cb.getF32Type()));
           Value lanes = arith::ConstantIndexOp::create(cb, loc, width);
           auto vectors = [&](OpBuilder &b, ValueRange iterArgs,
@@ -818,9 +808,8 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
                 });
           };
           auto slot = [&](OpBuilder &b, Location loc, int64_t k, Value n) {
-            return SmallVector<Value>{
-                arith::ConstantIndexOp::create(b, loc, k),
-                arith::SubIOp::create(b, loc, n, from)};
+            return SmallVector<Value>{arith::ConstantIndexOp::create(b, loc, k),
+                                      arith::SubIOp::create(b, loc, n, from)};
           };
           auto keep = [&](OpBuilder &b, Location loc, Value n,
                           ValueRange values) {
@@ -835,40 +824,40 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
                   b, loc, f32Lanes(b, width), carries, slot(b, loc, k, n)));
             return values;
           };
-          vectors(cb, {}, [&](OpBuilder &vb, Location loc, Value n,
-                              ValueRange) {
-            NeuronAccess a{vb, loc, pointAt(n), width};
-            SmallVector<Value> initial = initialStates(a);
-            initial.append(carriedReductions.size(),
-                           zeroLanes(vb, loc, width));
-            keep(vb, loc, n, initial);
-            return SmallVector<Value>();
-          });
+          vectors(cb, {},
+                  [&](OpBuilder &vb, Location loc, Value n, ValueRange) {
+                    NeuronAccess a{vb, loc, pointAt(n), width};
+                    SmallVector<Value> initial = initialStates(a);
+                    initial.append(carriedReductions.size(),
+                                   zeroLanes(vb, loc, width));
+                    keep(vb, loc, n, initial);
+                    return SmallVector<Value>();
+                  });
           auto stepLoop = [&](OpBuilder &sb, bool stream) {
             scf::ForOp::create(
                 sb, loc, zeroIndex, numSteps, oneIndex, ValueRange(),
-                [&](OpBuilder &tb, Location loc, Value iteration,
-                    ValueRange) {
+                [&](OpBuilder &tb, Location loc, Value iteration, ValueRange) {
                   Value step = iteration;
                   if (scan.getReverse())
                     step = arith::SubIOp::create(
                         tb, loc,
                         arith::SubIOp::create(tb, loc, numSteps, oneIndex),
                         iteration);
-                  vectors(tb, {}, [&](OpBuilder &vb, Location loc, Value n,
-                                      ValueRange) {
-                    NeuronAccess a{vb, loc, pointAt(n), width, stream};
-                    SmallVector<Value> params = paramsAt(a);
-                    SmallVector<Value> current = fetch(vb, loc, n);
-                    withAccess(a, addAtStepOf(a.point, width),
-                               [&](const ScanGroupAccess &access) {
-                                 keep(vb, loc, n,
-                                      emitStep(vb, loc, scan, neuron, step,
-                                               current, {params},
-                                               carriedReductions, access));
-                               });
-                    return SmallVector<Value>();
-                  });
+                  vectors(
+                      tb, {},
+                      [&](OpBuilder &vb, Location loc, Value n, ValueRange) {
+                        NeuronAccess a{vb, loc, pointAt(n), width, stream};
+                        SmallVector<Value> params = paramsAt(a);
+                        SmallVector<Value> current = fetch(vb, loc, n);
+                        withAccess(a, addAtStepOf(a.point, width),
+                                   [&](const ScanGroupAccess &access) {
+                                     keep(vb, loc, n,
+                                          emitStep(vb, loc, scan, neuron, step,
+                                                   current, {params},
+                                                   carriedReductions, access));
+                                   });
+                        return SmallVector<Value>();
+                      });
                   scf::YieldOp::create(tb, loc);
                 });
           };
@@ -936,9 +925,9 @@ void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
             if (!partial)
               continue;
             if (!usesTime(reductionMaps[r])) {
-              addInPlace(cb, loc, r, point,
-                         memref::LoadOp::create(cb, loc, partial,
-                                                ValueRange{chunk}));
+              addInPlace(
+                  cb, loc, r, point,
+                  memref::LoadOp::create(cb, loc, partial, ValueRange{chunk}));
               continue;
             }
             scf::ForOp::create(
@@ -982,9 +971,9 @@ struct ConvertFlexSNToSCFPass
       for (SymbolTable::SymbolUse use : *uses)
         if (auto call = dyn_cast<func::CallOp>(use.getUser())) {
           OpBuilder cb(call);
-          call->insertOperands(call->getNumOperands(),
-                               arith::ConstantIntOp::create(cb, loc, i32, 0)
-                                   .getResult());
+          call->insertOperands(
+              call->getNumOperands(),
+              arith::ConstantIntOp::create(cb, loc, i32, 0).getResult());
         }
     StringRef defaultName = "omp_get_max_threads";
     // An llvm.func: a func.func declaration would get a C-interface

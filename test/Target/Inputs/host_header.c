@@ -22,7 +22,7 @@ static int failures = 0;
 
 #define CHECK(cond, ...)                                                       \
   do {                                                                         \
-    if (!(cond) && ++failures <= 20) { /* the first 20 are enough */         \
+    if (!(cond) && ++failures <= 20) { /* the first 20 are enough */           \
       printf("FAIL line %d: ", __LINE__);                                      \
       printf(__VA_ARGS__);                                                     \
       printf("\n");                                                            \
@@ -58,10 +58,10 @@ static int close_to(float got, double want, double tolerance) {
  * k; gx, gv0 and *gk are its gradients for the incoming gs, gvs (per step,
  * NULL: zeros) and gvT (NULL: zero). Returns 0 when some h lies within
  * 1e-4 of the threshold (float rounding could then flip the spike). */
-static int reference(int64_t T, int64_t N, int64_t n, const float *x,
-                     float v0, double k, double *spikes, double *vs,
-                     const float *gs, const float *gvs, const float *gvT,
-                     double *gx, double *gv0, double *gk) {
+static int reference(int64_t T, int64_t N, int64_t n, const float *x, float v0,
+                     double k, double *spikes, double *vs, const float *gs,
+                     const float *gvs, const float *gvT, double *gx,
+                     double *gv0, double *gk) {
   double h[64], vprev[64];
   double v = v0;
   int clear = 1;
@@ -110,8 +110,7 @@ static void check_lif(void) {
         "final-state status");
 
   size_t workspace_bytes = flexsn_cpu_lif_forward_f32_workspace_bytes(T, N);
-  CHECK(workspace_bytes ==
-            flexsn_cpu_lif_backward_f32_workspace_bytes(T, N),
+  CHECK(workspace_bytes == flexsn_cpu_lif_backward_f32_workspace_bytes(T, N),
         "the training kernels report one workspace size");
   float *workspace = malloc(workspace_bytes);
   float *spike_tr = poisoned(TN), *v_seq_tr = poisoned(TN);
@@ -152,15 +151,16 @@ static void check_lif(void) {
   CHECK(checked > N * 9 / 10 && spikes > 0 && spikes < checked * T,
         "checked %d neurons, %d spikes", checked, spikes);
   printf("lif f32: inference, final state and training match the formulas "
-         "(%s)\n", failures ? "with failures" : "all");
+         "(%s)\n",
+         failures ? "with failures" : "all");
 
   /* Bitwise the same for 1, 3 and OpenMP's default number of threads. */
   const int32_t counts[] = {1, 3, 0};
   for (int c = 0; c < 3; ++c) {
     float *other = poisoned(TN), *other_gx = poisoned(TN);
     flexsn_cpu_lif_inference_f32(T, N, x, v0, other, NULL, counts[c]);
-    flexsn_cpu_lif_backward_f32(T, N, gs, gvs, gvT, other_gx, NULL,
-                                workspace, counts[c]);
+    flexsn_cpu_lif_backward_f32(T, N, gs, gvs, gvT, other_gx, NULL, workspace,
+                                counts[c]);
     CHECK(memcmp(other, spike, TN * sizeof(float)) == 0 &&
               memcmp(other_gx, gx, TN * sizeof(float)) == 0,
           "%d threads differ", counts[c]);
@@ -227,12 +227,11 @@ static void check_plif_channels(void) {
   float *gs = filled(TN, -1.0f, 1.0f);
   float w_grad[3] = {NAN, NAN, NAN}, w_grad1[3] = {NAN, NAN, NAN};
   CHECK(flexsn_cpu_plif_backward_f32(T, N, C, S, gs, NULL, x, NULL, NULL, NULL,
-                                     w, w_grad, workspace, 2) ==
-            FLEXSN_SUCCESS,
+                                     w, w_grad, workspace, 2) == FLEXSN_SUCCESS,
         "plif backward status");
   CHECK(flexsn_cpu_plif_backward_f32(T, N, C, S, gs, NULL, x, NULL, NULL, NULL,
-                                     w, w_grad1, workspace, 1) ==
-            FLEXSN_SUCCESS,
+                                     w, w_grad1, workspace,
+                                     1) == FLEXSN_SUCCESS,
         "plif backward status, 1 thread");
   CHECK(memcmp(w_grad, w_grad1, sizeof w_grad) == 0,
         "w_grad differs between 1 and 2 threads");
@@ -257,16 +256,13 @@ static void check_plif_channels(void) {
   printf("plif per-channel f32: forward and w_grad match the formulas\n");
 
   CHECK(flexsn_cpu_plif_forward_f32(T, N, C, S + 1, x, v0, spike, NULL, w,
-                                    workspace, 1) ==
-            FLEXSN_ERROR_BAD_CHANNELS,
+                                    workspace, 1) == FLEXSN_ERROR_BAD_CHANNELS,
         "N not a multiple of C * S");
   CHECK(flexsn_cpu_plif_forward_f32(T, N, 0, S, x, v0, spike, NULL, w,
-                                    workspace, 1) ==
-            FLEXSN_ERROR_BAD_CHANNELS,
+                                    workspace, 1) == FLEXSN_ERROR_BAD_CHANNELS,
         "C = 0");
   CHECK(flexsn_cpu_plif_forward_f32(T, N, C, S, x, v0, spike, NULL, NULL,
-                                    workspace, 1) ==
-            FLEXSN_ERROR_NULL_POINTER,
+                                    workspace, 1) == FLEXSN_ERROR_NULL_POINTER,
         "w NULL");
   printf("plif per-channel f32: bad channels get their status\n");
 }
@@ -303,15 +299,14 @@ static void check_streaming(void) {
     v_seq[shift] = floats_at(TN, shift);
     x_grad[shift] = floats_at(TN, shift);
     workspace[shift] = floats_at(workspace_floats, shift);
-    CHECK(flexsn_cpu_lif_inference_f32(T, N, x, v0, spike[shift],
-                                       v_seq[shift], 2) == FLEXSN_SUCCESS,
+    CHECK(flexsn_cpu_lif_inference_f32(T, N, x, v0, spike[shift], v_seq[shift],
+                                       2) == FLEXSN_SUCCESS,
           "big inference status");
-    CHECK(flexsn_cpu_lif_forward_f32(T, N, x, v0, NULL, NULL,
-                                     workspace[shift], 2) == FLEXSN_SUCCESS,
+    CHECK(flexsn_cpu_lif_forward_f32(T, N, x, v0, NULL, NULL, workspace[shift],
+                                     2) == FLEXSN_SUCCESS,
           "big forward status");
-    CHECK(flexsn_cpu_lif_backward_f32(T, N, gs, NULL, NULL, x_grad[shift],
-                                      NULL, workspace[shift], 2) ==
-              FLEXSN_SUCCESS,
+    CHECK(flexsn_cpu_lif_backward_f32(T, N, gs, NULL, NULL, x_grad[shift], NULL,
+                                      workspace[shift], 2) == FLEXSN_SUCCESS,
           "big backward status");
   }
   CHECK(memcmp(spike[0], spike[1], TN * sizeof(float)) == 0 &&

@@ -136,7 +136,6 @@ IRBool compare(const IRScalar &a, double b, arith::CmpFPredicate predicate) {
 } // namespace
 } // namespace mlir::flexsn::surrogate
 
-
 #define GET_ATTRDEF_CLASSES
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.cpp.inc"
 
@@ -153,8 +152,8 @@ static SmallVector<StringRef> surrogateMnemonics() {
   SmallVector<StringRef> names;
   (
       [&] {
-        if constexpr (std::is_base_of_v<
-                          SurrogateAttrInterface::Trait<Attrs>, Attrs>)
+        if constexpr (std::is_base_of_v<SurrogateAttrInterface::Trait<Attrs>,
+                                        Attrs>)
           names.push_back(Attrs::getMnemonic());
       }(),
       ...);
@@ -433,4 +432,3 @@ Attribute StraightThroughAttr::parse(AsmParser &parser, Type) {
 }
 
 void StraightThroughAttr::print(AsmPrinter &) const {}
-

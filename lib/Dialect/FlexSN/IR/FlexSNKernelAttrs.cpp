@@ -447,8 +447,7 @@ LogicalResult KernelSignatureAttr::verify(
     if (trainingRole && !training)
       return emitError() << "an " << stringifyKernelVariant(variant)
                          << " kernel has no " << stringifyBufferRole(role)
-                         << " buffer ('" << buffer.getName().getValue()
-                         << "')";
+                         << " buffer ('" << buffer.getName().getValue() << "')";
     BufferRole savedRole = variant == KernelVariant::Forward
                                ? BufferRole::SavedOutput
                                : BufferRole::SavedInput;
@@ -474,8 +473,7 @@ LogicalResult KernelSignatureAttr::verify(
   }
   if (saved != workspaceSequences)
     return emitError() << "workspace_sequences is " << workspaceSequences
-                       << " but the kernel has " << saved
-                       << " saved buffer(s)";
+                       << " but the kernel has " << saved << " saved buffer(s)";
   if (scratches > 1)
     return emitError() << "a kernel has at most one reduction scratch";
   // The spike storage is the element type of the spike outputs: i8 for u8,
@@ -663,9 +661,9 @@ LogicalResult FlexSNDialect::verifyOperationAttribute(Operation *op,
     bool gpu = name == "flexsn.gpu_kernels";
     for (auto kernel : list.getAsRange<CompiledKernelAttr>())
       if (kernel.isGPU() != gpu)
-        return op->emitError() << "'" << name << "' lists "
-                               << kernel.getName().getValue() << ", a "
-                               << (gpu ? "CPU" : "GPU") << " kernel";
+        return op->emitError()
+               << "'" << name << "' lists " << kernel.getName().getValue()
+               << ", a " << (gpu ? "CPU" : "GPU") << " kernel";
     return success();
   }
   if (name == "flexsn.block") {

@@ -182,8 +182,7 @@ LogicalResult BlockOp::verify() {
     return emitOpError() << "has no connection to read its 'skip' input: "
                             "connection(none, skip) declares an input "
                             "nothing reads";
-  if (preAddsSkip() &&
-      getConnectionOperand() == BlockConnectionOperand::Skip)
+  if (preAddsSkip() && getConnectionOperand() == BlockConnectionOperand::Skip)
     return emitOpError() << "has one 'skip' input, which pre("
                          << stringifyBlockPre(getPre())
                          << ") adds before the neuron: its connection reads "

@@ -369,9 +369,10 @@ LogicalResult mlir::flexsn::emitBackwardStep(
   return success();
 }
 
-SmallVector<Value> mlir::flexsn::roundSavesKeepingDecisions(
-    Block &body, const SavePlan &plan, unsigned numInputs, unsigned numStates,
-    FloatType storage) {
+SmallVector<Value>
+mlir::flexsn::roundSavesKeepingDecisions(Block &body, const SavePlan &plan,
+                                         unsigned numInputs, unsigned numStates,
+                                         FloatType storage) {
   // What the backward step recomputes (every op whose operands it has), and
   // which of those values change with a saved value.
   llvm::DenseSet<Value> recomputed = freeValues(body, numInputs, numStates);
@@ -436,8 +437,8 @@ SmallVector<Value> mlir::flexsn::roundSavesKeepingDecisions(
     Value differs =
         decision.getType().isInteger(1)
             ? arith::XOrIOp::create(b, loc, decision, again).getResult()
-            : arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
-                                    decision, again)
+            : arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, decision,
+                                    again)
                   .getResult();
     mismatch =
         mismatch ? arith::OrIOp::create(b, loc, mismatch, differs) : differs;

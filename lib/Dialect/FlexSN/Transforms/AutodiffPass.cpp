@@ -241,8 +241,8 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   // rounded so that the backward's decisions stay the forward's.
   SmallVector<Value> savedValues(plan->saved);
   if (auto narrow = dyn_cast<FloatType>(savedType); narrow && narrow != f32)
-    savedValues = roundSavesKeepingDecisions(*body, *plan, numInputs,
-                                             numStates, narrow);
+    savedValues =
+        roundSavesKeepingDecisions(*body, *plan, numInputs, numStates, narrow);
   auto yield = cast<YieldOp>(body->getTerminator());
   SmallVector<Value> yielded(yield.getValues().take_front(numOutputs));
   llvm::append_range(yielded, savedValues);
@@ -351,8 +351,8 @@ void createFinalStateForward(func::FuncOp forward, NeuronOp neuron) {
   for (auto [arg, buffer] :
        llvm::zip(final.getArguments(), finalSignature.getBuffers()))
     arg.setType(getBufferType(buffer, channels));
-  final.setType(FunctionType::get(
-      ctx, final.getBody().front().getArgumentTypes(), {}));
+  final.setType(
+      FunctionType::get(ctx, final.getBody().front().getArgumentTypes(), {}));
   OpBuilder::atBlockEnd(cast<ModuleOp>(forward->getParentOp()).getBody())
       .insert(final);
   // The state buffers' ranks make the scan's states final ones.
@@ -374,8 +374,7 @@ struct AutodiffPass : flexsn::impl::FlexSNAutodiffBase<AutodiffPass> {
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return checkListOptions(getArgument(), errorHandler, storageTypes,
-                                 neurons);
+    return checkListOptions(getArgument(), errorHandler, storageTypes, neurons);
   }
 
   bool selected(StringRef neuron) {

@@ -138,8 +138,7 @@ func::FuncOp BlockExpander::createFunction() {
   return function;
 }
 
-Value BlockExpander::buildPre(Value x, Value scale, Value shift,
-                              Value added) {
+Value BlockExpander::buildPre(Value x, Value scale, Value shift, Value added) {
   MLIRContext *ctx = b.getContext();
   AffineMap param = channels ? AffineMap::get(rank, 0, b.getAffineDimExpr(2))
                              : AffineMap::get(rank, 0, ctx);

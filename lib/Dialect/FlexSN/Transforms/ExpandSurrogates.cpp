@@ -64,8 +64,8 @@ Value expandRound(OpBuilder &b, Location loc, RoundOp round) {
   Value above =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, nearest);
   Value away = arith::XOrIOp::create(b, loc, above, negative);
-  Value step = arith::SelectOp::create(b, loc, away, bitsConstant(1),
-                                       bitsConstant(-1));
+  Value step =
+      arith::SelectOp::create(b, loc, away, bitsConstant(1), bitsConstant(-1));
   Value neighbourBits = arith::AddIOp::create(b, loc, bits, step);
   Value neighbour = arith::ExtFOp::create(
       b, loc, f32,
@@ -99,10 +99,10 @@ struct ExpandSurrogatesPass
       if (auto spike = dyn_cast<SpikeOp>(op)) {
         // H(0) = 1: `oge` is false only below zero (and for NaN).
         Type type = spike.getType();
-        Value zero = constantLike(rewriter, loc, type,
-                                  rewriter.getF32FloatAttr(0.0));
-        Value one = constantLike(rewriter, loc, type,
-                                 rewriter.getF32FloatAttr(1.0));
+        Value zero =
+            constantLike(rewriter, loc, type, rewriter.getF32FloatAttr(0.0));
+        Value one =
+            constantLike(rewriter, loc, type, rewriter.getF32FloatAttr(1.0));
         Value fires = arith::CmpFOp::create(
             rewriter, loc, arith::CmpFPredicate::OGE, spike.getInput(), zero);
         rewriter.replaceOpWithNewOp<arith::SelectOp>(spike, fires, one, zero);

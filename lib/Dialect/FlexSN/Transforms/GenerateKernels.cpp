@@ -49,8 +49,8 @@ struct GenerateKernelsPass
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
     if (failed(Base::initializeOptions(options, errorHandler)))
       return failure();
-    return checkListOptions(getArgument(), errorHandler, variants,
-                                 storageTypes, neurons, spikeStorage);
+    return checkListOptions(getArgument(), errorHandler, variants, storageTypes,
+                            neurons, spikeStorage);
   }
 
   void runOnOperation() override {
@@ -64,8 +64,7 @@ struct GenerateKernelsPass
                             "flexsn.neuron (and no kernel function)";
       return signalPassFailure();
     }
-    SmallVector<KernelVariant> variantChoices(variants.begin(),
-                                              variants.end());
+    SmallVector<KernelVariant> variantChoices(variants.begin(), variants.end());
     if (variantChoices.empty())
       variantChoices = {KernelVariant::Inference, KernelVariant::FinalState};
     SmallVector<StorageType> storageChoices(storageTypes.begin(),

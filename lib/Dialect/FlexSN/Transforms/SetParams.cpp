@@ -74,8 +74,7 @@ struct FlexSNSetParamsPass
         neurons.push_back(neuron);
     for (const std::string &name : this->neurons)
       if (!module.lookupSymbol<NeuronOp>(name)) {
-        module.emitError("flexsn-set-params: no neuron named '")
-            << name << "'";
+        module.emitError("flexsn-set-params: no neuron named '") << name << "'";
         return signalPassFailure();
       }
 
@@ -96,9 +95,8 @@ struct FlexSNSetParamsPass
   }
 
   /// Splits "name=text" options; fails on a missing '='.
-  static LogicalResult split(NeuronOp neuron, StringRef option,
-                             StringRef entry, StringRef &name,
-                             StringRef &text) {
+  static LogicalResult split(NeuronOp neuron, StringRef option, StringRef entry,
+                             StringRef &name, StringRef &text) {
     if (!entry.contains('='))
       return neuron.emitError("flexsn-set-params: expected ")
              << option << "=NAME=VALUE, got '" << entry << "'";
@@ -119,9 +117,8 @@ struct FlexSNSetParamsPass
     auto unknown = [&](StringRef name) {
       std::string known;
       llvm::raw_string_ostream os(known);
-      llvm::interleaveComma(params, os, [&](ParamAttr p) {
-        os << p.getName().getValue();
-      });
+      llvm::interleaveComma(params, os,
+                            [&](ParamAttr p) { os << p.getName().getValue(); });
       return neuron.emitError("flexsn-set-params: @")
              << neuron.getSymName() << " has no parameter '" << name
              << "' (it has: " << (known.empty() ? "none" : known) << ")";
@@ -187,15 +184,13 @@ struct FlexSNSetParamsPass
         return neuron.emitError("flexsn-set-params: shape of '")
                << name << "' must be scalar, per_neuron or per_channel, got '"
                << text.trim() << "'";
-      *param = ParamAttr::get(b.getContext(), param->getName(),
-                              param->getDefaultValue(), param->getKind(),
-                              *shape);
+      *param =
+          ParamAttr::get(b.getContext(), param->getName(),
+                         param->getDefaultValue(), param->getKind(), *shape);
     }
     // The bindings and shapes must agree (a per-neuron const, say).
     for (ParamAttr &param : params) {
-      auto emitError = [&] {
-        return neuron.emitError("flexsn-set-params: ");
-      };
+      auto emitError = [&] { return neuron.emitError("flexsn-set-params: "); };
       if (failed(ParamAttr::verify(emitError, param.getName(),
                                    param.getDefaultValue(), param.getKind(),
                                    param.getShape())))

@@ -110,8 +110,7 @@ struct ScanTilingInterface
           !isWholeDimension(scan, d, sizes[d]))
         return scan.emitOpError()
                << "cannot be tiled along domain dimension d" << d << ": "
-               << (d == 0 ? "time is sequential"
-                          : "a reduction sums over it")
+               << (d == 0 ? "time is sequential" : "a reduction sums over it")
                << "; only the neuron dimensions every reduction keeps are "
                   "tiled";
     }
@@ -135,8 +134,8 @@ struct ScanTilingInterface
               ? tensor::ExtractSliceOp::create(b, loc, value, tileOffsets,
                                                tileSizes, strides)
                     .getOperation()
-              : memref::SubViewOp::create(b, loc, value, tileOffsets,
-                                          tileSizes, strides)
+              : memref::SubViewOp::create(b, loc, value, tileOffsets, tileSizes,
+                                          strides)
                     .getOperation();
       slices.push_back(slice);
       operands.push_back(slice->getResult(0));
@@ -144,9 +143,8 @@ struct ScanTilingInterface
         resultTypes.push_back(slice->getResult(0).getType());
     }
     ScanOp tiled = scan.cloneWithOperands(b, operands, resultTypes);
-    return TilingResult{{tiled},
-                        SmallVector<Value>(tiled->getResults()),
-                        slices};
+    return TilingResult{
+        {tiled}, SmallVector<Value>(tiled->getResults()), slices};
   }
 
   LogicalResult
@@ -156,8 +154,9 @@ struct ScanTilingInterface
                         SmallVector<OpFoldResult> &resultOffsets,
                         SmallVector<OpFoldResult> &resultSizes) const {
     auto scan = cast<ScanOp>(op);
-    selectTile(scan.getMatchingIndexingMap(scan.getDpsInitOperand(resultNumber)),
-               offsets, sizes, resultOffsets, resultSizes);
+    selectTile(
+        scan.getMatchingIndexingMap(scan.getDpsInitOperand(resultNumber)),
+        offsets, sizes, resultOffsets, resultSizes);
     return success();
   }
 

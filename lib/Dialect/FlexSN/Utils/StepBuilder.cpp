@@ -62,8 +62,8 @@ static Value cloneConstant(OpBuilder &builder, Operation *op, unsigned width,
     return builder.clone(*op, mapping)->getResult(0);
   auto value = cast<TypedAttr>(cast<arith::ConstantOp>(op).getValue());
   auto type = cast<ShapedType>(widen(value.getType(), width));
-  Value splat = arith::ConstantOp::create(
-      builder, op->getLoc(), DenseElementsAttr::get(type, value));
+  Value splat = arith::ConstantOp::create(builder, op->getLoc(),
+                                          DenseElementsAttr::get(type, value));
   mapping.map(op->getResult(0), splat);
   return splat;
 }
@@ -71,13 +71,12 @@ static Value cloneConstant(OpBuilder &builder, Operation *op, unsigned width,
 bool mlir::flexsn::isVectorizableBody(Block &body) {
   auto isScalar = [](Type type) { return type.isIntOrFloat(); };
   for (Operation &op : body.without_terminator()) {
-    bool constant = isa<arith::ConstantOp>(op) &&
-                    isScalar(op.getResult(0).getType());
+    bool constant =
+        isa<arith::ConstantOp>(op) && isScalar(op.getResult(0).getType());
     if (!constant && !op.hasTrait<OpTrait::Elementwise>())
       return false;
     if (!llvm::all_of(op.getOperandTypes(), isScalar) ||
-        !llvm::all_of(op.getResultTypes(), isScalar) ||
-        op.getNumRegions() != 0)
+        !llvm::all_of(op.getResultTypes(), isScalar) || op.getNumRegions() != 0)
       return false;
     // Only constants may come from outside the body.
     for (Value operand : op.getOperands())
@@ -85,14 +84,12 @@ bool mlir::flexsn::isVectorizableBody(Block &body) {
           !isa_and_nonnull<arith::ConstantOp>(operand.getDefiningOp()))
         return false;
   }
-  return llvm::all_of(body.getTerminator()->getOperands(), [&](Value v) {
-    return v.getParentBlock() == &body;
-  });
+  return llvm::all_of(body.getTerminator()->getOperands(),
+                      [&](Value v) { return v.getParentBlock() == &body; });
 }
 
 SmallVector<Value> mlir::flexsn::emitStepBody(OpBuilder &builder, Block &body,
-                                              ValueRange args,
-                                              unsigned width) {
+                                              ValueRange args, unsigned width) {
   IRMapping mapping;
   mapping.map(body.getArguments(), args);
   // Constants hoisted out of the body (by canonicalization) are cloned
@@ -177,8 +174,8 @@ SmallVector<Value> mlir::flexsn::emitStep(
       args.push_back(carries[s * lanes + lane]);
     SmallVector<Value> stepResults;
     if (neuron) {
-      stepResults = emitNeuronStep(b, loc, neuron, args, laneParams[lane],
-                                   access.width);
+      stepResults =
+          emitNeuronStep(b, loc, neuron, args, laneParams[lane], access.width);
     } else {
       llvm::append_range(args, laneParams[lane]);
       stepResults = emitStepBody(b, *body, args, access.width);
@@ -203,9 +200,9 @@ SmallVector<Value> mlir::flexsn::emitStep(
     next.append(results[numOutputs + s]);
   for (auto [c, r] : llvm::enumerate(carriedReductions))
     for (unsigned lane = 0; lane < lanes; ++lane)
-      next.push_back(arith::AddFOp::create(
-          b, loc, carries[(numStates + c) * lanes + lane],
-          contributions[r][lane]));
+      next.push_back(
+          arith::AddFOp::create(b, loc, carries[(numStates + c) * lanes + lane],
+                                contributions[r][lane]));
   return next;
 }
 

@@ -28,9 +28,8 @@ int main(void) {
          flexsn_plif_backward_f32_deterministic(NULL, 4, 8, 0, fake, NULL, fake,
                                                 NULL, fake, NULL, NULL, fake,
                                                 0.0f));
-  report("deterministic, well formed",
-         flexsn_plif_backward_f32_deterministic(NULL, 4, 8, 0, fake, NULL, fake,
-                                                NULL, fake, NULL, fake, fake,
-                                                0.0f));
+  report("deterministic, well formed", flexsn_plif_backward_f32_deterministic(
+                                           NULL, 4, 8, 0, fake, NULL, fake,
+                                           NULL, fake, NULL, fake, fake, 0.0f));
   return 0;
 }

@@ -32,8 +32,7 @@ class EnumOptionParser : public llvm::cl::basic_parser<EnumT> {
 public:
   using llvm::cl::basic_parser<EnumT>::basic_parser;
 
-  bool parse(llvm::cl::Option &option, StringRef, StringRef arg,
-             EnumT &value) {
+  bool parse(llvm::cl::Option &option, StringRef, StringRef arg, EnumT &value) {
     if (std::optional<EnumT> parsed = symbolizeEnum<EnumT>(arg)) {
       value = *parsed;
       return false;
@@ -61,7 +60,8 @@ public:
 
   void printOptionDiff(const llvm::cl::Option &option,
                        const llvm::cl::OptionValue<EnumT> &value,
-                       const llvm::cl::OptionValue<EnumT> &, size_t width) const {
+                       const llvm::cl::OptionValue<EnumT> &,
+                       size_t width) const {
     this->printOptionName(option, width);
     llvm::outs() << "= "
                  << (value.hasValue() ? stringifyEnum(value.getValue())

@@ -34,8 +34,7 @@ LogicalResult inlineApplications(ModuleOp module);
 /// type T (`const` parameters are splatted; the body must be vectorizable).
 SmallVector<Value> emitNeuronStep(OpBuilder &builder, Location loc,
                                   NeuronOp neuron, ValueRange inputsAndStates,
-                                  ValueRange runtimeParams,
-                                  unsigned width = 0);
+                                  ValueRange runtimeParams, unsigned width = 0);
 
 /// Emits a single-block step body (a neuron's or a scan's inline region)
 /// with `args` for its block arguments, and returns the values it yields.

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Fails on a tracked C or C++ file that clang-format 22 (.clang-format)
+# would change, naming it; `--fix` formats them in place. utils/check.sh
+# runs it; setup.sh installs clang-format-22.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLANG_FORMAT=${CLANG_FORMAT:-/usr/lib/llvm-22/bin/clang-format}
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp')
+else  # a source tree without its history
+  mapfile -t files < <(find include lib tools test examples -type f \
+    \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \) | sort)
+fi
+if [ "${1:-}" = "--fix" ]; then
+  "$CLANG_FORMAT" -i "${files[@]}"
+  exit 0
+fi
+unformatted=()
+for f in "${files[@]}"; do
+  "$CLANG_FORMAT" --dry-run --Werror "$f" >/dev/null 2>&1 ||
+    unformatted+=("$f")
+done
+if [ "${#unformatted[@]}" -ne 0 ]; then
+  echo "clang-format: not formatted (bash utils/check_format.sh --fix):" >&2
+  printf '  %s\n' "${unformatted[@]}" >&2
+  exit 1
+fi
+echo "clang-format: ${#files[@]} files formatted"
