@@ -81,8 +81,9 @@ def cached(text: str, options: dict, fill: Callable[[pathlib.Path], None],
         if entry.exists():
             problem = damage(entry)
             if problem:
+                # At the caller of flexsn.compile (via compiler._compiled).
                 warnings.warn(f"{_describe(entry, *problem)}: rebuilding it",
-                              RuntimeWarning, stacklevel=3)
+                              RuntimeWarning, stacklevel=4)
                 _discard(entry)
         if not (entry / "done").is_file():
             _build(entry, fill)
@@ -120,7 +121,7 @@ def _newest_intact(entry_root: pathlib.Path) -> pathlib.Path:
         if problem is None:
             for line in damaged:
                 warnings.warn(f"{line}: using the older {entry}",
-                              RuntimeWarning, stacklevel=4)
+                              RuntimeWarning, stacklevel=5)
             return entry
         damaged.append(_describe(entry, *problem))
     raise CacheError(

@@ -119,8 +119,9 @@ CASES = ([pytest.param(n, h, ("cpu",), id=f"{n}-{h}") for n, h in CPU_DAMAGE]
 @pytest.mark.parametrize("name,how,targets", CASES)
 def test_damaged_entry_is_rebuilt(damaged, name, how, targets):
     entry, path = damaged(name, how, targets)
-    with pytest.warns(RuntimeWarning, match=re.escape(str(path))):
+    with pytest.warns(RuntimeWarning, match=re.escape(str(path))) as said:
         compiled = flexsn.compile("if", targets=targets, **OPTIONS)
+    assert said[0].filename == __file__  # the caller's line, not ours
     assert compiled.directory == entry
     assert _cache.damage(entry) is None
     assert json.loads((entry / "done").read_text())["files"]["kernels.so"]
@@ -158,8 +159,9 @@ def test_without_tools_an_older_intact_entry_serves(damaged, monkeypatch):
     shutil.copytree(root / relative, older)
     os.utime(older / "done", (1, 1))
     monkeypatch.setattr(_tools, "tools_available", lambda: False)
-    with pytest.warns(RuntimeWarning, match=re.escape(str(path))):
+    with pytest.warns(RuntimeWarning, match=re.escape(str(path))) as said:
         compiled = flexsn.compile("if", targets=("cpu",), **OPTIONS)
+    assert said[0].filename == __file__
     assert compiled.directory == older
     run_if(compiled)
 
