@@ -113,49 +113,56 @@ class NeuronInfo:
     outputs: Tuple[str, ...]
     params: Tuple[Param, ...]
 
-    # The views below are read on every kernel call: computed once (a
-    # frozen dataclass's __dict__ holds them; equality and hashing read
-    # the fields only).
-    @functools.cached_property
-    def runtime_params(self) -> Tuple[Param, ...]:
-        return tuple(p for p in self.params if p.kind != "const")
+    # Views of the fields, read on every kernel call, computed once in
+    # __post_init__ as plain attributes (equality and hashing read the
+    # fields only). Never lazily: torch.compile that traces the first read
+    # of a lazily cached one sees the object change inside the frame, and
+    # fails its own guards ("Guard failed on the same frame it was
+    # created").
+    #: The parameters the kernels take at run time (not `const`).
+    runtime_params: Tuple[Param, ...] = dataclasses.field(
+        init=False, repr=False, compare=False)
+    #: The trainable ones, in declaration order.
+    trainable_params: Tuple[Param, ...] = dataclasses.field(
+        init=False, repr=False, compare=False)
+    #: The runtime parameters that are not trainable, in declaration order:
+    #: the `runtime` values a call passes.
+    fixed_runtime_params: Tuple[Param, ...] = dataclasses.field(
+        init=False, repr=False, compare=False)
+    #: The kernels' scalar `param` arguments, in declaration order.
+    scalar_runtime_params: Tuple[Param, ...] = dataclasses.field(
+        init=False, repr=False, compare=False)
+    #: The kernels' `per_neuron_param` buffers, in declaration order.
+    per_neuron_params: Tuple[Param, ...] = dataclasses.field(
+        init=False, repr=False, compare=False)
+    #: The kernels' `per_channel_param` buffers, in declaration order.
+    per_channel_params: Tuple[Param, ...] = dataclasses.field(
+        init=False, repr=False, compare=False)
+    #: The kernels' parameter buffers (per-neuron and per-channel), in
+    #: declaration order: the order the kernels take them in.
+    shaped_params: Tuple[Param, ...] = dataclasses.field(
+        init=False, repr=False, compare=False)
+    #: Whether the kernels see the neurons as `[B, C, S]` (the neuron has a
+    #: per-channel parameter): inputs are then `[T, B, C, ...]`.
+    channels: bool = dataclasses.field(init=False, repr=False,
+                                       compare=False)
 
-    @functools.cached_property
-    def trainable_params(self) -> Tuple[Param, ...]:
-        return tuple(p for p in self.params if p.kind == "trainable")
-
-    @functools.cached_property
-    def fixed_runtime_params(self) -> Tuple[Param, ...]:
-        """The runtime parameters that are not trainable, in declaration
-        order: the `runtime` values a call passes."""
-        return tuple(p for p in self.runtime_params if p.kind != "trainable")
-
-    @functools.cached_property
-    def scalar_runtime_params(self) -> Tuple[Param, ...]:
-        """The kernels' scalar `param` arguments, in declaration order."""
-        return tuple(p for p in self.runtime_params if not p.shaped)
-
-    @functools.cached_property
-    def per_neuron_params(self) -> Tuple[Param, ...]:
-        """The kernels' `per_neuron_param` buffers, in declaration order."""
-        return tuple(p for p in self.params if p.per_neuron)
-
-    @functools.cached_property
-    def per_channel_params(self) -> Tuple[Param, ...]:
-        """The kernels' `per_channel_param` buffers, in declaration order."""
-        return tuple(p for p in self.params if p.per_channel)
-
-    @functools.cached_property
-    def shaped_params(self) -> Tuple[Param, ...]:
-        """The kernels' parameter buffers (per-neuron and per-channel), in
-        declaration order: the order the kernels take them in."""
-        return tuple(p for p in self.params if p.shaped)
-
-    @functools.cached_property
-    def channels(self) -> bool:
-        """Whether the kernels see the neurons as `[B, C, S]` (the neuron
-        has a per-channel parameter): inputs are then `[T, B, C, ...]`."""
-        return any(p.per_channel for p in self.params)
+    def __post_init__(self):
+        runtime = tuple(p for p in self.params if p.kind != "const")
+        views = dict(
+            runtime_params=runtime,
+            trainable_params=tuple(p for p in self.params
+                                   if p.kind == "trainable"),
+            fixed_runtime_params=tuple(p for p in runtime
+                                       if p.kind != "trainable"),
+            scalar_runtime_params=tuple(p for p in runtime if not p.shaped),
+            per_neuron_params=tuple(p for p in self.params if p.per_neuron),
+            per_channel_params=tuple(p for p in self.params
+                                     if p.per_channel),
+            shaped_params=tuple(p for p in self.params if p.shaped),
+            channels=any(p.per_channel for p in self.params))
+        for name, value in views.items():
+            object.__setattr__(self, name, value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -213,6 +213,29 @@ def test_manifest_version_is_checked():
         flexsn.Manifest.from_json([{"format": "other"}])
 
 
+def test_neuron_info_views_are_computed_up_front():
+    """NeuronInfo's views of its parameters are attributes from its
+    construction on, none computed on a first read (torch.compile must not
+    see one appear inside a frame it traces), and equality and hashing
+    read the fields alone."""
+    from flexsn._manifest import NeuronInfo, Param
+    info = NeuronInfo("n", ("x",), ("v",), ("s",), (
+        Param("tau", "f32", 2.0, "const"),
+        Param("w", "f32", 1.0, "trainable", "per_channel"),
+        Param("b", "f32", 0.0, "runtime")))
+    views = dict(runtime_params=("w", "b"), trainable_params=("w",),
+                 fixed_runtime_params=("b",), scalar_runtime_params=("b",),
+                 per_neuron_params=(), per_channel_params=("w",),
+                 shaped_params=("w",))
+    for name, names in views.items():
+        assert name in vars(info), name
+        assert tuple(p.name for p in vars(info)[name]) == names, name
+    assert vars(info)["channels"] is True
+    again = NeuronInfo("n", ("x",), ("v",), ("s",), info.params)
+    assert again == info and hash(again) == hash(info)
+    assert info != NeuronInfo("n", ("x",), ("v",), ("s",), info.params[:1])
+
+
 def test_size_formulas_are_evaluated_safely():
     from flexsn._manifest import evaluate_size
     assert evaluate_size("1 * T * ld * 4 + 4 + 4 * 1 * ceil(N / 256)",

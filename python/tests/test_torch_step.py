@@ -138,6 +138,32 @@ def test_cmpf_predicates_follow_nan_rules():
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_large_calls_run_the_kernels_when_compiled(device, as_compiled,
+                                                   monkeypatch):
+    """Under torch.compile a call of TORCH_STEP_MAX_NEURONS neurons per
+    step or more runs the kernels, a smaller one the PyTorch step: each
+    computes the same."""
+    steps = []
+    real_run = _torch_step.run
+
+    def counted(*args, **kwargs):
+        steps.append(1)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(_torch_step, "run", counted)
+    module = LIFNode(step_mode="m").to(device)
+    x = torch.rand(T, 4, 8, device=device) * 2
+    results = []
+    for limit, expect_step in ((32, False), (33, True)):
+        monkeypatch.setattr(function, "TORCH_STEP_MAX_NEURONS", limit)
+        steps.clear()
+        module.reset()
+        results.append(module(x))
+        assert bool(steps) == expect_step, limit
+    assert torch.equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_fused_model_runs_its_modules_when_compiled(device, as_compiled):
     """Under torch.compile a fused chain runs the batch norm and the
     neuron's PyTorch step (what Inductor fuses): the same results as the
@@ -197,4 +223,68 @@ def test_compiled_model_has_no_graph_break():
         expected = m(x)
         model.sn.reset()
         got = torch.compile(m)(x)
+        assert relative(got, expected) < 1e-5
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
+                    reason="torch has no torch.library.custom_op")
+@pytest.mark.parametrize("kind", ["u8-spikes", "per-neuron-threshold"])
+def test_built_neurons_on_the_custom_op_compile(kind):
+    """Neurons that run their kernels as the custom op under torch.compile
+    (spikes stored as uint8: no PyTorch step; a per-neuron parameter),
+    two of them sharing one compiled neuron and its NeuronInfo, built (as
+    convert and fuse build them) before torch.compile traces their first
+    call: that call compiles and computes what the model computes eagerly,
+    in training too. Before, a view of the shared NeuronInfo cached on its
+    first read changed inside the traced frame, and dynamo failed its own
+    guards ("Guard failed on the same frame it was created", in
+    SpikingJelly's VGG-16 converted)."""
+    from torch import nn
+
+    training = kind != "u8-spikes"
+
+    def neuron():
+        if training:
+            return LIFNode(step_mode="m",
+                           v_threshold=torch.full((2, 8, 8, 8), 0.5))
+        return LIFNode(step_mode="m", spike_dtype=torch.uint8)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, 1, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(8)
+            self.sn1 = neuron()
+            self.conv2 = nn.Conv2d(8, 8, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(8)
+            self.sn2 = neuron()
+
+        def forward(self, x):
+            T, B = x.shape[:2]
+            y = self.bn1(self.conv1(x.flatten(0, 1))).unflatten(0, (T, B))
+            y = self.sn1(y).float()
+            y = self.bn2(self.conv2(y.flatten(0, 1))).unflatten(0, (T, B))
+            return self.sn2(y).float().mean(0)
+
+    torch.manual_seed(0)
+    model = Net().cuda()
+    neurons = (model.sn1, model.sn2)
+    assert neurons[0].info is neurons[1].info  # one compiled neuron
+    assert neurons[0].handle.has_shaped or neurons[0].handle.torch_step \
+        is None  # the custom op, not the PyTorch step, under torch.compile
+    x = torch.randn(4, 2, 3, 8, 8, device="cuda")
+    results = []
+    for m in (torch.compile(model), model):  # the compiled call first
+        for n in neurons:
+            n.reset()
+        model.zero_grad()
+        with torch.set_grad_enabled(training):
+            y = m(x)
+        results.append([y.detach()])
+        if training:
+            y.square().sum().backward()
+            results[-1] += [model.conv1.weight.grad.clone()] + [
+                n.v_threshold.grad.clone() for n in neurons]
+    for got, expected in zip(*results):
         assert relative(got, expected) < 1e-5

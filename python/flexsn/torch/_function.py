@@ -313,6 +313,14 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
     return list(results[:n_out]), list(results[n_out:])
 
 
+#: Under torch.compile, a call of fewer neurons per step (the input's
+#: elements over T) runs the neuron's PyTorch step (Inductor fuses it with
+#: its neighbours, and the step costs the host nothing apart), a larger one
+#: its kernels (the custom op): Inductor's own scan of a large call reads
+#: and writes more than the kernels do. Measured on an H200, float32,
+#: row-major, training (docs/perf/zoo/README.md, "Under torch.compile").
+TORCH_STEP_MAX_NEURONS = 1 << 22
+
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 
 
@@ -506,9 +514,11 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
         inputs, trainable = normalization.attach(inputs, trainable)
         normalization = None
     if compiling() and handle.torch_step is not None and \
-            not handle.has_shaped and inputs[0].shape[0] > 0:
-        # Under torch.compile: the step as PyTorch operations, which
-        # Inductor fuses with the neuron's neighbours (_torch_step).
+            not handle.has_shaped and inputs[0].shape[0] > 0 and \
+            inputs[0].numel() < TORCH_STEP_MAX_NEURONS * inputs[0].shape[0]:
+        # Under torch.compile, a small call: the step as PyTorch
+        # operations, which Inductor fuses with the neuron's neighbours
+        # (_torch_step).
         _check_inputs(handle, inputs, inits)
         info = handle.info
         params = dict(zip((p.name for p in info.trainable_params),
