@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails on a tracked C or C++ file that clang-format 22 (.clang-format)
-# would change, naming it; `--fix` formats them in place. utils/check.sh
-# runs it; setup.sh installs clang-format-22.
+# would change, or one over 1,000 lines (docs/Contributing.md), naming it;
+# `--fix` formats them in place. utils/check.sh runs it; setup.sh installs
+# clang-format-22.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLANG_FORMAT=${CLANG_FORMAT:-/usr/lib/llvm-22/bin/clang-format}
@@ -20,9 +21,21 @@ for f in "${files[@]}"; do
   "$CLANG_FORMAT" --dry-run --Werror "$f" >/dev/null 2>&1 ||
     unformatted+=("$f")
 done
+long=()
+for f in "${files[@]}"; do
+  lines=$(wc -l <"$f")
+  [ "$lines" -le 1000 ] || long+=("$f: $lines lines")
+done
+status=0
 if [ "${#unformatted[@]}" -ne 0 ]; then
   echo "clang-format: not formatted (bash utils/check_format.sh --fix):" >&2
   printf '  %s\n' "${unformatted[@]}" >&2
-  exit 1
+  status=1
 fi
-echo "clang-format: ${#files[@]} files formatted"
+if [ "${#long[@]}" -ne 0 ]; then
+  echo "over 1,000 lines (split by what each part does):" >&2
+  printf '  %s\n' "${long[@]}" >&2
+  status=1
+fi
+[ "$status" -eq 0 ] || exit 1
+echo "clang-format: ${#files[@]} files formatted, none over 1,000 lines"
