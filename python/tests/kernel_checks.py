@@ -76,10 +76,14 @@ import zlib
 
 import numpy as np
 
-# Run as a script: the package of this tree.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+# Run as a script: the package of this tree, and the numerics oracle (the
+# neurons' equations, defaults and drives).
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1] / "test" / "Oracle"))
 import flexsn  # noqa: E402
 from flexsn import _runtime  # noqa: E402
+import neurons  # noqa: E402
 
 np.seterr(all="ignore")  # inf/NaN are detected explicitly, not warned about
 
@@ -118,33 +122,8 @@ INFERENCE_COPIES = ("", "_soft")
 # ---------------------------------------------------------------------------
 # docs/Semantics.md: parameter defaults, states, and the step of every neuron.
 
-DEFAULTS = {
-    "if": dict(v_threshold=1.0, v_reset=0.0,
-               soft_reset=False, detach_reset=False),
-    "lif": dict(tau=2.0, v_threshold=1.0, v_reset=0.0,
-                soft_reset=False, detach_reset=False, decay_input=True),
-    # PLIF: 1/tau = sigmoid(w); w0 = -ln(init_tau - 1) = 0 for init_tau = 2.
-    "plif": dict(w=0.0, v_threshold=1.0, v_reset=0.0,
-                 soft_reset=False, detach_reset=False, decay_input=True),
-    "qif": dict(tau=2.0, v_c=0.8, a0=1.0, v_rest=0.0, v_threshold=1.0,
-                v_reset=-0.1, soft_reset=False, detach_reset=False),
-    "eif": dict(tau=2.0, delta_T=1.0, theta_rh=0.8, v_rest=0.0,
-                v_threshold=1.0, v_reset=-0.1,
-                soft_reset=False, detach_reset=False),
-    "izhikevich": dict(tau=2.0, v_c=0.8, a0=1.0, v_rest=-0.1, tau_w=2.0,
-                       a=0.0, b=0.0, v_threshold=1.0, v_reset=0.0,
-                       soft_reset=False, detach_reset=False),
-    "cuba_lif": dict(c_decay=0.5, v_decay=0.75, v_threshold=0.5, v_reset=0.0,
-                     soft_reset=False, detach_reset=False),
-}
-STATES = {"if": ["v"], "lif": ["v"], "plif": ["v"], "qif": ["v"],
-          "eif": ["v"], "izhikevich": ["v", "w"], "cuba_lif": ["c", "v"]}
-FLAGS = ("soft_reset", "detach_reset", "decay_input")
-# Inputs: x ~ normal(mean, std); initial states ~ uniform(lo, hi) (the same
-# distributions as the CPU tests): many neurons spike, none runs away.
-DRIVE = {"if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
-         "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
-         "cuba_lif": (0.3, 0.6)}
+DEFAULTS, STATES, FLAGS = neurons.DEFAULTS, neurons.STATES, neurons.FLAGS
+DRIVE, INIT = neurons.DRIVE, neurons.INIT
 # With a soft reset the quadratic / exponential neurons can run away after a
 # large input (v stays above the threshold and keeps growing): a milder drive.
 DRIVE_SOFT = {"qif": (0.4, 0.4), "eif": (0.4, 0.4), "izhikevich": (0.4, 0.4)}
@@ -193,6 +172,11 @@ def reference_params(gpu_neuron, runtime=None):
     return p
 
 
+def _sigmoid(w):
+    """PLIF's 1/tau = sigmoid(w) of a scalar w, in double precision."""
+    return 1.0 / (1.0 + math.exp(-float(w)))
+
+
 class NumpyOps:
     """Array operations of the reference and the checks, on NumPy."""
     name = "numpy"
@@ -209,8 +193,15 @@ class NumpyOps:
     def exp(self, a):
         return np.exp(a)
 
-    def heaviside(self, z):
+    def sigmoid(self, w):
+        return self.scalar(_sigmoid(w))
+
+    def spike(self, z):
         return (z >= 0).astype(np.float32)
+
+    @staticmethod
+    def detach(s):
+        return s  # the identity in the forward pass
 
     def zeros(self, shape):
         return np.zeros(shape, np.float32)
@@ -267,8 +258,15 @@ class TorchOps:
     def exp(self, a):
         return self.torch.exp(a)
 
-    def heaviside(self, z):
+    def sigmoid(self, w):
+        return self.scalar(_sigmoid(w))
+
+    def spike(self, z):
         return (z >= 0).to(self.torch.float32)
+
+    @staticmethod
+    def detach(s):
+        return s  # the identity in the forward pass
 
     def zeros(self, shape):
         return self.torch.zeros(shape, dtype=self.torch.float32,
@@ -311,62 +309,9 @@ class TorchOps:
         return bool(a.all().item())
 
 
-def _charge(ops, neuron, p, x, st):
-    """h of one step (docs/Semantics.md); returns (h, other updated
-    states)."""
-    if neuron == "if":
-        return st["v"] + x, {}
-    if neuron in ("lif", "plif"):
-        v = st["v"]
-        v_r = ops.scalar(0.0) if p["soft_reset"] else p["v_reset"]
-        if neuron == "lif":
-            if p["decay_input"]:
-                h = v + (x - (v - v_r)) / p["tau"]
-            else:
-                h = v - (v - v_r) / p["tau"] + x
-        else:
-            k = p["_sigmoid_w"]  # 1 / tau
-            if p["decay_input"]:
-                h = v + (x - (v - v_r)) * k
-            else:
-                h = v - (v - v_r) * k + x
-        return h, {}
-    if neuron == "qif":
-        v = st["v"]
-        return v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"])) \
-            / p["tau"], {}
-    if neuron == "eif":
-        v = st["v"]
-        dT = p["delta_T"]
-        return v + (x + p["v_rest"] - v
-                    + dT * ops.exp((v - p["theta_rh"]) / dT)) / p["tau"], {}
-    if neuron == "izhikevich":
-        v, w = st["v"], st["w"]
-        return v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"]) - w) \
-            / p["tau"], {}
-    if neuron == "cuba_lif":
-        c_next = st["c"] * p["c_decay"] + x
-        return st["v"] * p["v_decay"] + c_next, {"c": c_next}
-    raise KeyError(neuron)
-
-
 def step(ops, neuron, p, x, st):
-    """One step: (spike, new states, h - v_threshold)."""
-    h, extra = _charge(ops, neuron, p, x, st)
-    over = h - p["v_threshold"]
-    s = ops.heaviside(over)      # H(0) = 1; detach is the identity forward
-    if p["soft_reset"]:
-        v_next = h - s * p["v_threshold"]
-    else:
-        v_next = s * p["v_reset"] + (1.0 - s) * h
-    new = dict(st)
-    new.update(extra)
-    new["v"] = v_next
-    if neuron == "izhikevich":
-        w = st["w"]
-        new["w"] = w + (p["a"] * (h - p["v_rest"]) - w) / p["tau_w"] \
-            + p["b"] * s
-    return s, new, over
+    """One step of the oracle: (spike, new states, h - v_threshold)."""
+    return neurons.step(ops, neuron, p, x, st)
 
 
 def simulate(ops, gpu_neuron, params, x, states=None, near=NEAR):
@@ -379,8 +324,6 @@ def simulate(ops, gpu_neuron, params, x, states=None, near=NEAR):
     p = {}
     for k, v in raw.items():
         p[k] = bool(v) if k in FLAGS else ops.scalar(v)
-    if "w" in raw and neuron == "plif":
-        p["_sigmoid_w"] = ops.scalar(1.0 / (1.0 + math.exp(-float(raw["w"]))))
     x = ops.f32(x)
     T, N = int(x.shape[0]), int(x.shape[1])
     names = STATES[neuron]

@@ -9,11 +9,10 @@ compiler produces against these, so they must not share code with it.
   whose backward multiplies the incoming gradient by g(x).
 * `if_ref`, `lif_ref`, `plif_ref`, `qif_ref`, `eif_ref`, `izhikevich_ref`
   and `cuba_lif_ref` run the neurons of lib/Neurons/*.mlir in multi-step
-  mode with SpikingJelly's torch-backend semantics. Their keyword arguments
-  and defaults are the parameters of those files, except that a soft reset
-  is asked for SpikingJelly's way, with ``v_reset=None`` (the files' i1
-  ``soft_reset`` flag). Each step evaluates the same operations, in the same
-  order, as the file's body, so a float32 run can be compared closely.
+  mode with SpikingJelly's torch-backend semantics: the step of the
+  numerics oracle (test/Oracle/neurons.py, docs/Semantics.md), whose
+  defaults they take, on tensors. A soft reset is asked for SpikingJelly's
+  way, with ``v_reset=None`` (the files' i1 ``soft_reset`` flag).
 
 Everything follows the dtype of `x_seq` (float64 works) and is
 differentiable with autograd; parameters may be Python numbers or tensors
@@ -25,8 +24,16 @@ Surrogates are given as a mnemonic (``"atan"``), a pair
 """
 
 import math
+import pathlib
+import sys
 
 import torch
+
+# The neurons' equations and defaults: the numerics oracle, which the lit
+# tests' NumPy references share.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "test" / "Oracle"))
+import neurons  # noqa: E402
 
 __all__ = [
     "SURROGATE_DEFAULTS", "surrogate_grad", "spike", "init_w", "if_ref",
@@ -191,7 +198,7 @@ def init_w(init_tau=2.0):
 
 
 # ---------------------------------------------------------------------------
-# Neurons
+# Neurons: the numerics oracle's step (test/Oracle/neurons.py) on tensors.
 # ---------------------------------------------------------------------------
 
 
@@ -204,15 +211,6 @@ def _initial(state0, x_seq):
         return state0
     return torch.full(shape, float(state0), dtype=x_seq.dtype,
                       device=x_seq.device)
-
-
-def _fire_and_reset(h, v_threshold, v_reset, detach_reset, surrogate):
-    """The fire and reset tail every shipped neuron shares: (s, v')."""
-    s = spike(h - v_threshold, surrogate)
-    s_d = s.detach() if detach_reset else s
-    if v_reset is None:  # soft reset
-        return s, h - s_d * v_threshold
-    return s, s_d * v_reset + (1 - s_d) * h
 
 
 def _run(x_seq, states, step):
@@ -235,162 +233,78 @@ def _run(x_seq, states, step):
     return stack(spikes), [stack(seq) for seq in seqs]
 
 
-def if_ref(x_seq, v0=None, v_threshold=1.0, v_reset=0.0, detach_reset=False,
-           surrogate=DEFAULT_SURROGATE):
-    """IF (lib/Neurons/if.mlir): h = v + x. Returns (spike_seq, v_seq)."""
+class _TensorOps:
+    """The oracle's ops on x_seq's dtype and device, spiking with
+    `surrogate`'s backward."""
 
-    def step(x, states):
-        (v,) = states
-        h = v + x
-        s, v = _fire_and_reset(h, v_threshold, v_reset, detach_reset,
-                               surrogate)
-        return s, (v,)
+    def __init__(self, x_seq, surrogate):
+        self.like, self.surrogate = x_seq, surrogate
 
-    spikes, (v_seq,) = _run(x_seq, (_initial(v0, x_seq),), step)
-    return spikes, v_seq
+    @staticmethod
+    def scalar(value):
+        return value
 
+    @staticmethod
+    def exp(a):
+        return torch.exp(a)
 
-def _leaky_charge(v, x, k_div, v_reset, decay_input):
-    """LIF/PLIF charge; k_div(a) is a / tau (LIF) or a * sigmoid(w) (PLIF).
+    def sigmoid(self, w):
+        # PLIF's w: normally a tensor requiring grad; a number becomes one
+        # of x_seq's dtype (without grad).
+        if not isinstance(w, torch.Tensor):
+            w = torch.tensor(float(w), dtype=self.like.dtype,
+                             device=self.like.device)
+        return 1 / (1 + torch.exp(-w))
 
-    decay_input: h = v + (x - (v - V_r)) / tau; else h = v - (v - V_r) / tau
-    + x, with V_r = v_reset for a hard reset and 0 for a soft one.
-    """
-    v_rest = 0.0 if v_reset is None else v_reset
-    dv = v - v_rest
-    if decay_input:
-        return v + k_div(x - dv)
-    return (v - k_div(dv)) + x
+    def spike(self, over):
+        return spike(over, self.surrogate)
 
-
-def lif_ref(x_seq, v0=None, tau=2.0, decay_input=True, v_threshold=1.0,
-            v_reset=0.0, detach_reset=False, surrogate=DEFAULT_SURROGATE):
-    """LIF (lib/Neurons/lif.mlir). Returns (spike_seq, v_seq)."""
-
-    def step(x, states):
-        (v,) = states
-        h = _leaky_charge(v, x, lambda a: a / tau, v_reset, decay_input)
-        s, v = _fire_and_reset(h, v_threshold, v_reset, detach_reset,
-                               surrogate)
-        return s, (v,)
-
-    spikes, (v_seq,) = _run(x_seq, (_initial(v0, x_seq),), step)
-    return spikes, v_seq
+    @staticmethod
+    def detach(s):
+        return s.detach()
 
 
-def plif_ref(x_seq, v0=None, w=0.0, decay_input=True, v_threshold=1.0,
-             v_reset=0.0, detach_reset=False, surrogate=DEFAULT_SURROGATE):
-    """PLIF (lib/Neurons/plif.mlir): LIF with 1/tau = sigmoid(w).
+def _reference(neuron):
+    """The reference of a shipped neuron: `ref(x_seq, *initial_states,
+    surrogate=..., **params)`, an initial state given positionally or as
+    `<state>0` (v0, w0, c0), None for zeros; params by keyword, the
+    oracle's defaults for the others, a soft reset as ``v_reset=None``.
+    Returns (spike_seq, v_seq), or (spike_seq, (seq, ...)) for a neuron of
+    two states."""
+    names = neurons.STATES[neuron]
+    defaults = neurons.DEFAULTS[neuron]
 
-    `w` is normally a scalar tensor requiring grad; a number is turned into
-    one of x_seq's dtype (without grad). Starting from SpikingJelly's
-    init_tau, use w = init_w(init_tau). Returns (spike_seq, v_seq).
-    """
-    if not isinstance(w, torch.Tensor):
-        w = torch.tensor(float(w), dtype=x_seq.dtype, device=x_seq.device)
-    k = 1 / (1 + torch.exp(-w))  # as the file computes sigmoid(w)
+    def ref(x_seq, *initial, surrogate=DEFAULT_SURROGATE, **params):
+        if len(initial) > len(names):
+            raise TypeError(f"{neuron}_ref takes {len(names)} initial "
+                            f"state(s) {names}, got {len(initial)}")
+        initial = list(initial) + [None] * (len(names) - len(initial))
+        for i, name in enumerate(names):
+            if name + "0" in params:
+                initial[i] = params.pop(name + "0")
+        unknown = sorted(set(params) - set(defaults))
+        if unknown:
+            raise TypeError(f"{neuron}_ref has no parameter {unknown}")
+        p = dict(defaults, **params)
+        if p["v_reset"] is None:  # SpikingJelly's soft reset
+            p["v_reset"], p["soft_reset"] = defaults["v_reset"], True
+        ops = _TensorOps(x_seq, surrogate)
 
-    def step(x, states):
-        (v,) = states
-        h = _leaky_charge(v, x, lambda a: a * k, v_reset, decay_input)
-        s, v = _fire_and_reset(h, v_threshold, v_reset, detach_reset,
-                               surrogate)
-        return s, (v,)
+        def step(x, states):
+            s, new, _ = neurons.step(ops, neuron, p, x, dict(zip(names,
+                                                                 states)))
+            return s, tuple(new[name] for name in names)
 
-    spikes, (v_seq,) = _run(x_seq, (_initial(v0, x_seq),), step)
-    return spikes, v_seq
+        spikes, seqs = _run(x_seq, [_initial(s0, x_seq) for s0 in initial],
+                            step)
+        return spikes, (seqs[0] if len(names) == 1 else tuple(seqs))
 
-
-def qif_ref(x_seq, v0=None, tau=2.0, v_c=0.8, a0=1.0, v_rest=0.0,
-            v_threshold=1.0, v_reset=-0.1, detach_reset=False,
-            surrogate=DEFAULT_SURROGATE):
-    """QIF (lib/Neurons/qif.mlir):
-    h = v + (x + a0 (v - v_rest)(v - v_c)) / tau. Returns (spike_seq, v_seq).
-    """
-
-    def step(x, states):
-        (v,) = states
-        h = v + (x + (a0 * (v - v_rest)) * (v - v_c)) / tau
-        s, v = _fire_and_reset(h, v_threshold, v_reset, detach_reset,
-                               surrogate)
-        return s, (v,)
-
-    spikes, (v_seq,) = _run(x_seq, (_initial(v0, x_seq),), step)
-    return spikes, v_seq
-
-
-def eif_ref(x_seq, v0=None, tau=2.0, delta_T=1.0, theta_rh=0.8, v_rest=0.0,
-            v_threshold=1.0, v_reset=-0.1, detach_reset=False,
-            surrogate=DEFAULT_SURROGATE):
-    """EIF (lib/Neurons/eif.mlir):
-    h = v + (x + v_rest - v + delta_T exp((v - theta_rh) / delta_T)) / tau.
-    Returns (spike_seq, v_seq).
-    """
-
-    def step(x, states):
-        (v,) = states
-        spike_current = delta_T * torch.exp((v - theta_rh) / delta_T)
-        h = v + ((x + (v_rest - v)) + spike_current) / tau
-        s, v = _fire_and_reset(h, v_threshold, v_reset, detach_reset,
-                               surrogate)
-        return s, (v,)
-
-    spikes, (v_seq,) = _run(x_seq, (_initial(v0, x_seq),), step)
-    return spikes, v_seq
-
-
-def izhikevich_ref(x_seq, v0=None, w0=None, tau=2.0, v_c=0.8, a0=1.0,
-                   v_rest=-0.1, tau_w=2.0, a=0.0, b=0.0, v_threshold=1.0,
-                   v_reset=0.0, detach_reset=False,
-                   surrogate=DEFAULT_SURROGATE):
-    """Izhikevich (lib/Neurons/izhikevich.mlir), states (v, w):
-
-        h  = v + (x + a0 (v - v_rest)(v - v_c) - w) / tau
-        w' = w + (a (h - v_rest) - w) / tau_w + b s
-
-    (w' uses the charged h and the spike itself, never the detached one.)
-    Returns (spike_seq, (v_seq, w_seq)).
-    """
-
-    def step(x, states):
-        v, w = states
-        h = v + ((x + (a0 * (v - v_rest)) * (v - v_c)) - w) / tau
-        s, v_next = _fire_and_reset(h, v_threshold, v_reset, detach_reset,
-                                    surrogate)
-        w_next = (w + (a * (h - v_rest) - w) / tau_w) + b * s
-        return s, (v_next, w_next)
-
-    states = (_initial(v0, x_seq), _initial(w0, x_seq))
-    spikes, (v_seq, w_seq) = _run(x_seq, states, step)
-    return spikes, (v_seq, w_seq)
-
-
-def cuba_lif_ref(x_seq, c0=None, v0=None, c_decay=0.5, v_decay=0.75,
-                 v_threshold=0.5, v_reset=0.0, detach_reset=False,
-                 surrogate=DEFAULT_SURROGATE):
-    """CUBA-LIF (lib/Neurons/cuba_lif.mlir), states (c, v) in that order:
-
-        c' = c c_decay + x
-        h  = v v_decay + c'
-
-    Returns (spike_seq, (c_seq, v_seq)).
-    """
-
-    def step(x, states):
-        c, v = states
-        c_next = c * c_decay + x
-        h = v * v_decay + c_next
-        s, v_next = _fire_and_reset(h, v_threshold, v_reset, detach_reset,
-                                    surrogate)
-        return s, (c_next, v_next)
-
-    states = (_initial(c0, x_seq), _initial(v0, x_seq))
-    spikes, (c_seq, v_seq) = _run(x_seq, states, step)
-    return spikes, (c_seq, v_seq)
+    ref.__name__ = ref.__qualname__ = f"{neuron}_ref"
+    return ref
 
 
 # The references by the neuron names of lib/Neurons.
-NEURONS = {
-    "if": if_ref, "lif": lif_ref, "plif": plif_ref, "qif": qif_ref,
-    "eif": eif_ref, "izhikevich": izhikevich_ref, "cuba_lif": cuba_lif_ref,
-}
+NEURONS = {name: _reference(name) for name in neurons.STATES}
+if_ref, lif_ref, plif_ref = NEURONS["if"], NEURONS["lif"], NEURONS["plif"]
+qif_ref, eif_ref = NEURONS["qif"], NEURONS["eif"]
+izhikevich_ref, cuba_lif_ref = NEURONS["izhikevich"], NEURONS["cuba_lif"]

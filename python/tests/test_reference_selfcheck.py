@@ -480,7 +480,7 @@ def test_plif_gradients_match_lif_through_the_chain_rule(decay_input,
     tau0 = 3.0
     w = torch.tensor(ref.init_w(tau0), dtype=F64, requires_grad=True)
     xp = x.clone().requires_grad_()
-    s1, v1 = ref.plif_ref(xp, None, w, decay_input=decay_input,
+    s1, v1 = ref.plif_ref(xp, None, w=w, decay_input=decay_input,
                           v_reset=v_reset)
     ((s1 + v1) * cV).sum().backward()
     tau = torch.tensor(tau0, dtype=F64, requires_grad=True)

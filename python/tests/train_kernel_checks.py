@@ -352,56 +352,35 @@ class TorchAD(object):
                 for g, h in zip(got, handles)]
 
 
+class _OracleOps(object):
+    """The numerics oracle's ops (test/Oracle/neurons.py) on a tape `ad`
+    (NumpyAD or TorchAD)."""
+
+    def __init__(self, ad):
+        self.ad = ad
+
+    @staticmethod
+    def scalar(value):
+        return value
+
+    def exp(self, a):
+        return self.ad.exp(a)
+
+    def sigmoid(self, w):
+        return 1.0 / (1.0 + self.ad.exp(-w))
+
+    def spike(self, over):
+        return self.ad.spike(over)
+
+    def detach(self, s):
+        return self.ad.detach(s)
+
+
 def step(ad, neuron, p, tw, x, st):
-    """One step of docs/Semantics.md: (spike, new states, h - v_threshold).
-    p: parameter values (flags as bools); tw: trainable parameter leaves."""
-    new = {}
-    if neuron == "if":
-        h = st["v"] + x
-    elif neuron in ("lif", "plif"):
-        v = st["v"]
-        v_r = 0.0 if p["soft_reset"] else p["v_reset"]
-        if neuron == "lif":
-            if p["decay_input"]:
-                h = v + (x - (v - v_r)) / p["tau"]
-            else:
-                h = v - (v - v_r) / p["tau"] + x
-        else:
-            k = 1.0 / (1.0 + ad.exp(-tw["w"]))      # 1 / tau = sigmoid(w)
-            if p["decay_input"]:
-                h = v + (x - (v - v_r)) * k
-            else:
-                h = v - (v - v_r) * k + x
-    elif neuron == "qif":
-        v = st["v"]
-        h = v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"])) / p["tau"]
-    elif neuron == "eif":
-        v = st["v"]
-        dT = p["delta_T"]
-        h = v + (x + p["v_rest"] - v
-                 + dT * ad.exp((v - p["theta_rh"]) / dT)) / p["tau"]
-    elif neuron == "izhikevich":
-        v, w = st["v"], st["w"]
-        h = v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"]) - w) \
-            / p["tau"]
-    elif neuron == "cuba_lif":
-        c = st["c"] * p["c_decay"] + x
-        new["c"] = c
-        h = st["v"] * p["v_decay"] + c
-    else:
-        raise KeyError("no docs/Semantics.md step for neuron %r" % neuron)
-    over = h - p["v_threshold"]
-    s = ad.spike(over)
-    s_d = ad.detach(s) if p["detach_reset"] else s
-    if p["soft_reset"]:
-        new["v"] = h - s_d * p["v_threshold"]
-    else:
-        new["v"] = s_d * p["v_reset"] + (1.0 - s_d) * h
-    if neuron == "izhikevich":
-        w = st["w"]
-        new["w"] = w + (p["a"] * (h - p["v_rest"]) - w) / p["tau_w"] \
-            + p["b"] * s
-    return s, new, over
+    """One step of the oracle: (spike, new states, h - v_threshold).
+    p: parameter values (flags as bools); tw: trainable parameter leaves,
+    which the step reads in their place."""
+    return kc.neurons.step(_OracleOps(ad), neuron, dict(p, **tw), x, st)
 
 
 def reference(ad, gpu_neuron, params, trainable, x, inits, gin):

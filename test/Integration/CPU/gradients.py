@@ -162,38 +162,17 @@ def _params(neuron, overrides, dt):
             for k, v in p.items()}
 
 
-def _charge(neuron, p, x, st, dt):
-    """h (and CUBA-LIF's c') for one step, in dtype dt."""
-    one = dt.type(1)
-    if neuron == "if":
-        return st["v"] + x, {}
-    if neuron in ("lif", "plif"):
-        v = st["v"]
-        v_r = dt.type(0) if p["soft_reset"] else p["v_reset"]
-        if neuron == "lif":
-            if p["decay_input"]:
-                return v + (x - (v - v_r)) / p["tau"], {}
-            return v - (v - v_r) / p["tau"] + x, {}
-        k = one / (one + np.exp(-p["w"]))
-        if p["decay_input"]:
-            return v + (x - (v - v_r)) * k, {}
-        return v - (v - v_r) * k + x, {}
-    if neuron == "qif":
-        v = st["v"]
-        return v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"])) \
-            / p["tau"], {}
-    if neuron == "eif":
-        v, dT = st["v"], p["delta_T"]
-        return v + (x + p["v_rest"] - v
-                    + dT * np.exp((v - p["theta_rh"]) / dT)) / p["tau"], {}
-    if neuron == "izhikevich":
-        v, w = st["v"], st["w"]
-        return v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"]) - w) \
-            / p["tau"], {}
-    if neuron == "cuba_lif":
-        c_next = st["c"] * p["c_decay"] + x
-        return st["v"] * p["v_decay"] + c_next, {"c": c_next}
-    raise KeyError(neuron)
+class _DtypeOps:
+    """The oracle's ops (test/Oracle/neurons.py) in NumPy dtype `dt`."""
+
+    def __init__(self, dt):
+        self.scalar = dt.type
+        self.one = dt.type(1)
+
+    exp = staticmethod(np.exp)
+
+    def sigmoid(self, w):
+        return self.one / (self.one + np.exp(-w))
 
 
 def heaviside(over, t):
@@ -227,27 +206,16 @@ def forward(neuron, overrides, x, states=None, dtype=np.float32,
     over_all = np.zeros((T,) + shape, dt)
     s_all = np.zeros((T,) + shape, dt)
     sd_all = np.zeros((T,) + shape, dt)
-    one = dt.type(1)
+    ops = _DtypeOps(dt)
     for t in range(T):
         for i, n in enumerate(names):
             prev[i][t] = st[n]
-        h, extra = _charge(neuron, p, x[t], st, dt)
+        h, updated = reference.neurons.charge(ops, neuron, p, x[t], st)
         over = h - p["v_threshold"]
         s = np.asarray(spike(over, t)).astype(dt)
         sd = s if frozen_sd is None else np.asarray(frozen_sd[t]).astype(dt)
-        if p["soft_reset"]:
-            v_next = h - sd * p["v_threshold"]
-        else:
-            v_next = sd * p["v_reset"] + (one - sd) * h
-        new = dict(st)
-        new.update(extra)
-        new["v"] = v_next
-        if neuron == "izhikevich":
-            w = st["w"]
-            # The adaptation jump uses the spike itself, never detached.
-            new["w"] = w + (p["a"] * (h - p["v_rest"]) - w) / p["tau_w"] \
-                + p["b"] * s
-        st = new
+        st = reference.neurons.fire_and_reset(neuron, p, st, updated, h, s,
+                                              sd)
         h_all[t], over_all[t], s_all[t], sd_all[t] = h, over, s, sd
         for a in (h, over, s, sd) + tuple(st.values()):
             assert a.dtype == dt, (a.dtype, dt)

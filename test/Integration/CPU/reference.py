@@ -1,20 +1,8 @@
 #!/usr/bin/env python3
-"""NumPy references for the neurons FlexSN ships (docs/Semantics.md).
-
-Written from the equations of docs/Semantics.md, independently of the op order
-of the .mlir bodies in lib/Neurons. Every step is computed in float32
-(np.float32 arithmetic throughout, checked), the way a float32 kernel runs.
-
-One step of every neuron:
-
-    h = charge(x, state)                       (neuron specific)
-    s = H(h - v_threshold),  H(z) = 1 if z >= 0 else 0
-    s_d = detach(s) if detach_reset else s     (forward: s_d == s)
-    hard reset: v' = s_d * v_reset + (1 - s_d) * h
-    soft reset: v' = h - s_d * v_threshold
-
-and for Izhikevich w' = w + (a (h - v_rest) - w) / tau_w + b s; for CUBA-LIF
-the synaptic current c' = c c_decay + x is part of the charge.
+"""NumPy references for the neurons FlexSN ships: the step of the numerics
+oracle (test/Oracle/neurons.py, written from docs/Semantics.md) run in
+float32 (np.float32 arithmetic throughout, checked), the way a float32
+kernel runs.
 
 simulate() also returns, per neuron, the smallest |h - v_threshold| over the
 steps and the first step at which it came within `near` of the threshold: a
@@ -25,57 +13,20 @@ Run with --self-test to check the references on hand-computed cases.
 """
 
 import math
+import os
 import sys
 
 import numpy as np
 
 f32 = np.float32
 
-# Parameter defaults, docs/Semantics.md (i1 flags as bool).
-DEFAULTS = {
-    "if": dict(v_threshold=1.0, v_reset=0.0,
-               soft_reset=False, detach_reset=False),
-    "lif": dict(tau=2.0, v_threshold=1.0, v_reset=0.0,
-                soft_reset=False, detach_reset=False, decay_input=True),
-    # PLIF: 1/tau = sigmoid(w), w0 = -ln(init_tau - 1) = 0 for init_tau = 2.
-    "plif": dict(w=0.0, v_threshold=1.0, v_reset=0.0,
-                 soft_reset=False, detach_reset=False, decay_input=True),
-    "qif": dict(tau=2.0, v_c=0.8, a0=1.0, v_rest=0.0, v_threshold=1.0,
-                v_reset=-0.1, soft_reset=False, detach_reset=False),
-    "eif": dict(tau=2.0, delta_T=1.0, theta_rh=0.8, v_rest=0.0,
-                v_threshold=1.0, v_reset=-0.1,
-                soft_reset=False, detach_reset=False),
-    "izhikevich": dict(tau=2.0, v_c=0.8, a0=1.0, v_rest=-0.1, tau_w=2.0,
-                       a=0.0, b=0.0, v_threshold=1.0, v_reset=0.0,
-                       soft_reset=False, detach_reset=False),
-    "cuba_lif": dict(c_decay=0.5, v_decay=0.75, v_threshold=0.5, v_reset=0.0,
-                     soft_reset=False, detach_reset=False),
-}
+# The equations, defaults and drives: test/Oracle/neurons.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                os.pardir, os.pardir, "Oracle"))
+import neurons  # noqa: E402
 
-# State names in declaration order; every neuron has one input and one
-# output (the spike).
-STATES = {
-    "if": ["v"], "lif": ["v"], "plif": ["v"], "qif": ["v"], "eif": ["v"],
-    "izhikevich": ["v", "w"], "cuba_lif": ["c", "v"],
-}
-
-FLAGS = ("soft_reset", "detach_reset", "decay_input")
-
-# Test inputs: x ~ normal(mean, std) per neuron, chosen so that a good
-# fraction of the neurons spike and no state runs away for the default and
-# the tests' custom parameters; initial states ~ uniform(low, high), by state
-# name.
-DRIVE = {
-    "if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
-    "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
-    "cuba_lif": (0.3, 0.6),
-}
-INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
-
-
-def flags_of(neuron):
-    """The i1 parameters of `neuron`, in a fixed order."""
-    return [f for f in FLAGS if f in DEFAULTS[neuron]]
+DEFAULTS, STATES, FLAGS = neurons.DEFAULTS, neurons.STATES, neurons.FLAGS
+DRIVE, INIT, flags_of = neurons.DRIVE, neurons.INIT, neurons.flags_of
 
 
 def resolve_params(neuron, overrides=None):
@@ -96,71 +47,30 @@ def _check32(*arrays):
         assert a.dtype == np.float32, "reference left float32: %s" % a.dtype
 
 
-def _sigmoid(w):
-    return f32(1) / (f32(1) + np.exp(-w))
+class _Float32Ops:
+    """The oracle's ops on NumPy float32 arrays (a NumPy scalar meeting a
+    Python float would become float64: constants are float32 too)."""
 
+    scalar = staticmethod(f32)
+    exp = staticmethod(np.exp)
 
-def _charge(neuron, p, x, st):
-    """h for one step; st is the dict of current states. Returns (h, extra)."""
-    if neuron == "if":
-        return st["v"] + x, {}
-    if neuron in ("lif", "plif"):
-        v = st["v"]
-        # V_r = v_reset for a hard reset, 0 for a soft one.
-        v_r = f32(0) if p["soft_reset"] else p["v_reset"]
-        if neuron == "lif":
-            if p["decay_input"]:
-                h = v + (x - (v - v_r)) / p["tau"]
-            else:
-                h = v - (v - v_r) / p["tau"] + x
-        else:
-            k = _sigmoid(p["w"])  # 1 / tau
-            if p["decay_input"]:
-                h = v + (x - (v - v_r)) * k
-            else:
-                h = v - (v - v_r) * k + x
-        return h, {}
-    if neuron == "qif":
-        v = st["v"]
-        h = v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"])) / p["tau"]
-        return h, {}
-    if neuron == "eif":
-        v = st["v"]
-        dT = p["delta_T"]
-        h = v + (x + p["v_rest"] - v
-                 + dT * np.exp((v - p["theta_rh"]) / dT)) / p["tau"]
-        return h, {}
-    if neuron == "izhikevich":
-        v, w = st["v"], st["w"]
-        h = v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"]) - w) \
-            / p["tau"]
-        return h, {}
-    if neuron == "cuba_lif":
-        c_next = st["c"] * p["c_decay"] + x
-        h = st["v"] * p["v_decay"] + c_next
-        return h, {"c": c_next}
-    raise KeyError(neuron)
+    @staticmethod
+    def sigmoid(w):
+        return f32(1) / (f32(1) + np.exp(-w))
+
+    @staticmethod
+    def spike(over):
+        return (over >= f32(0)).astype(np.float32)
+
+    @staticmethod
+    def detach(s):
+        return s  # the identity in the forward pass
 
 
 def step(neuron, p, x, st):
     """One time step. Returns (spike, new_states dict, h - v_threshold)."""
-    h, extra = _charge(neuron, p, x, st)
-    over = h - p["v_threshold"]
-    s = (over >= f32(0)).astype(np.float32)
-    # detach() is the identity in the forward pass.
-    s_d = s
-    if p["soft_reset"]:
-        v_next = h - s_d * p["v_threshold"]
-    else:
-        v_next = s_d * p["v_reset"] + (f32(1) - s_d) * h
-    new = dict(st)
-    new["v"] = v_next
-    new.update(extra)
-    if neuron == "izhikevich":
-        w = st["w"]
-        new["w"] = w + (p["a"] * (h - p["v_rest"]) - w) / p["tau_w"] \
-            + p["b"] * s
-    _check32(h, over, s, *new.values())
+    s, new, over = neurons.step(_Float32Ops, neuron, p, x, st)
+    _check32(over, s, *new.values())
     return s, new, over
 
 
