@@ -35,15 +35,119 @@ std::string mlir::flexsn::getBackwardKernelName(StringRef forwardName) {
       .str();
 }
 
-FailureOr<func::FuncOp>
-mlir::flexsn::differentiateKernel(func::FuncOp forward,
-                                  ArrayRef<bool> trainable, bool storeAll,
-                                  bool saveInStorageType) {
-  FailureOr<KernelFunction> kernel = analyzeKernelFunction(forward);
-  if (failed(kernel))
+namespace {
+
+/// Differentiates one forward kernel (differentiateKernel): plans what
+/// the forward saves, derives both kernels' buffers, builds the backward
+/// kernel after it and makes the forward save.
+class KernelDifferentiator {
+public:
+  KernelDifferentiator(func::FuncOp forward, ScanOp scan,
+                       KernelSignatureAttr fwdSignature,
+                       ArrayRef<bool> trainable, bool storeAll,
+                       bool saveInStorageType)
+      : forward(forward), scan(scan), fwdSignature(fwdSignature),
+        trainable(trainable), storeAll(storeAll),
+        saveInStorageType(saveInStorageType), ctx(forward.getContext()),
+        loc(forward.getLoc()), f32(Float32Type::get(ctx)),
+        dtype(fwdSignature.getStorageType()),
+        fwdBuffers(fwdSignature.getBuffers()),
+        numInputs(scan.getInputs().size()), numStates(scan.getInits().size()),
+        numOutputs(scan.getOutputs().size()) {}
+
+  FailureOr<func::FuncOp> run();
+
+private:
+  LogicalResult checkScan();
+  LogicalResult collectParams();
+  SmallVector<KernelBufferAttr> savedBuffers(KernelVariant variant);
+  void collectBackwardBuffers();
+  KernelSignatureAttr signature(KernelVariant variant,
+                                ArrayRef<KernelBufferAttr> buffers);
+  FailureOr<func::FuncOp> buildBackward();
+  void makeForwardSave();
+
+  KernelBufferAttr bufferOf(Value operand) {
+    return fwdBuffers[cast<BlockArgument>(operand).getArgNumber()];
+  }
+  /// A state's name: its initial state's buffer without `_init`.
+  StringRef stateStem(unsigned s) {
+    StringRef name = bufferOf(scan.getInits()[s]).getName().getValue();
+    name.consume_back("_init");
+    return name;
+  }
+  /// Adds the gradient buffers of `operands` to the backward's.
+  void addGradients(ValueRange operands) {
+    for (Value operand : operands)
+      bwdBuffers.push_back(
+          getGradientBuffer(bufferOf(operand), KernelVariant::Backward, dtype));
+  }
+
+  func::FuncOp forward;
+  ScanOp scan;
+  KernelSignatureAttr fwdSignature;
+  ArrayRef<bool> trainable;
+  bool storeAll, saveInStorageType;
+  MLIRContext *ctx;
+  Location loc;
+  Type f32, dtype;
+  ArrayRef<KernelBufferAttr> fwdBuffers;
+  unsigned numInputs, numStates, numOutputs;
+  /// Per state: kept only at its end, so it has no per-step incoming
+  /// gradient. The backward reads no state buffer (it reads what the
+  /// forward saves), so that is the only difference.
+  SmallVector<bool> finalOnly;
+  /// The parameters, in the scan's order: a buffer each for the shaped
+  /// ones (the backward takes the forward's), a scalar argument for the
+  /// others; the gradients of the trainable ones.
+  SmallVector<KernelBufferAttr> paramBuffers, paramGradients;
+  unsigned numScalarTrainable = 0;
+  SavePlan plan;
+  Type savedType;
+  SmallVector<KernelBufferAttr> bwdBuffers;
+  unsigned numStateGrads = 0;
+  /// The forward's buffers with the saved ones, from `savedPos` on.
+  SmallVector<KernelBufferAttr> withSaved;
+  unsigned savedPos = 0;
+  KernelSignatureAttr bwdSignature, newSignature;
+};
+
+FailureOr<func::FuncOp> KernelDifferentiator::run() {
+  if (failed(checkScan()) || failed(collectParams()))
     return failure();
-  KernelSignatureAttr fwdSignature = kernel->signature;
-  ScanOp scan = kernel->scan;
+  Block *body = &scan.getBody().front();
+  FailureOr<SavePlan> planned =
+      planSaves(*body, numInputs, numStates, numOutputs, trainable, storeAll);
+  if (failed(planned))
+    return failure();
+  plan = std::move(*planned);
+  savedType = saveInStorageType ? dtype : f32;
+  collectBackwardBuffers();
+
+  // Backward: a reverse scan over the gradients, right after the forward.
+  bwdSignature = signature(KernelVariant::Backward, bwdBuffers);
+  // The forward takes the saved buffers after its last output or state
+  // sequence.
+  for (ValueRange group : {scan.getOutputs(), scan.getStates()})
+    for (Value operand : group)
+      savedPos =
+          std::max(savedPos, cast<BlockArgument>(operand).getArgNumber() + 1);
+  withSaved.assign(fwdBuffers.begin(), fwdBuffers.end());
+  SmallVector<KernelBufferAttr> savedOutputs =
+      savedBuffers(KernelVariant::Forward);
+  withSaved.insert(withSaved.begin() + savedPos, savedOutputs.begin(),
+                   savedOutputs.end());
+  newSignature = signature(KernelVariant::Forward, withSaved);
+  if (!bwdSignature || !newSignature)
+    return failure();
+  FailureOr<func::FuncOp> backward = buildBackward();
+  if (failed(backward))
+    return failure();
+  makeForwardSave();
+  return backward;
+}
+
+LogicalResult KernelDifferentiator::checkScan() {
   if (fwdSignature.getVariant() != KernelVariant::Forward ||
       fwdSignature.getWorkspaceSequences() != 0)
     return forward.emitError("autodiff takes a forward kernel that saves "
@@ -55,42 +159,17 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
       scan.getOptionalInputs())
     return scan.emitError("autodiff differentiates a forward-time scan "
                           "without reductions or optional inputs");
-  unsigned numInputs = scan.getInputs().size();
-  unsigned numStates = scan.getInits().size();
-  unsigned numOutputs = scan.getOutputs().size();
-  // A state kept only at its end has no per-step incoming gradient; the
-  // backward reads no state buffer (it reads what the forward saves), so
-  // that is the only difference.
-  SmallVector<bool> finalOnly = llvm::map_to_vector(
+  finalOnly = llvm::map_to_vector(
       llvm::seq(numStates), [&](unsigned s) { return scan.isFinalState(s); });
   if (trainable.size() != scan.getParams().size())
     return scan.emitError()
            << "autodiff was told about " << trainable.size()
            << " parameter(s), the scan takes " << scan.getParams().size();
+  return success();
+}
 
-  MLIRContext *ctx = forward.getContext();
-  Location loc = forward.getLoc();
-  Type f32 = Float32Type::get(ctx);
-  Type dtype = fwdSignature.getStorageType();
-  ArrayRef<KernelBufferAttr> fwdBuffers = fwdSignature.getBuffers();
-  auto bufferOf = [&](Value operand) {
-    return fwdBuffers[cast<BlockArgument>(operand).getArgNumber()];
-  };
-  auto nameOf = [&](Value operand) {
-    return bufferOf(operand).getName().getValue();
-  };
-  // A state's name: its initial state's buffer without `_init`.
-  auto stateStem = [&](unsigned s) {
-    StringRef name = nameOf(scan.getInits()[s]);
-    name.consume_back("_init");
-    return name;
-  };
-
-  // The parameters, in the scan's order: a buffer each for the shaped ones
-  // (the backward takes the forward's), a scalar argument for the others.
-  SmallVector<KernelBufferAttr> paramBuffers;
-  SmallVector<KernelBufferAttr> paramGradients;
-  unsigned nextScalar = 0, numScalarTrainable = 0;
+LogicalResult KernelDifferentiator::collectParams() {
+  unsigned nextScalar = 0;
   for (auto [param, isTrainable] : llvm::zip(scan.getParams(), trainable)) {
     if (isa<MemRefType>(param.getType())) {
       KernelBufferAttr buffer = bufferOf(param);
@@ -111,51 +190,29 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
         getKernelBuffer(BindingAttr::getParam(attr).getGradientBinding(),
                         KernelVariant::Backward, f32, ""));
   }
-  // Checked: derived names may collide with a hand-written kernel's.
-  auto signature = [&](KernelVariant variant,
-                       ArrayRef<KernelBufferAttr> buffers, unsigned numSaved) {
-    return KernelSignatureAttr::getChecked(
-        [&] {
-          return forward.emitError()
-                 << "cannot name the " << stringifyKernelVariant(variant)
-                 << " kernel's buffers: ";
-        },
-        ctx, fwdSignature.getNeuron(), variant, fwdSignature.getStorage(),
-        buffers, fwdSignature.getParams(), int64_t(numSaved),
-        int64_t(numScalarTrainable), SpikeStorage::Dense);
-  };
+  return success();
+}
 
-  Block *body = &scan.getBody().front();
-  FailureOr<SavePlan> plan =
-      planSaves(*body, numInputs, numStates, numOutputs, trainable, storeAll);
-  if (failed(plan))
-    return failure();
-  unsigned numSaved = plan->saved.size();
-  unsigned numReread = plan->rereadInputs.size();
-  Type savedType = saveInStorageType ? dtype : f32;
-  auto saved = [&](KernelVariant variant) {
-    SmallVector<KernelBufferAttr> buffers;
-    for (unsigned i = 0; i < numSaved; ++i)
-      buffers.push_back(getKernelBuffer(
-          BindingAttr::get(ctx, BoundValue::Saved, i), variant, savedType, ""));
-    return buffers;
-  };
+/// The saved values' buffers, as `variant` names them.
+SmallVector<KernelBufferAttr>
+KernelDifferentiator::savedBuffers(KernelVariant variant) {
+  SmallVector<KernelBufferAttr> buffers;
+  for (unsigned i = 0, e = plan.saved.size(); i < e; ++i)
+    buffers.push_back(getKernelBuffer(
+        BindingAttr::get(ctx, BoundValue::Saved, i), variant, savedType, ""));
+  return buffers;
+}
 
-  // The backward's buffers are the gradients of the forward's, named after
-  // them.
-  SmallVector<KernelBufferAttr> bwdBuffers;
-  auto addGradients = [&](ValueRange operands) {
-    for (Value operand : operands)
-      bwdBuffers.push_back(
-          getGradientBuffer(bufferOf(operand), KernelVariant::Backward, dtype));
-  };
+/// The backward's buffers are the gradients of the forward's, named after
+/// them.
+void KernelDifferentiator::collectBackwardBuffers() {
   addGradients(scan.getOutputs());
   for (unsigned s = 0; s < numStates; ++s)
     if (!finalOnly[s])
       addGradients(scan.getStates()[s]);
-  unsigned numStateGrads = llvm::count(finalOnly, false);
-  llvm::append_range(bwdBuffers, saved(KernelVariant::Backward));
-  for (unsigned i : plan->rereadInputs)
+  numStateGrads = llvm::count(finalOnly, false);
+  llvm::append_range(bwdBuffers, savedBuffers(KernelVariant::Backward));
+  for (unsigned i : plan.rereadInputs)
     bwdBuffers.push_back(bufferOf(scan.getInputs()[i]));
   for (unsigned s = 0; s < numStates; ++s)
     bwdBuffers.push_back(getKernelBuffer(
@@ -165,25 +222,28 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   addGradients(scan.getInits());
   llvm::append_range(bwdBuffers, paramBuffers);
   llvm::append_range(bwdBuffers, paramGradients);
+}
 
-  // Backward: a reverse scan over the gradients, right after the forward.
-  KernelSignatureAttr bwdSignature =
-      signature(KernelVariant::Backward, bwdBuffers, numSaved);
-  // The forward takes the saved buffers after its last output or state
-  // sequence.
-  unsigned savedPos = 0;
-  for (ValueRange group : {scan.getOutputs(), scan.getStates()})
-    for (Value operand : group)
-      savedPos =
-          std::max(savedPos, cast<BlockArgument>(operand).getArgNumber() + 1);
-  SmallVector<KernelBufferAttr> withSaved(fwdBuffers);
-  SmallVector<KernelBufferAttr> savedOutputs = saved(KernelVariant::Forward);
-  withSaved.insert(withSaved.begin() + savedPos, savedOutputs.begin(),
-                   savedOutputs.end());
-  KernelSignatureAttr newSignature =
-      signature(KernelVariant::Forward, withSaved, numSaved);
-  if (!bwdSignature || !newSignature)
-    return failure();
+/// Checked: derived names may collide with a hand-written kernel's.
+KernelSignatureAttr
+KernelDifferentiator::signature(KernelVariant variant,
+                                ArrayRef<KernelBufferAttr> buffers) {
+  return KernelSignatureAttr::getChecked(
+      [&] {
+        return forward.emitError()
+               << "cannot name the " << stringifyKernelVariant(variant)
+               << " kernel's buffers: ";
+      },
+      ctx, fwdSignature.getNeuron(), variant, fwdSignature.getStorage(),
+      buffers, fwdSignature.getParams(), int64_t(plan.saved.size()),
+      int64_t(numScalarTrainable), SpikeStorage::Dense);
+}
+
+/// The backward kernel: a reverse scan whose step is the forward step's
+/// adjoint.
+FailureOr<func::FuncOp> KernelDifferentiator::buildBackward() {
+  unsigned numSaved = plan.saved.size();
+  unsigned numReread = plan.rereadInputs.size();
   OpBuilder builder(forward->getContext());
   builder.setInsertionPointAfter(forward);
   auto backward = createKernelFunction(
@@ -195,7 +255,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   SmallVector<Value> bwdParams;
   unsigned nextBuffer =
       bwdBuffers.size() - paramGradients.size() - paramBuffers.size();
-  nextScalar = bwdBuffers.size();
+  unsigned nextScalar = bwdBuffers.size();
   for (Value param : scan.getParams())
     bwdParams.push_back(isa<MemRefType>(param.getType()) ? b[nextBuffer++]
                                                          : b[nextScalar++]);
@@ -213,6 +273,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
     optional.push_back(i);
   bscan.setOptionalInputsAttr(builder.getDenseI64ArrayAttr(optional));
   func::ReturnOp::create(bb, loc);
+  Block *body = &scan.getBody().front();
   Block *bbody = new Block();
   bscan.getBody().push_back(bbody);
   unsigned numStepArgs = numOutputs + numStates + numSaved + numReread;
@@ -220,7 +281,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
     bbody->addArgument(f32, loc);
   for (Value arg : body->getArguments().drop_front(numInputs + numStates))
     bbody->addArgument(arg.getType(), loc);
-  if (failed(emitBackwardStep(*body, *plan, numInputs, numStates, numOutputs,
+  if (failed(emitBackwardStep(*body, plan, numInputs, numStates, numOutputs,
                               trainable, *bbody))) {
     backward.erase();
     return failure();
@@ -236,13 +297,17 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
         arith::ConstantOp::create(zb, loc, zb.getF32FloatAttr(-0.0)));
     bbody->eraseArgument(numOutputs + s);
   }
+  return backward;
+}
 
-  // Forward: the step also yields the saved values, after the outputs;
-  // rounded so that the backward's decisions stay the forward's.
-  SmallVector<Value> savedValues(plan->saved);
+/// Forward: the step also yields the saved values, after the outputs;
+/// rounded so that the backward's decisions stay the forward's.
+void KernelDifferentiator::makeForwardSave() {
+  Block *body = &scan.getBody().front();
+  SmallVector<Value> savedValues(plan.saved);
   if (auto narrow = dyn_cast<FloatType>(savedType); narrow && narrow != f32)
     savedValues =
-        roundSavesKeepingDecisions(*body, *plan, numInputs, numStates, narrow);
+        roundSavesKeepingDecisions(*body, plan, numInputs, numStates, narrow);
   auto yield = cast<YieldOp>(body->getTerminator());
   SmallVector<Value> yielded(yield.getValues().take_front(numOutputs));
   llvm::append_range(yielded, savedValues);
@@ -252,7 +317,7 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
   yield.erase();
   bool channels = newSignature.hasChannels();
   SmallVector<Value> outs(scan.getOutputs());
-  for (unsigned i = 0; i < numSaved; ++i) {
+  for (unsigned i = 0, e = plan.saved.size(); i < e; ++i) {
     (void)forward.insertArgument(
         savedPos + i, getBufferType(withSaved[savedPos + i], channels), {},
         loc);
@@ -266,7 +331,20 @@ mlir::flexsn::differentiateKernel(func::FuncOp forward,
       /*reverse=*/false);
   fullScan.getBody().takeBody(scan.getBody());
   scan.erase();
-  return backward;
+}
+
+} // namespace
+
+FailureOr<func::FuncOp>
+mlir::flexsn::differentiateKernel(func::FuncOp forward,
+                                  ArrayRef<bool> trainable, bool storeAll,
+                                  bool saveInStorageType) {
+  FailureOr<KernelFunction> kernel = analyzeKernelFunction(forward);
+  if (failed(kernel))
+    return failure();
+  return KernelDifferentiator(forward, kernel->scan, kernel->signature,
+                              trainable, storeAll, saveInStorageType)
+      .run();
 }
 
 namespace {

@@ -39,25 +39,20 @@ std::string blockName(DictionaryAttr attrs, StringRef prefix, unsigned index) {
   return (prefix + Twine(index)).str();
 }
 
-/// Builds `@<block>_<variant>_<dtype>` from `block`, a function on tensors
-/// marked `flexsn.block` whose only work is one scan: a kernel function
-/// taking a buffer per tensor the scan reads or writes (in a neuron
-/// kernel's order) and its scalar params, holding that scan on them; its
-/// trainable param buffers keep their `flexsn.trainable` mark. The forward
-/// kernel is the inference kernel that flexsn-autodiff then completes.
-/// Emits an error and fails on anything a kernel cannot hold.
-FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
-                                         KernelVariant variant) {
-  MLIRContext *ctx = block.getContext();
-  auto fail = [&](Operation *at) {
-    return at->emitError() << "block @" << block.getSymName() << ": ";
-  };
+/// An error at `at` about `block`.
+InFlightDiagnostic blockError(func::FuncOp block, Operation *at) {
+  return at->emitError() << "block @" << block.getSymName() << ": ";
+}
+
+/// The one scan of `block`, whose only work it must be.
+FailureOr<ScanOp> findBlockScan(func::FuncOp block) {
   ScanOp scan;
   for (Operation &op : block.getBody().front()) {
     if (auto found = dyn_cast<ScanOp>(op)) {
       if (scan)
-        return fail(found) << "holds two scans (flexsn-fuse-siblings merges "
-                              "scans that meet only at each (t, n))",
+        return blockError(block, found)
+                   << "holds two scans (flexsn-fuse-siblings merges "
+                      "scans that meet only at each (t, n))",
                failure();
       scan = found;
       continue;
@@ -74,167 +69,222 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
     if (!makesDestination &&
         !isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp, func::ReturnOp>(
             op))
-      return fail(&op) << "'" << op.getName()
-                       << "' runs outside its scan: a block kernel runs its "
-                          "scan only (the flexsn-fuse-* passes move "
-                          "elementwise ops into it; remarks=true says why an "
-                          "op stayed)",
+      return blockError(block, &op)
+                 << "'" << op.getName()
+                 << "' runs outside its scan: a block kernel runs its "
+                    "scan only (the flexsn-fuse-* passes move "
+                    "elementwise ops into it; remarks=true says why an "
+                    "op stayed)",
              failure();
   }
   if (!scan)
-    return fail(block) << "holds no scan", failure();
+    return blockError(block, block) << "holds no scan", failure();
   if (!scan.getReductions().empty())
-    return fail(scan) << "its scan sums over neurons (a total, a "
-                         "per-channel sum), which is no kernel buffer yet",
+    return blockError(block, scan)
+               << "its scan sums over neurons (a total, a "
+                  "per-channel sum), which is no kernel buffer yet",
            failure();
   unsigned rank = scan.getDomainRank();
-  bool channels = rank == 4;
   if (rank != 2 && rank != 4)
-    return fail(scan) << "its scan runs over a domain of rank " << rank
-                      << ": a kernel runs over [T, N] or [T, B, C, S]",
+    return blockError(block, scan)
+               << "its scan runs over a domain of rank " << rank
+               << ": a kernel runs over [T, N] or [T, B, C, S]",
            failure();
+  return scan;
+}
 
-  // Each returned value is one scan result, named by the result.
+/// The names of the scan's results: each returned once, named by the
+/// block's result.
+FailureOr<SmallVector<std::string>> nameResults(func::FuncOp block,
+                                                ScanOp scan) {
   auto ret = cast<func::ReturnOp>(block.getBody().front().getTerminator());
   SmallVector<std::string> resultNames(scan->getNumResults());
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     auto result = dyn_cast<OpResult>(value);
     if (!result || result.getOwner() != scan ||
         !resultNames[result.getResultNumber()].empty())
-      return fail(ret) << "returns a value that is not a scan result (or "
-                          "one twice)",
+      return blockError(block, ret)
+                 << "returns a value that is not a scan result (or "
+                    "one twice)",
              failure();
     resultNames[result.getResultNumber()] =
         blockName(block.getResultAttrDict(i), "result", i);
   }
   for (auto [r, name] : llvm::enumerate(resultNames))
     if (name.empty())
-      return fail(scan) << "does not return scan result #" << r
-                        << ": a kernel writes all of them",
+      return blockError(block, scan) << "does not return scan result #" << r
+                                     << ": a kernel writes all of them",
              failure();
+  return resultNames;
+}
 
-  // The buffers, in the scan's operand order (regrouped below), and the
-  // scalar params.
+/// A block kernel's arguments: its buffers (in a neuron kernel's order)
+/// and scalar params, and where each operand of the block's scan goes.
+struct BlockKernelArguments {
   SmallVector<KernelBufferAttr> buffers;
   SmallVector<ParamAttr> params;
-  SmallVector<int64_t> argumentOf; // per scan operand: the kernel argument
-  SmallVector<unsigned> trainableBuffers; // param buffers to differentiate
-  // Checked: a name or an element type may not suit a kernel buffer.
-  bool invalid = false;
-  // Block buffers are named after the block's values, so the ABI builder
-  // gives only their roles.
-  auto buffer = [&](const Twine &name, BindingAttr binds, Type type) {
+  /// Per scan operand: its buffer's index, or -1 - its param's index.
+  SmallVector<int64_t> argumentOf;
+  /// The param buffers to differentiate.
+  SmallVector<unsigned> trainableBuffers;
+  /// Initial-state buffers the kernel adds after its inputs (the block's
+  /// states start at zero).
+  unsigned addedInits = 0;
+};
+
+/// Collects the kernel's arguments from the scan's operands, in their
+/// order. Block buffers are named after the block's values, so the ABI
+/// builder gives only their roles.
+class BlockArgumentCollector {
+public:
+  BlockArgumentCollector(OpBuilder &builder, func::FuncOp block, ScanOp scan,
+                         ArrayRef<std::string> resultNames)
+      : builder(builder), ctx(block.getContext()), block(block), scan(scan),
+        resultNames(resultNames) {}
+
+  FailureOr<BlockKernelArguments> collect();
+
+private:
+  /// A buffer; checked: a name or an element type may not suit one.
+  KernelBufferAttr buffer(const Twine &name, BindingAttr binds, Type type) {
     BufferRole role = getRoleOfBinding(binds, KernelVariant::Inference);
     KernelBufferAttr attr = KernelBufferAttr::getChecked(
-        [&] { return fail(scan) << "its kernel's buffer: "; }, ctx,
+        [&] { return blockError(block, scan) << "its kernel's buffer: "; }, ctx,
         StringAttr::get(ctx, name), role, type, getShapeOfRole(role), binds);
     invalid |= !attr;
     return attr;
-  };
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  AffineMap perNeuron = identity.dropResult(0);
-  auto [firstOut, numOut] = scan.getODSOperandIndexAndLength(3);
-  for (OpOperand &operand : scan->getOpOperands()) {
-    unsigned number = operand.getOperandNumber();
-    AffineMap map = scan.getMatchingIndexingMap(&operand);
-    Type type = operand.get().getType();
-    // Destinations: named by the results; contents are never read.
-    if (number >= firstOut) {
-      unsigned r = number - firstOut;
-      BindingAttr binds =
-          r < numOut
-              ? BindingAttr::get(ctx, BoundValue::Output, r)
-              : BindingAttr::get(ctx,
-                                 map.isIdentity() ? BoundValue::StateSeq
-                                                  : BoundValue::StateFinal,
-                                 r - numOut);
-      argumentOf.push_back(buffers.size());
-      buffers.push_back(
-          buffer(resultNames[r], binds, getElementTypeOrSelf(type)));
-      continue;
-    }
-    auto arg = dyn_cast<BlockArgument>(operand.get());
-    if (!arg || arg.getOwner() != &block.getBody().front())
-      return fail(scan) << "its operand #" << number
-                        << " is not an argument of the block: a kernel "
-                           "reads its arguments",
-             failure();
-    DictionaryAttr attrs = block.getArgAttrDict(arg.getArgNumber());
-    std::string name = blockName(attrs, "arg", arg.getArgNumber());
-    auto [firstParam, numParams] = scan.getODSOperandIndexAndLength(2);
-    bool isParam = number >= firstParam && number < firstParam + numParams;
-    if (isParam && !isa<ShapedType>(type)) {
-      bool trainable = attrs && attrs.contains("flexsn.trainable");
-      argumentOf.push_back(-1 - params.size());
-      params.push_back(ParamAttr::get(
-          ctx, StringAttr::get(ctx, name),
-          cast<TypedAttr>(builder.getZeroAttr(type)),
-          trainable ? ParamKind::Trainable : ParamKind::Runtime));
-      continue;
-    }
-    BindingAttr binds;
-    if (isParam && attrs && attrs.contains("flexsn.trainable"))
-      trainableBuffers.push_back(buffers.size());
-    if (isParam) {
-      bool perChannel =
-          channels && map.getNumResults() == 1 && map.getDimPosition(0) == 2;
-      if (map != perNeuron && !perChannel)
-        return fail(scan) << "its param '" << name << "' is read through "
-                          << AffineMapAttr::get(map)
-                          << ": a kernel's param buffers are per neuron or "
-                             "per channel",
-               failure();
-      binds = BindingAttr::get(
-          ctx, BoundValue::Param, 0, StringAttr::get(ctx, name),
-          perChannel ? ParamShape::PerChannel : ParamShape::PerNeuron,
-          /*gradient=*/false);
-    } else if (number < scan.getInputs().size()) {
-      if (!map.isIdentity())
-        return fail(scan) << "its input '" << name << "' is read through "
-                          << AffineMapAttr::get(map)
-                          << ": a kernel's inputs are sequences",
-               failure();
-      binds = BindingAttr::get(ctx, BoundValue::Input, number);
-    } else {
-      binds = BindingAttr::get(ctx, BoundValue::StateInit,
-                               number - scan.getInputs().size());
-    }
-    argumentOf.push_back(buffers.size());
-    buffers.push_back(buffer(name, binds, getElementTypeOrSelf(type)));
   }
-  if (channels && !llvm::any_of(buffers, [](KernelBufferAttr b) {
+  LogicalResult addOperand(OpOperand &operand);
+  void addInitialStates();
+  void sortIntoKernelOrder();
+
+  OpBuilder &builder;
+  MLIRContext *ctx;
+  func::FuncOp block;
+  ScanOp scan;
+  ArrayRef<std::string> resultNames;
+  BlockKernelArguments args;
+  bool invalid = false;
+};
+
+FailureOr<BlockKernelArguments> BlockArgumentCollector::collect() {
+  for (OpOperand &operand : scan->getOpOperands())
+    if (failed(addOperand(operand)))
+      return failure();
+  bool channels = scan.getDomainRank() == 4;
+  if (channels && !llvm::any_of(args.buffers, [](KernelBufferAttr b) {
         return b.getRole() == BufferRole::PerChannelParam;
       }))
-    return fail(scan) << "runs over [T, B, C, S] without a per-channel "
-                         "param: write it over [T, N]",
+    return blockError(block, scan)
+               << "runs over [T, B, C, S] without a per-channel "
+                  "param: write it over [T, N]",
            failure();
-
   if (invalid)
     return failure();
-  // A kernel's states start from optional initial-state buffers (absent:
-  // zeros), which also give a final state its value when T = 0: a block
-  // whose states start at zero gets them, `<state>_init`, after its inputs.
-  unsigned numInputs = scan.getInputs().size();
-  unsigned addedInits = 0;
-  if (scan.getInits().empty()) {
-    for (auto [s, state] : llvm::enumerate(scan.getStates()))
-      buffers.insert(buffers.begin() + numInputs + s,
-                     buffer(resultNames[numOut + s] + "_init",
-                            BindingAttr::get(ctx, BoundValue::StateInit, s),
-                            getElementTypeOrSelf(state.getType())));
-    addedInits = scan.getStates().size();
-    for (int64_t &a : argumentOf)
-      if (a >= int64_t(numInputs))
-        a += addedInits;
-    for (unsigned &t : trainableBuffers)
-      t += addedInits;
+  addInitialStates();
+  if (invalid)
+    return failure();
+  sortIntoKernelOrder();
+  return std::move(args);
+}
+
+/// The buffer or scalar param of one scan operand.
+LogicalResult BlockArgumentCollector::addOperand(OpOperand &operand) {
+  unsigned rank = scan.getDomainRank();
+  bool channels = rank == 4;
+  AffineMap perNeuron =
+      AffineMap::getMultiDimIdentityMap(rank, ctx).dropResult(0);
+  auto [firstOut, numOut] = scan.getODSOperandIndexAndLength(3);
+  unsigned number = operand.getOperandNumber();
+  AffineMap map = scan.getMatchingIndexingMap(&operand);
+  Type type = operand.get().getType();
+  // Destinations: named by the results; contents are never read.
+  if (number >= firstOut) {
+    unsigned r = number - firstOut;
+    BindingAttr binds =
+        r < numOut ? BindingAttr::get(ctx, BoundValue::Output, r)
+                   : BindingAttr::get(ctx,
+                                      map.isIdentity() ? BoundValue::StateSeq
+                                                       : BoundValue::StateFinal,
+                                      r - numOut);
+    args.argumentOf.push_back(args.buffers.size());
+    args.buffers.push_back(
+        buffer(resultNames[r], binds, getElementTypeOrSelf(type)));
+    return success();
   }
-  if (invalid)
-    return failure();
+  auto arg = dyn_cast<BlockArgument>(operand.get());
+  if (!arg || arg.getOwner() != &block.getBody().front())
+    return blockError(block, scan) << "its operand #" << number
+                                   << " is not an argument of the block: a "
+                                      "kernel reads its arguments";
+  DictionaryAttr attrs = block.getArgAttrDict(arg.getArgNumber());
+  std::string name = blockName(attrs, "arg", arg.getArgNumber());
+  auto [firstParam, numParams] = scan.getODSOperandIndexAndLength(2);
+  bool isParam = number >= firstParam && number < firstParam + numParams;
+  if (isParam && !isa<ShapedType>(type)) {
+    bool trainable = attrs && attrs.contains("flexsn.trainable");
+    args.argumentOf.push_back(-1 - args.params.size());
+    args.params.push_back(
+        ParamAttr::get(ctx, StringAttr::get(ctx, name),
+                       cast<TypedAttr>(builder.getZeroAttr(type)),
+                       trainable ? ParamKind::Trainable : ParamKind::Runtime));
+    return success();
+  }
+  BindingAttr binds;
+  if (isParam && attrs && attrs.contains("flexsn.trainable"))
+    args.trainableBuffers.push_back(args.buffers.size());
+  if (isParam) {
+    bool perChannel =
+        channels && map.getNumResults() == 1 && map.getDimPosition(0) == 2;
+    if (map != perNeuron && !perChannel)
+      return blockError(block, scan)
+             << "its param '" << name << "' is read through "
+             << AffineMapAttr::get(map)
+             << ": a kernel's param buffers are per neuron or per channel";
+    binds = BindingAttr::get(
+        ctx, BoundValue::Param, 0, StringAttr::get(ctx, name),
+        perChannel ? ParamShape::PerChannel : ParamShape::PerNeuron,
+        /*gradient=*/false);
+  } else if (number < scan.getInputs().size()) {
+    if (!map.isIdentity())
+      return blockError(block, scan)
+             << "its input '" << name << "' is read through "
+             << AffineMapAttr::get(map) << ": a kernel's inputs are sequences";
+    binds = BindingAttr::get(ctx, BoundValue::Input, number);
+  } else {
+    binds = BindingAttr::get(ctx, BoundValue::StateInit,
+                             number - scan.getInputs().size());
+  }
+  args.argumentOf.push_back(args.buffers.size());
+  args.buffers.push_back(buffer(name, binds, getElementTypeOrSelf(type)));
+  return success();
+}
 
-  // The buffers in a neuron kernel's order (the runtimes match a kernel's
-  // buffers to tensors by it): inputs, initial states, outputs, states,
-  // then param buffers.
+/// A kernel's states start from optional initial-state buffers (absent:
+/// zeros), which also give a final state its value when T = 0: a block
+/// whose states start at zero gets them, `<state>_init`, after its inputs.
+void BlockArgumentCollector::addInitialStates() {
+  if (!scan.getInits().empty())
+    return;
+  unsigned numInputs = scan.getInputs().size();
+  unsigned numOut = scan.getODSOperandIndexAndLength(3).second;
+  for (auto [s, state] : llvm::enumerate(scan.getStates()))
+    args.buffers.insert(args.buffers.begin() + numInputs + s,
+                        buffer(resultNames[numOut + s] + "_init",
+                               BindingAttr::get(ctx, BoundValue::StateInit, s),
+                               getElementTypeOrSelf(state.getType())));
+  args.addedInits = scan.getStates().size();
+  for (int64_t &a : args.argumentOf)
+    if (a >= int64_t(numInputs))
+      a += args.addedInits;
+  for (unsigned &t : args.trainableBuffers)
+    t += args.addedInits;
+}
+
+/// The buffers in a neuron kernel's order (the runtimes match a kernel's
+/// buffers to tensors by it): inputs, initial states, outputs, states,
+/// then param buffers.
+void BlockArgumentCollector::sortIntoKernelOrder() {
   auto abiGroup = [](KernelBufferAttr b) {
     switch (b.getRole()) {
     case BufferRole::InputSequence:
@@ -250,6 +300,7 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
       return 4;
     }
   };
+  SmallVector<KernelBufferAttr> &buffers = args.buffers;
   SmallVector<unsigned> order =
       llvm::to_vector(llvm::seq<unsigned>(0, buffers.size()));
   llvm::stable_sort(order, [&](unsigned a, unsigned b) {
@@ -259,63 +310,18 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
   for (auto [to, from] : llvm::enumerate(order))
     position[from] = to;
   buffers = llvm::map_to_vector(order, [&](unsigned i) { return buffers[i]; });
-  for (int64_t &a : argumentOf)
+  for (int64_t &a : args.argumentOf)
     if (a >= 0)
       a = position[a];
-  for (unsigned &t : trainableBuffers)
+  for (unsigned &t : args.trainableBuffers)
     t = position[t];
+}
 
-  Type element = getElementTypeOrSelf(scan.getInputs().front().getType());
-  std::optional<StorageType> storage =
-      symbolizeStorageType(element.isF32()    ? "f32"
-                           : element.isF16()  ? "f16"
-                           : element.isBF16() ? "bf16"
-                                              : "");
-  if (!storage)
-    return fail(scan) << "its first input holds " << element
-                      << ": kernels store f32, f16 or bf16",
-           failure();
-  // Checked: two of the block's names may collide (an argument read twice).
-  auto signature = KernelSignatureAttr::getChecked(
-      [&] { return fail(scan) << "its kernel's signature: "; }, ctx,
-      block.getSymNameAttr(), variant, *storage,
-      ArrayRef<KernelBufferAttr>(buffers), ArrayRef<ParamAttr>(params),
-      /*workspaceSequences=*/int64_t(0), /*reductionSlots=*/int64_t(0),
-      SpikeStorage::Dense);
-  if (!signature)
-    return failure();
-  if (channels != signature.hasChannels())
-    return fail(scan) << "its shapes do not match its kernel's", failure();
-  func::FuncOp kernel = createKernelFunction(
-      builder, block.getLoc(),
-      getKernelName(block.getSymName(), variant, *storage), signature);
-  for (unsigned t : trainableBuffers)
-    kernel.setArgAttr(t, "flexsn.trainable", builder.getUnitAttr());
-  OpBuilder body = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  unsigned numBuffers = buffers.size();
-  SmallVector<Value> operands = llvm::map_to_vector(argumentOf, [&](int64_t a) {
-    return Value(kernel.getArgument(a >= 0 ? a : numBuffers + (-1 - a)));
-  });
-  // The scan on the kernel's arguments, with an inits group where the
-  // kernel added one (read per neuron).
-  auto group = [&](unsigned g) {
-    auto [first, count] = scan.getODSOperandIndexAndLength(g);
-    return ValueRange(operands).slice(first, count);
-  };
-  SmallVector<AffineMap> maps = scan.getIndexingMapsArray();
-  maps.insert(maps.begin() + numInputs, addedInits, perNeuron);
-  ValueRange inits = addedInits
-                         ? kernel.getArguments().slice(numInputs, addedInits)
-                         : group(1);
-  ScanOp kernelScan = ScanOp::create(
-      body, scan.getLoc(), TypeRange(), scan.getCalleeAttr(), group(0), inits,
-      group(2), group(3), group(4), group(5), body.getAffineMapArrayAttr(maps),
-      scan.getReverseAttr(), scan.getOptionalInputsAttr());
-  IRMapping mapping;
-  scan.getBody().cloneInto(&kernelScan.getBody(), mapping);
-  func::ReturnOp::create(body, block.getLoc());
-  // The body's constants from the block (hoisted there by canonicalization)
-  // come along; nothing else from the block may.
+/// Moves the constants the kernel's scan body uses from the block (hoisted
+/// there by canonicalization) into the kernel; fails on any other value
+/// from the block.
+LogicalResult bringConstants(func::FuncOp block, func::FuncOp kernel,
+                             ScanOp kernelScan) {
   IRMapping constants;
   OpBuilder entry = OpBuilder::atBlockBegin(&kernel.getBody().front());
   WalkResult walk = kernelScan.getBody().walk([&](Operation *op) {
@@ -336,7 +342,90 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
     }
     return WalkResult::advance();
   });
-  if (walk.wasInterrupted()) {
+  return failure(walk.wasInterrupted());
+}
+
+/// Builds `@<block>_<variant>_<dtype>` from `block`, a function on tensors
+/// marked `flexsn.block` whose only work is one scan: a kernel function
+/// taking a buffer per tensor the scan reads or writes (in a neuron
+/// kernel's order) and its scalar params, holding that scan on them; its
+/// trainable param buffers keep their `flexsn.trainable` mark. The forward
+/// kernel is the inference kernel that flexsn-autodiff then completes.
+/// Emits an error and fails on anything a kernel cannot hold.
+FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
+                                         KernelVariant variant) {
+  MLIRContext *ctx = block.getContext();
+  FailureOr<ScanOp> found = findBlockScan(block);
+  if (failed(found))
+    return failure();
+  ScanOp scan = *found;
+  FailureOr<SmallVector<std::string>> resultNames = nameResults(block, scan);
+  if (failed(resultNames))
+    return failure();
+  FailureOr<BlockKernelArguments> args =
+      BlockArgumentCollector(builder, block, scan, *resultNames).collect();
+  if (failed(args))
+    return failure();
+
+  Type element = getElementTypeOrSelf(scan.getInputs().front().getType());
+  std::optional<StorageType> storage =
+      symbolizeStorageType(element.isF32()    ? "f32"
+                           : element.isF16()  ? "f16"
+                           : element.isBF16() ? "bf16"
+                                              : "");
+  if (!storage)
+    return blockError(block, scan) << "its first input holds " << element
+                                   << ": kernels store f32, f16 or bf16",
+           failure();
+  // Checked: two of the block's names may collide (an argument read twice).
+  auto signature = KernelSignatureAttr::getChecked(
+      [&] { return blockError(block, scan) << "its kernel's signature: "; },
+      ctx, block.getSymNameAttr(), variant, *storage,
+      ArrayRef<KernelBufferAttr>(args->buffers),
+      ArrayRef<ParamAttr>(args->params),
+      /*workspaceSequences=*/int64_t(0), /*reductionSlots=*/int64_t(0),
+      SpikeStorage::Dense);
+  if (!signature)
+    return failure();
+  bool channels = scan.getDomainRank() == 4;
+  if (channels != signature.hasChannels())
+    return blockError(block, scan) << "its shapes do not match its kernel's",
+           failure();
+  func::FuncOp kernel = createKernelFunction(
+      builder, block.getLoc(),
+      getKernelName(block.getSymName(), variant, *storage), signature);
+  for (unsigned t : args->trainableBuffers)
+    kernel.setArgAttr(t, "flexsn.trainable", builder.getUnitAttr());
+  OpBuilder body = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  unsigned numBuffers = args->buffers.size();
+  SmallVector<Value> operands =
+      llvm::map_to_vector(args->argumentOf, [&](int64_t a) {
+        return Value(kernel.getArgument(a >= 0 ? a : numBuffers + (-1 - a)));
+      });
+  // The scan on the kernel's arguments, with an inits group where the
+  // kernel added one (read per neuron).
+  auto group = [&](unsigned g) {
+    auto [first, count] = scan.getODSOperandIndexAndLength(g);
+    return ValueRange(operands).slice(first, count);
+  };
+  unsigned numInputs = scan.getInputs().size();
+  AffineMap perNeuron =
+      AffineMap::getMultiDimIdentityMap(scan.getDomainRank(), ctx)
+          .dropResult(0);
+  SmallVector<AffineMap> maps = scan.getIndexingMapsArray();
+  maps.insert(maps.begin() + numInputs, args->addedInits, perNeuron);
+  ValueRange inits =
+      args->addedInits
+          ? kernel.getArguments().slice(numInputs, args->addedInits)
+          : group(1);
+  ScanOp kernelScan = ScanOp::create(
+      body, scan.getLoc(), TypeRange(), scan.getCalleeAttr(), group(0), inits,
+      group(2), group(3), group(4), group(5), body.getAffineMapArrayAttr(maps),
+      scan.getReverseAttr(), scan.getOptionalInputsAttr());
+  IRMapping mapping;
+  scan.getBody().cloneInto(&kernelScan.getBody(), mapping);
+  func::ReturnOp::create(body, block.getLoc());
+  if (failed(bringConstants(block, kernel, kernelScan))) {
     kernel.erase();
     return failure();
   }
