@@ -83,7 +83,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1] / "test" / "Oracle"))
 import flexsn  # noqa: E402
 from flexsn import _runtime  # noqa: E402
-import neurons  # noqa: E402
+import neuron_oracle  # noqa: E402
 
 np.seterr(all="ignore")  # inf/NaN are detected explicitly, not warned about
 
@@ -120,10 +120,11 @@ COPIES = {"": {}, "_soft": {"soft_reset": True},
 INFERENCE_COPIES = ("", "_soft")
 
 # ---------------------------------------------------------------------------
-# docs/Semantics.md: parameter defaults, states, and the step of every neuron.
+# The neurons' defaults, states and drives: the numerics oracle's.
 
-DEFAULTS, STATES, FLAGS = neurons.DEFAULTS, neurons.STATES, neurons.FLAGS
-DRIVE, INIT = neurons.DRIVE, neurons.INIT
+DEFAULTS, STATES = neuron_oracle.DEFAULTS, neuron_oracle.STATES
+FLAGS, DRIVE = neuron_oracle.FLAGS, neuron_oracle.DRIVE
+INIT = neuron_oracle.INIT
 # With a soft reset the quadratic / exponential neurons can run away after a
 # large input (v stays above the threshold and keeps growing): a milder drive.
 DRIVE_SOFT = {"qif": (0.4, 0.4), "eif": (0.4, 0.4), "izhikevich": (0.4, 0.4)}
@@ -311,7 +312,7 @@ class TorchOps:
 
 def step(ops, neuron, p, x, st):
     """One step of the oracle: (spike, new states, h - v_threshold)."""
-    return neurons.step(ops, neuron, p, x, st)
+    return neuron_oracle.step(ops, neuron, p, x, st)
 
 
 def simulate(ops, gpu_neuron, params, x, states=None, near=NEAR):

@@ -353,7 +353,7 @@ class TorchAD(object):
 
 
 class _OracleOps(object):
-    """The numerics oracle's ops (test/Oracle/neurons.py) on a tape `ad`
+    """The numerics oracle's ops (test/Oracle/neuron_oracle.py) on a tape `ad`
     (NumpyAD or TorchAD)."""
 
     def __init__(self, ad):
@@ -380,7 +380,7 @@ def step(ad, neuron, p, tw, x, st):
     """One step of the oracle: (spike, new states, h - v_threshold).
     p: parameter values (flags as bools); tw: trainable parameter leaves,
     which the step reads in their place."""
-    return kc.neurons.step(_OracleOps(ad), neuron, dict(p, **tw), x, st)
+    return kc.neuron_oracle.step(_OracleOps(ad), neuron, dict(p, **tw), x, st)
 
 
 def reference(ad, gpu_neuron, params, trainable, x, inits, gin):

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """NumPy references of the BPTT gradients of the neurons FlexSN ships
-(docs/Semantics.md), and of the 17 surrogate derivatives g(x).
+(docs/Semantics.md); the surrogate derivatives g(x) are the numerics
+oracle's (test/Oracle/surrogate_oracle.py) on NumPy arrays.
 
 Written from docs/Semantics.md, independently of the .mlir bodies and of the
 compiler's autodiff. The forward pass runs in the dtype asked for (float32
@@ -44,7 +45,9 @@ import numpy as np
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import reference  # noqa: E402
+import reference  # noqa: E402 (which puts test/Oracle on the path)
+import neuron_oracle as oracle  # noqa: E402
+import surrogate_oracle  # noqa: E402
 
 STATES = reference.STATES
 DEFAULTS = reference.DEFAULTS
@@ -55,77 +58,32 @@ TRAINABLE = {"plif": ["w"]}   # trainable parameters, by neuron
 # Surrogates, docs/Semantics.md table (default parameters). x: float64 array.
 
 _SQRT_PI = math.sqrt(math.pi)
-_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erf = np.vectorize(math.erf, otypes=[np.float64])  # the self-test's
+
+
+class _SurrogateOps:
+    """The surrogate oracle's ops (test/Oracle/surrogate_oracle.py) on
+    NumPy arrays."""
+
+    exp, cos, abs = staticmethod(np.exp), staticmethod(np.cos), \
+        staticmethod(np.abs)
+    where, maximum = staticmethod(np.where), staticmethod(np.maximum)
+    minimum, ones_like = staticmethod(np.minimum), staticmethod(np.ones_like)
 
 
 def _sig(z):
-    return 1.0 / (1.0 + np.exp(-z))
+    return surrogate_oracle.sigmoid(_SurrogateOps, z)
 
 
 def _g_sigmoid(x, a=4.0):
-    sg = _sig(a * x)
-    return a * sg * (1.0 - sg)
-
-
-def _g_fake_numerical_gradient(x, a=0.3):
-    x = np.asarray(x, np.float64)
-    H = (x >= 0).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.minimum((2.0 * H - 1.0) / x, a)
-    return np.where(x == 0, a, r)
-
-
-def _g_log_tailed_relu(x, a=0.0):
-    with np.errstate(divide="ignore"):
-        tail = 1.0 / np.where(x > 1, x, 1.0)
-    return np.where(x <= 0, a, np.where(x <= 1, 1.0, tail))
-
-
-def _g_s2nn(x, a=4.0, beta=1.0):
-    sg = _sig(a * x)
-    return np.where(x < 0, a * sg * (1.0 - sg),
-                    beta / (np.maximum(x, 0.0) + 1.0))
-
-
-def _g_multi_gaussian(x, sigma=0.5, h=0.15, s=6.0):
-    def normal(mean, sd):
-        z = (x - mean) / sd
-        return np.exp(-z * z / 2) / (sd * math.sqrt(2 * math.pi))
-    x = np.asarray(x, np.float64)
-    return (1 + h) * normal(0.0, sigma) - h * normal(sigma, s * sigma) \
-        - h * normal(-sigma, s * sigma)
-
-
-def _g_squarewave(x, n=2, T=8.0):
-    r = np.zeros_like(np.asarray(x, np.float64))
-    for i in range(1, n):
-        r = r + np.cos((2 * i - 1) * (2 * math.pi / T) * x)
-    return (4.0 / T) * r
+    return surrogate_oracle.g(_SurrogateOps, "sigmoid",
+                              np.asarray(x, np.float64), alpha=a)
 
 
 SURROGATES = {
-    "sigmoid": _g_sigmoid,
-    "atan": lambda x, a=2.0: (a / 2) / (1 + (math.pi / 2 * a * x) ** 2),
-    "piecewise_quadratic":
-        lambda x, a=1.0: np.maximum(0.0, a - a * a * np.abs(x)),
-    "piecewise_exp": lambda x, a=1.0: (a / 2) * np.exp(-a * np.abs(x)),
-    "soft_sign": lambda x, a=2.0: 1.0 / (2 * a * (1 / a + np.abs(x)) ** 2),
-    "super_spike": lambda x, a=1.0: a / (np.abs(x) + 1) ** 2,
-    "erf": lambda x, a=2.0: (a / _SQRT_PI) * np.exp(-(a * x) ** 2),
-    "nonzero_sign_log_abs": lambda x, a=1.0: 1.0 / (1 / a + np.abs(x)),
-    "piecewise_leaky_relu":
-        lambda x, w=1.0, c=0.01: np.where(np.abs(x) < w, 1 / (2 * w), c),
-    "squarewave_fourier_series": _g_squarewave,
-    "s2nn": _g_s2nn,
-    "q_pseudo_spike":
-        lambda x, a=2.0: (1 + 2 * np.abs(x) / (a - 1)) ** (-a),
-    "leaky_k_relu": lambda x, leak=0.0, k=1.0: np.where(x >= 0, k, leak),
-    "fake_numerical_gradient": _g_fake_numerical_gradient,
-    "log_tailed_relu": _g_log_tailed_relu,
-    "rect": lambda x, a=1.0: np.where(np.abs(x) < 0.5 / a, a, 0.0),
-    "multi_gaussian": _g_multi_gaussian,
-    "straight_through": lambda x: np.ones_like(np.asarray(x, np.float64)),
-}
+    name: (lambda x, name=name: surrogate_oracle.g(
+        _SurrogateOps, name, np.asarray(x, np.float64)))
+    for name in surrogate_oracle.DEFAULTS}
 
 # Points other than x = 0 where g jumps (default parameters): a neuron whose
 # h - v_threshold comes near one of them may legitimately get a different g.
@@ -163,7 +121,7 @@ def _params(neuron, overrides, dt):
 
 
 class _DtypeOps:
-    """The oracle's ops (test/Oracle/neurons.py) in NumPy dtype `dt`."""
+    """The oracle's ops (test/Oracle/neuron_oracle.py) in NumPy dtype `dt`."""
 
     def __init__(self, dt):
         self.scalar = dt.type
@@ -210,12 +168,11 @@ def forward(neuron, overrides, x, states=None, dtype=np.float32,
     for t in range(T):
         for i, n in enumerate(names):
             prev[i][t] = st[n]
-        h, updated = reference.neurons.charge(ops, neuron, p, x[t], st)
+        h, updated = oracle.charge(ops, neuron, p, x[t], st)
         over = h - p["v_threshold"]
         s = np.asarray(spike(over, t)).astype(dt)
         sd = s if frozen_sd is None else np.asarray(frozen_sd[t]).astype(dt)
-        st = reference.neurons.fire_and_reset(neuron, p, st, updated, h, s,
-                                              sd)
+        st = oracle.fire_and_reset(neuron, p, st, updated, h, s, sd)
         h_all[t], over_all[t], s_all[t], sd_all[t] = h, over, s, sd
         for a in (h, over, s, sd) + tuple(st.values()):
             assert a.dtype == dt, (a.dtype, dt)

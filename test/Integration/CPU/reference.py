@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """NumPy references for the neurons FlexSN ships: the step of the numerics
-oracle (test/Oracle/neurons.py, written from docs/Semantics.md) run in
+oracle (test/Oracle/neuron_oracle.py, written from docs/Semantics.md) run in
 float32 (np.float32 arithmetic throughout, checked), the way a float32
 kernel runs.
 
@@ -20,13 +20,14 @@ import numpy as np
 
 f32 = np.float32
 
-# The equations, defaults and drives: test/Oracle/neurons.py.
+# The equations, defaults and drives: test/Oracle/neuron_oracle.py.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 os.pardir, os.pardir, "Oracle"))
-import neurons  # noqa: E402
+import neuron_oracle  # noqa: E402
 
-DEFAULTS, STATES, FLAGS = neurons.DEFAULTS, neurons.STATES, neurons.FLAGS
-DRIVE, INIT, flags_of = neurons.DRIVE, neurons.INIT, neurons.flags_of
+DEFAULTS, STATES = neuron_oracle.DEFAULTS, neuron_oracle.STATES
+FLAGS, flags_of = neuron_oracle.FLAGS, neuron_oracle.flags_of
+DRIVE, INIT = neuron_oracle.DRIVE, neuron_oracle.INIT
 
 
 def resolve_params(neuron, overrides=None):
@@ -69,7 +70,7 @@ class _Float32Ops:
 
 def step(neuron, p, x, st):
     """One time step. Returns (spike, new_states dict, h - v_threshold)."""
-    s, new, over = neurons.step(_Float32Ops, neuron, p, x, st)
+    s, new, over = neuron_oracle.step(_Float32Ops, neuron, p, x, st)
     _check32(over, s, *new.values())
     return s, new, over
 
