@@ -47,47 +47,33 @@ bool isIdentifierChar(char c) {
   return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
 }
 
-/// The tokens of `text` as MLIR 22's lexer (mlir/lib/AsmParser/Lexer.cpp)
-/// forms them: the same whitespace (space, tab, LF, CR, and a NUL byte
-/// anywhere but at the end, which that lexer skips), comments ending at LF
-/// or CR, strings with its escapes and its errors, numbers, identifiers
-/// with and without sigils, and its punctuation. Sigiled names, strings and
-/// float literals are opaque. Where that lexer reports an error the token
-/// is `Error` and lexing goes on after the same characters.
-std::vector<Token> lex(StringRef text) {
-  std::vector<Token> tokens;
-  size_t pos = 0, size = text.size();
-  auto at = [&](size_t k) { return k < size ? text[k] : '\0'; };
-  auto take = [&](size_t begin, Token::Kind kind) {
+/// The tokens of a text as MLIR 22's lexer (mlir/lib/AsmParser/Lexer.cpp)
+/// forms them: see lex.
+class Lexer {
+public:
+  explicit Lexer(StringRef text) : text(text), size(text.size()) {}
+  std::vector<Token> run();
+
+private:
+  char at(size_t k) const { return k < size ? text[k] : '\0'; }
+  void take(size_t begin, Token::Kind kind) {
     tokens.push_back({kind, text.slice(begin, pos)});
-  };
-  auto skipWhile = [&](auto predicate) {
+  }
+  template <typename Predicate>
+  void skipWhile(Predicate predicate) {
     while (pos < size && predicate(text[pos]))
       ++pos;
-  };
-  // After the opening quote: a string ends at its quote; LF, VT, FF or the
-  // end of the input, and an unknown escape, are errors.
-  auto lexString = [&](size_t begin) {
-    while (true) {
-      if (pos >= size)
-        return take(begin, Token::Error);
-      char c = text[pos++];
-      if (c == '"')
-        return take(begin, Token::Other);
-      if (c == '\n' || c == '\v' || c == '\f')
-        return take(begin, Token::Error);
-      if (c != '\\')
-        continue;
-      char next = at(pos);
-      if (next == '"' || next == '\\' || next == 'n' || next == 't')
-        ++pos;
-      else if (llvm::isHexDigit(next) && llvm::isHexDigit(at(pos + 1)))
-        pos += 2;
-      else
-        return take(begin, Token::Error);
-    }
-  };
+  }
+  void lexString(size_t begin);
+  void lexSigiled(size_t begin, char sigil);
+  void lexWord(size_t begin, char c);
 
+  StringRef text;
+  size_t pos = 0, size;
+  std::vector<Token> tokens;
+};
+
+std::vector<Token> Lexer::run() {
   while (pos < size) {
     size_t begin = pos;
     char c = text[pos++];
@@ -124,26 +110,9 @@ std::vector<Token> lex(StringRef text) {
     case '#':
     case '!':
     case '^':
-    case '%': {
-      if (c == '#' && at(pos) == '-' && at(pos + 1) == '}') {
-        pos += 2;
-        take(begin, Token::Punctuation);
-        continue;
-      }
-      auto isSuffixPunct = [](char c) {
-        return c == '$' || c == '.' || c == '_' || c == '-';
-      };
-      if (llvm::isDigit(at(pos))) {
-        skipWhile(llvm::isDigit);
-      } else if (llvm::isAlpha(at(pos)) || isSuffixPunct(at(pos))) {
-        skipWhile([&](char c) { return llvm::isAlnum(c) || isSuffixPunct(c); });
-      } else {
-        take(begin, Token::Error);
-        continue;
-      }
-      take(begin, Token::Other);
+    case '%':
+      lexSigiled(begin, c);
       continue;
-    }
     case '.':
       if (at(pos) == '.' && at(pos + 1) == '.') {
         pos += 2;
@@ -179,41 +148,92 @@ std::vector<Token> lex(StringRef text) {
       take(begin, Token::Punctuation);
       continue;
     default:
-      break;
-    }
-    if (llvm::isAlpha(c) || c == '_') {
-      skipWhile(isIdentifierChar);
-      take(begin, Token::BareIdentifier);
-    } else if (llvm::isDigit(c)) {
-      // 0x with a hex digit after it; else digits, and a float when a `.`
-      // follows them (then digits and an exponent that has digits).
-      if (c == '0' && at(pos) == 'x' && llvm::isHexDigit(at(pos + 1))) {
-        pos += 2;
-        skipWhile(llvm::isHexDigit);
-        take(begin, Token::Integer);
-        continue;
-      }
-      skipWhile(llvm::isDigit);
-      if (at(pos) != '.') {
-        take(begin, Token::Integer);
-        continue;
-      }
-      ++pos;
-      skipWhile(llvm::isDigit);
-      if ((at(pos) == 'e' || at(pos) == 'E') &&
-          (llvm::isDigit(at(pos + 1)) ||
-           ((at(pos + 1) == '-' || at(pos + 1) == '+') &&
-            llvm::isDigit(at(pos + 2))))) {
-        pos += 2;
-        skipWhile(llvm::isDigit);
-      }
-      take(begin, Token::Other);
-    } else {
-      take(begin, Token::Error);
+      lexWord(begin, c);
     }
   }
-  return tokens;
+  return std::move(tokens);
 }
+
+/// After the opening quote: a string ends at its quote; LF, VT, FF or the
+/// end of the input, and an unknown escape, are errors.
+void Lexer::lexString(size_t begin) {
+  while (true) {
+    if (pos >= size)
+      return take(begin, Token::Error);
+    char c = text[pos++];
+    if (c == '"')
+      return take(begin, Token::Other);
+    if (c == '\n' || c == '\v' || c == '\f')
+      return take(begin, Token::Error);
+    if (c != '\\')
+      continue;
+    char next = at(pos);
+    if (next == '"' || next == '\\' || next == 'n' || next == 't')
+      ++pos;
+    else if (llvm::isHexDigit(next) && llvm::isHexDigit(at(pos + 1)))
+      pos += 2;
+    else
+      return take(begin, Token::Error);
+  }
+}
+
+/// After `#`, `!`, `^` or `%`: `#-}`, or a name (digits, or letters and
+/// suffix punctuation).
+void Lexer::lexSigiled(size_t begin, char sigil) {
+  if (sigil == '#' && at(pos) == '-' && at(pos + 1) == '}') {
+    pos += 2;
+    return take(begin, Token::Punctuation);
+  }
+  auto isSuffixPunct = [](char c) {
+    return c == '$' || c == '.' || c == '_' || c == '-';
+  };
+  if (llvm::isDigit(at(pos)))
+    skipWhile(llvm::isDigit);
+  else if (llvm::isAlpha(at(pos)) || isSuffixPunct(at(pos)))
+    skipWhile([&](char c) { return llvm::isAlnum(c) || isSuffixPunct(c); });
+  else
+    return take(begin, Token::Error);
+  take(begin, Token::Other);
+}
+
+/// An identifier or a number from `c` on; anything else is an error.
+void Lexer::lexWord(size_t begin, char c) {
+  if (llvm::isAlpha(c) || c == '_') {
+    skipWhile(isIdentifierChar);
+    return take(begin, Token::BareIdentifier);
+  }
+  if (!llvm::isDigit(c))
+    return take(begin, Token::Error);
+  // 0x with a hex digit after it; else digits, and a float when a `.`
+  // follows them (then digits and an exponent that has digits).
+  if (c == '0' && at(pos) == 'x' && llvm::isHexDigit(at(pos + 1))) {
+    pos += 2;
+    skipWhile(llvm::isHexDigit);
+    return take(begin, Token::Integer);
+  }
+  skipWhile(llvm::isDigit);
+  if (at(pos) != '.')
+    return take(begin, Token::Integer);
+  ++pos;
+  skipWhile(llvm::isDigit);
+  if ((at(pos) == 'e' || at(pos) == 'E') &&
+      (llvm::isDigit(at(pos + 1)) ||
+       ((at(pos + 1) == '-' || at(pos + 1) == '+') &&
+        llvm::isDigit(at(pos + 2))))) {
+    pos += 2;
+    skipWhile(llvm::isDigit);
+  }
+  take(begin, Token::Other);
+}
+
+/// The tokens of `text` as MLIR 22's lexer (mlir/lib/AsmParser/Lexer.cpp)
+/// forms them: the same whitespace (space, tab, LF, CR, and a NUL byte
+/// anywhere but at the end, which that lexer skips), comments ending at LF
+/// or CR, strings with its escapes and its errors, numbers, identifiers
+/// with and without sigils, and its punctuation. Sigiled names, strings and
+/// float literals are opaque. Where that lexer reports an error the token
+/// is `Error` and lexing goes on after the same characters.
+std::vector<Token> lex(StringRef text) { return Lexer(text).run(); }
 
 /// Whether `-`? `digits` (an integer token) reads as an int64_t, as MLIR's
 /// parseInteger does.

@@ -116,6 +116,78 @@ LogicalResult mlir::flexsn::checkSiblingFusion(ScanOp first, ScanOp second,
   return success();
 }
 
+/// The fused scan's inputs: the first's, then the second's but those that
+/// are the first's sequences (they become the first's yielded values) and
+/// those the first reads through the same map.
+struct MergedInputs {
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  /// The second's inputs that are the first's results: their numbers.
+  DenseMap<unsigned, unsigned> fromFirst;
+  /// The body argument of each input of the second (~0u: from the first).
+  SmallVector<unsigned> argOfB;
+};
+
+static MergedInputs mergeInputs(ScanOp first, ScanOp second) {
+  MergedInputs merged;
+  merged.inputs.assign(first.getInputs().begin(), first.getInputs().end());
+  merged.maps = groupMaps(first, 0);
+  SmallVector<Value> &inputs = merged.inputs;
+  for (auto [k, value, map] :
+       llvm::enumerate(second.getInputs(), groupMaps(second, 0))) {
+    if (auto result = dyn_cast<OpResult>(value);
+        result && result.getOwner() == first) {
+      merged.fromFirst[k] = result.getResultNumber();
+      merged.argOfB.push_back(~0u);
+      continue;
+    }
+    unsigned shared = 0;
+    while (shared < inputs.size() &&
+           !(inputs[shared] == value && merged.maps[shared] == map))
+      ++shared;
+    merged.argOfB.push_back(shared);
+    if (shared < inputs.size())
+      continue;
+    inputs.push_back(value);
+    merged.maps.push_back(map);
+  }
+  return merged;
+}
+
+/// Replaces the results of `first` (but its `dropped` outputs) and of
+/// `second` with those of `fused`, which are: the first's kept outputs
+/// (`numKept`), the second's outputs, the first's and the second's states,
+/// the first's and the second's reductions. Erases both.
+static void replaceSiblings(RewriterBase &rewriter, ScanOp first, ScanOp second,
+                            ScanOp fused, ArrayRef<bool> dropped,
+                            unsigned numKept) {
+  unsigned numOutputsA = first.getOutputs().size();
+  unsigned numOutputsB = second.getOutputs().size();
+  unsigned numStateResultsA = first.getStates().size();
+  unsigned numStateResultsB = second.getStates().size();
+  unsigned numOutputsAll = numKept + numOutputsB;
+  SmallVector<Value> newA, newB;
+  for (unsigned r = 0, kept = 0; r < numOutputsA; ++r)
+    newA.push_back(dropped[r] ? Value() : fused->getResult(kept++));
+  for (unsigned r = 0; r < numOutputsB; ++r)
+    newB.push_back(fused->getResult(numKept + r));
+  for (unsigned s = 0; s < numStateResultsA; ++s)
+    newA.push_back(fused->getResult(numOutputsAll + s));
+  for (unsigned s = 0; s < numStateResultsB; ++s)
+    newB.push_back(fused->getResult(numOutputsAll + numStateResultsA + s));
+  unsigned firstReduction = numOutputsAll + numStateResultsA + numStateResultsB;
+  unsigned numReductionsA = first.getReductions().size();
+  for (unsigned i = 0; i < numReductionsA; ++i)
+    newA.push_back(fused->getResult(firstReduction + i));
+  for (unsigned i = 0, e = second.getReductions().size(); i < e; ++i)
+    newB.push_back(fused->getResult(firstReduction + numReductionsA + i));
+  rewriter.replaceOp(second, newB);
+  for (auto [old, value] : llvm::zip_equal(first->getResults(), newA))
+    if (value)
+      rewriter.replaceAllUsesWith(old, value);
+  rewriter.eraseOp(first);
+}
+
 FailureOr<ScanOp> mlir::flexsn::fuseSiblings(RewriterBase &rewriter,
                                              ScanOp first, ScanOp second) {
   if (failed(checkSiblingFusion(first, second)))
@@ -131,31 +203,11 @@ FailureOr<ScanOp> mlir::flexsn::fuseSiblings(RewriterBase &rewriter,
   unsigned numOutputsA = first.getOutputs().size();
   unsigned numStatesA = numCarriedStates(first);
 
-  // The second's inputs that are the first's sequences become the first's
-  // yielded values; its other inputs (but those the first reads through
-  // the same map) and all its params are added.
-  SmallVector<AffineMap> inputMapsB = groupMaps(second, 0);
-  DenseMap<unsigned, unsigned> fromFirst; // second's input -> first's result
-  SmallVector<Value> inputs(first.getInputs());
-  SmallVector<AffineMap> inputMaps = groupMaps(first, 0);
-  SmallVector<unsigned> inputArgOfB; // body argument of each input of B
-  for (auto [k, value, map] : llvm::enumerate(second.getInputs(), inputMapsB)) {
-    if (auto result = dyn_cast<OpResult>(value);
-        result && result.getOwner() == first) {
-      fromFirst[k] = result.getResultNumber();
-      inputArgOfB.push_back(~0u);
-      continue;
-    }
-    unsigned shared = 0;
-    while (shared < inputs.size() &&
-           !(inputs[shared] == value && inputMaps[shared] == map))
-      ++shared;
-    inputArgOfB.push_back(shared);
-    if (shared < inputs.size())
-      continue;
-    inputs.push_back(value);
-    inputMaps.push_back(map);
-  }
+  MergedInputs merged = mergeInputs(first, second);
+  SmallVector<Value> &inputs = merged.inputs;
+  SmallVector<AffineMap> &inputMaps = merged.maps;
+  DenseMap<unsigned, unsigned> &fromFirst = merged.fromFirst;
+  SmallVector<unsigned> &inputArgOfB = merged.argOfB;
   unsigned numInputs = inputs.size();
 
   // Outputs of the first that only the second reads are dropped.
@@ -262,31 +314,7 @@ FailureOr<ScanOp> mlir::flexsn::fuseSiblings(RewriterBase &rewriter,
       yielded, ArrayRef<Value>(valuesB).drop_front(numOutputsB + numStatesB));
   rewriter.replaceOpWithNewOp<YieldOp>(yieldA, yielded);
 
-  // Results: the first's kept outputs, the second's outputs, the first's
-  // and the second's states, the first's and the second's reductions.
-  unsigned numStateResultsA = first.getStates().size();
-  unsigned numStateResultsB = second.getStates().size();
-  unsigned numOutputsAll = numKept + numOutputsB;
-  SmallVector<Value> newA, newB;
-  for (unsigned r = 0, kept = 0; r < numOutputsA; ++r)
-    newA.push_back(dropped[r] ? Value() : fused->getResult(kept++));
-  for (unsigned r = 0; r < numOutputsB; ++r)
-    newB.push_back(fused->getResult(numKept + r));
-  for (unsigned s = 0; s < numStateResultsA; ++s)
-    newA.push_back(fused->getResult(numOutputsAll + s));
-  for (unsigned s = 0; s < numStateResultsB; ++s)
-    newB.push_back(fused->getResult(numOutputsAll + numStateResultsA + s));
-  unsigned firstReduction = numOutputsAll + numStateResultsA + numStateResultsB;
-  unsigned numReductionsA = first.getReductions().size();
-  for (unsigned i = 0; i < numReductionsA; ++i)
-    newA.push_back(fused->getResult(firstReduction + i));
-  for (unsigned i = 0, e = second.getReductions().size(); i < e; ++i)
-    newB.push_back(fused->getResult(firstReduction + numReductionsA + i));
-  rewriter.replaceOp(second, newB);
-  for (auto [old, value] : llvm::zip_equal(first->getResults(), newA))
-    if (value)
-      rewriter.replaceAllUsesWith(old, value);
-  rewriter.eraseOp(first);
+  replaceSiblings(rewriter, first, second, fused, dropped, numKept);
   return fused;
 }
 
