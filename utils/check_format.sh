@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fails on a tracked C or C++ file that clang-format 22 (.clang-format)
-# would change, or one over 1,000 lines (docs/Contributing.md), naming it;
+# would change, one over 1,000 lines or a function over 150 in lib/,
+# include/ or tools/ (docs/Contributing.md), naming it;
 # `--fix` formats them in place. utils/check.sh runs it; setup.sh installs
 # clang-format-22.
 set -euo pipefail
@@ -37,5 +38,7 @@ if [ "${#long[@]}" -ne 0 ]; then
   printf '  %s\n' "${long[@]}" >&2
   status=1
 fi
+# No function over 150 lines in lib/, include/ and tools/.
+/usr/bin/python3 utils/check_function_size.py || status=1
 [ "$status" -eq 0 ] || exit 1
 echo "clang-format: ${#files[@]} files formatted, none over 1,000 lines"
