@@ -105,6 +105,12 @@ class Param:
         return self.shape != "scalar"
 
 
+def _view():
+    """A field of NeuronInfo derived from the others in __post_init__: not
+    an argument, not shown, not compared."""
+    return dataclasses.field(init=False, repr=False, compare=False)
+
+
 @dataclasses.dataclass(frozen=True)
 class NeuronInfo:
     name: str
@@ -120,32 +126,24 @@ class NeuronInfo:
     # fails its own guards ("Guard failed on the same frame it was
     # created").
     #: The parameters the kernels take at run time (not `const`).
-    runtime_params: Tuple[Param, ...] = dataclasses.field(
-        init=False, repr=False, compare=False)
+    runtime_params: Tuple[Param, ...] = _view()
     #: The trainable ones, in declaration order.
-    trainable_params: Tuple[Param, ...] = dataclasses.field(
-        init=False, repr=False, compare=False)
+    trainable_params: Tuple[Param, ...] = _view()
     #: The runtime parameters that are not trainable, in declaration order:
     #: the `runtime` values a call passes.
-    fixed_runtime_params: Tuple[Param, ...] = dataclasses.field(
-        init=False, repr=False, compare=False)
+    fixed_runtime_params: Tuple[Param, ...] = _view()
     #: The kernels' scalar `param` arguments, in declaration order.
-    scalar_runtime_params: Tuple[Param, ...] = dataclasses.field(
-        init=False, repr=False, compare=False)
+    scalar_runtime_params: Tuple[Param, ...] = _view()
     #: The kernels' `per_neuron_param` buffers, in declaration order.
-    per_neuron_params: Tuple[Param, ...] = dataclasses.field(
-        init=False, repr=False, compare=False)
+    per_neuron_params: Tuple[Param, ...] = _view()
     #: The kernels' `per_channel_param` buffers, in declaration order.
-    per_channel_params: Tuple[Param, ...] = dataclasses.field(
-        init=False, repr=False, compare=False)
+    per_channel_params: Tuple[Param, ...] = _view()
     #: The kernels' parameter buffers (per-neuron and per-channel), in
     #: declaration order: the order the kernels take them in.
-    shaped_params: Tuple[Param, ...] = dataclasses.field(
-        init=False, repr=False, compare=False)
+    shaped_params: Tuple[Param, ...] = _view()
     #: Whether the kernels see the neurons as `[B, C, S]` (the neuron has a
     #: per-channel parameter): inputs are then `[T, B, C, ...]`.
-    channels: bool = dataclasses.field(init=False, repr=False,
-                                       compare=False)
+    channels: bool = _view()
 
     def __post_init__(self):
         runtime = tuple(p for p in self.params if p.kind != "const")
