@@ -69,6 +69,24 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   plan.width = kAccessBytes / smallest;
   if (plan.packsBits)
     plan.width = std::max(plan.width, 8u);
+  // Workgroup memory holds the warps' sums of each scalar reduction and,
+  // for each per-channel one, a slot per channel a block's neurons may
+  // touch (kBlockSize * width + 2): many per-channel gradients take fewer
+  // lanes per thread, so that the kernel fits.
+  auto workgroupBytes = [&](unsigned width) {
+    return 4 * (plan.scalarReductions.size() * kWarpsPerBlock + 1 +
+                plan.channelReductions.size() * (kBlockSize * width + 2));
+  };
+  unsigned fewest = plan.packsBits ? 8 : 1;
+  while (plan.width > fewest && workgroupBytes(plan.width) > kMaxWorkgroupBytes)
+    plan.width /= 2;
+  if (workgroupBytes(plan.packsBits ? plan.width : 1) > kMaxWorkgroupBytes)
+    return plan.scan().emitError()
+           << "a GPU kernel holds at most " << kMaxWorkgroupBytes
+           << " bytes of per-channel and scalar gradient sums per block; "
+           << plan.channelReductions.size() << " per-channel and "
+           << plan.scalarReductions.size()
+           << " scalar parameter gradients need more";
   return plan;
 }
 

@@ -30,6 +30,9 @@ constexpr unsigned kBlockSize = 256;
 /// Threads per warp, and warps per block.
 constexpr unsigned kWarpSize = 32;
 constexpr unsigned kWarpsPerBlock = kBlockSize / kWarpSize;
+/// Workgroup (shared) memory a kernel may declare statically: more needs an
+/// opt-in at launch, and ptxas rejects the kernel.
+constexpr unsigned kMaxWorkgroupBytes = 48 * 1024;
 
 /// A kernel function (its signature and scan, checked in KernelFunctions.h)
 /// and how the GPU kernel walks it. The GPU kernel takes the function's
