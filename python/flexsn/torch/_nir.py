@@ -1,0 +1,396 @@
+"""A NIR graph as a trainable PyTorch model (`from_nir`): FlexSN neurons
+for NIR's neurons, PyTorch layers for the rest, run over [T, B, ...]
+sequences. docs/NIR.md says how each primitive is discretized."""
+
+import math
+from typing import Dict, List, Union
+
+import numpy as np
+import torch
+from torch import nn
+
+import flexsn
+from flexsn import nir
+from flexsn.fx import Runtime, Trainable
+
+from ._modules import FlexSN
+
+_CHANNEL = "per_channel"
+
+
+# -- NIR's neurons as FlexSN step functions ----------------------------------
+# Forward Euler with step dt; `k` is dt / tau, `r` NIR's r (times dt for the
+# integrators, whose equation has no tau). The spike is FlexSN's H(h -
+# v_threshold), 1 where h >= v_threshold (NIR: >); the reset is hard.
+
+
+def _p(kind=Trainable):
+    return kind(0.0, shape=_CHANNEL)
+
+
+def nir_lif(x, v, k=_p(), r=_p(), v_leak=_p(), v_threshold=_p(),
+            v_reset=_p(Runtime)):
+    h = v + k * ((v_leak - v) + r * x)
+    s = flexsn.spike(h - v_threshold)
+    return s, s * v_reset + (1.0 - s) * h
+
+
+def nir_if(x, v, r=_p(), v_threshold=_p(), v_reset=_p(Runtime)):
+    h = v + r * x
+    s = flexsn.spike(h - v_threshold)
+    return s, s * v_reset + (1.0 - s) * h
+
+
+def nir_li(x, v, k=_p(), r=_p(), v_leak=_p()):
+    h = v + k * ((v_leak - v) + r * x)
+    return h, h
+
+
+def nir_i(x, v, r=_p()):
+    h = v + r * x
+    return h, h
+
+
+def nir_cuba_lif(x, i, v, k_syn=_p(), k_mem=_p(), w_in=_p(), r=_p(),
+                 v_leak=_p(), v_threshold=_p(), v_reset=_p(Runtime)):
+    # The membrane integrates the synaptic current of the previous step.
+    i_next = i + k_syn * (w_in * x - i)
+    h = v + k_mem * ((v_leak - v) + r * i)
+    s = flexsn.spike(h - v_threshold)
+    return s, i_next, s * v_reset + (1.0 - s) * h
+
+
+def nir_cuba_li(x, i, v, k_syn=_p(), k_mem=_p(), w_in=_p(), r=_p(),
+                v_leak=_p()):
+    i_next = i + k_syn * (w_in * x - i)
+    h = v + k_mem * ((v_leak - v) + r * i)
+    return h, i_next, h
+
+
+def _neuron_values(node: nir.Node, dt: float) -> Dict[str, np.ndarray]:
+    """The step's parameter values of a NIR neuron node."""
+    p = {name: np.asarray(value, np.float64)
+         for name, value in node.params.items()}
+    kind = node.type
+    with np.errstate(divide="ignore", invalid="ignore"):  # checked after
+        if kind in ("LIF", "LI"):
+            values = dict(k=dt / p["tau"], r=p["r"], v_leak=p["v_leak"])
+        elif kind in ("IF", "I"):
+            values = dict(r=dt * p["r"])
+        else:  # CubaLIF, CubaLI
+            values = dict(k_syn=dt / p["tau_syn"], k_mem=dt / p["tau_mem"],
+                          w_in=p["w_in"], r=p["r"], v_leak=p["v_leak"])
+    if kind in ("LIF", "IF", "CubaLIF"):
+        values.update(v_threshold=p["v_threshold"], v_reset=p["v_reset"])
+    return values
+
+
+_STEPS = {"LIF": (nir_lif, 1), "IF": (nir_if, 1), "LI": (nir_li, 1),
+          "I": (nir_i, 1), "CubaLIF": (nir_cuba_lif, 2),
+          "CubaLI": (nir_cuba_li, 2)}
+
+
+class NIRNeuron(nn.Module):
+    """A NIR neuron layer: a FlexSN neuron over [T, B, C, S], the C
+    channels those of its parameters (one per neuron, or one for all) and
+    S the rest of each sample."""
+
+    def __init__(self, node: nir.Node, dt: float, where: str):
+        super().__init__()
+        values = _neuron_values(node, dt)
+        for name, value in values.items():
+            if not np.all(np.isfinite(value)):
+                raise nir.NIRError(
+                    f"node {where!r} ({node.type}): {name} is not finite "
+                    f"at dt = {dt} (a tau of 0?)")
+        sizes = {value.size for value in values.values()} - {1}
+        if len(sizes) > 1:
+            raise nir.NIRError(f"node {where!r} ({node.type}): its "
+                               f"parameters differ in size {sorted(sizes)}")
+        self.channels = sizes.pop() if sizes else 1
+        step, states = _STEPS[node.type]
+        self.neuron = FlexSN(step, num_inputs=1, num_states=states,
+                             num_channels=self.channels)
+        with torch.no_grad():
+            for name, value in values.items():
+                flat = torch.as_tensor(value.reshape(-1), dtype=torch.float32)
+                getattr(self.neuron, name).copy_(
+                    flat.expand(self.channels))
+        self.type = node.type
+
+    def forward(self, x):
+        T, B = x.shape[:2]
+        if x[0, 0].numel() % self.channels:
+            raise ValueError(f"{self.type}: {self.channels} neurons, got "
+                             f"samples of shape {tuple(x.shape[2:])}")
+        y = self.neuron(x.reshape(T, B, self.channels, -1))
+        return y.reshape(x.shape)
+
+    def reset(self):
+        self.neuron.reset()
+
+
+class _Sequence(nn.Module):
+    """A per-sample layer run over the T·B samples of a sequence."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        y = self.layer(x.flatten(0, 1))
+        return y.reshape(x.shape[:2] + y.shape[1:])
+
+
+class _Scale(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = nn.Parameter(torch.as_tensor(scale, dtype=torch.float32))
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class _Threshold(nn.Module):
+    """1 where x > threshold (strictly, as NIR says), else 0; no gradient
+    (a Heaviside)."""
+
+    def __init__(self, threshold):
+        super().__init__()
+        self.register_buffer("threshold",
+                             torch.as_tensor(threshold, dtype=torch.float32))
+
+    def forward(self, x):
+        return (x > self.threshold).to(x.dtype)
+
+
+class _Flatten(nn.Module):
+    """NIR's dims count within a sample (no time, no batch)."""
+
+    def __init__(self, start_dim, end_dim):
+        super().__init__()
+        self.start_dim, self.end_dim = int(start_dim), int(end_dim)
+
+    def forward(self, x):
+        rank = x.dim() - 2
+        start = self.start_dim % rank + 2
+        end = self.end_dim % rank + 2
+        return x.flatten(start, end)
+
+
+class _Delay(nn.Module):
+    """y[t] = x[t - d], d steps per neuron (0 before the first)."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.register_buffer("steps", torch.as_tensor(steps,
+                                                      dtype=torch.long))
+
+    def forward(self, x):
+        T, B = x.shape[:2]
+        flat = x.reshape(T, B, -1)
+        steps = self.steps.reshape(-1).expand(flat.shape[2])
+        source = torch.arange(T, device=x.device)[:, None] - steps[None, :]
+        valid = (source >= 0).to(x.dtype)[:, None, :]
+        index = source.clamp(min=0)[:, None, :].expand(T, B, flat.shape[2])
+        return (torch.gather(flat, 0, index) * valid).reshape(x.shape)
+
+
+def _padding(value, kernel):
+    if isinstance(value, str):
+        if value not in ("same", "valid"):
+            raise ValueError(f"padding {value!r}")
+        return value
+    return tuple(int(v) for v in np.broadcast_to(np.asarray(value),
+                                                 (len(kernel),)))
+
+
+def _ints(value, n):
+    return tuple(int(v) for v in np.broadcast_to(np.asarray(value), (n,)))
+
+
+def _layer(node: nir.Node, dt: float, where: str) -> nn.Module:
+    """The PyTorch module of a NIR node (not Input, Output or a graph)."""
+    p = node.params
+    kind = node.type
+    if kind in _STEPS:
+        return NIRNeuron(node, dt, where)
+    if kind in ("Affine", "Linear"):
+        weight = torch.as_tensor(np.asarray(p["weight"]), dtype=torch.float32)
+        layer = nn.Linear(weight.shape[1], weight.shape[0],
+                          bias=kind == "Affine")
+        with torch.no_grad():
+            layer.weight.copy_(weight)
+            if kind == "Affine":
+                layer.bias.copy_(torch.as_tensor(np.asarray(p["bias"])))
+        return layer
+    if kind == "Scale":
+        return _Scale(np.asarray(p["scale"]))
+    if kind in ("Conv1d", "Conv2d"):
+        weight = torch.as_tensor(np.asarray(p["weight"]), dtype=torch.float32)
+        n = 1 if kind == "Conv1d" else 2
+        groups = int(p["groups"])
+        bias = np.asarray(p["bias"])
+        cls = nn.Conv1d if n == 1 else nn.Conv2d
+        layer = cls(weight.shape[1] * groups, weight.shape[0],
+                    tuple(weight.shape[2:]), stride=_ints(p["stride"], n),
+                    padding=_padding(p["padding"], weight.shape[2:]),
+                    dilation=_ints(p["dilation"], n), groups=groups,
+                    bias=bool(bias.size))
+        with torch.no_grad():
+            layer.weight.copy_(weight)
+            if bias.size:
+                layer.bias.copy_(torch.as_tensor(
+                    np.broadcast_to(bias, (weight.shape[0],)).copy()))
+        return _Sequence(layer)
+    if kind in ("SumPool2d", "AvgPool2d"):
+        size = _ints(p["kernel_size"], 2)
+        pool = nn.AvgPool2d(size, _ints(p["stride"], 2),
+                            _ints(p["padding"], 2))
+        if kind == "SumPool2d":
+            return nn.Sequential(_Sequence(pool), _Scale(size[0] * size[1]))
+        return _Sequence(pool)
+    if kind == "Flatten":
+        return _Flatten(p["start_dim"], p["end_dim"])
+    if kind == "Threshold":
+        return _Threshold(np.asarray(p["threshold"]))
+    if kind == "Delay":
+        steps = np.asarray(p["delay"], np.float64) / dt
+        rounded = np.round(steps)
+        if np.any(rounded < 0) or not np.allclose(steps, rounded, rtol=0,
+                                                  atol=1e-6):
+            raise nir.NIRError(
+                f"node {where!r} (Delay): delays {np.asarray(p['delay'])} "
+                f"are not whole steps of dt = {dt}")
+        return _Delay(rounded.astype(np.int64))
+    raise nir.NIRError(f"node {where!r}: {kind} has no FlexSN model yet")
+
+
+def _flatten_graph(graph: nir.Graph, prefix: str, nodes: dict,
+                   edges: list) -> None:
+    """Collects the nodes of `graph` and its nested graphs by path, and
+    their edges between paths; a nested graph's Input and Output pass
+    values through."""
+    for name, node in graph.nodes.items():
+        path = prefix + name
+        if isinstance(node, nir.Graph):
+            _flatten_graph(node, path + ".", nodes, edges)
+        else:
+            nodes[path] = node
+
+    def end(address, role):
+        # An edge to (from) a nested graph itself means its Input (Output).
+        node = graph.nodes.get(address)
+        if isinstance(node, nir.Graph):
+            kind = "Input" if role == "target" else "Output"
+            inner = [n for n, v in node.nodes.items() if v.type == kind]
+            if len(inner) != 1:
+                raise nir.NIRError(f"graph {prefix + address!r}: an edge "
+                                   f"names it, and it has {len(inner)} "
+                                   f"{kind} nodes (not one)")
+            return prefix + address + "." + inner[0]
+        return prefix + address
+
+    for source, target in graph.edges:
+        edges.append((end(source, "source"), end(target, "target")))
+
+
+def _topological_order(nodes: dict, edges: list) -> List[str]:
+    incoming = {name: [] for name in nodes}
+    for source, target in edges:
+        incoming[target].append(source)
+    order, state = [], {}
+
+    def visit(name, path):
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "open":
+            cycle = path[path.index(name):] + [name]
+            raise nir.NIRError(
+                "the graph has a cycle (" + " -> ".join(cycle) + "): "
+                "recurrent graphs have no FlexSN model yet")
+        state[name] = "open"
+        for source in incoming[name]:
+            visit(source, path + [name])
+        state[name] = "done"
+        order.append(name)
+
+    for name in nodes:
+        visit(name, [])
+    return order
+
+
+class NIRModel(nn.Module):
+    """A NIR graph run over sequences: `model(x)` takes x [T, B, ...] (the
+    Input node's shape after T and B) and returns the Output node's
+    [T, B, ...]; each call starts every neuron at rest."""
+
+    def __init__(self, graph: nir.Graph, dt: float):
+        super().__init__()
+        nodes, edges = {}, []
+        _flatten_graph(graph, "", nodes, edges)
+        top_inputs = [n for n, v in graph.nodes.items() if v.type == "Input"]
+        top_outputs = [n for n, v in graph.nodes.items()
+                       if v.type == "Output"]
+        if len(top_inputs) != 1 or len(top_outputs) != 1:
+            raise nir.NIRError(
+                f"the graph has {len(top_inputs)} Input and "
+                f"{len(top_outputs)} Output nodes: a model takes one and "
+                f"gives one")
+        self.input, self.output = top_inputs[0], top_outputs[0]
+        self.order = _topological_order(nodes, edges)
+        self.sources = {name: [] for name in nodes}
+        for source, target in edges:
+            self.sources[target].append(source)
+        self.layers = nn.ModuleDict()
+        for name in self.order:
+            node = nodes[name]
+            if node.type in ("Input", "Output"):
+                if name != self.input and not self.sources[name]:
+                    raise nir.NIRError(f"node {name!r} ({node.type}): "
+                                       f"nothing feeds it")
+                continue
+            if not self.sources[name]:
+                raise nir.NIRError(f"node {name!r} ({node.type}): nothing "
+                                   f"feeds it")
+            self.layers[self._key(name)] = _layer(node, dt, name)
+        self.dt = dt
+
+    @staticmethod
+    def _key(name: str) -> str:
+        # ModuleDict keys hold no '.'.
+        return name.replace(".", "__")
+
+    def reset(self):
+        for layer in self.layers.values():
+            if isinstance(layer, NIRNeuron):
+                layer.reset()
+
+    def forward(self, x):
+        self.reset()
+        values = {self.input: x}
+        for name in self.order:
+            if name == self.input:
+                continue
+            inputs = [values[s] for s in self.sources[name]]
+            total = inputs[0]
+            for other in inputs[1:]:
+                total = total + other
+            key = self._key(name)
+            values[name] = self.layers[key](total) if key in self.layers \
+                else total
+        return values[self.output]
+
+
+def from_nir(graph: Union[nir.Graph, str], dt: float = 1e-4) -> NIRModel:
+    """The model of a NIR graph (or of the NIR file at that path), its
+    continuous-time neurons discretized by forward Euler with step `dt`
+    (NIR stores none; 1e-4 s is what its converters use). docs/NIR.md."""
+    if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+        raise ValueError(f"dt must be a positive number of seconds, got "
+                         f"{dt!r}")
+    if not isinstance(graph, (nir.Graph, nir.Node)):
+        graph = nir.read(graph)
+    if isinstance(graph, nir.Node):
+        raise nir.NIRError(f"the file holds one {graph.type} node, no graph")
+    return NIRModel(graph, float(dt))

@@ -1,0 +1,299 @@
+"""flexsn.torch.from_nir: each NIR primitive against its equation, written
+here in NumPy float64 from NIR's documentation (docs/NIR.md states the
+forward-Euler step), graphs of several kinds, and the errors."""
+
+import numpy as np
+import pytest
+import torch
+
+from flexsn import nir
+from flexsn.torch import from_nir
+
+DT = 1e-4
+T, B = 12, 3
+
+
+def graph_of(node, shape):
+    """Input -> node -> Output."""
+    shape = np.array(shape)
+    return nir.Graph({"input": nir.Node("Input", {"shape": shape}),
+                      "node": node,
+                      "output": nir.Node("Output", {"shape": shape})},
+                     [("input", "node"), ("node", "output")])
+
+
+def run(graph, x):
+    model = from_nir(graph, dt=DT)
+    with torch.no_grad():
+        return model(torch.as_tensor(x, dtype=torch.float32)).double().numpy()
+
+
+# -- the neurons: NIR's equations, forward Euler ----------------------------
+
+
+def euler(kind, p, x):
+    """(outputs [T, ...], the margin |v - v_threshold| of each step before
+    the reset, or None) of NIR's `kind` over x [T, ...], from rest."""
+    g = {k: np.asarray(v, np.float64) for k, v in p.items()}
+    v = np.zeros(x.shape[1:])
+    i = np.zeros(x.shape[1:])
+    outs, margins = [], []
+    for xt in x:
+        if kind == "LIF" or kind == "LI":
+            v = v + DT / g["tau"] * ((g["v_leak"] - v) + g["r"] * xt)
+        elif kind == "IF" or kind == "I":
+            v = v + DT * g["r"] * xt
+        else:  # CubaLIF, CubaLI: v integrates the previous step's current
+            v_next = v + DT / g["tau_mem"] * ((g["v_leak"] - v) + g["r"] * i)
+            i = i + DT / g["tau_syn"] * (g["w_in"] * xt - i)
+            v = v_next
+        if kind in ("LIF", "IF", "CubaLIF"):
+            margins.append(np.abs(v - g["v_threshold"]))
+            s = (v > g["v_threshold"]).astype(np.float64)
+            v = np.where(s > 0, g["v_reset"], v)
+            outs.append(s)
+        else:
+            outs.append(v.copy())
+    return np.stack(outs), (np.stack(margins) if margins else None)
+
+
+def neuron_params(kind, n, rng, scalar=False):
+    shape = () if scalar else (n,)
+
+    def u(lo, hi):
+        return rng.uniform(lo, hi, shape).astype(np.float32)
+    p = {}
+    if kind in ("LIF", "LI"):
+        p.update(tau=u(2e-4, 8e-4), r=u(0.5, 2.0), v_leak=u(-0.2, 0.2))
+    elif kind in ("IF", "I"):
+        p.update(r=u(2e3, 8e3))  # r = 1/dt-ish: a step adds about x
+    else:
+        p.update(tau_syn=u(2e-4, 6e-4), tau_mem=u(2e-4, 8e-4),
+                 r=u(0.5, 2.0), v_leak=u(-0.2, 0.2), w_in=u(1.0, 3.0))
+    if kind in ("LIF", "IF", "CubaLIF"):
+        p.update(v_threshold=u(0.5, 1.0), v_reset=u(-0.3, 0.1))
+    return p
+
+
+@pytest.mark.parametrize("scalar", [False, True],
+                         ids=["per-neuron", "one-for-all"])
+@pytest.mark.parametrize("kind", ["LIF", "IF", "LI", "I", "CubaLIF",
+                                  "CubaLI"])
+def test_neuron_against_its_equation(kind, scalar):
+    rng = np.random.default_rng(7)
+    n = 5
+    p = neuron_params(kind, n, rng, scalar)
+    x = rng.normal(0.6, 0.8, (T, B, n))
+    got = run(graph_of(nir.Node(kind, p), [n]), x)
+    want, margins = euler(kind, p, x)
+    if margins is None:
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+        return
+    # Compare each neuron up to the first step within 1e-4 of its
+    # threshold, where float32 and float64 may decide apart.
+    near = margins < 1e-4
+    first = np.where(near.any(0), near.argmax(0), T)
+    steps = np.arange(T)[:, None, None]
+    check = steps < first
+    assert check.mean() > 0.8
+    np.testing.assert_array_equal(got[check], want[check])
+    assert 0 < want.mean() < 1  # some spikes, not all
+
+
+def test_neuron_of_a_conv_layer_keeps_its_shape():
+    """Parameters of a [C, H, W] layer, one per neuron."""
+    rng = np.random.default_rng(1)
+    shape = (2, 3, 4)
+    p = {k: np.broadcast_to(v, shape).copy() for k, v in
+         neuron_params("LIF", 1, rng, scalar=True).items()}
+    p["tau"] = rng.uniform(2e-4, 8e-4, shape).astype(np.float32)
+    x = rng.normal(0.6, 0.8, (T, B) + shape)
+    got = run(graph_of(nir.Node("LIF", p), shape), x)
+    want, margins = euler("LIF", p, x)
+    ok = (margins > 1e-4).all(0)
+    np.testing.assert_array_equal(got[:, ok], want[:, ok])
+
+
+def test_gradients_reach_the_weights_and_the_neurons():
+    rng = np.random.default_rng(3)
+    p = neuron_params("LIF", 4, rng)
+    graph = nir.Graph(
+        {"input": nir.Node("Input", {"shape": np.array([3])}),
+         "fc": nir.Node("Affine", {
+             "weight": rng.normal(0, 1, (4, 3)).astype(np.float32),
+             "bias": np.full(4, 0.3, np.float32)}),
+         "lif": nir.Node("LIF", p),
+         "output": nir.Node("Output", {"shape": np.array([4])})},
+        [("input", "fc"), ("fc", "lif"), ("lif", "output")])
+    model = from_nir(graph, dt=DT)
+    out = model(torch.rand(T, B, 3) * 2)
+    out.sum().backward()
+    for name, param in model.named_parameters():
+        assert param.grad is not None and torch.isfinite(param.grad).all()
+        assert param.grad.abs().sum() > 0, name
+
+
+# -- the other primitives ---------------------------------------------------
+
+
+def conv_ref(x, w, b, stride, pads, dilation, groups):
+    """A direct convolution: x [N, Ci, *S], w [Co, Ci/groups, *K], pads
+    per spatial dimension as (before, after)."""
+    x = np.pad(x, [(0, 0), (0, 0)] + list(pads))
+    n, k = x.shape[2:], w.shape[2:]
+    out_size = [(n[d] - dilation[d] * (k[d] - 1) - 1) // stride[d] + 1
+                for d in range(len(n))]
+    co, cig = w.shape[:2]
+    y = np.zeros((x.shape[0], co) + tuple(out_size))
+    for o in range(co):
+        g = o // (co // groups)
+        for pos in np.ndindex(*out_size):
+            for kk in np.ndindex(*k):
+                idx = tuple(pos[d] * stride[d] + kk[d] * dilation[d]
+                            for d in range(len(n)))
+                patch = x[(slice(None), slice(g * cig, (g + 1) * cig))
+                          + idx]
+                y[(slice(None), o) + pos] += patch @ w[(o, slice(None))
+                                                       + kk]
+        y[:, o] += b[o]
+    return y
+
+
+@pytest.mark.parametrize("case", [
+    dict(padding=np.array([1, 0]), stride=(1, 2), dilation=(1, 1), groups=1),
+    dict(padding="same", stride=(1, 1), dilation=(2, 1), groups=2),
+    dict(padding="valid", stride=(2, 1), dilation=(1, 1), groups=1),
+], ids=["pad-stride", "same-dilation-groups", "valid"])
+def test_conv2d_against_a_direct_convolution(case):
+    rng = np.random.default_rng(2)
+    ci, co, k = 4, 6, (3, 2)
+    w = rng.normal(0, 1, (co, ci // case["groups"]) + k).astype(np.float32)
+    b = rng.normal(0, 1, co).astype(np.float32)
+    node = nir.Node("Conv2d", {"weight": w, "bias": b,
+                               "stride": np.array(case["stride"]),
+                               "padding": case["padding"],
+                               "dilation": np.array(case["dilation"]),
+                               "groups": case["groups"]})
+    x = rng.normal(0, 1, (T, B, ci, 7, 6))
+    got = run(graph_of(node, [ci, 7, 6]), x)
+    if isinstance(case["padding"], str):
+        total = [case["dilation"][d] * (k[d] - 1) for d in range(2)]
+        pads = ([(t // 2, t - t // 2) for t in total]
+                if case["padding"] == "same" else [(0, 0), (0, 0)])
+    else:
+        pads = [(int(p), int(p)) for p in case["padding"]]
+    want = conv_ref(x.reshape((T * B,) + x.shape[2:]), w, b,
+                    case["stride"], pads, case["dilation"], case["groups"])
+    np.testing.assert_allclose(got, want.reshape((T, B) + want.shape[1:]),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_conv1d_and_pools():
+    rng = np.random.default_rng(4)
+    w = rng.normal(0, 1, (3, 2, 3)).astype(np.float32)
+    node = nir.Node("Conv1d", {"weight": w, "bias": np.zeros(3, np.float32),
+                               "stride": 1, "padding": 1, "dilation": 1,
+                               "groups": 1})
+    x = rng.normal(0, 1, (T, B, 2, 9))
+    got = run(graph_of(node, [2, 9]), x)
+    want = conv_ref(x.reshape(T * B, 2, 9), w, np.zeros(3), (1,), [(1, 1)],
+                    (1,), 1)
+    np.testing.assert_allclose(got, want.reshape(T, B, 3, 9), rtol=1e-4,
+                               atol=1e-4)
+    x = rng.normal(0, 1, (T, B, 2, 4, 6))
+    windows = x.reshape(T, B, 2, 2, 2, 3, 2).transpose(0, 1, 2, 3, 5, 4, 6)
+    for kind, want in (("SumPool2d", windows.sum((5, 6))),
+                       ("AvgPool2d", windows.mean((5, 6)))):
+        node = nir.Node(kind, {"kernel_size": np.array([2, 2]),
+                               "stride": np.array([2, 2]),
+                               "padding": np.array([0, 0])})
+        np.testing.assert_allclose(run(graph_of(node, [2, 4, 6]), x), want,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_affine_scale_flatten_threshold_delay():
+    rng = np.random.default_rng(5)
+    w = rng.normal(0, 1, (4, 6)).astype(np.float32)
+    b = rng.normal(0, 1, 4).astype(np.float32)
+    x = rng.normal(0, 1, (T, B, 6))
+    np.testing.assert_allclose(
+        run(graph_of(nir.Node("Affine", {"weight": w, "bias": b}), [6]), x),
+        x @ w.T.astype(np.float64) + b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        run(graph_of(nir.Node("Linear", {"weight": w}), [6]), x),
+        x @ w.T.astype(np.float64), rtol=1e-5, atol=1e-5)
+    scale = rng.normal(0, 1, 6).astype(np.float32)
+    np.testing.assert_allclose(
+        run(graph_of(nir.Node("Scale", {"scale": scale}), [6]), x),
+        x * scale, rtol=1e-6, atol=1e-6)
+    x3 = rng.normal(0, 1, (T, B, 2, 3, 4))
+    flat = run(graph_of(nir.Node("Flatten", {"start_dim": 1, "end_dim": -1}),
+                        [2, 3, 4]), x3)
+    assert flat.shape == (T, B, 2, 12)
+    np.testing.assert_allclose(flat, x3.reshape(T, B, 2, 12), rtol=1e-6)
+    threshold = np.array([0.0, 0.5, -0.5, 1.0, 0.25, 2.0], np.float32)
+    x[0, 0] = threshold  # exactly at the threshold: no spike (strict)
+    got = run(graph_of(nir.Node("Threshold", {"threshold": threshold}),
+                       [6]), x)
+    np.testing.assert_array_equal(got, (x.astype(np.float32) > threshold))
+    delay = np.array([0, 1, 2, 5, 0, 3], np.float32) * DT
+    got = run(graph_of(nir.Node("Delay", {"delay": delay}), [6]), x)
+    want = np.zeros_like(x)
+    for n, d in enumerate(np.round(delay / DT).astype(int)):
+        want[d:, :, n] = x[:T - d, :, n]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# -- graphs -----------------------------------------------------------------
+
+
+def test_nested_graphs_and_summed_inputs(tmp_path):
+    """A nested graph addressed as "sub.node" and as "sub" itself, and a
+    node with two incoming edges (their sum); read from a file."""
+    scale = np.array([2.0, -1.0, 0.5], np.float32)
+    inner = nir.Graph(
+        {"input": nir.Node("Input", {"shape": np.array([3])}),
+         "scale": nir.Node("Scale", {"scale": scale}),
+         "output": nir.Node("Output", {"shape": np.array([3])})},
+        [("input", "scale"), ("scale", "output")])
+    graph = nir.Graph(
+        {"input": nir.Node("Input", {"shape": np.array([3])}),
+         "sub": inner,
+         "twice": nir.Node("Scale", {"scale": np.full(3, 3.0, np.float32)}),
+         "output": nir.Node("Output", {"shape": np.array([3])})},
+        [("input", "sub"), ("input", "twice"), ("sub.output", "output"),
+         ("twice", "output")])
+    nir.write(tmp_path / "g.nir", graph)
+    model = from_nir(str(tmp_path / "g.nir"), dt=DT)
+    x = np.random.default_rng(6).normal(0, 1, (T, B, 3))
+    with torch.no_grad():
+        got = model(torch.as_tensor(x, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(got, x * scale + 3 * x, rtol=1e-5, atol=1e-6)
+
+
+def test_graphs_it_cannot_model_are_clear_errors():
+    rng = np.random.default_rng(8)
+    n = 3
+    lif = nir.Node("LIF", neuron_params("LIF", n, rng))
+    recurrent = nir.Graph(
+        {"input": nir.Node("Input", {"shape": np.array([n])}),
+         "lif": lif, "w": nir.Node("Linear", {"weight": np.eye(
+             n, dtype=np.float32)}),
+         "output": nir.Node("Output", {"shape": np.array([n])})},
+        [("input", "lif"), ("lif", "w"), ("w", "lif"), ("lif", "output")])
+    with pytest.raises(nir.NIRError, match="cycle .*recurrent"):
+        from_nir(recurrent, dt=DT)
+    delay = nir.Node("Delay", {"delay": np.array([1.5 * DT])})
+    with pytest.raises(nir.NIRError, match="not whole steps"):
+        from_nir(graph_of(delay, [1]), dt=DT)
+    zero_tau = dict(neuron_params("LIF", n, rng))
+    zero_tau["tau"] = np.zeros(n, np.float32)
+    with pytest.raises(nir.NIRError, match="node 'node' \\(LIF\\): k is "
+                                           "not finite"):
+        from_nir(graph_of(nir.Node("LIF", zero_tau), [n]), dt=DT)
+    with pytest.raises(ValueError, match="dt must be a positive"):
+        from_nir(graph_of(lif, [n]), dt=0)
+    two_inputs = graph_of(lif, [n])
+    two_inputs.nodes["input2"] = nir.Node("Input", {"shape": np.array([n])})
+    with pytest.raises(nir.NIRError, match="2 Input and 1 Output"):
+        from_nir(two_inputs, dt=DT)
