@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from flexsn import nir
-from flexsn.torch import from_nir
+from flexsn.torch import (IFNode, LIFNode, ParametricLIFNode, from_nir,
+                          to_nir)
 
 DT = 1e-4
 T, B = 12, 3
@@ -288,8 +289,8 @@ def test_graphs_it_cannot_model_are_clear_errors():
         from_nir(graph_of(delay, [1]), dt=DT)
     zero_tau = dict(neuron_params("LIF", n, rng))
     zero_tau["tau"] = np.zeros(n, np.float32)
-    with pytest.raises(nir.NIRError, match="node 'node' \\(LIF\\): k is "
-                                           "not finite"):
+    with pytest.raises(nir.NIRError, match="node .node. \\(LIF\\): tau "
+                                           "must be positive"):
         from_nir(graph_of(nir.Node("LIF", zero_tau), [n]), dt=DT)
     with pytest.raises(ValueError, match="dt must be a positive"):
         from_nir(graph_of(lif, [n]), dt=0)
@@ -297,3 +298,88 @@ def test_graphs_it_cannot_model_are_clear_errors():
     two_inputs.nodes["input2"] = nir.Node("Input", {"shape": np.array([n])})
     with pytest.raises(nir.NIRError, match="2 Input and 1 Output"):
         from_nir(two_inputs, dt=DT)
+
+
+# -- models to NIR ----------------------------------------------------------
+
+
+def test_a_model_from_nir_goes_back_to_nir_as_trained(tmp_path):
+    """from_nir -> train a step -> to_nir -> file -> from_nir computes
+    what the trained model computes, bit for bit."""
+    rng = np.random.default_rng(9)
+    graph = nir.Graph(
+        {"input": nir.Node("Input", {"shape": np.array([2, 6, 6])}),
+         "conv": nir.Node("Conv2d", {
+             "weight": rng.normal(0, 0.5, (3, 2, 3, 3)).astype(np.float32),
+             "bias": np.full(3, 0.1, np.float32), "stride": 1,
+             "padding": "same", "dilation": 1, "groups": 1}),
+         "lif": nir.Node("LIF", {k: np.broadcast_to(v, (3, 6, 6)).copy()
+                                 for k, v in neuron_params(
+                                     "LIF", 1, rng, scalar=True).items()}),
+         "flat": nir.Node("Flatten", {"start_dim": 0, "end_dim": -1}),
+         "fc": nir.Node("Affine", {
+             "weight": rng.normal(0, 0.3, (4, 108)).astype(np.float32),
+             "bias": np.zeros(4, np.float32)}),
+         "cuba": nir.Node("CubaLI", neuron_params("CubaLI", 4, rng)),
+         "output": nir.Node("Output", {"shape": np.array([4])})},
+        [("input", "conv"), ("conv", "lif"), ("lif", "flat"),
+         ("flat", "fc"), ("fc", "cuba"), ("cuba", "output")])
+    model = from_nir(graph, dt=DT)
+    x = torch.rand(T, B, 2, 6, 6) * 3
+    model(x).sum().backward()
+    with torch.no_grad():
+        for param in model.parameters():
+            param -= 0.01 * param.grad
+        want = model(x)
+    nir.write(tmp_path / "trained.nir", to_nir(model, dt=DT))
+    again = from_nir(str(tmp_path / "trained.nir"), dt=DT)
+    with torch.no_grad():
+        assert torch.equal(again(x), want)
+    assert want.abs().sum() > 0
+
+
+def test_a_sequence_of_flexsn_neurons_goes_to_nir():
+    """nn.Linear and FlexSN's IF and LIF neurons (hard reset, tau 3,
+    decay_input) as NIR nodes, read back into a model that computes what
+    they compute, bit for bit."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(5, 7), LIFNode(tau=3.0, step_mode="m",
+                                       v_threshold=0.8, v_reset=-0.1),
+        torch.nn.Linear(7, 4, bias=False),
+        IFNode(step_mode="m", v_threshold=0.2))
+    graph = to_nir(model, dt=DT)
+    assert [n.type for n in graph.nodes.values()] == [
+        "Input", "Affine", "LIF", "Linear", "IF", "Output"]
+    lif = graph.nodes["1"].params
+    np.testing.assert_allclose(lif["tau"], 3 * DT)
+    np.testing.assert_array_equal(lif["v_leak"], lif["v_reset"])
+    np.testing.assert_allclose(graph.nodes["3"].params["r"], 1 / DT)
+    x = torch.rand(T, B, 5) * 3
+    for m in model:
+        if hasattr(m, "reset"):
+            m.reset()
+    with torch.no_grad():
+        want = model(x)
+        got = from_nir(graph, dt=DT)(x)
+    assert torch.equal(got, want) and want.sum() > 0
+    # PLIF: tau = 1 / sigmoid(w); without decay_input r = tau.
+    plif = torch.nn.Sequential(torch.nn.Linear(3, 3),
+                               ParametricLIFNode(init_tau=4.0, step_mode="m",
+                                                 decay_input=False))
+    node = to_nir(plif, dt=DT).nodes["1"]
+    np.testing.assert_allclose(node.params["tau"], 4 * DT, rtol=1e-6)
+    np.testing.assert_allclose(node.params["r"], 4.0, rtol=1e-6)
+
+
+def test_what_nir_cannot_hold_names_the_module():
+    with pytest.raises(nir.NIRError, match="module '1' \\(LIFNode\\): a soft "
+                                           "reset"):
+        to_nir(torch.nn.Sequential(torch.nn.Linear(2, 2),
+                                   LIFNode(step_mode="m", v_reset=None)))
+    with pytest.raises(nir.NIRError, match="module '1' \\(ReLU\\): no NIR"):
+        to_nir(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()))
+    with pytest.raises(nir.NIRError, match="give input_shape"):
+        to_nir(torch.nn.Sequential(LIFNode(step_mode="m")))
+    with pytest.raises(nir.NIRError, match="takes a model from from_nir"):
+        to_nir(LIFNode(step_mode="m"))

@@ -13,8 +13,9 @@ from ._function import Handle, has_custom_op, scan
 from ._fuse import fuse
 from ._kernels import unpack_spikes
 from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
-from ._nir import NIRModel, from_nir
+from ._nir import NIRModel, from_nir, to_nir
 
 __all__ = ["Affine", "Block", "FlexSN", "Handle", "IFNode", "LIFNode",
            "NIRModel", "ParametricLIFNode", "Residual", "convert",
-           "from_nir", "fuse", "has_custom_op", "scan", "unpack_spikes"]
+           "from_nir", "fuse", "has_custom_op", "scan", "to_nir",
+           "unpack_spikes"]

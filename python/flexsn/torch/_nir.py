@@ -19,18 +19,20 @@ _CHANNEL = "per_channel"
 
 
 # -- NIR's neurons as FlexSN step functions ----------------------------------
-# Forward Euler with step dt; `k` is dt / tau, `r` NIR's r (times dt for the
-# integrators, whose equation has no tau). The spike is FlexSN's H(h -
-# v_threshold), 1 where h >= v_threshold (NIR: >); the reset is hard.
+# Forward Euler with step dt: `tau` is NIR's tau in steps (tau / dt), `r`
+# NIR's r (times dt for the integrators, whose equation has no tau). The
+# spike is FlexSN's H(h - v_threshold), 1 where h >= v_threshold (NIR: >);
+# the reset is hard. Dividing by tau as FlexSN's LIF does makes a LIFNode
+# exported by to_nir compute, bit for bit, what it computed.
 
 
 def _p(kind=Trainable):
     return kind(0.0, shape=_CHANNEL)
 
 
-def nir_lif(x, v, k=_p(), r=_p(), v_leak=_p(), v_threshold=_p(),
+def nir_lif(x, v, tau=_p(), r=_p(), v_leak=_p(), v_threshold=_p(),
             v_reset=_p(Runtime)):
-    h = v + k * ((v_leak - v) + r * x)
+    h = v + ((v_leak - v) + r * x) / tau
     s = flexsn.spike(h - v_threshold)
     return s, s * v_reset + (1.0 - s) * h
 
@@ -41,8 +43,8 @@ def nir_if(x, v, r=_p(), v_threshold=_p(), v_reset=_p(Runtime)):
     return s, s * v_reset + (1.0 - s) * h
 
 
-def nir_li(x, v, k=_p(), r=_p(), v_leak=_p()):
-    h = v + k * ((v_leak - v) + r * x)
+def nir_li(x, v, tau=_p(), r=_p(), v_leak=_p()):
+    h = v + ((v_leak - v) + r * x) / tau
     return h, h
 
 
@@ -51,19 +53,19 @@ def nir_i(x, v, r=_p()):
     return h, h
 
 
-def nir_cuba_lif(x, i, v, k_syn=_p(), k_mem=_p(), w_in=_p(), r=_p(),
+def nir_cuba_lif(x, i, v, tau_syn=_p(), tau_mem=_p(), w_in=_p(), r=_p(),
                  v_leak=_p(), v_threshold=_p(), v_reset=_p(Runtime)):
     # The membrane integrates the synaptic current of the previous step.
-    i_next = i + k_syn * (w_in * x - i)
-    h = v + k_mem * ((v_leak - v) + r * i)
+    i_next = i + (w_in * x - i) / tau_syn
+    h = v + ((v_leak - v) + r * i) / tau_mem
     s = flexsn.spike(h - v_threshold)
     return s, i_next, s * v_reset + (1.0 - s) * h
 
 
-def nir_cuba_li(x, i, v, k_syn=_p(), k_mem=_p(), w_in=_p(), r=_p(),
+def nir_cuba_li(x, i, v, tau_syn=_p(), tau_mem=_p(), w_in=_p(), r=_p(),
                 v_leak=_p()):
-    i_next = i + k_syn * (w_in * x - i)
-    h = v + k_mem * ((v_leak - v) + r * i)
+    i_next = i + (w_in * x - i) / tau_syn
+    h = v + ((v_leak - v) + r * i) / tau_mem
     return h, i_next, h
 
 
@@ -72,16 +74,30 @@ def _neuron_values(node: nir.Node, dt: float) -> Dict[str, np.ndarray]:
     p = {name: np.asarray(value, np.float64)
          for name, value in node.params.items()}
     kind = node.type
-    with np.errstate(divide="ignore", invalid="ignore"):  # checked after
-        if kind in ("LIF", "LI"):
-            values = dict(k=dt / p["tau"], r=p["r"], v_leak=p["v_leak"])
-        elif kind in ("IF", "I"):
-            values = dict(r=dt * p["r"])
-        else:  # CubaLIF, CubaLI
-            values = dict(k_syn=dt / p["tau_syn"], k_mem=dt / p["tau_mem"],
-                          w_in=p["w_in"], r=p["r"], v_leak=p["v_leak"])
-    if kind in ("LIF", "IF", "CubaLIF"):
-        values.update(v_threshold=p["v_threshold"], v_reset=p["v_reset"])
+    names = {"LIF": ("tau", "r", "v_leak", "v_threshold", "v_reset"),
+             "LI": ("tau", "r", "v_leak"),
+             "IF": ("r", "v_threshold", "v_reset"), "I": ("r",),
+             "CubaLIF": ("tau_syn", "tau_mem", "w_in", "r", "v_leak",
+                         "v_threshold", "v_reset"),
+             "CubaLI": ("tau_syn", "tau_mem", "w_in", "r", "v_leak")}[kind]
+    values = {name: p[name] for name in names}
+    for name in ("tau", "tau_syn", "tau_mem"):
+        if name in values:
+            values[name] = values[name] / dt  # in steps
+    if kind in ("IF", "I"):
+        values["r"] = values["r"] * dt
+    return values
+
+
+def _nir_values(kind: str, values: Dict[str, np.ndarray],
+                dt: float) -> Dict[str, np.ndarray]:
+    """NIR's parameters from a step's (the inverse of _neuron_values)."""
+    values = dict(values)
+    for name in ("tau", "tau_syn", "tau_mem"):
+        if name in values:
+            values[name] = values[name] * dt
+    if kind in ("IF", "I"):
+        values["r"] = values["r"] / dt
     return values
 
 
@@ -100,9 +116,11 @@ class NIRNeuron(nn.Module):
         values = _neuron_values(node, dt)
         for name, value in values.items():
             if not np.all(np.isfinite(value)):
-                raise nir.NIRError(
-                    f"node {where!r} ({node.type}): {name} is not finite "
-                    f"at dt = {dt} (a tau of 0?)")
+                raise nir.NIRError(f"node {where!r} ({node.type}): {name} "
+                                   f"is not finite")
+            if name.startswith("tau") and not np.all(value > 0):
+                raise nir.NIRError(f"node {where!r} ({node.type}): {name} "
+                                   f"must be positive")
         sizes = {value.size for value in values.values()} - {1}
         if len(sizes) > 1:
             raise nir.NIRError(f"node {where!r} ({node.type}): its "
@@ -111,6 +129,7 @@ class NIRNeuron(nn.Module):
         step, states = _STEPS[node.type]
         self.neuron = FlexSN(step, num_inputs=1, num_states=states,
                              num_channels=self.channels)
+        self.names = tuple(values)
         with torch.no_grad():
             for name, value in values.items():
                 flat = torch.as_tensor(value.reshape(-1), dtype=torch.float32)
@@ -128,6 +147,18 @@ class NIRNeuron(nn.Module):
 
     def reset(self):
         self.neuron.reset()
+
+    def nir_params(self, dt: float, shape) -> Dict[str, np.ndarray]:
+        """NIR's parameters of the neurons as they are now, of `shape`."""
+        values = {name: getattr(self.neuron, name).detach().cpu().double()
+                  .numpy() for name in self.names}
+        values = _nir_values(self.type, values, dt)
+        # In float64: read back with the same dt, they give the same
+        # float32 values.
+        size = int(np.prod(shape))
+        return {name: (value.reshape(shape) if value.size == size else
+                       np.broadcast_to(value.reshape(-1)[0], shape).copy())
+                for name, value in values.items()}
 
 
 class _Sequence(nn.Module):
@@ -342,6 +373,7 @@ class NIRModel(nn.Module):
         self.sources = {name: [] for name in nodes}
         for source, target in edges:
             self.sources[target].append(source)
+        self.nodes, self.edges = nodes, edges  # for to_nir
         self.layers = nn.ModuleDict()
         for name in self.order:
             node = nodes[name]
@@ -394,3 +426,143 @@ def from_nir(graph: Union[nir.Graph, str], dt: float = 1e-4) -> NIRModel:
     if isinstance(graph, nir.Node):
         raise nir.NIRError(f"the file holds one {graph.type} node, no graph")
     return NIRModel(graph, float(dt))
+
+
+# -- a model to NIR ----------------------------------------------------------
+
+
+def _array(value, shape):
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().double().numpy()
+    return np.broadcast_to(np.asarray(value, np.float64), shape).astype(
+        np.float32)
+
+
+def _graph_of_model(model: NIRModel) -> nir.Graph:
+    """The graph of a NIRModel with its parameters as they are now (its
+    nested graphs flattened: a nested node's id joins the path with
+    '__')."""
+    nodes = {}
+    for name, node in model.nodes.items():
+        params = dict(node.params)
+        layer = model.layers[model._key(name)] \
+            if model._key(name) in model.layers else None
+        if isinstance(layer, NIRNeuron):
+            shape = max((np.shape(v) for v in node.params.values()),
+                        key=lambda s: int(np.prod(s)))
+            params.update(layer.nir_params(model.dt, shape))
+        elif isinstance(layer, nn.Linear):
+            params["weight"] = _array(layer.weight, layer.weight.shape)
+            if layer.bias is not None:
+                params["bias"] = _array(layer.bias, layer.bias.shape)
+        elif isinstance(layer, _Sequence) and \
+                isinstance(layer.layer, (nn.Conv1d, nn.Conv2d)):
+            conv = layer.layer
+            params["weight"] = _array(conv.weight, conv.weight.shape)
+            if conv.bias is not None:
+                params["bias"] = _array(conv.bias, conv.bias.shape)
+        elif isinstance(layer, _Scale):
+            params["scale"] = _array(layer.scale, layer.scale.shape)
+        nodes[model._key(name)] = nir.Node(node.type, params,
+                                           dict(node.metadata))
+    edges = [(model._key(a), model._key(b)) for a, b in model.edges]
+    return nir.Graph(nodes, edges)
+
+
+def _neuron_node(module, name: str, n: int, dt: float) -> nir.Node:
+    """The NIR node of a FlexSN IFNode, LIFNode or ParametricLIFNode of n
+    neurons: LIF with tau = tau_steps·dt, r = 1 (or tau_steps without
+    decay_input) and v_leak = v_reset; IF with r = 1/dt."""
+    from ._modules import IFNode, LIFNode, ParametricLIFNode
+    kind = type(module).__name__
+    if not isinstance(module, (IFNode, LIFNode, ParametricLIFNode)):
+        raise nir.NIRError(f"module {name!r} ({kind}): no NIR equivalent "
+                           f"(IFNode, LIFNode and ParametricLIFNode have "
+                           f"one)")
+    if module.v_reset is None:
+        raise nir.NIRError(f"module {name!r} ({kind}): a soft reset has no "
+                           f"NIR equivalent (NIR resets to v_reset)")
+    shape = (n,)
+    v_threshold = _array(module.v_threshold, shape)
+    v_reset = _array(module.v_reset, shape)
+    if isinstance(module, IFNode):
+        return nir.Node("IF", {"r": np.full(shape, 1.0 / dt),
+                               "v_threshold": v_threshold,
+                               "v_reset": v_reset})
+    if isinstance(module, ParametricLIFNode):
+        tau = 1.0 / torch.sigmoid(module.w.detach().double())
+    else:
+        tau = module.tau
+    tau = _array(tau, shape).astype(np.float64)
+    r = np.ones(shape) if module.decay_input else tau
+    # tau in float64: read back with the same dt, it gives tau steps again.
+    return nir.Node("LIF", {"tau": tau * dt, "r": _array(r, shape),
+                            "v_leak": v_reset, "v_threshold": v_threshold,
+                            "v_reset": v_reset})
+
+
+def _graph_of_sequence(model: nn.Sequential, dt: float,
+                       input_shape) -> nir.Graph:
+    """nn.Linear layers and FlexSN neurons in a row (nested Sequentials
+    flattened), over [T, B, features]."""
+    layers = []
+
+    def collect(module, prefix):
+        for name, child in module.named_children():
+            if isinstance(child, nn.Sequential):
+                collect(child, prefix + name + "__")
+            else:
+                layers.append((prefix + name, child))
+    collect(model, "")
+    size = None if input_shape is None else int(np.prod(input_shape))
+    if size is None and layers and isinstance(layers[0][1], nn.Linear):
+        size = layers[0][1].in_features
+    if size is None:
+        raise nir.NIRError("the model starts with no nn.Linear: give "
+                           "input_shape=")
+    nodes = {"input": nir.Node("Input", {"shape": np.array([size])})}
+    edges, previous = [], "input"
+    for name, layer in layers:
+        if isinstance(layer, nn.Linear):
+            if layer.in_features != size:
+                raise nir.NIRError(f"module {name!r} (Linear): takes "
+                                   f"{layer.in_features} features, gets "
+                                   f"{size}")
+            weight = _array(layer.weight, layer.weight.shape)
+            if layer.bias is None:
+                node = nir.Node("Linear", {"weight": weight})
+            else:
+                node = nir.Node("Affine", {
+                    "weight": weight,
+                    "bias": _array(layer.bias, layer.bias.shape)})
+            size = layer.out_features
+        elif isinstance(layer, nn.Identity):
+            continue
+        else:
+            node = _neuron_node(layer, name, size, dt)
+        nodes[name] = node
+        edges.append((previous, name))
+        previous = name
+    nodes["output"] = nir.Node("Output", {"shape": np.array([size])})
+    edges.append((previous, "output"))
+    return nir.Graph(nodes, edges)
+
+
+def to_nir(model: nn.Module, dt: float = 1e-4,
+           input_shape=None) -> nir.Graph:
+    """The NIR graph of `model`: a model from `from_nir` (its parameters as
+    trained), or an nn.Sequential of nn.Linear layers and FlexSN IFNode,
+    LIFNode and ParametricLIFNode neurons over [T, B, features]
+    (`input_shape`: the features, where the model does not start with a
+    Linear). Its neurons' time constants, in steps, become seconds with
+    `dt`. What has no NIR equivalent (a soft reset, another module) is an
+    error naming the module."""
+    if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+        raise ValueError(f"dt must be a positive number of seconds, got "
+                         f"{dt!r}")
+    if isinstance(model, NIRModel):
+        return _graph_of_model(model)
+    if isinstance(model, nn.Sequential):
+        return _graph_of_sequence(model, float(dt), input_shape)
+    raise nir.NIRError(f"{type(model).__name__}: to_nir takes a model from "
+                       f"from_nir or an nn.Sequential")
