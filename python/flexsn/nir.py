@@ -162,17 +162,39 @@ def _join(graph: str, name: str) -> str:
     return name if not graph else f"{graph}.{name}"
 
 
+def _nested(graph: Graph, address: str):
+    """The nodes that `address` names inside the nested graphs of `graph`:
+    "sub.node" the node "node" of the graph "sub", at every '.' (ids may
+    hold dots: NIR's own writer joins a flattened graph's ids with them)."""
+    found = []
+    for i, char in enumerate(address):
+        if char == ".":
+            sub = graph.nodes.get(address[:i])
+            node = _resolve(sub, address[i + 1:]) \
+                if isinstance(sub, Graph) else None
+            if node is not None:
+                found.append((address[:i], node))
+    return found
+
+
 def _resolve(graph: Graph, address: str):
-    """The node an edge's end names in `graph` ("sub.node" inside the
-    nested graph "sub"), or None."""
+    """The node an edge's end names in `graph`: the node of that id, else
+    one inside a nested graph ("sub.node"), else None."""
     node = graph.nodes.get(address)
     if node is not None:
         return node
-    head, _, rest = address.partition(".")
-    sub = graph.nodes.get(head)
-    if rest and isinstance(sub, Graph):
-        return _resolve(sub, rest)
-    return None
+    found = _nested(graph, address)
+    return found[0][1] if found else None
+
+
+def _check_unambiguous(graph: Graph, name: str, where: str) -> None:
+    """Raises NIRError where the id `name` ("a.b") would also address a
+    node inside a nested graph of `graph` ("b" of the graph "a")."""
+    found = _nested(graph, name)
+    if found:
+        raise NIRError(f"node {_join(where, name)!r}: its id also addresses "
+                       f"a node inside the nested graph "
+                       f"{_join(where, found[0][0])!r}")
 
 
 def check_edges(graph: Graph, where: str = "") -> None:
@@ -210,9 +232,7 @@ def _write_node(h5py, group, node, where: str, compression) -> None:
         _write_value(h5py, group, "type", GRAPH, None)
         nodes = group.create_group("nodes")
         for name, child in node.nodes.items():
-            if "." in name:
-                raise NIRError(f"node {_join(where, name)!r}: a NIR id holds "
-                               f"no '.' (it addresses nested graphs)")
+            _check_unambiguous(node, name, where)
             _write_node(h5py, nodes.create_group(name), child,
                         _join(where, name), compression)
         edges = np.array(node.edges, dtype=object).reshape(-1, 2)
