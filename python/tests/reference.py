@@ -13,8 +13,10 @@ compiler produces against these, so they must not share code with it.
   and `cuba_lif_ref` run the neurons of lib/Neurons/*.mlir in multi-step
   mode with SpikingJelly's torch-backend semantics: the step of the
   numerics oracle (test/Oracle/neuron_oracle.py, docs/Semantics.md), whose
-  defaults they take, on tensors. A soft reset is asked for SpikingJelly's
-  way, with ``v_reset=None`` (the files' i1 ``soft_reset`` flag).
+  defaults they take, on tensors; `recurrent_ref` runs a layer of them
+  whose spikes feed back through a weight matrix. A soft reset is asked
+  for SpikingJelly's way, with ``v_reset=None`` (the files' i1
+  ``soft_reset`` flag).
 
 Everything follows the dtype of `x_seq` (float64 works) and is
 differentiable with autograd; parameters may be Python numbers or tensors
@@ -41,7 +43,7 @@ import surrogate_oracle  # noqa: E402
 __all__ = [
     "SURROGATE_DEFAULTS", "surrogate_grad", "spike", "init_w", "if_ref",
     "lif_ref", "plif_ref", "qif_ref", "eif_ref", "izhikevich_ref",
-    "cuba_lif_ref", "NEURONS",
+    "cuba_lif_ref", "NEURONS", "stepper", "recurrent_ref",
 ]
 
 # Every surrogate's parameters and defaults, in the attribute's order: the
@@ -191,6 +193,48 @@ class _TensorOps:
         return s.detach()
 
 
+def stepper(neuron, like, surrogate=DEFAULT_SURROGATE, **params):
+    """One step of a shipped neuron on tensors like `like`: `step(x,
+    states) -> (s, states)`, its parameters `params` (the oracle's
+    defaults for the others; a soft reset as ``v_reset=None``)."""
+    names = neuron_oracle.STATES[neuron]
+    defaults = neuron_oracle.DEFAULTS[neuron]
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise TypeError(f"{neuron}_ref has no parameter {unknown}")
+    p = dict(defaults, **params)
+    if p["v_reset"] is None:  # SpikingJelly's soft reset
+        p["v_reset"], p["soft_reset"] = defaults["v_reset"], True
+    ops = _TensorOps(like, surrogate)
+
+    def step(x, states):
+        st = dict(zip(names, states))
+        s, new, _ = neuron_oracle.step(ops, neuron, p, x, st)
+        return s, tuple(new[name] for name in names)
+    return step
+
+
+def recurrent_ref(neuron, x_seq, w_in, b_in, w_rec,
+                  surrogate=DEFAULT_SURROGATE, **params):
+    """The spikes [T, B, H] of a recurrent layer of `neuron`s over x_seq
+    [T, B, I], from rest: s[t] = neuron(x[t] w_in^T + b_in + s[t-1]
+    w_rec^T), s[-1] = 0 (b_in may be None)."""
+    step = stepper(neuron, x_seq, surrogate, **params)
+    hidden = w_rec.shape[0]
+    spikes = x_seq.new_zeros(x_seq.shape[1], hidden)
+    states = tuple(x_seq.new_zeros(x_seq.shape[1], hidden)
+                   for _ in neuron_oracle.STATES[neuron])
+    outputs = []
+    for x in x_seq:
+        drive = x @ w_in.T
+        if b_in is not None:
+            drive = drive + b_in
+        spikes, states = step(drive + spikes @ w_rec.T, states)
+        outputs.append(spikes)
+    return torch.stack(outputs) if outputs else \
+        x_seq.new_zeros((0, x_seq.shape[1], hidden))
+
+
 def _reference(neuron):
     """The reference of a shipped neuron: `ref(x_seq, *initial_states,
     surrogate=..., **params)`, an initial state given positionally or as
@@ -199,7 +243,6 @@ def _reference(neuron):
     Returns (spike_seq, v_seq), or (spike_seq, (seq, ...)) for a neuron of
     two states."""
     names = neuron_oracle.STATES[neuron]
-    defaults = neuron_oracle.DEFAULTS[neuron]
 
     def ref(x_seq, *initial, surrogate=DEFAULT_SURROGATE, **params):
         if len(initial) > len(names):
@@ -209,19 +252,7 @@ def _reference(neuron):
         for i, name in enumerate(names):
             if name + "0" in params:
                 initial[i] = params.pop(name + "0")
-        unknown = sorted(set(params) - set(defaults))
-        if unknown:
-            raise TypeError(f"{neuron}_ref has no parameter {unknown}")
-        p = dict(defaults, **params)
-        if p["v_reset"] is None:  # SpikingJelly's soft reset
-            p["v_reset"], p["soft_reset"] = defaults["v_reset"], True
-        ops = _TensorOps(x_seq, surrogate)
-
-        def step(x, states):
-            st = dict(zip(names, states))
-            s, new, _ = neuron_oracle.step(ops, neuron, p, x, st)
-            return s, tuple(new[name] for name in names)
-
+        step = stepper(neuron, x_seq, surrogate, **params)
         spikes, seqs = _run(x_seq, [_initial(s0, x_seq) for s0 in initial],
                             step)
         return spikes, (seqs[0] if len(names) == 1 else tuple(seqs))

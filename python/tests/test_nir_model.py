@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from flexsn import nir
+from reference import spike
 from flexsn.torch import (IFNode, LIFNode, ParametricLIFNode, from_nir,
                           to_nir)
 
@@ -32,6 +33,25 @@ def run(graph, x):
 # -- the neurons: NIR's equations, forward Euler ----------------------------
 
 
+def euler_step(kind, g, xt, v, i):
+    """One step of NIR's `kind` (parameters g, float64) on input xt from
+    the states v, i: (output, v, i, the margin |v - v_threshold| before
+    the reset, or None)."""
+    if kind == "LIF" or kind == "LI":
+        v = v + DT / g["tau"] * ((g["v_leak"] - v) + g["r"] * xt)
+    elif kind == "IF" or kind == "I":
+        v = v + DT * g["r"] * xt
+    else:  # CubaLIF, CubaLI: v integrates the previous step's current
+        v_next = v + DT / g["tau_mem"] * ((g["v_leak"] - v) + g["r"] * i)
+        i = i + DT / g["tau_syn"] * (g["w_in"] * xt - i)
+        v = v_next
+    if kind not in ("LIF", "IF", "CubaLIF"):
+        return v.copy(), v, i, None
+    margin = np.abs(v - g["v_threshold"])
+    s = (v > g["v_threshold"]).astype(np.float64)
+    return s, np.where(s > 0, g["v_reset"], v), i, margin
+
+
 def euler(kind, p, x):
     """(outputs [T, ...], the margin |v - v_threshold| of each step before
     the reset, or None) of NIR's `kind` over x [T, ...], from rest."""
@@ -40,22 +60,11 @@ def euler(kind, p, x):
     i = np.zeros(x.shape[1:])
     outs, margins = [], []
     for xt in x:
-        if kind == "LIF" or kind == "LI":
-            v = v + DT / g["tau"] * ((g["v_leak"] - v) + g["r"] * xt)
-        elif kind == "IF" or kind == "I":
-            v = v + DT * g["r"] * xt
-        else:  # CubaLIF, CubaLI: v integrates the previous step's current
-            v_next = v + DT / g["tau_mem"] * ((g["v_leak"] - v) + g["r"] * i)
-            i = i + DT / g["tau_syn"] * (g["w_in"] * xt - i)
-            v = v_next
-        if kind in ("LIF", "IF", "CubaLIF"):
-            margins.append(np.abs(v - g["v_threshold"]))
-            s = (v > g["v_threshold"]).astype(np.float64)
-            v = np.where(s > 0, g["v_reset"], v)
-            outs.append(s)
-        else:
-            outs.append(v.copy())
-    return np.stack(outs), (np.stack(margins) if margins else None)
+        out, v, i, margin = euler_step(kind, g, xt, v, i)
+        outs.append(out)
+        margins.append(margin)
+    return np.stack(outs), (None if margins[0] is None
+                            else np.stack(margins))
 
 
 def neuron_params(kind, n, rng, scalar=False):
@@ -272,18 +281,198 @@ def test_nested_graphs_and_summed_inputs(tmp_path):
     np.testing.assert_allclose(got, x * scale + 3 * x, rtol=1e-5, atol=1e-6)
 
 
+# -- recurrent graphs --------------------------------------------------------
+
+
+def recurrent_network(rng, nested):
+    """The NIR paper's recurrent network, small: input -> fc1 -> a CubaLIF
+    layer whose spikes come back through an Affine w_rec -> fc2 -> a
+    CubaLIF readout -> output. Flat, with the ids NIR's writer gives a
+    graph it flattened ("lif1.lif"), or with lif1 a nested graph."""
+    n_in, n_hid, n_out = 4, 6, 3
+
+    def affine(n, m, scale):
+        return nir.Node("Affine", {
+            "weight": rng.normal(0, scale, (n, m)).astype(np.float32),
+            "bias": rng.normal(0.1, 0.2, n).astype(np.float32)})
+    nodes = {"input": nir.Node("Input", {"shape": np.array([n_in])}),
+             "fc1": affine(n_hid, n_in, 1.5),
+             "fc2": affine(n_out, n_hid, 3.0),
+             "lif2": nir.Node("CubaLIF", neuron_params("CubaLIF", n_out, rng)),
+             "output": nir.Node("Output", {"shape": np.array([n_out])})}
+    cell = {"lif": nir.Node("CubaLIF", neuron_params("CubaLIF", n_hid, rng)),
+            "w_rec": affine(n_hid, n_hid, 0.8)}
+    edges = [("input", "fc1"), ("lif2", "output"), ("fc2", "lif2")]
+    if nested:
+        nodes["lif1"] = nir.Graph(
+            dict(cell, input=nir.Node("Input", {"shape": np.array([n_hid])}),
+                 output=nir.Node("Output", {"shape": np.array([n_hid])})),
+            [("input", "lif"), ("lif", "w_rec"), ("w_rec", "lif"),
+             ("lif", "output")])
+        edges += [("fc1", "lif1"), ("lif1", "fc2")]
+    else:
+        nodes.update({"lif1." + k: v for k, v in cell.items()})
+        # In the paper's file's order: the edge closing the cycle first.
+        edges = [("lif1.w_rec", "lif1.lif")] + edges + [
+            ("lif1.lif", "lif1.w_rec"), ("fc1", "lif1.lif"),
+            ("lif1.lif", "fc2")]
+    return nir.Graph(nodes, edges), cell
+
+
+def recurrent_reference(graph, cell, x):
+    """NIR's equations step by step, in float64: the layer's input at step
+    t is fc1(x[t]) + w_rec(s[t-1]), s[-1] = 0 (so w_rec gives its bias at
+    the first step). Returns (outputs, margins of both layers)."""
+    g = {k: {p: np.asarray(v, np.float64) for p, v in node.params.items()}
+         for k, node in [("fc1", graph.nodes["fc1"]),
+                         ("fc2", graph.nodes["fc2"]),
+                         ("lif2", graph.nodes["lif2"])] + list(cell.items())}
+    n_hid = g["fc1"]["bias"].size
+    s1 = np.zeros(x.shape[1:2] + (n_hid,))
+    v1 = i1 = np.zeros_like(s1)
+    v2 = i2 = np.zeros(x.shape[1:2] + g["fc2"]["bias"].shape)
+    outs, margins = [], []
+    for xt in x:
+        drive = (xt @ g["fc1"]["weight"].T + g["fc1"]["bias"]
+                 + s1 @ g["w_rec"]["weight"].T + g["w_rec"]["bias"])
+        s1, v1, i1, m1 = euler_step("CubaLIF", g["lif"], drive, v1, i1)
+        s2, v2, i2, m2 = euler_step("CubaLIF", g["lif2"],
+                                    s1 @ g["fc2"]["weight"].T
+                                    + g["fc2"]["bias"], v2, i2)
+        outs.append(s2)
+        margins.append(np.minimum(m1.min(-1), m2.min(-1)))
+    return np.stack(outs), np.stack(margins)
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["flat", "nested"])
+def test_a_recurrent_graph_against_its_equations(nested, tmp_path):
+    """The spikes of a cycle come back at the next step; read from a
+    file."""
+    rng = np.random.default_rng(11)
+    graph, cell = recurrent_network(rng, nested)
+    nir.write(tmp_path / "rnn.nir", graph)
+    steps = 40
+    x = rng.normal(0.8, 1.0, (steps, 5, 4))
+    model = from_nir(str(tmp_path / "rnn.nir"), dt=DT)
+    with torch.no_grad():
+        got = model(torch.as_tensor(x, dtype=torch.float32)).numpy()
+    want, margins = recurrent_reference(graph, cell, x)
+    # Each sample up to its first step within 1e-4 of a threshold, where
+    # float32 and float64 may decide apart (and the cycle carries it on).
+    near = margins < 1e-4
+    first = np.where(near.any(0), near.argmax(0), steps)
+    check = np.arange(steps)[:, None] < first
+    assert check.mean() > 0.8
+    np.testing.assert_array_equal(got[check], want[check])
+    assert 0.05 < want.mean() < 0.95
+    # The cycle matters: without w_rec the output differs.
+    graph.edges = [e for e in graph.edges
+                   if e not in (("lif1.w_rec", "lif1.lif"),
+                                ("w_rec", "lif"))]
+    if nested:
+        graph.nodes["lif1"].edges.remove(("w_rec", "lif"))
+        graph.nodes["lif1"].nodes.pop("w_rec")
+        graph.nodes["lif1"].edges.remove(("lif", "w_rec"))
+    else:
+        graph.nodes.pop("lif1.w_rec")
+        graph.edges.remove(("lif1.lif", "lif1.w_rec"))
+    with torch.no_grad():
+        open_loop = from_nir(graph, dt=DT)(
+            torch.as_tensor(x, dtype=torch.float32)).numpy()
+    assert not np.array_equal(open_loop, got)
+
+
+def unrolled(params, x, dt=DT):
+    """recurrent_network's model unrolled by hand in torch, from its
+    parameters and buffers by name (`named_parameters` and
+    `named_buffers` of its model), with the step from_nir's neurons take
+    (docs/Semantics.md) and the sigmoid(4) surrogate."""
+    def p(layer, name):
+        return params[f"layers.{layer}.{name}"]
+
+    def cuba(layer, x, i, v):
+        def q(name):
+            return p(layer, "neuron." + name)
+        i_next = i + (q("w_in") * x - i) / q("tau_syn")
+        h = v + ((q("v_leak") - v) + q("r") * i) / q("tau_mem")
+        s = spike(h - q("v_threshold"))
+        return s, i_next, s * q("v_reset") + (1.0 - s) * h
+
+    def affine(layer, x):
+        return x @ p(layer, "weight").T + p(layer, "bias")
+    zeros1 = x.new_zeros(x.shape[1], p("fc1", "bias").numel())
+    zeros2 = x.new_zeros(x.shape[1], p("fc2", "bias").numel())
+    s1, (i1, v1), (i2, v2), outs = zeros1, (zeros1, zeros1), \
+        (zeros2, zeros2), []
+    for xt in x:
+        drive = affine("fc1", xt) + affine("lif1__w_rec", s1)
+        s1, i1, v1 = cuba("lif1__lif", drive, i1, v1)
+        s2, i2, v2 = cuba("lif2", affine("fc2", s1), i2, v2)
+        outs.append(s2)
+    return torch.stack(outs)
+
+
+def test_a_recurrent_graph_trains_through_time():
+    """Gradients of every weight and neuron parameter of a recurrent graph
+    equal those of the network unrolled by hand: the step by step run
+    differentiates back through the cycle."""
+    rng = np.random.default_rng(12)
+    graph, _ = recurrent_network(rng, nested=False)
+    model = from_nir(graph, dt=DT)
+    x = torch.as_tensor(rng.normal(0.8, 1.0, (16, 3, 4)),
+                        dtype=torch.float32)
+    weights = torch.as_tensor(rng.normal(0, 1, (16, 3, 3)),
+                              dtype=torch.float32)
+    (model(x) * weights).sum().backward()
+    params = {name: param.detach().clone().requires_grad_()
+              for name, param in model.named_parameters()}
+    want = unrolled(dict(model.named_buffers(), **params), x)
+    with torch.no_grad():
+        assert torch.equal(model(x), want)
+    (want * weights).sum().backward()
+    for name, param in model.named_parameters():
+        ref = params[name].grad
+        assert ref.abs().sum() > 0, name
+        error = (param.grad - ref).norm() / ref.norm()
+        assert error < 1e-4, (name, float(error))
+
+
 def test_graphs_it_cannot_model_are_clear_errors():
     rng = np.random.default_rng(8)
     n = 3
     lif = nir.Node("LIF", neuron_params("LIF", n, rng))
-    recurrent = nir.Graph(
+
+    def linear():
+        return nir.Node("Linear", {"weight": np.eye(n, dtype=np.float32)})
+    no_neuron = nir.Graph(
         {"input": nir.Node("Input", {"shape": np.array([n])}),
-         "lif": lif, "w": nir.Node("Linear", {"weight": np.eye(
-             n, dtype=np.float32)}),
+         "a": linear(), "b": linear(), "lif": lif,
          "output": nir.Node("Output", {"shape": np.array([n])})},
-        [("input", "lif"), ("lif", "w"), ("w", "lif"), ("lif", "output")])
-    with pytest.raises(nir.NIRError, match="cycle .*recurrent"):
-        from_nir(recurrent, dt=DT)
+        [("input", "a"), ("a", "b"), ("b", "a"), ("b", "lif"),
+         ("lif", "output")])
+    with pytest.raises(nir.NIRError, match="cycle through 'a', 'b' has no "
+                                           "neuron"):
+        from_nir(no_neuron, dt=DT)
+    delayed_cycle = nir.Graph(
+        {"input": nir.Node("Input", {"shape": np.array([n])}),
+         "lif": lif, "d": nir.Node("Delay", {"delay": np.full(n, DT)}),
+         "output": nir.Node("Output", {"shape": np.array([n])})},
+        [("input", "lif"), ("lif", "d"), ("d", "lif"), ("lif", "output")])
+    with pytest.raises(nir.NIRError, match="'d' \\(Delay\\): a delay on a "
+                                           "cycle"):
+        from_nir(delayed_cycle, dt=DT)
+    unreached = nir.Graph(
+        {"input": nir.Node("Input", {"shape": np.array([n])}),
+         "lif": lif, "w": linear(), "other": linear(),
+         "output": nir.Node("Output", {"shape": np.array([n])})},
+        [("input", "lif"), ("lif", "output"), ("other", "w"),
+         ("w", "other")])
+    with pytest.raises(nir.NIRError, match="the input does not reach it"):
+        from_nir(unreached, dt=DT)
+    short = dict(neuron_params("LIF", n, rng), tau=np.full(n, 0.5 * DT))
+    with pytest.raises(nir.NIRError, match="tau = 5e-05 s is shorter than "
+                                           "dt = 0.0001 s"):
+        from_nir(graph_of(nir.Node("LIF", short), [n]), dt=DT)
     delay = nir.Node("Delay", {"delay": np.array([1.5 * DT])})
     with pytest.raises(nir.NIRError, match="not whole steps"):
         from_nir(graph_of(delay, [1]), dt=DT)

@@ -14,8 +14,9 @@ from ._fuse import fuse
 from ._kernels import unpack_spikes
 from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
 from ._nir import NIRModel, from_nir, to_nir
+from ._recurrent import Recurrent
 
 __all__ = ["Affine", "Block", "FlexSN", "Handle", "IFNode", "LIFNode",
-           "NIRModel", "ParametricLIFNode", "Residual", "convert",
-           "from_nir", "fuse", "has_custom_op", "scan", "to_nir",
-           "unpack_spikes"]
+           "NIRModel", "ParametricLIFNode", "Recurrent", "Residual",
+           "convert", "from_nir", "fuse", "has_custom_op", "scan",
+           "to_nir", "unpack_spikes"]

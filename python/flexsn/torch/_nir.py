@@ -2,6 +2,7 @@
 for NIR's neurons, PyTorch layers for the rest, run over [T, B, ...]
 sequences. docs/NIR.md says how each primitive is discretized."""
 
+import collections
 import math
 from typing import Dict, List, Union
 
@@ -14,6 +15,7 @@ from flexsn import nir
 from flexsn.fx import Runtime, Trainable
 
 from ._modules import FlexSN
+from ._recurrent import Recurrent
 
 _CHANNEL = "per_channel"
 
@@ -121,6 +123,13 @@ class NIRNeuron(nn.Module):
             if name.startswith("tau") and not np.all(value > 0):
                 raise nir.NIRError(f"node {where!r} ({node.type}): {name} "
                                    f"must be positive")
+            if name.startswith("tau") and not np.all(value >= 1):
+                # Forward Euler's factor 1 - dt/tau would be negative: the
+                # state would flip sign at every step.
+                raise nir.NIRError(
+                    f"node {where!r} ({node.type}): {name} = "
+                    f"{np.min(value) * dt:g} s is shorter than dt = {dt:g} "
+                    f"s (forward Euler needs dt <= {name}): is dt right?")
         sizes = {value.size for value in values.values()} - {1}
         if len(sizes) > 1:
             raise nir.NIRError(f"node {where!r} ({node.type}): its "
@@ -326,35 +335,152 @@ def _flatten_graph(graph: nir.Graph, prefix: str, nodes: dict,
         edges.append((end(source, "source"), end(target, "target")))
 
 
+def _back_edges(nodes: dict, edges: list, start: str) -> set:
+    """The edges that close a cycle, found depth first from `start` (the
+    Input) along the edges in the file's order: on a cycle, the edge back
+    to where the input first reached it. Such an edge carries the value
+    its source had at the previous step. Raises NIRError for a node the
+    input does not reach."""
+    outgoing = {name: [] for name in nodes}
+    for source, target in edges:
+        outgoing[source].append(target)
+    back, state = set(), {start: "open"}
+    stack = [(start, iter(outgoing[start]))]
+    while stack:  # iterative: a long chain of layers must not recurse
+        name, targets = stack[-1]
+        target = next(targets, None)
+        if target is None:
+            state[name] = "done"
+            stack.pop()
+        elif state.get(target) == "open":
+            back.add((name, target))
+        elif target not in state:
+            state[target] = "open"
+            stack.append((target, iter(outgoing[target])))
+    unreached = [name for name in nodes if name not in state]
+    if unreached:
+        raise nir.NIRError(f"node {unreached[0]!r} "
+                           f"({nodes[unreached[0]].type}): the input does "
+                           f"not reach it")
+    return back
+
+
 def _topological_order(nodes: dict, edges: list) -> List[str]:
+    """The nodes in an order where every edge's source comes first (the
+    edges must hold no cycle)."""
     incoming = {name: [] for name in nodes}
     for source, target in edges:
         incoming[target].append(source)
-    order, state = [], {}
-
-    def visit(name, path):
-        if state.get(name) == "done":
-            return
-        if state.get(name) == "open":
-            cycle = path[path.index(name):] + [name]
-            raise nir.NIRError(
-                "the graph has a cycle (" + " -> ".join(cycle) + "): "
-                "recurrent graphs have no FlexSN model yet")
-        state[name] = "open"
-        for source in incoming[name]:
-            visit(source, path + [name])
-        state[name] = "done"
-        order.append(name)
-
-    for name in nodes:
-        visit(name, [])
+    order, done = [], set()
+    for root in nodes:
+        stack = [(root, iter(incoming[root]))]
+        while stack:
+            name, sources = stack[-1]
+            source = next(sources, None)
+            if source is None:
+                stack.pop()
+                if name not in done:
+                    done.add(name)
+                    order.append(name)
+            elif source not in done:
+                stack.append((source, iter(incoming[source])))
     return order
+
+
+def _components(nodes: dict, edges: list) -> Dict[str, int]:
+    """Each node's strongly connected component (Tarjan), numbered."""
+    outgoing = {name: [] for name in nodes}
+    for source, target in edges:
+        outgoing[source].append(target)
+    index, low, component, on_stack, stack = {}, {}, {}, set(), []
+    count = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(outgoing[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            name, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(outgoing[target])))
+                elif target in on_stack:
+                    low[name] = min(low[name], index[target])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[name])
+            if low[name] == index[name]:
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component[member] = count
+                    if member == name:
+                        break
+                count += 1
+    return component
+
+
+def _check_cycles(nodes: dict, edges: list, component: Dict[str, int]):
+    """Raises NIRError for a cycle that no neuron breaks (its value at a
+    step would depend on itself: NIR's continuous time has no step to
+    delay it by), or one through a Delay (not modeled yet)."""
+    sizes = collections.Counter(component.values())
+    recurrent = {name for name in nodes
+                 if sizes[component[name]] > 1 or (name, name) in edges}
+    for name in sorted(recurrent):
+        if nodes[name].type == "Delay":
+            raise nir.NIRError(f"node {name!r} (Delay): a delay on a cycle "
+                               f"is not modeled yet")
+    plain = {name: nodes[name] for name in recurrent
+             if nodes[name].type not in _STEPS}
+    inner = [(a, b) for a, b in edges if a in plain and b in plain]
+    left = _components(plain, inner)
+    for name in plain:
+        members = sorted(m for m in plain if left[m] == left[name])
+        if len(members) > 1 or (name, name) in inner:
+            raise nir.NIRError(
+                f"the cycle through {', '.join(map(repr, members))} has "
+                f"no neuron on it")
+    return recurrent
+
+
+def _stages(nodes: dict, edges: list, start: str):
+    """The graph as stages to run in order, each a list of nodes: a node
+    off every cycle is a stage of its own, run over the whole sequence; a
+    cycle's nodes make one stage, run step by step. Returns (stages, back
+    edges)."""
+    back = _back_edges(nodes, edges, start)
+    order = _topological_order(nodes, [e for e in edges if e not in back])
+    component = _components(nodes, edges)
+    recurrent = _check_cycles(nodes, edges, component)
+    # Each component's nodes in the order of `order`; the components
+    # sources first (Tarjan numbers a component after every component it
+    # feeds).
+    members = {}
+    for name in order:
+        members.setdefault(component[name], []).append(name)
+    result = [(members[number], members[number][0] in recurrent)
+              for number in sorted(members, reverse=True)]
+    return result, back
 
 
 class NIRModel(nn.Module):
     """A NIR graph run over sequences: `model(x)` takes x [T, B, ...] (the
     Input node's shape after T and B) and returns the Output node's
-    [T, B, ...]; each call starts every neuron at rest."""
+    [T, B, ...]; each call starts every neuron at rest.
+
+    A node off every cycle runs over the whole sequence at once; the nodes
+    of a cycle (a recurrent layer: spikes fed back through an Affine into
+    the neuron) run step by step, the edge closing the cycle carrying the
+    value its source had at the previous step (none at the first)."""
 
     def __init__(self, graph: nir.Graph, dt: float):
         super().__init__()
@@ -369,23 +495,21 @@ class NIRModel(nn.Module):
                 f"{len(top_outputs)} Output nodes: a model takes one and "
                 f"gives one")
         self.input, self.output = top_inputs[0], top_outputs[0]
-        self.order = _topological_order(nodes, edges)
         self.sources = {name: [] for name in nodes}
         for source, target in edges:
             self.sources[target].append(source)
-        self.nodes, self.edges = nodes, edges  # for to_nir
-        self.layers = nn.ModuleDict()
-        for name in self.order:
-            node = nodes[name]
-            if node.type in ("Input", "Output"):
-                if name != self.input and not self.sources[name]:
-                    raise nir.NIRError(f"node {name!r} ({node.type}): "
-                                       f"nothing feeds it")
-                continue
-            if not self.sources[name]:
+        for name, node in nodes.items():
+            if name != self.input and not self.sources[name]:
                 raise nir.NIRError(f"node {name!r} ({node.type}): nothing "
                                    f"feeds it")
-            self.layers[self._key(name)] = _layer(node, dt, name)
+        self.stages, self.back_edges = _stages(nodes, edges, self.input)
+        self.nodes, self.edges = nodes, edges  # for to_nir
+        self.layers = nn.ModuleDict()
+        for members, _ in self.stages:
+            for name in members:
+                if nodes[name].type not in ("Input", "Output"):
+                    self.layers[self._key(name)] = _layer(nodes[name], dt,
+                                                          name)
         self.dt = dt
 
     @staticmethod
@@ -398,19 +522,74 @@ class NIRModel(nn.Module):
             if isinstance(layer, NIRNeuron):
                 layer.reset()
 
+    def _run(self, name, inputs):
+        total = inputs[0]
+        for other in inputs[1:]:
+            total = total + other
+        key = self._key(name)
+        return self.layers[key](total) if key in self.layers else total
+
+    def _at_rest(self, members, values):
+        """What each node of a cycle gives before the first step, every
+        neuron at rest (its output zero): the value an edge closing the
+        cycle carries into step 0 (a recurrent Affine's bias)."""
+        rest = {}
+        back = [e for e in self.back_edges if e[1] in members]
+        # A neuron's zero has the shape of its input, which a pass learns
+        # without the edges closing the cycle; each further pass carries
+        # the sources of those edges one node on (a neuron on every cycle
+        # keeps the number of passes below the number of those edges).
+        for _ in range(len(back) + 1):
+            for name in members:
+                inputs = [rest[source] if source in members
+                          else torch.zeros_like(values[source][:1])
+                          for source in self.sources[name]
+                          if source in rest or source not in members]
+                if self.nodes[name].type in _STEPS:
+                    rest[name] = torch.zeros_like(sum(inputs))
+                else:
+                    rest[name] = self._run(name, inputs)
+        return rest
+
+    def _run_cycle(self, members, values, steps):
+        """The nodes of a cycle, step by step: [1, B, ...] slices through
+        each layer (a neuron carries its states from one call to the
+        next); an edge closing the cycle carries its source's value of the
+        previous step."""
+        if steps == 0:  # empty sequences, with the shapes a step gives
+            for name in members:
+                values[name] = self._run(name, [
+                    values[source] for source in self.sources[name]
+                    if (source, name) not in self.back_edges])
+            return
+        sequences = {name: [] for name in members}
+        previous = self._at_rest(members, values)
+        for t in range(steps):
+            current = {}
+            for name in members:
+                inputs = []
+                for source in self.sources[name]:
+                    if (source, name) in self.back_edges:
+                        inputs.append(previous[source])
+                    elif source in current:
+                        inputs.append(current[source])
+                    else:
+                        inputs.append(values[source][t:t + 1])
+                current[name] = self._run(name, inputs)
+                sequences[name].append(current[name])
+            previous = current
+        for name in members:
+            values[name] = torch.cat(sequences[name])
+
     def forward(self, x):
         self.reset()
         values = {self.input: x}
-        for name in self.order:
-            if name == self.input:
-                continue
-            inputs = [values[s] for s in self.sources[name]]
-            total = inputs[0]
-            for other in inputs[1:]:
-                total = total + other
-            key = self._key(name)
-            values[name] = self.layers[key](total) if key in self.layers \
-                else total
+        for members, recurrent in self.stages:
+            if recurrent:
+                self._run_cycle(members, values, x.shape[0])
+            elif members[0] != self.input:
+                values[members[0]] = self._run(
+                    members[0], [values[s] for s in self.sources[members[0]]])
         return values[self.output]
 
 
@@ -501,6 +680,35 @@ def _neuron_node(module, name: str, n: int, dt: float) -> nir.Node:
                             "v_reset": v_reset})
 
 
+def _linear_node(layer: nn.Linear, name: str, size: int) -> nir.Node:
+    """The Affine (Linear, without a bias) node of an nn.Linear fed `size`
+    features."""
+    if layer.in_features != size:
+        raise nir.NIRError(f"module {name!r} (Linear): takes "
+                           f"{layer.in_features} features, gets {size}")
+    weight = _array(layer.weight, layer.weight.shape)
+    if layer.bias is None:
+        return nir.Node("Linear", {"weight": weight})
+    return nir.Node("Affine", {"weight": weight,
+                               "bias": _array(layer.bias, layer.bias.shape)})
+
+
+def _recurrent_graph(layer: Recurrent, name: str, size: int,
+                     dt: float) -> nir.Graph:
+    """A Recurrent layer as a nested graph: input -> input weights ->
+    neuron -> output, and the neuron's spikes back into it through the
+    recurrent weights (the cycle from_nir runs step by step)."""
+    n = layer.hidden_size
+    return nir.Graph(
+        {"input": nir.Node("Input", {"shape": np.array([size])}),
+         "w_in": _linear_node(layer.input, f"{name}.input", size),
+         "neuron": _neuron_node(layer.neuron, f"{name}.neuron", n, dt),
+         "w_rec": _linear_node(layer.recurrent, f"{name}.recurrent", n),
+         "output": nir.Node("Output", {"shape": np.array([n])})},
+        [("input", "w_in"), ("w_in", "neuron"), ("neuron", "w_rec"),
+         ("w_rec", "neuron"), ("neuron", "output")])
+
+
 def _graph_of_sequence(model: nn.Sequential, dt: float,
                        input_shape) -> nir.Graph:
     """nn.Linear layers and FlexSN neurons in a row (nested Sequentials
@@ -517,25 +725,20 @@ def _graph_of_sequence(model: nn.Sequential, dt: float,
     size = None if input_shape is None else int(np.prod(input_shape))
     if size is None and layers and isinstance(layers[0][1], nn.Linear):
         size = layers[0][1].in_features
+    if size is None and layers and isinstance(layers[0][1], Recurrent):
+        size = layers[0][1].input_size
     if size is None:
-        raise nir.NIRError("the model starts with no nn.Linear: give "
-                           "input_shape=")
+        raise nir.NIRError("the model starts with no nn.Linear or "
+                           "Recurrent layer: give input_shape=")
     nodes = {"input": nir.Node("Input", {"shape": np.array([size])})}
     edges, previous = [], "input"
     for name, layer in layers:
         if isinstance(layer, nn.Linear):
-            if layer.in_features != size:
-                raise nir.NIRError(f"module {name!r} (Linear): takes "
-                                   f"{layer.in_features} features, gets "
-                                   f"{size}")
-            weight = _array(layer.weight, layer.weight.shape)
-            if layer.bias is None:
-                node = nir.Node("Linear", {"weight": weight})
-            else:
-                node = nir.Node("Affine", {
-                    "weight": weight,
-                    "bias": _array(layer.bias, layer.bias.shape)})
+            node = _linear_node(layer, name, size)
             size = layer.out_features
+        elif isinstance(layer, Recurrent):
+            node = _recurrent_graph(layer, name, size, dt)
+            size = layer.hidden_size
         elif isinstance(layer, nn.Identity):
             continue
         else:
@@ -551,12 +754,13 @@ def _graph_of_sequence(model: nn.Sequential, dt: float,
 def to_nir(model: nn.Module, dt: float = 1e-4,
            input_shape=None) -> nir.Graph:
     """The NIR graph of `model`: a model from `from_nir` (its parameters as
-    trained), or an nn.Sequential of nn.Linear layers and FlexSN IFNode,
-    LIFNode and ParametricLIFNode neurons over [T, B, features]
-    (`input_shape`: the features, where the model does not start with a
-    Linear). Its neurons' time constants, in steps, become seconds with
-    `dt`. What has no NIR equivalent (a soft reset, another module) is an
-    error naming the module."""
+    trained), or an nn.Sequential of nn.Linear layers, Recurrent layers
+    and FlexSN IFNode, LIFNode and ParametricLIFNode neurons over
+    [T, B, features] (`input_shape`: the features, where the model does
+    not start with a Linear; a Recurrent layer becomes a nested graph).
+    Its neurons' time constants, in steps, become seconds with `dt`. What
+    has no NIR equivalent (a soft reset, another module) is an error
+    naming the module."""
     if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
         raise ValueError(f"dt must be a positive number of seconds, got "
                          f"{dt!r}")
