@@ -28,6 +28,9 @@ BENCHMARKS = {
     "zoo": ("zoo", "training steps of SpikingJelly's model zoo (Spikformer, "
             "VGG-16, ResNet-18s): FlexSN converted, fused, compiled vs "
             "torch.compile and the no-neuron floor"),
+    "recurrent": ("recurrent", "training a recurrent LIF layer at SHD "
+                  "scale: flexsn.torch.Recurrent vs eager and compiled "
+                  "per-step loops"),
     "fx": ("fx", "neurons written in Python (flexsn.fx) vs the shipped "
            "ones"),
     "device-torch": ("device_torch", "the PyTorch layer on a GPU: "

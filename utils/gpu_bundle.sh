@@ -9,9 +9,10 @@
 #   cache/          a flexsn.compile cache holding every compile of
 #                   python/tests/kernel_checks.py, train_kernel_checks.py,
 #                   and of `python3 -m bench` device-torch, device-ddp,
-#                   lif, saved-storage, fx, block-train and resnet (their
-#                   --compile-only modes; lif's also serves placement
-#                   and schedule) and of python/tests/test_torch_neurons.py,
+#                   lif, saved-storage, fx, block-train, recurrent and
+#                   resnet (their --compile-only modes; lif's also serves
+#                   placement and schedule) and of
+#                   python/tests/test_torch_neurons.py, test_recurrent.py,
 #                   test_fx.py,
 #                   test_per_neuron_params.py,
 #                   test_per_channel_params.py,
@@ -119,6 +120,7 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" -m bench device-ddp --compile-only
 "$PY" -m bench block --compile-only --cubin "$DIR/block.cubin"
 "$PY" -m bench block-train --compile-only
+"$PY" -m bench recurrent --compile-only
 "$PY" -m bench resnet --compile-only
 # The package's tests compile with flexsn.compile's default targets (CPU and
 # CUDA where the toolkit is): their CPU run here fills the entries their
@@ -132,7 +134,7 @@ log "compiling what python/tests uses (their CPU run)"
   python/tests/test_block_kernels.py python/tests/test_block_module.py \
   python/tests/test_fuse.py python/tests/test_fuse_spikingjelly.py \
   python/tests/test_layouts.py python/tests/test_spikingjelly_fidelity.py \
-  python/tests/test_against_spikingjelly.py \
+  python/tests/test_against_spikingjelly.py python/tests/test_recurrent.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
 # Unfinished builds of a failed compile are no use there.

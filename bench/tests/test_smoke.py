@@ -41,7 +41,7 @@ def test_help_lists_every_benchmark():
 @pytest.mark.parametrize("argv", [
     ["lif"], ["placement"], ["schedule"], ["saved-storage"],
     ["block", "--cubin", "unused.cubin"], ["block-train"], ["fx"],
-    ["device-torch"], ["device-ddp"], ["resnet"], ["zoo"]])
+    ["device-torch"], ["device-ddp"], ["resnet"], ["zoo"], ["recurrent"]])
 def test_gpu_mode_without_a_gpu(argv, capsys):
     assert main(argv) == 2
     assert "needs" in capsys.readouterr().err
@@ -168,6 +168,22 @@ def test_block_train(tmp_path):
         assert positive(row[key]), key
     assert "compile_ms" not in row and "fused_atomic_ms" not in row
     assert not (tmp_path / "block_train.png").exists()
+
+
+def test_recurrent(tmp_path):
+    run("recurrent", "--smoke", "--out", tmp_path)
+    with open(tmp_path / "recurrent_results.json") as f:
+        meta = json.load(f)
+    (check,) = meta["checks"]
+    assert check["ok"] and check["spikes_equal"] == 1.0
+    assert 0 < check["spike_rate"] < 1
+    rows = {r["variant"]: r for r in meta["rows"]}
+    assert set(rows) == {"eager", "flexsn"}
+    for row in rows.values():
+        for key in ("step_ms", "first_step_s", "frac_copy", "vs_eager"):
+            assert positive(row[key]), key
+    assert "torch.compile" in meta["skipped"]
+    assert not (tmp_path / "recurrent.png").exists()
 
 
 def test_cpu(tmp_path):
