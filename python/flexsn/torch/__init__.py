@@ -9,6 +9,7 @@
 
 from ._block import Affine, Block, Residual
 from ._convert import convert
+from ._delay import Delay
 from ._function import Handle, has_custom_op, scan
 from ._fuse import fuse
 from ._kernels import unpack_spikes
@@ -16,7 +17,7 @@ from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
 from ._nir import NIRModel, from_nir, to_nir
 from ._recurrent import Recurrent
 
-__all__ = ["Affine", "Block", "FlexSN", "Handle", "IFNode", "LIFNode",
-           "NIRModel", "ParametricLIFNode", "Recurrent", "Residual",
-           "convert", "from_nir", "fuse", "has_custom_op", "scan",
-           "to_nir", "unpack_spikes"]
+__all__ = ["Affine", "Block", "Delay", "FlexSN", "Handle", "IFNode",
+           "LIFNode", "NIRModel", "ParametricLIFNode", "Recurrent",
+           "Residual", "convert", "from_nir", "fuse", "has_custom_op",
+           "scan", "to_nir", "unpack_spikes"]

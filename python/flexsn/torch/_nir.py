@@ -14,6 +14,7 @@ import flexsn
 from flexsn import nir
 from flexsn.fx import Runtime, Trainable
 
+from ._delay import Delay
 from ._modules import FlexSN
 from ._recurrent import Recurrent
 
@@ -218,24 +219,6 @@ class _Flatten(nn.Module):
         return x.flatten(start, end)
 
 
-class _Delay(nn.Module):
-    """y[t] = x[t - d], d steps per neuron (0 before the first)."""
-
-    def __init__(self, steps):
-        super().__init__()
-        self.register_buffer("steps", torch.as_tensor(steps,
-                                                      dtype=torch.long))
-
-    def forward(self, x):
-        T, B = x.shape[:2]
-        flat = x.reshape(T, B, -1)
-        steps = self.steps.reshape(-1).expand(flat.shape[2])
-        source = torch.arange(T, device=x.device)[:, None] - steps[None, :]
-        valid = (source >= 0).to(x.dtype)[:, None, :]
-        index = source.clamp(min=0)[:, None, :].expand(T, B, flat.shape[2])
-        return (torch.gather(flat, 0, index) * valid).reshape(x.shape)
-
-
 def _padding(value, kernel):
     if isinstance(value, str):
         if value not in ("same", "valid"):
@@ -302,7 +285,7 @@ def _layer(node: nir.Node, dt: float, where: str) -> nn.Module:
             raise nir.NIRError(
                 f"node {where!r} (Delay): delays {np.asarray(p['delay'])} "
                 f"are not whole steps of dt = {dt}")
-        return _Delay(rounded.astype(np.int64))
+        return Delay(rounded.astype(np.int64))
     raise nir.NIRError(f"node {where!r}: {kind} has no FlexSN model yet")
 
 
@@ -519,7 +502,7 @@ class NIRModel(nn.Module):
 
     def reset(self):
         for layer in self.layers.values():
-            if isinstance(layer, NIRNeuron):
+            if isinstance(layer, (NIRNeuron, Delay)):
                 layer.reset()
 
     def _run(self, name, inputs):
@@ -739,6 +722,13 @@ def _graph_of_sequence(model: nn.Sequential, dt: float,
         elif isinstance(layer, Recurrent):
             node = _recurrent_graph(layer, name, size, dt)
             size = layer.hidden_size
+        elif isinstance(layer, Delay):
+            steps = layer.steps.detach().cpu().double().numpy()
+            if steps.size not in (1, size):
+                raise nir.NIRError(f"module {name!r} (Delay): {steps.size} "
+                                   f"delays for {size} features")
+            node = nir.Node("Delay", {"delay": np.broadcast_to(
+                steps.reshape(-1) * dt, (size,)).copy()})
         elif isinstance(layer, nn.Identity):
             continue
         else:
@@ -754,10 +744,11 @@ def _graph_of_sequence(model: nn.Sequential, dt: float,
 def to_nir(model: nn.Module, dt: float = 1e-4,
            input_shape=None) -> nir.Graph:
     """The NIR graph of `model`: a model from `from_nir` (its parameters as
-    trained), or an nn.Sequential of nn.Linear layers, Recurrent layers
-    and FlexSN IFNode, LIFNode and ParametricLIFNode neurons over
-    [T, B, features] (`input_shape`: the features, where the model does
-    not start with a Linear; a Recurrent layer becomes a nested graph).
+    trained), or an nn.Sequential of nn.Linear layers, Recurrent layers,
+    Delay layers and FlexSN IFNode, LIFNode and ParametricLIFNode neurons
+    over [T, B, features] (`input_shape`: the features, where the model
+    does not start with a Linear; a Recurrent layer becomes a nested
+    graph).
     Its neurons' time constants, in steps, become seconds with `dt`. What
     has no NIR equivalent (a soft reset, another module) is an error
     naming the module."""

@@ -1,0 +1,104 @@
+"""flexsn.torch.Delay: y[t] = x[t - d] per neuron, against the shift
+written here in NumPy; its backward exact (each input's gradient is the
+gradient of the one output that copies it); its state across calls; to_nir
+and back."""
+
+import numpy as np
+import pytest
+import torch
+
+from devices import DEVICES
+from flexsn.torch import Delay, LIFNode, from_nir, to_nir
+
+T, B = 9, 3
+
+
+def shifted(x, delays):
+    """x [T, B, ...] with each neuron's sequence shifted by its delay
+    (delays broadcast to a sample), zeros before the first step."""
+    x = np.asarray(x)
+    d = np.broadcast_to(np.asarray(delays), x.shape[2:])
+    y = np.zeros_like(x)
+    for index in np.ndindex(*d.shape):
+        k = int(d[index])
+        if k < x.shape[0]:  # else the sequence is all zeros
+            y[(slice(k, None), slice(None)) + index] = \
+                x[(slice(0, x.shape[0] - k), slice(None)) + index]
+    return y
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("delays, sample", [
+    (np.array([0, 1, 2, 5, 0, 3, 12]), (7,)),      # one per neuron
+    (2, (4,)),                                      # one for all
+    (np.array([[[0]], [[3]]]), (2, 3, 4)),          # one per channel
+], ids=["per-neuron", "scalar", "per-channel"])
+def test_forward_and_backward_are_exact(delays, sample, device):
+    layer = Delay(delays).to(device)
+    x = torch.randn((T, B) + sample, device=device, requires_grad=True)
+    y = layer(x)
+    assert torch.equal(y.cpu(), torch.as_tensor(shifted(x.detach().cpu(),
+                                                        delays)))
+    g = torch.randn_like(y)
+    y.backward(g)
+    # The gradient of x[t'] is that of y[t' + d]: the shift backwards.
+    want = np.flip(shifted(np.flip(g.cpu().numpy(), 0), delays), 0)
+    assert torch.equal(x.grad.cpu(), torch.as_tensor(want.copy()))
+
+
+def test_pieces_give_what_the_whole_gives():
+    delays = np.array([0, 1, 4, 2])
+    layer = Delay(delays)
+    x = torch.randn(T, B, 4, requires_grad=True)
+    whole = layer(x)
+    layer.reset()
+    pieces = torch.cat([layer(x[:2]), layer(x[2:3]), layer(x[3:])])
+    assert torch.equal(pieces, whole)
+    g = torch.randn_like(whole)
+    pieces.backward(g)
+    grad, x.grad = x.grad.clone(), None
+    whole.backward(g)
+    assert torch.equal(grad, x.grad)
+    layer.reset()
+    assert torch.equal(layer(x), whole)
+    # detach(): the next call's gradient stops at its own input.
+    layer.reset()
+    layer(x[:4])
+    layer.detach()
+    x.grad = None
+    layer(x[4:]).sum().backward()
+    assert torch.all(x.grad[:4] == 0)
+    # A new batch size starts from zeros.
+    assert torch.equal(layer(x[:, :2]), whole[:, :2])
+
+
+def test_bad_delays_are_clear_errors():
+    with pytest.raises(TypeError, match="whole numbers of steps"):
+        Delay(np.array([0.5]))
+    with pytest.raises(ValueError, match="must be >= 0"):
+        Delay(np.array([1, -1]))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        Delay(np.array([1, 2, 3]))(torch.zeros(T, B, 4))
+    with pytest.raises(ValueError, match=r"expects \[T, B, ...\]"):
+        Delay(1)(torch.zeros(4))
+
+
+def test_goes_to_nir_and_back(tmp_path):
+    """A Delay between a Linear and a neuron is NIR's Delay node, in
+    seconds; read back, the model computes the same spikes."""
+    from flexsn import nir
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(3, 4)
+    model = torch.nn.Sequential(linear, Delay(np.array([0, 2, 1, 3])),
+                                LIFNode(step_mode="m"))
+    graph = to_nir(model, dt=1e-3)
+    assert np.allclose(graph.nodes["1"].params["delay"],
+                       [0, 2e-3, 1e-3, 3e-3])
+    nir.write(tmp_path / "d.nir", graph)
+    back = from_nir(str(tmp_path / "d.nir"), dt=1e-3)
+    x = torch.randn(T, B, 3) * 3
+    with torch.no_grad():
+        got = back(x)
+        want = model(x)
+    assert torch.equal(got, want)
+    assert 0 < float(want.mean()) < 1
