@@ -41,8 +41,9 @@ from . import ROOT, cli, results, traffic
 from .timing import Timer
 
 PROG = "bench block"
-BLOCK = os.path.join(str(ROOT), "test", "Pipelines", "Inputs",
-                     "bn_lif_block.mlir")
+BLOCK = os.path.join(
+    str(ROOT), "test", "Pipelines", "Inputs", "bn_lif_block.mlir"
+)
 TS = (4, 16)
 B, C, S = 32, 64, 8192  # N = 2^24
 SMOKE = dict(Ts=(4,), shape=(2, 4, 512), reps=3, copy_bytes=8 << 20)
@@ -50,17 +51,33 @@ CHECK_SHAPES = ((3, 2, 5, 7), (16, 4, 8, 33), (4, 1, 3, 1))
 
 
 def compile_block(cubin):
-    build = os.environ.get("FLEXSN_BUILD_DIR", os.path.join(str(ROOT),
-                                                            "build"))
+    build = os.environ.get(
+        "FLEXSN_BUILD_DIR", os.path.join(str(ROOT), "build")
+    )
     toolkit = os.environ.get("FLEXSN_CUDA_TOOLKIT", "/usr/local/cuda")
     with tempfile.TemporaryDirectory() as work:
         lowered = os.path.join(work, "block.gpu.mlir")
-        subprocess.run([os.path.join(build, "bin", "flexsn-opt"), BLOCK,
-                        "--flexsn-lower-to-nvvm=variants=inference,final-state"
-                        " storage-types=f32 toolkit=" + toolkit,
-                        "-o", lowered], check=True)
-        subprocess.run([os.path.join(build, "bin", "flexsn-translate"),
-                        "--flexsn-to-cubin", lowered, "-o", cubin], check=True)
+        subprocess.run(
+            [
+                os.path.join(build, "bin", "flexsn-opt"),
+                BLOCK,
+                "--flexsn-lower-to-nvvm=variants=inference,final-state"
+                " storage-types=f32 toolkit=" + toolkit,
+                "-o",
+                lowered,
+            ],
+            check=True,
+        )
+        subprocess.run(
+            [
+                os.path.join(build, "bin", "flexsn-translate"),
+                "--flexsn-to-cubin",
+                lowered,
+                "-o",
+                cubin,
+            ],
+            check=True,
+        )
 
 
 def eager(torch, x, scale, shift, spike=None):
@@ -83,6 +100,7 @@ def gpu_kernels(torch, cubin):
     """(fused(x, scale, shift, y, v), lif_final(p, spikes, v, T, n)) from
     the cubin, launched with CuPy on torch's stream."""
     import cupy as cp
+
     module = cp.RawModule(path=cubin)
     vec = module.get_function("bn_lif_inference_f32_vec")
     scalar = module.get_function("bn_lif_inference_f32_scalar")
@@ -96,16 +114,29 @@ def gpu_kernels(torch, cubin):
         T, b, c, s = x.shape
         n = b * c * s
         kernel, groups = (vec, n // 4) if n % 4 == 0 else (scalar, n)
-        kernel(*grid(groups),
-               (cp.uint64(x.data_ptr()), cp.uint64(0))  # v_init: zeros
-               + tuple(cp.uint64(t.data_ptr()) for t in (y, v, scale, shift))
-               + tuple(cp.int64(k) for k in (T, n, n, c, s)), stream=stream)
+        kernel(
+            *grid(groups),
+            (cp.uint64(x.data_ptr()), cp.uint64(0))  # v_init: zeros
+            + tuple(cp.uint64(t.data_ptr()) for t in (y, v, scale, shift))
+            + tuple(cp.int64(k) for k in (T, n, n, c, s)),
+            stream=stream,
+        )
 
     def lif_final(p, spikes, v, T, n):
-        final(*grid(n // 4),
-              (cp.uint64(p.data_ptr()), cp.uint64(0),
-               cp.uint64(spikes.data_ptr()), cp.uint64(v.data_ptr()),
-               cp.int64(T), cp.int64(n), cp.int64(n)), stream=stream)
+        final(
+            *grid(n // 4),
+            (
+                cp.uint64(p.data_ptr()),
+                cp.uint64(0),
+                cp.uint64(spikes.data_ptr()),
+                cp.uint64(v.data_ptr()),
+                cp.int64(T),
+                cp.int64(n),
+                cp.int64(n),
+            ),
+            stream=stream,
+        )
+
     return fused, lif_final
 
 
@@ -113,6 +144,7 @@ def cpu_kernels(torch):
     """The same two callables from flexsn.compile_kernels' CPU kernels;
     the LIF step writes its state sequence into a scratch buffer."""
     import flexsn
+
     block = flexsn.compile_kernels(BLOCK, targets=("cpu",))
     kblock = block.kernel("cpu", "bn_lif_inference_f32")
     klif = block.kernel("cpu", "lif_inference_f32")
@@ -120,23 +152,37 @@ def cpu_kernels(torch):
 
     def fused(x, scale, shift, y, v):
         T, b, c, s = x.shape
-        kblock.launch(T, b * c * s, [x.data_ptr(), 0, y.data_ptr(),
-                                     v.data_ptr(), scale.data_ptr(),
-                                     shift.data_ptr()], 0, channels=(c, s))
+        kblock.launch(
+            T,
+            b * c * s,
+            [
+                x.data_ptr(),
+                0,
+                y.data_ptr(),
+                v.data_ptr(),
+                scale.data_ptr(),
+                shift.data_ptr(),
+            ],
+            0,
+            channels=(c, s),
+        )
 
     def lif_final(p, spikes, v, T, n):
         seq = scratch.get(p.shape)
         if seq is None:
             seq = scratch[p.shape] = torch.empty(T, n)
-        klif.launch(T, n, [p.data_ptr(), 0, spikes.data_ptr(),
-                           seq.data_ptr()], 0)
+        klif.launch(
+            T, n, [p.data_ptr(), 0, spikes.data_ptr(), seq.data_ptr()], 0
+        )
+
     return fused, lif_final
 
 
 def main(argv=None):
     ap = cli.parser("block", __doc__)
-    ap.add_argument("--cubin", help="the compiled block (required but "
-                    "with --smoke)")
+    ap.add_argument(
+        "--cubin", help="the compiled block (required but " "with --smoke)"
+    )
     ap.add_argument("--compile-only", action="store_true")
     cli.add_out_and_smoke(ap, "block-out")
     args = cli.finish(ap.parse_args(argv))
@@ -147,6 +193,7 @@ def main(argv=None):
         return 0
 
     import torch
+
     device = cli.device(torch, args, PROG)
     if device is None:
         return 2
@@ -161,8 +208,12 @@ def main(argv=None):
         b, c, s = B, C, S
 
     g = torch.Generator(device=device).manual_seed(0)
-    meta = dict(device=cli.device_name(torch, device),
-                torch=torch.__version__, checks=[], rows=[])
+    meta = dict(
+        device=cli.device_name(torch, device),
+        torch=torch.__version__,
+        checks=[],
+        rows=[],
+    )
     for shape in CHECK_SHAPES:
         x = torch.randn(shape, generator=g, device=device) * 0.9 + 0.6
         scale = torch.rand(shape[2], generator=g, device=device) + 0.5
@@ -172,13 +223,20 @@ def main(argv=None):
         fused(x, scale, shift, y, v)
         timer.sync()
         ry, rv = eager(torch, x, scale, shift)
-        meta["checks"].append(dict(shape=list(shape), bitwise=bool(
-            torch.equal(y, ry) and torch.equal(v, rv))))
-        print("%s: check %s bitwise equal to eager: %s"
-              % (PROG, shape, meta["checks"][-1]["bitwise"]))
+        meta["checks"].append(
+            dict(
+                shape=list(shape),
+                bitwise=bool(torch.equal(y, ry) and torch.equal(v, rv)),
+            )
+        )
+        print(
+            "%s: check %s bitwise equal to eager: %s"
+            % (PROG, shape, meta["checks"][-1]["bitwise"])
+        )
 
     copy, _ = traffic.copy_gbs(
-        torch, timer, SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES)
+        torch, timer, SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES
+    )
     meta["copy_gbs"] = copy
     n = b * c * s
     for T in SMOKE["Ts"] if smoke else TS:
@@ -194,20 +252,40 @@ def main(argv=None):
             lif_final(p, spikes, v, T, n)
             torch.add(spikes, x, out=y)
 
-        times = timer.rounds({"fused": lambda: fused(x, scale, shift, y, v),
-                              "unfused": unfused}, 3)
+        times = timer.rounds(
+            {
+                "fused": lambda: fused(x, scale, shift, y, v),
+                "unfused": unfused,
+            },
+            3,
+        )
         fused_ms = statistics.median(times["fused"])
         unfused_ms = statistics.median(times["unfused"])
         nbytes = traffic.block_bytes(T, n)
-        row = dict(T=T, N=n, shape=[T, b, c, s], fused_ms=fused_ms,
-                   unfused_ms=unfused_ms, bytes=nbytes,
-                   frac_copy=traffic.frac_copy(nbytes, fused_ms, copy),
-                   speedup=unfused_ms / fused_ms)
+        row = dict(
+            T=T,
+            N=n,
+            shape=[T, b, c, s],
+            fused_ms=fused_ms,
+            unfused_ms=unfused_ms,
+            bytes=nbytes,
+            frac_copy=traffic.frac_copy(nbytes, fused_ms, copy),
+            speedup=unfused_ms / fused_ms,
+        )
         meta["rows"].append(row)
-        print("%s: T=%d N=2^%d fused %.4f ms (%.1f%% of copy), "
-              "unfused %.4f ms: %.2fx" % (PROG, T, n.bit_length() - 1,
-                                          fused_ms, 100 * row["frac_copy"],
-                                          unfused_ms, row["speedup"]))
+        print(
+            "%s: T=%d N=2^%d fused %.4f ms (%.1f%% of copy), "
+            "unfused %.4f ms: %.2fx"
+            % (
+                PROG,
+                T,
+                n.bit_length() - 1,
+                fused_ms,
+                100 * row["frac_copy"],
+                unfused_ms,
+                row["speedup"],
+            )
+        )
         sys.stdout.flush()
 
     results.write_results(args.out, "block_results", meta, markdown(meta))
@@ -232,11 +310,23 @@ def markdown(meta):
         "|---|---|---|---|---|",
     ]
     for r in meta["rows"]:
-        lines.append("| %s | %.4f | %.1f | %.4f | %.2fx |" % (
-            r["shape"], r["fused_ms"], 100 * r["frac_copy"], r["unfused_ms"],
-            r["speedup"]))
+        lines.append(
+            "| %s | %.4f | %.1f | %.4f | %.2fx |"
+            % (
+                r["shape"],
+                r["fused_ms"],
+                100 * r["frac_copy"],
+                r["unfused_ms"],
+                r["speedup"],
+            )
+        )
     lines.append("")
-    lines.append("Bitwise equal to eager PyTorch: " + ", ".join(
-        "%s %s" % (c["shape"], "yes" if c["bitwise"] else "NO")
-        for c in meta["checks"]) + ".")
+    lines.append(
+        "Bitwise equal to eager PyTorch: "
+        + ", ".join(
+            "%s %s" % (c["shape"], "yes" if c["bitwise"] else "NO")
+            for c in meta["checks"]
+        )
+        + "."
+    )
     return "\n".join(lines) + "\n"

@@ -73,16 +73,23 @@ def flexsn_modules(num_channels, smoke=False):
     """(fused Block, [affine, lif, residual] modules), float32 kernels for
     flexsn.compile's default targets (--smoke: the CPU)."""
     from flexsn.torch import Affine, Block, FlexSN, LIFNode, Residual
+
     f32 = ("f32",)
     targets = dict(targets=("cpu",)) if smoke else {}
-    fused = Block(LIFNode(step_mode="m", tau=TAU, storage_types=f32,
-                          **targets),
-                  pre=Affine(num_channels=num_channels),
-                  post=Residual("add"), name="bn_lif_train", **targets)
-    unfused = [FlexSN(AFFINE, num_channels=num_channels, storage_types=f32,
-                      **targets),
-               LIFNode(step_mode="m", tau=TAU, storage_types=f32, **targets),
-               FlexSN(RESIDUAL, storage_types=f32, **targets)]
+    fused = Block(
+        LIFNode(step_mode="m", tau=TAU, storage_types=f32, **targets),
+        pre=Affine(num_channels=num_channels),
+        post=Residual("add"),
+        name="bn_lif_train",
+        **targets,
+    )
+    unfused = [
+        FlexSN(
+            AFFINE, num_channels=num_channels, storage_types=f32, **targets
+        ),
+        LIFNode(step_mode="m", tau=TAU, storage_types=f32, **targets),
+        FlexSN(RESIDUAL, storage_types=f32, **targets),
+    ]
     return fused, unfused
 
 
@@ -92,6 +99,7 @@ def eager_block(torch):
 
     def block(x, scale, shift):
         return eager(torch, x, scale, shift, spike)[0]
+
     return block
 
 
@@ -99,8 +107,9 @@ def main(argv=None):
     ap = cli.parser("block-train", __doc__)
     ap.add_argument("--compile-only", action="store_true")
     cli.add_out_and_smoke(ap, "block-train-out")
-    ap.add_argument("--no-compile", action="store_true",
-                    help="skip torch.compile")
+    ap.add_argument(
+        "--no-compile", action="store_true", help="skip torch.compile"
+    )
     args = cli.finish(ap.parse_args(argv))
     if args.compile_only:
         # Both channel counts the benchmark builds: the checks' and the
@@ -110,13 +119,18 @@ def main(argv=None):
         return 0
 
     import torch
+
     dev = cli.device(torch, args, PROG)
     if dev is None:
         return 2
     smoke = args.smoke
     timer = Timer(torch, dev, SMOKE["reps"] if smoke else 10, 2)
-    meta = dict(device=cli.device_name(torch, dev), torch=torch.__version__,
-                checks=[], rows=[])
+    meta = dict(
+        device=cli.device_name(torch, dev),
+        torch=torch.__version__,
+        checks=[],
+        rows=[],
+    )
     eager_fn = eager_block(torch)
     gen = torch.Generator(device=dev).manual_seed(0)
 
@@ -135,6 +149,7 @@ def main(argv=None):
         def f(x):
             fused.reset()
             return fused(x)
+
         return f, [fused.scale, fused.shift]
 
     def run_unfused(unfused):
@@ -143,6 +158,7 @@ def main(argv=None):
         def f(x):
             lif.reset()
             return residual(lif(affine(x)), x)
+
         return f, [affine.scale, affine.shift]
 
     def run_eager(fn, scale, shift):
@@ -165,28 +181,43 @@ def main(argv=None):
         x = torch.randn(shape, generator=gen, device=dev) + 0.4
         g = torch.randn(shape, generator=gen, device=dev)
         got = []
-        for f, params in (run_fused(fused), run_unfused(unfused),
-                          run_eager(eager_fn, scale, shift)):
+        for f, params in (
+            run_fused(fused),
+            run_unfused(unfused),
+            run_eager(eager_fn, scale, shift),
+        ):
             xi = x.clone().requires_grad_()
             y = step(f, params, xi, g)
             got.append((y.detach(), xi.grad, params[0].grad, params[1].grad))
         bitwise = bool(torch.equal(got[0][0], got[1][0]))
-        close = all(torch.allclose(a, b, rtol=1e-4, atol=1e-4)
-                    for other in got[1:] for a, b in zip(got[0], other))
-        meta["checks"].append(dict(shape=list(shape), bitwise=bitwise,
-                                   gradients_close=close))
-        print("%s: check %s fused == unfused bitwise: %s, gradients close "
-              "to unfused and eager: %s" % (PROG, shape, bitwise, close))
+        close = all(
+            torch.allclose(a, b, rtol=1e-4, atol=1e-4)
+            for other in got[1:]
+            for a, b in zip(got[0], other)
+        )
+        meta["checks"].append(
+            dict(shape=list(shape), bitwise=bitwise, gradients_close=close)
+        )
+        print(
+            "%s: check %s fused == unfused bitwise: %s, gradients close "
+            "to unfused and eager: %s" % (PROG, shape, bitwise, close)
+        )
 
     copy, _ = traffic.copy_gbs(
-        torch, timer, SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES)
+        torch, timer, SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES
+    )
     meta["copy_gbs"] = copy
     b, c, h, w = SMOKE["shape"] if smoke else (B, C, H, W)
     fused, unfused, scale, shift = make(c)
     compiled = None
     if smoke or not hasattr(torch, "compile"):
-        cli.skip(PROG, "torch.compile", "--smoke: it compiles for minutes"
-                 if smoke else "this torch has no torch.compile")
+        cli.skip(
+            PROG,
+            "torch.compile",
+            "--smoke: it compiles for minutes"
+            if smoke
+            else "this torch has no torch.compile",
+        )
     elif not args.no_compile:
         compiled = torch.compile(eager_fn)
     if not timer.cuda:
@@ -197,18 +228,26 @@ def main(argv=None):
 
     n = b * c * h * w
     for T in SMOKE["Ts"] if smoke else TS:
-        x = torch.randn((T, b, c, h, w), generator=gen,
-                        device=dev).requires_grad_()
+        x = torch.randn(
+            (T, b, c, h, w), generator=gen, device=dev
+        ).requires_grad_()
         g = torch.randn((T, b, c, h, w), generator=gen, device=dev)
-        runs = {"fused": run_fused(fused), "unfused": run_unfused(unfused),
-                "eager": run_eager(eager_fn, scale, shift)}
+        runs = {
+            "fused": run_fused(fused),
+            "unfused": run_unfused(unfused),
+            "eager": run_eager(eager_fn, scale, shift),
+        }
         # Where the fused step's time goes: its forward alone (the training
         # forward kernel), and the backward summing per-channel gradients
         # with atomics in the kernel instead of per-neuron sums that torch
         # adds per channel (the module's choice on a GPU, docs/Python.md).
         f, params = run_fused(fused)
-        row = dict(T=T, N=n, shape=[T, b, c, h, w],
-                   fused_forward_ms=median_ms(lambda: f(x)))
+        row = dict(
+            T=T,
+            N=n,
+            shape=[T, b, c, h, w],
+            fused_forward_ms=median_ms(lambda: f(x)),
+        )
         if timer.cuda:
             kernels = fused.handle.kernels(x.device)
             kernels._sum_channels_here = False
@@ -236,22 +275,33 @@ def main(argv=None):
             if name + "_ms" in row:
                 row["vs_" + name] = row[name + "_ms"] / row["fused_ms"]
         meta["rows"].append(row)
-        print("%s: T=%d fused %.3f ms (%.1f%% of copy; forward %.3f ms, "
-              "with atomic channel sums %s ms), unfused %.3f ms (%.2fx), "
-              "eager %.3f ms (%.2fx), compile %s"
-              % (PROG, T, row["fused_ms"], 100 * row["frac_copy"],
-                 row["fused_forward_ms"],
-                 results.fmt(row.get("fused_atomic_ms"), ".3f"),
-                 row["unfused_ms"], row["vs_unfused"], row["eager_ms"],
-                 row["vs_eager"],
-                 "%.3f ms (%.2fx)" % (row["compile_ms"], row["vs_compile"])
-                 if "compile_ms" in row else "-"))
+        print(
+            "%s: T=%d fused %.3f ms (%.1f%% of copy; forward %.3f ms, "
+            "with atomic channel sums %s ms), unfused %.3f ms (%.2fx), "
+            "eager %.3f ms (%.2fx), compile %s"
+            % (
+                PROG,
+                T,
+                row["fused_ms"],
+                100 * row["frac_copy"],
+                row["fused_forward_ms"],
+                results.fmt(row.get("fused_atomic_ms"), ".3f"),
+                row["unfused_ms"],
+                row["vs_unfused"],
+                row["eager_ms"],
+                row["vs_eager"],
+                "%.3f ms (%.2fx)" % (row["compile_ms"], row["vs_compile"])
+                if "compile_ms" in row
+                else "-",
+            )
+        )
         sys.stdout.flush()
         x = g = None  # free them before the next T
         timer.free()
 
-    results.write_results(args.out, "block_train_results", meta,
-                          markdown(meta))
+    results.write_results(
+        args.out, "block_train_results", meta, markdown(meta)
+    )
     if not smoke:
         plot(meta, os.path.join(args.out, "block_train.png"))
     print("%s: results in %s" % (PROG, args.out))
@@ -259,8 +309,12 @@ def main(argv=None):
     return 0 if ok else 1
 
 
-NAMES = (("fused", "FlexSN fused block"), ("unfused", "FlexSN, 3 kernels"),
-         ("eager", "eager PyTorch"), ("compile", "torch.compile"))
+NAMES = (
+    ("fused", "FlexSN fused block"),
+    ("unfused", "FlexSN, 3 kernels"),
+    ("eager", "eager PyTorch"),
+    ("compile", "torch.compile"),
+)
 
 
 def markdown(meta):
@@ -282,28 +336,61 @@ def markdown(meta):
     ]
     rows = meta["rows"]
     for r in rows:
+
         def cell(name, key="_ms", fmt="%.3f"):
             return fmt % r[name + key] if name + key in r else "-"
-        lines.append("| %d | %.3f | %.1f | %s | %s | %s | %s | %s | %s | %s |"
-                     % (r["T"], r["fused_ms"], 100 * r["frac_copy"],
-                        cell("unfused"), cell("vs_unfused", "", "%.2fx"),
-                        cell("eager"), cell("vs_eager", "", "%.2fx"),
-                        cell("compile"), cell("vs_compile", "", "%.2fx"),
-                        cell("compile", "_first_s", "%.1f")))
-    lines += ["", "Where the fused step's time goes: " + "; ".join(
-        "T = %d: forward %.3f ms (%.1f%% of copy on its 3 T N floats), "
-        "with per-channel sums by atomics in the kernel %s ms"
-        % (r["T"], r["fused_forward_ms"],
-           100 * traffic.frac_copy(3 * r["T"] * r["N"] * 4,
-                                   r["fused_forward_ms"], meta["copy_gbs"]),
-           results.fmt(r.get("fused_atomic_ms"), ".3f"))
-        for r in rows) + "."]
-    lines += ["", "Checks (fused output bitwise equal to the unfused "
-              "modules'; gradients of x, scale and shift within 1e-4 of "
-              "the unfused and eager ones): " + ", ".join(
-                  "%s %s" % (c["shape"], "yes" if c["bitwise"] and
-                             c["gradients_close"] else "NO")
-                  for c in meta["checks"]) + "."]
+
+        lines.append(
+            "| %d | %.3f | %.1f | %s | %s | %s | %s | %s | %s | %s |"
+            % (
+                r["T"],
+                r["fused_ms"],
+                100 * r["frac_copy"],
+                cell("unfused"),
+                cell("vs_unfused", "", "%.2fx"),
+                cell("eager"),
+                cell("vs_eager", "", "%.2fx"),
+                cell("compile"),
+                cell("vs_compile", "", "%.2fx"),
+                cell("compile", "_first_s", "%.1f"),
+            )
+        )
+    lines += [
+        "",
+        "Where the fused step's time goes: "
+        + "; ".join(
+            "T = %d: forward %.3f ms (%.1f%% of copy on its 3 T N floats), "
+            "with per-channel sums by atomics in the kernel %s ms"
+            % (
+                r["T"],
+                r["fused_forward_ms"],
+                100
+                * traffic.frac_copy(
+                    3 * r["T"] * r["N"] * 4,
+                    r["fused_forward_ms"],
+                    meta["copy_gbs"],
+                ),
+                results.fmt(r.get("fused_atomic_ms"), ".3f"),
+            )
+            for r in rows
+        )
+        + ".",
+    ]
+    lines += [
+        "",
+        "Checks (fused output bitwise equal to the unfused "
+        "modules'; gradients of x, scale and shift within 1e-4 of "
+        "the unfused and eager ones): "
+        + ", ".join(
+            "%s %s"
+            % (
+                c["shape"],
+                "yes" if c["bitwise"] and c["gradients_close"] else "NO",
+            )
+            for c in meta["checks"]
+        )
+        + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -320,16 +407,20 @@ def plot(meta, path):
         bars = ax.bar(xs, ys, width, label=label)
         for bar, r in zip(bars, rows):
             if key == "fused":
-                ax.annotate("%.0f%% of copy" % (100 * r["frac_copy"]),
-                            (bar.get_x() + bar.get_width() / 2,
-                             bar.get_height()), ha="center", va="bottom",
-                            fontsize=7)
+                ax.annotate(
+                    "%.0f%% of copy" % (100 * r["frac_copy"]),
+                    (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                )
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(["T = %d" % r["T"] for r in rows])
     ax.set_ylabel("training step (ms)")
     ax.set_yscale("log")
-    ax.set_title("BN-apply + LIF + residual, N = 2^24, %s" % meta["device"],
-                 fontsize=9)
+    ax.set_title(
+        "BN-apply + LIF + residual, N = 2^24, %s" % meta["device"], fontsize=9
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=130)

@@ -17,8 +17,9 @@ from .timing import Timer
 
 # The Inductor and Triton caches of the compile workers; set before torch is
 # imported (bench.lif imports this module first).
-CACHE = os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
-                              "/tmp/flexsn_bench_inductor_%d" % os.getuid())
+CACHE = os.environ.setdefault(
+    "TORCHINDUCTOR_CACHE_DIR", "/tmp/flexsn_bench_inductor_%d" % os.getuid()
+)
 os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(CACHE, "triton"))
 os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
 os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
@@ -26,9 +27,11 @@ os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 # Rough compile cost of a task (seconds, for sharing them among workers) and
 # memory (bytes per element of [T, N]).
-COST = {"inference": {4: 2.0, 16: 4.0, 64: 18.0},
-        "final_state": {4: 1.5, 16: 3.0, 64: 14.0},
-        "train": {4: 6.0, 16: 18.0, 64: 70.0}}
+COST = {
+    "inference": {4: 2.0, 16: 4.0, 64: 18.0},
+    "final_state": {4: 1.5, 16: 3.0, 64: 14.0},
+    "train": {4: 6.0, 16: 18.0, 64: 70.0},
+}
 MEM_PER_ELEM = {"inference": 3, "final_state": 2, "train": 7}
 
 
@@ -38,6 +41,7 @@ def key_str(variant, dtype, T):
 
 def configure_dynamo(torch):
     import torch._dynamo
+
     cfg = torch._dynamo.config
     for name in ("cache_size_limit", "recompile_limit"):
         if hasattr(cfg, name):
@@ -100,6 +104,7 @@ class MemLedger(object):
                 led[me] = gib
                 return True
             return False
+
         while not self._edit(take):
             time.sleep(0.5)
 
@@ -112,6 +117,7 @@ def worker_main(tasks, args):
     """A compile worker (`python3 -m bench lif --worker TASKS`): compiles
     and times each (variant, dtype, T, N); prints one WORKER line each."""
     import torch
+
     configure_dynamo(torch)
     torch.zeros(1, device="cuda")
     lock = GpuLock(args.lock)
@@ -119,8 +125,10 @@ def worker_main(tasks, args):
     timer = Timer(torch, "cuda", args.reps, 3, lock)
     for variant, dtype, T, N in tasks:
         rec = dict(key=key_str(variant, dtype, T), N=N, ok=False)
-        gib = (MEM_PER_ELEM[variant] * T * N * kernels.ELEM[dtype] / 2.0 ** 30
-               + 0.5)
+        gib = (
+            MEM_PER_ELEM[variant] * T * N * kernels.ELEM[dtype] / 2.0**30
+            + 0.5
+        )
         ledger.acquire(gib)
         try:
             compile_and_time(torch, timer, rec, variant, dtype, T, N)
@@ -139,8 +147,9 @@ def compile_and_time(torch, timer, rec, variant, dtype, T, N):
     """torch.compile of the eager loop on one task: the first call's time
     (it compiles) and the timed calls after it, into `rec`."""
     x, v0, gs = kernels.make_inputs(torch, variant, dtype, T, N)
-    fn = torch.compile(kernels.make_loop(torch, variant, dtype, T, N),
-                       dynamic=False)
+    fn = torch.compile(
+        kernels.make_loop(torch, variant, dtype, T, N), dynamic=False
+    )
     run = kernels.peer_call(torch, fn, variant, x, v0, gs)
     t0 = time.time()
     run()
@@ -173,16 +182,35 @@ class Workers(object):
         for i, b in enumerate(bins):
             if not b:
                 continue
-            cmd = [sys.executable, "-m", "bench", "lif", "--worker",
-                   json.dumps([list(k) for k in b]), "--lock", args.lock,
-                   "--ledger", args.ledger, "--worker-gib",
-                   str(args.worker_gib), "--reps", str(args.reps)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "bench",
+                "lif",
+                "--worker",
+                json.dumps([list(k) for k in b]),
+                "--lock",
+                args.lock,
+                "--ledger",
+                args.ledger,
+                "--worker-gib",
+                str(args.worker_gib),
+                "--reps",
+                str(args.reps),
+            ]
             # Output to a file: a full pipe nobody reads would stall it.
             log = open(os.path.join(CACHE, "worker%d.log" % i), "w+")
             self.logs.append(log)
-            self.procs.append(subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
-                env=env, cwd=str(ROOT)))
+            self.procs.append(
+                subprocess.Popen(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env=env,
+                    cwd=str(ROOT),
+                )
+            )
 
     def collect(self, deadline):
         """Waits for the workers until `deadline` (time.time()), kills the
@@ -200,7 +228,7 @@ class Workers(object):
             got = False
             for line in out.splitlines():
                 if line.startswith("WORKER "):
-                    rec = json.loads(line[len("WORKER "):])
+                    rec = json.loads(line[len("WORKER ") :])
                     self.results[(rec["key"], rec["N"])] = rec
                     got = True
             if p.returncode not in (0, None) and not got:

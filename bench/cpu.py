@@ -49,16 +49,20 @@ def kernel_calls(torch, compiled, T, N):
     """{row: (call, outputs, bytes)} for the kernels on buffers allocated
     here; call(threads) launches on that many threads."""
     from flexsn._runtime import load_kernel
+
     x, v0, gs = kernels.make_inputs(torch, "train", "f32", T, N, "cpu")
     spike = torch.empty_like(x)
     v_seq = torch.empty_like(x)
     v_final = torch.empty_like(v0)
     x_grad = torch.empty_like(x)
     v0_grad = torch.empty_like(v0)
-    k = {v: load_kernel(compiled, "cpu", v, "f32")
-         for v in ("inference", "final-state", "forward", "backward")}
-    workspace = kernels.new_workspace(torch, (k["forward"], k["backward"]),
-                                      T, N, "cpu")
+    k = {
+        v: load_kernel(compiled, "cpu", v, "f32")
+        for v in ("inference", "final-state", "forward", "backward")
+    }
+    workspace = kernels.new_workspace(
+        torch, (k["forward"], k["backward"]), T, N, "cpu"
+    )
 
     def launch(kernel, tensors):
         buffers = kernels.addresses(kernel, tensors)
@@ -67,28 +71,45 @@ def kernel_calls(torch, compiled, T, N):
             # `tensors` is named here so that the buffers live as long as
             # the call that holds their addresses.
             assert tensors
-            kernel.launch(T, N, buffers, workspace.data_ptr(),
-                          num_threads=threads)
+            kernel.launch(
+                T, N, buffers, workspace.data_ptr(), num_threads=threads
+            )
+
         return call
 
-    inference = launch(k["inference"], {"x": x, "v_init": v0,
-                                        "spike": spike, "v_seq": v_seq})
-    final = launch(k["final-state"], {"x": x, "v_init": v0, "spike": spike,
-                                      "v_final": v_final})
+    inference = launch(
+        k["inference"], {"x": x, "v_init": v0, "spike": spike, "v_seq": v_seq}
+    )
+    final = launch(
+        k["final-state"],
+        {"x": x, "v_init": v0, "spike": spike, "v_final": v_final},
+    )
     forward = launch(k["forward"], {"x": x, "v_init": v0, "spike": spike})
-    backward = launch(k["backward"], {"spike_grad": gs, "x_grad": x_grad,
-                                      "v_init_grad": v0_grad})
+    backward = launch(
+        k["backward"],
+        {"spike_grad": gs, "x_grad": x_grad, "v_init_grad": v0_grad},
+    )
 
     def train(threads):
         forward(threads)
         backward(threads)
+
     return {
-        "inference": (inference, (spike, v_seq),
-                      traffic.lif_bytes("inference", T, N, 4)),
-        "final_state": (final, (spike, v_final),
-                        traffic.lif_bytes("final_state", T, N, 4)),
-        "train": (train, (spike, x_grad, v0_grad),
-                  traffic.lif_bytes("train", T, N, 4)),
+        "inference": (
+            inference,
+            (spike, v_seq),
+            traffic.lif_bytes("inference", T, N, 4),
+        ),
+        "final_state": (
+            final,
+            (spike, v_final),
+            traffic.lif_bytes("final_state", T, N, 4),
+        ),
+        "train": (
+            train,
+            (spike, x_grad, v0_grad),
+            traffic.lif_bytes("train", T, N, 4),
+        ),
     }
 
 
@@ -96,10 +117,13 @@ def module_calls(torch, T, N):
     """{row: (flexsn call, eager call)} through flexsn.torch.LIFNode and
     the eager loop, and the check comparing them."""
     import flexsn.torch as ftorch
+
     x, v0, gs = kernels.make_inputs(torch, "train", "f32", T, N, "cpu")
     node = ftorch.LIFNode(step_mode="m")
-    loop = {v: kernels.make_loop(torch, v, "f32", T, N)
-            for v in ("final_state", "train")}
+    loop = {
+        v: kernels.make_loop(torch, v, "f32", T, N)
+        for v in ("final_state", "train")
+    }
 
     def flexsn_inference():
         with torch.no_grad():
@@ -125,13 +149,23 @@ def module_calls(torch, T, N):
     def check():
         spikes = torch.equal(flexsn_inference(), eager_inference())
         ours, theirs = flexsn_train(), eager_train()
-        err = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
-                  for a, b in zip(ours, theirs))
-        return [dict(check="LIFNode spikes equal the eager loop's", ok=spikes),
-                dict(check="LIFNode gradients match eager autograd",
-                     ok=err <= GRAD_RTOL, max_rel_err=err)]
-    return {"inference": (flexsn_inference, eager_inference),
-            "train": (flexsn_train, eager_train)}, check
+        err = max(
+            float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+            for a, b in zip(ours, theirs)
+        )
+        return [
+            dict(check="LIFNode spikes equal the eager loop's", ok=spikes),
+            dict(
+                check="LIFNode gradients match eager autograd",
+                ok=err <= GRAD_RTOL,
+                max_rel_err=err,
+            ),
+        ]
+
+    return {
+        "inference": (flexsn_inference, eager_inference),
+        "train": (flexsn_train, eager_train),
+    }, check
 
 
 def copy_gbs(torch, timer, nbytes):
@@ -151,60 +185,98 @@ def measure(torch, args, compiled, T, N):
         copy = copy_gbs(torch, timer, args.copy_bytes)
         for name, (call, outs, nbytes) in kcalls.items():
             ms, min_ms = timer.ms(lambda: call(threads))
-            rows.append(dict(threads=threads, row="kernel " + name, ms=ms,
-                             min_ms=min_ms,
-                             gbs=traffic.gbs(nbytes, ms),
-                             frac_copy=traffic.frac_copy(nbytes, ms, copy),
-                             copy_gbs=copy))
+            rows.append(
+                dict(
+                    threads=threads,
+                    row="kernel " + name,
+                    ms=ms,
+                    min_ms=min_ms,
+                    gbs=traffic.gbs(nbytes, ms),
+                    frac_copy=traffic.frac_copy(nbytes, ms, copy),
+                    copy_gbs=copy,
+                )
+            )
             call(threads)
             outputs.setdefault(name, []).append(
-                (threads, [o.clone() for o in outs]))
+                (threads, [o.clone() for o in outs])
+            )
         for name, (ours, eager) in mcalls.items():
             ms, min_ms = timer.ms(ours)
             eager_ms = timer.ms(eager)[0]
-            rows.append(dict(threads=threads, row="LIFNode " + name, ms=ms,
-                             min_ms=min_ms,
-                             eager_ms=eager_ms, vs_eager=eager_ms / ms,
-                             copy_gbs=copy))
+            rows.append(
+                dict(
+                    threads=threads,
+                    row="LIFNode " + name,
+                    ms=ms,
+                    min_ms=min_ms,
+                    eager_ms=eager_ms,
+                    vs_eager=eager_ms / ms,
+                    copy_gbs=copy,
+                )
+            )
         checks += [dict(c, threads=threads) for c in check()]
     for name, runs in outputs.items():
         first_threads, first = runs[0]
-        same = all(all(torch.equal(a, b) for a, b in zip(first, outs))
-                   for _, outs in runs[1:])
-        checks.append(dict(check="kernel %s bitwise equal for threads %s"
-                           % (name, [t for t, _ in runs]), ok=same))
+        same = all(
+            all(torch.equal(a, b) for a, b in zip(first, outs))
+            for _, outs in runs[1:]
+        )
+        checks.append(
+            dict(
+                check="kernel %s bitwise equal for threads %s"
+                % (name, [t for t, _ in runs]),
+                ok=same,
+            )
+        )
     return rows, checks
 
 
 def markdown(meta):
-    lines = ["# CPU kernels: LIF f32, T = %d, N = %d" % (meta["T"], meta["N"]),
-             "", "`python3 -m bench cpu` on %s (%d cores), torch %s, in one "
-             "process. Kernels on buffers allocated beforehand, as a "
-             "fraction of the copy bandwidth measured in the same run; "
-             "modules (`flexsn.torch.LIFNode`) against the eager PyTorch "
-             "loop, both allocating their outputs. Median (and fastest) "
-             "of %d runs; GB/s, the fraction of copy and the ratio to "
-             "eager are of the medians." % (
-                 meta["device"], meta["cores"], meta["torch"], meta["reps"]),
-             "",
-             "| threads | row | ms | fastest ms | GB/s | of copy | eager ms "
-             "| vs eager |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# CPU kernels: LIF f32, T = %d, N = %d" % (meta["T"], meta["N"]),
+        "",
+        "`python3 -m bench cpu` on %s (%d cores), torch %s, in one "
+        "process. Kernels on buffers allocated beforehand, as a "
+        "fraction of the copy bandwidth measured in the same run; "
+        "modules (`flexsn.torch.LIFNode`) against the eager PyTorch "
+        "loop, both allocating their outputs. Median (and fastest) "
+        "of %d runs; GB/s, the fraction of copy and the ratio to "
+        "eager are of the medians."
+        % (meta["device"], meta["cores"], meta["torch"], meta["reps"]),
+        "",
+        "| threads | row | ms | fastest ms | GB/s | of copy | eager ms "
+        "| vs eager |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in meta["rows"]:
-        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["threads"], r["row"], results.fmt(r["ms"], ".2f"),
-            results.fmt(r["min_ms"], ".2f"),
-            results.fmt(r.get("gbs"), ".1f"),
-            results.fmt(r.get("frac_copy") and 100 * r["frac_copy"], ".0f")
-            + ("%" if r.get("frac_copy") else ""),
-            results.fmt(r.get("eager_ms"), ".2f"),
-            results.fmt(r.get("vs_eager"), ".2f") + (
-                "x" if r.get("vs_eager") else "")))
-    lines += ["", "Copy: %s GB/s (read + write)." % ", ".join(
-        "%.1f on %d thread%s" % (r["copy_gbs"], r["threads"],
-                                 "s" if r["threads"] > 1 else "")
-        for r in meta["rows"] if r["row"] == "kernel inference"), "",
-        "Checks:", ""]
+        lines.append(
+            "| %d | %s | %s | %s | %s | %s | %s | %s |"
+            % (
+                r["threads"],
+                r["row"],
+                results.fmt(r["ms"], ".2f"),
+                results.fmt(r["min_ms"], ".2f"),
+                results.fmt(r.get("gbs"), ".1f"),
+                results.fmt(r.get("frac_copy") and 100 * r["frac_copy"], ".0f")
+                + ("%" if r.get("frac_copy") else ""),
+                results.fmt(r.get("eager_ms"), ".2f"),
+                results.fmt(r.get("vs_eager"), ".2f")
+                + ("x" if r.get("vs_eager") else ""),
+            )
+        )
+    lines += [
+        "",
+        "Copy: %s GB/s (read + write)."
+        % ", ".join(
+            "%.1f on %d thread%s"
+            % (r["copy_gbs"], r["threads"], "s" if r["threads"] > 1 else "")
+            for r in meta["rows"]
+            if r["row"] == "kernel inference"
+        ),
+        "",
+        "Checks:",
+        "",
+    ]
     lines += ["- " + results.check_line(c) for c in meta["checks"]]
     return "\n".join(lines) + "\n"
 
@@ -218,10 +290,14 @@ def plot(meta, out):
         rows = [r for r in meta["rows"] if r["threads"] == threads]
         kern = [r for r in rows if r["row"].startswith("kernel")]
         mods = [r for r in rows if r["row"].startswith("LIFNode")]
-        left.bar([r["row"][7:] + " %dt" % threads for r in kern],
-                 [100 * r["frac_copy"] for r in kern])
-        right.bar([r["row"][8:] + " %dt" % threads for r in mods],
-                  [r["vs_eager"] for r in mods])
+        left.bar(
+            [r["row"][7:] + " %dt" % threads for r in kern],
+            [100 * r["frac_copy"] for r in kern],
+        )
+        right.bar(
+            [r["row"][8:] + " %dt" % threads for r in mods],
+            [r["vs_eager"] for r in mods],
+        )
     left.set_ylabel("% of copy bandwidth")
     left.set_title("kernels")
     right.set_ylabel("speedup over eager PyTorch")
@@ -245,14 +321,24 @@ def main(argv=None):
 
     import torch
     import flexsn
-    compiled = flexsn.compile("lif", targets=("cpu",), storage_types=("f32",),
-                              variants=("inference", "final-state",
-                                        "forward", "backward"))
+
+    compiled = flexsn.compile(
+        "lif",
+        targets=("cpu",),
+        storage_types=("f32",),
+        variants=("inference", "final-state", "forward", "backward"),
+    )
     rows, checks = measure(torch, args, compiled, t, n)
-    meta = dict(device=cli.device_name(torch, "cpu"),
-                cores=os.cpu_count(), torch=torch.__version__, T=t, N=n,
-                reps=args.reps,
-                rows=rows, checks=checks)
+    meta = dict(
+        device=cli.device_name(torch, "cpu"),
+        cores=os.cpu_count(),
+        torch=torch.__version__,
+        T=t,
+        N=n,
+        reps=args.reps,
+        rows=rows,
+        checks=checks,
+    )
     for c in checks:
         print(results.check_line(c))
     text = markdown(meta)

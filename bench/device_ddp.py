@@ -65,8 +65,9 @@ class Digits(nn.Module):
 
 
 def build(device, sync_bn, options):
-    net = device_torch.make_digits_net(device_torch.lif_node(**options),
-                                       device)
+    net = device_torch.make_digits_net(
+        device_torch.lif_node(**options), device
+    )
     if sync_bn:
         net = nn.SyncBatchNorm.convert_sync_batchnorm(net)
     return Digits(net).to(device)
@@ -99,7 +100,9 @@ def global_batches(n, batch, count):
     batches = []
     while len(batches) < count:
         perm = torch.randperm(n, generator=g)
-        batches += [perm[i:i + batch] for i in range(0, n - batch + 1, batch)]
+        batches += [
+            perm[i : i + batch] for i in range(0, n - batch + 1, batch)
+        ]
     return batches[:count]
 
 
@@ -114,10 +117,14 @@ def gather(t):
 def record_spikes(net):
     """Keeps the LIF layers' output spikes of the next forward."""
     spikes = {}
-    handles = [net[name].register_forward_hook(
-        lambda module, inputs, out, name=name: spikes.__setitem__(
-            name, out.detach()))
-        for name in ("n1", "n2")]
+    handles = [
+        net[name].register_forward_hook(
+            lambda module, inputs, out, name=name: spikes.__setitem__(
+                name, out.detach()
+            )
+        )
+        for name in ("n1", "n2")
+    ]
     return spikes, handles
 
 
@@ -164,9 +171,13 @@ def run_rank(rank, cfg):
     else:
         device = torch.device("cpu")
         torch.set_num_threads(1)
-    dist.init_process_group(cfg["backend"], init_method="env://", rank=rank,
-                            world_size=WORLD,
-                            timeout=datetime.timedelta(seconds=300))
+    dist.init_process_group(
+        cfg["backend"],
+        init_method="env://",
+        rank=rank,
+        world_size=WORLD,
+        timeout=datetime.timedelta(seconds=300),
+    )
     results = []
     out = pathlib.Path(cfg["out"])
 
@@ -181,7 +192,7 @@ def run_rank(rank, cfg):
     batches = global_batches(len(xs), B, cfg["tries"] + steps)
 
     def shard(idx):
-        mine = idx[rank * half:(rank + 1) * half]
+        mine = idx[rank * half : (rank + 1) * half]
         return xs[mine].to(device), ys[mine].to(device)
 
     options = cfg["options"]
@@ -192,11 +203,18 @@ def run_rank(rank, cfg):
     # DDP broadcast rank 0's parameters and buffers; the one-device model
     # starts from the same state.
     init_state = copy.deepcopy(ddp.module.state_dict())
-    env = {"torch": torch.__version__, "backend": cfg["backend"],
-           "devices": [torch.cuda.get_device_name(i) for i in range(WORLD)]
-           if gpu else ["cpu"] * WORLD,
-           "batch": B, "per_rank": half, "T": 8, "data": data_name,
-           "batchnorm": "SyncBatchNorm" if gpu else "running stats (cpu)"}
+    env = {
+        "torch": torch.__version__,
+        "backend": cfg["backend"],
+        "devices": [torch.cuda.get_device_name(i) for i in range(WORLD)]
+        if gpu
+        else ["cpu"] * WORLD,
+        "batch": B,
+        "per_rank": half,
+        "T": 8,
+        "data": data_name,
+        "batchnorm": "SyncBatchNorm" if gpu else "running stats (cpu)",
+    }
     if rank == 0:
         print(f"{PROG}: {env}", flush=True)
 
@@ -208,7 +226,7 @@ def run_rank(rank, cfg):
             freeze_bn(single)
     names = [n for n, _ in ddp.module.named_parameters()]
     flips_seen = []
-    for attempt, idx in enumerate(batches[:cfg["tries"]]):
+    for attempt, idx in enumerate(batches[: cfg["tries"]]):
         ddp.zero_grad(set_to_none=True)
         x, y = shard(idx)
         spikes, hooks = record_spikes(ddp.module.net)
@@ -217,8 +235,9 @@ def run_rank(rank, cfg):
         loss.backward()
         for h in hooks:
             h.remove()
-        rank_grads = {n: gather(p.grad) for n, p in
-                      ddp.module.named_parameters()}
+        rank_grads = {
+            n: gather(p.grad) for n, p in ddp.module.named_parameters()
+        }
         rank_spikes = {n: gather(s) for n, s in spikes.items()}
         rank_logits = gather(logits)
         rank_losses = gather(loss.reshape(1))
@@ -236,8 +255,10 @@ def run_rank(rank, cfg):
             # neuron sitting within an ulp of the threshold, which moves
             # the gradients far beyond float32 noise. The gradients are
             # compared on the first batch whose forwards agree.
-            flips = {n: int((torch.cat(rank_spikes[n], dim=1) != s).sum())
-                     for n, s in spikes1.items()}
+            flips = {
+                n: int((torch.cat(rank_spikes[n], dim=1) != s).sum())
+                for n, s in spikes1.items()
+            }
             flips_seen.append(flips)
             if not any(flips.values()) or attempt == cfg["tries"] - 1:
                 done.fill_(1)
@@ -253,32 +274,58 @@ def run_rank(rank, cfg):
             # > 1 where torch.allclose(rtol, atol) fails. "rel" is noise for
             # the conv biases before BatchNorm: their true gradient is 0.
             ratio = float((diff / (ATOL + RTOL * want.abs())).max())
-            per_param[n] = {"max_abs": float(diff.max()),
-                            "rel": float(diff.max()) / max(
-                                float(want.abs().max()), 1e-30),
-                            "err_over_tol": ratio}
+            per_param[n] = {
+                "max_abs": float(diff.max()),
+                "rel": float(diff.max()) / max(float(want.abs().max()), 1e-30),
+                "err_over_tol": ratio,
+            }
             worst = max(worst, ratio)
             if ratio > 1:
                 bad.append(n)
         agreed = not any(flips_seen[-1].values())
-        report({"check": "ddp gradients == one GPU on the whole batch",
-                "ok": not bad and agreed, "rtol": RTOL, "atol": ATOL,
-                "not_close": bad, "worst_err_over_tol": worst,
+        report(
+            {
+                "check": "ddp gradients == one GPU on the whole batch",
+                "ok": not bad and agreed,
+                "rtol": RTOL,
+                "atol": ATOL,
+                "not_close": bad,
+                "worst_err_over_tol": worst,
                 "batches_tried": len(flips_seen),
                 "spike_flips_per_batch": flips_seen,
-                "logits_max_diff": float((torch.cat(rank_logits) - logits1)
-                                         .abs().max()),
-                "diff_in_loss": abs(float(sum(rank_losses)) / WORLD
-                                    - float(loss1)),
-                "per_param": per_param, "env": env,
-                **({} if agreed else {"note": "the forwards' spikes differ "
-                                      "on every batch tried"})})
-        differ = [n for n in names
-                  if not all(torch.equal(g, rank_grads[n][0])
-                             for g in rank_grads[n][1:])]
-        report({"check": "ddp gradients identical on both ranks",
-                "ok": not differ, "differ": differ,
-                "parameters": len(names)})
+                "logits_max_diff": float(
+                    (torch.cat(rank_logits) - logits1).abs().max()
+                ),
+                "diff_in_loss": abs(
+                    float(sum(rank_losses)) / WORLD - float(loss1)
+                ),
+                "per_param": per_param,
+                "env": env,
+                **(
+                    {}
+                    if agreed
+                    else {
+                        "note": "the forwards' spikes differ "
+                        "on every batch tried"
+                    }
+                ),
+            }
+        )
+        differ = [
+            n
+            for n in names
+            if not all(
+                torch.equal(g, rank_grads[n][0]) for g in rank_grads[n][1:]
+            )
+        ]
+        report(
+            {
+                "check": "ddp gradients identical on both ranks",
+                "ok": not differ,
+                "differ": differ,
+                "parameters": len(names),
+            }
+        )
         single.zero_grad()
 
     # -- DDP training, the one-device model alongside on rank 0 -----------
@@ -287,7 +334,7 @@ def run_rank(rank, cfg):
     if rank == 0:
         opt1 = torch.optim.Adam(single.parameters(), lr=2e-3)
     losses, losses1, times, times1 = [], [], [], []
-    for step, idx in enumerate(batches[cfg["tries"]:], 1):
+    for step, idx in enumerate(batches[cfg["tries"] :], 1):
         x, y = shard(idx)
         sync(device)
         t = time.perf_counter()
@@ -301,40 +348,59 @@ def run_rank(rank, cfg):
         if rank == 0:
             sync(device)
             t = time.perf_counter()
-            loss1 = F.cross_entropy(single(xs[idx].to(device)),
-                                    ys[idx].to(device))
+            loss1 = F.cross_entropy(
+                single(xs[idx].to(device)), ys[idx].to(device)
+            )
             opt1.zero_grad()
             loss1.backward()
             opt1.step()
             sync(device)
             times1.append(time.perf_counter() - t)
             losses1.append(float(loss1))
-            print(f"step {step:3d}  ddp loss {losses[-1]:.6f}  one-GPU loss "
-                  f"{losses1[-1]:.6f}", flush=True)
+            print(
+                f"step {step:3d}  ddp loss {losses[-1]:.6f}  one-GPU loss "
+                f"{losses1[-1]:.6f}",
+                flush=True,
+            )
     if rank == 0:
         finite = all(math.isfinite(v) for v in losses)
         tail = sum(losses[-5:]) / len(losses[-5:])
         # Noise labels need not be learnt in a few steps: there, finite.
         learns = tail < losses[0] if data_name == "digits" else True
-        report({"check": f"ddp training {steps} steps: loss finite and "
-                         "falling", "ok": finite and learns,
-                "first": losses[0], "last5_mean": tail,
-                "max_diff_vs_one_gpu": max(abs(a - b) for a, b in
-                                           zip(losses, losses1)),
+        report(
+            {
+                "check": f"ddp training {steps} steps: loss finite and "
+                "falling",
+                "ok": finite and learns,
+                "first": losses[0],
+                "last5_mean": tail,
+                "max_diff_vs_one_gpu": max(
+                    abs(a - b) for a, b in zip(losses, losses1)
+                ),
                 "ddp_step_ms": median_ms(times),
                 "one_gpu_step_ms": median_ms(times1),
-                "loss_ddp": losses, "loss_one_gpu": losses1})
+                "loss_ddp": losses,
+                "loss_one_gpu": losses1,
+            }
+        )
     # DDP's guarantee: the same update on every rank, bit for bit.
     differ, count = [], 0
     for n, t in list(ddp.module.named_parameters()) + list(
-            ddp.module.named_buffers()):
+        ddp.module.named_buffers()
+    ):
         copies = gather(t)
         count += 1
         if not all(torch.equal(copies[0], c) for c in copies[1:]):
             differ.append(n)
-    report({"check": f"parameters and buffers bit-identical on both ranks "
-                     f"after {steps} steps", "ok": not differ,
-            "differ": differ, "tensors": count})
+    report(
+        {
+            "check": f"parameters and buffers bit-identical on both ranks "
+            f"after {steps} steps",
+            "ok": not differ,
+            "differ": differ,
+            "tensors": count,
+        }
+    )
     # Neither rank exits while the other may still need it.
     dist.barrier(**({"device_ids": [rank]} if gpu else {}))
 
@@ -349,15 +415,24 @@ def main(argv=None):
     parser = cli.parser("device-ddp", __doc__)
     parser.add_argument("--compile-only", action="store_true")
     cli.add_out_and_smoke(parser, ".")
-    parser.add_argument("--batch", type=int, default=100,
-                        help="global batch, split evenly over the 2 ranks")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=100,
+        help="global batch, split evenly over the 2 ranks",
+    )
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--tries", type=int, default=8,
-                        help="batches tried for one whose forwards agree "
-                        "spike for spike with the one-GPU run")
+    parser.add_argument(
+        "--tries",
+        type=int,
+        default=8,
+        help="batches tried for one whose forwards agree "
+        "spike for spike with the one-GPU run",
+    )
     # The GPU-free self-test, 2 CPU processes over gloo (--smoke: smaller).
-    parser.add_argument("--cpu-gloo", action="store_true",
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--cpu-gloo", action="store_true", help=argparse.SUPPRESS
+    )
     args = cli.finish(parser.parse_args(argv))
     options = dict(targets=("cpu",)) if args.smoke else {}
     if args.compile_only:
@@ -378,11 +453,13 @@ def main(argv=None):
         backend = "nccl"
         found = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if found < WORLD or not dist.is_nccl_available():
-            print(f"{PROG}: needs {WORLD} CUDA GPUs and NCCL; found "
-                  f"{found} GPU(s), NCCL "
-                  f"{'available' if dist.is_nccl_available() else 'missing'}"
-                  "; nothing run (--smoke: 2 CPU processes)",
-                  file=sys.stderr)
+            print(
+                f"{PROG}: needs {WORLD} CUDA GPUs and NCCL; found "
+                f"{found} GPU(s), NCCL "
+                f"{'available' if dist.is_nccl_available() else 'missing'}"
+                "; nothing run (--smoke: 2 CPU processes)",
+                file=sys.stderr,
+            )
             return 2
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -390,8 +467,14 @@ def main(argv=None):
         (out / name).unlink(missing_ok=True)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(free_port())
-    cfg = {"backend": backend, "out": str(out), "batch": args.batch,
-           "steps": args.steps, "tries": args.tries, "options": options}
+    cfg = {
+        "backend": backend,
+        "out": str(out),
+        "batch": args.batch,
+        "steps": args.steps,
+        "tries": args.tries,
+        "options": options,
+    }
     error = None
     t = time.perf_counter()
     try:
@@ -402,24 +485,34 @@ def main(argv=None):
     path = out / RESULTS
     res = json.loads(path.read_text()) if path.is_file() else []
     if error is not None:
-        record = {"check": "workers", "ok": False,
-                  "error": f"{type(error).__name__}: {error}"[:2000]}
+        record = {
+            "check": "workers",
+            "ok": False,
+            "error": f"{type(error).__name__}: {error}"[:2000],
+        }
         for r in range(WORLD):
             if (out / ERROR.format(r)).is_file():
                 record[f"rank{r}"] = (out / ERROR.format(r)).read_text()[
-                    -2000:]
+                    -2000:
+                ]
                 (out / ERROR.format(r)).unlink()
         res.append(record)
     elif not res:
-        res.append({"check": "workers", "ok": False,
-                    "error": "rank 0 reported nothing"})
+        res.append(
+            {
+                "check": "workers",
+                "ok": False,
+                "error": "rank 0 reported nothing",
+            }
+        )
     path.write_text(json.dumps(res, indent=1))
     for r in res:
         shown = dict(r)
         if "per_param" in r:
             shown["max_abs/rel"] = {
                 n.replace("net.", ""): "%.1e/%.1e" % (v["max_abs"], v["rel"])
-                for n, v in r["per_param"].items()}
+                for n, v in r["per_param"].items()
+            }
         print(results.check_line(shown, hide=("per_param", "env", "loss_")))
     failed = results.summary(PROG, res, " (%.1f s)" % wall)
     print(f"{PROG}: results in {out}")

@@ -58,11 +58,13 @@ def modules(**options):
     """Every module configuration the run uses (compiled by --compile-only;
     `options` go to the compile: --smoke's CPU target)."""
     for name in NEURONS:
-        yield name, lambda name=name: FlexSN(name, store_state_seqs=True,
-                                             **options)
+        yield name, lambda name=name: FlexSN(
+            name, store_state_seqs=True, **options
+        )
     yield "lif-node", lambda: LIFNode(step_mode="m", **options)
-    yield "plif-node", lambda: ParametricLIFNode(step_mode="m", init_tau=2.0,
-                                                 **options)
+    yield "plif-node", lambda: ParametricLIFNode(
+        step_mode="m", init_tau=2.0, **options
+    )
 
 
 def check_neurons(res, device, options):
@@ -77,11 +79,13 @@ def check_neurons(res, device, options):
     for name in ("lif", "plif"):
         x = (torch.randn(8, 1000, device=device) * 1.5).requires_grad_()
         module = (LIFNode if name == "lif" else ParametricLIFNode)(
-            step_mode="m", **options).to(device)
+            step_mode="m", **options
+        ).to(device)
         y = module(x)
         g = torch.randn_like(y)
-        grads = torch.autograd.grad((y * g).sum(), [x] + list(
-            module.parameters()))
+        grads = torch.autograd.grad(
+            (y * g).sum(), [x] + list(module.parameters())
+        )
         x2 = x.detach().clone().requires_grad_()
         if name == "lif":
             ys, _ = reference.lif_ref(x2)
@@ -91,10 +95,10 @@ def check_neurons(res, device, options):
             ys, _ = reference.plif_ref(x2, w=w)
             ref = torch.autograd.grad((ys * g).sum(), [x2, w])
         ok = torch.equal(y, ys) and all(
-            torch.allclose(a, b, rtol=1e-4, atol=1e-4) for a, b in
-            zip(grads, ref))
-        res.append({"check": f"{name} {device} vs eager reference",
-                    "ok": ok})
+            torch.allclose(a, b, rtol=1e-4, atol=1e-4)
+            for a, b in zip(grads, ref)
+        )
+        res.append({"check": f"{name} {device} vs eager reference", "ok": ok})
 
 
 def check_cuda_vs_cpu(res):
@@ -113,33 +117,51 @@ def check_cuda_vs_cpu(res):
                 y = y[0] if isinstance(y, tuple) else y
                 w = torch.linspace(-1, 1, N, device=device)
                 loss = (y.float() * w).sum() + sum(
-                    (s.float() * w).sum() for s in module.state_seqs)
+                    (s.float() * w).sum() for s in module.state_seqs
+                )
                 params = list(module.parameters())
                 grads = torch.autograd.grad(loss, [xd] + params)
-                got[device] = [y.float().cpu()] + [
-                    s.float().cpu() for s in module.state_seqs] + [
-                    g.float().cpu() for g in grads]
-            errors = [float((a - b).abs().max()) for a, b in
-                      zip(got["cuda"], got["cpu"])]
+                got[device] = (
+                    [y.float().cpu()]
+                    + [s.float().cpu() for s in module.state_seqs]
+                    + [g.float().cpu() for g in grads]
+                )
+            errors = [
+                float((a - b).abs().max())
+                for a, b in zip(got["cuda"], got["cpu"])
+            ]
             flips = float((got["cuda"][0] != got["cpu"][0]).float().mean())
             tol = {"f32": 1e-4, "f16": 2e-2, "bf16": 1.5e-1}[dtype_name]
             ok = flips < 1e-3 and all(
                 e <= tol * max(1.0, float(b.abs().max()))
-                for e, b in zip(errors[1:], got["cpu"][1:]))
-            res.append({"check": f"{name}/{dtype_name} cuda vs cpu",
-                        "ok": ok, "max_errors": errors,
-                        "spike_flip_fraction": flips})
+                for e, b in zip(errors[1:], got["cpu"][1:])
+            )
+            res.append(
+                {
+                    "check": f"{name}/{dtype_name} cuda vs cpu",
+                    "ok": ok,
+                    "max_errors": errors,
+                    "spike_flip_fraction": flips,
+                }
+            )
 
 
 def check_compile(res):
     """torch.compile(fullgraph=True) forward + backward of a LIF model."""
     if not flexsn.torch.has_custom_op():
-        res.append({"check": "torch.compile", "ok": True,
-                    "skipped": "torch has no custom_op"})
+        res.append(
+            {
+                "check": "torch.compile",
+                "ok": True,
+                "skipped": "torch has no custom_op",
+            }
+        )
         return
     import torch._dynamo as dynamo
-    net = torch.nn.Sequential(torch.nn.Linear(64, 64),
-                              LIFNode(step_mode="m")).cuda()
+
+    net = torch.nn.Sequential(
+        torch.nn.Linear(64, 64), LIFNode(step_mode="m")
+    ).cuda()
 
     def model(x):
         net[1].reset()
@@ -154,11 +176,20 @@ def check_compile(res):
     net.zero_grad()
     y_eager = model(x)
     y_eager.sum().backward()
-    ok = (explain.graph_break_count == 0 and torch.equal(y, y_eager)
-          and torch.allclose(grad_compiled, net[0].weight.grad, rtol=1e-4,
-                             atol=1e-5))
-    res.append({"check": "torch.compile fullgraph fwd+bwd", "ok": ok,
-                "graph_breaks": explain.graph_break_count})
+    ok = (
+        explain.graph_break_count == 0
+        and torch.equal(y, y_eager)
+        and torch.allclose(
+            grad_compiled, net[0].weight.grad, rtol=1e-4, atol=1e-5
+        )
+    )
+    res.append(
+        {
+            "check": "torch.compile fullgraph fwd+bwd",
+            "ok": ok,
+            "graph_breaks": explain.graph_break_count,
+        }
+    )
 
 
 class EagerLIF(torch.nn.Module):
@@ -174,6 +205,7 @@ def digits_data():
     seeded split into 1400 training and 397 test indices. ImportError
     without scikit-learn."""
     from sklearn.datasets import load_digits
+
     digits = load_digits()
     data = torch.tensor(digits.images, dtype=torch.float32) / 16.0
     target = torch.tensor(digits.target)
@@ -201,12 +233,17 @@ def lif_node(**options):
 def make_digits_net(node, device="cuda"):
     """Conv-BN-LIF x2 + linear readout, seeded; node() makes each LIF."""
     torch.manual_seed(0)
-    return torch.nn.ModuleDict({
-        "c1": torch.nn.Conv2d(1, 16, 3, padding=1),
-        "b1": torch.nn.BatchNorm2d(16), "n1": node(),
-        "c2": torch.nn.Conv2d(16, 32, 3, padding=1),
-        "b2": torch.nn.BatchNorm2d(32), "n2": node(),
-        "fc": torch.nn.Linear(32 * 8 * 8, 10)}).to(device)
+    return torch.nn.ModuleDict(
+        {
+            "c1": torch.nn.Conv2d(1, 16, 3, padding=1),
+            "b1": torch.nn.BatchNorm2d(16),
+            "n1": node(),
+            "c2": torch.nn.Conv2d(16, 32, 3, padding=1),
+            "b2": torch.nn.BatchNorm2d(32),
+            "n2": node(),
+            "fc": torch.nn.Linear(32 * 8 * 8, 10),
+        }
+    ).to(device)
 
 
 def run_digits_net(net, x, T=8):
@@ -223,8 +260,15 @@ def run_digits_net(net, x, T=8):
     return net["fc"](h.flatten(2)).mean(0)
 
 
-def train_digits(res, out=None, device="cuda", smoke=False, options=None,
-                 epochs=30, compile_epochs=2):
+def train_digits(
+    res,
+    out=None,
+    device="cuda",
+    smoke=False,
+    options=None,
+    epochs=30,
+    compile_epochs=2,
+):
     """Conv-BN-LIF x2 + linear readout, T = 8, on scikit-learn's digits,
     with FlexSN's LIFNode and with an eager LIF (same seed, same data, same
     batch order): per-epoch loss and test accuracy, median step time; and
@@ -238,14 +282,19 @@ def train_digits(res, out=None, device="cuda", smoke=False, options=None,
         data_name = "digits"
     except ImportError:
         if not smoke:
-            res.append({"check": "digits training", "ok": True,
-                        "skipped": "no scikit-learn"})
+            res.append(
+                {
+                    "check": "digits training",
+                    "ok": True,
+                    "skipped": "no scikit-learn",
+                }
+            )
             return
         data, target, train, test = noise_data()
         data_name = "noise (no scikit-learn)"
     if smoke:
         epochs = SMOKE_EPOCHS
-        train, test = train[:SMOKE_IMAGES], test[:SMOKE_IMAGES // 4]
+        train, test = train[:SMOKE_IMAGES], test[: SMOKE_IMAGES // 4]
     make, run = make_digits_net, run_digits_net
 
     def sync():
@@ -266,11 +315,12 @@ def train_digits(res, out=None, device="cuda", smoke=False, options=None,
             perm = torch.randperm(len(xs), generator=perms)
             total = 0.0
             for i in range(0, len(xs), 100):
-                idx = perm[i:i + 100]
+                idx = perm[i : i + 100]
                 sync()
                 t = time.perf_counter()
                 loss = torch.nn.functional.cross_entropy(
-                    forward(xs[idx]), ys[idx])
+                    forward(xs[idx]), ys[idx]
+                )
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -283,8 +333,7 @@ def train_digits(res, out=None, device="cuda", smoke=False, options=None,
                 with torch.no_grad():
                     pred = forward(x_test).argmax(1).cpu()
                 net.train()
-                accuracies.append(float((pred == target[test]).float()
-                                        .mean()))
+                accuracies.append(float((pred == target[test]).float().mean()))
         return losses, accuracies, step_times
 
     def median_ms(times):
@@ -292,22 +341,30 @@ def train_digits(res, out=None, device="cuda", smoke=False, options=None,
         return 1e3 * times[len(times) // 2] if times else None
 
     curves = {}
-    for label, node in (("flexsn", lif_node(**(options or {}))),
-                        ("eager", EagerLIF)):
+    for label, node in (
+        ("flexsn", lif_node(**(options or {}))),
+        ("eager", EagerLIF),
+    ):
         net = make(node, device)
         losses, accuracies, step_times = fit(
-            net, lambda x, net=net: run(net, x), epochs, True)
-        curves[label] = {"loss": losses, "test_accuracy": accuracies,
-                         "accuracy": accuracies[-1],
-                         "step_ms": median_ms(step_times)}
+            net, lambda x, net=net: run(net, x), epochs, True
+        )
+        curves[label] = {
+            "loss": losses,
+            "test_accuracy": accuracies,
+            "accuracy": accuracies[-1],
+            "step_ms": median_ms(step_times),
+        }
 
     # torch.compile of the eager model: the first step compiles forward and
     # backward; the steps after it are timed as the others.
     compiled = {}
     if smoke:
         compiled["compile_error"] = cli.skip(
-            PROG, "torch.compile of the eager digits model",
-            "--smoke: it compiles for minutes")
+            PROG,
+            "torch.compile of the eager digits model",
+            "--smoke: it compiles for minutes",
+        )
     elif not hasattr(torch, "compile"):
         compiled["compile_error"] = "torch has no torch.compile"
     else:
@@ -315,30 +372,48 @@ def train_digits(res, out=None, device="cuda", smoke=False, options=None,
             net = make(EagerLIF, device)
             forward = torch.compile(lambda x, net=net: run(net, x))
             losses, _, step_times = fit(net, forward, compile_epochs, False)
-            compiled.update(compile_s=step_times[0],
-                            compile_step_ms=median_ms(step_times[1:]),
-                            loss_compile=losses)
+            compiled.update(
+                compile_s=step_times[0],
+                compile_step_ms=median_ms(step_times[1:]),
+                loss_compile=losses,
+            )
         except Exception as error:  # reported; FlexSN's numbers stand
-            compiled["compile_error"] = "%s: %s" % (type(error).__name__,
-                                                    str(error)[:300])
-    loss_diff = max(abs(a - b) / abs(b) for a, b in
-                    zip(curves["flexsn"]["loss"], curves["eager"]["loss"]))
+            compiled["compile_error"] = "%s: %s" % (
+                type(error).__name__,
+                str(error)[:300],
+            )
+    loss_diff = max(
+        abs(a - b) / abs(b)
+        for a, b in zip(curves["flexsn"]["loss"], curves["eager"]["loss"])
+    )
     if smoke:
-        check = ("digits training (FlexSN LIFNode): the eager LIF's losses",
-                 all(math.isfinite(v) for v in curves["flexsn"]["loss"])
-                 and loss_diff <= SMOKE_LOSS_RTOL)
+        check = (
+            "digits training (FlexSN LIFNode): the eager LIF's losses",
+            all(math.isfinite(v) for v in curves["flexsn"]["loss"])
+            and loss_diff <= SMOKE_LOSS_RTOL,
+        )
     else:
-        check = ("digits training (FlexSN LIFNode)",
-                 curves["flexsn"]["accuracy"] >= 0.95)
-    record = {"check": check[0], "ok": check[1], "data": data_name,
-              **{f"{k}_{m}": v[m] for k, v in curves.items()
-                 for m in ("accuracy", "step_ms")},
-              **{k: v for k, v in compiled.items() if k != "loss_compile"},
-              "epochs": epochs, "max_rel_loss_diff": loss_diff,
-              "loss_flexsn": curves["flexsn"]["loss"],
-              "loss_eager": curves["eager"]["loss"],
-              "test_accuracy_flexsn": curves["flexsn"]["test_accuracy"],
-              "test_accuracy_eager": curves["eager"]["test_accuracy"]}
+        check = (
+            "digits training (FlexSN LIFNode)",
+            curves["flexsn"]["accuracy"] >= 0.95,
+        )
+    record = {
+        "check": check[0],
+        "ok": check[1],
+        "data": data_name,
+        **{
+            f"{k}_{m}": v[m]
+            for k, v in curves.items()
+            for m in ("accuracy", "step_ms")
+        },
+        **{k: v for k, v in compiled.items() if k != "loss_compile"},
+        "epochs": epochs,
+        "max_rel_loss_diff": loss_diff,
+        "loss_flexsn": curves["flexsn"]["loss"],
+        "loss_eager": curves["eager"]["loss"],
+        "test_accuracy_flexsn": curves["flexsn"]["test_accuracy"],
+        "test_accuracy_eager": curves["eager"]["test_accuracy"],
+    }
     if "loss_compile" in compiled:
         record["loss_compile"] = compiled["loss_compile"]
     if out is not None and not smoke:
@@ -359,16 +434,24 @@ def plot_digits(path, curves, compiled):
         raise ImportError("no matplotlib")
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.2))
     # Dashed over solid: the curves may coincide.
-    for label, name, style in (("flexsn", "FlexSN LIFNode",
-                                dict(color="tab:red", lw=2.5)),
-                               ("eager", "eager LIF",
-                                dict(color="tab:green", lw=1.5, ls="--"))):
+    for label, name, style in (
+        ("flexsn", "FlexSN LIFNode", dict(color="tab:red", lw=2.5)),
+        ("eager", "eager LIF", dict(color="tab:green", lw=1.5, ls="--")),
+    ):
         c = curves[label]
         epochs = range(1, len(c["loss"]) + 1)
-        ax_loss.plot(epochs, c["loss"], **style,
-                     label=f"{name} ({c['step_ms']:.2f} ms/step)")
-        ax_acc.plot(epochs, [100 * a for a in c["test_accuracy"]], **style,
-                    label=f"{name} (final {100 * c['accuracy']:.1f}%)")
+        ax_loss.plot(
+            epochs,
+            c["loss"],
+            **style,
+            label=f"{name} ({c['step_ms']:.2f} ms/step)",
+        )
+        ax_acc.plot(
+            epochs,
+            [100 * a for a in c["test_accuracy"]],
+            **style,
+            label=f"{name} (final {100 * c['accuracy']:.1f}%)",
+        )
     ax_loss.set_yscale("log")
     ax_loss.set_xlabel("epoch")
     ax_loss.set_ylabel("training loss (cross-entropy)")
@@ -379,15 +462,19 @@ def plot_digits(path, curves, compiled):
     ax_acc.set_title("test accuracy (held-out digits)")
     ax_acc.legend(loc="lower right")
     if compiled.get("compile_step_ms") is not None:
-        comp = (f"torch.compile(eager) {compiled['compile_step_ms']:.2f} "
-                f"ms/step (compile {compiled['compile_s']:.0f} s)")
+        comp = (
+            f"torch.compile(eager) {compiled['compile_step_ms']:.2f} "
+            f"ms/step (compile {compiled['compile_s']:.0f} s)"
+        )
     else:
         comp = "torch.compile(eager): " + compiled.get("compile_error", "-")
-    fig.suptitle("Conv-BN-LIF x2 SNN on scikit-learn's digits (T = 8, batch "
-                 "100)\nstep time: FlexSN "
-                 f"{curves['flexsn']['step_ms']:.2f} ms, eager "
-                 f"{curves['eager']['step_ms']:.2f} ms, {comp[:80]}",
-                 fontsize=10)
+    fig.suptitle(
+        "Conv-BN-LIF x2 SNN on scikit-learn's digits (T = 8, batch "
+        "100)\nstep time: FlexSN "
+        f"{curves['flexsn']['step_ms']:.2f} ms, eager "
+        f"{curves['eager']['step_ms']:.2f} ms, {comp[:80]}",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -410,19 +497,25 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     res = []
-    steps = (("check_neurons",
-              lambda res: check_neurons(res, device, options)),
-             ("check_compile",
-              lambda res: check_compile(res) if device == "cuda" else
-              cli.skip(PROG, "torch.compile fullgraph fwd+bwd")),
-             ("train_digits",
-              lambda res: train_digits(res, out, device, args.smoke,
-                                       options)))
+    steps = (
+        ("check_neurons", lambda res: check_neurons(res, device, options)),
+        (
+            "check_compile",
+            lambda res: check_compile(res)
+            if device == "cuda"
+            else cli.skip(PROG, "torch.compile fullgraph fwd+bwd"),
+        ),
+        (
+            "train_digits",
+            lambda res: train_digits(res, out, device, args.smoke, options),
+        ),
+    )
     for name, step in steps:
         try:
             step(res)
         except Exception as error:  # report, and go on with the next step
             import traceback
+
             traceback.print_exc()
             res.append({"check": name, "ok": False, "error": repr(error)})
     (out / "torch_results.json").write_text(json.dumps(res, indent=1))

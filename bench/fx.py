@@ -49,9 +49,12 @@ from . import ROOT, cli, kernels, results
 from .timing import Timer
 
 PROG = "bench fx"
-COMPILE = dict(variants=("inference", "final-state", "forward", "backward"),
-               storage_types=("f32", "f16"), targets=("cpu", "cuda"),
-               chip="sm_90")
+COMPILE = dict(
+    variants=("inference", "final-state", "forward", "backward"),
+    storage_types=("f32", "f16"),
+    targets=("cpu", "cuda"),
+    chip="sm_90",
+)
 N_KERNEL, T_KERNEL = 1 << 24, 16
 TARGET = 0.02
 SMOKE = dict(N=1 << 12, T=4, rounds=3, dtypes=("f32",))
@@ -82,9 +85,14 @@ def record(res, name, ok, **details):
 def run_self(*args, env=None):
     """This benchmark in a fresh process (`python3 -m bench fx ARGS`): its
     last line of output."""
-    out = subprocess.run([sys.executable, "-m", "bench", "fx"] + list(args),
-                         env=env, check=True, stdout=subprocess.PIPE,
-                         universal_newlines=True, cwd=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "fx"] + list(args),
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+        cwd=str(ROOT),
+    )
     return out.stdout.splitlines()[-1]
 
 
@@ -95,6 +103,7 @@ def run_self(*args, env=None):
 def count_tool_runs():
     """Patches flexsn's tool runner to count runs: returns the counter."""
     from flexsn import _tools
+
     counter = {"runs": 0}
     run = _tools.run
 
@@ -112,10 +121,12 @@ def time_first_call(res):
     for the CPU alone, whose cold construction must take at most
     COLD_CPU_TARGET_S."""
     for targets in ("default", "cpu"):
-        env = dict(os.environ,
-                   FLEXSN_CACHE_DIR=tempfile.mkdtemp(prefix="flexsn-fx-"))
-        rec = json.loads(run_self("--first-call", "--targets", targets,
-                                  env=env))
+        env = dict(
+            os.environ, FLEXSN_CACHE_DIR=tempfile.mkdtemp(prefix="flexsn-fx-")
+        )
+        rec = json.loads(
+            run_self("--first-call", "--targets", targets, env=env)
+        )
         record(res, rec.pop("check"), rec.pop("ok"), **rec)
 
 
@@ -141,18 +152,27 @@ def first_call(targets):
         x = torch.randn(T, N, requires_grad=True)
         module(x).sum().backward()
     compiled_for = list(module.compiled.targets)
-    check = "FlexSN(core) first call from an empty cache (CPU), kernels for " \
+    check = (
+        "FlexSN(core) first call from an empty cache (CPU), kernels for "
         + " and ".join(compiled_for)
+    )
     ok = counter["runs"] == runs
     target = None
     if compiled_for == ["cpu"]:
         check += ", built in at most %g s" % COLD_CPU_TARGET_S
         target = COLD_CPU_TARGET_S
         ok = ok and built - start <= COLD_CPU_TARGET_S
-    record(res, check, ok, construct_s=built - start,
-           first_call_s=first - start, tool_runs=runs,
-           targets=compiled_for, target_s=target,
-           tool_runs_for_new_T_and_N=counter["runs"] - runs)
+    record(
+        res,
+        check,
+        ok,
+        construct_s=built - start,
+        first_call_s=first - start,
+        tool_runs=runs,
+        targets=compiled_for,
+        target_s=target,
+        tool_runs_for_new_T_and_N=counter["runs"] - runs,
+    )
     print(json.dumps(res[0]))
 
 
@@ -166,8 +186,13 @@ def first_call_on_gpu(res):
     process's start-up until then (Python, torch, flexsn, the GPU)."""
     started = time.time()
     first, ready = map(float, run_self("--first-call-gpu").split())
-    record(res, "FlexSN(core) first call on the GPU (cached)", True,
-           first_call_s=first, python_and_torch_startup_s=ready - started)
+    record(
+        res,
+        "FlexSN(core) first call on the GPU (cached)",
+        True,
+        first_call_s=first,
+        python_and_torch_startup_s=ready - started,
+    )
 
 
 def first_call_gpu():
@@ -184,26 +209,40 @@ def first_call_gpu():
 
 def buffers(T, N, dtype, device):
     g = torch.Generator(device=device).manual_seed(7)
-    x = (torch.randn((T, N), generator=g, device=device) * 0.9 + 0.8).to(
-        dtype)
-    return dict(x=x, spike=torch.empty_like(x), v_seq=torch.empty_like(x),
-                v_final=x.new_empty(N), spike_grad=torch.randn_like(x),
-                x_grad=torch.empty_like(x), v_init_grad=x.new_empty(N))
+    x = (torch.randn((T, N), generator=g, device=device) * 0.9 + 0.8).to(dtype)
+    return dict(
+        x=x,
+        spike=torch.empty_like(x),
+        v_seq=torch.empty_like(x),
+        v_final=x.new_empty(N),
+        spike_grad=torch.randn_like(x),
+        x_grad=torch.empty_like(x),
+        v_init_grad=x.new_empty(N),
+    )
 
 
 def launcher(compiled, variant, dtype, bufs, workspace, T, N, device):
     """A function that launches `variant` ("train": forward, then backward)
     of `compiled` on `bufs`."""
     bind = kernels.binder(torch, device)
-    given = {"inference": ("x", "spike", "v_seq"),
-             "final-state": ("x", "spike", "v_final"),
-             "forward": ("x", "spike"),
-             "backward": ("spike_grad", "x_grad", "v_init_grad")}
+    given = {
+        "inference": ("x", "spike", "v_seq"),
+        "final-state": ("x", "spike", "v_final"),
+        "forward": ("x", "spike"),
+        "backward": ("spike_grad", "x_grad", "v_init_grad"),
+    }
 
     def launch(kernel_variant, ws=0):
         kernel = compiled.kernel(device, kernel_variant, dtype)
-        return bind(kernel, T, N, kernels.addresses(
-            kernel, {n: bufs[n] for n in given[kernel_variant]}), ws)
+        return bind(
+            kernel,
+            T,
+            N,
+            kernels.addresses(
+                kernel, {n: bufs[n] for n in given[kernel_variant]}
+            ),
+            ws,
+        )
 
     if variant == "train":
         fwd = launch("forward", workspace.data_ptr())
@@ -216,20 +255,30 @@ def compare_kernels(res, timer, smoke=False):
     hand = flexsn.compile("lif", **compile_options(smoke))
     imported = imported_lif(smoke)
     device = timer.device
-    T, N, rounds = ((SMOKE["T"], SMOKE["N"], SMOKE["rounds"]) if smoke
-                    else (T_KERNEL, N_KERNEL, 15))
+    T, N, rounds = (
+        (SMOKE["T"], SMOKE["N"], SMOKE["rounds"])
+        if smoke
+        else (T_KERNEL, N_KERNEL, 15)
+    )
     dtypes = {"f32": torch.float32, "f16": torch.float16}
     for dtype_name, dtype in dtypes.items():
         if smoke and dtype_name not in SMOKE["dtypes"]:
             continue
         bufs = buffers(T, N, dtype, device)
-        nbytes = max(c.kernel(device, "forward", dtype_name).spec
-                     .workspace_size(T, N, N) for c in (hand, imported))
+        nbytes = max(
+            c.kernel(device, "forward", dtype_name).spec.workspace_size(
+                T, N, N
+            )
+            for c in (hand, imported)
+        )
         workspace = torch.empty((nbytes + 3) // 4, device=device)
         for variant in ("inference", "final-state", "train"):
-            fns = {name: launcher(c, variant, dtype_name, bufs, workspace, T,
-                                  N, device)
-                   for name, c in (("hand", hand), ("imported", imported))}
+            fns = {
+                name: launcher(
+                    c, variant, dtype_name, bufs, workspace, T, N, device
+                )
+                for name, c in (("hand", hand), ("imported", imported))
+            }
             for fn in fns.values():
                 for _ in range(3):
                     fn()
@@ -244,22 +293,32 @@ def compare_kernels(res, timer, smoke=False):
             details = dict(hand_ms=hand_ms, imported_ms=imp_ms, ratio=ratio)
             if not timer.cuda:
                 details["target"] = "not judged on the CPU"
-            record(res, "imported LIF %s %s N=2^%d T=%d" % (
-                variant, dtype_name, N.bit_length() - 1, T),
-                ratio <= 1 + TARGET or not timer.cuda, **details)
+            record(
+                res,
+                "imported LIF %s %s N=2^%d T=%d"
+                % (variant, dtype_name, N.bit_length() - 1, T),
+                ratio <= 1 + TARGET or not timer.cuda,
+                **details,
+            )
         # Same results, too (the same arithmetic, up to contraction).
         out = {}
         for name, c in (("hand", hand), ("imported", imported)):
-            launcher(c, "inference", dtype_name, bufs, workspace, T, N,
-                     device)()
+            launcher(
+                c, "inference", dtype_name, bufs, workspace, T, N, device
+            )()
             timer.sync()
             out[name] = (bufs["spike"].clone(), bufs["v_seq"].clone())
         flips = float((out["hand"][0] != out["imported"][0]).float().mean())
-        dv = float((out["hand"][1].float() - out["imported"][1].float())
-                   .abs().max())
-        record(res, "imported LIF inference %s equals the shipped one"
-               % dtype_name, flips < 1e-5, spike_flip_fraction=flips,
-               v_seq_max_abs_diff=dv)
+        dv = float(
+            (out["hand"][1].float() - out["imported"][1].float()).abs().max()
+        )
+        record(
+            res,
+            "imported LIF inference %s equals the shipped one" % dtype_name,
+            flips < 1e-5,
+            spike_flip_fraction=flips,
+            v_seq_max_abs_diff=dv,
+        )
 
 
 def compile_check(res):
@@ -281,27 +340,43 @@ def compile_check(res):
         y_eager = f(x)
         y_eager.sum().backward()
         explain = torch._dynamo.explain(f)(x)
-        ok = (torch.equal(y, y_eager) and torch.allclose(g, x.grad)
-              and explain.graph_break_count == 0)
-        record(res, "torch.compile(fullgraph) with FlexSN(core)", ok,
-               graph_breaks=explain.graph_break_count,
-               grad_max_diff=float((g - x.grad).abs().max()))
+        ok = (
+            torch.equal(y, y_eager)
+            and torch.allclose(g, x.grad)
+            and explain.graph_break_count == 0
+        )
+        record(
+            res,
+            "torch.compile(fullgraph) with FlexSN(core)",
+            ok,
+            graph_breaks=explain.graph_break_count,
+            grad_max_diff=float((g - x.grad).abs().max()),
+        )
     except Exception as e:  # a failure to compile is the finding
-        record(res, "torch.compile(fullgraph) with FlexSN(core)", False,
-               error="%s: %s" % (type(e).__name__, str(e)[:500]))
+        record(
+            res,
+            "torch.compile(fullgraph) with FlexSN(core)",
+            False,
+            error="%s: %s" % (type(e).__name__, str(e)[:500]),
+        )
 
 
 def main(argv=None):
     ap = cli.parser("fx", __doc__)
-    ap.add_argument("--compile-only", action="store_true",
-                    help="here: time the first call with the tools, then fill "
-                         "the cache")
+    ap.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="here: time the first call with the tools, then fill "
+        "the cache",
+    )
     cli.add_out_and_smoke(ap, None)
     # The processes time_first_call and first_call_on_gpu start.
-    ap.add_argument("--first-call", action="store_true",
-                    help=argparse.SUPPRESS)
-    ap.add_argument("--first-call-gpu", action="store_true",
-                    help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--first-call", action="store_true", help=argparse.SUPPRESS
+    )
+    ap.add_argument(
+        "--first-call-gpu", action="store_true", help=argparse.SUPPRESS
+    )
     ap.add_argument("--targets", default="default", help=argparse.SUPPRESS)
     args = cli.finish(ap.parse_args(argv))
     res = []
@@ -332,7 +407,8 @@ def main(argv=None):
     if args.out:
         pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
         name = "fx_compile.json" if args.compile_only else "fx_results.json"
-        (pathlib.Path(args.out) / name).write_text(json.dumps(
-            dict(torch=torch.__version__, results=res), indent=1))
+        (pathlib.Path(args.out) / name).write_text(
+            json.dumps(dict(torch=torch.__version__, results=res), indent=1)
+        )
         print("%s: results in %s" % (PROG, args.out))
     return 1 if failed else 0

@@ -39,6 +39,7 @@ PROG = "bench host"
 def _steps(torch, device):
     """{row: step()} on `device`."""
     from flexsn.torch import Affine, Block, LIFNode, Residual
+
     gpu = device == "cuda"
     n = 1 << 12 if gpu else 8
     x = torch.rand(4, n, device=device, requires_grad=True)
@@ -69,10 +70,12 @@ def _steps(torch, device):
     cl_shape = (4, 2, 8, 16, 16) if gpu else (4, 1, 2, 2, 2)
 
     def channels_last():
-        t = torch.rand((cl_shape[0] * cl_shape[1],) + cl_shape[2:],
-                       device=device)
+        t = torch.rand(
+            (cl_shape[0] * cl_shape[1],) + cl_shape[2:], device=device
+        )
         return t.contiguous(memory_format=torch.channels_last).unflatten(
-            0, cl_shape[:2])
+            0, cl_shape[:2]
+        )
 
     xc, gc = channels_last().requires_grad_(), channels_last()
 
@@ -87,8 +90,12 @@ def _steps(torch, device):
             lif(x)
 
     shape = (4, 8, 16, 32) if gpu else (4, 2, 16, 4)
-    block = Block(LIFNode(step_mode="m"), pre=Affine(num_channels=16),
-                  post=Residual("add"), name="bench_host").to(device)
+    block = Block(
+        LIFNode(step_mode="m"),
+        pre=Affine(num_channels=16),
+        post=Residual("add"),
+        name="bench_host",
+    ).to(device)
     xb = (torch.randn(shape, device=device) + 0.4).requires_grad_()
     gb = torch.randn(shape, device=device)
 
@@ -97,14 +104,19 @@ def _steps(torch, device):
         block.reset()
         block(xb).backward(gb)
 
-    return {"floor": floor, "LIFNode train": lif_train,
-            "LIFNode channels-last train": lif_channels_last_train,
-            "LIFNode inference": lif_inference, "Block train": block_train}
+    return {
+        "floor": floor,
+        "LIFNode train": lif_train,
+        "LIFNode channels-last train": lif_channels_last_train,
+        "LIFNode inference": lif_inference,
+        "Block train": block_train,
+    }
 
 
 def measure(torch, device, steps, reps):
     """[{row, us}]: the median over `reps` of the mean microseconds per
     step over loops of `steps` steps."""
+
     def sync():
         if device == "cuda":
             torch.cuda.synchronize()
@@ -127,36 +139,53 @@ def measure(torch, device, steps, reps):
 
 def main(argv=None):
     ap = cli.parser("host", __doc__)
-    ap.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                    help="default: cuda where there is a GPU, else cpu")
+    ap.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default=None,
+        help="default: cuda where there is a GPU, else cpu",
+    )
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=7)
     cli.add_out_and_smoke(ap, "docs/perf")
     args = cli.finish(ap.parse_args(argv))
     import torch
+
     torch.set_num_threads(1)
-    device = "cpu" if args.smoke else args.device or (
-        "cuda" if torch.cuda.is_available() else "cpu")
+    device = (
+        "cpu"
+        if args.smoke
+        else args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    )
     if device == "cuda" and not torch.cuda.is_available():
         print("%s: --device cuda needs a CUDA GPU" % PROG)
         return 2
     steps, reps = (20, 2) if args.smoke else (args.steps, args.reps)
     rows = measure(torch, device, steps, reps)
     floor = rows[0]["us"]
-    lines = ["| call (%s) | us per step | training: over the floor |"
-             % device, "|---|---:|---:|"]
+    lines = [
+        "| call (%s) | us per step | training: over the floor |" % device,
+        "|---|---:|---:|",
+    ]
     for r in rows:
         # The floor is a training step (forward and backward).
         if r["row"].endswith(" train"):
             r["over_floor_us"] = r["us"] - floor
-        lines.append("| %s | %.1f | %s |" % (
-            r["row"], r["us"], results.fmt(r.get("over_floor_us"), ".1f")))
+        lines.append(
+            "| %s | %.1f | %s |"
+            % (r["row"], r["us"], results.fmt(r.get("over_floor_us"), ".1f"))
+        )
     print("\n".join(lines))
-    meta = {"device": device,
-            "device_name": cli.device_name(torch, device),
-            "torch": torch.__version__, "steps": steps, "reps": reps,
-            "rows": rows}
+    meta = {
+        "device": device,
+        "device_name": cli.device_name(torch, device),
+        "torch": torch.__version__,
+        "steps": steps,
+        "reps": reps,
+        "rows": rows,
+    }
     if args.out:
-        results.write_results(args.out, "host_%s_results" % device, meta,
-                              "\n".join(lines) + "\n")
+        results.write_results(
+            args.out, "host_%s_results" % device, meta, "\n".join(lines) + "\n"
+        )
     return 0

@@ -28,13 +28,20 @@ def compile_options(smoke=False):
 def lif_compile(smoke=False):
     """flexsn.compile("lif", ...)'s arguments: all four variants in every
     storage type."""
-    return dict(variants=("inference", "final-state", "forward", "backward"),
-                storage_types=DTYPES, **compile_options(smoke))
+    return dict(
+        variants=("inference", "final-state", "forward", "backward"),
+        storage_types=DTYPES,
+        **compile_options(smoke),
+    )
 
 
 def tdtypes(torch):
-    return {"f32": torch.float32, "f16": torch.float16,
-            "bf16": torch.bfloat16, "f64": torch.float64}
+    return {
+        "f32": torch.float32,
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "f64": torch.float64,
+    }
 
 
 def addresses(kernel, tensors):
@@ -44,18 +51,21 @@ def addresses(kernel, tensors):
     names = [b.name for b in kernel.spec.buffers if not b.in_workspace]
     unknown = set(tensors) - set(names)
     if unknown:
-        raise KeyError("%s has no buffer %s (it has %s)"
-                       % (kernel.spec.name, ", ".join(sorted(unknown)),
-                          ", ".join(names)))
-    return [0 if tensors.get(n) is None else tensors[n].data_ptr()
-            for n in names]
+        raise KeyError(
+            "%s has no buffer %s (it has %s)"
+            % (kernel.spec.name, ", ".join(sorted(unknown)), ", ".join(names))
+        )
+    return [
+        0 if tensors.get(n) is None else tensors[n].data_ptr() for n in names
+    ]
 
 
 def new_workspace(torch, kernels, T, N, device="cuda"):
     """An f32 workspace for all of `kernels`; NaN, so unwritten parts show."""
     nbytes = max(k.spec.workspace_size(T, N, 0) for k in kernels)
-    return torch.full(((nbytes + 3) // 4,), float("nan"),
-                      dtype=torch.float32, device=device)
+    return torch.full(
+        ((nbytes + 3) // 4,), float("nan"), dtype=torch.float32, device=device
+    )
 
 
 def binder(torch, device):
@@ -63,16 +73,20 @@ def binder(torch, device):
     -> a callable launching it: a GpuKernel on torch's current stream, a
     CpuKernel (the same arguments, no stream) in this thread."""
     if torch.device(device).type != "cuda":
-        def bind(kernel, T, N, buffers, workspace=0, params=(),
-                 channels=None):
-            return lambda: kernel.launch(T, N, buffers, workspace, params,
-                                         channels=channels)
+
+        def bind(kernel, T, N, buffers, workspace=0, params=(), channels=None):
+            return lambda: kernel.launch(
+                T, N, buffers, workspace, params, channels=channels
+            )
+
         return bind
     stream = torch.cuda.current_stream().cuda_stream
 
     def bind(kernel, T, N, buffers, workspace=0, params=(), channels=None):
-        return lambda: kernel.launch(stream, T, N, 0, buffers, workspace,
-                                     params, channels=channels)
+        return lambda: kernel.launch(
+            stream, T, N, 0, buffers, workspace, params, channels=channels
+        )
+
     return bind
 
 
@@ -80,8 +94,9 @@ def make_inputs(torch, variant, dtype, T, N, device="cuda"):
     """Seeded random inputs: x ~ 0.9 normal + 0.8, v0 ~ U(-0.2, 0.9) (many
     neurons spike, never all zeros); train also a spike gradient."""
     g = torch.Generator(device=device)
-    g.manual_seed(zlib.crc32(("%d/%d/%s/%s" % (N, T, dtype, variant))
-                             .encode()))
+    g.manual_seed(
+        zlib.crc32(("%d/%d/%s/%s" % (N, T, dtype, variant)).encode())
+    )
     tdt = tdtypes(torch)[dtype]
     x = (torch.randn((T, N), generator=g, device=device) * 0.9 + 0.8).to(tdt)
     v0 = (torch.rand((N,), generator=g, device=device) * 1.1 - 0.2).to(tdt)
@@ -105,7 +120,7 @@ def spike_fn(torch):
 
         @staticmethod
         def backward(ctx, grad):
-            over, = ctx.saved_tensors
+            (over,) = ctx.saved_tensors
             sg = torch.sigmoid(4.0 * over)
             return grad * (4.0 * sg * (1.0 - sg))
 
@@ -117,7 +132,7 @@ def spike_fn(torch):
 # storage dtype. One copy of the source per (variant, dtype, T, N), so that
 # each has its own code object (its own Dynamo cache).
 LOOP_SRC = {
-    "inference": '''
+    "inference": """
 def lif_loop(x, v):
     spikes = []
     vs = []
@@ -128,8 +143,8 @@ def lif_loop(x, v):
         spikes.append(s)
         vs.append(v)
     return torch.stack(spikes), torch.stack(vs)
-''',
-    "final_state": '''
+""",
+    "final_state": """
 def lif_loop(x, v):
     spikes = []
     for t in range({T}):
@@ -138,8 +153,8 @@ def lif_loop(x, v):
         v = h * (1.0 - s)
         spikes.append(s)
     return torch.stack(spikes), v
-''',
-    "train": '''
+""",
+    "train": """
 def lif_loop(x, v):
     spikes = []
     for t in range({T}):
@@ -148,7 +163,7 @@ def lif_loop(x, v):
         v = h * (1.0 - s)
         spikes.append(s)
     return torch.stack(spikes)
-''',
+""",
 }
 
 
@@ -164,9 +179,11 @@ def peer_call(torch, fn, variant, x, v0, gs):
     """The peer's unit of work: inference / final-state without autograd;
     train forward + autograd.grad (x and v0 require grad)."""
     if variant != "train":
+
         def run():
             with torch.no_grad():
                 return fn(x, v0)
+
         return run
     xr = x.detach().requires_grad_(True)
     vr = v0.detach().requires_grad_(True)
@@ -174,6 +191,7 @@ def peer_call(torch, fn, variant, x, v0, gs):
     def run():
         s = fn(xr, vr)
         return torch.autograd.grad(s, (xr, vr), gs)
+
     return run
 
 

@@ -79,17 +79,34 @@ PROG = "bench lif"
 NS = (1 << 24, 1 << 20)
 TS = (4, 16, 64)
 VARIANTS = ("inference", "final_state", "train")
-TARGETS = {"inference": (0.93, 0.97), "final_state": (0.95, None),
-           "train": (0.95, None)}
+TARGETS = {
+    "inference": (0.93, 0.97),
+    "final_state": (0.95, None),
+    "train": (0.95, None),
+}
 # --smoke's sizes. No f16: torch's CPU sigmoid (the eager surrogate) has
 # no half-precision kernel in some versions.
-SMOKE = dict(ns=(1 << 12,), ts=(4,), dtypes=("f32", "bf16"), reps=3,
-             copy_bytes=8 << 20, spike_ts=(4,),
-             modules=dict(host_T=4, host_N=1024,
-                          host_calls=dict(inference=20, train=10),
-                          host_rounds=2, host_warmup=2, settle_s=0.0,
-                          wall_T=4, wall_N=1 << 12, single_reps=3,
-                          b2b_calls=3, b2b_rounds=2))
+SMOKE = dict(
+    ns=(1 << 12,),
+    ts=(4,),
+    dtypes=("f32", "bf16"),
+    reps=3,
+    copy_bytes=8 << 20,
+    spike_ts=(4,),
+    modules=dict(
+        host_T=4,
+        host_N=1024,
+        host_calls=dict(inference=20, train=10),
+        host_rounds=2,
+        host_warmup=2,
+        settle_s=0.0,
+        wall_T=4,
+        wall_N=1 << 12,
+        single_reps=3,
+        b2b_calls=3,
+        b2b_rounds=2,
+    ),
+)
 
 
 def compile_all(smoke=False):
@@ -101,19 +118,31 @@ def compile_all(smoke=False):
     {name: module}, lif with u8 and bits spike kernels)."""
     import flexsn
     from flexsn.torch import FlexSN, LIFNode
+
     options = kernels.compile_options(smoke)
     lif = flexsn.compile("lif", **kernels.lif_compile(smoke))
-    plif_args = dict(variants=("forward", "backward"),
-                     storage_types=("f32",), **options)
-    plif = {"scalar": flexsn.compile("plif", **plif_args),
-            "per_channel": flexsn.compile("plif", shapes={"w": "per_channel"},
-                                          **plif_args)}
-    modules = {"LIFNode": LIFNode(step_mode="m", tau=TAU, v_threshold=V_TH,
-                                  **options),
-               "FlexSN(lif)": FlexSN("lif", **options)}
-    lif_u8 = flexsn.compile("lif", variants=("inference", "final-state"),
-                            storage_types=("f32", "f16"),
-                            spike_storage=("dense", "u8", "bits"), **options)
+    plif_args = dict(
+        variants=("forward", "backward"), storage_types=("f32",), **options
+    )
+    plif = {
+        "scalar": flexsn.compile("plif", **plif_args),
+        "per_channel": flexsn.compile(
+            "plif", shapes={"w": "per_channel"}, **plif_args
+        ),
+    }
+    modules = {
+        "LIFNode": LIFNode(
+            step_mode="m", tau=TAU, v_threshold=V_TH, **options
+        ),
+        "FlexSN(lif)": FlexSN("lif", **options),
+    }
+    lif_u8 = flexsn.compile(
+        "lif",
+        variants=("inference", "final-state"),
+        storage_types=("f32", "f16"),
+        spike_storage=("dense", "u8", "bits"),
+        **options,
+    )
     return lif, plif, modules, lif_u8
 
 
@@ -134,15 +163,17 @@ def run_bench(args, lif, plif, modules, lif_u8):
 
     # 1. The compile workers start at once (they share the GPU through the
     # lock; their compiling is CPU work).
-    tasks = [(v, d, T, N) for N in ns for v in variants for d in dtypes
-             for T in ts]
+    tasks = [
+        (v, d, T, N) for N in ns for v in variants for d in dtypes for T in ts
+    ]
     if cuda:
         if args.worker_gib is None:
             total = torch.cuda.get_device_properties(0).total_memory
-            args.worker_gib = round(total / 2.0 ** 31, 1)
+            args.worker_gib = round(total / 2.0**31, 1)
         compile_workers.configure_dynamo(torch)
         workers = compile_workers.Workers(
-            0 if args.no_compile else args.workers, tasks, args)
+            0 if args.no_compile else args.workers, tasks, args
+        )
         torch.zeros(1, device=device)
         lock = compile_workers.GpuLock(args.lock)
     else:
@@ -153,10 +184,12 @@ def run_bench(args, lif, plif, modules, lif_u8):
     stream = None
     if not cuda:
         stream_note = "unavailable: " + cli.skip(
-            PROG, "same-mix stream", "needs CuPy and a CUDA GPU")
+            PROG, "same-mix stream", "needs CuPy and a CUDA GPU"
+        )
     else:
         try:
             from .stream import Stream
+
             stream = Stream(torch)
             stream_note = "cupy %s" % stream.version
         except Exception as e:
@@ -167,27 +200,46 @@ def run_bench(args, lif, plif, modules, lif_u8):
     copy_bytes = traffic.COPY_BYTES if cuda else SMOKE["copy_bytes"]
     copy_gbs, copy_ms = traffic.copy_gbs(torch, timer, copy_bytes, reps=30)
     name = cli.device_name(torch, device)
-    print("%s: %s; copy %.1f GB/s (%.3f ms for 2 x %s); %d compile "
-          "workers on %d tasks"
-          % (PROG, name, copy_gbs, copy_ms, size_text(copy_bytes),
-             len(workers.procs), len(tasks) if workers.procs else 0))
+    print(
+        "%s: %s; copy %.1f GB/s (%.3f ms for 2 x %s); %d compile "
+        "workers on %d tasks"
+        % (
+            PROG,
+            name,
+            copy_gbs,
+            copy_ms,
+            size_text(copy_bytes),
+            len(workers.procs),
+            len(tasks) if workers.procs else 0,
+        )
+    )
     sys.stdout.flush()
 
     rows, skipped = [], []
     entry_name = kernels.entry_name
     meta = dict(
-        device=name, torch=torch.__version__,
-        cuda=torch.version.cuda, stream=stream_note,
+        device=name,
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        stream=stream_note,
         flexsn=flexsn.__version__,
-        flexsn_entries=dict(lif=entry_name(lif),
-                            plif=entry_name(plif["scalar"]),
-                            plif_per_channel=entry_name(plif["per_channel"]),
-                            lif_u8=entry_name(lif_u8),
-                            **{k: entry_name(m.compiled)
-                               for k, m in modules.items()}),
-        copy_bytes=2 * copy_bytes, copy_ms=copy_ms, copy_gbs=copy_gbs,
-        copy_end_gbs=None, reps=args.reps, compile_workers=len(workers.procs),
-        compile_wall_s=None, skipped=[], complete=False)
+        flexsn_entries=dict(
+            lif=entry_name(lif),
+            plif=entry_name(plif["scalar"]),
+            plif_per_channel=entry_name(plif["per_channel"]),
+            lif_u8=entry_name(lif_u8),
+            **{k: entry_name(m.compiled) for k, m in modules.items()},
+        ),
+        copy_bytes=2 * copy_bytes,
+        copy_ms=copy_ms,
+        copy_gbs=copy_gbs,
+        copy_end_gbs=None,
+        reps=args.reps,
+        compile_workers=len(workers.procs),
+        compile_wall_s=None,
+        skipped=[],
+        complete=False,
+    )
     if args.smoke:
         meta["smoke"] = True
     reserve = 0.0 if args.no_compile else args.compile_reserve
@@ -198,27 +250,46 @@ def run_bench(args, lif, plif, modules, lif_u8):
                     if time.time() - t_start > args.budget - reserve:
                         skipped.append((N, variant, dtype, T))
                         continue
-                    row = bench_row(torch, lif, timer, stream, variant,
-                                    dtype, T, N, copy_gbs)
+                    row = bench_row(
+                        torch,
+                        lif,
+                        timer,
+                        stream,
+                        variant,
+                        dtype,
+                        T,
+                        N,
+                        copy_gbs,
+                    )
                     rows.append(row)
                     print_row(row)
                     sys.stdout.flush()
                     meta["seconds"] = time.time() - t_start
                     write_outputs(args.out, meta, rows, with_plot=False)
     if skipped:
-        print("%s: budget of %.0f s reached: %d rows skipped"
-              % (PROG, args.budget, len(skipped)))
+        print(
+            "%s: budget of %.0f s reached: %d rows skipped"
+            % (PROG, args.budget, len(skipped))
+        )
 
     # 3. torch.compile results from the workers.
     if workers.procs:
-        print("%s: waiting for the compile workers (at most %.0f s)"
-              % (PROG, max(0.0, args.budget - (time.time() - t_start))))
+        print(
+            "%s: waiting for the compile workers (at most %.0f s)"
+            % (PROG, max(0.0, args.budget - (time.time() - t_start)))
+        )
         sys.stdout.flush()
         results, wall = workers.collect(t_start + args.budget)
         meta["compile_wall_s"] = wall
         for row in rows:
-            rec = results.get((compile_workers.key_str(
-                row["variant"], row["dtype"], row["T"]), row["N"]))
+            rec = results.get(
+                (
+                    compile_workers.key_str(
+                        row["variant"], row["dtype"], row["T"]
+                    ),
+                    row["N"],
+                )
+            )
             if rec is None:
                 row["compile_error"] = "not compiled within the budget"
             elif not rec.get("ok"):
@@ -230,10 +301,16 @@ def run_bench(args, lif, plif, modules, lif_u8):
                 if "wall_us" in rec:
                     row["compile_wall_us"] = rec["wall_us"]
             finish_row(row, copy_gbs)
-        print("%s: compile workers: %d of %d tasks in %.0f s; the rows "
-              "with torch.compile:"
-              % (PROG, sum(1 for r in results.values() if r.get("ok")),
-                 len(tasks), wall))
+        print(
+            "%s: compile workers: %d of %d tasks in %.0f s; the rows "
+            "with torch.compile:"
+            % (
+                PROG,
+                sum(1 for r in results.values() if r.get("ok")),
+                len(tasks),
+                wall,
+            )
+        )
         for row in rows:
             print_row(row)
 
@@ -241,13 +318,18 @@ def run_bench(args, lif, plif, modules, lif_u8):
     if not args.no_modules:
         try:
             meta["modules"] = lif_modules.bench_modules(
-                torch, modules, timer,
-                SMOKE["modules"] if args.smoke else lif_modules.SIZES)
+                torch,
+                modules,
+                timer,
+                SMOKE["modules"] if args.smoke else lif_modules.SIZES,
+            )
         except Exception as e:  # reported; the rest of the run goes on
             import traceback
+
             traceback.print_exc()
-            meta["modules"] = dict(error="%s: %s" % (type(e).__name__,
-                                                     str(e)[:500]))
+            meta["modules"] = dict(
+                error="%s: %s" % (type(e).__name__, str(e)[:500])
+            )
         timer.free()
         write_outputs(args.out, meta, rows, with_plot=False)
 
@@ -255,26 +337,37 @@ def run_bench(args, lif, plif, modules, lif_u8):
     # parameter) and what a per-channel w costs over a scalar one, by
     # channel layout, when time is left: GPU matters (atomics).
     if not cuda:
-        cli.skip(PROG, "PLIF atomic vs deterministic and per-channel "
-                 "gradient rows")
+        cli.skip(
+            PROG,
+            "PLIF atomic vs deterministic and per-channel " "gradient rows",
+        )
     if cuda and time.time() - t_start < args.budget - reserve:
         meta["deterministic"] = lif_params.bench_deterministic(
-            torch, plif["scalar"], timer, ns[0])
+            torch, plif["scalar"], timer, ns[0]
+        )
     if cuda and time.time() - t_start < args.budget - reserve:
         meta["per_channel"] = lif_params.bench_per_channel(
-            torch, plif, timer, ns[0], copy_gbs)
+            torch, plif, timer, ns[0], copy_gbs
+        )
     # Spikes stored as bytes against spikes in the storage type.
     if time.time() - t_start < args.budget - reserve:
         meta["spike_storage"] = spikes.bench_spike_storage(
-            torch, lif_u8, timer, ns[0], copy_gbs,
-            **({"Ts": SMOKE["spike_ts"]} if args.smoke else {}))
+            torch,
+            lif_u8,
+            timer,
+            ns[0],
+            copy_gbs,
+            **({"Ts": SMOKE["spike_ts"]} if args.smoke else {}),
+        )
 
     # The copy again at the end: drift check.
     copy_end_gbs, _ = traffic.copy_gbs(torch, timer, copy_bytes, reps=20)
     meta.update(
         copy_end_gbs=copy_end_gbs,
         skipped=[dict(N=a, variant=b, dtype=c, T=d) for a, b, c, d in skipped],
-        seconds=time.time() - t_start, complete=True)
+        seconds=time.time() - t_start,
+        complete=True,
+    )
     return meta, rows
 
 
@@ -283,6 +376,7 @@ def bench_row(torch, lif, timer, stream, variant, dtype, T, N, copy_gbs):
     correctness yardstick) and the same-mix stream on one (variant, dtype,
     T, N)."""
     import flexsn
+
     device = timer.device
     es = ELEM[dtype]
     tdt = kernels.tdtypes(torch)[dtype]
@@ -290,9 +384,13 @@ def bench_row(torch, lif, timer, stream, variant, dtype, T, N, copy_gbs):
     row = dict(N=N, T=T, dtype=dtype, variant=variant, bytes=nbytes)
     x, v0, gs = kernels.make_inputs(torch, variant, dtype, T, N, device)
     nan = float("nan")
-    seq = lambda dt=tdt: torch.full((T, N), nan, dtype=dt,  # noqa: E731
-                                    device=device)
-    vec = lambda: torch.full((N,), nan, dtype=tdt, device=device)  # noqa: E731
+
+    def seq(dt=tdt):
+        return torch.full((T, N), nan, dtype=dt, device=device)
+
+    def vec():
+        return torch.full((N,), nan, dtype=tdt, device=device)
+
     bind = kernels.binder(torch, device)
     addresses = kernels.addresses
 
@@ -302,24 +400,44 @@ def bench_row(torch, lif, timer, stream, variant, dtype, T, N, copy_gbs):
         kb = lif.kernel(device, "backward", dtype)
         spike, xg, vg = seq(), seq(), vec()
         ws = kernels.new_workspace(torch, (kf, kb), T, N, device)
-        forward = bind(kf, T, N, addresses(
-            kf, {"x": x, "v_init": v0, "spike": spike}), ws.data_ptr())
-        backward = bind(kb, T, N, addresses(
-            kb, {"spike_grad": gs, "x_grad": xg, "v_init_grad": vg}),
-            ws.data_ptr())
+        forward = bind(
+            kf,
+            T,
+            N,
+            addresses(kf, {"x": x, "v_init": v0, "spike": spike}),
+            ws.data_ptr(),
+        )
+        backward = bind(
+            kb,
+            T,
+            N,
+            addresses(kb, {"spike_grad": gs, "x_grad": xg, "v_init_grad": vg}),
+            ws.data_ptr(),
+        )
         outs = (spike, xg, vg)
 
         def flexsn_call():
             forward()
             backward()
+
     else:
         kern = lif.kernel(device, KERNEL_VARIANT[variant], dtype)
         spike = seq()
         state = seq() if variant == "inference" else vec()
-        flexsn_call = bind(kern, T, N, addresses(
-            kern, {"x": x, "v_init": v0, "spike": spike,
-                   ("v_seq" if variant == "inference" else "v_final"):
-                   state}))
+        flexsn_call = bind(
+            kern,
+            T,
+            N,
+            addresses(
+                kern,
+                {
+                    "x": x,
+                    "v_init": v0,
+                    "spike": spike,
+                    ("v_seq" if variant == "inference" else "v_final"): state,
+                },
+            ),
+        )
         outs = (spike, state)
     try:
         flexsn_call()
@@ -342,23 +460,28 @@ def bench_row(torch, lif, timer, stream, variant, dtype, T, N, copy_gbs):
     e_spike = res[0] if variant != "train" else None
     if variant == "train":
         with torch.no_grad():
-            e_spike = kernels.make_loop(torch, "final_state", dtype, T)(
-                x, v0)[0]
+            e_spike = kernels.make_loop(torch, "final_state", dtype, T)(x, v0)[
+                0
+            ]
         gx = res[0]
-        row["spike_mismatch_vs_eager"] = (e_spike != spike).float().mean() \
-            .item()
+        row["spike_mismatch_vs_eager"] = (
+            (e_spike != spike).float().mean().item()
+        )
         d = (gx.float() - xg.float()).abs()
         scale = gx.float().abs().amax().item() or 1.0
         row["x_grad_maxdiff_vs_eager"] = d.max().item() / scale
-        row["x_grad_mismatch_vs_eager"] = \
+        row["x_grad_mismatch_vs_eager"] = (
             (d > 1e-2 * scale).float().mean().item()
+        )
         del gx, d
     else:
-        row["spike_mismatch_vs_eager"] = (e_spike != spike).float().mean() \
-            .item()
+        row["spike_mismatch_vs_eager"] = (
+            (e_spike != spike).float().mean().item()
+        )
         if dtype == "f32":
             row["state_maxdiff_vs_eager"] = float(
-                (res[1].float() - state.float()).abs().max().item())
+                (res[1].float() - state.float()).abs().max().item()
+            )
     # FlexSN's buffers go before eager's timing (memory).
     del res, e_spike, flexsn_call, outs
     if variant == "train":
@@ -404,56 +527,90 @@ def finish_row(row, copy_gbs):
         if row.get(peer + "_ms"):
             row["speedup_" + peer] = row[peer + "_ms"] / row["flexsn_ms"]
             row[peer + "_frac_copy"] = traffic.frac_copy(
-                nbytes, row[peer + "_ms"], copy_gbs)
+                nbytes, row[peer + "_ms"], copy_gbs
+            )
     tc, _ = TARGETS[row["variant"]]
     row["target_copy"] = tc
-    row["meets_copy_target"] = row["frac_copy"] >= tc \
-        if row["N"] == NS[0] else None
+    row["meets_copy_target"] = (
+        row["frac_copy"] >= tc if row["N"] == NS[0] else None
+    )
 
 
 def print_row(r):
     if r.get("status") != "FLEXSN_SUCCESS":
-        print("N=2^%-2d %-11s %-4s T=%-2d  FlexSN status %s: %s"
-              % (r["N"].bit_length() - 1, r["variant"], r["dtype"], r["T"],
-                 r.get("status"), r.get("error", "")))
+        print(
+            "N=2^%-2d %-11s %-4s T=%-2d  FlexSN status %s: %s"
+            % (
+                r["N"].bit_length() - 1,
+                r["variant"],
+                r["dtype"],
+                r["T"],
+                r.get("status"),
+                r.get("error", ""),
+            )
+        )
         return
-    print("N=2^%-2d %-11s %-4s T=%-2d  %8.4f ms %7.1f GB/s  %5.1f%% copy  "
-          "%s stream  x%s eager  x%s compile%s"
-          % (r["N"].bit_length() - 1, r["variant"], r["dtype"], r["T"],
-             r["flexsn_ms"], r["flexsn_gbs"], 100 * r["frac_copy"],
-             fmt(r.get("frac_stream") and 100 * r["frac_stream"], "5.1f")
-             + "%",
-             fmt(r.get("speedup_eager"), ".2f"),
-             fmt(r.get("speedup_compile"), ".2f"),
-             "" if not r.get("unwritten") else
-             "  UNWRITTEN %d" % r["unwritten"]))
+    print(
+        "N=2^%-2d %-11s %-4s T=%-2d  %8.4f ms %7.1f GB/s  %5.1f%% copy  "
+        "%s stream  x%s eager  x%s compile%s"
+        % (
+            r["N"].bit_length() - 1,
+            r["variant"],
+            r["dtype"],
+            r["T"],
+            r["flexsn_ms"],
+            r["flexsn_gbs"],
+            100 * r["frac_copy"],
+            fmt(r.get("frac_stream") and 100 * r["frac_stream"], "5.1f") + "%",
+            fmt(r.get("speedup_eager"), ".2f"),
+            fmt(r.get("speedup_compile"), ".2f"),
+            ""
+            if not r.get("unwritten")
+            else "  UNWRITTEN %d" % r["unwritten"],
+        )
+    )
 
 
 def write_outputs(out, meta, rows, with_plot=True):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
-    lines = ["# FlexSN LIF benchmark", "",
-             "%s, torch %s (CUDA %s), stream: %s. Copy bandwidth %.1f GB/s "
-             "(read + write, %s; %s GB/s at the end). Median of %d runs "
-             "after warm-up, %s. Bytes that must move (es = element "
-             "size): inference (3T+1)N es, final-state (2T+2)N es, train "
-             "(forward + backward) TN(4es+8) + 2N es (x, spike, f32 "
-             "workspace; spike_grad, workspace, x_grad; v_init, "
-             "v_init_grad). torch.compile: static shapes, timed by compile "
-             "workers under the same GPU lock; cold = its first call."
-             % (meta["device"], meta["torch"], meta["cuda"], meta["stream"],
-                meta["copy_gbs"], size_text(meta["copy_bytes"] // 2),
-                fmt(meta.get("copy_end_gbs"), ".1f"), meta["reps"],
-                "time.perf_counter (--smoke, CPU)" if meta.get("smoke")
-                else "CUDA events")]
-    head = ["", "| N | variant | dtype | T | FlexSN ms | GB/s | % copy "
-            "| % stream | stream % copy | eager ms | compile ms | x eager "
-            "| x compile | compile s (cold) | wall us/call |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for title, which in (("Inference and final state",
-                          ("inference", "final_state")),
-                         ("Training: forward + backward", ("train",))):
+    lines = [
+        "# FlexSN LIF benchmark",
+        "",
+        "%s, torch %s (CUDA %s), stream: %s. Copy bandwidth %.1f GB/s "
+        "(read + write, %s; %s GB/s at the end). Median of %d runs "
+        "after warm-up, %s. Bytes that must move (es = element "
+        "size): inference (3T+1)N es, final-state (2T+2)N es, train "
+        "(forward + backward) TN(4es+8) + 2N es (x, spike, f32 "
+        "workspace; spike_grad, workspace, x_grad; v_init, "
+        "v_init_grad). torch.compile: static shapes, timed by compile "
+        "workers under the same GPU lock; cold = its first call."
+        % (
+            meta["device"],
+            meta["torch"],
+            meta["cuda"],
+            meta["stream"],
+            meta["copy_gbs"],
+            size_text(meta["copy_bytes"] // 2),
+            fmt(meta.get("copy_end_gbs"), ".1f"),
+            meta["reps"],
+            "time.perf_counter (--smoke, CPU)"
+            if meta.get("smoke")
+            else "CUDA events",
+        ),
+    ]
+    head = [
+        "",
+        "| N | variant | dtype | T | FlexSN ms | GB/s | % copy "
+        "| % stream | stream % copy | eager ms | compile ms | x eager "
+        "| x compile | compile s (cold) | wall us/call |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for title, which in (
+        ("Inference and final state", ("inference", "final_state")),
+        ("Training: forward + backward", ("train",)),
+    ):
         rs = [r for r in rows if r["variant"] in which]
         if not rs:
             continue
@@ -465,13 +622,18 @@ def write_outputs(out, meta, rows, with_plot=True):
     if meta.get("per_channel"):
         lines += lif_params.per_channel_md(meta["per_channel"])
     if meta.get("spike_storage"):
-        lines += ["", "## Spikes stored as bytes and bits", "",
-                  "LIF inference (x, spike, v_seq) and final-state (x, spike, "
-                  "v_final) kernels, same inputs, spikes in the storage type, "
-                  "as uint8 or bit-packed; % of copy on each call's own "
-                  "bytes. x SJ: SpikingJelly's fastest kernel for the call "
-                  "(measured side by side on an H200, docs/Reference.md) "
-                  "over u8 / bits.", ""] + spikes.table(meta["spike_storage"])
+        lines += [
+            "",
+            "## Spikes stored as bytes and bits",
+            "",
+            "LIF inference (x, spike, v_seq) and final-state (x, spike, "
+            "v_final) kernels, same inputs, spikes in the storage type, "
+            "as uint8 or bit-packed; % of copy on each call's own "
+            "bytes. x SJ: SpikingJelly's fastest kernel for the call "
+            "(measured side by side on an H200, docs/Reference.md) "
+            "over u8 / bits.",
+            "",
+        ] + spikes.table(meta["spike_storage"])
     if meta.get("modules"):
         lines += lif_modules.module_md(meta["modules"])
     if meta.get("skipped"):
@@ -480,8 +642,10 @@ def write_outputs(out, meta, rows, with_plot=True):
         f.write("\n".join(lines) + "\n")
     if not with_plot:
         return
-    for name, which in (("bench.png", ("inference", "final_state")),
-                        ("bench_train.png", ("train",))):
+    for name, which in (
+        ("bench.png", ("inference", "final_state")),
+        ("bench_train.png", ("train",)),
+    ):
         try:
             if any(r["variant"] in which for r in rows):
                 plot(out, meta, rows, which, name)
@@ -496,67 +660,113 @@ def size_text(nbytes):
 def md_row(r):
     if r.get("status") != "FLEXSN_SUCCESS":
         return "| 2^%d | %s | %s | %d | %s | | | | | | | | | | |" % (
-            r["N"].bit_length() - 1, r["variant"], r["dtype"], r["T"],
-            r.get("status"))
+            r["N"].bit_length() - 1,
+            r["variant"],
+            r["dtype"],
+            r["T"],
+            r.get("status"),
+        )
     mark = ""
     if r.get("meets_copy_target") is False:
         mark = " (< %d%%)" % round(100 * r["target_copy"])
-    return ("| 2^%d | %s | %s | %d | %.4f | %.0f | %.1f%s | %s | %s | %s | %s "
-            "| %s | %s | %s | %s |"
-            % (r["N"].bit_length() - 1, r["variant"], r["dtype"], r["T"],
-               r["flexsn_ms"], r["flexsn_gbs"], 100 * r["frac_copy"], mark,
-               fmt(r.get("frac_stream") and 100 * r["frac_stream"], ".1f"),
-               fmt(r.get("stream_frac_copy") and 100 * r["stream_frac_copy"],
-                   ".1f"),
-               fmt(r.get("eager_ms"), ".3f"), fmt(r.get("compile_ms"), ".4f"),
-               fmt(r.get("speedup_eager"), ".2f"),
-               fmt(r.get("speedup_compile"), ".2f"),
-               fmt(r.get("compile_cold_s"), ".1f"),
-               fmt(r.get("flexsn_wall_us"), ".1f")))
+    return (
+        "| 2^%d | %s | %s | %d | %.4f | %.0f | %.1f%s | %s | %s | %s | %s "
+        "| %s | %s | %s | %s |"
+        % (
+            r["N"].bit_length() - 1,
+            r["variant"],
+            r["dtype"],
+            r["T"],
+            r["flexsn_ms"],
+            r["flexsn_gbs"],
+            100 * r["frac_copy"],
+            mark,
+            fmt(r.get("frac_stream") and 100 * r["frac_stream"], ".1f"),
+            fmt(
+                r.get("stream_frac_copy") and 100 * r["stream_frac_copy"],
+                ".1f",
+            ),
+            fmt(r.get("eager_ms"), ".3f"),
+            fmt(r.get("compile_ms"), ".4f"),
+            fmt(r.get("speedup_eager"), ".2f"),
+            fmt(r.get("speedup_compile"), ".2f"),
+            fmt(r.get("compile_cold_s"), ".1f"),
+            fmt(r.get("flexsn_wall_us"), ".1f"),
+        )
+    )
 
 
 def plot(out, meta, rows, variants, name):
     plt = pyplot(PROG, name)
     if plt is None:
         return
-    ns = sorted({r["N"] for r in rows if r["variant"] in variants},
-                reverse=True)
-    fig, axes = plt.subplots(len(variants), max(len(ns), 1),
-                             figsize=(6 * max(len(ns), 1),
-                                      4 * len(variants) + 1), squeeze=False)
-    peers = [("FlexSN", "frac_copy", "tab:red"),
-             ("same-mix stream", "stream_frac_copy", "tab:gray"),
-             ("torch.compile", "compile_frac_copy", "tab:blue"),
-             ("eager", "eager_frac_copy", "tab:green")]
+    ns = sorted(
+        {r["N"] for r in rows if r["variant"] in variants}, reverse=True
+    )
+    fig, axes = plt.subplots(
+        len(variants),
+        max(len(ns), 1),
+        figsize=(6 * max(len(ns), 1), 4 * len(variants) + 1),
+        squeeze=False,
+    )
+    peers = [
+        ("FlexSN", "frac_copy", "tab:red"),
+        ("same-mix stream", "stream_frac_copy", "tab:gray"),
+        ("torch.compile", "compile_frac_copy", "tab:blue"),
+        ("eager", "eager_frac_copy", "tab:green"),
+    ]
     for i, variant in enumerate(variants):
         for j, N in enumerate(ns):
             ax = axes[i][j]
-            rs = [r for r in rows if r["N"] == N and r["variant"] == variant
-                  and r.get("status") == "FLEXSN_SUCCESS"]
+            rs = [
+                r
+                for r in rows
+                if r["N"] == N
+                and r["variant"] == variant
+                and r.get("status") == "FLEXSN_SUCCESS"
+            ]
             labels = ["%s T%d" % (r["dtype"], r["T"]) for r in rs]
             width = 0.8 / len(peers)
             for k, (pname, field, color) in enumerate(peers):
                 vals = [r.get(field) or 0.0 for r in rs]
-                ax.bar([p + (k - 1.5) * width for p in range(len(rs))], vals,
-                       width, label=pname, color=color)
+                ax.bar(
+                    [p + (k - 1.5) * width for p in range(len(rs))],
+                    vals,
+                    width,
+                    label=pname,
+                    color=color,
+                )
             ax.axhline(1.0, color="k", lw=0.8)
             ax.axhline(TARGETS[variant][0], color="tab:red", lw=0.8, ls="--")
             ax.set_xticks(range(len(rs)))
             ax.set_xticklabels(labels, rotation=60, fontsize=8)
             ax.set_ylim(0, 1.1)
-            what = "training forward + backward" if variant == "train" \
+            what = (
+                "training forward + backward"
+                if variant == "train"
                 else variant
+            )
             ax.set_title("LIF %s, N = 2^%d" % (what, N.bit_length() - 1))
             if j == 0:
                 ax.set_ylabel("fraction of copy bandwidth")
     handles, labels = axes[0][0].get_legend_handles_labels()
     top = 1.0 - 0.3 / fig.get_figheight()
-    fig.suptitle("FlexSN LIF on %s: fraction of copy bandwidth (%.0f GB/s); "
-                 "dashed: target (docs/Reference.md)"
-                 % (meta["device"], meta["copy_gbs"]),
-                 x=0.02, y=0.995, ha="left")
-    fig.legend(handles, labels, loc="upper right", ncol=len(peers),
-               fontsize=9, bbox_to_anchor=(0.995, top))
+    fig.suptitle(
+        "FlexSN LIF on %s: fraction of copy bandwidth (%.0f GB/s); "
+        "dashed: target (docs/Reference.md)"
+        % (meta["device"], meta["copy_gbs"]),
+        x=0.02,
+        y=0.995,
+        ha="left",
+    )
+    fig.legend(
+        handles,
+        labels,
+        loc="upper right",
+        ncol=len(peers),
+        fontsize=9,
+        bbox_to_anchor=(0.995, top),
+    )
     fig.tight_layout(rect=(0, 0, 1, top - 0.3 / fig.get_figheight()))
     fig.savefig(os.path.join(out, name), dpi=110)
     plt.close(fig)
@@ -564,34 +774,59 @@ def plot(out, meta, rows, variants, name):
 
 def parse_args(argv):
     ap = cli.parser("lif", __doc__)
-    ap.add_argument("--compile-only", action="store_true",
-                    help="run every flexsn.compile of the benchmark (fills "
-                    "$FLEXSN_CACHE_DIR for a machine without the tools), "
-                    "then exit")
-    ap.add_argument("--no-modules", action="store_true",
-                    help="skip the PyTorch module measurements")
+    ap.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="run every flexsn.compile of the benchmark (fills "
+        "$FLEXSN_CACHE_DIR for a machine without the tools), "
+        "then exit",
+    )
+    ap.add_argument(
+        "--no-modules",
+        action="store_true",
+        help="skip the PyTorch module measurements",
+    )
     # Accepted and ignored: older callers pass the gpu_bundle.sh folder.
     ap.add_argument("--bundle", default=None, help=argparse.SUPPRESS)
     cli.add_out_and_smoke(ap, "bench-out")
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--budget", type=float, default=200.0,
-                    help="seconds after which no new row starts and the "
-                    "compile workers are stopped")
-    ap.add_argument("--compile-reserve", type=float, default=10.0,
-                    help="stop adding rows this long before the budget, for "
-                    "the compile results")
-    ap.add_argument("--workers", type=int,
-                    default=min(8, max(1, (os.cpu_count() or 2) // 2)))
-    ap.add_argument("--worker-gib", type=float, default=None,
-                    help="GPU memory the compile workers may hold at once "
-                    "(default: half the GPU's, so that the rows timed "
-                    "beside them fit on an 80 GiB card too)")
-    ap.add_argument("--ns", default=None,
-                    help="comma-separated log2 N (default 24,20)")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=200.0,
+        help="seconds after which no new row starts and the "
+        "compile workers are stopped",
+    )
+    ap.add_argument(
+        "--compile-reserve",
+        type=float,
+        default=10.0,
+        help="stop adding rows this long before the budget, for "
+        "the compile results",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=min(8, max(1, (os.cpu_count() or 2) // 2)),
+    )
+    ap.add_argument(
+        "--worker-gib",
+        type=float,
+        default=None,
+        help="GPU memory the compile workers may hold at once "
+        "(default: half the GPU's, so that the rows timed "
+        "beside them fit on an 80 GiB card too)",
+    )
+    ap.add_argument(
+        "--ns", default=None, help="comma-separated log2 N (default 24,20)"
+    )
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--quick", action="store_true",
-                    help="N = 2^20, T in {4, 16}, f32/f16 only")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="N = 2^20, T in {4, 16}, f32/f16 only",
+    )
     ap.add_argument("--lock", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--ledger", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -610,8 +845,10 @@ def main(argv=None):
         tasks = [tuple(k) for k in json.loads(args.worker)]
         return compile_workers.worker_main(tasks, args)
     import flexsn
+
     if not args.compile_only:
         import torch
+
         args.device = cli.device(torch, args, PROG)
         if args.device is None:
             return 2
@@ -620,18 +857,24 @@ def main(argv=None):
         lif, plif, modules, lif_u8 = compile_all(args.smoke)
     except flexsn.CompileError as e:
         # ToolNotFoundError included: no tools and no cached entry.
-        print("%s: %s\n(on a machine without the FlexSN tools: run "
-              "'python3 -m bench lif --compile-only' where they are, with "
-              "FLEXSN_CACHE_DIR set, carry that cache and set "
-              "FLEXSN_CACHE_DIR and FLEXSN_RUNTIME_LIB here)" % (PROG, e))
+        print(
+            "%s: %s\n(on a machine without the FlexSN tools: run "
+            "'python3 -m bench lif --compile-only' where they are, with "
+            "FLEXSN_CACHE_DIR set, carry that cache and set "
+            "FLEXSN_CACHE_DIR and FLEXSN_RUNTIME_LIB here)" % (PROG, e)
+        )
         return 2
     if args.compile_only:
-        print("%s: compiled in %.1f s into %s:" % (
-            PROG, time.time() - t0, flexsn.cache_dir()))
-        for name, c in [("lif", lif), ("plif", plif["scalar"]),
-                        ("plif (per-channel w)", plif["per_channel"]),
-                        ("lif (u8 spikes)", lif_u8)] + [
-                (k, m.compiled) for k, m in modules.items()]:
+        print(
+            "%s: compiled in %.1f s into %s:"
+            % (PROG, time.time() - t0, flexsn.cache_dir())
+        )
+        for name, c in [
+            ("lif", lif),
+            ("plif", plif["scalar"]),
+            ("plif (per-channel w)", plif["per_channel"]),
+            ("lif (u8 spikes)", lif_u8),
+        ] + [(k, m.compiled) for k, m in modules.items()]:
             print("  %-12s %s" % (name, kernels.entry_name(c)))
         return 0
     try:
@@ -657,28 +900,57 @@ def main(argv=None):
         vb = [r for r in big if r["variant"] == variant]
         if vb:
             worst = min(vb, key=lambda r: r["frac_copy"])
-            print("%s: N=2^24 %s: FlexSN %.1f%%-%.1f%% of copy (worst "
-                  "%s T=%d)" % (PROG, variant, 100 * worst["frac_copy"],
-                                100 * max(r["frac_copy"] for r in vb),
-                                worst["dtype"], worst["T"]))
+            print(
+                "%s: N=2^24 %s: FlexSN %.1f%%-%.1f%% of copy (worst "
+                "%s T=%d)"
+                % (
+                    PROG,
+                    variant,
+                    100 * worst["frac_copy"],
+                    100 * max(r["frac_copy"] for r in vb),
+                    worst["dtype"],
+                    worst["T"],
+                )
+            )
     m = meta.get("modules")
     if m and "error" not in m:
         for r in m["host"]:
-            print("%s: module host overhead %s %s: %+.1f us per call "
-                  "(target < %.0f): %s"
-                  % (PROG, r["module"], r["mode"], r["overhead_us"],
-                     m["host_target_us"], lif_modules.verdict(r["ok"])))
+            print(
+                "%s: module host overhead %s %s: %+.1f us per call "
+                "(target < %.0f): %s"
+                % (
+                    PROG,
+                    r["module"],
+                    r["mode"],
+                    r["overhead_us"],
+                    m["host_target_us"],
+                    lif_modules.verdict(r["ok"]),
+                )
+            )
         for r in m["wall"]:
-            print("%s: module wall %s %s N=2^%d T=%d: x%.3f, "
-                  "back-to-back x%.3f of direct (target <= x%.2f): %s"
-                  % (PROG, r["module"], r["mode"], r["N"].bit_length() - 1,
-                     r["T"], r["ratio"], r["ratio_b2b"], 1 + m["wall_target"],
-                     lif_modules.verdict(r["ok"])))
+            print(
+                "%s: module wall %s %s N=2^%d T=%d: x%.3f, "
+                "back-to-back x%.3f of direct (target <= x%.2f): %s"
+                % (
+                    PROG,
+                    r["module"],
+                    r["mode"],
+                    r["N"].bit_length() - 1,
+                    r["T"],
+                    r["ratio"],
+                    r["ratio_b2b"],
+                    1 + m["wall_target"],
+                    lif_modules.verdict(r["ok"]),
+                )
+            )
     elif m:
         print("%s: module measurements failed: %s" % (PROG, m["error"]))
     print("%s: results in %s" % (PROG, args.out))
-    bad = [r for r in rows if r.get("status") != "FLEXSN_SUCCESS" or
-           r.get("unwritten")]
+    bad = [
+        r
+        for r in rows
+        if r.get("status") != "FLEXSN_SUCCESS" or r.get("unwritten")
+    ]
     # Missed targets are results; a module giving other results than the
     # kernels, or failing, is an error.
     if m is not None and not lif_modules.modules_consistent(m):

@@ -59,15 +59,28 @@ PROG = "bench resnet"
 MODELS = ("sew_resnet18", "spiking_resnet18")
 PRECISIONS = ("f32", "amp")
 LAYOUTS = ("contiguous", "channels_last")
-MEMORY_FORMATS = {"contiguous": "contiguous_format",
-                  "channels_last": "channels_last"}
-VARIANTS = ("sj-cupy", "sj-torch", "sj-cupy+compile", "sj-torch+compile",
-            "flexsn", "flexsn-fused", "flexsn-fused+compile", "flexsn+graph",
-            "flexsn-fused+graph")
+MEMORY_FORMATS = {
+    "contiguous": "contiguous_format",
+    "channels_last": "channels_last",
+}
+VARIANTS = (
+    "sj-cupy",
+    "sj-torch",
+    "sj-cupy+compile",
+    "sj-torch+compile",
+    "flexsn",
+    "flexsn-fused",
+    "flexsn-fused+compile",
+    "flexsn+graph",
+    "flexsn-fused+graph",
+)
 T, B, RES, CLASSES = 4, 32, 224, 1000
 TAU = 2.0
-TARGETS = {"vs_sj_torch_compile": 1.3, "vs_flexsn": 1.25,
-           "fuse_first_step_s": 5.0}
+TARGETS = {
+    "vs_sj_torch_compile": 1.3,
+    "vs_flexsn": 1.25,
+    "fuse_first_step_s": 5.0,
+}
 
 
 def neuron_kwargs():
@@ -85,10 +98,12 @@ def compile_only():
     import flexsn.torch
     from flexsn.torch._block import BlockShape
     from flexsn.torch._fuse import _PROGRAMS, _program, prepare
+
     neuron = flexsn.torch.LIFNode(**neuron_kwargs())
     alone = BlockShape("channel_affine")
-    add, iand = (BlockShape("channel_affine", op, "skip")
-                 for op in ("add", "iand"))
+    add, iand = (
+        BlockShape("channel_affine", op, "skip") for op in ("add", "iand")
+    )
     for blocks in ([alone], [alone, add], [alone, iand]):
         _PROGRAMS.clear()  # each set as a fresh process compiles it
         prepare([(neuron, shape) for shape in blocks], "f32")
@@ -106,20 +121,25 @@ def build(torch, model, variant, layout):
     import flexsn.torch
     from spikingjelly.activation_based import functional, neuron, surrogate
     from spikingjelly.activation_based.model import sew_resnet, spiking_resnet
-    make = {"sew_resnet18": lambda **kw: sew_resnet.sew_resnet18(
-                cnf="ADD", **kw),
-            "spiking_resnet18": spiking_resnet.spiking_resnet18}[model]
+
+    make = {
+        "sew_resnet18": lambda **kw: sew_resnet.sew_resnet18(cnf="ADD", **kw),
+        "spiking_resnet18": spiking_resnet.spiking_resnet18,
+    }[model]
     torch.manual_seed(0)
     if variant.startswith("sj-"):
         backend = variant.split("+")[0][3:]
-        net = make(spiking_neuron=neuron.LIFNode, tau=TAU, detach_reset=True,
-                   surrogate_function=surrogate.Sigmoid(alpha=4.0),
-                   backend=backend)
+        net = make(
+            spiking_neuron=neuron.LIFNode,
+            tau=TAU,
+            detach_reset=True,
+            surrogate_function=surrogate.Sigmoid(alpha=4.0),
+            backend=backend,
+        )
     else:
         net = make(spiking_neuron=flexsn.torch.LIFNode, **neuron_kwargs())
     functional.set_step_mode(net, "m")
-    return net.cuda().to(memory_format=getattr(torch,
-                                               MEMORY_FORMATS[layout]))
+    return net.cuda().to(memory_format=getattr(torch, MEMORY_FORMATS[layout]))
 
 
 def batch(torch, layout, gen):
@@ -133,20 +153,21 @@ def batch(torch, layout, gen):
     return x, labels
 
 
-def training_step(torch, model, variant, precision, layout, x, labels,
-                  losses):
+def training_step(torch, model, variant, precision, layout, x, labels, losses):
     """The variant's model (fused, compiled as it says) and a function
     running one training step on (x, labels), appending its loss."""
     import flexsn.torch
     from spikingjelly.activation_based import functional
+
     net = build(torch, model, variant, layout)
     if "fused" in variant:
         net = flexsn.torch.fuse(net)
     if variant.endswith("+compile"):
         # FlexSN's scan op takes static shapes: the fused model's graph
         # breaks (one per block) would otherwise make them dynamic.
-        net = torch.compile(net, dynamic=False if "flexsn" in variant
-                            else None)
+        net = torch.compile(
+            net, dynamic=False if "flexsn" in variant else None
+        )
     optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
     amp = precision == "amp"
     graph = variant.endswith("+graph")
@@ -155,8 +176,9 @@ def training_step(torch, model, variant, precision, layout, x, labels,
         functional.reset_net(net)
         optimizer.zero_grad(set_to_none=True)
         # A captured step must not reuse autocast's cached weight copies.
-        with torch.autocast("cuda", dtype=torch.float16, enabled=amp,
-                            cache_enabled=not graph):
+        with torch.autocast(
+            "cuda", dtype=torch.float16, enabled=amp, cache_enabled=not graph
+        ):
             loss = torch.nn.functional.cross_entropy(net(x).mean(0), labels)
         loss.backward()
         optimizer.step()
@@ -185,14 +207,17 @@ def profile(torch, model, variant, precision, layout, x, labels):
     """Prints where a step's time goes: host ms per step (queued without
     waiting), GPU kernel ms per step, the top kernels."""
     from torch.profiler import ProfilerActivity
-    net, optimizer, step = training_step(torch, model, variant, precision,
-                                         layout, x, labels, [])
+
+    net, optimizer, step = training_step(
+        torch, model, variant, precision, layout, x, labels, []
+    )
     for _ in range(3):
         step()
     torch.cuda.synchronize()
     steps = 3
-    with torch.profiler.profile(activities=[ProfilerActivity.CPU,
-                                            ProfilerActivity.CUDA]) as prof:
+    with torch.profiler.profile(
+        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    ) as prof:
         t0 = time.perf_counter()
         for _ in range(steps):
             step()
@@ -200,19 +225,33 @@ def profile(torch, model, variant, precision, layout, x, labels):
         torch.cuda.synchronize()
         wall = (time.perf_counter() - t0) / steps * 1e3
     events = prof.key_averages()
-    gpu = sum(getattr(e, "self_device_time_total",
-                      getattr(e, "self_cuda_time_total", 0))
-              for e in events) / steps / 1e3
-    print("%s: profile %s %s %s %s: host %.1f ms/step (profiled), wall "
-          "%.1f ms/step, GPU kernels %.1f ms/step" % (
-              PROG, model, precision, layout, variant, host, wall, gpu))
-    key = ("self_device_time_total" if hasattr(events[0],
-                                               "self_device_time_total")
-           else "self_cuda_time_total")
+    gpu = (
+        sum(
+            getattr(
+                e,
+                "self_device_time_total",
+                getattr(e, "self_cuda_time_total", 0),
+            )
+            for e in events
+        )
+        / steps
+        / 1e3
+    )
+    print(
+        "%s: profile %s %s %s %s: host %.1f ms/step (profiled), wall "
+        "%.1f ms/step, GPU kernels %.1f ms/step"
+        % (PROG, model, precision, layout, variant, host, wall, gpu)
+    )
+    key = (
+        "self_device_time_total"
+        if hasattr(events[0], "self_device_time_total")
+        else "self_cuda_time_total"
+    )
     print(events.table(sort_by=key, row_limit=45, max_name_column_width=70))
     # The host's side: Python functions by their own time.
     import cProfile
     import pstats
+
     host_profile = cProfile.Profile()
     host_profile.enable()
     for _ in range(steps):
@@ -220,7 +259,8 @@ def profile(torch, model, variant, precision, layout, x, labels):
     torch.cuda.synchronize()
     host_profile.disable()
     pstats.Stats(host_profile, stream=sys.stdout).sort_stats(
-        "tottime").print_stats(22)
+        "tottime"
+    ).print_stats(22)
     sys.stdout.flush()
     del net, optimizer
     torch.cuda.empty_cache()
@@ -244,13 +284,19 @@ def start(torch, model, variant, precision, layout, x, labels):
     its first step run (compiles included in `first_step_s`)."""
     losses = []
     t0 = time.perf_counter()
-    net, optimizer, step = training_step(torch, model, variant, precision,
-                                         layout, x, labels, losses)
+    net, optimizer, step = training_step(
+        torch, model, variant, precision, layout, x, labels, losses
+    )
     step()
     torch.cuda.synchronize()
-    row = dict(model=model, variant=variant, precision=precision,
-               layout=layout, first_step_s=time.perf_counter() - t0,
-               first_loss=float(losses[0]))
+    row = dict(
+        model=model,
+        variant=variant,
+        precision=precision,
+        layout=layout,
+        first_step_s=time.perf_counter() - t0,
+        first_loss=float(losses[0]),
+    )
     return step, (net, optimizer), row
 
 
@@ -264,8 +310,11 @@ def measure(torch, timer, runs, x, labels, reps, rounds=1):
     rows, started = [], []
 
     def failed(row, error):
-        rows.append(dict(row, error="%s: %s" % (type(error).__name__,
-                                                str(error)[:600])))
+        rows.append(
+            dict(
+                row, error="%s: %s" % (type(error).__name__, str(error)[:600])
+            )
+        )
         timer.free()
 
     def time_turns(group):
@@ -282,11 +331,11 @@ def measure(torch, timer, runs, x, labels, reps, rounds=1):
             rows.append(row)
 
     for model, precision, layout, variant in runs:
-        row = dict(model=model, variant=variant, precision=precision,
-                   layout=layout)
+        row = dict(
+            model=model, variant=variant, precision=precision, layout=layout
+        )
         try:
-            built = start(torch, model, variant, precision, layout, x,
-                          labels)
+            built = start(torch, model, variant, precision, layout, x, labels)
             if rounds == 1:
                 time_turns([built])
                 del built
@@ -313,28 +362,43 @@ def main(argv):
     ap = cli.parser("resnet", __doc__)
     cli.add_out_and_smoke(ap, None)
     ap.add_argument("--compile-only", action="store_true")
-    ap.add_argument("--models", nargs="+", default=list(MODELS),
-                    choices=MODELS)
-    ap.add_argument("--precisions", nargs="+", default=list(PRECISIONS),
-                    choices=PRECISIONS)
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS),
-                    choices=VARIANTS)
-    ap.add_argument("--layouts", nargs="+", default=list(LAYOUTS),
-                    choices=LAYOUTS)
+    ap.add_argument(
+        "--models", nargs="+", default=list(MODELS), choices=MODELS
+    )
+    ap.add_argument(
+        "--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS
+    )
+    ap.add_argument(
+        "--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS
+    )
+    ap.add_argument(
+        "--layouts", nargs="+", default=list(LAYOUTS), choices=LAYOUTS
+    )
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=1,
-                    help="with N > 1, each model, precision and layout's "
-                    "variants are built together and timed in turns, N "
-                    "times (the median of the rounds' medians): for "
-                    "comparing eager steps whose times drift (default 1: "
-                    "one variant at a time, each freed before the next)")
-    ap.add_argument("--profile", action="store_true",
-                    help="instead of timing: per variant, the host time of "
-                    "a step, the GPU time its kernels take, and the "
-                    "kernels taking most of it (torch.profiler)")
-    ap.add_argument("--plot", nargs="+", metavar="JSON",
-                    help="instead of running: draw resnet.png in --out "
-                    "from these result files")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="with N > 1, each model, precision and layout's "
+        "variants are built together and timed in turns, N "
+        "times (the median of the rounds' medians): for "
+        "comparing eager steps whose times drift (default 1: "
+        "one variant at a time, each freed before the next)",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead of timing: per variant, the host time of "
+        "a step, the GPU time its kernels take, and the "
+        "kernels taking most of it (torch.profiler)",
+    )
+    ap.add_argument(
+        "--plot",
+        nargs="+",
+        metavar="JSON",
+        help="instead of running: draw resnet.png in --out "
+        "from these result files",
+    )
     args = cli.finish(ap.parse_args(argv))
     if args.rounds < 1 or args.reps < 1:
         ap.error("--rounds and --reps are at least 1")
@@ -346,23 +410,30 @@ def main(argv):
         cli.skip(PROG, "--smoke", "the model zoo's steps need a GPU")
         return 0
     import torch
+
     if not cli.gpu_with_spikingjelly(torch, args, PROG):
         return 2
     torch.backends.cudnn.benchmark = True
     timer = Timer(torch, "cuda", reps=args.reps, warmup=3)
-    runs = [(model, precision, layout, variant)
-            for model in args.models for precision in args.precisions
-            for layout in args.layouts for variant in args.variants]
+    runs = [
+        (model, precision, layout, variant)
+        for model in args.models
+        for precision in args.precisions
+        for layout in args.layouts
+        for variant in args.variants
+    ]
     # Compiled variants last: eager steps timed after an Inductor compile
     # in the same process took up to twice as long (docs/perf/resnet).
     runs.sort(key=lambda run: run[3].endswith("+compile"))
-    inputs = {layout: batch(torch, layout,
-                            torch.Generator(device="cuda").manual_seed(1))
-              for layout in args.layouts}
+    inputs = {
+        layout: batch(
+            torch, layout, torch.Generator(device="cuda").manual_seed(1)
+        )
+        for layout in args.layouts
+    }
     if args.profile:
         for model, precision, layout, variant in runs:
-            profile(torch, model, variant, precision, layout,
-                    *inputs[layout])
+            profile(torch, model, variant, precision, layout, *inputs[layout])
         return 0
     rows = []
     if args.rounds == 1:
@@ -373,27 +444,42 @@ def main(argv):
         # ones apart, after every eager one (see above).
         groups = {}
         for run in runs:
-            groups.setdefault((run[:3], run[3].endswith("+compile")),
-                              []).append(run)
-        for (group, _), members in sorted(groups.items(),
-                                          key=lambda g: g[0][1]):
-            rows += measure(torch, timer, members, *inputs[group[2]],
-                            args.reps, args.rounds)
+            groups.setdefault(
+                (run[:3], run[3].endswith("+compile")), []
+            ).append(run)
+        for (group, _), members in sorted(
+            groups.items(), key=lambda g: g[0][1]
+        ):
+            rows += measure(
+                torch,
+                timer,
+                members,
+                *inputs[group[2]],
+                args.reps,
+                args.rounds,
+            )
     checks = judge(rows)
-    meta = dict(device=cli.device_name(torch, "cuda"),
-                torch=torch.__version__, T=T, B=B, resolution=RES,
-                rows=rows, checks=checks)
+    meta = dict(
+        device=cli.device_name(torch, "cuda"),
+        torch=torch.__version__,
+        T=T,
+        B=B,
+        resolution=RES,
+        rows=rows,
+        checks=checks,
+    )
     if args.out:
-        results.write_results(args.out, "resnet_results", meta,
-                              markdown(meta))
+        results.write_results(args.out, "resnet_results", meta, markdown(meta))
     print(markdown(meta))
     return 0
 
 
 #: Each fused variant and the unfused FlexSN variant it is judged against:
 #: eager against eager, a CUDA-graph step against a CUDA-graph step.
-FUSED_VS_UNFUSED = {"flexsn-fused": "flexsn",
-                    "flexsn-fused+graph": "flexsn+graph"}
+FUSED_VS_UNFUSED = {
+    "flexsn-fused": "flexsn",
+    "flexsn-fused+graph": "flexsn+graph",
+}
 
 
 def judge(rows):
@@ -406,8 +492,10 @@ def judge(rows):
         key = (r["model"], r["precision"], "fastest layout", r["variant"])
         if key not in best or r["step_ms"] < best[key]["step_ms"]:
             best[key] = r
-    by = {(r["model"], r["precision"], r["layout"], r["variant"]): r
-          for r in timed}
+    by = {
+        (r["model"], r["precision"], r["layout"], r["variant"]): r
+        for r in timed
+    }
     by.update(best)
     groups = sorted({key[:3] for key in by})
     for model, precision, layout in groups:
@@ -415,34 +503,49 @@ def judge(rows):
             fused = by.get((model, precision, layout, variant))
             if fused is None:
                 continue
-            for name, other in (("vs_sj_torch_compile", "sj-torch+compile"),
-                                ("vs_flexsn", unfused)):
+            for name, other in (
+                ("vs_sj_torch_compile", "sj-torch+compile"),
+                ("vs_flexsn", unfused),
+            ):
                 base = by.get((model, precision, layout, other))
                 if base is not None:
                     ratio = base["step_ms"] / fused["step_ms"]
-                    checks.append(dict(check="%s %s %s %s %s" % (
-                        model, precision, layout, variant, name),
-                        ok=ratio >= TARGETS[name], ratio=round(ratio, 3),
-                        target=TARGETS[name]))
+                    checks.append(
+                        dict(
+                            check="%s %s %s %s %s"
+                            % (model, precision, layout, variant, name),
+                            ok=ratio >= TARGETS[name],
+                            ratio=round(ratio, 3),
+                            target=TARGETS[name],
+                        )
+                    )
             if layout != "fastest layout" and variant == "flexsn-fused":
-                checks.append(dict(
-                    check="%s %s %s fuse_first_step_s" % (model, precision,
-                                                          layout),
-                    ok=fused["first_step_s"] < TARGETS["fuse_first_step_s"],
-                    seconds=round(fused["first_step_s"], 2),
-                    target=TARGETS["fuse_first_step_s"]))
+                checks.append(
+                    dict(
+                        check="%s %s %s fuse_first_step_s"
+                        % (model, precision, layout),
+                        ok=fused["first_step_s"]
+                        < TARGETS["fuse_first_step_s"],
+                        seconds=round(fused["first_step_s"], 2),
+                        target=TARGETS["fuse_first_step_s"],
+                    )
+                )
     return checks
 
 
 #: The bars of the plot: (variant, layout, label), for each model and
 #: precision.
-PLOTTED = (("sj-torch+compile", "channels_last",
-            "torch.compile of SJ torch, channels-last"),
-           ("flexsn+graph", "contiguous", "FlexSN unfused, row-major"),
-           ("flexsn-fused+graph", "contiguous", "FlexSN fused, row-major"),
-           ("flexsn+graph", "channels_last", "FlexSN unfused, channels-last"),
-           ("flexsn-fused+graph", "channels_last",
-            "FlexSN fused, channels-last"))
+PLOTTED = (
+    (
+        "sj-torch+compile",
+        "channels_last",
+        "torch.compile of SJ torch, channels-last",
+    ),
+    ("flexsn+graph", "contiguous", "FlexSN unfused, row-major"),
+    ("flexsn-fused+graph", "contiguous", "FlexSN fused, row-major"),
+    ("flexsn+graph", "channels_last", "FlexSN unfused, channels-last"),
+    ("flexsn-fused+graph", "channels_last", "FlexSN fused, channels-last"),
+)
 
 
 def plot(paths, out):
@@ -451,6 +554,7 @@ def plot(paths, out):
     and precision, FlexSN's rows captured in a CUDA graph."""
     import json
     import os
+
     rows, device = {}, None
     for path in paths:
         with open(path) as f:
@@ -458,8 +562,9 @@ def plot(paths, out):
         device = device or meta["device"]
         for r in meta["rows"]:
             if "step_ms" in r:
-                rows[(r["model"], r["precision"], r["variant"],
-                      r["layout"])] = r["step_ms"]
+                rows[
+                    (r["model"], r["precision"], r["variant"], r["layout"])
+                ] = r["step_ms"]
     plt = results.pyplot(PROG, "resnet.png")
     if plt is None:
         return 1
@@ -467,21 +572,32 @@ def plot(paths, out):
     fig, ax = plt.subplots(figsize=(8, 3.8))
     width = 0.8 / len(PLOTTED)
     for i, (variant, layout, label) in enumerate(PLOTTED):
-        xs = [j + (i - (len(PLOTTED) - 1) / 2) * width
-              for j in range(len(groups))]
+        xs = [
+            j + (i - (len(PLOTTED) - 1) / 2) * width
+            for j in range(len(groups))
+        ]
         ys = [rows.get((m, p, variant, layout), 0.0) for m, p in groups]
         bars = ax.bar(xs, ys, width, label=label)
         for bar, y in zip(bars, ys):
             if y:
-                ax.annotate("%.1f" % y, (bar.get_x() + bar.get_width() / 2,
-                                         y), ha="center", va="bottom",
-                            fontsize=6)
+                ax.annotate(
+                    "%.1f" % y,
+                    (bar.get_x() + bar.get_width() / 2, y),
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                )
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(["%s %s" % (m, "AMP" if p == "amp" else p)
-                        for m, p in groups], fontsize=8)
+    ax.set_xticklabels(
+        ["%s %s" % (m, "AMP" if p == "amp" else p) for m, p in groups],
+        fontsize=8,
+    )
     ax.set_ylabel("training step (ms)")
-    ax.set_title("T = %d, B = %d, %d², one training step (FlexSN's captured "
-                 "in a CUDA graph), %s" % (T, B, RES, device), fontsize=9)
+    ax.set_title(
+        "T = %d, B = %d, %d², one training step (FlexSN's captured "
+        "in a CUDA graph), %s" % (T, B, RES, device),
+        fontsize=9,
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     os.makedirs(out, exist_ok=True)
@@ -491,24 +607,49 @@ def plot(paths, out):
 
 
 def markdown(meta):
-    lines = ["# End-to-end training step, T = %d, B = %d, %dx%d (%s, "
-             "torch %s)" % (meta["T"], meta["B"], meta["resolution"],
-                            meta["resolution"], meta["device"],
-                            meta["torch"]), "",
-             "| model | precision | layout | variant | step ms | host ms | "
-             "first step s | first loss |",
-             "|---|---|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "# End-to-end training step, T = %d, B = %d, %dx%d (%s, "
+        "torch %s)"
+        % (
+            meta["T"],
+            meta["B"],
+            meta["resolution"],
+            meta["resolution"],
+            meta["device"],
+            meta["torch"],
+        ),
+        "",
+        "| model | precision | layout | variant | step ms | host ms | "
+        "first step s | first loss |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
     for r in meta["rows"]:
         if "error" in r:
-            lines.append("| %s | %s | %s | %s | error: %s | | | |" % (
-                r["model"], r["precision"], r["layout"], r["variant"],
-                " ".join(r["error"].replace("|", "/").split())[:160]))
+            lines.append(
+                "| %s | %s | %s | %s | error: %s | | | |"
+                % (
+                    r["model"],
+                    r["precision"],
+                    r["layout"],
+                    r["variant"],
+                    " ".join(r["error"].replace("|", "/").split())[:160],
+                )
+            )
             continue
         host = r.get("host_ms")
-        lines.append("| %s | %s | %s | %s | %.2f | %s | %.1f | %.4f |" % (
-            r["model"], r["precision"], r["layout"], r["variant"],
-            r["step_ms"], "" if host is None else "%.2f" % host,
-            r["first_step_s"], r["first_loss"]))
+        lines.append(
+            "| %s | %s | %s | %s | %.2f | %s | %.1f | %.4f |"
+            % (
+                r["model"],
+                r["precision"],
+                r["layout"],
+                r["variant"],
+                r["step_ms"],
+                "" if host is None else "%.2f" % host,
+                r["first_step_s"],
+                r["first_loss"],
+            )
+        )
     lines += ["", "Targets:", ""]
     lines += ["- " + results.check_line(c) for c in meta["checks"]]
     return "\n".join(lines) + "\n"

@@ -30,6 +30,7 @@ def pyplot(prog, what):
     matplotlib: the numbers stand without their plot."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -42,17 +43,27 @@ def check_line(record, hide=()):
     """`PASS  name  {details}` for a {"check", "ok", ...} record; keys in
     `hide`, or starting with one of its entries that ends in "_", are left
     out."""
-    extra = {k: v for k, v in record.items() if k not in ("check", "ok")
-             and not any(k == h or (h.endswith("_") and k.startswith(h))
-                         for h in hide)}
-    return "%s  %s  %s" % ("PASS" if record["ok"] else "FAIL",
-                           record["check"], extra)
+    extra = {
+        k: v
+        for k, v in record.items()
+        if k not in ("check", "ok")
+        and not any(
+            k == h or (h.endswith("_") and k.startswith(h)) for h in hide
+        )
+    }
+    return "%s  %s  %s" % (
+        "PASS" if record["ok"] else "FAIL",
+        record["check"],
+        extra,
+    )
 
 
 def summary(prog, results, tail=""):
     """Prints `prog: P passed, F failed` and returns F."""
     failed = sum(not r["ok"] for r in results)
-    print("%s: %d passed, %d failed%s" % (prog, len(results) - failed,
-                                          failed, tail))
+    print(
+        "%s: %d passed, %d failed%s"
+        % (prog, len(results) - failed, failed, tail)
+    )
     sys.stdout.flush()
     return failed

@@ -51,21 +51,33 @@ DTYPES = ("f16", "bf16")
 MODES = ("f32", "storage", "approx")
 # No f16 with --smoke: torch's CPU sigmoid, in the float64 reference's
 # inputs' rounding, has no half kernel in some versions.
-SMOKE = dict(N_TIME=1 << 12, N_PRECISION=1 << 12, Ts=(4,), dtypes=("bf16",),
-             reps=3, copy_bytes=8 << 20)
+SMOKE = dict(
+    N_TIME=1 << 12,
+    N_PRECISION=1 << 12,
+    Ts=(4,),
+    dtypes=("bf16",),
+    reps=3,
+    copy_bytes=8 << 20,
+)
 
 
 def compile_all(smoke=False):
     """{mode: compiled LIF}: saving in f32, in the storage type (the
     default), and that with approximate surrogates."""
     import flexsn
-    storage = dict(variants=("forward", "backward"), storage_types=DTYPES,
-                   **kernels.compile_options(smoke))
-    return {"f32": flexsn.compile("lif", save_in_storage_type=False,
-                                  **storage),
-            "storage": flexsn.compile("lif", **storage),
-            "approx": flexsn.compile("lif", approximate_surrogates=True,
-                                     **storage)}
+
+    storage = dict(
+        variants=("forward", "backward"),
+        storage_types=DTYPES,
+        **kernels.compile_options(smoke),
+    )
+    return {
+        "f32": flexsn.compile("lif", save_in_storage_type=False, **storage),
+        "storage": flexsn.compile("lif", **storage),
+        "approx": flexsn.compile(
+            "lif", approximate_surrogates=True, **storage
+        ),
+    }
 
 
 def training_call(torch, device, compiled, dtype, T, N):
@@ -76,25 +88,42 @@ def training_call(torch, device, compiled, dtype, T, N):
     x, v0, gs = kernels.make_inputs(torch, "train", dtype, T, N, device)
     tdt = kernels.tdtypes(torch)[dtype]
     bind = kernels.binder(torch, device)
-    pairs = {m: (k.kernel(device, "forward", dtype),
-                 k.kernel(device, "backward", dtype))
-             for m, k in compiled.items()}
-    ws = kernels.new_workspace(torch, [k for p in pairs.values() for k in p],
-                               T, N, device)
+    pairs = {
+        m: (
+            k.kernel(device, "forward", dtype),
+            k.kernel(device, "backward", dtype),
+        )
+        for m, k in compiled.items()
+    }
+    ws = kernels.new_workspace(
+        torch, [k for p in pairs.values() for k in p], T, N, device
+    )
     calls, outs = {}, {}
     for mode, (kf, kb) in pairs.items():
         spike = torch.empty((T, N), dtype=tdt, device=device)
         xg = torch.empty((T, N), dtype=tdt, device=device)
         vg = torch.empty((N,), dtype=tdt, device=device)
-        forward = bind(kf, T, N, kernels.addresses(
-            kf, {"x": x, "v_init": v0, "spike": spike}), ws.data_ptr())
-        backward = bind(kb, T, N, kernels.addresses(
-            kb, {"spike_grad": gs, "x_grad": xg, "v_init_grad": vg}),
-            ws.data_ptr())
+        forward = bind(
+            kf,
+            T,
+            N,
+            kernels.addresses(kf, {"x": x, "v_init": v0, "spike": spike}),
+            ws.data_ptr(),
+        )
+        backward = bind(
+            kb,
+            T,
+            N,
+            kernels.addresses(
+                kb, {"spike_grad": gs, "x_grad": xg, "v_init_grad": vg}
+            ),
+            ws.data_ptr(),
+        )
 
         def call(forward=forward, backward=backward):
             forward()
             backward()
+
         calls[mode], outs[mode] = call, (spike, xg, vg)
     # The launches hold raw addresses: the buffers live as long as calls.
     calls["keep"] = (ws, x, v0, gs, outs)
@@ -117,9 +146,11 @@ def reference_grads(torch, x, v0, gs, T):
 def errors(got, want):
     d = (got.double() - want).abs()
     scale = want.abs().max().item() or 1.0
-    return dict(mean_rel=d.mean().item() / (want.abs().mean().item() or 1.0),
-                max_rel=d.max().item() / scale,
-                beyond_1pct=(d > 1e-2 * scale).double().mean().item())
+    return dict(
+        mean_rel=d.mean().item() / (want.abs().mean().item() or 1.0),
+        max_rel=d.max().item() / scale,
+        beyond_1pct=(d > 1e-2 * scale).double().mean().item(),
+    )
 
 
 def module_peers(torch, smoke):
@@ -127,21 +158,30 @@ def module_peers(torch, smoke):
     and in the storage type, and SpikingJelly's LIFNode on its Triton and
     CuPy backends where it imports (not with --smoke)."""
     from flexsn.torch import LIFNode
-    peers = {"flexsn, h in f32": lambda: LIFNode(
-                 step_mode="m", tau=2.0, save_in_storage_type=False),
-             "flexsn, h in the storage type": lambda: LIFNode(
-                 step_mode="m", tau=2.0, save_in_storage_type=True)}
+
+    peers = {
+        "flexsn, h in f32": lambda: LIFNode(
+            step_mode="m", tau=2.0, save_in_storage_type=False
+        ),
+        "flexsn, h in the storage type": lambda: LIFNode(
+            step_mode="m", tau=2.0, save_in_storage_type=True
+        ),
+    }
     if smoke:
         return peers, None
     try:
         from spikingjelly.activation_based import neuron, surrogate
     except ImportError as e:
-        return peers, cli.skip(PROG, "SpikingJelly's rows",
-                               "it does not import: %s" % e)
+        return peers, cli.skip(
+            PROG, "SpikingJelly's rows", "it does not import: %s" % e
+        )
     for backend in ("triton", "cupy"):
         peers["spikingjelly " + backend] = lambda b=backend: neuron.LIFNode(
-            tau=2.0, step_mode="m", backend=b,
-            surrogate_function=surrogate.Sigmoid(alpha=4.0))
+            tau=2.0,
+            step_mode="m",
+            backend=b,
+            surrogate_function=surrogate.Sigmoid(alpha=4.0),
+        )
     return peers, None
 
 
@@ -152,6 +192,7 @@ def module_step(torch, module, x, gs):
     def step():
         module.reset()
         return torch.autograd.grad(module(xr), xr, gs)[0]
+
     return step
 
 
@@ -159,16 +200,21 @@ def module_rows(torch, device, timer, copy, smoke):
     """Time and precision of each module peer (docstring)."""
     T = 4 if smoke else MODULE_T
     dtype = "bf16" if smoke else MODULE_DTYPE
-    n_time, n_precision = ((SMOKE["N_TIME"], SMOKE["N_PRECISION"]) if smoke
-                           else (N_TIME, N_PRECISION))
+    n_time, n_precision = (
+        (SMOKE["N_TIME"], SMOKE["N_PRECISION"])
+        if smoke
+        else (N_TIME, N_PRECISION)
+    )
     peers, skipped = module_peers(torch, smoke)
-    x, _, gs = kernels.make_inputs(torch, "train", dtype, T, n_precision,
-                                   device)
+    x, _, gs = kernels.make_inputs(
+        torch, "train", dtype, T, n_precision, device
+    )
     v0 = torch.zeros_like(x[0])
     gx_ref, _ = reference_grads(torch, x, v0, gs, T)
     with torch.no_grad():
-        s_ref = kernels.make_loop(torch, "train", "f64", T)(x.double(),
-                                                            v0.double())
+        s_ref = kernels.make_loop(torch, "train", "f64", T)(
+            x.double(), v0.double()
+        )
     rows = []
     for name, make in peers.items():
         row = dict(name=name, dtype=dtype, T=T, N=n_time)
@@ -179,26 +225,47 @@ def module_rows(torch, device, timer, copy, smoke):
                 spikes = module(x)
             module.reset()
             gx = module_step(torch, module, x, gs)()
-            row.update(x_grad=errors(gx, gx_ref), spikes_off=(
-                spikes.double() != s_ref).double().mean().item())
-            xt, _, gt = kernels.make_inputs(torch, "train", dtype, T, n_time,
-                                            device)
+            row.update(
+                x_grad=errors(gx, gx_ref),
+                spikes_off=(spikes.double() != s_ref).double().mean().item(),
+            )
+            xt, _, gt = kernels.make_inputs(
+                torch, "train", dtype, T, n_time, device
+            )
             row["ms"] = timer.ms(module_step(torch, module, xt, gt))[0]
-            nbytes = traffic.lif_bytes("train", T, n_time,
-                                       kernels.ELEM[dtype],
-                                       saved_es=kernels.ELEM[dtype],
-                                       v_init=False)
+            nbytes = traffic.lif_bytes(
+                "train",
+                T,
+                n_time,
+                kernels.ELEM[dtype],
+                saved_es=kernels.ELEM[dtype],
+                v_init=False,
+            )
             row["frac_copy"] = traffic.frac_copy(nbytes, row["ms"], copy)
             del xt, gt
         except Exception as e:  # a peer that fails says why, in the row
             row["error"] = "%s: %s" % (type(e).__name__, e)
         rows.append(row)
-        print("%s: module %s %s T=%d: %s" % (
-            PROG, name, dtype, T, row.get("error") or (
-                "%.4f ms (%.1f%% of copy); x_grad vs float64 mean %.2e, max "
-                "%.2e, beyond 1%% %.2e; spikes off float64's %.2e" % (
-                    row["ms"], 100 * row["frac_copy"],
-                    *row["x_grad"].values(), row["spikes_off"]))))
+        print(
+            "%s: module %s %s T=%d: %s"
+            % (
+                PROG,
+                name,
+                dtype,
+                T,
+                row.get("error")
+                or (
+                    "%.4f ms (%.1f%% of copy); x_grad vs float64 mean %.2e, "
+                    "max %.2e, beyond 1%% %.2e; spikes off float64's %.2e"
+                    % (
+                        row["ms"],
+                        100 * row["frac_copy"],
+                        *row["x_grad"].values(),
+                        row["spikes_off"],
+                    )
+                ),
+            )
+        )
         sys.stdout.flush()
         timer.free()
     return rows, skipped
@@ -206,9 +273,12 @@ def module_rows(torch, device, timer, copy, smoke):
 
 def main(argv=None):
     ap = cli.parser("saved-storage", __doc__)
-    ap.add_argument("--compile-only", action="store_true",
-                    help="compile the three LIFs (fills $FLEXSN_CACHE_DIR "
-                    "for a machine without the tools), then exit")
+    ap.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="compile the three LIFs (fills $FLEXSN_CACHE_DIR "
+        "for a machine without the tools), then exit",
+    )
     cli.add_out_and_smoke(ap, "saved-storage-out")
     args = cli.finish(ap.parse_args(argv))
     smoke = args.smoke
@@ -216,46 +286,75 @@ def main(argv=None):
         compile_all(smoke)
         return 0
     import torch
+
     device = cli.device(torch, args, PROG)
     if device is None:
         return 2
     compiled = compile_all(smoke)
     n_time, n_precision, Ts, dtypes = (
         (SMOKE["N_TIME"], SMOKE["N_PRECISION"], SMOKE["Ts"], SMOKE["dtypes"])
-        if smoke else (N_TIME, N_PRECISION, TS, DTYPES))
+        if smoke
+        else (N_TIME, N_PRECISION, TS, DTYPES)
+    )
     timer = Timer(torch, device, SMOKE["reps"] if smoke else 20, 3)
     copy, _ = traffic.copy_gbs(
-        torch, timer, SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES)
-    meta = dict(device=cli.device_name(torch, device),
-                torch=torch.__version__, copy_gbs=copy, rows=[], precision=[])
+        torch, timer, SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES
+    )
+    meta = dict(
+        device=cli.device_name(torch, device),
+        torch=torch.__version__,
+        copy_gbs=copy,
+        rows=[],
+        precision=[],
+    )
     print("%s: %s, copy %.0f GB/s" % (PROG, meta["device"], copy))
 
     for dtype in dtypes:
         es = kernels.ELEM[dtype]
         for T in Ts:
-            calls, _, _ = training_call(torch, device, compiled, dtype, T,
-                                        n_time)
-            times = timer.rounds({m: calls[m] for m in MODES}, 2,
-                                 before=lambda m, c=calls: c[m]())
+            calls, _, _ = training_call(
+                torch, device, compiled, dtype, T, n_time
+            )
+            times = timer.rounds(
+                {m: calls[m] for m in MODES},
+                2,
+                before=lambda m, c=calls: c[m](),
+            )
             row = dict(dtype=dtype, T=T, N=n_time)
             for m in MODES:
                 ms = sum(times[m]) / len(times[m])
-                nbytes = traffic.lif_bytes("train", T, n_time, es,
-                                           saved_es=saved_bytes(m, dtype))
-                row[m] = dict(ms=ms, medians=times[m], bytes=nbytes,
-                              frac_copy=traffic.frac_copy(nbytes, ms, copy))
+                nbytes = traffic.lif_bytes(
+                    "train", T, n_time, es, saved_es=saved_bytes(m, dtype)
+                )
+                row[m] = dict(
+                    ms=ms,
+                    medians=times[m],
+                    bytes=nbytes,
+                    frac_copy=traffic.frac_copy(nbytes, ms, copy),
+                )
             for m in MODES[1:]:
                 row[m]["speedup"] = row["f32"]["ms"] / row[m]["ms"]
             meta["rows"].append(row)
-            print("%s: %s T=%d N=2^%d: h in f32 %.4f ms "
-                  "(%.1f%% of copy), in %s %.4f ms (%.1f%%): x%.3f, also "
-                  "approximate surrogates %.4f ms (%.1f%%): x%.3f" % (
-                      PROG, dtype, T, n_time.bit_length() - 1,
-                      row["f32"]["ms"], 100 * row["f32"]["frac_copy"], dtype,
-                      row["storage"]["ms"], 100 * row["storage"]["frac_copy"],
-                      row["storage"]["speedup"], row["approx"]["ms"],
-                      100 * row["approx"]["frac_copy"],
-                      row["approx"]["speedup"]))
+            print(
+                "%s: %s T=%d N=2^%d: h in f32 %.4f ms "
+                "(%.1f%% of copy), in %s %.4f ms (%.1f%%): x%.3f, also "
+                "approximate surrogates %.4f ms (%.1f%%): x%.3f"
+                % (
+                    PROG,
+                    dtype,
+                    T,
+                    n_time.bit_length() - 1,
+                    row["f32"]["ms"],
+                    100 * row["f32"]["frac_copy"],
+                    dtype,
+                    row["storage"]["ms"],
+                    100 * row["storage"]["frac_copy"],
+                    row["storage"]["speedup"],
+                    row["approx"]["ms"],
+                    100 * row["approx"]["frac_copy"],
+                    row["approx"]["speedup"],
+                )
+            )
             sys.stdout.flush()
             del calls
             timer.free()
@@ -263,36 +362,54 @@ def main(argv=None):
     for dtype in dtypes:
         for T in Ts:
             calls, outs, (x, v0, gs) = training_call(
-                torch, device, compiled, dtype, T, n_precision)
+                torch, device, compiled, dtype, T, n_precision
+            )
             for m in MODES:
                 calls[m]()
             timer.sync()
             gx, gv = reference_grads(torch, x, v0, gs, T)
-            rec = dict(dtype=dtype, T=T, N=n_precision,
-                       same_spikes=all(torch.equal(outs["f32"][0],
-                                                   outs[m][0])
-                                       for m in MODES[1:]))
+            rec = dict(
+                dtype=dtype,
+                T=T,
+                N=n_precision,
+                same_spikes=all(
+                    torch.equal(outs["f32"][0], outs[m][0]) for m in MODES[1:]
+                ),
+            )
             for m in MODES:
-                rec[m] = dict(x_grad=errors(outs[m][1], gx),
-                              v_init_grad=errors(outs[m][2], gv))
+                rec[m] = dict(
+                    x_grad=errors(outs[m][1], gx),
+                    v_init_grad=errors(outs[m][2], gv),
+                )
             meta["precision"].append(rec)
-            print("%s: %s T=%d N=2^%d x_grad vs float64 "
-                  "(mean, max, beyond 1%%): h in f32 %.2e %.2e %.2e; in %s "
-                  "%.2e %.2e %.2e; also approximate %.2e %.2e %.2e; same "
-                  "spikes: %s" % (
-                      PROG, dtype, T, n_precision.bit_length() - 1,
-                      *rec["f32"]["x_grad"].values(), dtype,
-                      *rec["storage"]["x_grad"].values(),
-                      *rec["approx"]["x_grad"].values(), rec["same_spikes"]))
+            print(
+                "%s: %s T=%d N=2^%d x_grad vs float64 "
+                "(mean, max, beyond 1%%): h in f32 %.2e %.2e %.2e; in %s "
+                "%.2e %.2e %.2e; also approximate %.2e %.2e %.2e; same "
+                "spikes: %s"
+                % (
+                    PROG,
+                    dtype,
+                    T,
+                    n_precision.bit_length() - 1,
+                    *rec["f32"]["x_grad"].values(),
+                    dtype,
+                    *rec["storage"]["x_grad"].values(),
+                    *rec["approx"]["x_grad"].values(),
+                    rec["same_spikes"],
+                )
+            )
             sys.stdout.flush()
             del calls, outs, x, v0, gs, gx, gv
             timer.free()
 
     meta["modules"], meta["modules_skipped"] = module_rows(
-        torch, device, timer, copy, smoke)
+        torch, device, timer, copy, smoke
+    )
 
-    results.write_results(args.out, "saved_storage_results", meta,
-                          markdown(meta))
+    results.write_results(
+        args.out, "saved_storage_results", meta, markdown(meta)
+    )
     print("%s: results in %s" % (PROG, args.out))
     return 0
 
@@ -315,11 +432,22 @@ def markdown(meta):
     ]
     for r in meta["rows"]:
         a, b, c = (r[m] for m in MODES)
-        lines.append("| %s | %d | %.4f | %.1f | %.4f | %.1f | %.3f | %.4f "
-                     "| %.1f | %.3f |" % (
-                         r["dtype"], r["T"], a["ms"], 100 * a["frac_copy"],
-                         b["ms"], 100 * b["frac_copy"], b["speedup"],
-                         c["ms"], 100 * c["frac_copy"], c["speedup"]))
+        lines.append(
+            "| %s | %d | %.4f | %.1f | %.4f | %.1f | %.3f | %.4f "
+            "| %.1f | %.3f |"
+            % (
+                r["dtype"],
+                r["T"],
+                a["ms"],
+                100 * a["frac_copy"],
+                b["ms"],
+                100 * b["frac_copy"],
+                b["speedup"],
+                c["ms"],
+                100 * c["frac_copy"],
+                c["speedup"],
+            )
+        )
     lines += [
         "",
         "Precision, N = 2^%d: the input gradient against float64 autograd "
@@ -327,8 +455,10 @@ def markdown(meta):
         "|gradient|; max |error| / max |gradient|; the fraction of elements "
         "off by more than 1%% of the max |gradient|. Same spikes: all three "
         "kernels wrote identical spikes."
-        % ((meta["precision"] or [dict(N=N_PRECISION)])[0]["N"]
-           .bit_length() - 1),
+        % (
+            (meta["precision"] or [dict(N=N_PRECISION)])[0]["N"].bit_length()
+            - 1
+        ),
         "",
         "| dtype | T | h in f32: mean | max | > 1% | storage: mean | max "
         "| > 1% | + approx: mean | max | > 1% | same spikes |",
@@ -338,11 +468,20 @@ def markdown(meta):
         cells = []
         for m in MODES:
             e = r[m]["x_grad"]
-            cells += ["%.2e" % e["mean_rel"], "%.2e" % e["max_rel"],
-                      "%.2e" % e["beyond_1pct"]]
-        lines.append("| %s | %d | %s | %s |" % (
-            r["dtype"], r["T"], " | ".join(cells),
-            "yes" if r["same_spikes"] else "no"))
+            cells += [
+                "%.2e" % e["mean_rel"],
+                "%.2e" % e["max_rel"],
+                "%.2e" % e["beyond_1pct"],
+            ]
+        lines.append(
+            "| %s | %d | %s | %s |"
+            % (
+                r["dtype"],
+                r["T"],
+                " | ".join(cells),
+                "yes" if r["same_spikes"] else "no",
+            )
+        )
     rows = meta.get("modules") or []
     if rows:
         lines += [
@@ -350,24 +489,41 @@ def markdown(meta):
             "Through the modules, one training step (%s, T = %d; time at N "
             "= 2^%d, %% of copy on h-in-%s bytes; x_grad against float64 at "
             "N = 2^%d; spikes off: the fraction of spikes that differ from "
-            "float64's)%s." % (
-                rows[0]["dtype"], rows[0]["T"],
-                rows[0]["N"].bit_length() - 1, rows[0]["dtype"],
-                (meta["precision"] or [dict(N=N_PRECISION)])[0]["N"]
-                .bit_length() - 1,
+            "float64's)%s."
+            % (
+                rows[0]["dtype"],
+                rows[0]["T"],
+                rows[0]["N"].bit_length() - 1,
+                rows[0]["dtype"],
+                (meta["precision"] or [dict(N=N_PRECISION)])[0][
+                    "N"
+                ].bit_length()
+                - 1,
                 "; SpikingJelly: " + meta["modules_skipped"]
-                if meta.get("modules_skipped") else ""),
+                if meta.get("modules_skipped")
+                else "",
+            ),
             "",
             "| module | ms | % copy | x_grad mean | max | > 1% | spikes off |",
             "|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             if "error" in r:
-                lines.append("| %s | %s |  |  |  |  |  |" % (r["name"],
-                                                             r["error"]))
+                lines.append(
+                    "| %s | %s |  |  |  |  |  |" % (r["name"], r["error"])
+                )
                 continue
             e = r["x_grad"]
-            lines.append("| %s | %.4f | %.1f | %.2e | %.2e | %.2e | %.2e |" % (
-                r["name"], r["ms"], 100 * r["frac_copy"], e["mean_rel"],
-                e["max_rel"], e["beyond_1pct"], r["spikes_off"]))
+            lines.append(
+                "| %s | %.4f | %.1f | %.2e | %.2e | %.2e | %.2e |"
+                % (
+                    r["name"],
+                    r["ms"],
+                    100 * r["frac_copy"],
+                    e["mean_rel"],
+                    e["max_rel"],
+                    e["beyond_1pct"],
+                    r["spikes_off"],
+                )
+            )
     return "\n".join(lines) + "\n"

@@ -49,11 +49,13 @@ BANDS = (256, 1024, 4096)
 PACING = (8, 32)
 BLOCKS_PER_SM = 8
 HAND_WRITTEN = ("thread_loop", "block_sync") + tuple(
-    "paced_D%d" % d for d in PACING)
-SMOKE = dict(N=1 << 12, Ts=(4,), dtypes=("f32", "bf16"), reps=3,
-             copy_bytes=8 << 20)
+    "paced_D%d" % d for d in PACING
+)
+SMOKE = dict(
+    N=1 << 12, Ts=(4,), dtypes=("f32", "bf16"), reps=3, copy_bytes=8 << 20
+)
 
-SOURCE = r'''
+SOURCE = r"""
 struct F32 {
   typedef float4 V;
   enum { W = 4 };
@@ -177,7 +179,7 @@ extern "C" __global__ void stream_order(const float4 *__restrict__ a,
   b[i] = w;
   c[i] = w;
 }
-'''
+"""
 
 
 def kernel_calls(torch, lif, timer, dtype, T, N, module=None):
@@ -190,11 +192,15 @@ def kernel_calls(torch, lif, timer, dtype, T, N, module=None):
     s = torch.empty((T, N), dtype=tdt, device=device)
     v = torch.empty_like(s)
     kf = lif.kernel(device, "inference", dtype)
-    calls = {"flexsn": kernels.binder(torch, device)(
-        kf, T, N, kernels.addresses(kf, {"x": x, "spike": s, "v_seq": v}))}
+    calls = {
+        "flexsn": kernels.binder(torch, device)(
+            kf, T, N, kernels.addresses(kf, {"x": x, "spike": s, "v_seq": v})
+        )
+    }
     if module is None:
         return calls, (s, v), x
     import cupy as cp
+
     es = kernels.ELEM[dtype]
     ext = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     ptr = [cp.uint64(t.data_ptr()) for t in (x, s, v)]
@@ -202,34 +208,62 @@ def kernel_calls(torch, lif, timer, dtype, T, N, module=None):
     grid = ((groups + 255) // 256,)
     for name in ("thread_loop", "block_sync"):
         f = module.get_function("%s_%s" % (name, dtype))
-        calls[name] = (lambda f=f: f(grid, (256,), (
-            ptr[0], ptr[1], ptr[2], cp.int64(T), cp.int64(groups)),
-            stream=ext))
+        calls[name] = lambda f=f: f(
+            grid,
+            (256,),
+            (ptr[0], ptr[1], ptr[2], cp.int64(T), cp.int64(groups)),
+            stream=ext,
+        )
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     G = BLOCKS_PER_SM * sms
     rounds = (groups + 256 * G - 1) // (256 * G)
     ctr = torch.zeros(rounds * T, dtype=torch.int32, device="cuda")
     f = module.get_function("paced_%s" % dtype)
     for D in PACING:
+
         def paced(f=f, D=D):
             ctr.zero_()
-            f((G,), (256,), (ptr[0], ptr[1], ptr[2], cp.int64(T),
-                             cp.int64(groups), cp.uint64(ctr.data_ptr()),
-                             cp.int64(D)), stream=ext)
+            f(
+                (G,),
+                (256,),
+                (
+                    ptr[0],
+                    ptr[1],
+                    ptr[2],
+                    cp.int64(T),
+                    cp.int64(groups),
+                    cp.uint64(ctr.data_ptr()),
+                    cp.int64(D),
+                ),
+                stream=ext,
+            )
+
         calls["paced_D%d" % D] = paced
 
     stream = module.get_function("stream_order")
     chunks = groups // 256
 
     def order(band, blocks):
-        return lambda: stream((blocks,), (256,), (
-            ptr[0], ptr[1], ptr[2], cp.int64(T), cp.int64(chunks),
-            cp.int64(band)), stream=ext)
+        return lambda: stream(
+            (blocks,),
+            (256,),
+            (
+                ptr[0],
+                ptr[1],
+                ptr[2],
+                cp.int64(T),
+                cp.int64(chunks),
+                cp.int64(band),
+            ),
+            stream=ext,
+        )
+
     calls["stream"] = order(0, T * chunks)
     calls["stream_chunk_major"] = order(-1, T * chunks)
     for band in BANDS:
         calls["stream_band_%d" % band] = order(
-            band, (chunks + band - 1) // band * band * T)
+            band, (chunks + band - 1) // band * band * T
+        )
     return calls, (s, v), x
 
 
@@ -239,31 +273,46 @@ def main(argv=None):
     args = cli.finish(ap.parse_args(argv))
     import torch
     import flexsn
+
     device = cli.device(torch, args, PROG)
     if device is None:
         return 2
     smoke = args.smoke
-    n, Ts, dtypes = ((SMOKE["N"], SMOKE["Ts"], SMOKE["dtypes"]) if smoke
-                     else (N, TS, DTYPES))
+    n, Ts, dtypes = (
+        (SMOKE["N"], SMOKE["Ts"], SMOKE["dtypes"])
+        if smoke
+        else (N, TS, DTYPES)
+    )
     lif = flexsn.compile("lif", **kernels.lif_compile(smoke))
     module = None
     if smoke:
-        cli.skip(PROG, "the hand-written kernels and streams",
-                 "need CuPy and a CUDA GPU")
+        cli.skip(
+            PROG,
+            "the hand-written kernels and streams",
+            "need CuPy and a CUDA GPU",
+        )
     else:
         import cupy as cp
-        module = cp.RawModule(code=SOURCE,
-                              options=("-std=c++11", "--fmad=false"))
+
+        module = cp.RawModule(
+            code=SOURCE, options=("-std=c++11", "--fmad=false")
+        )
     timer = Timer(torch, device, SMOKE["reps"] if smoke else 20, 3)
-    meta = dict(device=cli.device_name(torch, device),
-                torch=torch.__version__, N=n, rows=[])
+    meta = dict(
+        device=cli.device_name(torch, device),
+        torch=torch.__version__,
+        N=n,
+        rows=[],
+    )
     print("%s: %s" % (PROG, meta["device"]))
     for dtype in dtypes:
         for T in Ts:
-            calls, (s, v), x = kernel_calls(torch, lif, timer, dtype, T, n,
-                                            module)
-            nbytes = traffic.lif_bytes("inference", T, n,
-                                       kernels.ELEM[dtype], v_init=False)
+            calls, (s, v), x = kernel_calls(
+                torch, lif, timer, dtype, T, n, module
+            )
+            nbytes = traffic.lif_bytes(
+                "inference", T, n, kernels.ELEM[dtype], v_init=False
+            )
             calls["flexsn"]()
             want = (s.clone(), v.clone())
             same = {}
@@ -272,23 +321,43 @@ def main(argv=None):
                 v.fill_(float("nan"))
                 calls[name]()
                 timer.sync()
-                same[name] = bool(torch.equal(s, want[0])
-                                  and torch.equal(v, want[1]))
+                same[name] = bool(
+                    torch.equal(s, want[0]) and torch.equal(v, want[1])
+                )
             copy, _ = traffic.copy_gbs(
-                torch, timer,
-                SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES)
+                torch,
+                timer,
+                SMOKE["copy_bytes"] if smoke else traffic.COPY_BYTES,
+            )
             times = timer.rounds(calls, 2)
-            row = dict(dtype=dtype, T=T, bytes=nbytes, copy_gbs=copy,
-                       same=same, kernels={})
+            row = dict(
+                dtype=dtype,
+                T=T,
+                bytes=nbytes,
+                copy_gbs=copy,
+                same=same,
+                kernels={},
+            )
             for k in calls:
                 ms = statistics.mean(times[k])
                 row["kernels"][k] = dict(
-                    ms=ms, frac_copy=traffic.frac_copy(nbytes, ms, copy))
+                    ms=ms, frac_copy=traffic.frac_copy(nbytes, ms, copy)
+                )
             meta["rows"].append(row)
-            print("%s: %s T=%d copy %.0f GB/s: %s; same as flexsn: %s"
-                  % (PROG, dtype, T, copy, ", ".join(
-                      "%s %.1f%%" % (k, 100 * r["frac_copy"])
-                      for k, r in row["kernels"].items()), same))
+            print(
+                "%s: %s T=%d copy %.0f GB/s: %s; same as flexsn: %s"
+                % (
+                    PROG,
+                    dtype,
+                    T,
+                    copy,
+                    ", ".join(
+                        "%s %.1f%%" % (k, 100 * r["frac_copy"])
+                        for k, r in row["kernels"].items()
+                    ),
+                    same,
+                )
+            )
             sys.stdout.flush()
             del calls, s, v, x, want
             timer.free()
@@ -308,20 +377,36 @@ def markdown(meta):
         "3 T N elements per call (x read; spike and v_seq written; v_init "
         "NULL). %% of the copy bandwidth measured just before each column "
         "(%s GB/s); mean of two medians of 20 CUDA-event timings. What "
-        "each row is: the benchmark's docstring (bench/schedule.py)." % (
-            meta["device"], meta["torch"], meta["N"].bit_length() - 1,
-            ", ".join("%.0f" % r["copy_gbs"] for r in rows)),
+        "each row is: the benchmark's docstring (bench/schedule.py)."
+        % (
+            meta["device"],
+            meta["torch"],
+            meta["N"].bit_length() - 1,
+            ", ".join("%.0f" % r["copy_gbs"] for r in rows),
+        ),
         "",
         "| kernel | " + " | ".join(heads) + " |",
         "|---" * (len(heads) + 1) + "|",
     ]
     for k in names:
-        lines.append("| %s | " % k + " | ".join(
-            "%.1f" % (100 * r["kernels"][k]["frac_copy"]) for r in rows)
-            + " |")
+        lines.append(
+            "| %s | " % k
+            + " | ".join(
+                "%.1f" % (100 * r["kernels"][k]["frac_copy"]) for r in rows
+            )
+            + " |"
+        )
     lines.append("")
-    lines.append("Hand-written kernels write flexsn's spikes and v bitwise: "
-                 + (", ".join("%s %s" % (k, "yes" if all(
-                     r["same"][k] for r in rows) else "NO")
-                     for k in rows[0]["same"]) or "not run") + ".")
+    lines.append(
+        "Hand-written kernels write flexsn's spikes and v bitwise: "
+        + (
+            ", ".join(
+                "%s %s"
+                % (k, "yes" if all(r["same"][k] for r in rows) else "NO")
+                for k in rows[0]["same"]
+            )
+            or "not run"
+        )
+        + "."
+    )
     return "\n".join(lines) + "\n"

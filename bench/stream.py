@@ -5,7 +5,7 @@ one and writes one plus an f32 one (the forward), then reads one and the
 f32 one and writes one (the backward). Needs CuPy and a GPU."""
 
 
-STREAM_SRC = r'''
+STREAM_SRC = r"""
 extern "C" __global__ void stream_1r2w(const float4 *__restrict__ a,
                                        float4 *__restrict__ b,
                                        float4 *__restrict__ c, long long n) {
@@ -47,7 +47,7 @@ extern "C" __global__ void mix_bwd(const uint4 *__restrict__ g,
     d[i] = v;
   }
 }
-'''
+"""
 
 
 class Stream(object):
@@ -55,6 +55,7 @@ class Stream(object):
 
     def __init__(self, torch):
         import cupy as cp
+
         self.cp, self.torch = cp, torch
         mod = cp.RawModule(code=STREAM_SRC)
         self.k12 = mod.get_function("stream_1r2w")
@@ -81,8 +82,10 @@ class Stream(object):
             a = torch.rand(nbytes // 4, device="cuda")
             b, c, d = new(nbytes), new(k * nbytes), new(nbytes)
             ca, cb, cc, cd = (cp.from_dlpack(t) for t in (a, b, c, d))
-            calls = [(self.fwd, (ca, cb, cc, cp.int64(n), cp.int32(k))),
-                     (self.bwd, (ca, cc, cd, cp.int64(n), cp.int32(k)))]
+            calls = [
+                (self.fwd, (ca, cb, cc, cp.int64(n), cp.int32(k))),
+                (self.bwd, (ca, cc, cd, cp.int64(n), cp.int32(k))),
+            ]
             moved = nbytes * (2 + k) + nbytes * (2 + k)
             keep = (a, b, c, d, ca, cb, cc, cd)
         else:
@@ -104,5 +107,6 @@ class Stream(object):
             else:
                 for kern, args in calls:
                     kern(grid, (256,), args)
+
         run.keep = keep
         return run, moved

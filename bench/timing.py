@@ -19,12 +19,15 @@ class Timer(object):
     context manager) is held around every measurement when given."""
 
     def __init__(self, torch, device="cuda", reps=20, warmup=3, lock=None):
-        self.torch, self.reps, self.warmup, self.lock = (torch, reps, warmup,
-                                                         lock)
+        self.torch, self.reps, self.warmup, self.lock = (
+            torch,
+            reps,
+            warmup,
+            lock,
+        )
         self.device = str(device)
         self.cuda = torch.device(device).type == "cuda"
-        self.sleep = getattr(torch.cuda, "_sleep", None) if self.cuda \
-            else None
+        self.sleep = getattr(torch.cuda, "_sleep", None) if self.cuda else None
 
     def held(self):
         return self.lock.held() if self.lock else contextlib.nullcontext()
@@ -55,8 +58,13 @@ class Timer(object):
                     ts.append((time.perf_counter() - t0) * 1e3)
                 return statistics.median(ts), min(ts)
             cuda = self.torch.cuda
-            evs = [(cuda.Event(enable_timing=True),
-                    cuda.Event(enable_timing=True)) for _ in range(reps)]
+            evs = [
+                (
+                    cuda.Event(enable_timing=True),
+                    cuda.Event(enable_timing=True),
+                )
+                for _ in range(reps)
+            ]
             for s, e in evs:
                 if self.sleep is not None:
                     self.sleep(SLEEP_CYCLES)

@@ -65,10 +65,12 @@ def frac_copy(nbytes, ms, copy_gbs):
 def copy_gbs(torch, timer, nbytes=COPY_BYTES, reps=None):
     """The device-to-device copy bandwidth of a torch copy of `nbytes`
     (bytes = read + write) on timer's device: (GB/s, ms)."""
+
     def measure():
         src = torch.rand(nbytes // 4, device=timer.device)
         dst = torch.empty_like(src)
         return timer.ms(lambda: dst.copy_(src), reps=reps)[0]
+
     ms = measure()
     timer.free()  # the buffers went with measure's frame
     return gbs(2 * nbytes, ms), ms

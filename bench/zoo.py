@@ -51,11 +51,24 @@ from .resnet import graphed, host_ms
 from .timing import Timer
 
 PROG = "bench zoo"
-MODELS = ("spikformer_ti", "spiking_vgg16_bn", "sew_resnet18",
-          "spiking_resnet18")
-VARIANTS = ("sj-torch+compile", "sj-flexsn-inductor+compile", "flexsn",
-            "flexsn-fused", "flexsn+graph", "flexsn-fused+graph",
-            "flexsn+compile", "flexsn-fused+compile", "floor", "floor+graph")
+MODELS = (
+    "spikformer_ti",
+    "spiking_vgg16_bn",
+    "sew_resnet18",
+    "spiking_resnet18",
+)
+VARIANTS = (
+    "sj-torch+compile",
+    "sj-flexsn-inductor+compile",
+    "flexsn",
+    "flexsn-fused",
+    "flexsn+graph",
+    "flexsn-fused+graph",
+    "flexsn+compile",
+    "flexsn-fused+compile",
+    "floor",
+    "floor+graph",
+)
 LAYOUTS = ("contiguous", "channels_last")
 PRECISIONS = ("f32", "amp")
 T, RES, CLASSES = 4, 224, 1000
@@ -65,25 +78,36 @@ def sj_model(torch, model, neuron_factory=None):
     """SpikingJelly's `model` with its LIFNode (or `neuron_factory` as
     spiking_neuron, where the constructor takes one)."""
     from spikingjelly.activation_based import functional, neuron, surrogate
-    from spikingjelly.activation_based.model import (sew_resnet,
-                                                     spiking_resnet,
-                                                     spiking_vgg, spikformer)
+    from spikingjelly.activation_based.model import (
+        sew_resnet,
+        spiking_resnet,
+        spiking_vgg,
+        spikformer,
+    )
+
     torch.manual_seed(0)
     if model == "spikformer_ti":
         if neuron_factory is not None:
-            raise ValueError("Spikformer's constructor builds its own "
-                             "neurons")
+            raise ValueError(
+                "Spikformer's constructor builds its own " "neurons"
+            )
         net = spikformer.spikformer_ti(T=T, num_classes=CLASSES)
     else:
-        make = {"sew_resnet18": lambda **kw: sew_resnet.sew_resnet18(
-                    cnf="ADD", **kw),
-                "spiking_resnet18": spiking_resnet.spiking_resnet18,
-                "spiking_vgg16_bn": spiking_vgg.spiking_vgg16_bn}[model]
+        make = {
+            "sew_resnet18": lambda **kw: sew_resnet.sew_resnet18(
+                cnf="ADD", **kw
+            ),
+            "spiking_resnet18": spiking_resnet.spiking_resnet18,
+            "spiking_vgg16_bn": spiking_vgg.spiking_vgg16_bn,
+        }[model]
         if neuron_factory is None:
-            net = make(spiking_neuron=neuron.LIFNode, tau=2.0,
-                       detach_reset=True,
-                       surrogate_function=surrogate.Sigmoid(alpha=4.0),
-                       num_classes=CLASSES)
+            net = make(
+                spiking_neuron=neuron.LIFNode,
+                tau=2.0,
+                detach_reset=True,
+                surrogate_function=surrogate.Sigmoid(alpha=4.0),
+                num_classes=CLASSES,
+            )
         else:
             net = make(spiking_neuron=neuron_factory, num_classes=CLASSES)
     functional.set_step_mode(net, "m")
@@ -94,6 +118,7 @@ def sj_inductor_neuron():
     """SpikingJelly's FlexSN(core, backend="inductor") of the same LIF."""
     from spikingjelly.activation_based import surrogate
     from spikingjelly.activation_based.neuron.flexsn import FlexSN
+
     sg = surrogate.Sigmoid(alpha=4.0)
 
     def lif_core(x, v):
@@ -102,8 +127,15 @@ def sj_inductor_neuron():
         return s, h * (1.0 - s)
 
     def make(**kwargs):
-        return FlexSN(core=lif_core, num_inputs=1, num_states=1,
-                      num_outputs=1, step_mode="m", backend="inductor")
+        return FlexSN(
+            core=lif_core,
+            num_inputs=1,
+            num_states=1,
+            num_outputs=1,
+            step_mode="m",
+            backend="inductor",
+        )
+
     return make
 
 
@@ -112,7 +144,11 @@ def without_neurons(torch, net):
     FlexSN one) replaced by nn.Identity."""
     for name, child in list(net.named_children()):
         if hasattr(child, "v_threshold") or type(child).__name__ in (
-                "FlexSN", "LIFNode", "IFNode", "ParametricLIFNode"):
+            "FlexSN",
+            "LIFNode",
+            "IFNode",
+            "ParametricLIFNode",
+        ):
             setattr(net, name, torch.nn.Identity())
         else:
             without_neurons(torch, child)
@@ -123,6 +159,7 @@ def build(torch, model, variant, layout, device, factory=None):
     """The variant's model on `device` in `layout` (before fusing and
     compiling)."""
     import flexsn.torch
+
     if factory is not None:  # the smoke run's in-repo models
         torch.manual_seed(0)
         net = factory()
@@ -150,6 +187,7 @@ def training_step(torch, net, variant, precision, x, labels, losses):
     """A function running one training step of the variant on (x,
     labels), appending its loss."""
     import flexsn.torch
+
     if "fused" in variant:
         net = flexsn.torch.fuse(net)
     if variant.endswith("+compile"):
@@ -162,9 +200,12 @@ def training_step(torch, net, variant, precision, x, labels, losses):
     def step():
         reset(net)
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device, dtype=torch.float16 if device == "cuda"
-                            else torch.bfloat16, enabled=amp,
-                            cache_enabled=not graph):
+        with torch.autocast(
+            device,
+            dtype=torch.float16 if device == "cuda" else torch.bfloat16,
+            enabled=amp,
+            cache_enabled=not graph,
+        ):
             loss = torch.nn.functional.cross_entropy(net(x).mean(0), labels)
         loss.backward()
         optimizer.step()
@@ -174,23 +215,39 @@ def training_step(torch, net, variant, precision, x, labels, losses):
 
 
 def batch(torch, layout, batch_size, resolution, device, gen):
-    x = torch.rand(T, batch_size, resolution, resolution, 3, device=device,
-                   generator=gen).permute(0, 1, 4, 2, 3)
+    x = torch.rand(
+        T, batch_size, resolution, resolution, 3, device=device, generator=gen
+    ).permute(0, 1, 4, 2, 3)
     if layout == "contiguous":
         x = x.contiguous()
-    labels = torch.randint(0, CLASSES, (batch_size,), device=device,
-                           generator=gen)
+    labels = torch.randint(
+        0, CLASSES, (batch_size,), device=device, generator=gen
+    )
     return x, labels
 
 
-def run_one(torch, timer, model, variant, precision, layout, batch_size,
-            reps, factory=None, resolution=RES):
-    row = dict(model=model, variant=variant, precision=precision,
-               layout=layout, batch=batch_size)
+def run_one(
+    torch,
+    timer,
+    model,
+    variant,
+    precision,
+    layout,
+    batch_size,
+    reps,
+    factory=None,
+    resolution=RES,
+):
+    row = dict(
+        model=model,
+        variant=variant,
+        precision=precision,
+        layout=layout,
+        batch=batch_size,
+    )
     if variant.startswith("sj-flexsn-inductor") and model == "spikformer_ti":
         return dict(row, skipped="its constructor hard-codes its neurons")
-    device = "cuda" if torch.cuda.is_available() and factory is None \
-        else "cpu"
+    device = "cuda" if torch.cuda.is_available() and factory is None else "cpu"
     gen = torch.Generator(device=device).manual_seed(1)
     x, labels = batch(torch, layout, batch_size, resolution, device, gen)
     losses = []
@@ -198,8 +255,9 @@ def run_one(torch, timer, model, variant, precision, layout, batch_size,
         t0 = time.perf_counter()
         net = build(torch, model, variant, layout, device, factory)
         built = time.perf_counter()
-        keep, step = training_step(torch, net, variant, precision, x,
-                                   labels, losses)
+        keep, step = training_step(
+            torch, net, variant, precision, x, labels, losses
+        )
         ready = time.perf_counter()
         step()
         if device == "cuda":
@@ -213,7 +271,7 @@ def run_one(torch, timer, model, variant, precision, layout, batch_size,
         ms, min_ms = timer.ms(step, reps=reps)[:2]
         row.update(step_ms=ms, min_ms=min_ms)
         if device == "cuda":
-            row["peak_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30
+            row["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
             row["host_ms"] = host_ms(torch, step)
         del keep, step
     except Exception as error:  # noqa: BLE001: record, go on
@@ -228,15 +286,23 @@ def run_one(torch, timer, model, variant, precision, layout, batch_size,
 #: precision, layout and batch: (FlexSN's variant, the other, ratio).
 TARGETS = {
     "spikformer_ti": [("best", "sj-torch+compile", 1.2)],
-    "spiking_vgg16_bn": [("best", "sj-torch+compile", 1.15),
-                         ("best", "floor", 0.97)],
-    "sew_resnet18": [("best", "sj-torch+compile", 1.3),
-                     ("flexsn-fused", "flexsn", 1.0)],
-    "spiking_resnet18": [("best", "sj-torch+compile", 1.3),
-                         ("flexsn-fused", "flexsn", 1.0)],
+    "spiking_vgg16_bn": [
+        ("best", "sj-torch+compile", 1.15),
+        ("best", "floor", 0.97),
+    ],
+    "sew_resnet18": [
+        ("best", "sj-torch+compile", 1.3),
+        ("flexsn-fused", "flexsn", 1.0),
+    ],
+    "spiking_resnet18": [
+        ("best", "sj-torch+compile", 1.3),
+        ("flexsn-fused", "flexsn", 1.0),
+    ],
 }
-COMPILE_TARGETS = [("best+compile", "sj-torch+compile", 1.0),
-                   ("best+compile", "sj-flexsn-inductor+compile", 1.0)]
+COMPILE_TARGETS = [
+    ("best+compile", "sj-torch+compile", 1.0),
+    ("best+compile", "sj-flexsn-inductor+compile", 1.0),
+]
 FLEXSN = ("flexsn", "flexsn-fused", "flexsn+graph", "flexsn-fused+graph")
 
 
@@ -245,57 +311,97 @@ def judge(rows):
     layout and batch; "best" is FlexSN's fastest variant."""
     checks = []
     timed = [r for r in rows if "step_ms" in r]
-    groups = sorted({(r["model"], r["precision"], r["layout"], r["batch"])
-                     for r in timed})
+    groups = sorted(
+        {(r["model"], r["precision"], r["layout"], r["batch"]) for r in timed}
+    )
     for group in groups:
-        by = {r["variant"]: r for r in timed
-              if (r["model"], r["precision"], r["layout"],
-                  r["batch"]) == group}
-        best = min((by[v] for v in FLEXSN if v in by),
-                   key=lambda r: r["step_ms"], default=None)
-        compiled = min((by[v] for v in ("flexsn+compile",
-                                        "flexsn-fused+compile") if v in by),
-                       key=lambda r: r["step_ms"], default=None)
-        for mine, other, target in TARGETS.get(group[0], []) + \
-                COMPILE_TARGETS:
-            a = {"best": best, "best+compile": compiled}.get(mine,
-                                                             by.get(mine))
+        by = {
+            r["variant"]: r
+            for r in timed
+            if (r["model"], r["precision"], r["layout"], r["batch"]) == group
+        }
+        best = min(
+            (by[v] for v in FLEXSN if v in by),
+            key=lambda r: r["step_ms"],
+            default=None,
+        )
+        compiled = min(
+            (
+                by[v]
+                for v in ("flexsn+compile", "flexsn-fused+compile")
+                if v in by
+            ),
+            key=lambda r: r["step_ms"],
+            default=None,
+        )
+        for mine, other, target in TARGETS.get(group[0], []) + COMPILE_TARGETS:
+            a = {"best": best, "best+compile": compiled}.get(
+                mine, by.get(mine)
+            )
             b = by.get(other)
             if a is None or b is None:
                 continue
             ratio = b["step_ms"] / a["step_ms"]
-            checks.append(dict(
-                check="%s %s %s B=%d: %s (%s) vs %s" % (
-                    group + (mine, a["variant"], other)),
-                ok=ratio >= target, ratio=round(ratio, 3), target=target))
+            checks.append(
+                dict(
+                    check="%s %s %s B=%d: %s (%s) vs %s"
+                    % (group + (mine, a["variant"], other)),
+                    ok=ratio >= target,
+                    ratio=round(ratio, 3),
+                    target=target,
+                )
+            )
     return checks
 
 
 def markdown(meta):
-    lines = ["# Model zoo training step, T = %d, %dx%d (%s, torch %s)" % (
-        T, meta["resolution"], meta["resolution"], meta["device"],
-        meta["torch"]), "",
+    lines = [
+        "# Model zoo training step, T = %d, %dx%d (%s, torch %s)"
+        % (
+            T,
+            meta["resolution"],
+            meta["resolution"],
+            meta["device"],
+            meta["torch"],
+        ),
+        "",
         "| model | precision | layout | B | variant | step ms | host ms | "
         "peak GiB | first step s (build + prepare + step) | first loss |",
-        "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
     for r in meta["rows"]:
         head = "| %s | %s | %s | %d | %s |" % (
-            r["model"], r["precision"], r["layout"], r["batch"],
-            r["variant"])
+            r["model"],
+            r["precision"],
+            r["layout"],
+            r["batch"],
+            r["variant"],
+        )
         if "step_ms" not in r:
             why = r.get("error") or r.get("skipped", "")
-            lines.append("%s %s | | | | |" % (
-                head, " ".join(why.replace("|", "/").split())[:160]))
+            lines.append(
+                "%s %s | | | | |"
+                % (head, " ".join(why.replace("|", "/").split())[:160])
+            )
             continue
         first = "%.1f" % r["first_step_s"]
         if "build_s" in r:
             first += " (%.1f + %.1f + %.1f)" % (
-                r["build_s"], r["prepare_s"],
-                r["first_step_s"] - r["build_s"] - r["prepare_s"])
-        lines.append("%s %.2f | %s | %s | %s | %.4f |" % (
-            head, r["step_ms"], "%.2f" % r["host_ms"] if "host_ms" in r
-            else "", "%.2f" % r["peak_gib"] if "peak_gib" in r else "",
-            first, r["first_loss"]))
+                r["build_s"],
+                r["prepare_s"],
+                r["first_step_s"] - r["build_s"] - r["prepare_s"],
+            )
+        lines.append(
+            "%s %.2f | %s | %s | %s | %.4f |"
+            % (
+                head,
+                r["step_ms"],
+                "%.2f" % r["host_ms"] if "host_ms" in r else "",
+                "%.2f" % r["peak_gib"] if "peak_gib" in r else "",
+                first,
+                r["first_loss"],
+            )
+        )
     lines += ["", "Targets (ratio: the other's step / FlexSN's):", ""]
     lines += ["- " + results.check_line(c) for c in meta["checks"]]
     return "\n".join(lines) + "\n"
@@ -303,34 +409,53 @@ def markdown(meta):
 
 #: The bars of the plot, each a variant's step relative to torch.compile
 #: of SpikingJelly's torch neurons in the same model, precision and layout.
-PLOTTED = (("flexsn+compile", "#8fb0d9"), ("flexsn-fused+graph", "#2f5fb3"),
-           ("sj-flexsn-inductor+compile", "#d9a05b"),
-           ("floor+graph", "#999999"), ("floor", "#cccccc"))
+PLOTTED = (
+    ("flexsn+compile", "#8fb0d9"),
+    ("flexsn-fused+graph", "#2f5fb3"),
+    ("sj-flexsn-inductor+compile", "#d9a05b"),
+    ("floor+graph", "#999999"),
+    ("floor", "#cccccc"),
+)
 
 
 def svg(rows):
     """A bar chart: per model and layout, torch.compile of SpikingJelly's
     step divided by each plotted variant's (> 1: faster), the floor's
     too (the most any neuron could give)."""
-    by = {(r["model"], r["precision"], r["layout"], r["batch"],
-           r["variant"]): r["step_ms"] for r in rows if "step_ms" in r}
+    by = {
+        (r["model"], r["precision"], r["layout"], r["batch"], r["variant"]): r[
+            "step_ms"
+        ]
+        for r in rows
+        if "step_ms" in r
+    }
     groups = sorted({k[:4] for k in by if k[4] == "sj-torch+compile"})
     bar, gap, left, top, height = 14, 18, 60, 40, 200
     width = left + len(groups) * (len(PLOTTED) * bar + gap) + 200
     scale = 2.0  # the axis ends at 2x
     y = lambda r: top + height * (1 - min(r, scale) / scale)  # noqa: E731
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-           'font-family="sans-serif" font-size="11">' % (width,
-                                                         top + height + 120),
-           '<text x="%d" y="18" font-size="13">Training step speedup over '
-           'torch.compile of SpikingJelly (T = %d, 224x224)</text>'
-           % (left, T)]
+    out = [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+        'font-family="sans-serif" font-size="11">'
+        % (width, top + height + 120),
+        '<text x="%d" y="18" font-size="13">Training step speedup over '
+        "torch.compile of SpikingJelly (T = %d, 224x224)</text>" % (left, T),
+    ]
     for ratio in (0.0, 0.5, 1.0, 1.5, 2.0):
-        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s"/>'
-                   '<text x="%d" y="%.1f" text-anchor="end">%.1fx</text>'
-                   % (left - 5, width - 190, y(ratio), y(ratio),
-                      "#888" if ratio == 1.0 else "#ddd", left - 8,
-                      y(ratio) + 4, ratio))
+        out.append(
+            '<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s"/>'
+            '<text x="%d" y="%.1f" text-anchor="end">%.1fx</text>'
+            % (
+                left - 5,
+                width - 190,
+                y(ratio),
+                y(ratio),
+                "#888" if ratio == 1.0 else "#ddd",
+                left - 8,
+                y(ratio) + 4,
+                ratio,
+            )
+        )
     for i, group in enumerate(groups):
         x = left + i * (len(PLOTTED) * bar + gap)
         base = by[group + ("sj-torch+compile",)]
@@ -339,21 +464,46 @@ def svg(rows):
             if ms is None:
                 continue
             r = base / ms
-            out.append('<rect x="%d" y="%.1f" width="%d" height="%.1f" '
-                       'fill="%s"/><text x="%d" y="%.1f" font-size="8" '
-                       'text-anchor="middle">%.2f</text>'
-                       % (x + j * bar, y(r), bar - 1, top + height - y(r),
-                          color, x + j * bar + bar / 2, y(r) - 3, r))
-        out.append('<text transform="translate(%d,%d) rotate(35)">%s %s '
-                   '%s B=%d</text>' % (x + 2, top + height + 12, group[0],
-                                       group[1], "row-major"
-                                       if group[2] == "contiguous"
-                                       else "channels-last", group[3]))
+            out.append(
+                '<rect x="%d" y="%.1f" width="%d" height="%.1f" '
+                'fill="%s"/><text x="%d" y="%.1f" font-size="8" '
+                'text-anchor="middle">%.2f</text>'
+                % (
+                    x + j * bar,
+                    y(r),
+                    bar - 1,
+                    top + height - y(r),
+                    color,
+                    x + j * bar + bar / 2,
+                    y(r) - 3,
+                    r,
+                )
+            )
+        out.append(
+            '<text transform="translate(%d,%d) rotate(35)">%s %s '
+            "%s B=%d</text>"
+            % (
+                x + 2,
+                top + height + 12,
+                group[0],
+                group[1],
+                "row-major" if group[2] == "contiguous" else "channels-last",
+                group[3],
+            )
+        )
     for j, (variant, color) in enumerate(PLOTTED):
-        out.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/>'
-                   '<text x="%d" y="%d">%s</text>'
-                   % (width - 180, 30 + 14 * j, color, width - 166,
-                      39 + 14 * j, variant))
+        out.append(
+            '<rect x="%d" y="%d" width="10" height="10" fill="%s"/>'
+            '<text x="%d" y="%d">%s</text>'
+            % (
+                width - 180,
+                30 + 14 * j,
+                color,
+                width - 166,
+                39 + 14 * j,
+                variant,
+            )
+        )
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -362,6 +512,7 @@ def plot(paths, out):
     """OUT/zoo.svg from the rows of the result files `paths`."""
     import json
     import os
+
     rows = []
     for path in paths:
         with open(path) as f:
@@ -383,24 +534,25 @@ def smoke_models():
     class Seq(nn.Sequential):
         def forward(self, x):
             steps, batch = x.shape[:2]
-            return super().forward(x.flatten(0, 1)).unflatten(0, (steps,
-                                                                  batch))
+            return (
+                super().forward(x.flatten(0, 1)).unflatten(0, (steps, batch))
+            )
 
     def lif():
-        return flexsn.torch.LIFNode(tau=2.0, detach_reset=True,
-                                    step_mode="m")
+        return flexsn.torch.LIFNode(tau=2.0, detach_reset=True, step_mode="m")
 
     class Former(nn.Module):
         def __init__(self):
             super().__init__()
-            self.stem = Seq(nn.Conv2d(3, 8, 3, 1, 1, bias=False),
-                            nn.BatchNorm2d(8), nn.MaxPool2d(3, 2, 1))
+            self.stem = Seq(
+                nn.Conv2d(3, 8, 3, 1, 1, bias=False),
+                nn.BatchNorm2d(8),
+                nn.MaxPool2d(3, 2, 1),
+            )
             self.sn0 = lif()
-            self.fc1 = Seq(nn.Conv1d(8, 16, 1, bias=False),
-                           nn.BatchNorm1d(16))
+            self.fc1 = Seq(nn.Conv1d(8, 16, 1, bias=False), nn.BatchNorm1d(16))
             self.sn1 = lif()
-            self.fc2 = Seq(nn.Conv1d(16, 8, 1, bias=False),
-                           nn.BatchNorm1d(8))
+            self.fc2 = Seq(nn.Conv1d(16, 8, 1, bias=False), nn.BatchNorm1d(8))
             self.sn2 = lif()
             self.head = nn.Linear(8, CLASSES)
 
@@ -427,37 +579,56 @@ def smoke_models():
 def main(argv):
     ap = cli.parser("zoo", __doc__)
     cli.add_out_and_smoke(ap, None)
-    ap.add_argument("--models", nargs="+", default=list(MODELS),
-                    choices=MODELS)
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS),
-                    choices=VARIANTS)
-    ap.add_argument("--layouts", nargs="+", default=list(LAYOUTS),
-                    choices=LAYOUTS)
-    ap.add_argument("--precisions", nargs="+", default=list(PRECISIONS),
-                    choices=PRECISIONS)
+    ap.add_argument(
+        "--models", nargs="+", default=list(MODELS), choices=MODELS
+    )
+    ap.add_argument(
+        "--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS
+    )
+    ap.add_argument(
+        "--layouts", nargs="+", default=list(LAYOUTS), choices=LAYOUTS
+    )
+    ap.add_argument(
+        "--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS
+    )
     ap.add_argument("--batches", nargs="+", type=int, default=[16, 32])
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--plot", nargs="+", metavar="JSON",
-                    help="instead of running: draw zoo.svg in --out from "
-                    "these result files")
+    ap.add_argument(
+        "--plot",
+        nargs="+",
+        metavar="JSON",
+        help="instead of running: draw zoo.svg in --out from "
+        "these result files",
+    )
     args = cli.finish(ap.parse_args(argv))
     if args.plot:
         return plot(args.plot, args.out or ".")
     import torch
+
     if args.smoke:
         return smoke(torch, args.out)
     if not cli.gpu_with_spikingjelly(torch, args, PROG):
         return 2
     torch.backends.cudnn.benchmark = True
     timer = Timer(torch, "cuda", reps=args.reps, warmup=3)
-    runs = [(m, v, p, lay, b) for m in args.models for b in args.batches
-            for p in args.precisions for lay in args.layouts
-            for v in args.variants]
+    runs = [
+        (m, v, p, lay, b)
+        for m in args.models
+        for b in args.batches
+        for p in args.precisions
+        for lay in args.layouts
+        for v in args.variants
+    ]
     runs.sort(key=lambda run: run[1].endswith("+compile"))
     rows = [run_one(torch, timer, *run, args.reps) for run in runs]
-    meta = dict(device=cli.device_name(torch, "cuda"),
-                torch=torch.__version__, T=T, resolution=RES, rows=rows,
-                checks=judge(rows))
+    meta = dict(
+        device=cli.device_name(torch, "cuda"),
+        torch=torch.__version__,
+        T=T,
+        resolution=RES,
+        rows=rows,
+        checks=judge(rows),
+    )
     if args.out:
         results.write_results(args.out, "zoo_results", meta, markdown(meta))
     print(markdown(meta))
@@ -471,23 +642,48 @@ def smoke(torch, out):
     rows = []
     for name, factory in smoke_models().items():
         for variant in ("flexsn", "flexsn-fused", "floor"):
-            rows.append(run_one(torch, timer, name, variant, "f32",
-                                "contiguous", 2, 2, factory, resolution=16))
-    meta = dict(device=cli.device_name(torch, "cpu"),
-                torch=torch.__version__, T=T, resolution=16, rows=rows,
-                checks=judge(rows))
+            rows.append(
+                run_one(
+                    torch,
+                    timer,
+                    name,
+                    variant,
+                    "f32",
+                    "contiguous",
+                    2,
+                    2,
+                    factory,
+                    resolution=16,
+                )
+            )
+    meta = dict(
+        device=cli.device_name(torch, "cpu"),
+        torch=torch.__version__,
+        T=T,
+        resolution=16,
+        rows=rows,
+        checks=judge(rows),
+    )
     for name in smoke_models():
         by = {r["variant"]: r for r in rows if r["model"] == name}
         unfused, fused = by["flexsn"], by["flexsn-fused"]
-        meta["checks"].append(dict(
-            check="%s: fused first loss equals unfused" % name,
-            ok=abs(fused["first_loss"] - unfused["first_loss"]) <=
-            1e-5 * abs(unfused["first_loss"]),
-            fused=fused["first_loss"], unfused=unfused["first_loss"]))
+        meta["checks"].append(
+            dict(
+                check="%s: fused first loss equals unfused" % name,
+                ok=abs(fused["first_loss"] - unfused["first_loss"])
+                <= 1e-5 * abs(unfused["first_loss"]),
+                fused=fused["first_loss"],
+                unfused=unfused["first_loss"],
+            )
+        )
     results.write_results(out, "zoo_results", meta, markdown(meta))
     print(markdown(meta))
-    return 0 if all(c["ok"] for c in meta["checks"]) and not any(
-        "error" in r for r in rows) else 1
+    return (
+        0
+        if all(c["ok"] for c in meta["checks"])
+        and not any("error" in r for r in rows)
+        else 1
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ config.substitutions.append(("%flexsn_src_root", config.flexsn_src_root))
 config.substitutions.append(("%flexsn_obj_root", config.flexsn_obj_root))
 config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
 config.substitutions.append(
-    ("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons")))
+    ("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons"))
+)
 # GPU compilation needs a CUDA toolkit (ptxas, libdevice), not a GPU.
 config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
 if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
@@ -58,28 +59,48 @@ if sanitized:
 sanitize_cflags = "-fsanitize=address,undefined" if sanitized else ""
 config.substitutions.append(("%sanitize_cflags", sanitize_cflags))
 config.substitutions.append(
-    ("%flexsn_runtime_lib", config.flexsn_runtime_lib + " " + sanitize_cflags))
+    ("%flexsn_runtime_lib", config.flexsn_runtime_lib + " " + sanitize_cflags)
+)
 if os.path.exists(config.flexsn_runtime_lib):
     config.available_features.add("flexsn-runtime")
 # mlir-runner's runtime libraries, as -shared-libs takes them, and the
 # OpenMP runtime of the CPU kernels' parallel loops.
 mlir_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
-config.substitutions.append(("%mlir_runner_libs", ",".join(
-    [os.path.join(mlir_lib_dir, lib)
-     for lib in ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"]]
-    + [config.flexsn_openmp_library])))
+config.substitutions.append(
+    (
+        "%mlir_runner_libs",
+        ",".join(
+            [
+                os.path.join(mlir_lib_dir, lib)
+                for lib in [
+                    "libmlir_c_runner_utils.so",
+                    "libmlir_runner_utils.so",
+                ]
+            ]
+            + [config.flexsn_openmp_library]
+        ),
+    )
+)
 # Linking a program or library with CPU kernels: the OpenMP runtime, found
 # at run time where it was at link time.
-config.substitutions.append(("%openmp_link", "%s -Wl,-rpath,%s" % (
-    config.flexsn_openmp_library,
-    os.path.dirname(config.flexsn_openmp_library))))
+config.substitutions.append(
+    (
+        "%openmp_link",
+        "%s -Wl,-rpath,%s"
+        % (
+            config.flexsn_openmp_library,
+            os.path.dirname(config.flexsn_openmp_library),
+        ),
+    )
+)
 
 # FileCheck variables must not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
 # OMP_NUM_THREADS: the CPU kernels' default thread count.
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
-                                     "OMP_NUM_THREADS"])
+llvm_config.with_system_environment(
+    ["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "OMP_NUM_THREADS"]
+)
 # Scripts run by tests find the FlexSN tools on PATH.
 llvm_config.with_environment("PATH", config.flexsn_tools_dir, append_path=True)
 # RUN lines that start with LLVM's `not` (lit substitutes it only after a
@@ -95,10 +116,14 @@ tools = [
     "flexsn-translate",
     # The multi-call binary (tools/flexsn); not plain `flexsn`, which RUN
     # lines hold as a word (`flexsn.cpu_kernels`).
-    ToolSubst("%flexsn_multicall",
-              os.path.join(config.flexsn_tools_dir, "flexsn")),
-    ToolSubst("%flexsn_unittests",
-              os.path.join(config.flexsn_obj_root, "test", "Unit",
-                           "FlexSNUnitTests")),
+    ToolSubst(
+        "%flexsn_multicall", os.path.join(config.flexsn_tools_dir, "flexsn")
+    ),
+    ToolSubst(
+        "%flexsn_unittests",
+        os.path.join(
+            config.flexsn_obj_root, "test", "Unit", "FlexSNUnitTests"
+        ),
+    ),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

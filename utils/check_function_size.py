@@ -17,19 +17,22 @@ import sys
 
 LIMIT = 150
 NOT_A_FUNCTION = re.compile(
-    r'\b(namespace|class|struct|enum|union)\b[^(]*$|extern\s*""\s*$')
+    r'\b(namespace|class|struct|enum|union)\b[^(]*$|extern\s*""\s*$'
+)
 
 
 def blank(text):
     """text with comments and literals replaced by spaces (newlines kept)."""
-    pattern = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"'
-                         r"|'(?:\\.|[^'\\\n])*'", re.S)
+    pattern = re.compile(
+        r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"' r"|'(?:\\.|[^'\\\n])*'", re.S
+    )
 
     def keep_lines(match):
         s = match.group(0)
         if s[0] in "\"'":
             return s[0] * 2 + "\n" * s.count("\n")
         return re.sub(r"[^\n]", " ", s)
+
     return pattern.sub(keep_lines, text)
 
 
@@ -44,9 +47,11 @@ def long_functions(path):
             head_start = i + 1
         elif ch == "{":
             head = text[head_start:i]
-            starts = (function is None and "(" in head
-                      and not NOT_A_FUNCTION.search(head.split("(")[0]
-                                                    + head[-20:]))
+            starts = (
+                function is None
+                and "(" in head
+                and not NOT_A_FUNCTION.search(head.split("(")[0] + head[-20:])
+            )
             if starts:
                 first = line - head.strip().count("\n")
                 name = " ".join(head.split())[:70]
@@ -69,22 +74,41 @@ def main():
     root = pathlib.Path(__file__).resolve().parent.parent
     try:
         listed = subprocess.run(
-            ["git", "ls-files", "--", "lib/*.cpp", "lib/*.h", "include/*.h",
-             "tools/*.cpp", "tools/*.h"],
-            cwd=root, capture_output=True, text=True, check=True)
+            [
+                "git",
+                "ls-files",
+                "--",
+                "lib/*.cpp",
+                "lib/*.h",
+                "include/*.h",
+                "tools/*.cpp",
+                "tools/*.h",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         files = listed.stdout.split()
     except (OSError, subprocess.CalledProcessError):
         # A source tree without its history.
-        files = sorted(str(f.relative_to(root))
-                       for folder in ("lib", "include", "tools")
-                       for f in (root / folder).rglob("*")
-                       if f.suffix in (".cpp", ".h"))
-    found = [f"  {name}:{first}: {length} lines: {head}"
-             for name in files
-             for first, length, head in long_functions(root / name)]
+        files = sorted(
+            str(f.relative_to(root))
+            for folder in ("lib", "include", "tools")
+            for f in (root / folder).rglob("*")
+            if f.suffix in (".cpp", ".h")
+        )
+    found = [
+        f"  {name}:{first}: {length} lines: {head}"
+        for name in files
+        for first, length, head in long_functions(root / name)
+    ]
     if found:
-        print(f"functions over {LIMIT} lines (split them by what each part "
-              "does):", file=sys.stderr)
+        print(
+            f"functions over {LIMIT} lines (split them by what each part "
+            "does):",
+            file=sys.stderr,
+        )
         print("\n".join(found), file=sys.stderr)
         return 1
     print(f"function size: none over {LIMIT} lines in {len(files)} files")

@@ -25,8 +25,10 @@ def modules():
     for path in sorted((ROOT / "test").rglob("*.mlir")):
         # Drop the RUN/CHECK lines: they are comments, but only noise here.
         text = "\n".join(
-            line for line in path.read_text().splitlines()
-            if not re.match(r"\s*//\s*(RUN|CHECK|expected-)", line))
+            line
+            for line in path.read_text().splitlines()
+            if not re.match(r"\s*//\s*(RUN|CHECK|expected-)", line)
+        )
         yield from SPLIT.split(text)
     for path in sorted((ROOT / "docs").rglob("*.md")):
         yield from DOC_BLOCK.findall(path.read_text())

@@ -9,6 +9,7 @@ import time
 repository = pathlib.Path(sys.argv[1]).resolve()
 t0 = time.perf_counter()
 import flexsn  # noqa: E402
+
 import_s = time.perf_counter() - t0
 import torch  # noqa: E402
 from flexsn import _tools  # noqa: E402
@@ -44,14 +45,18 @@ devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 t0 = time.perf_counter()
 python_neuron = FlexSN(step, num_inputs=1, num_states=1, num_outputs=1)
 first_compile_s = time.perf_counter() - t0
-print(f"first compile (a neuron written in Python, every variant): "
-      f"{first_compile_s:.2f} s")
+print(
+    f"first compile (a neuron written in Python, every variant): "
+    f"{first_compile_s:.2f} s"
+)
 torch.manual_seed(0)
 x = torch.rand(8, 1000) * 2.5
 want = reference(x)
 for device in devices:
-    for name, module in (("Python step", python_neuron),
-                         ("LIFNode", LIFNode(step_mode="m", tau=2.0))):
+    for name, module in (
+        ("Python step", python_neuron),
+        ("LIFNode", LIFNode(step_mode="m", tau=2.0)),
+    ):
         module = module.to(device)
         module.reset()
         got = module(x.to(device)).cpu().double()
@@ -65,13 +70,23 @@ for device in devices:
         assert torch.isfinite(xg.grad).all() and xg.grad.abs().sum() > 0
 # The console scripts run the bundled binary as the tool they are named.
 scripts = pathlib.Path(sys.executable).parent
-version = subprocess.run([scripts / "flexsn-opt", "--version"],
-                         capture_output=True, text=True, check=True).stdout
+version = subprocess.run(
+    [scripts / "flexsn-opt", "--version"],
+    capture_output=True,
+    text=True,
+    check=True,
+).stdout
 assert version.startswith(f"flexsn-opt (FlexSN {flexsn.__version__})"), version
 lowered = subprocess.run(
-    [scripts / "flexsn-opt", package / "_bundled" / "share" / "flexsn" /
-     "neurons" / "lif.mlir", "--flexsn-lower-to-cpu=variants=inference"],
-    capture_output=True, text=True, check=True).stdout
+    [
+        scripts / "flexsn-opt",
+        package / "_bundled" / "share" / "flexsn" / "neurons" / "lif.mlir",
+        "--flexsn-lower-to-cpu=variants=inference",
+    ],
+    capture_output=True,
+    text=True,
+    check=True,
+).stdout
 assert "_mlir_ciface_lif_inference_f32" in lowered
 print("console scripts: flexsn-opt runs the bundled binary")
 entries = list((pathlib.Path.home() / ".cache" / "flexsn").iterdir())

@@ -16,8 +16,9 @@ import torch
 from bench import ROOT
 from bench.__main__ import BENCHMARKS, main
 
-NO_GPU = pytest.mark.skipif(torch.cuda.is_available(),
-                            reason="a CUDA GPU is present")
+NO_GPU = pytest.mark.skipif(
+    torch.cuda.is_available(), reason="a CUDA GPU is present"
+)
 
 
 def run(*argv):
@@ -29,19 +30,36 @@ def positive(x):
 
 
 def test_help_lists_every_benchmark():
-    out = subprocess.run([sys.executable, "-m", "bench", "--help"],
-                         cwd=str(ROOT), stdout=subprocess.PIPE,
-                         universal_newlines=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"],
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+        check=True,
+    ).stdout
     for name in BENCHMARKS:
         assert "\n  " + name + " " in out
     assert main(["no-such-benchmark"]) == 2
 
 
 @NO_GPU
-@pytest.mark.parametrize("argv", [
-    ["lif"], ["placement"], ["schedule"], ["saved-storage"],
-    ["block", "--cubin", "unused.cubin"], ["block-train"], ["fx"],
-    ["device-torch"], ["device-ddp"], ["resnet"], ["zoo"], ["recurrent"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lif"],
+        ["placement"],
+        ["schedule"],
+        ["saved-storage"],
+        ["block", "--cubin", "unused.cubin"],
+        ["block-train"],
+        ["fx"],
+        ["device-torch"],
+        ["device-ddp"],
+        ["resnet"],
+        ["zoo"],
+        ["recurrent"],
+    ],
+)
 def test_gpu_mode_without_a_gpu(argv, capsys):
     assert main(argv) == 2
     assert "needs" in capsys.readouterr().err
@@ -60,16 +78,19 @@ def test_lif(lif_results):
     meta, rows = doc["meta"], doc["rows"]
     assert meta["complete"] and positive(meta["copy_gbs"])
     assert sorted((r["variant"], r["dtype"]) for r in rows) == sorted(
-        (v, d) for v in ("inference", "final_state", "train")
-        for d in ("f32", "bf16"))
+        (v, d)
+        for v in ("inference", "final_state", "train")
+        for d in ("f32", "bf16")
+    )
     for r in rows:
         assert r["status"] == "FLEXSN_SUCCESS" and r["unwritten"] == 0
         for key in ("flexsn_ms", "frac_copy", "eager_ms", "speedup_eager"):
             assert positive(r[key]), (key, r)
         # The eager loop's spikes, but for a few rounded across the
         # threshold (more of them in bf16).
-        assert r["spike_mismatch_vs_eager"] <= (1e-3 if r["dtype"] == "f32"
-                                                else 1e-2)
+        assert r["spike_mismatch_vs_eager"] <= (
+            1e-3 if r["dtype"] == "f32" else 1e-2
+        )
         if r["dtype"] == "f32":
             assert r.get("state_maxdiff_vs_eager", 0) <= 1e-6
             assert r.get("x_grad_maxdiff_vs_eager", 0) <= 1e-5
@@ -80,8 +101,9 @@ def test_lif(lif_results):
         assert c["train_x_grad_maxdiff"] <= 1e-6
     assert all(r["ok"] is None for r in modules["host"] + modules["wall"])
     assert len(meta["spike_storage"]) == 4
-    assert all(s["same"] and positive(s["speedup"])
-               for s in meta["spike_storage"])
+    assert all(
+        s["same"] and positive(s["speedup"]) for s in meta["spike_storage"]
+    )
     md = (out / "results.md").read_text()
     assert md.count("\n| 2^12 |") == len(rows) + len(meta["spike_storage"])
     assert not (out / "bench.png").exists()
@@ -137,8 +159,10 @@ def test_saved_storage(tmp_path):
     assert prec["storage"]["x_grad"]["beyond_1pct"] == 0
     # The modules' rows (FlexSN's only on the CPU), both savings.
     rows = {r["name"]: r for r in meta["modules"]}
-    assert sorted(rows) == ["flexsn, h in f32",
-                            "flexsn, h in the storage type"], rows
+    assert sorted(rows) == [
+        "flexsn, h in f32",
+        "flexsn, h in the storage type",
+    ], rows
     for r in rows.values():
         assert "error" not in r, r
         assert positive(r["frac_copy"])
@@ -151,8 +175,9 @@ def test_block(tmp_path):
     run("block", "--smoke", "--out", tmp_path)
     with open(tmp_path / "block_results.json") as f:
         meta = json.load(f)
-    assert len(meta["checks"]) == 3 and all(c["bitwise"]
-                                            for c in meta["checks"])
+    assert len(meta["checks"]) == 3 and all(
+        c["bitwise"] for c in meta["checks"]
+    )
     (row,) = meta["rows"]
     assert positive(row["frac_copy"]) and positive(row["speedup"])
 
@@ -163,8 +188,7 @@ def test_block_train(tmp_path):
         meta = json.load(f)
     assert all(c["bitwise"] and c["gradients_close"] for c in meta["checks"])
     (row,) = meta["rows"]
-    for key in ("fused_ms", "unfused_ms", "eager_ms", "frac_copy",
-                "vs_eager"):
+    for key in ("fused_ms", "unfused_ms", "eager_ms", "frac_copy", "vs_eager"):
         assert positive(row[key]), key
     assert "compile_ms" not in row and "fused_atomic_ms" not in row
     assert not (tmp_path / "block_train.png").exists()
@@ -193,8 +217,13 @@ def test_cpu(tmp_path):
     assert meta["checks"] and all(c["ok"] for c in meta["checks"])
     rows = {(r["threads"], r["row"]) for r in meta["rows"]}
     for threads in (1, 2):
-        for row in ("kernel inference", "kernel final_state", "kernel train",
-                    "LIFNode inference", "LIFNode train"):
+        for row in (
+            "kernel inference",
+            "kernel final_state",
+            "kernel train",
+            "LIFNode inference",
+            "LIFNode train",
+        ):
             assert (threads, row) in rows
     for r in meta["rows"]:
         assert positive(r["ms"])
@@ -207,8 +236,12 @@ def test_host(tmp_path):
     with open(tmp_path / "host_cpu_results.json") as f:
         meta = json.load(f)
     assert [r["row"] for r in meta["rows"]] == [
-        "floor", "LIFNode train", "LIFNode channels-last train",
-        "LIFNode inference", "Block train"]
+        "floor",
+        "LIFNode train",
+        "LIFNode channels-last train",
+        "LIFNode inference",
+        "Block train",
+    ]
     assert all(positive(r["us"]) for r in meta["rows"])
     table = (tmp_path / "host_cpu_results.md").read_text().splitlines()
     assert len(table) == 2 + len(meta["rows"])
@@ -238,10 +271,22 @@ def test_device_torch(tmp_path):
 def test_device_ddp(tmp_path):
     # Its own process: torch.multiprocessing spawns the two ranks.
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, "-m", "bench", "device-ddp",
-                           "--smoke", "--out", str(tmp_path)],
-                          cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "device-ddp",
+            "--smoke",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=str(ROOT),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     with open(tmp_path / "ddp_results.json") as f:
         res = json.load(f)
@@ -255,32 +300,45 @@ def test_resnet_judges_each_fused_variant_against_its_unfused_twin():
     from bench.resnet import judge
 
     def row(variant, layout, ms):
-        return dict(model="m", precision="f32", layout=layout,
-                    variant=variant, step_ms=ms, first_step_s=0.5)
+        return dict(
+            model="m",
+            precision="f32",
+            layout=layout,
+            variant=variant,
+            step_ms=ms,
+            first_step_s=0.5,
+        )
 
-    rows = [row("flexsn", "contiguous", 30.0),
-            row("flexsn-fused", "contiguous", 20.0),
-            row("flexsn+graph", "contiguous", 12.0),
-            row("flexsn-fused+graph", "contiguous", 10.0),
-            row("flexsn+graph", "channels_last", 9.0),
-            row("flexsn-fused+graph", "channels_last", 9.5),
-            row("sj-torch+compile", "contiguous", 15.0),
-            dict(model="m", precision="f32", layout="contiguous",
-                 variant="flexsn-fused+compile", error="no")]
+    rows = [
+        row("flexsn", "contiguous", 30.0),
+        row("flexsn-fused", "contiguous", 20.0),
+        row("flexsn+graph", "contiguous", 12.0),
+        row("flexsn-fused+graph", "contiguous", 10.0),
+        row("flexsn+graph", "channels_last", 9.0),
+        row("flexsn-fused+graph", "channels_last", 9.5),
+        row("sj-torch+compile", "contiguous", 15.0),
+        dict(
+            model="m",
+            precision="f32",
+            layout="contiguous",
+            variant="flexsn-fused+compile",
+            error="no",
+        ),
+    ]
     checks = {c["check"]: c for c in judge(rows)}
     eager = checks["m f32 contiguous flexsn-fused vs_flexsn"]
     assert (eager["ratio"], eager["ok"]) == (1.5, True)
     graph = checks["m f32 contiguous flexsn-fused+graph vs_flexsn"]
     assert (graph["ratio"], graph["ok"]) == (1.2, False)
-    compiled = checks["m f32 contiguous flexsn-fused+graph "
-                      "vs_sj_torch_compile"]
+    compiled = checks[
+        "m f32 contiguous flexsn-fused+graph " "vs_sj_torch_compile"
+    ]
     assert compiled["ratio"] == 1.5
     # Fastest layouts: 9.0 unfused (channels-last), 9.5 fused.
     fastest = checks["m f32 fastest layout flexsn-fused+graph vs_flexsn"]
     assert fastest["ratio"] == round(9.0 / 9.5, 3)
     assert checks["m f32 contiguous fuse_first_step_s"]["ok"]
-    assert not any("fuse_first_step_s" in c and "graph" in c
-                   for c in checks)
+    assert not any("fuse_first_step_s" in c and "graph" in c for c in checks)
 
 
 class _FakeCuda:
@@ -316,9 +374,18 @@ def _fake_start(torch, model, variant, precision, layout, x, labels):
         pass
 
     step.variant = variant
-    return step, None, dict(model=model, variant=variant,
-                            precision=precision, layout=layout,
-                            first_step_s=0.1, first_loss=1.0)
+    return (
+        step,
+        None,
+        dict(
+            model=model,
+            variant=variant,
+            precision=precision,
+            layout=layout,
+            first_step_s=0.1,
+            first_loss=1.0,
+        ),
+    )
 
 
 @pytest.mark.parametrize("rounds", [1, 3])
@@ -328,12 +395,17 @@ def test_resnet_times_variants_alone_or_in_turns(monkeypatch, rounds):
     medians; a variant that fails to build is recorded with its error and
     the others still run."""
     from bench import resnet
+
     monkeypatch.setattr(resnet, "start", _fake_start)
     fake_torch = type("FakeTorch", (), {"cuda": _FakeCuda})
     timer = _FakeTimer({"a": [4.0, 1.0, 1.5], "b": [5.0, 6.0, 4.0]})
     runs = [("m", "f32", "channels_last", v) for v in ("a", "broken", "b")]
-    rows = {r["variant"]: r for r in resnet.measure(
-        fake_torch, timer, runs, None, None, reps=5, rounds=rounds)}
+    rows = {
+        r["variant"]: r
+        for r in resnet.measure(
+            fake_torch, timer, runs, None, None, reps=5, rounds=rounds
+        )
+    }
     assert set(rows) == {"a", "b", "broken"}
     assert "no such model" in rows["broken"]["error"]
     assert timer.timed == ["a", "b"] * rounds
@@ -357,8 +429,10 @@ def test_zoo(tmp_path):
         doc = json.load(f)
     rows = doc["rows"]
     assert sorted((r["model"], r["variant"]) for r in rows) == sorted(
-        (m, v) for m in ("former", "vgg")
-        for v in ("flexsn", "flexsn-fused", "floor"))
+        (m, v)
+        for m in ("former", "vgg")
+        for v in ("flexsn", "flexsn-fused", "floor")
+    )
     for r in rows:
         assert positive(r["step_ms"]) and positive(r["first_step_s"]), r
     checks = doc["checks"]
@@ -368,10 +442,21 @@ def test_zoo(tmp_path):
 def test_zoo_plot(tmp_path):
     """zoo.svg: per model and layout, each variant's speedup over
     torch.compile of SpikingJelly (its step time over the variant's)."""
-    rows = [dict(model="m", precision="f32", layout="contiguous", batch=4,
-                 variant=v, step_ms=ms)
-            for v, ms in (("sj-torch+compile", 30.0),
-                          ("flexsn-fused+graph", 20.0), ("floor", 15.0))]
+    rows = [
+        dict(
+            model="m",
+            precision="f32",
+            layout="contiguous",
+            batch=4,
+            variant=v,
+            step_ms=ms,
+        )
+        for v, ms in (
+            ("sj-torch+compile", 30.0),
+            ("flexsn-fused+graph", 20.0),
+            ("floor", 15.0),
+        )
+    ]
     with open(tmp_path / "r.json", "w") as f:
         json.dump({"rows": rows}, f)
     run("zoo", "--plot", tmp_path / "r.json", "--out", tmp_path)

@@ -35,8 +35,10 @@ def main(command, directory):
         return 0
     x = np.load(f"{directory}/x.npy")
     spikes, v, a, near = reference(x.astype(np.float64))
-    got = [np.load(f"{directory}/{name}.npy")
-           for name in ("out0", "state_seq0", "state_seq1")]
+    got = [
+        np.load(f"{directory}/{name}.npy")
+        for name in ("out0", "state_seq0", "state_seq1")
+    ]
     keep = ~near
     wrong = 0
     for name, want, have in zip(("spike", "v", "a"), (spikes, v, a), got):

@@ -11,22 +11,43 @@ from . import surrogate
 from ._manifest import Kernel, Manifest, ManifestError, NeuronInfo, Param
 from ._runtime import NoDeterministicKernelError, RuntimeStatusError
 from ._tools import CompileError, ToolNotFoundError
-from .compiler import (ALL_VARIANTS, SPIKE_STORAGES, STORAGE_TYPES,
-                       CacheError, CompiledKernels, CompiledNeuron, cache_dir,
-                       compile, compile_kernels, shipped_neurons)
+from .compiler import (
+    ALL_VARIANTS,
+    SPIKE_STORAGES,
+    STORAGE_TYPES,
+    CacheError,
+    CompiledKernels,
+    CompiledNeuron,
+    cache_dir,
+    compile,
+    compile_kernels,
+    shipped_neurons,
+)
 
 # CMake's project version.
 from ._dialect import VERSION as __version__  # noqa: F401
 
 __all__ = [
-    "ALL_VARIANTS", "STORAGE_TYPES", "CacheError", "CompileError",
+    "ALL_VARIANTS",
+    "STORAGE_TYPES",
+    "CacheError",
+    "CompileError",
     "CompiledKernels",
     "CompiledNeuron",
-    "Kernel", "Manifest", "ManifestError", "NeuronInfo",
-    "NoDeterministicKernelError", "Param", "RuntimeStatusError",
-    "SPIKE_STORAGES", "ToolNotFoundError", "cache_dir", "compile",
+    "Kernel",
+    "Manifest",
+    "ManifestError",
+    "NeuronInfo",
+    "NoDeterministicKernelError",
+    "Param",
+    "RuntimeStatusError",
+    "SPIKE_STORAGES",
+    "ToolNotFoundError",
+    "cache_dir",
+    "compile",
     "compile_kernels",
-    "shipped_neurons", "surrogate",
+    "shipped_neurons",
+    "surrogate",
 ]
 
 
@@ -34,6 +55,7 @@ def __getattr__(name):
     # flexsn.fx and flexsn.spike need torch: imported on first use only.
     if name in ("fx", "spike"):
         import importlib
+
         fx = importlib.import_module(".fx", __name__)
         return fx if name == "fx" else fx.spike
     raise AttributeError(f"module 'flexsn' has no attribute '{name}'")

@@ -49,9 +49,11 @@ def cache_dir() -> pathlib.Path:
     if override:
         path = pathlib.Path(override)
         if path.exists() and not path.is_dir():
-            raise CacheError(f"FLEXSN_CACHE_DIR={override} is not a "
-                             "directory: point it at a directory (it is "
-                             "created when missing)")
+            raise CacheError(
+                f"FLEXSN_CACHE_DIR={override} is not a "
+                "directory: point it at a directory (it is "
+                "created when missing)"
+            )
         return path
     base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
     return pathlib.Path(base) / "flexsn"
@@ -63,14 +65,19 @@ memo: Dict[str, object] = {}
 _memo_lock = threading.Lock()
 
 
-def cached(text: str, options: dict, fill: Callable[[pathlib.Path], None],
-           load: Callable[[pathlib.Path], object]):
+def cached(
+    text: str,
+    options: dict,
+    fill: Callable[[pathlib.Path], None],
+    load: Callable[[pathlib.Path], object],
+):
     """`load(entry)` of the cache entry of `text` compiled with `options`;
     where the tools are and the entry is not built yet (or damaged),
     `fill(work)` first writes its files into a fresh directory, which
     becomes the entry."""
     key = hashlib.sha256(
-        json.dumps([text, options], sort_keys=True).encode()).hexdigest()[:24]
+        json.dumps([text, options], sort_keys=True).encode()
+    ).hexdigest()[:24]
     with _memo_lock:
         if key in memo:
             return memo[key]
@@ -82,8 +89,11 @@ def cached(text: str, options: dict, fill: Callable[[pathlib.Path], None],
             problem = damage(entry)
             if problem:
                 # At the caller of flexsn.compile (via compiler._compiled).
-                warnings.warn(f"{_describe(entry, *problem)}: rebuilding it",
-                              RuntimeWarning, stacklevel=4)
+                warnings.warn(
+                    f"{_describe(entry, *problem)}: rebuilding it",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
                 _discard(entry)
         if not (entry / "done").is_file():
             _build(entry, fill)
@@ -99,15 +109,22 @@ def cached(text: str, options: dict, fill: Callable[[pathlib.Path], None],
 def _newest_intact(entry_root: pathlib.Path) -> pathlib.Path:
     """Without tools: the newest entry of `entry_root` whose files match
     its record."""
-    entries = [p for p in entry_root.iterdir()
-               if p.is_dir() and not p.name.startswith(".")
-               ] if entry_root.is_dir() else []
+    entries = (
+        [
+            p
+            for p in entry_root.iterdir()
+            if p.is_dir() and not p.name.startswith(".")
+        ]
+        if entry_root.is_dir()
+        else []
+    )
     if not entries:
         raise _tools.ToolNotFoundError(
             "the FlexSN tools are not installed and the cache "
             f"({cache_dir()}) holds no compiled copy of this source with "
             "these options: compile it where the tools are, then copy "
-            "the cache (set $FLEXSN_CACHE_DIR)")
+            "the cache (set $FLEXSN_CACHE_DIR)"
+        )
 
     def built_at(entry):
         try:
@@ -120,15 +137,20 @@ def _newest_intact(entry_root: pathlib.Path) -> pathlib.Path:
         problem = damage(entry)
         if problem is None:
             for line in damaged:
-                warnings.warn(f"{line}: using the older {entry}",
-                              RuntimeWarning, stacklevel=5)
+                warnings.warn(
+                    f"{line}: using the older {entry}",
+                    RuntimeWarning,
+                    stacklevel=5,
+                )
             return entry
         damaged.append(_describe(entry, *problem))
     raise CacheError(
         "\n".join(damaged) + "\nThe FlexSN tools are not installed here to "
-        "rebuild it: delete " + ", ".join(str(e) for e in entries)
+        "rebuild it: delete "
+        + ", ".join(str(e) for e in entries)
         + ", compile the source again where the tools are, and copy that "
-        "cache here (set $FLEXSN_CACHE_DIR)")
+        "cache here (set $FLEXSN_CACHE_DIR)"
+    )
 
 
 def _sha256(path: pathlib.Path) -> str:
@@ -141,9 +163,14 @@ def _sha256(path: pathlib.Path) -> str:
 
 def _record(work: pathlib.Path) -> dict:
     """The contents of `done`: every file of the entry, size and sha256."""
-    return {"format": _RECORD_FORMAT, "files": {
-        p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
-        for p in sorted(work.iterdir()) if p.name != "done"}}
+    return {
+        "format": _RECORD_FORMAT,
+        "files": {
+            p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
+            for p in sorted(work.iterdir())
+            if p.name != "done"
+        },
+    }
 
 
 def damage(entry: pathlib.Path) -> Optional[Tuple[pathlib.Path, str]]:
@@ -157,9 +184,11 @@ def damage(entry: pathlib.Path) -> Optional[Tuple[pathlib.Path, str]]:
         record = json.loads(done.read_text())
         files = record["files"]
         if record["format"] != _RECORD_FORMAT or not all(
-                pathlib.PurePath(name).name == name
-                and isinstance(f["size"], int) and isinstance(f["sha256"], str)
-                for name, f in files.items()):
+            pathlib.PurePath(name).name == name
+            and isinstance(f["size"], int)
+            and isinstance(f["sha256"], str)
+            for name, f in files.items()
+        ):
             raise ValueError
     except FileNotFoundError:
         return done, "missing (the entry's record of its files)"
@@ -168,17 +197,22 @@ def damage(entry: pathlib.Path) -> Optional[Tuple[pathlib.Path, str]]:
             f"FlexSN cache entry {entry} cannot be read ({error}): it "
             "belongs to another user or its permissions were changed; use a "
             "cache of your own (set $FLEXSN_CACHE_DIR) or fix its "
-            "permissions") from None
+            "permissions"
+        ) from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return done, ("not a record of the entry's files (damaged, or "
-                      "written by another FlexSN version)")
+        return done, (
+            "not a record of the entry's files (damaged, or "
+            "written by another FlexSN version)"
+        )
     for name, expected in files.items():
         path = entry / name
         try:
             size = path.stat().st_size
             if size != expected["size"]:
-                return path, (f"{size} bytes where {expected['size']} were "
-                              "written (truncated or altered)")
+                return path, (
+                    f"{size} bytes where {expected['size']} were "
+                    "written (truncated or altered)"
+                )
             if _sha256(path) != expected["sha256"]:
                 return path, "its contents differ from what was written"
         except FileNotFoundError:
@@ -201,18 +235,23 @@ def _discard(entry: pathlib.Path) -> None:
         os.rename(entry, trash)
     except OSError as error:
         if entry.exists():
-            raise CacheError(f"cannot move the damaged cache entry {entry} "
-                             f"aside ({error}): delete it and compile "
-                             "again") from None
+            raise CacheError(
+                f"cannot move the damaged cache entry {entry} "
+                f"aside ({error}): delete it and compile "
+                "again"
+            ) from None
         return
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def damaged_file_error(entry: pathlib.Path, path: pathlib.Path,
-                       problem: str) -> CacheError:
+def damaged_file_error(
+    entry: pathlib.Path, path: pathlib.Path, problem: str
+) -> CacheError:
     """The error for a file of `entry` found damaged while being read."""
-    return CacheError(f"{_describe(entry, path, problem)}: delete {entry} "
-                      "and compile again (where the FlexSN tools are)")
+    return CacheError(
+        f"{_describe(entry, path, problem)}: delete {entry} "
+        "and compile again (where the FlexSN tools are)"
+    )
 
 
 def read_json(entry: pathlib.Path, name: str) -> dict:

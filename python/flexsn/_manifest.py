@@ -18,8 +18,15 @@ MANIFEST_VERSION = 10
 
 #: Bytes per element of each storage dtype the compiler emits; "bits"
 #: (spikes packed 8 per byte) is 0, the runtime's FLEXSN_BIT_PACKED.
-ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "u8": 1, "bits": 0, "i1": 1,
-                 "i32": 4}
+ELEMENT_BYTES = {
+    "f32": 4,
+    "f16": 2,
+    "bf16": 2,
+    "u8": 1,
+    "bits": 0,
+    "i1": 1,
+    "i32": 4,
+}
 
 
 class ManifestError(ValueError):
@@ -57,9 +64,13 @@ def _evaluate(formula: str, sizes: Tuple[Tuple[str, int], ...]) -> int:
                 return left * right
             if isinstance(node.op, ast.Div):
                 return left / right
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == "ceil" and len(node.args) == 1
-                and not node.keywords):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "ceil"
+            and len(node.args) == 1
+            and not node.keywords
+        ):
             value = visit(node.args[0])
             return fractions.Fraction(-(-value.numerator // value.denominator))
         raise ManifestError(f"unsupported size formula {formula!r}")
@@ -149,16 +160,18 @@ class NeuronInfo:
         runtime = tuple(p for p in self.params if p.kind != "const")
         views = dict(
             runtime_params=runtime,
-            trainable_params=tuple(p for p in self.params
-                                   if p.kind == "trainable"),
-            fixed_runtime_params=tuple(p for p in runtime
-                                       if p.kind != "trainable"),
+            trainable_params=tuple(
+                p for p in self.params if p.kind == "trainable"
+            ),
+            fixed_runtime_params=tuple(
+                p for p in runtime if p.kind != "trainable"
+            ),
             scalar_runtime_params=tuple(p for p in runtime if not p.shaped),
             per_neuron_params=tuple(p for p in self.params if p.per_neuron),
-            per_channel_params=tuple(p for p in self.params
-                                     if p.per_channel),
+            per_channel_params=tuple(p for p in self.params if p.per_channel),
             shaped_params=tuple(p for p in self.params if p.shaped),
-            channels=any(p.per_channel for p in self.params))
+            channels=any(p.per_channel for p in self.params),
+        )
         for name, value in views.items():
             object.__setattr__(self, name, value)
 
@@ -169,6 +182,7 @@ class Binding:
     state_final or output `index`, parameter `name` (of `shape`), the
     gradient of one of these, workspace slot `index` ("saved") or the
     reduction scratch. Callers match buffers to tensors by this alone."""
+
     value: str
     index: int = 0
     name: str = ""
@@ -184,6 +198,7 @@ class Binding:
 @dataclasses.dataclass(frozen=True)
 class Buffer:
     """One buffer a kernel takes, in launch order."""
+
     name: str  # the C argument's name: for messages only
     role: str  # the runtime's buffer kind, spelled as in flexsn_runtime.h
     dtype: str
@@ -204,6 +219,7 @@ class Buffer:
 @dataclasses.dataclass(frozen=True)
 class Kernel:
     """One compiled kernel: a GPU entry pair or a CPU function."""
+
     name: str
     function: str
     neuron: str
@@ -230,43 +246,68 @@ class Kernel:
     def final_states(self) -> bool:
         """Whether it writes states only at their end (a final-state or
         final-state training forward kernel), not state sequences."""
-        return any(b.binds.key == ("state_final", False)
-                   for b in self.buffers)
+        return any(b.binds.key == ("state_final", False) for b in self.buffers)
 
     def bound(self, value: str, gradient: bool = False) -> List[Buffer]:
         """The buffers holding `value` (or its gradient), by index."""
-        return sorted((b for b in self.buffers
-                       if b.binds.key == (value, gradient)),
-                      key=lambda b: (b.binds.index, b.binds.name))
+        return sorted(
+            (b for b in self.buffers if b.binds.key == (value, gradient)),
+            key=lambda b: (b.binds.index, b.binds.name),
+        )
 
 
 def _neuron(entry: dict) -> NeuronInfo:
     return NeuronInfo(
-        name=entry["name"], inputs=tuple(entry["inputs"]),
-        states=tuple(entry["states"]), outputs=tuple(entry["outputs"]),
-        params=tuple(Param(p["name"], p["type"], p["default"], p["kind"],
-                           p.get("shape", "scalar"))
-                     for p in entry["params"]))
+        name=entry["name"],
+        inputs=tuple(entry["inputs"]),
+        states=tuple(entry["states"]),
+        outputs=tuple(entry["outputs"]),
+        params=tuple(
+            Param(
+                p["name"],
+                p["type"],
+                p["default"],
+                p["kind"],
+                p.get("shape", "scalar"),
+            )
+            for p in entry["params"]
+        ),
+    )
 
 
 def _kernel(entry: dict) -> Kernel:
     buffers = tuple(
-        Buffer(b["name"], b["role"], b["dtype"], tuple(b["shape"]),
-               Binding(**b["binds"]), b.get("workspace_offset"))
-        for b in entry["buffers"])
-    params = tuple((a["name"], a["dtype"]) for a in entry["arguments"]
-                   if a["role"] == "param")
+        Buffer(
+            b["name"],
+            b["role"],
+            b["dtype"],
+            tuple(b["shape"]),
+            Binding(**b["binds"]),
+            b.get("workspace_offset"),
+        )
+        for b in entry["buffers"]
+    )
+    params = tuple(
+        (a["name"], a["dtype"])
+        for a in entry["arguments"]
+        if a["role"] == "param"
+    )
     return Kernel(
-        name=entry["name"], function=entry["function"],
-        neuron=entry["neuron"], variant=entry["variant"],
-        dtype=entry["dtype"], buffers=buffers, params=params,
+        name=entry["name"],
+        function=entry["function"],
+        neuron=entry["neuron"],
+        variant=entry["variant"],
+        dtype=entry["dtype"],
+        buffers=buffers,
+        params=params,
         workspace_bytes=entry["workspace_bytes"],
         deterministic=entry.get("deterministic", False),
         vector_kernel=entry.get("vector_kernel", ""),
         scalar_kernel=entry.get("scalar_kernel", ""),
         vector_width=entry.get("vector_width", 1),
         channels=entry.get("channels", False),
-        spikes=entry.get("spikes", "dense"))
+        spikes=entry.get("spikes", "dense"),
+    )
 
 
 @dataclasses.dataclass
@@ -287,7 +328,8 @@ class Manifest:
             if doc.get("version") != MANIFEST_VERSION:
                 raise ManifestError(
                     f"manifest version {doc.get('version')}, this package "
-                    f"reads version {MANIFEST_VERSION}: recompile")
+                    f"reads version {MANIFEST_VERSION}: recompile"
+                )
             for entry in doc["neurons"]:
                 manifest.neurons[entry["name"]] = _neuron(entry)
             manifest.gpu_kernels += [_kernel(k) for k in doc["kernels"]]
@@ -300,28 +342,37 @@ class Manifest:
         variant, storage and bindings, plus the reduction scratch."""
         bindings = [b.binds for b in kernel.buffers]
         for k in self.gpu_kernels:
-            if (k.deterministic and (k.neuron, k.variant, k.dtype, k.spikes)
-                    == (kernel.neuron, kernel.variant, kernel.dtype,
-                        kernel.spikes)
-                    and [b.binds for b in k.buffers
-                         if b.binds.value != "scratch"] == bindings):
+            if (
+                k.deterministic
+                and (k.neuron, k.variant, k.dtype, k.spikes)
+                == (kernel.neuron, kernel.variant, kernel.dtype, kernel.spikes)
+                and [b.binds for b in k.buffers if b.binds.value != "scratch"]
+                == bindings
+            ):
                 return k
         return None
 
-    def find(self, device: str, variant: str, dtype: str,
-             deterministic: bool = False, neuron: Optional[str] = None,
-             spikes: str = "dense", final_states: Optional[bool] = None
-             ) -> Optional[Kernel]:
+    def find(
+        self,
+        device: str,
+        variant: str,
+        dtype: str,
+        deterministic: bool = False,
+        neuron: Optional[str] = None,
+        spikes: str = "dense",
+        final_states: Optional[bool] = None,
+    ) -> Optional[Kernel]:
         """The first kernel that matches; `final_states` (when not None)
         picks between a neuron's two training forward kernels."""
         kernels = self.gpu_kernels if device == "cuda" else self.cpu_kernels
         for k in kernels:
-            if (k.variant == variant and k.dtype == dtype
-                    and k.spikes == spikes
-                    and (neuron is None or k.neuron == neuron)
-                    and (final_states is None
-                         or k.final_states == final_states)
-                    and k.deterministic == (deterministic
-                                            and device == "cuda")):
+            if (
+                k.variant == variant
+                and k.dtype == dtype
+                and k.spikes == spikes
+                and (neuron is None or k.neuron == neuron)
+                and (final_states is None or k.final_states == final_states)
+                and k.deterministic == (deterministic and device == "cuda")
+            ):
                 return k
         return None

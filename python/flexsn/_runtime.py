@@ -21,9 +21,15 @@ class RuntimeStatusError(RuntimeError):
     runtime's status name (FLEXSN_ERROR_...), `code` its value, `argument`
     the buffer it blamed, if any."""
 
-    def __init__(self, kernel: str, status: str, message: str,
-                 argument: Optional[str] = None, cuda_error: int = 0,
-                 code: int = 0):
+    def __init__(
+        self,
+        kernel: str,
+        status: str,
+        message: str,
+        argument: Optional[str] = None,
+        cuda_error: int = 0,
+        code: int = 0,
+    ):
         where = f" (argument '{argument}')" if argument else ""
         cause = f" [CUresult {cuda_error}]" if cuda_error else ""
         super().__init__(f"{kernel}: {status}: {message}{where}{cause}")
@@ -36,32 +42,46 @@ class NoDeterministicKernelError(RuntimeError):
     none: its per-channel gradients are summed with atomics."""
 
 
-def _status_error(what: str, status: int, argument: Optional[str] = None
-                  ) -> RuntimeStatusError:
+def _status_error(
+    what: str, status: int, argument: Optional[str] = None
+) -> RuntimeStatusError:
     lib = runtime_library()
     return RuntimeStatusError(
-        what, lib.flexsn_status_name(status).decode(),
-        lib.flexsn_status_message(status).decode(), argument,
-        lib.flexsn_last_cuda_error(), status)
+        what,
+        lib.flexsn_status_name(status).decode(),
+        lib.flexsn_status_message(status).decode(),
+        argument,
+        lib.flexsn_last_cuda_error(),
+        status,
+    )
 
 
 class _Image(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t),
-                ("state", ctypes.c_void_p)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("size", ctypes.c_size_t),
+        ("state", ctypes.c_void_p),
+    ]
 
 
 class _KernelDesc(ctypes.Structure):
-    _fields_ = [("vector_kernel", ctypes.c_char_p),
-                ("scalar_kernel", ctypes.c_char_p),
-                ("vector_width", ctypes.c_int), ("element_size", ctypes.c_int),
-                ("num_buffers", ctypes.c_int),
-                ("kinds", ctypes.POINTER(ctypes.c_int)),
-                ("num_scalars", ctypes.c_int),
-                ("element_sizes", ctypes.POINTER(ctypes.c_int))]
+    _fields_ = [
+        ("vector_kernel", ctypes.c_char_p),
+        ("scalar_kernel", ctypes.c_char_p),
+        ("vector_width", ctypes.c_int),
+        ("element_size", ctypes.c_int),
+        ("num_buffers", ctypes.c_int),
+        ("kinds", ctypes.POINTER(ctypes.c_int)),
+        ("num_scalars", ctypes.c_int),
+        ("element_sizes", ctypes.POINTER(ctypes.c_int)),
+    ]
 
 
-_SCALAR_TYPES = {"f32": ctypes.c_float, "i1": ctypes.c_int8,
-                 "i32": ctypes.c_int32}
+_SCALAR_TYPES = {
+    "f32": ctypes.c_float,
+    "i1": ctypes.c_int8,
+    "i32": ctypes.c_int32,
+}
 
 _runtime_lock = threading.Lock()
 _runtime_lib = None
@@ -76,19 +96,33 @@ def runtime_library() -> ctypes.CDLL:
             if path is None:
                 raise _tools.ToolNotFoundError(
                     "libflexsn_runtime.so not found: build FlexSN, or set "
-                    "$FLEXSN_RUNTIME_LIB")
+                    "$FLEXSN_RUNTIME_LIB"
+                )
             lib = ctypes.CDLL(str(path))
             lib.flexsn_launch.restype = ctypes.c_int
             lib.flexsn_launch.argtypes = [
-                ctypes.POINTER(_Image), ctypes.POINTER(_KernelDesc),
-                ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+                ctypes.POINTER(_Image),
+                ctypes.POINTER(_KernelDesc),
+                ctypes.c_void_p,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+            ]
             lib.flexsn_launch_channels.restype = ctypes.c_int
             lib.flexsn_launch_channels.argtypes = [
-                ctypes.POINTER(_Image), ctypes.POINTER(_KernelDesc),
-                ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                ctypes.c_void_p, ctypes.c_void_p]
+                ctypes.POINTER(_Image),
+                ctypes.POINTER(_KernelDesc),
+                ctypes.c_void_p,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+            ]
             for name in ("flexsn_status_message", "flexsn_status_name"):
                 getattr(lib, name).restype = ctypes.c_char_p
                 getattr(lib, name).argtypes = [ctypes.c_int]
@@ -107,15 +141,19 @@ class GpuImage:
 
     def __init__(self, path):
         self.data = ctypes.create_string_buffer(path.read_bytes())
-        self.image = _Image(ctypes.cast(self.data, ctypes.c_void_p),
-                            len(self.data.raw) - 1, None)
+        self.image = _Image(
+            ctypes.cast(self.data, ctypes.c_void_p),
+            len(self.data.raw) - 1,
+            None,
+        )
 
     def unload(self):
         """Unloads the image from every context it was loaded into (a later
         launch loads it again); raises RuntimeStatusError if the driver
         failed to unload it somewhere."""
         status = runtime_library().flexsn_image_unload(
-            ctypes.byref(self.image))
+            ctypes.byref(self.image)
+        )
         if status != 0:
             raise _status_error("unloading the kernel image", status)
 
@@ -135,18 +173,28 @@ class GpuKernel:
             if kind < 0:
                 raise _tools.CompileError(
                     f"{spec.name}: the runtime has no buffer kind "
-                    f"'{b.role}': rebuild libflexsn_runtime")
+                    f"'{b.role}': rebuild libflexsn_runtime"
+                )
             kinds.append(kind)
         n = len(kinds)
         self._kinds = (ctypes.c_int * n)(*kinds)
-        self._sizes = (ctypes.c_int * n)(*(b.element_bytes
-                                           for b in spec.buffers))
-        self._names = [spec.vector_kernel.encode(),
-                       spec.scalar_kernel.encode()]
+        self._sizes = (ctypes.c_int * n)(
+            *(b.element_bytes for b in spec.buffers)
+        )
+        self._names = [
+            spec.vector_kernel.encode(),
+            spec.scalar_kernel.encode(),
+        ]
         self.desc = _KernelDesc(
-            self._names[0], self._names[1], spec.vector_width,
-            2 if spec.dtype in ("f16", "bf16") else 4, n, self._kinds,
-            len(spec.params), self._sizes)
+            self._names[0],
+            self._names[1],
+            spec.vector_width,
+            2 if spec.dtype in ("f16", "bf16") else 4,
+            n,
+            self._kinds,
+            len(spec.params),
+            self._sizes,
+        )
         self._scalar_types = [_SCALAR_TYPES[t] for _, t in spec.params]
         self._buffer_type = ctypes.c_void_p * n
         self._scalars_type = ctypes.c_void_p * max(1, len(spec.params))
@@ -164,41 +212,75 @@ class GpuKernel:
             raise ValueError(
                 f"{self.spec.name} takes {len(self._scalar_types)} runtime "
                 f"parameter(s) ({', '.join(n for n, _ in self.spec.params)}),"
-                f" got {len(params)}")
+                f" got {len(params)}"
+            )
         local = self._slots
         values = getattr(local, "values", None)
         if values is None:
             values = local.values = [t() for t in self._scalar_types]
             local.array = self._scalars_type(
-                *(ctypes.addressof(v) for v in values))
+                *(ctypes.addressof(v) for v in values)
+            )
         for slot, value in zip(values, params):
             slot.value = value
         return local.array
 
-    def launch(self, stream: int, T: int, N: int, ld: int,
-               buffers: Sequence[int], workspace: int,
-               params: Sequence = (), channels=None) -> None:
+    def launch(
+        self,
+        stream: int,
+        T: int,
+        N: int,
+        ld: int,
+        buffers: Sequence[int],
+        workspace: int,
+        params: Sequence = (),
+        channels=None,
+    ) -> None:
         _check_channels(self.spec, channels)
         if self._has_workspace:
-            addresses = _with_workspace(self._offsets, self._workspace_parts,
-                                        buffers, workspace, T, N, ld or N)
+            addresses = _with_workspace(
+                self._offsets,
+                self._workspace_parts,
+                buffers,
+                workspace,
+                T,
+                N,
+                ld or N,
+            )
         else:
             addresses = buffers
         lib = runtime_library()
         if channels is None:
             status = lib.flexsn_launch(
-                self._image_ref, self._desc_ref, stream or None, T, N, ld,
-                self._buffer_type(*addresses), self._scalars(params))
+                self._image_ref,
+                self._desc_ref,
+                stream or None,
+                T,
+                N,
+                ld,
+                self._buffer_type(*addresses),
+                self._scalars(params),
+            )
         else:
             status = lib.flexsn_launch_channels(
-                self._image_ref, self._desc_ref, stream or None, T, N, ld,
-                channels[0], channels[1], self._buffer_type(*addresses),
-                self._scalars(params))
+                self._image_ref,
+                self._desc_ref,
+                stream or None,
+                T,
+                N,
+                ld,
+                channels[0],
+                channels[1],
+                self._buffer_type(*addresses),
+                self._scalars(params),
+            )
         if status != 0:
             failed = lib.flexsn_last_failed_buffer()
             raise _status_error(
-                self.spec.name, status,
-                self.spec.buffers[failed].name if failed >= 0 else None)
+                self.spec.name,
+                status,
+                self.spec.buffers[failed].name if failed >= 0 else None,
+            )
 
 
 def _check_channels(spec: Kernel, channels) -> None:
@@ -208,8 +290,12 @@ def _check_channels(spec: Kernel, channels) -> None:
     if (channels is not None) != spec.channels:
         raise ValueError(
             f"{spec.name}: "
-            + ("its neurons are [B, C, S]: pass channels=(C, S)"
-               if spec.channels else "has no per-channel buffers"))
+            + (
+                "its neurons are [B, C, S]: pass channels=(C, S)"
+                if spec.channels
+                else "has no per-channel buffers"
+            )
+        )
 
 
 def _with_workspace(offsets, memo, buffers, workspace, T, N, ld):
@@ -222,34 +308,53 @@ def _with_workspace(offsets, memo, buffers, workspace, T, N, ld):
             memo.clear()
         parts = memo[(T, N, ld)] = [
             None if o is None else evaluate_size(o, T=T, N=N, ld=ld)
-            for o in offsets]
+            for o in offsets
+        ]
     args = iter(buffers)
-    return [next(args) if part is None else
-            (workspace + part if workspace else None) for part in parts]
+    return [
+        next(args)
+        if part is None
+        else (workspace + part if workspace else None)
+        for part in parts
+    ]
 
 
 class _Descriptor:
     """StridedMemRefType<T, rank> of MLIR's C interface, by rank."""
+
     types: Dict[int, type] = {}
 
     @classmethod
     def of_rank(cls, rank: int) -> type:
         if rank not in cls.types:
-            fields = [("allocated", ctypes.c_void_p),
-                      ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64)]
+            fields = [
+                ("allocated", ctypes.c_void_p),
+                ("aligned", ctypes.c_void_p),
+                ("offset", ctypes.c_int64),
+            ]
             if rank:
-                fields += [("sizes", ctypes.c_int64 * rank),
-                           ("strides", ctypes.c_int64 * rank)]
-            cls.types[rank] = type(f"MemRef{rank}", (ctypes.Structure,),
-                                   {"_fields_": fields})
+                fields += [
+                    ("sizes", ctypes.c_int64 * rank),
+                    ("strides", ctypes.c_int64 * rank),
+                ]
+            cls.types[rank] = type(
+                f"MemRef{rank}", (ctypes.Structure,), {"_fields_": fields}
+            )
         return cls.types[rank]
 
 
 # Buffers a CPU kernel writes: the first to touch a fresh allocation.
-_WRITTEN_ROLES = frozenset({
-    "output_sequence", "state_sequence", "final_state", "saved_output",
-    "param_gradient", "per_neuron_param_gradient",
-    "per_channel_param_gradient"})
+_WRITTEN_ROLES = frozenset(
+    {
+        "output_sequence",
+        "state_sequence",
+        "final_state",
+        "saved_output",
+        "param_gradient",
+        "per_neuron_param_gradient",
+        "per_channel_param_gradient",
+    }
+)
 _HUGE_PAGE = 2 << 20
 _madvise = None
 
@@ -270,8 +375,11 @@ def _advise_huge_pages(address: int, nbytes: int) -> None:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             _madvise = libc.madvise
-            _madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
-                                 ctypes.c_int]
+            _madvise.argtypes = [
+                ctypes.c_void_p,
+                ctypes.c_size_t,
+                ctypes.c_int,
+            ]
         except (OSError, AttributeError):
             pass
     if not _madvise:
@@ -293,12 +401,17 @@ class CpuKernel:
         self.spec = spec
         self.function = getattr(library, spec.function)
         self.function.restype = None
-        scalar_types = [ctypes.c_bool if t == "i1" else _SCALAR_TYPES[t]
-                        for _, t in spec.params]
+        scalar_types = [
+            ctypes.c_bool if t == "i1" else _SCALAR_TYPES[t]
+            for _, t in spec.params
+        ]
         self._types = [_Descriptor.of_rank(len(b.shape)) for b in spec.buffers]
         # The thread count comes last (docs/ABI.md).
-        self.function.argtypes = ([ctypes.c_void_p] * len(spec.buffers)
-                                  + scalar_types + [ctypes.c_int32])
+        self.function.argtypes = (
+            [ctypes.c_void_p] * len(spec.buffers)
+            + scalar_types
+            + [ctypes.c_int32]
+        )
         self._scalar_types = scalar_types
         self._offsets = [b.workspace_offset for b in spec.buffers]
         self._workspace_parts = {}
@@ -328,16 +441,28 @@ class CpuKernel:
                     stride *= sizes[spec.shape[i]]
                 descriptors.append(d)
                 nbytes = stride * spec.element_bytes
-                written.append(nbytes if spec.role in _WRITTEN_ROLES
-                               and nbytes >= 2 * _HUGE_PAGE else 0)
-            plan = plans[key] = (descriptors,
-                                 [ctypes.addressof(d) for d in descriptors],
-                                 written)
+                written.append(
+                    nbytes
+                    if spec.role in _WRITTEN_ROLES and nbytes >= 2 * _HUGE_PAGE
+                    else 0
+                )
+            plan = plans[key] = (
+                descriptors,
+                [ctypes.addressof(d) for d in descriptors],
+                written,
+            )
         return plan
 
-    def launch(self, T: int, N: int, buffers: Sequence[int], workspace: int,
-               params: Sequence = (), channels=None,
-               num_threads: int = 0) -> None:
+    def launch(
+        self,
+        T: int,
+        N: int,
+        buffers: Sequence[int],
+        workspace: int,
+        params: Sequence = (),
+        channels=None,
+        num_threads: int = 0,
+    ) -> None:
         """Runs the kernel on `num_threads` threads (0: OpenMP's default,
         OMP_NUM_THREADS or every core); the results are bitwise the same
         for any count. ctypes lets go of the GIL for the call."""
@@ -351,55 +476,80 @@ class CpuKernel:
             if C < 1 or S < 1 or N % (C * S):
                 raise ValueError(
                     f"{self.spec.name}: channels (C, S) = ({C}, {S}) do not "
-                    f"lay out N = {N} neurons as [B, C, S]")
+                    f"lay out N = {N} neurons as [B, C, S]"
+                )
             sizes.update(B=N // (C * S), C=C, S=S)
             key = (T, N, C, S)
-        addresses = _with_workspace(self._offsets, self._workspace_parts,
-                                    buffers, workspace, T, N, N)
+        addresses = _with_workspace(
+            self._offsets, self._workspace_parts, buffers, workspace, T, N, N
+        )
         descriptors, pointers, written = self._plan(key, sizes)
         for address, d, nbytes in zip(addresses, descriptors, written):
             d.allocated = d.aligned = address
             if nbytes and address:
                 _advise_huge_pages(address, nbytes)
-        self.function(*pointers,
-                      *(t(v) for t, v in zip(self._scalar_types, params)),
-                      ctypes.c_int32(num_threads))
+        self.function(
+            *pointers,
+            *(t(v) for t, v in zip(self._scalar_types, params)),
+            ctypes.c_int32(num_threads),
+        )
 
 
 _loaded: Dict[tuple, object] = {}
 _load_lock = threading.Lock()
 
 
-def load_kernel(compiled, device: str, variant: str, dtype: str,
-                deterministic: bool = False, spikes: str = "dense",
-                neuron: Optional[str] = None,
-                final_states: Optional[bool] = None):
+def load_kernel(
+    compiled,
+    device: str,
+    variant: str,
+    dtype: str,
+    deterministic: bool = False,
+    spikes: str = "dense",
+    neuron: Optional[str] = None,
+    final_states: Optional[bool] = None,
+):
     """The kernel of `neuron` (default: `compiled.name`; for a block, its
     function) for `device`, `variant`, storage `dtype` and `spikes`;
     `final_states` picks the training forward that keeps states only at
     their end (True) or as sequences (False)."""
     neuron = neuron or compiled.name
-    key = (str(compiled.directory), device, neuron, variant, dtype,
-           deterministic, spikes, final_states)
+    key = (
+        str(compiled.directory),
+        device,
+        neuron,
+        variant,
+        dtype,
+        deterministic,
+        spikes,
+        final_states,
+    )
     with _load_lock:
         if key in _loaded:
             return _loaded[key]
         manifest = compiled.manifest
-        spec = manifest.find(device, variant, dtype, deterministic,
-                             neuron, spikes, final_states)
+        spec = manifest.find(
+            device, variant, dtype, deterministic, neuron, spikes, final_states
+        )
         if spec is None and deterministic:
             # Without parameter gradients summed across threads every
             # kernel is deterministic.
             spec = manifest.find(device, variant, dtype, False, neuron)
             if spec is not None and spec.buffers_with_role(
-                    "per_channel_param_gradient"):
-                names = ", ".join(b.name for b in spec.buffers_with_role(
-                    "per_channel_param_gradient"))
+                "per_channel_param_gradient"
+            ):
+                names = ", ".join(
+                    b.name
+                    for b in spec.buffers_with_role(
+                        "per_channel_param_gradient"
+                    )
+                )
                 raise NoDeterministicKernelError(
                     f"{spec.name}: no deterministic kernel: the per-channel "
                     f"gradient(s) {names} are summed with atomics in an "
                     f"order that varies between runs (train without the "
-                    f"deterministic mode, or on the CPU)")
+                    f"deterministic mode, or on the CPU)"
+                )
             if spec is not None and spec.buffers_with_role("param_gradient"):
                 spec = None
         if spec is None:
@@ -410,7 +560,9 @@ def load_kernel(compiled, device: str, variant: str, dtype: str,
                 f"{neuron} was not compiled for {device}, variant "
                 f"'{variant}', storage {dtype}{stored}: compile it with that "
                 f"variant, storage type"
-                + (", spike storage" if stored else "") + " and target")
+                + (", spike storage" if stored else "")
+                + " and target"
+            )
         kernel = _loaded[key] = _instantiate(compiled, device, spec)
         return kernel
 
@@ -421,13 +573,21 @@ def _instantiate(compiled, device: str, spec: Kernel):
     if device == "cuda":
         key = ("image", str(compiled.directory))
         if key not in _loaded:
-            _loaded[key] = _open(compiled, compiled.gpu_image, GpuImage,
-                                 "kernels.cubin or kernels.fatbin")
+            _loaded[key] = _open(
+                compiled,
+                compiled.gpu_image,
+                GpuImage,
+                "kernels.cubin or kernels.fatbin",
+            )
         return GpuKernel(spec, _loaded[key])
     key = ("library", str(compiled.directory))
     if key not in _loaded:
-        _loaded[key] = _open(compiled, compiled.cpu_library,
-                             lambda path: ctypes.CDLL(str(path)), "kernels.so")
+        _loaded[key] = _open(
+            compiled,
+            compiled.cpu_library,
+            lambda path: ctypes.CDLL(str(path)),
+            "kernels.so",
+        )
     return CpuKernel(spec, _loaded[key])
 
 
@@ -435,40 +595,52 @@ def _open(compiled, path, opener, name: str):
     """`opener(path)` of a compiled file; a file gone or unreadable since
     the compile checked it raises CacheError naming it, not a bare OSError."""
     if path is None:
-        raise damaged_file_error(compiled.directory,
-                                 compiled.directory / name, "missing")
+        raise damaged_file_error(
+            compiled.directory, compiled.directory / name, "missing"
+        )
     try:
         return opener(path)
     except OSError as error:
-        raise damaged_file_error(compiled.directory, path,
-                                 f"cannot be loaded ({error})") from None
+        raise damaged_file_error(
+            compiled.directory, path, f"cannot be loaded ({error})"
+        ) from None
 
 
-def load_named_kernel(compiled, device: str, name: str,
-                      deterministic: bool = False):
+def load_named_kernel(
+    compiled, device: str, name: str, deterministic: bool = False
+):
     key = (str(compiled.directory), device, name, deterministic)
     with _load_lock:
         if key in _loaded:
             return _loaded[key]
         manifest = compiled.manifest
-        kernels = (manifest.gpu_kernels if device == "cuda"
-                   else manifest.cpu_kernels)
+        kernels = (
+            manifest.gpu_kernels if device == "cuda" else manifest.cpu_kernels
+        )
         if device not in ("cpu", "cuda") or not kernels:
-            raise KeyError(f"no kernel was compiled for '{device}' (targets: "
-                           f"{', '.join(compiled.targets)})")
-        spec = next((k for k in kernels
-                     if k.name == name and not k.deterministic), None)
+            raise KeyError(
+                f"no kernel was compiled for '{device}' (targets: "
+                f"{', '.join(compiled.targets)})"
+            )
+        spec = next(
+            (k for k in kernels if k.name == name and not k.deterministic),
+            None,
+        )
         if spec is not None and deterministic and device == "cuda":
             # Without parameter gradients summed across threads the kernel
             # is deterministic as it is (so is every CPU kernel).
             fixed = manifest.deterministic_of(spec)
             if fixed is None and spec.buffers_with_role(
-                    "param_gradient", "per_channel_param_gradient"):
+                "param_gradient", "per_channel_param_gradient"
+            ):
                 raise NoDeterministicKernelError(
-                    f"{name}: no deterministic kernel")
+                    f"{name}: no deterministic kernel"
+                )
             spec = fixed or spec
         if spec is None:
-            raise KeyError(f"no kernel '{name}' (the kernels: "
-                           f"{', '.join(compiled.names)})")
+            raise KeyError(
+                f"no kernel '{name}' (the kernels: "
+                f"{', '.join(compiled.names)})"
+            )
         kernel = _loaded[key] = _instantiate(compiled, device, spec)
         return kernel

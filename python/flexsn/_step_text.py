@@ -84,8 +84,11 @@ class BodyWriter:
     def locate(self, filename, line=0):
         """Ops written next are located at `filename`:`line` (none with
         `filename` None)."""
-        self.loc = (" loc(%s:%d:0)" % (mlir_string(filename), line)
-                    if filename is not None else "")
+        self.loc = (
+            " loc(%s:%d:0)" % (mlir_string(filename), line)
+            if filename is not None
+            else ""
+        )
 
     def emit(self, text, type_, hint):
         name = self.fresh(hint)
@@ -117,9 +120,11 @@ class BodyWriter:
                 return value
             if value not in self.i1_as_f32:
                 self.i1_as_f32[value] = self.emit(
-                    "arith.select %%%s, %%%s, %%%s : f32" % (
-                        value.ssa, self.const(1.0).ssa, self.const(0.0).ssa),
-                    "f32", value.ssa + "_f")
+                    "arith.select %%%s, %%%s, %%%s : f32"
+                    % (value.ssa, self.const(1.0).ssa, self.const(0.0).ssa),
+                    "f32",
+                    value.ssa + "_f",
+                )
             return self.i1_as_f32[value]
         if isinstance(value, bool):
             return self.const(1.0 if value else 0.0)
@@ -131,8 +136,10 @@ class BodyWriter:
         if isinstance(value, Value):
             if value.type == "i1":
                 return value
-            raise Unsupported("needs a bool condition (a comparison or an "
-                              "i1 parameter), got a float value")
+            raise Unsupported(
+                "needs a bool condition (a comparison or an "
+                "i1 parameter), got a float value"
+            )
         if isinstance(value, bool):
             return self.const(value, "i1")
         raise Unsupported("needs a bool condition, got %r" % (value,))
@@ -141,8 +148,9 @@ class BodyWriter:
 
     def binary(self, op, a, b, hint):
         a, b = self.f32(a), self.f32(b)
-        return self.emit("arith.%s %%%s, %%%s : f32" % (op, a.ssa, b.ssa),
-                         "f32", hint)
+        return self.emit(
+            "arith.%s %%%s, %%%s : f32" % (op, a.ssa, b.ssa), "f32", hint
+        )
 
     def unary(self, op, a, hint):
         a = self.f32(a)
@@ -150,34 +158,48 @@ class BodyWriter:
 
     def cmp(self, predicate, a, b, hint):
         a, b = self.f32(a), self.f32(b)
-        return self.emit("arith.cmpf %s, %%%s, %%%s : f32" % (
-            predicate, a.ssa, b.ssa), "i1", hint)
+        return self.emit(
+            "arith.cmpf %s, %%%s, %%%s : f32" % (predicate, a.ssa, b.ssa),
+            "i1",
+            hint,
+        )
 
     def select(self, cond, a, b, hint):
         cond = self.i1(cond)
-        if all(isinstance(v, Value) and v.type == "i1" or isinstance(v, bool)
-               for v in (a, b)):
+        if all(
+            isinstance(v, Value) and v.type == "i1" or isinstance(v, bool)
+            for v in (a, b)
+        ):
             a, b, type_ = self.i1(a), self.i1(b), "i1"
         else:
             a, b, type_ = self.f32(a), self.f32(b), "f32"
-        return self.emit("arith.select %%%s, %%%s, %%%s : %s" % (
-            cond.ssa, a.ssa, b.ssa, type_), type_, hint)
+        return self.emit(
+            "arith.select %%%s, %%%s, %%%s : %s"
+            % (cond.ssa, a.ssa, b.ssa, type_),
+            type_,
+            hint,
+        )
 
     def powf(self, a, b, hint):
         a, b = self.f32(a), self.f32(b)
-        return self.emit("math.powf %%%s, %%%s : f32" % (a.ssa, b.ssa),
-                         "f32", hint)
+        return self.emit(
+            "math.powf %%%s, %%%s : f32" % (a.ssa, b.ssa), "f32", hint
+        )
 
     def spike(self, x, surrogate, hint):
         """`flexsn.spike` of `x` with `surrogate`, an attribute's text."""
         x = self.f32(x)
-        return self.emit("flexsn.spike %%%s surrogate(%s) : f32" % (
-            x.ssa, surrogate), "f32", hint)
+        return self.emit(
+            "flexsn.spike %%%s surrogate(%s) : f32" % (x.ssa, surrogate),
+            "f32",
+            hint,
+        )
 
     def logical(self, op, a, b, hint):
         a, b = self.i1(a), self.i1(b)
-        return self.emit("arith.%s %%%s, %%%s : i1" % (op, a.ssa, b.ssa),
-                         "i1", hint)
+        return self.emit(
+            "arith.%s %%%s, %%%s : i1" % (op, a.ssa, b.ssa), "i1", hint
+        )
 
 
 def param_text(p):
@@ -190,25 +212,39 @@ def param_text(p):
     return "%%%s: %s = %s%s%s" % (p.name, p.type, default, kind, shape)
 
 
-def neuron_text(name, input_names, state_names, output_names, params,
-                body: "BodyWriter", yielded, comment: str) -> str:
+def neuron_text(
+    name,
+    input_names,
+    state_names,
+    output_names,
+    params,
+    body: "BodyWriter",
+    yielded,
+    comment: str,
+) -> str:
     """The `flexsn.neuron @name` of `body`'s ops yielding `yielded` (the
     outputs, then the new states), its parameters `params` (with `name`,
     `type`, `default`, `kind` and `shape`), after a `// comment` line."""
     header = "flexsn.neuron @%s inputs(%s)" % (
-        name, ", ".join("%%%s: f32" % n for n in input_names))
+        name,
+        ", ".join("%%%s: f32" % n for n in input_names),
+    )
     if state_names:
-        header += " states(%s)" % ", ".join("%%%s: f32" % n
-                                            for n in state_names)
+        header += " states(%s)" % ", ".join(
+            "%%%s: f32" % n for n in state_names
+        )
     header += " outputs(%s)" % ", ".join(output_names)
     if params:
-        header += "\n    params(%s)" % ", ".join(param_text(p)
-                                                 for p in params)
+        header += "\n    params(%s)" % ", ".join(param_text(p) for p in params)
     lines = ["// " + comment, header + " {"] + body.lines
     if yielded:
-        lines.append("  flexsn.yield %s : %s" % (
-            ", ".join("%" + v.ssa for v in yielded),
-            ", ".join(v.type for v in yielded)))
+        lines.append(
+            "  flexsn.yield %s : %s"
+            % (
+                ", ".join("%" + v.ssa for v in yielded),
+                ", ".join(v.type for v in yielded),
+            )
+        )
     else:
         lines.append("  flexsn.yield")
     lines.append("}")

@@ -39,8 +39,9 @@ class CompileError(RuntimeError):
     """A tool rejected a neuron or failed. `diagnostics` holds the MLIR
     diagnostics (`file:line:col: error: ...`), `command` the tool's argv."""
 
-    def __init__(self, message: str, diagnostics: str = "",
-                 command: Sequence[str] = ()):
+    def __init__(
+        self, message: str, diagnostics: str = "", command: Sequence[str] = ()
+    ):
         text = message + (":\n" + diagnostics.rstrip() if diagnostics else "")
         super().__init__(text)
         self.diagnostics = diagnostics
@@ -49,9 +50,12 @@ class CompileError(RuntimeError):
     @property
     def locations(self) -> List[tuple]:
         """(file, line, column) of every error diagnostic."""
-        return [(m.group(1), int(m.group(2)), int(m.group(3)))
-                for m in re.finditer(r"^(.*?):(\d+):(\d+): error:",
-                                     self.diagnostics, re.M)]
+        return [
+            (m.group(1), int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(
+                r"^(.*?):(\d+):(\d+): error:", self.diagnostics, re.M
+            )
+        ]
 
 
 class ToolNotFoundError(CompileError):
@@ -80,7 +84,7 @@ def _command_in(directory: pathlib.Path, name: str) -> Optional[List[str]]:
     if _executable(directory / name):
         return [str(directory / name)]
     if _executable(directory / MULTICALL):
-        return [str(directory / MULTICALL), name[len("flexsn-"):]]
+        return [str(directory / MULTICALL), name[len("flexsn-") :]]
     return None
 
 
@@ -93,7 +97,8 @@ def tool_command(name: str) -> List[str]:
         if command:
             return command
         raise ToolNotFoundError(
-            f"{name} not found in $FLEXSN_TOOLS_DIR ({override})")
+            f"{name} not found in $FLEXSN_TOOLS_DIR ({override})"
+        )
     for directory in _prefix_candidates("bin"):
         command = _command_in(directory, name)
         if command:
@@ -103,7 +108,8 @@ def tool_command(name: str) -> List[str]:
         return [found]
     raise ToolNotFoundError(
         f"{name} not found: build FlexSN (bash utils/setup.sh build), or set "
-        f"$FLEXSN_TOOLS_DIR to the directory holding it")
+        f"$FLEXSN_TOOLS_DIR to the directory holding it"
+    )
 
 
 def find_tool(name: str) -> pathlib.Path:
@@ -151,9 +157,10 @@ def find_runtime_library() -> Optional[pathlib.Path]:
     if override:
         return pathlib.Path(override)
     # Per prefix (the wheel's first): a build tree's lib/Runtime, then lib.
-    for pair in zip(_prefix_candidates("lib", "Runtime",
-                                       "libflexsn_runtime.so"),
-                    _prefix_candidates("lib", "libflexsn_runtime.so")):
+    for pair in zip(
+        _prefix_candidates("lib", "Runtime", "libflexsn_runtime.so"),
+        _prefix_candidates("lib", "libflexsn_runtime.so"),
+    ):
         for path in pair:
             if path.is_file():
                 return path
@@ -167,18 +174,22 @@ def _hash_files(files: Sequence[pathlib.Path]) -> str:
     return digest.hexdigest()
 
 
-def _files_digest(files: Sequence[pathlib.Path],
-                  memo_dir: Optional[pathlib.Path]) -> str:
+def _files_digest(
+    files: Sequence[pathlib.Path], memo_dir: Optional[pathlib.Path]
+) -> str:
     """_hash_files(files), read back from `memo_dir` while the files' path,
     size, inode and modification time are as they were when it was written
     (a rebuilt or reinstalled tool changes them): a statically linked tool
     is 180 MB, a third of a second to hash in every process."""
     if memo_dir is None:
         return _hash_files(files)
-    stamps = [(str(f), s.st_size, s.st_ino, s.st_mtime_ns)
-              for f, s in ((f, f.stat()) for f in files)]
-    memo = memo_dir / ("tools-" + hashlib.sha256(
-        repr(stamps).encode()).hexdigest()[:24])
+    stamps = [
+        (str(f), s.st_size, s.st_ino, s.st_mtime_ns)
+        for f, s in ((f, f.stat()) for f in files)
+    ]
+    memo = memo_dir / (
+        "tools-" + hashlib.sha256(repr(stamps).encode()).hexdigest()[:24]
+    )
     try:
         known = memo.read_text()
         if re.fullmatch(r"[0-9a-f]{64}", known):
@@ -206,21 +217,25 @@ def toolchain_id(memo_dir: Optional[pathlib.Path] = None) -> str:
     differs between machines that share one cache."""
     files = [find_tool(name).resolve() for name in _TOOLS]
     digest = hashlib.sha256(_files_digest(files, memo_dir).encode())
-    digest.update(run(tool_command("flexsn-compile") + ["--version"]
-                      ).encode())
+    digest.update(run(tool_command("flexsn-compile") + ["--version"]).encode())
     return digest.hexdigest()[:16]
 
 
 def run(argv: Sequence, what: str = "", cwd=None) -> str:
     """Runs a tool; a failure raises CompileError with its diagnostics."""
     argv = [str(a) for a in argv]
-    result = subprocess.run(argv, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=cwd)
+    result = subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd
+    )
     if result.returncode != 0:
         diagnostics = result.stderr.decode(errors="replace")
         raise CompileError(
-            what or f"{pathlib.Path(argv[0]).name} failed "
-            f"(exit {result.returncode})", diagnostics, argv)
+            what
+            or f"{pathlib.Path(argv[0]).name} failed "
+            f"(exit {result.returncode})",
+            diagnostics,
+            argv,
+        )
     return result.stdout.decode(errors="replace")
 
 
@@ -234,10 +249,12 @@ def bundled_openmp_library() -> Optional[pathlib.Path]:
 
 def c_compiler() -> str:
     """The driver that links CPU kernels into a shared library: $CC, cc."""
-    compiler = (os.environ.get("CC") or shutil.which("cc")
-                or shutil.which("gcc"))
+    compiler = (
+        os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    )
     if not compiler:
         raise ToolNotFoundError(
             "no C compiler driver (cc) to link the CPU kernels: install gcc, "
-            "or set $CC")
+            "or set $CC"
+        )
     return compiler

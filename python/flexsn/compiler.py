@@ -30,10 +30,23 @@ from ._compile_tool import TORCH_STEP, cuda_toolkit, run_tools
 from ._manifest import Manifest, NeuronInfo
 from ._tools import CompileError
 
-__all__ = ["ALL_VARIANTS", "PARAM_SHAPES", "SPIKE_STORAGES", "STORAGE_TYPES",
-           "TARGETS", "TORCH_STEP", "CacheError", "CompiledKernels",
-           "CompiledNeuron", "cache_dir", "compile", "compile_kernels",
-           "cuda_toolkit", "read_source", "shipped_neurons"]
+__all__ = [
+    "ALL_VARIANTS",
+    "PARAM_SHAPES",
+    "SPIKE_STORAGES",
+    "STORAGE_TYPES",
+    "TARGETS",
+    "TORCH_STEP",
+    "CacheError",
+    "CompiledKernels",
+    "CompiledNeuron",
+    "cache_dir",
+    "compile",
+    "compile_kernels",
+    "cuda_toolkit",
+    "read_source",
+    "shipped_neurons",
+]
 
 # The dialect's enums (FlexSNAttrs.td), under the names the package exports.
 ALL_VARIANTS = _dialect.KERNEL_VARIANTS
@@ -58,8 +71,10 @@ def read_source(source: Union[str, os.PathLike]) -> (str, str):
         path = pathlib.Path(source)
         return path.read_text(), str(path)
     if not isinstance(source, str):
-        raise TypeError("source must be a path, MLIR text or a shipped "
-                        f"neuron name, not {type(source).__name__}")
+        raise TypeError(
+            "source must be a path, MLIR text or a shipped "
+            f"neuron name, not {type(source).__name__}"
+        )
     if "flexsn." in source or "{" in source:
         return source, "<neuron>.mlir"
     shipped = shipped_neurons()
@@ -70,9 +85,11 @@ def read_source(source: Union[str, os.PathLike]) -> (str, str):
         if not path.is_file():
             raise FileNotFoundError(f"no neuron file {source}")
         return path.read_text(), str(path)
-    raise ValueError(f"'{source}' is neither a neuron file, MLIR text, nor "
-                     f"a shipped neuron (those are: "
-                     f"{', '.join(shipped) or 'none found'})")
+    raise ValueError(
+        f"'{source}' is neither a neuron file, MLIR text, nor "
+        f"a shipped neuron (those are: "
+        f"{', '.join(shipped) or 'none found'})"
+    )
 
 
 def _format_value(value) -> str:
@@ -82,8 +99,10 @@ def _format_value(value) -> str:
         return str(value)
     if isinstance(value, float):
         return repr(value)
-    raise TypeError(f"parameter values are bool, int or float, not "
-                    f"{type(value).__name__}")
+    raise TypeError(
+        f"parameter values are bool, int or float, not "
+        f"{type(value).__name__}"
+    )
 
 
 def _surrogate_text(surrogate) -> str:
@@ -91,14 +110,16 @@ def _surrogate_text(surrogate) -> str:
         return ""
     text = surrogate if isinstance(surrogate, str) else surrogate.mlir()
     if " " in text:
-        raise ValueError("write the surrogate attribute without spaces: "
-                         f"{text!r}")
+        raise ValueError(
+            "write the surrogate attribute without spaces: " f"{text!r}"
+        )
     return text
 
 
 @dataclasses.dataclass
 class CompiledNeuron:
     """The artifacts of one compile; kernels are loaded on first use."""
+
     name: str
     directory: pathlib.Path
     manifest: Manifest
@@ -123,23 +144,36 @@ class CompiledNeuron:
                 return self.directory / name
         return None
 
-    def kernel(self, device: str, variant: str, dtype: str,
-               deterministic: bool = False, spikes: str = "dense",
-               final_states: Optional[bool] = None):
+    def kernel(
+        self,
+        device: str,
+        variant: str,
+        dtype: str,
+        deterministic: bool = False,
+        spikes: str = "dense",
+        final_states: Optional[bool] = None,
+    ):
         """The runnable kernel (see flexsn._runtime), loaded once;
         `spikes="u8"` or `"bits"` picks the inference or final-state
         kernel that stores spike outputs as bytes or bit-packed;
         `final_states=True` the training forward that writes final states,
         not state sequences."""
-        return _runtime.load_kernel(self, device, variant, dtype,
-                                    deterministic, spikes,
-                                    final_states=final_states)
+        return _runtime.load_kernel(
+            self,
+            device,
+            variant,
+            dtype,
+            deterministic,
+            spikes,
+            final_states=final_states,
+        )
 
 
 @dataclasses.dataclass
 class CompiledKernels:
     """The artifacts of one `compile_kernels`; kernels are loaded on first
     use, by name."""
+
     directory: pathlib.Path
     manifest: Manifest
     targets: tuple
@@ -150,10 +184,13 @@ class CompiledKernels:
     @property
     def names(self) -> tuple:
         """The kernels' names (each compiled for every target)."""
-        return tuple(dict.fromkeys(
-            k.name
-            for k in self.manifest.cpu_kernels + self.manifest.gpu_kernels
-            if not k.deterministic))
+        return tuple(
+            dict.fromkeys(
+                k.name
+                for k in self.manifest.cpu_kernels + self.manifest.gpu_kernels
+                if not k.deterministic
+            )
+        )
 
     def kernel(self, device: str, name: str, deterministic: bool = False):
         """The runnable kernel `name` for `device` ("cpu" or "cuda"; see
@@ -161,26 +198,38 @@ class CompiledKernels:
         kernel's variant that sums parameter gradients in a fixed order."""
         return _runtime.load_named_kernel(self, device, name, deterministic)
 
-    def kernel_of(self, device: str, function: str, variant: str, dtype: str,
-                  deterministic: bool = False):
+    def kernel_of(
+        self,
+        device: str,
+        function: str,
+        variant: str,
+        dtype: str,
+        deterministic: bool = False,
+    ):
         """The runnable `variant` kernel of storage `dtype` that kernel
         generation made from `function` (a neuron or a block function),
         found by its signature, not by its name."""
-        return _runtime.load_kernel(self, device, variant, dtype,
-                                    deterministic, neuron=function)
+        return _runtime.load_kernel(
+            self, device, variant, dtype, deterministic, neuron=function
+        )
 
 
-def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
-            storage_types: Iterable[str] = ("f32",),
-            targets: Optional[Iterable[str]] = None,
-            chip: Union[str, Sequence[str]] = "sm_90",
-            params: Optional[Mapping[str, object]] = None,
-            kinds: Optional[Mapping[str, str]] = None,
-            surrogate=None, neuron: Optional[str] = None,
-            shapes: Optional[Mapping[str, str]] = None,
-            spike_storage: Iterable[str] = ("dense",),
-            save_in_storage_type: bool = True,
-            approximate_surrogates: bool = False) -> CompiledNeuron:
+def compile(
+    source,
+    *,
+    variants: Iterable[str] = ALL_VARIANTS,
+    storage_types: Iterable[str] = ("f32",),
+    targets: Optional[Iterable[str]] = None,
+    chip: Union[str, Sequence[str]] = "sm_90",
+    params: Optional[Mapping[str, object]] = None,
+    kinds: Optional[Mapping[str, str]] = None,
+    surrogate=None,
+    neuron: Optional[str] = None,
+    shapes: Optional[Mapping[str, str]] = None,
+    spike_storage: Iterable[str] = ("dense",),
+    save_in_storage_type: bool = True,
+    approximate_surrogates: bool = False,
+) -> CompiledNeuron:
     """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
     to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
     when a CUDA toolkit is installed).
@@ -215,32 +264,45 @@ def compile(source, *, variants: Iterable[str] = ALL_VARIANTS,
     spike_storage = tuple(dict.fromkeys(spike_storage))
     for s in spike_storage:
         if s not in SPIKE_STORAGES:
-            raise ValueError(f"unknown spike storage '{s}' (one of: "
-                             f"{', '.join(SPIKE_STORAGES)})")
+            raise ValueError(
+                f"unknown spike storage '{s}' (one of: "
+                f"{', '.join(SPIKE_STORAGES)})"
+            )
     if not spike_storage:
-        raise ValueError("spike_storage lists no storage ("
-                         f"{', '.join(SPIKE_STORAGES)})")
+        raise ValueError(
+            "spike_storage lists no storage (" f"{', '.join(SPIKE_STORAGES)})"
+        )
     for v in variants:
         if v not in ALL_VARIANTS:
-            raise ValueError(f"unknown variant '{v}' (one of: "
-                             f"{', '.join(ALL_VARIANTS)})")
+            raise ValueError(
+                f"unknown variant '{v}' (one of: "
+                f"{', '.join(ALL_VARIANTS)})"
+            )
     for t in storage_types:
         if t not in STORAGE_TYPES:
-            raise ValueError(f"unknown storage type '{t}' (one of: "
-                             f"{', '.join(STORAGE_TYPES)})")
+            raise ValueError(
+                f"unknown storage type '{t}' (one of: "
+                f"{', '.join(STORAGE_TYPES)})"
+            )
     for name, shape in (shapes or {}).items():
         if shape not in PARAM_SHAPES:
-            raise ValueError(f"unknown shape '{shape}' for parameter "
-                             f"'{name}' (one of: {', '.join(PARAM_SHAPES)})")
+            raise ValueError(
+                f"unknown shape '{shape}' for parameter "
+                f"'{name}' (one of: {', '.join(PARAM_SHAPES)})"
+            )
     chips = (chip,) if isinstance(chip, str) else tuple(chip)
     targets = _targets(targets)
     options = {
-        "variants": variants, "storage_types": storage_types,
-        "targets": targets, "chips": chips if "cuda" in targets else (),
-        "values": sorted((k, _format_value(v))
-                         for k, v in (params or {}).items()),
+        "variants": variants,
+        "storage_types": storage_types,
+        "targets": targets,
+        "chips": chips if "cuda" in targets else (),
+        "values": sorted(
+            (k, _format_value(v)) for k, v in (params or {}).items()
+        ),
         "kinds": sorted((kinds or {}).items()),
-        "surrogate": _surrogate_text(surrogate), "neuron": neuron or "",
+        "surrogate": _surrogate_text(surrogate),
+        "neuron": neuron or "",
         "cache_format": CACHE_FORMAT,
     }
     if shapes:
@@ -263,9 +325,11 @@ def _set_surrogate_precision(options: dict, approximate: bool) -> None:
 def _targets(targets: Optional[Iterable[str]]) -> tuple:
     if targets is None:
         ptxas = cuda_toolkit() / "bin" / "ptxas"
-        targets = (("cpu", "cuda")
-                   if ptxas.is_file() or not _tools.tools_available()
-                   else ("cpu",))
+        targets = (
+            ("cpu", "cuda")
+            if ptxas.is_file() or not _tools.tools_available()
+            else ("cpu",)
+        )
     targets = tuple(dict.fromkeys(targets))
     for t in targets:
         if t not in TARGETS:
@@ -276,15 +340,21 @@ def _targets(targets: Optional[Iterable[str]]) -> tuple:
 def _compiled(text: str, filename: str, options: dict, load):
     """`load(entry, options)` of the cache entry of `text` compiled with
     `options`, compiled first where the tools are."""
-    return cached(text, options,
-                  lambda work: run_tools(work, text, filename, options),
-                  lambda entry: load(entry, options))
+    return cached(
+        text,
+        options,
+        lambda work: run_tools(work, text, filename, options),
+        lambda entry: load(entry, options),
+    )
 
 
-def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
-                    chip: Union[str, Sequence[str]] = "sm_90",
-                    approximate_surrogates: bool = False
-                    ) -> "CompiledKernels":
+def compile_kernels(
+    source,
+    *,
+    targets: Optional[Iterable[str]] = None,
+    chip: Union[str, Sequence[str]] = "sm_90",
+    approximate_surrogates: bool = False,
+) -> "CompiledKernels":
     """Compiles the kernel functions of a module written by hand (a `.mlir`
     path or MLIR text: `func.func`s carrying a `flexsn.kernel` signature
     around one `flexsn.scan`, and blocks: `func.func`s on tensors marked
@@ -300,34 +370,51 @@ def compile_kernels(source, *, targets: Optional[Iterable[str]] = None,
     text, filename = read_source(source)
     chips = (chip,) if isinstance(chip, str) else tuple(chip)
     targets = _targets(targets)
-    options = {"kernels": True, "targets": targets,
-               "chips": chips if "cuda" in targets else (),
-               "cache_format": CACHE_FORMAT}
+    options = {
+        "kernels": True,
+        "targets": targets,
+        "chips": chips if "cuda" in targets else (),
+        "cache_format": CACHE_FORMAT,
+    }
     _set_surrogate_precision(options, approximate_surrogates)
     return _compiled(text, filename, options, _load_kernels)
 
 
 def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
-    documents = [read_json(entry, name)
-                 for name in ("neuron.json", "cpu.json", "gpu.json")
-                 if (entry / name).is_file()]
+    documents = [
+        read_json(entry, name)
+        for name in ("neuron.json", "cpu.json", "gpu.json")
+        if (entry / name).is_file()
+    ]
     manifest = Manifest.from_json(documents)
     names = list(manifest.neurons)
     if not names:
-        raise CompileError("the source defines no flexsn.neuron: nothing "
-                           "to compile")
+        raise CompileError(
+            "the source defines no flexsn.neuron: nothing " "to compile"
+        )
     name = options["neuron"] or (names[0] if len(names) == 1 else None)
     if name is None:
-        raise ValueError("the source defines several neurons "
-                         f"({', '.join(names)}): pass neuron=")
-    return CompiledNeuron(name, entry, manifest, options["variants"],
-                          options["storage_types"], options["targets"],
-                          tuple(options.get("spike_storage", ("dense",))))
+        raise ValueError(
+            "the source defines several neurons "
+            f"({', '.join(names)}): pass neuron="
+        )
+    return CompiledNeuron(
+        name,
+        entry,
+        manifest,
+        options["variants"],
+        options["storage_types"],
+        options["targets"],
+        tuple(options.get("spike_storage", ("dense",))),
+    )
 
 
 def _load_kernels(entry: pathlib.Path, options: dict) -> "CompiledKernels":
-    documents = [read_json(entry, name)
-                 for name in ("cpu.json", "gpu.json")
-                 if (entry / name).is_file()]
-    return CompiledKernels(entry, Manifest.from_json(documents),
-                           options["targets"])
+    documents = [
+        read_json(entry, name)
+        for name in ("cpu.json", "gpu.json")
+        if (entry / name).is_file()
+    ]
+    return CompiledKernels(
+        entry, Manifest.from_json(documents), options["targets"]
+    )

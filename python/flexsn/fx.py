@@ -67,9 +67,18 @@ from . import surrogate as _surrogates
 from ._step_text import BodyWriter, Unsupported, Value, neuron_text
 
 __all__ = [
-    "spike", "surrogate_grad", "import_step", "trace_step", "StepNeuron",
-    "StepParam", "Const", "Runtime", "Trainable", "StepImportError",
-    "UnsupportedOpError", "ControlFlowError",
+    "spike",
+    "surrogate_grad",
+    "import_step",
+    "trace_step",
+    "StepNeuron",
+    "StepParam",
+    "Const",
+    "Runtime",
+    "Trainable",
+    "StepImportError",
+    "UnsupportedOpError",
+    "ControlFlowError",
 ]
 
 
@@ -85,14 +94,19 @@ class StepImportError(ValueError):
 
     def __init__(self, message, op=None, frame=None):
         self.op = op
-        self.filename, self.lineno, self.function = frame or (None, None,
-                                                              None)
-        self.source = (linecache.getline(self.filename, self.lineno).strip()
-                       if self.filename and self.lineno else None)
+        self.filename, self.lineno, self.function = frame or (None, None, None)
+        self.source = (
+            linecache.getline(self.filename, self.lineno).strip()
+            if self.filename and self.lineno
+            else None
+        )
         where = ""
         if self.filename:
-            where = "\n  at %s:%d in %s" % (self.filename, self.lineno,
-                                            self.function)
+            where = "\n  at %s:%d in %s" % (
+                self.filename,
+                self.lineno,
+                self.function,
+            )
             if self.source:
                 where += ": %s" % self.source
         super().__init__(message + where)
@@ -156,11 +170,13 @@ def spike(x, surrogate=None):
     by `import_step`, one `flexsn.spike` op."""
     s = _as_surrogate(surrogate)
     if isinstance(x, torch.fx.Proxy):
-        return x.tracer.create_proxy("call_function", spike, (x,),
-                                     {"surrogate": s.mlir()})
+        return x.tracer.create_proxy(
+            "call_function", spike, (x,), {"surrogate": s.mlir()}
+        )
     if not isinstance(x, torch.Tensor):
-        raise TypeError("flexsn.spike takes a tensor, not %s"
-                        % type(x).__name__)
+        raise TypeError(
+            "flexsn.spike takes a tensor, not %s" % type(x).__name__
+        )
     return _Spike.apply(x, s)
 
 
@@ -180,15 +196,21 @@ class _Kind:
         if isinstance(value, torch.Tensor):
             value = value.item()
         if not isinstance(value, (bool, numbers.Real)):
-            raise TypeError("%s takes a float or bool, not %r"
-                            % (type(self).__name__, value))
+            raise TypeError(
+                "%s takes a float or bool, not %r"
+                % (type(self).__name__, value)
+            )
         if shape not in PARAM_SHAPES:
-            raise ValueError("%s: unknown shape %r (one of: %s)" % (
-                type(self).__name__, shape, ", ".join(PARAM_SHAPES)))
-        if shape != "scalar" and (self.kind == "const"
-                                  or isinstance(value, bool)):
-            raise TypeError("a %s parameter is a runtime or trainable float"
-                            % shape)
+            raise ValueError(
+                "%s: unknown shape %r (one of: %s)"
+                % (type(self).__name__, shape, ", ".join(PARAM_SHAPES))
+            )
+        if shape != "scalar" and (
+            self.kind == "const" or isinstance(value, bool)
+        ):
+            raise TypeError(
+                "a %s parameter is a runtime or trainable float" % shape
+            )
         self.value, self.shape = value, shape
 
     def __repr__(self):
@@ -199,6 +221,7 @@ class _Kind:
 class Const(_Kind):
     """A const parameter (the default for plain numbers): specialized into
     the kernel at compile time."""
+
     kind = "const"
     __slots__ = ()
 
@@ -210,6 +233,7 @@ class Runtime(_Kind):
     """A runtime parameter: a kernel argument (an attribute of FlexSN).
     `shape="per_neuron"` or `"per_channel"` makes it one float per neuron
     or per channel (a buffer of FlexSN)."""
+
     kind = "runtime"
     __slots__ = ()
 
@@ -218,6 +242,7 @@ class Trainable(_Kind):
     """A trainable f32 parameter: a kernel argument with a gradient.
     `shape="per_neuron"` or `"per_channel"` makes it one value per neuron
     or per channel (an nn.Parameter of that shape in FlexSN)."""
+
     kind = "trainable"
     __slots__ = ()
 
@@ -233,6 +258,7 @@ class StepParam:
     "runtime" or "trainable", `shape` "scalar", "per_neuron" or
     "per_channel"; `parameter` is the nn.Parameter it came from (a
     captured one, or one given in params=), else None."""
+
     name: str
     type: str
     default: object
@@ -244,6 +270,7 @@ class StepParam:
 @dataclasses.dataclass(frozen=True)
 class StepNeuron:
     """An imported step function: the neuron text and its interface."""
+
     name: str
     mlir: str
     inputs: Tuple[str, ...]
@@ -259,28 +286,40 @@ def _param_spec(name, value, frame=None):
             raise StepImportError(
                 "parameter '%s' is an nn.Parameter of shape %s: parameters "
                 "are scalars (one element)" % (name, tuple(value.shape)),
-                frame=frame)
-        return StepParam(name, "f32", float(value.detach().reshape(())),
-                         "trainable", value)
+                frame=frame,
+            )
+        return StepParam(
+            name, "f32", float(value.detach().reshape(())), "trainable", value
+        )
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            raise StepImportError("parameter '%s' is a tensor of shape %s: "
-                                  "parameters are scalars" % (
-                                      name, tuple(value.shape)), frame=frame)
+            raise StepImportError(
+                "parameter '%s' is a tensor of shape %s: "
+                "parameters are scalars" % (name, tuple(value.shape)),
+                frame=frame,
+            )
         value = value.item()
-    marker = value if isinstance(value, _Kind) else Const(value) \
-        if isinstance(value, (bool, numbers.Real)) else None
+    marker = (
+        value
+        if isinstance(value, _Kind)
+        else Const(value)
+        if isinstance(value, (bool, numbers.Real))
+        else None
+    )
     if marker is None:
         raise StepImportError(
             "parameter '%s' has value %r: use a float, bool, Runtime(v) or "
-            "Trainable(v)" % (name, value), frame=frame)
+            "Trainable(v)" % (name, value),
+            frame=frame,
+        )
     v = marker.value
     if isinstance(v, bool):
         return StepParam(name, "i1", v, marker.kind)
     v = float(v)
     if not math.isfinite(v):
-        raise StepImportError("parameter '%s' has non-finite default %r"
-                              % (name, v), frame=frame)
+        raise StepImportError(
+            "parameter '%s' has non-finite default %r" % (name, v), frame=frame
+        )
     return StepParam(name, "f32", v, marker.kind, shape=marker.shape)
 
 
@@ -331,8 +370,12 @@ class _Tracer(torch.fx.Tracer):
     def call_module(self, m, forward, args, kwargs):
         # A SpikingJelly surrogate module called on a value is a spike (its
         # forward, an autograd Function, cannot be traced).
-        if type(m).__name__ in _SURROGATE_CLASS_NAMES and len(args) == 1 \
-                and not kwargs and not isinstance(m, _surrogates.Surrogate):
+        if (
+            type(m).__name__ in _SURROGATE_CLASS_NAMES
+            and len(args) == 1
+            and not kwargs
+            and not isinstance(m, _surrogates.Surrogate)
+        ):
             return spike(args[0], surrogate=_surrogates.coerce(m))
         return super().call_module(m, forward, args, kwargs)
 
@@ -346,11 +389,29 @@ class _Tracer(torch.fx.Tracer):
 #: import, and the draw would become a constant of the neuron (another one
 #: in every process). FlexSN has no stochastic neurons yet: each is refused
 #: by name while a step function is traced.
-_RANDOM_FUNCTIONS = ("rand", "randn", "randint", "randperm", "normal",
-                     "bernoulli", "poisson", "multinomial", "rand_like",
-                     "randn_like", "randint_like")
-_RANDOM_METHODS = ("normal_", "uniform_", "bernoulli_", "exponential_",
-                   "geometric_", "log_normal_", "cauchy_", "random_")
+_RANDOM_FUNCTIONS = (
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "normal",
+    "bernoulli",
+    "poisson",
+    "multinomial",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+)
+_RANDOM_METHODS = (
+    "normal_",
+    "uniform_",
+    "bernoulli_",
+    "exponential_",
+    "geometric_",
+    "log_normal_",
+    "cauchy_",
+    "random_",
+)
 
 
 @contextlib.contextmanager
@@ -360,13 +421,18 @@ def _no_random_numbers():
             raise UnsupportedOpError(
                 "%s: a step function cannot draw random numbers (they would "
                 "be drawn once, at import, and become constants); FlexSN "
-                "has no stochastic neurons yet" % name, op=name,
-                frame=_user_frame(sys._getframe(1)))
+                "has no stochastic neurons yet" % name,
+                op=name,
+                frame=_user_frame(sys._getframe(1)),
+            )
+
         return random_function
 
     saved = []
-    for owner, prefix, names in ((torch, "torch.", _RANDOM_FUNCTIONS),
-                                 (torch.Tensor, "Tensor.", _RANDOM_METHODS)):
+    for owner, prefix, names in (
+        (torch, "torch.", _RANDOM_FUNCTIONS),
+        (torch.Tensor, "Tensor.", _RANDOM_METHODS),
+    ):
         for name in names:
             if hasattr(owner, name):
                 saved.append((owner, name, getattr(owner, name)))
@@ -394,8 +460,9 @@ def _captured_parameters(fn):
     if not isinstance(fn, types.FunctionType):
         return found
     code = fn.__code__
-    for index, (name, cell) in enumerate(zip(code.co_freevars,
-                                             fn.__closure__ or ())):
+    for index, (name, cell) in enumerate(
+        zip(code.co_freevars, fn.__closure__ or ())
+    ):
         try:
             value = cell.cell_contents
         except ValueError:  # an empty cell
@@ -423,8 +490,13 @@ def _with_replacements(fn, captured, values):
     if replaced_globals:
         globals_ = dict(globals_)
         globals_.update(replaced_globals)
-    copy = types.FunctionType(fn.__code__, globals_, fn.__name__,
-                              fn.__defaults__, tuple(cells) or None)
+    copy = types.FunctionType(
+        fn.__code__,
+        globals_,
+        fn.__name__,
+        fn.__defaults__,
+        tuple(cells) or None,
+    )
     copy.__kwdefaults__ = fn.__kwdefaults__
     return copy
 
@@ -434,8 +506,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def _check_identifier(name, what):
     if not _IDENTIFIER.match(name):
-        raise StepImportError("%s name %r is not a C identifier" % (what,
-                                                                    name))
+        raise StepImportError(
+            "%s name %r is not a C identifier" % (what, name)
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -452,21 +525,86 @@ _DTYPES = {torch.float32: "f32", torch.bool: "i1"}
 
 
 _REDUCTIONS = {
-    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "norm", "std",
-    "var", "logsumexp", "cumsum", "cumprod", "softmax", "log_softmax", "all",
-    "any", "median", "mode", "nansum", "nanmean", "count_nonzero",
-    "std_mean", "var_mean", "max", "min",
+    "sum",
+    "mean",
+    "prod",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "norm",
+    "std",
+    "var",
+    "logsumexp",
+    "cumsum",
+    "cumprod",
+    "softmax",
+    "log_softmax",
+    "all",
+    "any",
+    "median",
+    "mode",
+    "nansum",
+    "nanmean",
+    "count_nonzero",
+    "std_mean",
+    "var_mean",
+    "max",
+    "min",
 }
 _SHAPE_OPS = {
-    "getitem", "setitem", "view", "reshape", "flatten", "unflatten",
-    "squeeze", "unsqueeze", "permute", "transpose", "t", "expand",
-    "expand_as", "repeat", "cat", "concat", "stack", "split", "chunk",
-    "size", "shape", "numel", "dim", "narrow", "select", "index_select",
-    "gather", "scatter", "roll", "flip", "unbind", "tolist", "item",
-    "masked_select", "nonzero", "T",
+    "getitem",
+    "setitem",
+    "view",
+    "reshape",
+    "flatten",
+    "unflatten",
+    "squeeze",
+    "unsqueeze",
+    "permute",
+    "transpose",
+    "t",
+    "expand",
+    "expand_as",
+    "repeat",
+    "cat",
+    "concat",
+    "stack",
+    "split",
+    "chunk",
+    "size",
+    "shape",
+    "numel",
+    "dim",
+    "narrow",
+    "select",
+    "index_select",
+    "gather",
+    "scatter",
+    "roll",
+    "flip",
+    "unbind",
+    "tolist",
+    "item",
+    "masked_select",
+    "nonzero",
+    "T",
 }
-_MATRIX_OPS = {"matmul", "mm", "bmm", "mv", "dot", "linear", "conv1d",
-               "conv2d", "einsum", "outer", "addmm", "tensordot", "bilinear"}
+_MATRIX_OPS = {
+    "matmul",
+    "mm",
+    "bmm",
+    "mv",
+    "dot",
+    "linear",
+    "conv1d",
+    "conv2d",
+    "einsum",
+    "outer",
+    "addmm",
+    "tensordot",
+    "bilinear",
+}
 
 
 def _op_name(node):
@@ -521,6 +659,7 @@ def _bind(args, kwargs, names, defaults=None):
 # Op handlers: (BodyWriter, args, kwargs, hint) -> Value. Each takes the torch
 # function's arguments (a method's self first).
 
+
 def _arith(op, reverse=False):
     def handler(em, args, kwargs, hint):
         b = _bind(args, kwargs, ("input", "other", "alpha"), {"alpha": 1})
@@ -533,21 +672,29 @@ def _arith(op, reverse=False):
                 raise Unsupported("alpha is not supported")
             y = em.binary("mulf", y, b["alpha"], hint + "_alpha")
         return em.binary(op, x, y, hint)
+
     return handler
 
 
 def _no_two_bools(x, y):
     if all(isinstance(v, Value) and v.type == "i1" for v in (x, y)):
-        raise Unsupported("arithmetic on two bool values (torch keeps it "
-                          "bool); convert one with .float() first")
+        raise Unsupported(
+            "arithmetic on two bool values (torch keeps it "
+            "bool); convert one with .float() first"
+        )
 
 
 def _div(em, args, kwargs, hint):
-    b = _bind(args, kwargs, ("input", "other", "rounding_mode"),
-              {"rounding_mode": None})
+    b = _bind(
+        args,
+        kwargs,
+        ("input", "other", "rounding_mode"),
+        {"rounding_mode": None},
+    )
     if b["rounding_mode"] is not None:
-        raise Unsupported("rounding_mode=%r is not supported"
-                          % b["rounding_mode"])
+        raise Unsupported(
+            "rounding_mode=%r is not supported" % b["rounding_mode"]
+        )
     _no_two_bools(b["input"], b["other"])
     return em.binary("divf", b["input"], b["other"], hint)
 
@@ -557,6 +704,7 @@ def _operator_binary(op):
         x, y = _bind(args, kwargs, ("a", "b")).values()
         _no_two_bools(x, y)
         return em.binary(op, x, y, hint)
+
     return handler
 
 
@@ -576,21 +724,27 @@ def _compare(predicate):
     def handler(em, args, kwargs, hint):
         b = _bind(args, kwargs, ("input", "other"))
         return em.cmp(predicate, b["input"], b["other"], hint)
+
     return handler
 
 
 def _logical(op):
     def handler(em, args, kwargs, hint):
         b = _bind(args, kwargs, ("input", "other"))
-        return em.logical(op, _truth(em, b["input"]), _truth(em, b["other"]),
-                          hint)
+        return em.logical(
+            op, _truth(em, b["input"]), _truth(em, b["other"]), hint
+        )
+
     return handler
 
 
 def _truth(em, value):
     # torch.logical_* read a float as value != 0.
-    if isinstance(value, Value) and value.type == "f32" or (
-            isinstance(value, numbers.Real) and not isinstance(value, bool)):
+    if (
+        isinstance(value, Value)
+        and value.type == "f32"
+        or (isinstance(value, numbers.Real) and not isinstance(value, bool))
+    ):
         return em.cmp("une", value, 0.0, "nonzero")
     return value
 
@@ -599,6 +753,7 @@ def _bitwise(op):
     def handler(em, args, kwargs, hint):
         x, y = _bind(args, kwargs, ("a", "b")).values()
         return em.logical(op, x, y, hint)
+
     return handler
 
 
@@ -631,6 +786,7 @@ def _math(op):
     def handler(em, args, kwargs, hint):
         (x,) = _bind(args, kwargs, ("input",)).values()
         return em.unary(op, x, hint)
+
     return handler
 
 
@@ -656,8 +812,9 @@ def _sigmoid(em, args, kwargs, hint):
     x = em.f32(x)
     # e = exp(-|x|) <= 1 never overflows, in either branch or its gradient.
     ax = em.unary("math.absf", x, hint + "_abs")
-    e = em.unary("math.exp", em.unary("arith.negf", ax, hint + "_nabs"),
-                 hint + "_exp")
+    e = em.unary(
+        "math.exp", em.unary("arith.negf", ax, hint + "_nabs"), hint + "_exp"
+    )
     denom = em.binary("addf", 1.0, e, hint + "_den")
     positive = em.binary("divf", 1.0, denom, hint + "_pos")
     negative = em.binary("divf", e, denom, hint + "_neg")
@@ -691,16 +848,18 @@ def _heaviside(em, args, kwargs, hint):
 
 
 def _clamp(em, args, kwargs, hint):
-    b = _bind(args, kwargs, ("input", "min", "max"), {"min": None,
-                                                      "max": None})
+    b = _bind(
+        args, kwargs, ("input", "min", "max"), {"min": None, "max": None}
+    )
     lo, hi = b["min"], b["max"]
     if lo is None and hi is None:
         raise Unsupported("needs min or max")
     result = b["input"]
     # x first: at a tie x keeps the gradient, as torch's clamp does.
     if lo is not None:
-        result = em.binary("maximumf", result, lo,
-                           hint + ("_lo" if hi is not None else ""))
+        result = em.binary(
+            "maximumf", result, lo, hint + ("_lo" if hi is not None else "")
+        )
     if hi is not None:
         result = em.binary("minimumf", result, hi, hint)
     return result
@@ -710,6 +869,7 @@ def _clamp_one(which):
     def handler(em, args, kwargs, hint):
         b = _bind(args, kwargs, ("input", which))
         return _clamp(em, (b["input"],), {which: b[which]}, hint)
+
     return handler
 
 
@@ -717,12 +877,14 @@ def _extremum(op):
     def handler(em, args, kwargs, hint):
         b = _bind(args, kwargs, ("input", "other"), {"other": None})
         if not isinstance(b["other"], Value):
-            raise Unsupported("without a second tensor it is a "
-                              "reduction; the elementwise form of two "
-                              "tensors (torch.%s(a, b)) is supported" % (
-                                   "maximum" if op.startswith("max")
-                                   else "minimum"))
+            raise Unsupported(
+                "without a second tensor it is a "
+                "reduction; the elementwise form of two "
+                "tensors (torch.%s(a, b)) is supported"
+                % ("maximum" if op.startswith("max") else "minimum")
+            )
         return em.binary(op, b["input"], b["other"], hint)
+
     return handler
 
 
@@ -730,6 +892,7 @@ def _elementwise_extremum(op):
     def handler(em, args, kwargs, hint):
         b = _bind(args, kwargs, ("input", "other"))
         return em.binary(op, b["input"], b["other"], hint)
+
     return handler
 
 
@@ -752,18 +915,21 @@ def _pow(em, args, kwargs, hint):
     if y == 2.0:
         return em.binary("mulf", x, x, hint)
     if y == 3.0:
-        return em.binary("mulf", em.binary("mulf", x, x, hint + "_sq"), x,
-                         hint)
+        return em.binary(
+            "mulf", em.binary("mulf", x, x, hint + "_sq"), x, hint
+        )
     if y == 0.5:
         return em.unary("math.sqrt", x, hint)
     if y == -0.5:
-        return em.binary("divf", 1.0, em.unary("math.sqrt", x,
-                                               hint + "_sqrt"), hint)
+        return em.binary(
+            "divf", 1.0, em.unary("math.sqrt", x, hint + "_sqrt"), hint
+        )
     if y == -1.0:
         return em.binary("divf", 1.0, x, hint)
     if y == -2.0:
-        return em.binary("divf", 1.0, em.binary("mulf", x, x, hint + "_sq"),
-                         hint)
+        return em.binary(
+            "divf", 1.0, em.binary("mulf", x, x, hint + "_sq"), hint
+        )
     return em.powf(x, y, hint)
 
 
@@ -794,15 +960,18 @@ def _dtype_of(value):
         return value.type
     if isinstance(value, torch.dtype):
         if value not in _DTYPES:
-            raise Unsupported("dtype %s: a neuron body computes in float32 "
-                              "(bools for conditions)" % value)
+            raise Unsupported(
+                "dtype %s: a neuron body computes in float32 "
+                "(bools for conditions)" % value
+            )
         return _DTYPES[value]
     raise Unsupported("argument %r is not a dtype" % (value,))
 
 
 def _to(em, args, kwargs, hint):
-    kwargs = {k: v for k, v in kwargs.items()
-              if k not in ("non_blocking", "copy")}
+    kwargs = {
+        k: v for k, v in kwargs.items() if k not in ("non_blocking", "copy")
+    }
     if len(args) > 2:
         raise Unsupported("takes one dtype (or tensor) here")
     if "dtype" in kwargs:
@@ -817,14 +986,16 @@ def _to(em, args, kwargs, hint):
 
 
 def _to_float(em, args, kwargs, hint):
-    b = _bind(args, kwargs, ("input", "memory_format"),
-              {"memory_format": None})
+    b = _bind(
+        args, kwargs, ("input", "memory_format"), {"memory_format": None}
+    )
     return em.f32(b["input"])
 
 
 def _to_bool(em, args, kwargs, hint):
-    b = _bind(args, kwargs, ("input", "memory_format"),
-              {"memory_format": None})
+    b = _bind(
+        args, kwargs, ("input", "memory_format"), {"memory_format": None}
+    )
     return _convert(em, b["input"], "i1", hint)
 
 
@@ -839,10 +1010,10 @@ def _type(em, args, kwargs, hint):
 
 
 def _identity(em, args, kwargs, hint):
-    b = _bind(args, kwargs, ("input", "memory_format"),
-              {"memory_format": None})
-    return b["input"] if isinstance(b["input"], Value) else em.f32(
-        b["input"])
+    b = _bind(
+        args, kwargs, ("input", "memory_format"), {"memory_format": None}
+    )
+    return b["input"] if isinstance(b["input"], Value) else em.f32(b["input"])
 
 
 def _like(fill):
@@ -850,19 +1021,33 @@ def _like(fill):
         names = ("input", "fill_value") if fill is None else ("input",)
         kwargs = dict(kwargs)
         dtype = kwargs.pop("dtype", None)
-        for k in ("device", "layout", "requires_grad", "memory_format",
-                  "pin_memory"):
+        for k in (
+            "device",
+            "layout",
+            "requires_grad",
+            "memory_format",
+            "pin_memory",
+        ):
             kwargs.pop(k, None)
         b = _bind(args, kwargs, names)
         value = b.get("fill_value", fill)
         if isinstance(value, Value) or not isinstance(value, numbers.Real):
             raise Unsupported("the fill value must be a Python number")
-        target = _dtype_of(dtype) if dtype is not None else (
-            "i1" if isinstance(b["input"], Value) and b["input"].type == "i1"
-            and fill is not None else "f32")
+        target = (
+            _dtype_of(dtype)
+            if dtype is not None
+            else (
+                "i1"
+                if isinstance(b["input"], Value)
+                and b["input"].type == "i1"
+                and fill is not None
+                else "f32"
+            )
+        )
         if target == "i1":
             return em.const(bool(value), "i1")
         return em.const(float(value))
+
     return handler
 
 
@@ -871,10 +1056,12 @@ def _getattr(em, args, kwargs, hint):
     if attr == "dtype" and isinstance(value, Value):
         return _DType(value.type)
     if attr in _SHAPE_OPS:
-        raise Unsupported("no shape in a step body, which sees one "
-                          "neuron's scalars")
-    raise Unsupported("tensor attributes other than .dtype are not "
-                      "supported")
+        raise Unsupported(
+            "no shape in a step body, which sees one " "neuron's scalars"
+        )
+    raise Unsupported(
+        "tensor attributes other than .dtype are not " "supported"
+    )
 
 
 def _table():
@@ -883,23 +1070,33 @@ def _table():
     specs = [
         # name, handler, torch functions, method names
         (_arith("addf"), ["add"], ["add", "__add__", "__radd__"]),
-        (_arith("subf"), ["sub", "subtract"], ["sub", "subtract",
-                                               "__sub__"]),
+        (_arith("subf"), ["sub", "subtract"], ["sub", "subtract", "__sub__"]),
         (_arith("subf", reverse=True), ["rsub"], ["__rsub__"]),
-        (_arith("mulf"), ["mul", "multiply"], ["mul", "multiply",
-                                               "__mul__", "__rmul__"]),
-        (_div, ["div", "divide", "true_divide"],
-         ["div", "divide", "true_divide", "__truediv__"]),
+        (
+            _arith("mulf"),
+            ["mul", "multiply"],
+            ["mul", "multiply", "__mul__", "__rmul__"],
+        ),
+        (
+            _div,
+            ["div", "divide", "true_divide"],
+            ["div", "divide", "true_divide", "__truediv__"],
+        ),
         (_neg, ["neg", "negative"], ["neg", "negative", "__neg__"]),
         (_compare("olt"), ["lt", "less"], ["lt", "less", "__lt__"]),
-        (_compare("ole"), ["le", "less_equal"], ["le", "less_equal",
-                                                 "__le__"]),
+        (
+            _compare("ole"),
+            ["le", "less_equal"],
+            ["le", "less_equal", "__le__"],
+        ),
         (_compare("ogt"), ["gt", "greater"], ["gt", "greater", "__gt__"]),
-        (_compare("oge"), ["ge", "greater_equal"], ["ge", "greater_equal",
-                                                    "__ge__"]),
+        (
+            _compare("oge"),
+            ["ge", "greater_equal"],
+            ["ge", "greater_equal", "__ge__"],
+        ),
         (_compare("oeq"), ["eq"], ["eq", "__eq__"]),
-        (_compare("une"), ["ne", "not_equal"], ["ne", "not_equal",
-                                                "__ne__"]),
+        (_compare("une"), ["ne", "not_equal"], ["ne", "not_equal", "__ne__"]),
         (_logical("andi"), ["logical_and"], ["logical_and"]),
         (_logical("ori"), ["logical_or"], ["logical_or"]),
         (_logical("xori"), ["logical_xor"], ["logical_xor"]),
@@ -916,8 +1113,11 @@ def _table():
         (_elementwise_extremum("minimumf"), ["minimum"], ["minimum"]),
         (_elementwise_extremum("maxnumf"), ["fmax"], ["fmax"]),
         (_elementwise_extremum("minnumf"), ["fmin"], ["fmin"]),
-        (_math("math.absf"), ["abs", "absolute"], ["abs", "absolute",
-                                                   "__abs__"]),
+        (
+            _math("math.absf"),
+            ["abs", "absolute"],
+            ["abs", "absolute", "__abs__"],
+        ),
         (_math("math.exp"), ["exp"], ["exp"]),
         (_math("math.log"), ["log"], ["log"]),
         (_math("math.log1p"), ["log1p"], ["log1p"]),
@@ -960,22 +1160,33 @@ def _table():
         operator.sub: _operator_binary("subf"),
         operator.mul: _operator_binary("mulf"),
         operator.truediv: _operator_binary("divf"),
-        operator.neg: _neg, operator.pos: _pos,
+        operator.neg: _neg,
+        operator.pos: _pos,
         operator.abs: functions[torch.abs],
         operator.pow: _pow,
-        operator.lt: _compare("olt"), operator.le: _compare("ole"),
-        operator.gt: _compare("ogt"), operator.ge: _compare("oge"),
-        operator.eq: _compare("oeq"), operator.ne: _compare("une"),
-        operator.and_: _bitwise("andi"), operator.or_: _bitwise("ori"),
-        operator.xor: _bitwise("xori"), operator.invert: _invert,
+        operator.lt: _compare("olt"),
+        operator.le: _compare("ole"),
+        operator.gt: _compare("ogt"),
+        operator.ge: _compare("oge"),
+        operator.eq: _compare("oeq"),
+        operator.ne: _compare("une"),
+        operator.and_: _bitwise("andi"),
+        operator.or_: _bitwise("ori"),
+        operator.xor: _bitwise("xori"),
+        operator.invert: _invert,
         getattr: _getattr,
         spike: _spike,
         F.relu: _relu,
-        math.exp: _math("math.exp"), math.log: _math("math.log"),
-        math.log1p: _math("math.log1p"), math.sqrt: _math("math.sqrt"),
-        math.tanh: _math("math.tanh"), math.atan: _math("math.atan"),
-        math.erf: _math("math.erf"), math.sin: _math("math.sin"),
-        math.cos: _math("math.cos"), math.fabs: _math("math.absf"),
+        math.exp: _math("math.exp"),
+        math.log: _math("math.log"),
+        math.log1p: _math("math.log1p"),
+        math.sqrt: _math("math.sqrt"),
+        math.tanh: _math("math.tanh"),
+        math.atan: _math("math.atan"),
+        math.erf: _math("math.erf"),
+        math.sin: _math("math.sin"),
+        math.cos: _math("math.cos"),
+        math.fabs: _math("math.absf"),
         math.pow: _pow,
     }
     for name in ("sigmoid", "tanh"):
@@ -995,14 +1206,20 @@ _FUNCTIONS, _METHODS = _table()
 def _category(node):
     name = _bare_name(node)
     if name in _REDUCTIONS:
-        return ("is a reduction: a step body computes one neuron's scalars, "
-                "it cannot combine neurons")
+        return (
+            "is a reduction: a step body computes one neuron's scalars, "
+            "it cannot combine neurons"
+        )
     if name in _SHAPE_OPS or node.target is operator.getitem:
-        return ("indexes or reshapes a tensor: a step body sees one "
-                "neuron's scalars, which have no shape")
+        return (
+            "indexes or reshapes a tensor: a step body sees one "
+            "neuron's scalars, which have no shape"
+        )
     if name in _MATRIX_OPS or node.target is operator.matmul:
-        return ("is a matrix op: a step body computes one neuron's scalars; "
-                "apply weights outside the neuron")
+        return (
+            "is a matrix op: a step body computes one neuron's scalars; "
+            "apply weights outside the neuron"
+        )
     return "is not in the importer's op table (see docs/PythonNeurons.md)"
 
 
@@ -1011,26 +1228,35 @@ def _category(node):
 # ---------------------------------------------------------------------------
 
 
-def trace_step(core, num_inputs: int, num_states: int,
-               num_outputs: Optional[int] = None,
-               params: Optional[Mapping[str, object]] = None,
-               name: str = "neuron",
-               output_names: Optional[Sequence[str]] = None) -> StepNeuron:
+def trace_step(
+    core,
+    num_inputs: int,
+    num_states: int,
+    num_outputs: Optional[int] = None,
+    params: Optional[Mapping[str, object]] = None,
+    name: str = "neuron",
+    output_names: Optional[Sequence[str]] = None,
+) -> StepNeuron:
     """Like `import_step`, returning the text with the neuron's interface
     (a StepNeuron) instead of the text alone."""
     if not callable(core):
         raise TypeError("core must be a function or an nn.Module")
-    for what, count in (("num_inputs", num_inputs),
-                        ("num_states", num_states)):
+    for what, count in (
+        ("num_inputs", num_inputs),
+        ("num_states", num_states),
+    ):
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValueError("%s must be an int >= 0, got %r" % (what, count))
     if num_inputs < 1:
         raise ValueError("a neuron takes at least one input")
-    if num_outputs is not None and (isinstance(num_outputs, bool) or
-                                    not isinstance(num_outputs, int) or
-                                    num_outputs < 0):
-        raise ValueError("num_outputs must be an int >= 0 or None, got %r"
-                         % (num_outputs,))
+    if num_outputs is not None and (
+        isinstance(num_outputs, bool)
+        or not isinstance(num_outputs, int)
+        or num_outputs < 0
+    ):
+        raise ValueError(
+            "num_outputs must be an int >= 0 or None, got %r" % (num_outputs,)
+        )
     _check_identifier(name, "neuron")
     params = dict(params or {})
     definition = _definition_frame(core)
@@ -1064,12 +1290,15 @@ def trace_step(core, num_inputs: int, num_states: int,
     if len(positional) < count and not var_positional:
         raise StepImportError(
             "core takes %d positional argument(s) (%s), but num_inputs + "
-            "num_states = %d" % (len(positional), ", ".join(positional),
-                                 count), frame=definition)
+            "num_states = %d"
+            % (len(positional), ", ".join(positional), count),
+            frame=definition,
+        )
     arg_names = positional[:count]
     arg_names += ["x%d" % i for i in range(len(arg_names), num_inputs)]
-    arg_names += ["s%d" % i for i in range(len(arg_names) - num_inputs,
-                                           num_states)]
+    arg_names += [
+        "s%d" % i for i in range(len(arg_names) - num_inputs, num_states)
+    ]
     input_names = tuple(arg_names[:num_inputs])
     state_names = tuple(arg_names[num_inputs:])
     for n in arg_names:
@@ -1078,11 +1307,15 @@ def trace_step(core, num_inputs: int, num_states: int,
     param_names = positional[count:] + keyword_names
     for key in params:
         if key in arg_names:
-            raise StepImportError("params names '%s', an input or state of "
-                                  "core" % key, frame=definition)
+            raise StepImportError(
+                "params names '%s', an input or state of " "core" % key,
+                frame=definition,
+            )
         if key not in param_names and not var_keyword:
-            raise StepImportError("params names '%s', which core does not "
-                                  "take" % key, frame=definition)
+            raise StepImportError(
+                "params names '%s', which core does not " "take" % key,
+                frame=definition,
+            )
     specs = []
     for key in param_names:
         if key in params:
@@ -1095,14 +1328,20 @@ def trace_step(core, num_inputs: int, num_states: int,
                     "core's argument '%s' is neither an input nor a state, "
                     "and its default %r is not a parameter value (a float, "
                     "bool, Runtime(v) or Trainable(v))" % (key, defaults[key]),
-                    frame=definition) from error
+                    frame=definition,
+                ) from error
         else:
             raise StepImportError(
                 "core's argument '%s' is neither an input nor a state, and "
                 "has no value: give it a default or pass params={'%s': ...}"
-                % (key, key), frame=definition)
-    specs += [_param_spec(key, params[key], definition) for key in params
-              if key not in param_names]
+                % (key, key),
+                frame=definition,
+            )
+    specs += [
+        _param_spec(key, params[key], definition)
+        for key in params
+        if key not in param_names
+    ]
     for spec in specs:
         _check_identifier(spec.name, "parameter")
 
@@ -1127,11 +1366,14 @@ def trace_step(core, num_inputs: int, num_states: int,
     ordered = list(arg_names) + [s.name for s in specs]
     placeholders = ["a%d" % i for i in range(len(ordered))]
     source = "def forward(self, %s):\n    return _call(self, [%s])\n" % (
-        ", ".join(placeholders), ", ".join(placeholders))
+        ", ".join(placeholders),
+        ", ".join(placeholders),
+    )
     namespace = {}
     exec(compile(source, _GENERATED, "exec"), namespace)
-    root = type("FlexSNStep", (nn.Module,),
-                {"forward": namespace["forward"]})()
+    root = type(
+        "FlexSNStep", (nn.Module,), {"forward": namespace["forward"]}
+    )()
     for var, (_, _, parameter) in captured.items():
         spec = _param_spec(unique(var), parameter, definition)
         attr = "captured_" + spec.name
@@ -1141,8 +1383,9 @@ def trace_step(core, num_inputs: int, num_states: int,
     if owner is not None:
         root.core = owner
         for path, parameter in owner.named_parameters():
-            spec = _param_spec(unique(path.replace(".", "_")), parameter,
-                               definition)
+            spec = _param_spec(
+                unique(path.replace(".", "_")), parameter, definition
+            )
             captured_specs["core." + path] = spec
 
     n_args = count
@@ -1155,9 +1398,14 @@ def trace_step(core, num_inputs: int, num_states: int,
         fn = function
         if captured:
             # Reading the root's attribute gives the get_attr proxy.
-            fn = _with_replacements(function, captured, {
-                var: getattr(self, attr)
-                for var, attr in captured_attrs.items()})
+            fn = _with_replacements(
+                function,
+                captured,
+                {
+                    var: getattr(self, attr)
+                    for var, attr in captured_attrs.items()
+                },
+            )
         return fn(*args, **kwargs)
 
     namespace["_call"] = call
@@ -1174,7 +1422,9 @@ def trace_step(core, num_inputs: int, num_states: int,
             "Python bool or iterated (if/while/and/or/not/assert/for, "
             "bool(), builtin max/min). A neuron step computes every branch; "
             "select with torch.where(cond, a, b) instead (%s)" % error,
-            op="Python control flow", frame=_user_frame_of(error)) from error
+            op="Python control flow",
+            frame=_user_frame_of(error),
+        ) from error
     except Exception as error:  # noqa: BLE001 - re-raised with the line
         text = "%s: %s" % (type(error).__name__, error)
         frame = _user_frame_of(error)
@@ -1182,55 +1432,89 @@ def trace_step(core, num_inputs: int, num_states: int,
             raise UnsupportedOpError(
                 "operator.setitem (x[i] = ...) indexes a tensor: a step "
                 "body sees one neuron's scalars (%s)" % text,
-                op="operator.setitem", frame=frame) from error
+                op="operator.setitem",
+                frame=frame,
+            ) from error
         if "operand type for abs()" in text:
             raise UnsupportedOpError(
                 "abs(): Python's abs() of a traced value is not traced by "
-                "this torch version: use torch.abs(x) or x.abs()", op="abs()",
-                frame=frame) from error
+                "this torch version: use torch.abs(x) or x.abs()",
+                op="abs()",
+                frame=frame,
+            ) from error
         if "Proxy" in text or "len" in text:
             raise UnsupportedOpError(
                 "a traced value is used as a Python value (float(), int(), "
                 "len(), a math function the tracer does not see, ...), "
                 "which has no value per neuron (%s)" % text,
-                op="Python value", frame=frame) from error
-        raise StepImportError("tracing core failed: %s" % text,
-                              frame=frame) from error
+                op="Python value",
+                frame=frame,
+            ) from error
+        raise StepImportError(
+            "tracing core failed: %s" % text, frame=frame
+        ) from error
 
-    return _translate(graph, tracer.root, core, definition, name,
-                      input_names, state_names, specs, captured_specs,
-                      num_outputs, output_names)
+    return _translate(
+        graph,
+        tracer.root,
+        core,
+        definition,
+        name,
+        input_names,
+        state_names,
+        specs,
+        captured_specs,
+        num_outputs,
+        output_names,
+    )
 
 
-def _translate(graph, root, core, definition, name, input_names, state_names,
-               specs, captured_specs, num_outputs, output_names):
+def _translate(
+    graph,
+    root,
+    core,
+    definition,
+    name,
+    input_names,
+    state_names,
+    specs,
+    captured_specs,
+    num_outputs,
+    output_names,
+):
     nodes = list(graph.nodes)
-    block_args = list(input_names) + list(state_names) + [s.name for s in
-                                                          specs]
+    block_args = (
+        list(input_names) + list(state_names) + [s.name for s in specs]
+    )
     em = BodyWriter(block_args + [s.name for s in captured_specs.values()])
     values = {}
     used_params = {}  # attr -> StepParam (captured ones that are used)
     placeholder_index = 0
     output = None
-    arg_types = (["f32"] * (len(input_names) + len(state_names))
-                 + [s.type for s in specs])
+    arg_types = ["f32"] * (len(input_names) + len(state_names)) + [
+        s.type for s in specs
+    ]
     for node in nodes:
         frame = node.meta.get("flexsn_frame")
         # The file's base name only: the same step function gives the same
         # text (and compile cache key) in any checkout.
-        em.locate(os.path.basename(frame[0]) if frame else None,
-                  frame[1] if frame else 0)
+        em.locate(
+            os.path.basename(frame[0]) if frame else None,
+            frame[1] if frame else 0,
+        )
         if node.op == "placeholder":
-            values[node] = Value(block_args[placeholder_index],
-                                 arg_types[placeholder_index])
+            values[node] = Value(
+                block_args[placeholder_index], arg_types[placeholder_index]
+            )
             placeholder_index += 1
             continue
         if node.op == "output":
             output = node
             continue
         if node.op == "get_attr":
-            values[node] = _get_attr(em, node, root, captured_specs,
-                                     used_params, frame)
+            values[node] = _get_attr(
+                em, node, root, captured_specs, used_params, frame
+            )
             continue
 
         def lookup(a):
@@ -1241,16 +1525,19 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
         args = torch.fx.node.map_aggregate(node.args, lookup)
         kwargs = torch.fx.node.map_aggregate(node.kwargs, lookup)
         if node.op == "call_function":
-            handler = _FUNCTIONS.get(node.target) \
-                if _hashable(node.target) else None
+            handler = (
+                _FUNCTIONS.get(node.target) if _hashable(node.target) else None
+            )
         elif node.op == "call_method":
             handler = _METHODS.get(node.target)
         else:
             handler = None
         if handler is None:
-            raise UnsupportedOpError("%s %s" % (_op_name(node),
-                                                _category(node)),
-                                     op=_op_name(node), frame=frame)
+            raise UnsupportedOpError(
+                "%s %s" % (_op_name(node), _category(node)),
+                op=_op_name(node),
+                frame=frame,
+            )
         try:
             # SSA names from the op's torch name, not fx's node names: the
             # text stays the same across torch versions.
@@ -1258,8 +1545,11 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
             values[node] = handler(em, tuple(args), dict(kwargs), hint)
         except Unsupported as error:
             reason = str(error)
-            raise UnsupportedOpError("%s: %s" % (_op_name(node), reason),
-                                     op=_op_name(node), frame=frame) from None
+            raise UnsupportedOpError(
+                "%s: %s" % (_op_name(node), reason),
+                op=_op_name(node),
+                frame=frame,
+            ) from None
     em.locate(None)
 
     # Results: outputs, then new states.
@@ -1274,16 +1564,25 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
                 "core returns %d value(s) for its %d state(s), so no output: "
                 "it returns the outputs, then the new states (pass "
                 "num_outputs=0 for a neuron without outputs)"
-                % (len(results), expected_states), frame=definition)
+                % (len(results), expected_states),
+                frame=definition,
+            )
     if len(results) != num_outputs + expected_states:
         raise StepImportError(
             "core returns %d value(s), expected %d: %d output(s), then %d "
-            "new state(s)" % (len(results), num_outputs + expected_states,
-                              num_outputs, expected_states),
-            frame=definition)
+            "new state(s)"
+            % (
+                len(results),
+                num_outputs + expected_states,
+                num_outputs,
+                expected_states,
+            ),
+            frame=definition,
+        )
     if num_outputs + expected_states == 0:
-        raise StepImportError("a neuron needs at least one output or state",
-                              frame=definition)
+        raise StepImportError(
+            "a neuron needs at least one output or state", frame=definition
+        )
     yielded = []
     for i, r in enumerate(results):
         if isinstance(r, torch.fx.Node):
@@ -1291,16 +1590,23 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
         elif isinstance(r, (bool, numbers.Real)):
             yielded.append(em.f32(r))
         else:
-            what = "output %d" % i if i < num_outputs else \
-                "new state '%s'" % state_names[i - num_outputs]
-            raise StepImportError("core's %s is %r, not a tensor or number"
-                                  % (what, r), frame=definition)
+            what = (
+                "output %d" % i
+                if i < num_outputs
+                else "new state '%s'" % state_names[i - num_outputs]
+            )
+            raise StepImportError(
+                "core's %s is %r, not a tensor or number" % (what, r),
+                frame=definition,
+            )
 
     taken = set(input_names) | set(state_names)
     if output_names is None:
         if num_outputs == 1:
-            spiking = isinstance(results[0], torch.fx.Node) and \
-                results[0].target is spike
+            spiking = (
+                isinstance(results[0], torch.fx.Node)
+                and results[0].target is spike
+            )
             output_names = ["spike" if spiking else "y"]
         else:
             output_names = ["y%d" % i for i in range(num_outputs)]
@@ -1311,8 +1617,9 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
             taken.add(output_names[i])
     output_names = list(output_names)
     if len(output_names) != num_outputs:
-        raise ValueError("%d output names for %d outputs"
-                         % (len(output_names), num_outputs))
+        raise ValueError(
+            "%d output names for %d outputs" % (len(output_names), num_outputs)
+        )
     if len(set(output_names)) != len(output_names):
         raise ValueError("output names %s are not distinct" % output_names)
     for n in output_names:
@@ -1321,12 +1628,29 @@ def _translate(graph, root, core, definition, name, input_names, state_names,
     all_params = list(specs) + list(used_params.values())
     origin = getattr(core, "__qualname__", type(core).__qualname__)
     text = neuron_text(
-        name, input_names, state_names, output_names, all_params, em,
-        yielded, "Imported by flexsn.fx from %s%s." % (
-            origin, " (%s:%d)" % (os.path.basename(definition[0]),
-                                  definition[1]) if definition else ""))
-    return StepNeuron(name, text, tuple(input_names), tuple(state_names),
-                      tuple(output_names), tuple(all_params))
+        name,
+        input_names,
+        state_names,
+        output_names,
+        all_params,
+        em,
+        yielded,
+        "Imported by flexsn.fx from %s%s."
+        % (
+            origin,
+            " (%s:%d)" % (os.path.basename(definition[0]), definition[1])
+            if definition
+            else "",
+        ),
+    )
+    return StepNeuron(
+        name,
+        text,
+        tuple(input_names),
+        tuple(state_names),
+        tuple(output_names),
+        tuple(all_params),
+    )
 
 
 def _hashable(target):
@@ -1349,34 +1673,50 @@ def _get_attr(em, node, root, captured_specs, used_params, frame):
         raise UnsupportedOpError(
             "nn.Parameter %s is read in a way the importer cannot follow: "
             "read it in core itself (a closure or global variable), or pass "
-            "it in params=" % target, op="attribute " + target, frame=frame)
+            "it in params=" % target,
+            op="attribute " + target,
+            frame=frame,
+        )
     if not isinstance(value, torch.Tensor):
-        raise UnsupportedOpError("attribute %s is not a tensor" % target,
-                                 op="attribute " + target, frame=frame)
+        raise UnsupportedOpError(
+            "attribute %s is not a tensor" % target,
+            op="attribute " + target,
+            frame=frame,
+        )
     if value.requires_grad:
         raise UnsupportedOpError(
             "a tensor that requires grad (computed from an nn.Parameter "
             "outside the traced ops, e.g. torch.sigmoid(w) evaluated in a "
             "helper) would become a constant and lose its gradient: use the "
-            "nn.Parameter itself in core", op="tensor constant", frame=frame)
+            "nn.Parameter itself in core",
+            op="tensor constant",
+            frame=frame,
+        )
     if value.numel() != 1:
         raise UnsupportedOpError(
             "a tensor constant of shape %s: a step body works on scalars "
             "(tensors used in core hold one element)" % (tuple(value.shape),),
-            op="tensor constant", frame=frame)
+            op="tensor constant",
+            frame=frame,
+        )
     if value.dtype == torch.bool:
         return em.const(bool(value.item()), "i1")
     if value.is_complex():
-        raise UnsupportedOpError("complex tensor constant",
-                                 op="tensor constant", frame=frame)
+        raise UnsupportedOpError(
+            "complex tensor constant", op="tensor constant", frame=frame
+        )
     return em.const(float(value.item()))
 
 
-def import_step(core, num_inputs: int, num_states: int,
-                num_outputs: Optional[int] = None,
-                params: Optional[Mapping[str, object]] = None,
-                name: str = "neuron",
-                output_names: Optional[Sequence[str]] = None) -> str:
+def import_step(
+    core,
+    num_inputs: int,
+    num_states: int,
+    num_outputs: Optional[int] = None,
+    params: Optional[Mapping[str, object]] = None,
+    name: str = "neuron",
+    output_names: Optional[Sequence[str]] = None,
+) -> str:
     """The `flexsn.neuron` text of the step function `core`.
 
     `core(*inputs, *states, **params)` returns `(*outputs, *new_states)`
@@ -1393,5 +1733,6 @@ def import_step(core, num_inputs: int, num_states: int,
     ControlFlowError for Python control flow on traced values) naming the
     op and the line of `core`.
     """
-    return trace_step(core, num_inputs, num_states, num_outputs, params,
-                      name, output_names).mlir
+    return trace_step(
+        core, num_inputs, num_states, num_outputs, params, name, output_names
+    ).mlir

@@ -42,10 +42,14 @@ PRIMITIVES = {
     "Affine": (("weight", "bias"), {}),
     "Linear": (("weight",), {}),
     "Scale": (("scale",), {}),
-    "Conv1d": (("weight", "stride", "padding", "dilation", "groups",
-                "bias"), {}),
-    "Conv2d": (("weight", "stride", "padding", "dilation", "groups",
-                "bias"), {}),
+    "Conv1d": (
+        ("weight", "stride", "padding", "dilation", "groups", "bias"),
+        {},
+    ),
+    "Conv2d": (
+        ("weight", "stride", "padding", "dilation", "groups", "bias"),
+        {},
+    ),
     "SumPool2d": (("kernel_size", "stride", "padding"), {}),
     "AvgPool2d": (("kernel_size", "stride", "padding"), {}),
     "Flatten": (("start_dim", "end_dim"), {}),
@@ -53,15 +57,25 @@ PRIMITIVES = {
     "Delay": (("delay",), {}),
     "I": (("r",), {}),
     "LI": (("tau", "r", "v_leak"), {}),
-    "IF": (("r", "v_threshold"),
-           {"v_reset": lambda p: np.zeros_like(p["v_threshold"])}),
-    "LIF": (("tau", "r", "v_leak", "v_threshold"),
-            {"v_reset": lambda p: np.zeros_like(p["v_threshold"])}),
-    "CubaLI": (("tau_syn", "tau_mem", "r", "v_leak"),
-               {"w_in": lambda p: np.ones_like(p["tau_syn"])}),
-    "CubaLIF": (("tau_syn", "tau_mem", "r", "v_leak", "v_threshold"),
-                {"v_reset": lambda p: np.zeros_like(p["v_threshold"]),
-                 "w_in": lambda p: np.ones_like(p["tau_syn"])}),
+    "IF": (
+        ("r", "v_threshold"),
+        {"v_reset": lambda p: np.zeros_like(p["v_threshold"])},
+    ),
+    "LIF": (
+        ("tau", "r", "v_leak", "v_threshold"),
+        {"v_reset": lambda p: np.zeros_like(p["v_threshold"])},
+    ),
+    "CubaLI": (
+        ("tau_syn", "tau_mem", "r", "v_leak"),
+        {"w_in": lambda p: np.ones_like(p["tau_syn"])},
+    ),
+    "CubaLIF": (
+        ("tau_syn", "tau_mem", "r", "v_leak", "v_threshold"),
+        {
+            "v_reset": lambda p: np.zeros_like(p["v_threshold"]),
+            "w_in": lambda p: np.ones_like(p["tau_syn"]),
+        },
+    ),
 }
 
 GRAPH = "NIRGraph"
@@ -76,6 +90,7 @@ class NIRError(ValueError):
 class Node:
     """A NIR primitive: its `type` (a key of PRIMITIVES) and its
     parameters by name."""
+
     type: str
     params: Dict[str, object] = dataclasses.field(default_factory=dict)
     metadata: Dict[str, object] = dataclasses.field(default_factory=dict)
@@ -85,6 +100,7 @@ class Node:
 class Graph:
     """A NIR graph: its nodes (Node or Graph) by id, and its edges as
     (source, target) ids, "sub.node" addressing inside a nested graph."""
+
     nodes: Dict[str, Union[Node, "Graph"]]
     edges: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
     metadata: Dict[str, object] = dataclasses.field(default_factory=dict)
@@ -100,7 +116,8 @@ def _h5py():
         raise ImportError(
             "flexsn.nir needs h5py to read and write NIR's HDF5 files: "
             "install Debian's python3-h5py (apt install python3-h5py) or "
-            "`pip install flexsn[nir]`") from None
+            "`pip install flexsn[nir]`"
+        ) from None
     return h5py
 
 
@@ -116,8 +133,11 @@ def _value(dataset):
 def _metadata(group) -> Dict[str, object]:
     if "metadata" not in group:
         return {}
-    return {key: _value(item) for key, item in group["metadata"].items()
-            if not hasattr(item, "keys")}
+    return {
+        key: _value(item)
+        for key, item in group["metadata"].items()
+        if not hasattr(item, "keys")
+    }
 
 
 def _read_node(group, where: str):
@@ -127,31 +147,45 @@ def _read_node(group, where: str):
     if kind == GRAPH:
         if "nodes" not in group:
             raise NIRError(f"graph {where!r}: no 'nodes' group")
-        nodes = {name: _read_node(child, _join(where, name))
-                 for name, child in group["nodes"].items()}
+        nodes = {
+            name: _read_node(child, _join(where, name))
+            for name, child in group["nodes"].items()
+        }
         edges = []
         if "edges" in group:
             raw = group["edges"][()]
             if raw.size and (raw.ndim != 2 or raw.shape[1] != 2):
-                raise NIRError(f"graph {where!r}: 'edges' must be N x 2, got "
-                               f"shape {raw.shape}")
-            edges = [tuple(e.decode("utf-8") if isinstance(e, bytes)
-                           else str(e) for e in pair)
-                     for pair in raw.reshape(-1, 2)]
+                raise NIRError(
+                    f"graph {where!r}: 'edges' must be N x 2, got "
+                    f"shape {raw.shape}"
+                )
+            edges = [
+                tuple(
+                    e.decode("utf-8") if isinstance(e, bytes) else str(e)
+                    for e in pair
+                )
+                for pair in raw.reshape(-1, 2)
+            ]
         graph = Graph(nodes, edges, _metadata(group))
         check_edges(graph, where)
         return graph
     if kind not in PRIMITIVES:
-        raise NIRError(f"node {where!r}: unknown NIR type {kind!r} (known: "
-                       f"{', '.join(sorted(PRIMITIVES))}, {GRAPH})")
-    params = {name: _value(item) for name, item in group.items()
-              if name not in ("type", "metadata")
-              and not hasattr(item, "keys")}
+        raise NIRError(
+            f"node {where!r}: unknown NIR type {kind!r} (known: "
+            f"{', '.join(sorted(PRIMITIVES))}, {GRAPH})"
+        )
+    params = {
+        name: _value(item)
+        for name, item in group.items()
+        if name not in ("type", "metadata") and not hasattr(item, "keys")
+    }
     required, defaults = PRIMITIVES[kind]
     missing = [name for name in required if name not in params]
     if missing:
-        raise NIRError(f"node {where!r} ({kind}): missing parameter(s) "
-                       f"{', '.join(missing)}")
+        raise NIRError(
+            f"node {where!r} ({kind}): missing parameter(s) "
+            f"{', '.join(missing)}"
+        )
     for name, default in defaults.items():
         if name not in params:
             params[name] = default(params)
@@ -170,8 +204,11 @@ def _nested(graph: Graph, address: str):
     for i, char in enumerate(address):
         if char == ".":
             sub = graph.nodes.get(address[:i])
-            node = _resolve(sub, address[i + 1:]) \
-                if isinstance(sub, Graph) else None
+            node = (
+                _resolve(sub, address[i + 1 :])
+                if isinstance(sub, Graph)
+                else None
+            )
             if node is not None:
                 found.append((address[:i], node))
     return found
@@ -192,9 +229,11 @@ def _check_unambiguous(graph: Graph, name: str, where: str) -> None:
     node inside a nested graph of `graph` ("b" of the graph "a")."""
     found = _nested(graph, name)
     if found:
-        raise NIRError(f"node {_join(where, name)!r}: its id also addresses "
-                       f"a node inside the nested graph "
-                       f"{_join(where, found[0][0])!r}")
+        raise NIRError(
+            f"node {_join(where, name)!r}: its id also addresses "
+            f"a node inside the nested graph "
+            f"{_join(where, found[0][0])!r}"
+        )
 
 
 def check_edges(graph: Graph, where: str = "") -> None:
@@ -204,7 +243,8 @@ def check_edges(graph: Graph, where: str = "") -> None:
             if _resolve(graph, end) is None:
                 raise NIRError(
                     f"graph {where or '<top>'!r}: edge {source!r} -> "
-                    f"{target!r} names {end!r}, which is no node of it")
+                    f"{target!r} names {end!r}, which is no node of it"
+                )
 
 
 def read(path: Union[str, pathlib.Path]) -> Union[Graph, Node]:
@@ -233,19 +273,27 @@ def _write_node(h5py, group, node, where: str, compression) -> None:
         nodes = group.create_group("nodes")
         for name, child in node.nodes.items():
             _check_unambiguous(node, name, where)
-            _write_node(h5py, nodes.create_group(name), child,
-                        _join(where, name), compression)
+            _write_node(
+                h5py,
+                nodes.create_group(name),
+                child,
+                _join(where, name),
+                compression,
+            )
         edges = np.array(node.edges, dtype=object).reshape(-1, 2)
-        group.create_dataset("edges", data=edges,
-                             dtype=h5py.string_dtype("utf-8"))
+        group.create_dataset(
+            "edges", data=edges, dtype=h5py.string_dtype("utf-8")
+        )
     else:
         if node.type not in PRIMITIVES:
             raise NIRError(f"node {where!r}: unknown NIR type {node.type!r}")
         required, _ = PRIMITIVES[node.type]
         missing = [name for name in required if name not in node.params]
         if missing:
-            raise NIRError(f"node {where!r} ({node.type}): missing "
-                           f"parameter(s) {', '.join(missing)}")
+            raise NIRError(
+                f"node {where!r} ({node.type}): missing "
+                f"parameter(s) {', '.join(missing)}"
+            )
         _write_value(h5py, group, "type", node.type, None)
         for name, value in node.params.items():
             _write_value(h5py, group, name, value, compression)
@@ -255,8 +303,11 @@ def _write_node(h5py, group, node, where: str, compression) -> None:
             _write_value(h5py, meta, name, value, None)
 
 
-def write(path: Union[str, pathlib.Path], graph: Union[Graph, Node],
-          compression="gzip") -> None:
+def write(
+    path: Union[str, pathlib.Path],
+    graph: Union[Graph, Node],
+    compression="gzip",
+) -> None:
     """Writes `graph` to `path` in NIR's HDF5 layout, its array parameters
     compressed with `compression` (gzip, as NIR writes them; None for
     none)."""

@@ -34,14 +34,17 @@ def _load_dialect():
     the package (it needs neither torch nor the rest of flexsn)."""
     try:
         from . import _dialect
+
         return _dialect
     except ImportError:
         if __package__:
             raise
     import importlib.util
     import os
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        "_dialect.py")
+
+    path = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "_dialect.py"
+    )
     spec = importlib.util.spec_from_file_location("_flexsn_dialect", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -74,24 +77,31 @@ def _format_float(value):
 _REAL_RANGES = {
     "finite": (math.isfinite, "%s to be a finite value", "%s finite"),
     "positive": (lambda v: math.isfinite(v) and v > 0, "%s > 0", "%s > 0"),
-    "greater_than_one": (lambda v: math.isfinite(v) and v > 1, "%s > 1",
-                         "%s > 1"),
+    "greater_than_one": (
+        lambda v: math.isfinite(v) and v > 1,
+        "%s > 1",
+        "%s > 1",
+    ),
 }
 
 
 def _check_real(mnemonic, name, value, range_):
     """Returns `value` as a float, or raises as the attribute verifier does."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError("surrogate '%s' needs %s to be a real number, got %r"
-                        % (mnemonic, name, value))
+        raise TypeError(
+            "surrogate '%s' needs %s to be a real number, got %r"
+            % (mnemonic, name, value)
+        )
     try:
         value = float(value)
     except OverflowError:  # an int too large for a double
         value = math.inf if value > 0 else -math.inf
     ok, need, _ = _REAL_RANGES[range_]
     if not ok(value):
-        raise ValueError("surrogate '%s' needs %s, got %s"
-                         % (mnemonic, need % name, _format_float(value)))
+        raise ValueError(
+            "surrogate '%s' needs %s, got %s"
+            % (mnemonic, need % name, _format_float(value))
+        )
     return value
 
 
@@ -99,12 +109,16 @@ def _check_int(mnemonic, name, value, range_):
     """Returns `value` as an int in [minimum, maximum], or raises."""
     minimum, maximum = range_
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError("surrogate '%s' needs %s to be an int, got %r"
-                        % (mnemonic, name, value))
+        raise TypeError(
+            "surrogate '%s' needs %s to be an int, got %r"
+            % (mnemonic, name, value)
+        )
     value = int(value)
     if not minimum <= value <= maximum:
-        raise ValueError("surrogate '%s' needs %d <= %s <= %d, got %d"
-                         % (mnemonic, minimum, name, maximum, value))
+        raise ValueError(
+            "surrogate '%s' needs %d <= %s <= %d, got %d"
+            % (mnemonic, minimum, name, maximum, value)
+        )
     return value
 
 
@@ -132,17 +146,22 @@ def _bind(cls, args, kwargs):
     bound = dict(zip(names, args))
     for name, value in kwargs.items():
         if name not in names:
-            raise TypeError("%s got an unexpected keyword argument %r"
-                            % (where, name))
+            raise TypeError(
+                "%s got an unexpected keyword argument %r" % (where, name)
+            )
         if name in bound:
-            raise TypeError("%s got multiple values for argument %r"
-                            % (where, name))
+            raise TypeError(
+                "%s got multiple values for argument %r" % (where, name)
+            )
         bound[name] = value
     if len(args) > len(names):
-        raise TypeError("%s takes from 1 to %d positional arguments but %d "
-                        "were given" % (where, len(names) + 1, len(args) + 1))
-    values = [bound.get(name, default)
-              for name, default in zip(names, defaults)]
+        raise TypeError(
+            "%s takes from 1 to %d positional arguments but %d "
+            "were given" % (where, len(names) + 1, len(args) + 1)
+        )
+    values = [
+        bound.get(name, default) for name, default in zip(names, defaults)
+    ]
     return values[:-1], values[-1]
 
 
@@ -172,17 +191,20 @@ class Surrogate:
             raise ValueError(
                 "%s(spiking=False) is not supported: FlexSN compiles only the "
                 "spiking form (Heaviside forward, surrogate backward)"
-                % type(self).__name__)
-        checked = tuple(_check_param(self.mnemonic, param, value)
-                        for (_, param), value in zip(self._spec, values))
+                % type(self).__name__
+            )
+        checked = tuple(
+            _check_param(self.mnemonic, param, value)
+            for (_, param), value in zip(self._spec, values)
+        )
         object.__setattr__(self, "_values", checked)
 
     @property
     def params(self):
         """The parameters, by their MLIR names, in the attribute's order."""
         return collections.OrderedDict(
-            (name, value) for (name, _), value in zip(self._spec,
-                                                      self._values))
+            (name, value) for (name, _), value in zip(self._spec, self._values)
+        )
 
     def __getattr__(self, name):
         # Parameters read as attributes too: Sigmoid().alpha == 4.0.
@@ -190,12 +212,14 @@ class Surrogate:
             for (param, _), value in zip(self._spec, self._values):
                 if param == name:
                     return value
-        raise AttributeError("%r object has no attribute %r"
-                             % (type(self).__name__, name))
+        raise AttributeError(
+            "%r object has no attribute %r" % (type(self).__name__, name)
+        )
 
     def __setattr__(self, name, value):
-        raise AttributeError("surrogates are immutable; build a new %s"
-                             % type(self).__name__)
+        raise AttributeError(
+            "surrogates are immutable; build a new %s" % type(self).__name__
+        )
 
     def mlir(self):
         """The attribute text: every parameter spelled out, no spaces, reals
@@ -206,8 +230,9 @@ class Surrogate:
             return "#flexsn." + self.mnemonic
         fields = []
         for (name, _), value in zip(self._spec, self._values):
-            text = str(value) if isinstance(value, int) else \
-                _format_float(value)
+            text = (
+                str(value) if isinstance(value, int) else _format_float(value)
+            )
             fields.append("%s=%s" % (name, text))
         return "#flexsn.%s<%s>" % (self.mnemonic, ",".join(fields))
 
@@ -225,8 +250,10 @@ class Surrogate:
         return hash(self._key())
 
     def __repr__(self):
-        return "%s(%s)" % (type(self).__name__, ", ".join(
-            "%s=%r" % item for item in self.params.items()))
+        return "%s(%s)" % (
+            type(self).__name__,
+            ", ".join("%s=%r" % item for item in self.params.items()),
+        )
 
     def __reduce__(self):
         # Pickle through the constructor (slots and the immutability guard
@@ -238,53 +265,84 @@ def _rebuild(mnemonic, items):
     return by_name(mnemonic, **dict(items))
 
 
-_SPIKING_DOC = ("``spiking``: must be True: FlexSN compiles only the spiking "
-                "form (Heaviside forward, surrogate backward).")
+_SPIKING_DOC = (
+    "``spiking``: must be True: FlexSN compiles only the spiking "
+    "form (Heaviside forward, surrogate backward)."
+)
 
 
 def _docstring(spec):
     constraints = ", ".join(
         ("%s an int with " % p.name if p.type == "int" else "")
-        + _constraint_text(p) for p in spec.params)
-    lines = ["g(x) = %s%s." % (spec.formula,
-                               "; " + constraints if constraints else ""),
-             "",
-             "The attribute ``#flexsn.%s`` (C++ ``%sAttr``)%s."
-             % (spec.mnemonic, spec.cpp_name,
-                "; also called %s" % ", ".join(
-                    "``%s``" % a for a in spec.aliases)
-                if spec.aliases else ""),
-             "", "Arguments (the parameters in the attribute's order, then "
-             "``spiking``):", ""]
+        + _constraint_text(p)
+        for p in spec.params
+    )
+    lines = [
+        "g(x) = %s%s."
+        % (spec.formula, "; " + constraints if constraints else ""),
+        "",
+        "The attribute ``#flexsn.%s`` (C++ ``%sAttr``)%s."
+        % (
+            spec.mnemonic,
+            spec.cpp_name,
+            "; also called %s" % ", ".join("``%s``" % a for a in spec.aliases)
+            if spec.aliases
+            else "",
+        ),
+        "",
+        "Arguments (the parameters in the attribute's order, then "
+        "``spiking``):",
+        "",
+    ]
     for p in spec.params:
-        lines.append("* ``%s``: %s (%s, default %r; %s)." % (
-            p.name, p.description, "an int" if p.type == "int" else "a real",
-            p.default, _constraint_text(p)))
+        lines.append(
+            "* ``%s``: %s (%s, default %r; %s)."
+            % (
+                p.name,
+                p.description,
+                "an int" if p.type == "int" else "a real",
+                p.default,
+                _constraint_text(p),
+            )
+        )
     lines.append("* " + _SPIKING_DOC)
     return "\n".join(lines) + "\n"
 
 
 def _check_spec(spec):
     """Refuses a registry entry this module cannot make a class of."""
+
     def fail(what):
-        raise ValueError("flexsn._dialect: surrogate %r: %s"
-                         % (spec.mnemonic, what))
+        raise ValueError(
+            "flexsn._dialect: surrogate %r: %s" % (spec.mnemonic, what)
+        )
+
     names = [p.name for p in spec.params]
     if len(set(names)) != len(names):
         fail("parameter names repeat: %s" % names)
     for p in spec.params:
-        if not p.name.isidentifier() or keyword.iskeyword(p.name) or \
-                p.name == "spiking":
+        if (
+            not p.name.isidentifier()
+            or keyword.iskeyword(p.name)
+            or p.name == "spiking"
+        ):
             fail("%r cannot be a constructor argument" % (p.name,))
         if p.type == "int":
-            if not (isinstance(p.range, tuple) and len(p.range) == 2 and
-                    all(isinstance(b, int) for b in p.range)):
-                fail("int parameter %s has range %r, not (minimum, maximum)"
-                     % (p.name, p.range))
+            if not (
+                isinstance(p.range, tuple)
+                and len(p.range) == 2
+                and all(isinstance(b, int) for b in p.range)
+            ):
+                fail(
+                    "int parameter %s has range %r, not (minimum, maximum)"
+                    % (p.name, p.range)
+                )
         elif p.type == "real":
             if p.range not in _REAL_RANGES:
-                fail("real parameter %s has unknown range %r"
-                     % (p.name, p.range))
+                fail(
+                    "real parameter %s has unknown range %r"
+                    % (p.name, p.range)
+                )
         else:
             fail("parameter %s has unknown type %r" % (p.name, p.type))
         _check_param(spec.mnemonic, p, p.default)  # the default is valid
@@ -294,8 +352,9 @@ def _make_class(spec):
     """The Surrogate subclass of a `_dialect.SurrogateSpec`."""
     _check_spec(spec)
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    arguments = [inspect.Parameter(p.name, kind, default=p.default)
-                 for p in spec.params]
+    arguments = [
+        inspect.Parameter(p.name, kind, default=p.default) for p in spec.params
+    ]
     arguments.append(inspect.Parameter("spiking", kind, default=True))
 
     def __init__(self, *args, **kwargs):
@@ -304,33 +363,44 @@ def _make_class(spec):
     __init__.__qualname__ = spec.python_name + ".__init__"
     __init__.__module__ = __name__
     __init__.__signature__ = inspect.Signature(
-        [inspect.Parameter("self", kind)] + arguments)
-    __init__.__doc__ = "Checks the parameters as the attribute's verifier " \
+        [inspect.Parameter("self", kind)] + arguments
+    )
+    __init__.__doc__ = (
+        "Checks the parameters as the attribute's verifier "
         "does; see the class."
-    return type(spec.python_name, (Surrogate,), {
-        "__module__": __name__,
-        "__qualname__": spec.python_name,
-        "__doc__": _docstring(spec),
-        "__slots__": (),
-        "__signature__": inspect.Signature(arguments),
-        "__init__": __init__,
-        "mnemonic": spec.mnemonic,
-        "_spec": tuple((p.name, p) for p in spec.params),
-        "_dialect_spec": spec,
-    })
+    )
+    return type(
+        spec.python_name,
+        (Surrogate,),
+        {
+            "__module__": __name__,
+            "__qualname__": spec.python_name,
+            "__doc__": _docstring(spec),
+            "__slots__": (),
+            "__signature__": inspect.Signature(arguments),
+            "__init__": __init__,
+            "mnemonic": spec.mnemonic,
+            "_spec": tuple((p.name, p) for p in spec.params),
+            "_dialect_spec": spec,
+        },
+    )
 
 
 # Every surrogate, in the order of the dialect's registry (that of its
 # documentation table).
 ALL = tuple(_make_class(spec) for spec in _dialect.SURROGATES)
 
-__all__ = (["Surrogate"] + [cls.__name__ for cls in ALL]
-           + ["ALL", "by_name", "coerce"])
+__all__ = (
+    ["Surrogate"]
+    + [cls.__name__ for cls in ALL]
+    + ["ALL", "by_name", "coerce"]
+)
 
 for _cls in ALL:
     if _cls.__name__ in globals():
-        raise ValueError("flexsn._dialect: surrogate class name %r is taken"
-                         % _cls.__name__)
+        raise ValueError(
+            "flexsn._dialect: surrogate class name %r is taken" % _cls.__name__
+        )
     globals()[_cls.__name__] = _cls
 
 # Lookup by MLIR mnemonic, by Python (SpikingJelly) class name, by the
@@ -338,11 +408,15 @@ for _cls in ALL:
 _BY_NAME = {}
 for _cls in ALL:
     _entry = _cls._dialect_spec
-    for _name in ((_entry.mnemonic, _entry.python_name, _entry.cpp_name)
-                  + tuple(_entry.aliases)):
+    for _name in (
+        _entry.mnemonic,
+        _entry.python_name,
+        _entry.cpp_name,
+    ) + tuple(_entry.aliases):
         if _BY_NAME.setdefault(_name, _cls) is not _cls:
-            raise ValueError("flexsn._dialect: two surrogates are called %r"
-                             % _name)
+            raise ValueError(
+                "flexsn._dialect: two surrogates are called %r" % _name
+            )
 _BY_CLASS_NAME = {cls.__name__: cls for cls in ALL}
 del _cls, _entry, _name
 
@@ -355,8 +429,10 @@ def by_name(name, **params):
     try:
         cls = _BY_NAME[name]
     except (KeyError, TypeError):
-        raise ValueError("unknown surrogate %r; known: %s" % (
-            name, ", ".join(cls.mnemonic for cls in ALL))) from None
+        raise ValueError(
+            "unknown surrogate %r; known: %s"
+            % (name, ", ".join(cls.mnemonic for cls in ALL))
+        ) from None
     return cls(**params)
 
 
@@ -375,23 +451,31 @@ def coerce(surrogate):
     if isinstance(surrogate, type) and issubclass(surrogate, Surrogate):
         return surrogate()
     if isinstance(surrogate, str):
-        return (_parse_attribute(surrogate) if surrogate.startswith("#")
-                else by_name(surrogate))
+        return (
+            _parse_attribute(surrogate)
+            if surrogate.startswith("#")
+            else by_name(surrogate)
+        )
     cls = _BY_CLASS_NAME.get(type(surrogate).__name__)
     if cls is None:
         raise TypeError(
             "a surrogate is a flexsn.surrogate object (e.g. flexsn.surrogate."
             "ATan(alpha=2.0)), a SpikingJelly surrogate object of the same "
-            "name, or a name; got %r (known: %s)" % (
-                surrogate, ", ".join(c.__name__ for c in ALL)))
+            "name, or a name; got %r (known: %s)"
+            % (surrogate, ", ".join(c.__name__ for c in ALL))
+        )
     values = {}
     for name, _ in cls._spec:
         if not hasattr(surrogate, name):
-            raise TypeError("%r looks like SpikingJelly's %s but has no "
-                            "attribute %r" % (surrogate, cls.__name__, name))
+            raise TypeError(
+                "%r looks like SpikingJelly's %s but has no "
+                "attribute %r" % (surrogate, cls.__name__, name)
+            )
         value = getattr(surrogate, name)
-        if hasattr(value, "item") and getattr(value, "numel",
-                                              lambda: 1)() == 1:
+        if (
+            hasattr(value, "item")
+            and getattr(value, "numel", lambda: 1)() == 1
+        ):
             value = value.item()  # a one-element tensor parameter
         values[name] = value
     return cls(spiking=bool(getattr(surrogate, "spiking", True)), **values)
@@ -402,16 +486,21 @@ def _parse_attribute(text):
     spaces allowed as MLIR prints them)."""
     match = re.fullmatch(r"#flexsn\.(\w+)\s*(?:<(.*)>)?", text.strip())
     if not match:
-        raise ValueError("%r is not a surrogate attribute such as "
-                         "'#flexsn.atan<alpha=2.0>'" % (text,))
+        raise ValueError(
+            "%r is not a surrogate attribute such as "
+            "'#flexsn.atan<alpha=2.0>'" % (text,)
+        )
     params = {}
-    for field in filter(None, (f.strip() for f in
-                               (match.group(2) or "").split(","))):
+    for field in filter(
+        None, (f.strip() for f in (match.group(2) or "").split(","))
+    ):
         name, _, value = (part.strip() for part in field.partition("="))
         try:
-            params[name] = int(value) if re.fullmatch(r"-?\d+", value) \
-                else float(value)
+            params[name] = (
+                int(value) if re.fullmatch(r"-?\d+", value) else float(value)
+            )
         except ValueError:
-            raise ValueError("%r: %r is not a number"
-                             % (text, value)) from None
+            raise ValueError(
+                "%r: %r is not a number" % (text, value)
+            ) from None
     return by_name(match.group(1), **params)

@@ -49,9 +49,13 @@ MARGIN = 16
 
 
 def compile_neuron():
-    return flexsn.compile("lif", variants=("inference", "final-state"),
-                          storage_types=DTYPES, targets=("cuda",),
-                          spike_storage=("dense", "bits"))
+    return flexsn.compile(
+        "lif",
+        variants=("inference", "final-state"),
+        storage_types=DTYPES,
+        targets=("cuda",),
+        spike_storage=("dense", "bits"),
+    )
 
 
 def packbits(spikes):
@@ -68,22 +72,27 @@ def run_case(torch, compiled, N, T, dtype, variant, layout):
     rows = (ld + 7) // 8
 
     def floats(shape_len):
-        base = torch.full((shape_len + off + 8,), float("nan"), dtype=tdtype,
-                          device=dev)
-        return base[off:off + shape_len]
+        base = torch.full(
+            (shape_len + off + 8,), float("nan"), dtype=tdtype, device=dev
+        )
+        return base[off : off + shape_len]
 
     x = floats(T * ld)
-    x.copy_((torch.randn(T * ld, generator=gen, device=dev) * 1.5 + 0.4)
-            .to(tdtype))
+    x.copy_(
+        (torch.randn(T * ld, generator=gen, device=dev) * 1.5 + 0.4).to(tdtype)
+    )
     v_init = floats(N)
-    v_init.copy_((torch.randn(N, generator=gen, device=dev) * 0.5)
-                 .to(tdtype))
+    v_init.copy_((torch.randn(N, generator=gen, device=dev) * 0.5).to(tdtype))
     states = T * ld if variant == "inference" else N
     dense_spike, dense_state = floats(T * ld), floats(states)
     bits_state = floats(states)
     # The packed buffer at an odd address, inside sentinel margins.
-    packed = torch.full((MARGIN + T * rows + MARGIN + 1,), SENTINEL,
-                        dtype=torch.uint8, device=dev)
+    packed = torch.full(
+        (MARGIN + T * rows + MARGIN + 1,),
+        SENTINEL,
+        dtype=torch.uint8,
+        device=dev,
+    )
     start = MARGIN + 1
     dense = compiled.kernel("cuda", variant, dtype)
     bits = compiled.kernel("cuda", variant, dtype, spikes="bits")
@@ -92,11 +101,15 @@ def run_case(torch, compiled, N, T, dtype, variant, layout):
 
     def launch(kernel, spike, state):
         # T = 0 launches nothing, but x must not be NULL: any address.
-        values = {"x": x.data_ptr() if T else v_init.data_ptr(),
-                  "v_init": v_init.data_ptr(),
-                  "spike": spike, state_name: state}
-        kernel.launch(stream, T, N, ld,
-                      [values[b.name] for b in kernel.spec.buffers], 0)
+        values = {
+            "x": x.data_ptr() if T else v_init.data_ptr(),
+            "v_init": v_init.data_ptr(),
+            "spike": spike,
+            state_name: state,
+        }
+        kernel.launch(
+            stream, T, N, ld, [values[b.name] for b in kernel.spec.buffers], 0
+        )
 
     launch(dense, dense_spike.data_ptr(), dense_state.data_ptr())
     launch(bits, packed.data_ptr() + start, bits_state.data_ptr())
@@ -105,25 +118,33 @@ def run_case(torch, compiled, N, T, dtype, variant, layout):
     got = packed.cpu().numpy()
     written = np.zeros(got.shape, dtype=bool)
     for t in range(T):
-        written[start + t * rows:start + t * rows + (N + 7) // 8] = True
+        written[start + t * rows : start + t * rows + (N + 7) // 8] = True
     if not np.all(got[~written] == SENTINEL):
         where = np.flatnonzero((got != SENTINEL) & ~written)
-        return False, f"{where.size} byte(s) outside the rows written, " \
-                      f"first at offset {int(where[0]) - start}"
+        return (
+            False,
+            f"{where.size} byte(s) outside the rows written, "
+            f"first at offset {int(where[0]) - start}",
+        )
     if T:
         spikes = dense_spike.view(T, ld)[:, :N]
         want = packbits(spikes)
-        have = got[start:start + T * rows].reshape(T, rows)[:, :(N + 7) // 8]
+        have = got[start : start + T * rows].reshape(T, rows)[
+            :, : (N + 7) // 8
+        ]
         if not np.array_equal(have, want):
             bad = np.argwhere(have != want)[0]
-            return False, (f"row {bad[0]} byte {bad[1]}: "
-                           f"{have[tuple(bad)]:#04x}, want "
-                           f"{want[tuple(bad)]:#04x}")
+            return False, (
+                f"row {bad[0]} byte {bad[1]}: "
+                f"{have[tuple(bad)]:#04x}, want "
+                f"{want[tuple(bad)]:#04x}"
+            )
         if not spikes.any() and T > 1 and N >= 8:
             return False, "no spike: the inputs test nothing"
     if variant == "inference":
-        same = torch.equal(bits_state.view(T, ld)[:, :N],
-                           dense_state.view(T, ld)[:, :N])
+        same = torch.equal(
+            bits_state.view(T, ld)[:, :N], dense_state.view(T, ld)[:, :N]
+        )
     else:
         same = torch.equal(bits_state, dense_state)
         if T == 0 and not torch.equal(bits_state, v_init):
@@ -140,6 +161,7 @@ def check_extent(torch, compiled):
     of 16385."""
     from kernel_checks import CudaDriverLite
     from flexsn._runtime import RuntimeStatusError
+
     drv = CudaDriverLite()
     raw = drv.alloc(2 << 20)
     try:
@@ -150,22 +172,32 @@ def check_extent(torch, compiled):
         x = torch.randn(T * 16385, device="cuda") + 0.5
         v = torch.empty(16385, device="cuda")
         spikes = torch.empty(T * 16384, device="cuda")
-        kernel.launch(stream, T, 16384, 0, [x.data_ptr(), 0, raw,
-                                            v.data_ptr()], 0)
-        dense.launch(stream, T, 16384, 0, [x.data_ptr(), 0,
-                                           spikes.data_ptr(), v.data_ptr()], 0)
+        kernel.launch(
+            stream, T, 16384, 0, [x.data_ptr(), 0, raw, v.data_ptr()], 0
+        )
+        dense.launch(
+            stream,
+            T,
+            16384,
+            0,
+            [x.data_ptr(), 0, spikes.data_ptr(), v.data_ptr()],
+            0,
+        )
         torch.cuda.synchronize()
         packed = read_device(raw, 2 << 20)
         want = packbits(spikes.view(T, 16384))
         if not np.array_equal(packed.reshape(T, 2048), want):
             return False, "the exactly fitting buffer holds other bits"
         try:
-            kernel.launch(stream, T, 16385, 0, [x.data_ptr(), 0, raw,
-                                                v.data_ptr()], 0)
+            kernel.launch(
+                stream, T, 16385, 0, [x.data_ptr(), 0, raw, v.data_ptr()], 0
+            )
             return False, "N = 16385 fit in 2 MiB"
         except RuntimeStatusError as e:
-            if (e.status, e.argument) != ("FLEXSN_ERROR_BUFFER_TOO_SMALL",
-                                          "spike"):
+            if (e.status, e.argument) != (
+                "FLEXSN_ERROR_BUFFER_TOO_SMALL",
+                "spike",
+            ):
                 return False, f"got {e}"
     finally:
         torch.cuda.synchronize()
@@ -176,9 +208,13 @@ def check_extent(torch, compiled):
 def read_device(ptr, nbytes):
     """`nbytes` bytes at device address `ptr`, copied to the host."""
     import ctypes
+
     lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64,
-                                    ctypes.c_size_t]
+    lib.cuMemcpyDtoH_v2.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_size_t,
+    ]
     host = np.empty(nbytes, dtype=np.uint8)
     r = lib.cuMemcpyDtoH_v2(host.ctypes.data, ptr, nbytes)
     if r != 0:
@@ -191,17 +227,30 @@ def checks(torch, compiled, quick):
     for N in NEURONS:
         for dtype in DTYPES:
             for variant in ("inference", "final-state"):
-                for T in ((5,) if quick else (0, 1, 5)):
-                    layouts = ("dense", "strided") if quick else (
-                        "dense", "strided", "misaligned")
-                    cases += [(N, T, dtype, variant, layout)
-                              for layout in layouts]
-    return [("N=%d T=%d %s %s %s" % case,
-             lambda case=case: run_case(torch, compiled, *case))
-            for case in cases] + [
-        ("extent", lambda: check_extent(torch, compiled))]
+                for T in (5,) if quick else (0, 1, 5):
+                    layouts = (
+                        ("dense", "strided")
+                        if quick
+                        else ("dense", "strided", "misaligned")
+                    )
+                    cases += [
+                        (N, T, dtype, variant, layout) for layout in layouts
+                    ]
+    return [
+        (
+            "N=%d T=%d %s %s %s" % case,
+            lambda case=case: run_case(torch, compiled, *case),
+        )
+        for case in cases
+    ] + [("extent", lambda: check_extent(torch, compiled))]
 
 
 if __name__ == "__main__":
-    sys.exit(check_cli.main(__doc__, "T = 5, dense and strided layouts only",
-                            compile_neuron, checks))
+    sys.exit(
+        check_cli.main(
+            __doc__,
+            "T = 5, dense and strided layouts only",
+            compile_neuron,
+            checks,
+        )
+    )

@@ -56,8 +56,14 @@ import flexsn  # noqa: E402
 import check_cli  # noqa: E402  (beside this script)
 from flexsn import compiler  # noqa: E402
 
-SHAPES = [(2, 3, 1000), (4, 64, 1), (3, 5, 7), (2, 1, 4099), (8, 256, 49),
-          (1, 7, 3)]
+SHAPES = [
+    (2, 3, 1000),
+    (4, 64, 1),
+    (3, 5, 7),
+    (2, 1, 4099),
+    (8, 256, 49),
+    (1, 7, 3),
+]
 DTYPES = ("f32", "f16")
 NEAR = 1e-4
 
@@ -67,8 +73,12 @@ def compile_neuron():
     old = "%w: f32 = 0.0 trainable,"
     assert text.count(old) == 1, "plif.mlir's w declaration moved"
     text = text.replace(old, "%w: f32 = 0.0 trainable per_channel,")
-    return flexsn.compile(text, variants=("inference", "forward", "backward"),
-                          storage_types=DTYPES, targets=("cuda",))
+    return flexsn.compile(
+        text,
+        variants=("inference", "forward", "backward"),
+        storage_types=DTYPES,
+        targets=("cuda",),
+    )
 
 
 def reference(torch, x, w, gy):
@@ -93,8 +103,9 @@ def reference(torch, x, w, gy):
     leaves.requires_grad_(True)
     k = torch.sigmoid(leaves)
     v = torch.zeros(B, C, S, dtype=torch.float64, device=x.device)
-    spikes, near = [], torch.full((B, C, S), float("inf"), device=x.device,
-                                  dtype=torch.float64)
+    spikes, near = [], torch.full(
+        (B, C, S), float("inf"), device=x.device, dtype=torch.float64
+    )
     for t in range(T):
         h = v + (x[t] - v) * k
         over = h - 1.0
@@ -103,8 +114,12 @@ def reference(torch, x, w, gy):
         v = (1 - s) * h
         spikes.append(s)
     if T == 0:
-        return (torch.zeros_like(x), near, torch.zeros_like(x),
-                torch.zeros(B, C, S, dtype=torch.float64, device=x.device))
+        return (
+            torch.zeros_like(x),
+            near,
+            torch.zeros_like(x),
+            torch.zeros(B, C, S, dtype=torch.float64, device=x.device),
+        )
     spikes = torch.stack(spikes)
     (spikes * gy.double()).sum().backward()
     return spikes.detach(), near, x.grad, leaves.grad
@@ -116,26 +131,41 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     tdtype = torch.float32 if dtype == "f32" else torch.float16
     N = B * C * S
     ld = N + 4 if layout == "strided" else N
-    off = 2 if layout == "misaligned" and dtype == "f32" else (
-        4 if layout == "misaligned" else 0)  # elements: 8 bytes off
+    off = (
+        2
+        if layout == "misaligned" and dtype == "f32"
+        else (4 if layout == "misaligned" else 0)
+    )  # elements: 8 bytes off
     gen = torch.Generator(device=dev).manual_seed(
-        B * 1000003 + C * 101 + S + T)
+        B * 1000003 + C * 101 + S + T
+    )
 
     def seq(mean, std):
         # [T, ld] storage with a gap, viewed as [T, B, C, S].
-        base = torch.full((max(T, 1) * ld + off + 8,), float("nan"),
-                          dtype=tdtype, device=dev)
-        view = base[off:off + T * ld].view(T, ld)[:, :N] if T else \
-            base[off:off].view(0, N)
-        view.copy_((torch.randn(T, N, generator=gen, device=dev) * std + mean)
-                   .to(tdtype))
+        base = torch.full(
+            (max(T, 1) * ld + off + 8,), float("nan"), dtype=tdtype, device=dev
+        )
+        view = (
+            base[off : off + T * ld].view(T, ld)[:, :N]
+            if T
+            else base[off:off].view(0, N)
+        )
+        view.copy_(
+            (torch.randn(T, N, generator=gen, device=dev) * std + mean).to(
+                tdtype
+            )
+        )
         return base, view
 
     def out_seq():
-        base = torch.full((max(T, 1) * ld + off + 8,), float("nan"),
-                          dtype=tdtype, device=dev)
-        return base, (base[off:off + T * ld].view(T, ld)[:, :N] if T else
-                      base[off:off].view(0, N))
+        base = torch.full(
+            (max(T, 1) * ld + off + 8,), float("nan"), dtype=tdtype, device=dev
+        )
+        return base, (
+            base[off : off + T * ld].view(T, ld)[:, :N]
+            if T
+            else base[off:off].view(0, N)
+        )
 
     def ptr(view):
         return view.data_ptr() if view.numel() or T == 0 else 0
@@ -146,33 +176,53 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     _, spike_inf = out_seq()
     _, spike = out_seq()
     _, x_grad = out_seq()
-    v_init_grad = torch.full((N + off + 8,), float("nan"), dtype=tdtype,
-                             device=dev)[off:off + N]
+    v_init_grad = torch.full(
+        (N + off + 8,), float("nan"), dtype=tdtype, device=dev
+    )[off : off + N]
     w_grad = torch.full((C,), float("nan"), device=dev)
     # The deterministic kernel's per-neuron sums, written twice.
-    w_terms = [torch.full((N + off + 8,), float("nan"),
-                          device=dev)[off:off + N]
-               for _ in range(2)]
+    w_terms = [
+        torch.full((N + off + 8,), float("nan"), device=dev)[off : off + N]
+        for _ in range(2)
+    ]
 
     inference = compiled.kernel("cuda", "inference", dtype)
     forward = compiled.kernel("cuda", "forward", dtype)
     backward = compiled.kernel("cuda", "backward", dtype)
     fixed = compiled.kernel("cuda", "backward", dtype, deterministic=True)
-    work = torch.empty(max(1, forward.spec.workspace_size(T, N, ld)),
-                       dtype=torch.uint8, device=dev)
+    work = torch.empty(
+        max(1, forward.spec.workspace_size(T, N, ld)),
+        dtype=torch.uint8,
+        device=dev,
+    )
     stream = torch.cuda.current_stream().cuda_stream
     xs = x.data_ptr() if T else w.data_ptr()  # any valid address when T = 0
-    args = {"x": xs, "v_init": 0, "spike": ptr(spike), "v_seq": 0,
-            "w": w.data_ptr(), "spike_grad": ptr(gy) if T else xs,
-            "v_seq_grad": 0, "v_final_grad": 0, "x_grad": ptr(x_grad),
-            "v_init_grad": v_init_grad.data_ptr(), "w_grad": w_grad.data_ptr()}
+    args = {
+        "x": xs,
+        "v_init": 0,
+        "spike": ptr(spike),
+        "v_seq": 0,
+        "w": w.data_ptr(),
+        "spike_grad": ptr(gy) if T else xs,
+        "v_seq_grad": 0,
+        "v_final_grad": 0,
+        "x_grad": ptr(x_grad),
+        "v_init_grad": v_init_grad.data_ptr(),
+        "w_grad": w_grad.data_ptr(),
+    }
 
     def launch(kernel, overrides=None, channels=(C, S)):
         names = [b.name for b in kernel.spec.buffers if not b.in_workspace]
         values = dict(args, **(overrides or {}))
-        kernel.launch(stream, T, N, ld if T else 0,
-                      [values[n] for n in names], work.data_ptr(),
-                      channels=channels)
+        kernel.launch(
+            stream,
+            T,
+            N,
+            ld if T else 0,
+            [values[n] for n in names],
+            work.data_ptr(),
+            channels=channels,
+        )
 
     launch(inference, {"spike": ptr(spike_inf)})
     launch(forward)
@@ -182,10 +232,14 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     torch.cuda.synchronize()
 
     want_s, near, want_gx, contrib = reference(
-        torch, x.float().view(T, B, C, S), w, gy.float().view(T, B, C, S))
+        torch, x.float().view(T, B, C, S), w, gy.float().view(T, B, C, S)
+    )
     if T == 0:
-        ok = bool(torch.all(w_grad == 0)) and bool(
-            torch.all(v_init_grad == 0)) and bool(torch.all(w_terms[0] == 0))
+        ok = (
+            bool(torch.all(w_grad == 0))
+            and bool(torch.all(v_init_grad == 0))
+            and bool(torch.all(w_terms[0] == 0))
+        )
         return ok, f"w_grad {w_grad.tolist()[:4]}"
     if not torch.equal(w_terms[0], w_terms[1]):
         return False, "the deterministic kernel's w_grad terms differ by run"
@@ -204,7 +258,7 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     if dtype == "f32":
         tol = 1e-4 * rgx.abs() + 1e-5 * scale
     else:
-        tol = torch.full_like(rgx, 4 * 2.0 ** -10 * scale)
+        tol = torch.full_like(rgx, 4 * 2.0**-10 * scale)
     err = ((gx - rgx).abs() - tol).amax(0)[keep]
     if err.numel() and float(err.max()) > 0:
         return False, f"x_grad off by {float(err.max()):.3g} beyond tolerance"
@@ -213,29 +267,40 @@ def run_case(torch, compiled, B, C, S, T, dtype, layout):
     slack = (contrib.abs() * left_out).sum((0, 2))
     tol_w = 1e-3 * torch.maximum(want_w.abs(), 0.01 * absum) + slack + 1e-6
     fixed_w = w_terms[0].double().view(B, C, S).sum((0, 2))
-    for what, got_w in (("w_grad", w_grad.double()),
-                        ("deterministic w_grad", fixed_w)):
+    for what, got_w in (
+        ("w_grad", w_grad.double()),
+        ("deterministic w_grad", fixed_w),
+    ):
         werr = (got_w - want_w).abs() - tol_w
         if float(werr.max()) > 0:
             c = int(werr.argmax())
-            return False, (f"{what}[{c}] = {float(got_w[c]):.6g}, want "
-                           f"{float(want_w[c]):.6g} (tolerance "
-                           f"{float(tol_w[c]):.3g})")
+            return False, (
+                f"{what}[{c}] = {float(got_w[c]):.6g}, want "
+                f"{float(want_w[c]):.6g} (tolerance "
+                f"{float(tol_w[c]):.3g})"
+            )
     w_err = float((w_grad.double() - want_w).abs().max())
-    return True, (f"max |w_grad - want| {w_err:.3g}, "
-                  f"{int(left_out.sum())} left out")
+    return True, (
+        f"max |w_grad - want| {w_err:.3g}, " f"{int(left_out.sum())} left out"
+    )
 
 
 def check_guards(torch, compiled):
     """C and S must tile N; a channel kernel needs them."""
     from flexsn._runtime import RuntimeStatusError
+
     kernel = compiled.kernel("cuda", "inference", "f32")
     dev = torch.device("cuda")
     x = torch.zeros(2, 24, device=dev)
     w = torch.zeros(3, device=dev)
     names = [b.name for b in kernel.spec.buffers if not b.in_workspace]
-    values = {"x": x.data_ptr(), "v_init": 0, "spike": 0, "v_seq": 0,
-              "w": w.data_ptr()}
+    values = {
+        "x": x.data_ptr(),
+        "v_init": 0,
+        "spike": 0,
+        "v_seq": 0,
+        "w": w.data_ptr(),
+    }
     buffers = [values[n] for n in names]
     stream = torch.cuda.current_stream().cuda_stream
     try:
@@ -256,16 +321,28 @@ def checks(torch, compiled, quick):
     cases = []
     for B, C, S in SHAPES:
         for dtype in DTYPES:
-            for T in ((8,) if quick else (0, 1, 8)):
-                layouts = ("dense",) if quick or T == 0 else (
-                    "dense", "strided", "misaligned")
+            for T in (8,) if quick else (0, 1, 8):
+                layouts = (
+                    ("dense",)
+                    if quick or T == 0
+                    else ("dense", "strided", "misaligned")
+                )
                 cases += [(B, C, S, T, dtype, layout) for layout in layouts]
-    return [("B=%d C=%d S=%d T=%d %s %s" % case,
-             lambda case=case: run_case(torch, compiled, *case))
-            for case in cases] + [
-        ("guards", lambda: check_guards(torch, compiled))]
+    return [
+        (
+            "B=%d C=%d S=%d T=%d %s %s" % case,
+            lambda case=case: run_case(torch, compiled, *case),
+        )
+        for case in cases
+    ] + [("guards", lambda: check_guards(torch, compiled))]
 
 
 if __name__ == "__main__":
-    sys.exit(check_cli.main(__doc__, "T = 8, f32 and f16, default layout only",
-                            compile_neuron, checks))
+    sys.exit(
+        check_cli.main(
+            __doc__,
+            "T = 8, f32 and f16, default layout only",
+            compile_neuron,
+            checks,
+        )
+    )

@@ -28,6 +28,7 @@ def main(doc, quick_help, compile_neuron, checks):
         print("compiled", compiled.directory)
         return 0
     import torch
+
     if not torch.cuda.is_available():
         print("no CUDA device")
         return 2
@@ -38,8 +39,10 @@ def main(doc, quick_help, compile_neuron, checks):
         failed += not ok
         print(("ok   " if ok else "FAIL ") + name + ": " + message)
         records.append({"case": name, "ok": ok, "message": message})
-    print(f"{len(records) - failed} of {len(records)} passed in "
-          f"{time.time() - start:.1f} s")
+    print(
+        f"{len(records) - failed} of {len(records)} passed in "
+        f"{time.time() - start:.1f} s"
+    )
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "results.json"), "w") as f:

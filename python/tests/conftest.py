@@ -15,26 +15,34 @@ sys.path.insert(0, str(HERE))  # reference.py
 
 # A cache of the test session's own unless the caller chose one (the GPU
 # machine runs with a cache compiled elsewhere).
-os.environ.setdefault("FLEXSN_CACHE_DIR",
-                      tempfile.mkdtemp(prefix="flexsn-test-cache-"))
+os.environ.setdefault(
+    "FLEXSN_CACHE_DIR", tempfile.mkdtemp(prefix="flexsn-test-cache-")
+)
 
 
 def pytest_configure(config):
     if os.environ.get("FLEXSN_TEST_INSTALLED"):
         import flexsn
+
         package = pathlib.Path(flexsn.__file__).resolve().parent
         if HERE.parent in package.parents or package.parent == HERE.parent:
-            raise RuntimeError(f"FLEXSN_TEST_INSTALLED: flexsn comes from "
-                               f"this tree ({package}), not an install")
-        print(f"testing the installed flexsn {flexsn.__version__} "
-              f"({package})")
+            raise RuntimeError(
+                f"FLEXSN_TEST_INSTALLED: flexsn comes from "
+                f"this tree ({package}), not an install"
+            )
+        print(
+            f"testing the installed flexsn {flexsn.__version__} "
+            f"({package})"
+        )
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU")
 
 
 def pytest_collection_modifyitems(config, items):
     import pytest
+
     try:
         import torch
+
         has_cuda = torch.cuda.is_available()
     except ImportError:
         has_cuda = False

@@ -10,8 +10,12 @@ import torch
 HAS_CUDA = torch.cuda.is_available()
 DEVICES = [
     "cpu",
-    pytest.param("cuda", marks=[
-        pytest.mark.cuda,
-        pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU")]),
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.cuda,
+            pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU"),
+        ],
+    ),
 ]
 AVAILABLE_DEVICES = ("cpu", "cuda") if HAS_CUDA else ("cpu",)

@@ -58,14 +58,17 @@ class Case:
     "channels_last"), precision ("f32"; "amp": autocast, float16 on CUDA
     and bfloat16 on the CPU; "bf16": the model and inputs in bfloat16)
     and the modes of its calls ("train" or "eval" each)."""
+
     device: str = "cpu"
     layout: str = "row_major"
     precision: str = "f32"
     modes: Sequence[str] = ("train", "train")
 
     def __str__(self):
-        return (f"{self.device}-{self.layout}-{self.precision}-"
-                f"{'+'.join(self.modes)}")
+        return (
+            f"{self.device}-{self.layout}-{self.precision}-"
+            f"{'+'.join(self.modes)}"
+        )
 
 
 @dataclasses.dataclass
@@ -104,12 +107,17 @@ class Report:
         rows = self.rows if rows is None else rows
         return "\n".join(
             f"  call {r.call} {r.name:40s} {r.error:10.3g} (tolerance "
-            f"{r.tolerance:g}){'' if r.ok else '  FAILED'}" for r in rows)
+            f"{r.tolerance:g}){'' if r.ok else '  FAILED'}"
+            for r in rows
+        )
 
     def check(self):
         failures = self.failures()
-        assert not failures, (f"fused differs from unfused ({self.case}):\n"
-                              + self.table(failures))
+        assert (
+            not failures
+        ), f"fused differs from unfused ({self.case}):\n" + self.table(
+            failures
+        )
 
 
 def relative(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -135,8 +143,9 @@ def _norm(tensor: torch.Tensor) -> float:
 
 
 def _neurons(model: nn.Module):
-    return [(name, m) for name, m in model.named_modules()
-            if isinstance(m, FlexSN)]
+    return [
+        (name, m) for name, m in model.named_modules() if isinstance(m, FlexSN)
+    ]
 
 
 def _reset(model: nn.Module):
@@ -189,7 +198,9 @@ def _record(model, x, mode, case, call, zero_gradients=()):
 
             def terms(grad):
                 out[f"terms {name}"] = grad.detach().abs().double().sum(dims)
+
             y.register_hook(terms)
+
         hooks.append(layer.register_forward_hook(keep_terms))
     x = x.detach().clone().requires_grad_(mode == "train")
     try:
@@ -230,9 +241,12 @@ def _build(make_model, seed: int, device: str, dtype, layout: str):
     return model
 
 
-def compare(make_model: Callable[[], nn.Module],
-            make_input: Callable[[int], torch.Tensor], case: Case,
-            seed: int = 0) -> Report:
+def compare(
+    make_model: Callable[[], nn.Module],
+    make_input: Callable[[int], torch.Tensor],
+    case: Case,
+    seed: int = 0,
+) -> Report:
     """Runs the unfused and the fused model (`make_model()` under one
     seed; each call's input `make_input(call)`) through `case.modes` and
     reports every compared tensor.
@@ -249,8 +263,11 @@ def compare(make_model: Callable[[], nn.Module],
     dtype = torch.bfloat16 if case.precision == "bf16" else torch.float32
     unfused = _build(make_model, seed, case.device, dtype, case.layout)
     fused = fuse(_build(make_model, seed, case.device, dtype, case.layout))
-    reference = _build(make_model, seed, case.device, torch.float32,
-                       case.layout) if half else None
+    reference = (
+        _build(make_model, seed, case.device, torch.float32, case.layout)
+        if half
+        else None
+    )
     zero_gradients = tuple(getattr(unfused, "zero_gradients", ()))
     per_tensor = not half or getattr(unfused, "smooth", False)
     tolerance = TOLERANCES[case.precision]
@@ -261,43 +278,58 @@ def compare(make_model: Callable[[], nn.Module],
         x = x32.to(dtype)
         want = _record(unfused, x, mode, case, call, zero_gradients)
         got = _record(fused, x, mode, case, call)
-        ref = _record(reference, x32, mode, Case(case.device), call) \
-            if half else None
+        ref = (
+            _record(reference, x32, mode, Case(case.device), call)
+            if half
+            else None
+        )
         for name, w in want.items():
             if name.startswith("terms "):
                 continue
             g = got.get(name)
             if g is None:
-                report.add(call, f"{name} (missing when fused)",
-                           float("inf"), 0.0)
+                report.add(
+                    call, f"{name} (missing when fused)", float("inf"), 0.0
+                )
                 continue
-            if name[len("grad "):] in zero_gradients and mode == "train":
-                terms = _norm(want["terms " + name[len("grad "):]])
+            if name[len("grad ") :] in zero_gradients and mode == "train":
+                terms = _norm(want["terms " + name[len("grad ") :]])
                 for side, grad in (("fused", g), ("unfused", w)):
                     noise = _norm(grad)
-                    report.add(call, f"{name} (zero, {side})",
-                               noise / terms if terms else
-                               (0.0 if noise == 0.0 else float("inf")),
-                               tolerance["zero_grad"])
+                    report.add(
+                        call,
+                        f"{name} (zero, {side})",
+                        noise / terms
+                        if terms
+                        else (0.0 if noise == 0.0 else float("inf")),
+                        tolerance["zero_grad"],
+                    )
                 continue
             limit = tolerance["grad" if name.startswith("grad") else "value"]
             if half:
                 own, error = relative(w, ref[name]), relative(g, ref[name])
-                squares["fused"] += error ** 2
-                squares["unfused"] += own ** 2
-                report.add(call, f"{name} (vs float32; unfused {own:.3g})",
-                           error, max(limit, HALF_ERROR_FACTOR * own)
-                           if per_tensor else float("inf"))
+                squares["fused"] += error**2
+                squares["unfused"] += own**2
+                report.add(
+                    call,
+                    f"{name} (vs float32; unfused {own:.3g})",
+                    error,
+                    max(limit, HALF_ERROR_FACTOR * own)
+                    if per_tensor
+                    else float("inf"),
+                )
             else:
                 report.add(call, name, relative(g, w), limit)
         for name in got.keys() - want.keys():
             report.add(call, f"{name} (only when fused)", float("inf"), 0.0)
     if not per_tensor:
         own = squares["unfused"] ** 0.5
-        report.add(len(case.modes) - 1,
-                   f"all tensors and calls (vs float32; unfused {own:.3g})",
-                   squares["fused"] ** 0.5,
-                   SPIKING_HALF_FACTOR * own + SPIKING_HALF_FLOOR)
+        report.add(
+            len(case.modes) - 1,
+            f"all tensors and calls (vs float32; unfused {own:.3g})",
+            squares["fused"] ** 0.5,
+            SPIKING_HALF_FACTOR * own + SPIKING_HALF_FLOOR,
+        )
     _append_to_log(report, make_model)
     return report
 
@@ -314,45 +346,76 @@ def _append_to_log(report: Report, make_model) -> None:
         if row.name not in worst or row.error > worst[row.name][0]:
             worst[row.name] = (row.error, row.tolerance)
     with open(path, "a") as log:
-        log.write(json.dumps({
-            "case": str(report.case),
-            "model": getattr(make_model, "__name__", repr(make_model)),
-            "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
-            "device_name": torch.cuda.get_device_name()
-            if report.case.device == "cuda" else "cpu",
-            "ok": not report.failures(),
-            "worst": worst}) + "\n")
+        log.write(
+            json.dumps(
+                {
+                    "case": str(report.case),
+                    "model": getattr(make_model, "__name__", repr(make_model)),
+                    "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(
+                        " "
+                    )[0],
+                    "device_name": torch.cuda.get_device_name()
+                    if report.case.device == "cuda"
+                    else "cpu",
+                    "ok": not report.failures(),
+                    "worst": worst,
+                }
+            )
+            + "\n"
+        )
 
 
 def summarize(log_path: str) -> str:
     """A markdown table of a $FLEXSN_FUSION_LOG: per case, whether it held,
     its tightest tensor (error / tolerance), and the noise of its
     zero-in-exact-arithmetic gradients, fused and unfused."""
-    lines = ["| test | case | held | tightest tensor: error / tolerance "
-             "| zero-gradient noise / terms, fused and unfused |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| test | case | held | tightest tensor: error / tolerance "
+        "| zero-gradient noise / terms, fused and unfused |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     with open(log_path) as log:
         for line in log:
             record = json.loads(line)
             worst = record["worst"]
-            checked = [(error / limit, name, error, limit)
-                       for name, (error, limit) in worst.items()
-                       if 0.0 < limit < float("inf")]
+            checked = [
+                (error / limit, name, error, limit)
+                for name, (error, limit) in worst.items()
+                if 0.0 < limit < float("inf")
+            ]
             tight = max(checked) if checked else None
-            zero = {side: max((e for n, (e, _) in worst.items()
-                               if f"(zero, {side})" in n), default=None)
-                    for side in ("fused", "unfused")}
+            zero = {
+                side: max(
+                    (
+                        e
+                        for n, (e, _) in worst.items()
+                        if f"(zero, {side})" in n
+                    ),
+                    default=None,
+                )
+                for side in ("fused", "unfused")
+            }
             test = record.get("test") or record["model"]
             lines.append(
                 f"| {test.split('::')[-1]} | {record['case']} | "
                 f"{'yes' if record['ok'] else 'NO'} | "
-                + (f"{tight[1]}: {tight[2]:.2g} / {tight[3]:.2g}"
-                   if tight else "-") + " | "
-                + (f"{zero['fused']:.2g}, {zero['unfused']:.2g}"
-                   if zero["fused"] is not None else "-") + " |")
+                + (
+                    f"{tight[1]}: {tight[2]:.2g} / {tight[3]:.2g}"
+                    if tight
+                    else "-"
+                )
+                + " | "
+                + (
+                    f"{zero['fused']:.2g}, {zero['unfused']:.2g}"
+                    if zero["fused"] is not None
+                    else "-"
+                )
+                + " |"
+            )
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
     import sys
+
     print(summarize(sys.argv[1]))

@@ -93,14 +93,14 @@ np.seterr(all="ignore")  # inf/NaN are detected explicitly, not warned about
 DTYPES = ("f32", "f16", "bf16")
 VARIANTS = ("inference", "final_state")
 ELEM = {"f32": 4, "f16": 2, "bf16": 2}
-TOL32 = 1e-5                 # float32: rtol = atol
-ULPS = 2                     # f16 / bf16: ulps of the storage type
-EPS = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}
-FLOOR = 2.0 ** -6            # below this magnitude the ulp budget is fixed
-NEAR = 1e-4                  # |h - v_threshold| < NEAR: compare up to there
-MAX_CUT = 0.02               # fraction of trajectories allowed to be cut
-MAX_ABS = 1000.0             # the references must stay well inside this
-GUARD = 64                   # NaN elements before and after every buffer
+TOL32 = 1e-5  # float32: rtol = atol
+ULPS = 2  # f16 / bf16: ulps of the storage type
+EPS = {"f16": 2.0**-10, "bf16": 2.0**-7}
+FLOOR = 2.0**-6  # below this magnitude the ulp budget is fixed
+NEAR = 1e-4  # |h - v_threshold| < NEAR: compare up to there
+MAX_CUT = 0.02  # fraction of trajectories allowed to be cut
+MAX_ABS = 1000.0  # the references must stay well inside this
+GUARD = 64  # NaN elements before and after every buffer
 
 SEQ_ROLES = ("input_sequence", "output_sequence", "state_sequence")
 WRITTEN = ("output_sequence", "state_sequence", "final_state")
@@ -114,9 +114,12 @@ ALL_VARIANTS = ("inference", "final-state", "forward", "backward")
 TRAIN_VARIANTS = ("forward", "backward")
 # Copies of a neuron with its const flags specialized (suffix -> params).
 # detach_reset changes gradients only: those copies are training kernels.
-COPIES = {"": {}, "_soft": {"soft_reset": True},
-          "_detach": {"detach_reset": True},
-          "_soft_detach": {"soft_reset": True, "detach_reset": True}}
+COPIES = {
+    "": {},
+    "_soft": {"soft_reset": True},
+    "_detach": {"detach_reset": True},
+    "_soft_detach": {"soft_reset": True, "detach_reset": True},
+}
 INFERENCE_COPIES = ("", "_soft")
 
 # ---------------------------------------------------------------------------
@@ -138,9 +141,9 @@ def copy_flags(name):
     detached) and <base>_soft_detach."""
     soft = detach = False
     if name.endswith("_detach"):
-        name, detach = name[:-len("_detach")], True
+        name, detach = name[: -len("_detach")], True
     if name.endswith("_soft"):
-        name, soft = name[:-len("_soft")], True
+        name, soft = name[: -len("_soft")], True
     return name, soft, detach
 
 
@@ -180,6 +183,7 @@ def _sigmoid(w):
 
 class NumpyOps:
     """Array operations of the reference and the checks, on NumPy."""
+
     name = "numpy"
 
     def __init__(self):
@@ -244,6 +248,7 @@ class NumpyOps:
 
 class TorchOps:
     """The same operations on PyTorch tensors (float32 on the GPU)."""
+
     name = "torch"
 
     def __init__(self, torch, device):
@@ -270,12 +275,14 @@ class TorchOps:
         return s  # the identity in the forward pass
 
     def zeros(self, shape):
-        return self.torch.zeros(shape, dtype=self.torch.float32,
-                                device=self.device)
+        return self.torch.zeros(
+            shape, dtype=self.torch.float32, device=self.device
+        )
 
     def full_int(self, shape, v):
-        return self.torch.full(shape, v, dtype=self.torch.int64,
-                               device=self.device)
+        return self.torch.full(
+            shape, v, dtype=self.torch.int64, device=self.device
+        )
 
     def arange(self, n):
         return self.torch.arange(n, dtype=self.torch.int64, device=self.device)
@@ -297,8 +304,11 @@ class TorchOps:
 
     def first(self, mask):
         idx = self.torch.nonzero(mask)
-        return None if idx.shape[0] == 0 else tuple(int(i) for i in
-                                                    idx[0].tolist())
+        return (
+            None
+            if idx.shape[0] == 0
+            else tuple(int(i) for i in idx[0].tolist())
+        )
 
     def max(self, a):
         return float(a.max().item()) if a.numel() else 0.0
@@ -342,8 +352,12 @@ def simulate(ops, gpu_neuron, params, x, states=None, near=NEAR):
             seq[i][t] = st[n]
         hit = (ops.abs(over) < near) & (first_near == T)
         first_near[hit] = t
-    return dict(spikes=spikes, state_seq=seq, final=[st[n] for n in names],
-                first_near=first_near)
+    return dict(
+        spikes=spikes,
+        state_seq=seq,
+        final=[st[n] for n in names],
+        first_near=first_near,
+    )
 
 
 def reference_sane(ops, ref):
@@ -354,6 +368,7 @@ def reference_sane(ops, ref):
         if not ops.all(ops.isfinite(a)) or ops.max(ops.abs(a)) >= MAX_ABS:
             return "test design: the reference left |value| < %g" % MAX_ABS
     return None
+
 
 # ---------------------------------------------------------------------------
 # bfloat16 on NumPy (as uint16 bit patterns)
@@ -366,8 +381,9 @@ def f32_to_bf16_bits(a):
 
 
 def bf16_bits_to_f32(b):
-    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16) \
-        .view(np.float32)
+    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(
+        np.float32
+    )
 
 
 def np_storage(a, dtype):
@@ -384,6 +400,7 @@ def np_to_f32(a, dtype):
         return bf16_bits_to_f32(a)
     return np.asarray(a, dtype=np.float32)
 
+
 # ---------------------------------------------------------------------------
 # The kernels: flexsn.compile, then the package's GPU and CPU kernels
 
@@ -395,27 +412,38 @@ def compile_copy(base, suffix):
     saving in the storage type, the default, has its own checks
     (test_saved_storage.py)."""
     variants = TRAIN_VARIANTS if "detach" in suffix else ALL_VARIANTS
-    return flexsn.compile(base, variants=variants, storage_types=DTYPES,
-                          targets=TARGETS, chip=CHIP, params=COPIES[suffix],
-                          save_in_storage_type=False)
+    return flexsn.compile(
+        base,
+        variants=variants,
+        storage_types=DTYPES,
+        targets=TARGETS,
+        chip=CHIP,
+        params=COPIES[suffix],
+        save_in_storage_type=False,
+    )
 
 
 def compile_neurons(bases, suffixes):
     """Compiles every neuron of `bases` and the copies `suffixes` that its
     const flags allow, a few compiles at a time. Returns {label: compiled},
     each neuron followed by its copies."""
+
     def has_flags(info, suffix):
         consts = {p.name for p in info.params if p.kind == "const"}
         return all(flag in consts for flag in COPIES[suffix])
 
     jobs = max(1, min(8, os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        base = dict(zip(bases, pool.map(lambda n: compile_copy(n, ""),
-                                        bases)))
-        wanted = [(n, s) for n in bases for s in suffixes
-                  if s and has_flags(base[n].info, s)]
-        copies = dict(zip(wanted, pool.map(lambda w: compile_copy(*w),
-                                           wanted)))
+        base = dict(zip(bases, pool.map(lambda n: compile_copy(n, ""), bases)))
+        wanted = [
+            (n, s)
+            for n in bases
+            for s in suffixes
+            if s and has_flags(base[n].info, s)
+        ]
+        copies = dict(
+            zip(wanted, pool.map(lambda w: compile_copy(*w), wanted))
+        )
     out = {}
     for n in bases:
         out[n] = base[n]
@@ -458,9 +486,10 @@ class Kernel(object):
         self.neuron, self.dtype = label, spec.dtype
         # The deterministic backward is its own key: (neuron,
         # "backward_deterministic", dtype).
-        self.variant = spec.variant.replace("-", "_") + \
-            ("_deterministic" if spec.deterministic else "")
-        self.name = label + spec.name[len(spec.neuron):]
+        self.variant = spec.variant.replace("-", "_") + (
+            "_deterministic" if spec.deterministic else ""
+        )
+        self.name = label + spec.name[len(spec.neuron) :]
         self.vector_width = spec.vector_width
         self.buffers = [b for b in spec.buffers if not b.in_workspace]
         self.workspace_parts = [b for b in spec.buffers if b.in_workspace]
@@ -478,8 +507,15 @@ class Kernel(object):
         assert len(params) == len(self.params)
         self.blamed = None
         try:
-            self.gpu.launch(stream, T, N, ld, [p or 0 for p in pointers],
-                            workspace or 0, list(params))
+            self.gpu.launch(
+                stream,
+                T,
+                N,
+                ld,
+                [p or 0 for p in pointers],
+                workspace or 0,
+                list(params),
+            )
         except _runtime.RuntimeStatusError as e:
             self.blamed = e.argument
             return e.code
@@ -500,11 +536,17 @@ class KernelSet(object):
             for spec in c.manifest.gpu_kernels:
                 # The training forward that keeps final states is checked
                 # against the sequence forward (test_final_state_forward).
-                if spec.neuron != c.name or (spec.variant == "forward"
-                                             and spec.final_states):
+                if spec.neuron != c.name or (
+                    spec.variant == "forward" and spec.final_states
+                ):
                     continue
-                gpu = c.kernel("cuda", spec.variant, spec.dtype,
-                               spec.deterministic) if load else None
+                gpu = (
+                    c.kernel(
+                        "cuda", spec.variant, spec.dtype, spec.deterministic
+                    )
+                    if load
+                    else None
+                )
                 k = Kernel(label, spec, gpu, c.info)
                 self.kernels[(label, k.variant, k.dtype)] = k
 
@@ -523,12 +565,16 @@ class KernelSet(object):
 
     def cpu(self, label, variant, dtype):
         """The CPU kernel (flexsn._runtime.CpuKernel) of the same compile."""
-        return self.compiled[label].kernel("cpu", variant.replace("_", "-"),
-                                           dtype)
+        return self.compiled[label].kernel(
+            "cpu", variant.replace("_", "-"), dtype
+        )
 
     def describe(self):
         return "%d neurons, %d GPU kernels, cache %s" % (
-            len(self.neurons), len(self.kernels), flexsn.cache_dir())
+            len(self.neurons),
+            len(self.kernels),
+            flexsn.cache_dir(),
+        )
 
     def status(self, name):
         """The value of FLEXSN_ERROR_<name>, FLEXSN_<name> or <name>."""
@@ -547,8 +593,11 @@ class KernelSet(object):
     def unload_all(self):
         """Unloads the image of every loaded kernel; returns the first
         failing status."""
-        images = {id(k.gpu.image): k.gpu.image
-                  for k in self.kernels.values() if k.gpu is not None}
+        images = {
+            id(k.gpu.image): k.gpu.image
+            for k in self.kernels.values()
+            if k.gpu is not None
+        }
         status = 0
         for image in images.values():
             try:
@@ -588,15 +637,22 @@ def run_cpu(kernel, T, N, inputs, params, workspace=None):
         else:
             shape = {("T", "N"): (T, N), ("N",): (N,), (): (1,)}[b.shape]
             a = np.empty(shape, NP_STORAGE[b.dtype])
-            a.view(np.uint8)[...] = 0xFF          # NaN in every dtype
+            a.view(np.uint8)[...] = 0xFF  # NaN in every dtype
         arrays[b.name] = a
         addresses.append(a.ctypes.data)
     if workspace is None:
-        workspace = np.empty(max(1, (spec.workspace_size(T, N, N) + 3) // 4),
-                             np.float32)
-    kernel.launch(T, N, addresses, workspace.ctypes.data,
-                  [params[name] for name, _ in spec.params])
+        workspace = np.empty(
+            max(1, (spec.workspace_size(T, N, N) + 3) // 4), np.float32
+        )
+    kernel.launch(
+        T,
+        N,
+        addresses,
+        workspace.ctypes.data,
+        [params[name] for name, _ in spec.params],
+    )
     return arrays, workspace
+
 
 # ---------------------------------------------------------------------------
 # Buffers: a flat allocation of GUARD + offset + extent + GUARD elements, all
@@ -604,7 +660,7 @@ def run_cpu(kernel, T, N, inputs, params, workspace=None):
 
 
 def seq_view(flat, start, T, N, L):
-    return flat[start:start + T * L].reshape(T, L)[:, :N]
+    return flat[start : start + T * L].reshape(T, L)[:, :N]
 
 
 class Buf(object):
@@ -621,19 +677,23 @@ class Buf(object):
     def view(self, flat):
         if self.seq:
             return seq_view(flat, self.start, self.T, self.N, self.L)
-        return flat[self.start:self.start + self.N]
+        return flat[self.start : self.start + self.N]
 
     def outside(self, flat):
         """The parts that must stay NaN: guards and the gaps between rows."""
-        parts = [flat[:self.start], flat[self.start + self.extent:]]
+        parts = [flat[: self.start], flat[self.start + self.extent :]]
         if self.seq and self.L > self.N and self.T > 0:
-            parts.append(flat[self.start:self.start + self.extent]
-                         .reshape(self.T, self.L)[:, self.N:])
+            parts.append(
+                flat[self.start : self.start + self.extent].reshape(
+                    self.T, self.L
+                )[:, self.N :]
+            )
         return parts
 
 
 class TorchEnv(object):
     """Device memory and references with PyTorch on the current CUDA device."""
+
     kind = "torch"
 
     def __init__(self, torch):
@@ -642,14 +702,20 @@ class TorchEnv(object):
         torch.cuda.init()
         torch.zeros(1, device=self.device)  # makes the primary context current
         self.ops = TorchOps(torch, self.device)
-        self.tdt = {"f32": torch.float32, "f16": torch.float16,
-                    "bf16": torch.bfloat16}
+        self.tdt = {
+            "f32": torch.float32,
+            "f16": torch.float16,
+            "bf16": torch.bfloat16,
+        }
         self.stream_override = None
 
     def describe(self):
         t = self.torch
-        return "%s, torch %s, CUDA %s" % (t.cuda.get_device_name(0),
-                                          t.__version__, t.version.cuda)
+        return "%s, torch %s, CUDA %s" % (
+            t.cuda.get_device_name(0),
+            t.__version__,
+            t.version.cuda,
+        )
 
     def stream(self):
         if self.stream_override is not None:
@@ -657,8 +723,9 @@ class TorchEnv(object):
         return self.torch.cuda.current_stream().cuda_stream
 
     def alloc(self, nelem, dtype):
-        return self.torch.full((nelem,), float("nan"), dtype=self.tdt[dtype],
-                               device=self.device)
+        return self.torch.full(
+            (nelem,), float("nan"), dtype=self.tdt[dtype], device=self.device
+        )
 
     def address(self, handle):
         return handle.data_ptr()
@@ -682,21 +749,31 @@ class TorchEnv(object):
         return self.torch.isnan(a)
 
     def equal_bits(self, a, b, dtype):
-        return bool((a.contiguous().view(self.torch.int16 if dtype != "f32"
-                                         else self.torch.int32) ==
-                     b.contiguous().view(self.torch.int16 if dtype != "f32"
-                                         else self.torch.int32)).all().item())
+        return bool(
+            (
+                a.contiguous().view(
+                    self.torch.int16 if dtype != "f32" else self.torch.int32
+                )
+                == b.contiguous().view(
+                    self.torch.int16 if dtype != "f32" else self.torch.int32
+                )
+            )
+            .all()
+            .item()
+        )
 
     def zeros_storage(self, n, dtype):
-        return self.torch.zeros((n,), dtype=self.tdt[dtype],
-                                device=self.device)
+        return self.torch.zeros(
+            (n,), dtype=self.tdt[dtype], device=self.device
+        )
 
     def from_storage(self, arr, dtype):
         """A NumPy storage array (bf16 as uint16 bits) -> device tensor."""
         arr = np.ascontiguousarray(arr)
         if dtype == "bf16":  # torch has no uint16: the same bits as int16
             t = self.torch.from_numpy(arr.view(np.int16)).view(
-                self.torch.bfloat16)
+                self.torch.bfloat16
+            )
         else:
             t = self.torch.from_numpy(arr)
         return t.to(self.device)
@@ -710,8 +787,13 @@ class TorchEnv(object):
         inits = []
         for s in STATES[base_neuron(neuron)]:
             lo, hi = INIT[s]
-            inits.append((torch.rand((N,), generator=g, device=self.device)
-                          * (hi - lo) + lo).to(self.tdt[dtype]))
+            inits.append(
+                (
+                    torch.rand((N,), generator=g, device=self.device)
+                    * (hi - lo)
+                    + lo
+                ).to(self.tdt[dtype])
+            )
         return x.to(self.tdt[dtype]), inits
 
     def host_pointer_array(self, n):
@@ -753,8 +835,10 @@ class CudaDriver(object):
         L.cuDeviceGetName(name, 256, dev)
         self.name = name.value.decode()
         ctx = ctypes.c_void_p()
-        self.check(L.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
-                   "cuDevicePrimaryCtxRetain")
+        self.check(
+            L.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
+            "cuDevicePrimaryCtxRetain",
+        )
         self.check(L.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
     @staticmethod
@@ -764,9 +848,10 @@ class CudaDriver(object):
 
     def alloc(self, nbytes):
         p = ctypes.c_uint64()
-        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(p),
-                                          max(int(nbytes), 1)),
-                   "cuMemAlloc")
+        self.check(
+            self.lib.cuMemAlloc_v2(ctypes.byref(p), max(int(nbytes), 1)),
+            "cuMemAlloc",
+        )
         return p.value
 
     def free(self, p):
@@ -774,22 +859,25 @@ class CudaDriver(object):
 
     def htod(self, dst, host):
         host = np.ascontiguousarray(host)
-        self.check(self.lib.cuMemcpyHtoD_v2(dst, host.ctypes.data,
-                                            host.nbytes),
-                   "cuMemcpyHtoD")
+        self.check(
+            self.lib.cuMemcpyHtoD_v2(dst, host.ctypes.data, host.nbytes),
+            "cuMemcpyHtoD",
+        )
 
     def dtoh(self, host, src):
-        self.check(self.lib.cuMemcpyDtoH_v2(host.ctypes.data, src,
-                                            host.nbytes),
-                   "cuMemcpyDtoH")
+        self.check(
+            self.lib.cuMemcpyDtoH_v2(host.ctypes.data, src, host.nbytes),
+            "cuMemcpyDtoH",
+        )
 
     def memset8(self, p, value, nbytes):
         self.check(self.lib.cuMemsetD8_v2(p, value, nbytes), "cuMemsetD8")
 
     def create_stream(self):
         s = ctypes.c_void_p()
-        self.check(self.lib.cuStreamCreate(ctypes.byref(s), 0),
-                   "cuStreamCreate")
+        self.check(
+            self.lib.cuStreamCreate(ctypes.byref(s), 0), "cuStreamCreate"
+        )
         return s.value
 
     def sync(self):
@@ -799,6 +887,7 @@ class CudaDriver(object):
 class NumpyEnv(object):
     """Device memory through a CudaDriver (or, for tests, any object with the
     same alloc/free/htod/dtoh/memset8/sync methods); NumPy references."""
+
     kind = "numpy"
 
     def __init__(self, driver):
@@ -809,7 +898,9 @@ class NumpyEnv(object):
 
     def describe(self):
         return "%s, CUDA driver API + NumPy %s" % (
-            getattr(self.drv, "name", "?"), np.__version__)
+            getattr(self.drv, "name", "?"),
+            np.__version__,
+        )
 
     def stream(self):
         return self.stream_override  # None: the legacy default stream
@@ -826,7 +917,7 @@ class NumpyEnv(object):
     def write(self, buf, data):
         p, nelem, dtype = buf.handle
         host = np.empty(nelem, NP_STORAGE[dtype])
-        host.view(np.uint8)[:] = 0xFF   # NaN around the data, as on device
+        host.view(np.uint8)[:] = 0xFF  # NaN around the data, as on device
         buf.view(host)[...] = data
         self.drv.htod(p, host)
 
@@ -851,8 +942,12 @@ class NumpyEnv(object):
         return np.isnan(np_to_f32(a, dtype))
 
     def equal_bits(self, a, b, dtype):
-        return bool(np.array_equal(np.ascontiguousarray(a).view(np.uint8),
-                                   np.ascontiguousarray(b).view(np.uint8)))
+        return bool(
+            np.array_equal(
+                np.ascontiguousarray(a).view(np.uint8),
+                np.ascontiguousarray(b).view(np.uint8),
+            )
+        )
 
     def zeros_storage(self, n, dtype):
         return np.zeros(n, NP_STORAGE[dtype])
@@ -873,6 +968,7 @@ class NumpyEnv(object):
     def host_pointer_array(self, n):
         return np.zeros(n, np.float32)
 
+
 # ---------------------------------------------------------------------------
 # Running one case and checking it
 
@@ -881,8 +977,20 @@ class Case(object):
     """One kernel call: inputs (storage arrays of the env), which buffers are
     absent, offsets, ld; after run(): status and the written buffers."""
 
-    def __init__(self, env, kern, T, N, x, inits, ld=0, absent=(), offset=0,
-                 offsets=None, params=None):
+    def __init__(
+        self,
+        env,
+        kern,
+        T,
+        N,
+        x,
+        inits,
+        ld=0,
+        absent=(),
+        offset=0,
+        offsets=None,
+        params=None,
+    ):
         self.env, self.kern = env, kern
         self.T, self.N, self.ld = T, N, ld
         self.L = ld if ld else N
@@ -917,8 +1025,9 @@ class Case(object):
             pointers.append(b.ptr)
         params = [self.params[p.name] for p in kern.params]
         env.sync()  # the inputs are in place before the kernel, on any stream
-        self.status = kern(env.stream(), self.T, self.N, self.ld, pointers,
-                           params)
+        self.status = kern(
+            env.stream(), self.T, self.N, self.ld, pointers, params
+        )
         env.sync()
         self.flat = {n: env.fetch(b) for n, b in self.bufs.items()}
         return self.status
@@ -935,8 +1044,8 @@ class Case(object):
 class Result(object):
     def __init__(self):
         self.errors = []
-        self.max_err = 0.0       # largest |got - want| compared
-        self.max_ratio = 0.0     # largest |got - want| / tolerance
+        self.max_err = 0.0  # largest |got - want| compared
+        self.max_ratio = 0.0  # largest |got - want| / tolerance
         # Neurons whose spikes left the reference after coming near the
         # threshold: legitimate (a 1-ulp difference flips a spike) but capped.
         self.diverged = 0
@@ -965,8 +1074,10 @@ def compare_within(ops, res, what, got, want, tol, valid, exact=False):
     """got, want: float32 arrays of one shape; tol broadcastable (ignored if
     exact); valid: bool mask broadcastable. NaN in got always fails."""
     if tuple(got.shape) != tuple(want.shape):
-        res.fail("%s: shape %s, expected %s" % (what, tuple(got.shape),
-                                                tuple(want.shape)))
+        res.fail(
+            "%s: shape %s, expected %s"
+            % (what, tuple(got.shape), tuple(want.shape))
+        )
         return
     if min(tuple(got.shape) or (1,)) == 0:
         return
@@ -986,12 +1097,19 @@ def compare_within(ops, res, what, got, want, tol, valid, exact=False):
     nbad = ops.count(bad)
     if nbad:
         idx = ops.first(bad)
-        res.fail("%s: %d of %d compared differ%s; first at %s: got %r, "
-                 "expected %r" % (what, nbad,
-                                  ops.count(valid & (want == want)),
-                                  "" if exact else " beyond tolerance",
-                                  list(idx), float(got[idx]),
-                                  float(want[idx])))
+        res.fail(
+            "%s: %d of %d compared differ%s; first at %s: got %r, "
+            "expected %r"
+            % (
+                what,
+                nbad,
+                ops.count(valid & (want == want)),
+                "" if exact else " beyond tolerance",
+                list(idx),
+                float(got[idx]),
+                float(want[idx]),
+            )
+        )
 
 
 def check_written(env, case, res):
@@ -1005,15 +1123,19 @@ def check_written(env, case, res):
             if tuple(part.shape) and min(part.shape) > 0:
                 n_written = ops.count(~env.isnan_storage(part, dtype))
                 if n_written:
-                    res.fail("%s: %d elements written outside the buffer "
-                             "(guards or row gaps)" % (name, n_written))
+                    res.fail(
+                        "%s: %d elements written outside the buffer "
+                        "(guards or row gaps)" % (name, n_written)
+                    )
         if b.arg.role in WRITTEN:
             v = b.view(flat)
             if tuple(v.shape) and min(v.shape) > 0:
                 n = ops.count(env.isnan_storage(v, dtype))
                 if n:
-                    res.fail("%s: %d of %d elements not written (still NaN)"
-                             % (name, n, int(np.prod(tuple(v.shape)))))
+                    res.fail(
+                        "%s: %d of %d elements not written (still NaN)"
+                        % (name, n, int(np.prod(tuple(v.shape))))
+                    )
 
 
 def check_against(env, case, ref, res, label, cpu=None):
@@ -1025,8 +1147,9 @@ def check_against(env, case, ref, res, label, cpu=None):
     seq_valid = ops.arange(T).reshape(T, 1) < fn.reshape(1, N)
     fin_valid = fn == T
     outs = kern.buffers_of("output_sequence")
-    states = [a for a in kern.buffers
-              if a.role in ("state_sequence", "final_state")]
+    states = [
+        a for a in kern.buffers if a.role in ("state_sequence", "final_state")
+    ]
     for a in outs:
         if a.name not in case.bufs:
             continue
@@ -1035,17 +1158,34 @@ def check_against(env, case, ref, res, label, cpu=None):
             notbin = ~((got == 0) | (got == 1))
             if ops.count(notbin):
                 idx = ops.first(notbin)
-                res.fail("%s: %s[%s] = %r is not 0 or 1"
-                         % (label, a.name, list(idx), float(got[idx])))
-        compare(ops, res, "%s %s vs reference" % (label, a.name), got,
-                ref["spikes"], seq_valid, dtype, exact=True)
+                res.fail(
+                    "%s: %s[%s] = %r is not 0 or 1"
+                    % (label, a.name, list(idx), float(got[idx]))
+                )
+        compare(
+            ops,
+            res,
+            "%s %s vs reference" % (label, a.name),
+            got,
+            ref["spikes"],
+            seq_valid,
+            dtype,
+            exact=True,
+        )
         if T > 0:
             differs = (got != ref["spikes"]) & ~seq_valid
-            res.diverged = max(res.diverged,
-                               ops.count(differs.sum(0) > 0))
+            res.diverged = max(res.diverged, ops.count(differs.sum(0) > 0))
         if cpu is not None and a.name in cpu:
-            compare(ops, res, "%s %s vs CPU path" % (label, a.name), got,
-                    cpu[a.name], seq_valid, dtype, exact=True)
+            compare(
+                ops,
+                res,
+                "%s %s vs CPU path" % (label, a.name),
+                got,
+                cpu[a.name],
+                seq_valid,
+                dtype,
+                exact=True,
+            )
     for i, a in enumerate(states):
         if a.name not in case.bufs:
             continue
@@ -1059,13 +1199,31 @@ def check_against(env, case, ref, res, label, cpu=None):
                 if init is None:
                     init = env.zeros_storage(N, dtype)
                 if not env.equal_bits(case.view(a.name), init, dtype):
-                    res.fail("%s: %s with T = 0 differs from the initial "
-                             "state" % (label, a.name))
-        compare(ops, res, "%s %s vs reference" % (label, a.name), got, want,
-                valid, dtype, exact=False)
+                    res.fail(
+                        "%s: %s with T = 0 differs from the initial "
+                        "state" % (label, a.name)
+                    )
+        compare(
+            ops,
+            res,
+            "%s %s vs reference" % (label, a.name),
+            got,
+            want,
+            valid,
+            dtype,
+            exact=False,
+        )
         if cpu is not None and a.name in cpu:
-            compare(ops, res, "%s %s vs CPU path" % (label, a.name), got,
-                    cpu[a.name], valid, dtype, exact=False)
+            compare(
+                ops,
+                res,
+                "%s %s vs CPU path" % (label, a.name),
+                got,
+                cpu[a.name],
+                valid,
+                dtype,
+                exact=False,
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -1081,14 +1239,22 @@ class Checker(object):
         self.records = []
         self.t0 = time.time()
         self.deadline = args.deadline
-        self.cpu_max_T = self.cpu_Ns = None   # CPU-path cases: all
+        self.cpu_max_T = self.cpu_Ns = None  # CPU-path cases: all
 
     def group(self, name):
         if name not in self.groups:
-            self.groups[name] = dict(name=name, passed=0, failed=0, skipped=0,
-                                     cut=0, neurons=0, max_err=0.0,
-                                     max_ratio=0.0, failures=[],
-                                     t0=time.time())
+            self.groups[name] = dict(
+                name=name,
+                passed=0,
+                failed=0,
+                skipped=0,
+                cut=0,
+                neurons=0,
+                max_err=0.0,
+                max_ratio=0.0,
+                failures=[],
+                t0=time.time(),
+            )
             self.order.append(name)
         return self.groups[name]
 
@@ -1104,8 +1270,14 @@ class Checker(object):
         g["max_ratio"] = max(g["max_ratio"], res.max_ratio)
         if not ok:
             g["failures"].append("%s: %s" % (case, "; ".join(res.errors[:3])))
-        rec = dict(group=group, case=case, ok=ok, errors=res.errors[:5],
-                   max_err=res.max_err, max_ratio=res.max_ratio)
+        rec = dict(
+            group=group,
+            case=case,
+            ok=ok,
+            errors=res.errors[:5],
+            max_err=res.max_err,
+            max_ratio=res.max_ratio,
+        )
         if status is not None:
             rec["status"] = self.kernels.status_name(status)
         if extra:
@@ -1115,8 +1287,15 @@ class Checker(object):
     def skip(self, group, case):
         g = self.group(group)
         g["skipped"] += 1
-        self.records.append(dict(group=group, case=case, ok=False,
-                                 skipped=True, errors=["deadline"]))
+        self.records.append(
+            dict(
+                group=group,
+                case=case,
+                ok=False,
+                skipped=True,
+                errors=["deadline"],
+            )
+        )
 
     def run_group(self, name, fn, *args, **kwargs):
         """Runs a group method; an exception outside its guarded checks (in
@@ -1125,8 +1304,10 @@ class Checker(object):
             fn(*args, **kwargs)
         except Exception as e:
             res = Result()
-            res.fail("exception in the group's setup: %s: %s"
-                     % (type(e).__name__, e))
+            res.fail(
+                "exception in the group's setup: %s: %s"
+                % (type(e).__name__, e)
+            )
             self.record(name, "setup", res)
 
     def run_guarded(self, group, case, fn):
@@ -1140,24 +1321,59 @@ class Checker(object):
             res = Result()
             res.fail("exception: %s: %s" % (type(e).__name__, e))
         if res is not None:
-            self.record(group, case, res, getattr(res, "status", None),
-                        getattr(res, "extra", None))
+            self.record(
+                group,
+                case,
+                res,
+                getattr(res, "status", None),
+                getattr(res, "extra", None),
+            )
         return res
 
     # -- the basic check: one kernel on given inputs vs reference (+CPU) ----
-    def check_case(self, kern, T, N, x, inits, ref, params, label,
-                   cpu=None, ld=0, absent=(), offset=0, offsets=None,
-                   keep=False):
+    def check_case(
+        self,
+        kern,
+        T,
+        N,
+        x,
+        inits,
+        ref,
+        params,
+        label,
+        cpu=None,
+        ld=0,
+        absent=(),
+        offset=0,
+        offsets=None,
+        keep=False,
+    ):
         env = self.env
         res = Result()
-        case = Case(env, kern, T, N, x, inits, ld=ld, absent=absent,
-                    offset=offset, offsets=offsets, params=params)
+        case = Case(
+            env,
+            kern,
+            T,
+            N,
+            x,
+            inits,
+            ld=ld,
+            absent=absent,
+            offset=offset,
+            offsets=offsets,
+            params=params,
+        )
         status = case.run()
         res.status = status
         if status != 0:
-            res.fail("%s: status %s (%s)" % (label,
-                                             self.kernels.status_name(status),
-                                             self.kernels.message(status)))
+            res.fail(
+                "%s: status %s (%s)"
+                % (
+                    label,
+                    self.kernels.status_name(status),
+                    self.kernels.message(status),
+                )
+            )
         else:
             check_written(env, case, res)
             check_against(env, case, ref, res, label, cpu)
@@ -1171,8 +1387,11 @@ class Checker(object):
         ops, env = self.ops, self.env
         dtype = kern.dtype
         xs = env.to_f32(x, dtype)
-        ss = None if inits is None else \
-            [None if s is None else env.to_f32(s, dtype) for s in inits]
+        ss = (
+            None
+            if inits is None
+            else [None if s is None else env.to_f32(s, dtype) for s in inits]
+        )
         return simulate(ops, kern.neuron, params, xs, ss)
 
     def consistency(self, inf, fin, T, N):
@@ -1182,21 +1401,27 @@ class Checker(object):
         env = self.env
         ki, kf = inf.case.kern, fin.case.kern
         dtype = ki.dtype
-        for a, b in zip(ki.buffers_of("output_sequence"),
-                        kf.buffers_of("output_sequence")):
+        for a, b in zip(
+            ki.buffers_of("output_sequence"), kf.buffers_of("output_sequence")
+        ):
             if a.name in inf.case.bufs and b.name in fin.case.bufs:
-                if not env.equal_bits(inf.case.view(a.name),
-                                      fin.case.view(b.name), dtype):
-                    res.fail("%s differs between inference and final-state"
-                             % a.name)
+                if not env.equal_bits(
+                    inf.case.view(a.name), fin.case.view(b.name), dtype
+                ):
+                    res.fail(
+                        "%s differs between inference and final-state" % a.name
+                    )
         if T > 0:
-            for a, b in zip(ki.buffers_of("state_sequence"),
-                            kf.buffers_of("final_state")):
+            for a, b in zip(
+                ki.buffers_of("state_sequence"), kf.buffers_of("final_state")
+            ):
                 if a.name in inf.case.bufs and b.name in fin.case.bufs:
                     last = inf.case.view(a.name)[T - 1]
                     if not env.equal_bits(last, fin.case.view(b.name), dtype):
-                        res.fail("%s differs from the last row of %s"
-                                 % (b.name, a.name))
+                        res.fail(
+                            "%s differs from the last row of %s"
+                            % (b.name, a.name)
+                        )
         return res
 
     # -- groups ---------------------------------------------------------------
@@ -1217,8 +1442,9 @@ class Checker(object):
             return
         kerns = {v: b[(neuron, v, dtype)] for v in VARIANTS}
         params = b.runtime_params(kerns["inference"])
-        seed = zlib.crc32(("%s/%s/%d/%d/%d" % (neuron, dtype, T, N,
-                                               self.args.seed)).encode())
+        seed = zlib.crc32(
+            ("%s/%s/%d/%d/%d" % (neuron, dtype, T, N, self.args.seed)).encode()
+        )
         try:
             x, inits = self.env.random_inputs(neuron, dtype, T, N, seed)
             ref = self.reference(kerns["inference"], x, inits, params)
@@ -1238,17 +1464,26 @@ class Checker(object):
             gg = self.group(g)
             gg["neurons"] += n
             kept[v] = self.run_guarded(
-                g, label, lambda v=v: self.check_case(
-                    kerns[v], T, N, x, inits, ref, params, label, keep=True))
-        if all(kept[v] is not None and hasattr(kept[v], "case")
-               for v in VARIANTS):
-            if (kept["inference"].status == 0
-                    and kept["final_state"].status == 0):
+                g,
+                label,
+                lambda v=v: self.check_case(
+                    kerns[v], T, N, x, inits, ref, params, label, keep=True
+                ),
+            )
+        if all(
+            kept[v] is not None and hasattr(kept[v], "case") for v in VARIANTS
+        ):
+            if (
+                kept["inference"].status == 0
+                and kept["final_state"].status == 0
+            ):
                 self.run_guarded(
                     "grid/%s/final_state/%s" % (neuron, dtype),
                     label + " == inference",
-                    lambda: self.consistency(kept["inference"],
-                                             kept["final_state"], T, N))
+                    lambda: self.consistency(
+                        kept["inference"], kept["final_state"], T, N
+                    ),
+                )
         for v in VARIANTS:
             if kept[v] is not None and hasattr(kept[v], "case"):
                 kept[v].case.release()
@@ -1268,11 +1503,17 @@ class Checker(object):
                     label = "T=%d N=%d cpu-%s" % (T, N, reset)
                     if self.out_of_time():
                         for v in VARIANTS:
-                            self.skip("grid/%s/%s/%s" % (neuron, v, dtype),
-                                      label)
+                            self.skip(
+                                "grid/%s/%s/%s" % (neuron, v, dtype), label
+                            )
                         continue
-                    seed = [zlib.crc32(neuron.encode()), DTYPES.index(dtype),
-                            T, N, self.args.seed]
+                    seed = [
+                        zlib.crc32(neuron.encode()),
+                        DTYPES.index(dtype),
+                        T,
+                        N,
+                        self.args.seed,
+                    ]
                     self._cpu_case(neuron, dtype, T, N, seed, label)
 
     def _cpu_case(self, neuron, dtype, T, N, seed, label):
@@ -1282,10 +1523,13 @@ class Checker(object):
         rng = np.random.default_rng(seed)
         mean, std = drive(neuron)
         x = np_storage(rng.normal(mean, std, (T, N)).astype(np.float32), dtype)
-        init_names = [a.name for a in kerns["inference"].buffers_of(
-            "initial_state")]
-        inits = [np_storage(rng.uniform(*INIT[s], N).astype(np.float32),
-                            dtype) for s in STATES[base_neuron(neuron)]]
+        init_names = [
+            a.name for a in kerns["inference"].buffers_of("initial_state")
+        ]
+        inits = [
+            np_storage(rng.uniform(*INIT[s], N).astype(np.float32), dtype)
+            for s in STATES[base_neuron(neuron)]
+        ]
         x_name = kerns["inference"].buffers_of("input_sequence")[0].name
         host = dict(zip(init_names, inits), **{x_name: x})
         gx = env.from_storage(x, dtype)
@@ -1295,13 +1539,20 @@ class Checker(object):
             g = "grid/%s/%s/%s" % (neuron, v, dtype)
 
             def fn(v=v):
-                arrays, _ = run_cpu(b.cpu(neuron, v, dtype), T, N, host,
-                                    params)
-                cpu = {a.name: env.to_f32(env.from_storage(
-                    arrays[a.name], dtype), dtype)
-                    for a in kerns[v].buffers if a.role in WRITTEN}
-                return self.check_case(kerns[v], T, N, gx, ginits, ref,
-                                       params, label, cpu=cpu)
+                arrays, _ = run_cpu(
+                    b.cpu(neuron, v, dtype), T, N, host, params
+                )
+                cpu = {
+                    a.name: env.to_f32(
+                        env.from_storage(arrays[a.name], dtype), dtype
+                    )
+                    for a in kerns[v].buffers
+                    if a.role in WRITTEN
+                }
+                return self.check_case(
+                    kerns[v], T, N, gx, ginits, ref, params, label, cpu=cpu
+                )
+
             self.run_guarded(g, label, fn)
 
     def absent_buffers(self, neurons, dtypes, N_list, T=16):
@@ -1313,37 +1564,74 @@ class Checker(object):
                     for v in VARIANTS:
                         kern = b[(neuron, v, dtype)]
                         params = b.runtime_params(kern)
-                        seed = zlib.crc32(("absent/%s/%s/%d/%s" % (
-                            neuron, dtype, N, v)).encode())
-                        x, inits = self.env.random_inputs(neuron, dtype, T, N,
-                                                          seed)
+                        seed = zlib.crc32(
+                            (
+                                "absent/%s/%s/%d/%s" % (neuron, dtype, N, v)
+                            ).encode()
+                        )
+                        x, inits = self.env.random_inputs(
+                            neuron, dtype, T, N, seed
+                        )
                         ref0 = self.reference(kern, x, None, params)
                         ref = self.reference(kern, x, inits, params)
                         tag = "%s %s N=%d" % (v, dtype, N)
                         self.run_guarded(
-                            g, tag + " init=NULL",
+                            g,
+                            tag + " init=NULL",
                             lambda: self.check_case(
-                                kern, T, N, x, None, ref0, params,
-                                "init NULL"))
+                                kern, T, N, x, None, ref0, params, "init NULL"
+                            ),
+                        )
                         x0 = x[:0]
                         ref00 = self.reference(kern, x0, None, params)
                         self.run_guarded(
-                            g, tag + " T=0 init=NULL",
+                            g,
+                            tag + " T=0 init=NULL",
                             lambda: self.check_case(
-                                kern, 0, N, x0, None, ref00, params,
-                                "T=0 init NULL"))
-                        written = [a.name for a in kern.buffers
-                                   if a.role in WRITTEN]
+                                kern,
+                                0,
+                                N,
+                                x0,
+                                None,
+                                ref00,
+                                params,
+                                "T=0 init NULL",
+                            ),
+                        )
+                        written = [
+                            a.name for a in kern.buffers if a.role in WRITTEN
+                        ]
                         for name in written:
                             self.run_guarded(
-                                g, tag + " %s=NULL" % name,
+                                g,
+                                tag + " %s=NULL" % name,
                                 lambda name=name: self.check_case(
-                                    kern, T, N, x, inits, ref, params,
-                                    "%s NULL" % name, absent=[name]))
-                        self.run_guarded(g, tag + " all outputs NULL",
-                                         lambda: self.check_case(
-                                             kern, T, N, x, inits, ref, params,
-                                             "all NULL", absent=written))
+                                    kern,
+                                    T,
+                                    N,
+                                    x,
+                                    inits,
+                                    ref,
+                                    params,
+                                    "%s NULL" % name,
+                                    absent=[name],
+                                ),
+                            )
+                        self.run_guarded(
+                            g,
+                            tag + " all outputs NULL",
+                            lambda: self.check_case(
+                                kern,
+                                T,
+                                N,
+                                x,
+                                inits,
+                                ref,
+                                params,
+                                "all NULL",
+                                absent=written,
+                            ),
+                        )
 
     def strided(self, neurons, dtypes, shapes, variants=VARIANTS, T=16):
         """shapes: (N, ld) pairs with ld > N."""
@@ -1354,26 +1642,43 @@ class Checker(object):
                 for N, ld in shapes:
                     kern0 = b[(neuron, "inference", dtype)]
                     params = b.runtime_params(kern0)
-                    seed = zlib.crc32(("strided/%s/%s/%d/%d" % (
-                        neuron, dtype, N, ld)).encode())
+                    seed = zlib.crc32(
+                        (
+                            "strided/%s/%s/%d/%d" % (neuron, dtype, N, ld)
+                        ).encode()
+                    )
                     if self.out_of_time():
                         for v in variants:
-                            self.skip(g, "%s %s N=%d ld=%d"
-                                      % (v, dtype, N, ld))
+                            self.skip(
+                                g, "%s %s N=%d ld=%d" % (v, dtype, N, ld)
+                            )
                         continue
-                    x, inits = self.env.random_inputs(neuron, dtype, T, N,
-                                                      seed)
+                    x, inits = self.env.random_inputs(
+                        neuron, dtype, T, N, seed
+                    )
                     ref = self.reference(kern0, x, inits, params)
                     for v in variants:
                         kern = b[(neuron, v, dtype)]
-                        path = "vector" if ld % kern.vector_width == 0 \
+                        path = (
+                            "vector"
+                            if ld % kern.vector_width == 0
                             else "scalar"
+                        )
                         self.run_guarded(
-                            g, "%s %s N=%d ld=%d (%s)"
-                            % (v, dtype, N, ld, path),
+                            g,
+                            "%s %s N=%d ld=%d (%s)" % (v, dtype, N, ld, path),
                             lambda kern=kern: self.check_case(
-                                kern, T, N, x, inits, ref, params,
-                                "ld=%d" % ld, ld=ld))
+                                kern,
+                                T,
+                                N,
+                                x,
+                                inits,
+                                ref,
+                                params,
+                                "ld=%d" % ld,
+                                ld=ld,
+                            ),
+                        )
 
     def misaligned(self, neurons, dtypes, N=1000, T=16):
         b = self.kernels
@@ -1382,23 +1687,44 @@ class Checker(object):
             for dtype in dtypes:
                 kern0 = b[(neuron, "inference", dtype)]
                 params = b.runtime_params(kern0)
-                seed = zlib.crc32(("misaligned/%s/%s" % (neuron, dtype))
-                                  .encode())
+                seed = zlib.crc32(
+                    ("misaligned/%s/%s" % (neuron, dtype)).encode()
+                )
                 x, inits = self.env.random_inputs(neuron, dtype, T, N, seed)
                 ref = self.reference(kern0, x, inits, params)
                 for v in VARIANTS:
                     kern = b[(neuron, v, dtype)]
                     self.run_guarded(
-                        g, "%s %s all buffers +1 element" % (v, dtype),
+                        g,
+                        "%s %s all buffers +1 element" % (v, dtype),
                         lambda kern=kern: self.check_case(
-                            kern, T, N, x, inits, ref, params,
-                            "offset 1", offset=1))
+                            kern,
+                            T,
+                            N,
+                            x,
+                            inits,
+                            ref,
+                            params,
+                            "offset 1",
+                            offset=1,
+                        ),
+                    )
                     x_name = kern.buffers_of("input_sequence")[0].name
                     self.run_guarded(
-                        g, "%s %s only %s +1 element" % (v, dtype, x_name),
+                        g,
+                        "%s %s only %s +1 element" % (v, dtype, x_name),
                         lambda kern=kern, x_name=x_name: self.check_case(
-                            kern, T, N, x, inits, ref, params,
-                            "x offset 1", offsets={x_name: 1}))
+                            kern,
+                            T,
+                            N,
+                            x,
+                            inits,
+                            ref,
+                            params,
+                            "x offset 1",
+                            offsets={x_name: 1},
+                        ),
+                    )
 
     def streams(self, neuron="lif", dtype="f32", T=16, N=1000):
         """Launches on a non-default stream (and the legacy default one)."""
@@ -1415,13 +1741,16 @@ class Checker(object):
         else:
             handles.append(("created stream", env.drv.create_stream()))
         for label, h in handles:
+
             def fn(h=h):
                 env.stream_override = h
                 try:
-                    return self.check_case(kern, T, N, x, inits, ref, params,
-                                           label)
+                    return self.check_case(
+                        kern, T, N, x, inits, ref, params, label
+                    )
                 finally:
                     env.stream_override = None
+
             self.run_guarded("streams", label, fn)
 
     def unload(self, neuron="lif", dtype="f16", T=4, N=100):
@@ -1437,15 +1766,21 @@ class Checker(object):
             s = b.unload_all()
             if s != 0:
                 r.fail("flexsn_image_unload: %s" % b.status_name(s))
-            r2 = self.check_case(kern, T, N, x, inits, ref, params,
-                                 "after unload")
+            r2 = self.check_case(
+                kern, T, N, x, inits, ref, params, "after unload"
+            )
             r.errors += r2.errors
             r.status = getattr(r2, "status", None)
             return r
+
         self.run_guarded("unload", "unload all, launch again", fn)
-        self.run_guarded("unload", "second launch (cached module)",
-                         lambda: self.check_case(kern, T, N, x, inits, ref,
-                                                 params, "cached"))
+        self.run_guarded(
+            "unload",
+            "second launch (cached module)",
+            lambda: self.check_case(
+                kern, T, N, x, inits, ref, params, "cached"
+            ),
+        )
 
     def spec_defaults(self, neurons):
         """The manifests' parameter defaults are docs/Semantics.md's."""
@@ -1459,15 +1794,21 @@ class Checker(object):
                 want = reference_params(name)
                 got = {p.name: p.default for p in nd.params}
                 if set(got) != set(want):
-                    res.fail("parameters %s, docs/Semantics.md has %s"
-                             % (sorted(got), sorted(want)))
+                    res.fail(
+                        "parameters %s, docs/Semantics.md has %s"
+                        % (sorted(got), sorted(want))
+                    )
                 for k in want:
                     if k in got and abs(float(got[k]) - float(want[k])) > 1e-6:
-                        res.fail("%s = %r, docs/Semantics.md's default %r"
-                                 % (k, got[k], want[k]))
+                        res.fail(
+                            "%s = %r, docs/Semantics.md's default %r"
+                            % (k, got[k], want[k])
+                        )
                 if list(nd.states) != STATES[base]:
-                    res.fail("states %s, docs/Semantics.md's %s"
-                             % (list(nd.states), STATES[base]))
+                    res.fail(
+                        "states %s, docs/Semantics.md's %s"
+                        % (list(nd.states), STATES[base])
+                    )
             self.record("spec-defaults", name, res)
 
     def bad_args(self, cases):
@@ -1475,17 +1816,23 @@ class Checker(object):
         for neuron, variant, dtype in cases:
             kern = self.kernels[(neuron, variant, dtype)]
             for label, fn, want, blamed in self._bad_arg_cases(kern):
+
                 def run(fn=fn, want=want, blamed=blamed, kern=kern):
                     return self._bad_arg(kern, fn, want, blamed)
+
                 self.run_guarded("badargs", "%s: %s" % (kern.name, label), run)
         # Afterwards the GPU must still work.
         kern = self.kernels[("lif", "inference", "f32")]
         params = self.kernels.runtime_params(kern)
         x, inits = self.env.random_inputs("lif", "f32", 8, 1000, 7)
         ref = self.reference(kern, x, inits, params)
-        self.run_guarded("badargs", "a good call afterwards",
-                         lambda: self.check_case(kern, 8, 1000, x, inits, ref,
-                                                 params, "after bad args"))
+        self.run_guarded(
+            "badargs",
+            "a good call afterwards",
+            lambda: self.check_case(
+                kern, 8, 1000, x, inits, ref, params, "after bad args"
+            ),
+        )
 
     def _bad_arg_cases(self, kern):
         """(label, mutate(pointers, sizes) -> None, expected status name,
@@ -1496,28 +1843,67 @@ class Checker(object):
         es = ELEM[kern.dtype]
         x_name, out_name = names[xi], names[out]
         cases = [
-            ("input NULL", lambda p, s: p.__setitem__(xi, None),
-             "NULL_POINTER", x_name),
-            ("T = -1", lambda p, s: s.__setitem__("T", -1), "NEGATIVE_SIZE",
-             None),
-            ("N = -5", lambda p, s: s.__setitem__("N", -5), "NEGATIVE_SIZE",
-             None),
-            ("ld = N - 1", lambda p, s: s.__setitem__("ld", s["N"] - 1),
-             "BAD_STRIDE", None),
-            ("ld = -1", lambda p, s: s.__setitem__("ld", -1), "BAD_STRIDE",
-             None),
-            ("N = 2^62", lambda p, s: s.__setitem__("N", 1 << 62),
-             "SIZE_OVERFLOW", None),
-            ("output misaligned by 1 byte",
-             lambda p, s: p.__setitem__(out, p[out] + 1), "INVALID_ARGUMENT",
-             out_name),
-            ("output a host pointer", "host-out", "CONTEXT_MISMATCH",
-             out_name),
+            (
+                "input NULL",
+                lambda p, s: p.__setitem__(xi, None),
+                "NULL_POINTER",
+                x_name,
+            ),
+            (
+                "T = -1",
+                lambda p, s: s.__setitem__("T", -1),
+                "NEGATIVE_SIZE",
+                None,
+            ),
+            (
+                "N = -5",
+                lambda p, s: s.__setitem__("N", -5),
+                "NEGATIVE_SIZE",
+                None,
+            ),
+            (
+                "ld = N - 1",
+                lambda p, s: s.__setitem__("ld", s["N"] - 1),
+                "BAD_STRIDE",
+                None,
+            ),
+            (
+                "ld = -1",
+                lambda p, s: s.__setitem__("ld", -1),
+                "BAD_STRIDE",
+                None,
+            ),
+            (
+                "N = 2^62",
+                lambda p, s: s.__setitem__("N", 1 << 62),
+                "SIZE_OVERFLOW",
+                None,
+            ),
+            (
+                "output misaligned by 1 byte",
+                lambda p, s: p.__setitem__(out, p[out] + 1),
+                "INVALID_ARGUMENT",
+                out_name,
+            ),
+            (
+                "output a host pointer",
+                "host-out",
+                "CONTEXT_MISMATCH",
+                out_name,
+            ),
             ("input a host pointer", "host-in", "CONTEXT_MISMATCH", x_name),
-            ("output too small (2 MiB allocation)", "small-out",
-             "BUFFER_TOO_SMALL", out_name),
-            ("input too small (2 MiB allocation)", "small-in",
-             "BUFFER_TOO_SMALL", x_name),
+            (
+                "output too small (2 MiB allocation)",
+                "small-out",
+                "BUFFER_TOO_SMALL",
+                out_name,
+            ),
+            (
+                "input too small (2 MiB allocation)",
+                "small-in",
+                "BUFFER_TOO_SMALL",
+                x_name,
+            ),
         ]
         self._bad_idx = (xi, out, es)
         return cases
@@ -1528,13 +1914,12 @@ class Checker(object):
         the stream."""
         env, b = self.env, self.kernels
         xi, out, es = self._bad_idx
-        T, N = 4, 1 << 18          # [T, N] needs 4 MiB (f32) / 2 MiB (16-bit)
+        T, N = 4, 1 << 18  # [T, N] needs 4 MiB (f32) / 2 MiB (16-bit)
         if es == 2:
-            T = 8                  # ... 4 MiB as well
+            T = 8  # ... 4 MiB as well
         res = Result()
         x, inits = env.random_inputs(kern.neuron, kern.dtype, T, N, 5)
-        case = Case(env, kern, T, N, x, inits,
-                    params=b.runtime_params(kern))
+        case = Case(env, kern, T, N, x, inits, params=b.runtime_params(kern))
         # Allocate and fill the buffers as Case.run does, without launching.
         pointers, k_init = [], 0
         for a in kern.buffers:
@@ -1560,27 +1945,39 @@ class Checker(object):
             pointers[out if mutate == "small-out" else xi] = raw.ptr
         params = [b.runtime_params(kern)[p.name] for p in kern.params]
         try:
-            status = kern(env.stream(), sizes["T"], sizes["N"], sizes["ld"],
-                          pointers, params)
+            status = kern(
+                env.stream(),
+                sizes["T"],
+                sizes["N"],
+                sizes["ld"],
+                pointers,
+                params,
+            )
             env.sync()
         finally:
             if raw is not None:
                 raw.free()
         res.status = status
         if status != b.status(want):
-            res.fail("status %s (%s), expected FLEXSN_ERROR_%s"
-                     % (b.status_name(status), b.message(status), want))
+            res.fail(
+                "status %s (%s), expected FLEXSN_ERROR_%s"
+                % (b.status_name(status), b.message(status), want)
+            )
         elif kern.blamed != blamed:
-            res.fail("the error names argument %r, expected %r"
-                     % (kern.blamed, blamed))
+            res.fail(
+                "the error names argument %r, expected %r"
+                % (kern.blamed, blamed)
+            )
         case.flat = {n: env.fetch(bf) for n, bf in case.bufs.items()}
         for a in kern.buffers:
             if a.role in WRITTEN:
                 flat = case.flat[a.name]
                 n = env.ops.count(~env.isnan_storage(flat, kern.dtype))
                 if n:
-                    res.fail("%s: %d elements written by a call that failed"
-                             % (a.name, n))
+                    res.fail(
+                        "%s: %d elements written by a call that failed"
+                        % (a.name, n)
+                    )
         case.release()
         return res
 
@@ -1605,8 +2002,10 @@ class CudaDriverLite(object):
 
     def __init__(self):
         L = ctypes.CDLL("libcuda.so.1")
-        L.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64),
-                                    ctypes.c_size_t]
+        L.cuMemAlloc_v2.argtypes = [
+            ctypes.POINTER(ctypes.c_uint64),
+            ctypes.c_size_t,
+        ]
         L.cuMemAlloc_v2.restype = ctypes.c_int
         L.cuMemFree_v2.argtypes = [ctypes.c_uint64]
         L.cuMemFree_v2.restype = ctypes.c_int
@@ -1622,12 +2021,12 @@ class CudaDriverLite(object):
     def free(self, p):
         self.lib.cuMemFree_v2(p)
 
+
 # ---------------------------------------------------------------------------
 # Main
 
 
-def summarize(checker, out_dir, extra, allow_skip=False,
-              prog="kernel_checks"):
+def summarize(checker, out_dir, extra, allow_skip=False, prog="kernel_checks"):
     passed = failed = skipped = 0
     lines = []
     groups = []
@@ -1637,20 +2036,28 @@ def summarize(checker, out_dir, extra, allow_skip=False,
         too_many_cut = g["neurons"] >= 1000 and frac > MAX_CUT
         if too_many_cut:
             g["failed"] += 1
-            g["failures"].append("%.2f%% of the trajectories came within "
-                                 "%g of the threshold (limit %.0f%%)"
-                                 % (100 * frac, NEAR, 100 * MAX_CUT))
+            g["failures"].append(
+                "%.2f%% of the trajectories came within "
+                "%g of the threshold (limit %.0f%%)"
+                % (100 * frac, NEAR, 100 * MAX_CUT)
+            )
         ok = g["failed"] == 0 and g["skipped"] == 0
         passed += g["passed"]
         failed += g["failed"]
         skipped += g["skipped"]
         line = "%s %-36s %4d passed %3d failed" % (
-            "PASS" if ok else "FAIL", name, g["passed"], g["failed"])
+            "PASS" if ok else "FAIL",
+            name,
+            g["passed"],
+            g["failed"],
+        )
         if g["skipped"]:
             line += " %d skipped" % g["skipped"]
         if g["max_err"] or g["max_ratio"]:
-            line += "  max|err| %.2e (%.2f of tol)" % (g["max_err"],
-                                                       g["max_ratio"])
+            line += "  max|err| %.2e (%.2f of tol)" % (
+                g["max_err"],
+                g["max_ratio"],
+            )
         if g["neurons"]:
             line += "  cut %.2f%%" % (100 * frac)
         lines.append(line)
@@ -1658,21 +2065,38 @@ def summarize(checker, out_dir, extra, allow_skip=False,
             lines.append("     " + f)
         if len(g["failures"]) > 3:
             lines.append("     ... %d more" % (len(g["failures"]) - 3))
-        groups.append(dict(name=name, ok=ok, passed=g["passed"],
-                           failed=g["failed"], skipped=g["skipped"],
-                           max_err=g["max_err"], max_ratio=g["max_ratio"],
-                           cut_fraction=frac, failures=g["failures"][:20]))
+        groups.append(
+            dict(
+                name=name,
+                ok=ok,
+                passed=g["passed"],
+                failed=g["failed"],
+                skipped=g["skipped"],
+                max_err=g["max_err"],
+                max_ratio=g["max_ratio"],
+                cut_fraction=frac,
+                failures=g["failures"][:20],
+            )
+        )
     for line in lines:
         print(line)
     summary = "%s: %d passed, %d failed" % (prog, passed, failed)
     if skipped:
         summary += " (%d skipped: deadline)" % skipped
-    summary_d = dict(passed=passed, failed=failed, skipped=skipped,
-                     seconds=time.time() - checker.t0)
+    summary_d = dict(
+        passed=passed,
+        failed=failed,
+        skipped=skipped,
+        seconds=time.time() - checker.t0,
+    )
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
-        doc = dict(summary=summary_d, line=summary, groups=groups,
-                   checks=checker.records)
+        doc = dict(
+            summary=summary_d,
+            line=summary,
+            groups=groups,
+            checks=checker.records,
+        )
         doc.update(extra)
         with open(os.path.join(out_dir, "results.json"), "w") as f:
             json.dump(doc, f, indent=1)
@@ -1685,22 +2109,40 @@ def checker_arguments(doc):
     ap = argparse.ArgumentParser(
         description=doc.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(doc.splitlines()[1:]))
-    ap.add_argument("--out", default=None,
-                    help="folder for results.json (default: none)")
-    ap.add_argument("--quick", action="store_true",
-                    help="small subset, CUDA driver API + NumPy, no PyTorch")
-    ap.add_argument("--compile-only", action="store_true",
-                    help="only make the flexsn.compile calls of the checks "
-                    "(fills the cache for a machine without the tools)")
+        epilog="\n".join(doc.splitlines()[1:]),
+    )
+    ap.add_argument(
+        "--out", default=None, help="folder for results.json (default: none)"
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="small subset, CUDA driver API + NumPy, no PyTorch",
+    )
+    ap.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="only make the flexsn.compile calls of the checks "
+        "(fills the cache for a machine without the tools)",
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--deadline", type=float, default=None,
-                    help="skip the checks left after this many seconds")
-    ap.add_argument("--neurons", default=None,
-                    help="comma-separated subset: shipped neurons and their "
-                    "copies (lif, lif_soft, ...)")
-    ap.add_argument("--allow-skip", action="store_true",
-                    help="checks skipped by --deadline do not fail the run")
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="skip the checks left after this many seconds",
+    )
+    ap.add_argument(
+        "--neurons",
+        default=None,
+        help="comma-separated subset: shipped neurons and their "
+        "copies (lif, lif_soft, ...)",
+    )
+    ap.add_argument(
+        "--allow-skip",
+        action="store_true",
+        help="checks skipped by --deadline do not fail the run",
+    )
     return ap
 
 
@@ -1717,9 +2159,12 @@ def requested(names):
 def select(kernels, labels, variants):
     """The labels of `kernels` that have every variant in every dtype,
     restricted to `labels` (None: all)."""
-    return [n for n in kernels.neurons
-            if all((n, v, d) in kernels for v in variants for d in DTYPES)
-            and (labels is None or n in labels)]
+    return [
+        n
+        for n in kernels.neurons
+        if all((n, v, d) in kernels for v in variants for d in DTYPES)
+        and (labels is None or n in labels)
+    ]
 
 
 def make_env(quick, prog="kernel_checks"):
@@ -1727,6 +2172,7 @@ def make_env(quick, prog="kernel_checks"):
     if quick:
         return NumpyEnv(CudaDriver())
     import torch
+
     if not torch.cuda.is_available():
         sys.exit("%s: PyTorch sees no CUDA device" % prog)
     return TorchEnv(torch)
@@ -1735,25 +2181,35 @@ def make_env(quick, prog="kernel_checks"):
 def run_groups(c, neurons, mode, only=None):
     """The groups of a mode ("full" or "quick") on a checker; `only`: the
     one group to run."""
+
     def run(name, fn, *args, **kwargs):
         if only is None or only == name:
             c.run_group(name, fn, *args, **kwargs)
 
     base = [n for n in neurons if base_neuron(n) == n]
-    some = [n for n in ("lif", "plif", "izhikevich", "cuba_lif")
-            if n in base] or base[:1]
+    some = [
+        n for n in ("lif", "plif", "izhikevich", "cuba_lif") if n in base
+    ] or base[:1]
     run("spec-defaults", c.spec_defaults, neurons)
     if mode == "quick":
         c.cpu_max_T = 16
         c.cpu_Ns = (1000,)
         run("grid", c.grid, neurons, DTYPES, (0, 1, 16), (1, 1000))
         run("absent", c.absent_buffers, some, ("f32", "bf16"), (37,))
-        run("strided", c.strided, base, ("f32", "f16"),
-            [(37, 40), (1000, 1003)])
+        run(
+            "strided",
+            c.strided,
+            base,
+            ("f32", "f16"),
+            [(37, 40), (1000, 1003)],
+        )
         run("misaligned", c.misaligned, some, ("f32", "f16"))
         if "lif" in base and "plif" in base:
-            run("badargs", c.bad_args, [("lif", "inference", "f32"),
-                                        ("plif", "final_state", "f16")])
+            run(
+                "badargs",
+                c.bad_args,
+                [("lif", "inference", "f32"), ("plif", "final_state", "f16")],
+            )
         if "lif" in base:
             run("streams", c.streams)
             run("unload", c.unload)
@@ -1763,17 +2219,33 @@ def run_groups(c, neurons, mode, only=None):
     big = (1 << 20) + 3
     run("grid", c.grid, neurons, DTYPES, (0, 1, 16, 64), (1, 1000, big))
     run("absent", c.absent_buffers, base, DTYPES, (37, 1000))
-    run("strided", c.strided, base, DTYPES,
-        [(1000, 1003), (1000, 1024), (5, 8), (1003, 1008)])
+    run(
+        "strided",
+        c.strided,
+        base,
+        DTYPES,
+        [(1000, 1003), (1000, 1024), (5, 8), (1003, 1008)],
+    )
     # ld a multiple of the vector width with N not: the vector kernel with
     # a ragged tail; an odd ld: the scalar kernel; large N.
-    run("strided", c.strided, some[:3], DTYPES,
-        [(big, big + 5), (big, big + 6)], T=8)
+    run(
+        "strided",
+        c.strided,
+        some[:3],
+        DTYPES,
+        [(big, big + 5), (big, big + 6)],
+        T=8,
+    )
     run("misaligned", c.misaligned, base, DTYPES)
-    bad = [k for k in [("lif", "inference", "f32"),
-                       ("plif", "final_state", "f16"),
-                       ("izhikevich", "inference", "bf16")]
-           if k[0] in base]
+    bad = [
+        k
+        for k in [
+            ("lif", "inference", "f32"),
+            ("plif", "final_state", "f16"),
+            ("izhikevich", "inference", "bf16"),
+        ]
+        if k[0] in base
+    ]
     if bad and "lif" in base:
         run("badargs", c.bad_args, bad)
     if "lif" in base:
@@ -1787,22 +2259,30 @@ def main(argv=None):
     if args.compile_only:
         t0 = time.time()
         compiled = compile_neurons(bases, INFERENCE_COPIES)
-        print("kernel_checks: %d compiles in %.0f s (cache %s)"
-              % (len(compiled), time.time() - t0, flexsn.cache_dir()))
+        print(
+            "kernel_checks: %d compiles in %.0f s (cache %s)"
+            % (len(compiled), time.time() - t0, flexsn.cache_dir())
+        )
         return 0
 
     kernels = KernelSet(bases, INFERENCE_COPIES)
     env = make_env(args.quick)
     neurons = select(kernels, labels, VARIANTS)
     mode = "quick" if args.quick else "full"
-    print("kernel_checks: %s; %s; %s mode"
-          % (env.describe(), kernels.describe(), mode))
+    print(
+        "kernel_checks: %s; %s; %s mode"
+        % (env.describe(), kernels.describe(), mode)
+    )
     sys.stdout.flush()
 
     c = Checker(env, kernels, args)
     run_groups(c, neurons, mode)
-    extra = dict(device=env.describe(), mode=mode,
-                 neurons=neurons, cache=str(flexsn.cache_dir()))
+    extra = dict(
+        device=env.describe(),
+        mode=mode,
+        neurons=neurons,
+        cache=str(flexsn.cache_dir()),
+    )
     return summarize(c, args.out, extra, args.allow_skip)
 
 

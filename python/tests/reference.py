@@ -35,15 +35,27 @@ import torch
 
 # The neurons' equations, the surrogates' g(x) and their defaults: the
 # numerics oracle, which the lit tests' NumPy references share.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "test" / "Oracle"))
+sys.path.insert(
+    0, str(pathlib.Path(__file__).resolve().parents[2] / "test" / "Oracle")
+)
 import neuron_oracle  # noqa: E402
 import surrogate_oracle  # noqa: E402
 
 __all__ = [
-    "SURROGATE_DEFAULTS", "surrogate_grad", "spike", "init_w", "if_ref",
-    "lif_ref", "plif_ref", "qif_ref", "eif_ref", "izhikevich_ref",
-    "cuba_lif_ref", "NEURONS", "stepper", "recurrent_ref",
+    "SURROGATE_DEFAULTS",
+    "surrogate_grad",
+    "spike",
+    "init_w",
+    "if_ref",
+    "lif_ref",
+    "plif_ref",
+    "qif_ref",
+    "eif_ref",
+    "izhikevich_ref",
+    "cuba_lif_ref",
+    "NEURONS",
+    "stepper",
+    "recurrent_ref",
 ]
 
 # Every surrogate's parameters and defaults, in the attribute's order: the
@@ -68,8 +80,7 @@ class _SurrogateOps:
 
     def _tensor(self, a):
         # torch.where with Python scalars is not in every version.
-        return a if isinstance(a, torch.Tensor) else torch.full_like(
-            self.x, a)
+        return a if isinstance(a, torch.Tensor) else torch.full_like(self.x, a)
 
     def where(self, condition, a, b):
         return torch.where(condition, self._tensor(a), self._tensor(b))
@@ -138,8 +149,9 @@ def _initial(state0, x_seq):
         return x_seq.new_zeros(shape)
     if isinstance(state0, torch.Tensor):
         return state0
-    return torch.full(shape, float(state0), dtype=x_seq.dtype,
-                      device=x_seq.device)
+    return torch.full(
+        shape, float(state0), dtype=x_seq.dtype, device=x_seq.device
+    )
 
 
 def _run(x_seq, states, step):
@@ -181,8 +193,9 @@ class _TensorOps:
         # PLIF's w: normally a tensor requiring grad; a number becomes one
         # of x_seq's dtype (without grad).
         if not isinstance(w, torch.Tensor):
-            w = torch.tensor(float(w), dtype=self.like.dtype,
-                             device=self.like.device)
+            w = torch.tensor(
+                float(w), dtype=self.like.dtype, device=self.like.device
+            )
         return 1 / (1 + torch.exp(-w))
 
     def spike(self, over):
@@ -211,19 +224,23 @@ def stepper(neuron, like, surrogate=DEFAULT_SURROGATE, **params):
         st = dict(zip(names, states))
         s, new, _ = neuron_oracle.step(ops, neuron, p, x, st)
         return s, tuple(new[name] for name in names)
+
     return step
 
 
-def recurrent_ref(neuron, x_seq, w_in, b_in, w_rec,
-                  surrogate=DEFAULT_SURROGATE, **params):
+def recurrent_ref(
+    neuron, x_seq, w_in, b_in, w_rec, surrogate=DEFAULT_SURROGATE, **params
+):
     """The spikes [T, B, H] of a recurrent layer of `neuron`s over x_seq
     [T, B, I], from rest: s[t] = neuron(x[t] w_in^T + b_in + s[t-1]
     w_rec^T), s[-1] = 0 (b_in may be None)."""
     step = stepper(neuron, x_seq, surrogate, **params)
     hidden = w_rec.shape[0]
     spikes = x_seq.new_zeros(x_seq.shape[1], hidden)
-    states = tuple(x_seq.new_zeros(x_seq.shape[1], hidden)
-                   for _ in neuron_oracle.STATES[neuron])
+    states = tuple(
+        x_seq.new_zeros(x_seq.shape[1], hidden)
+        for _ in neuron_oracle.STATES[neuron]
+    )
     outputs = []
     for x in x_seq:
         drive = x @ w_in.T
@@ -231,8 +248,11 @@ def recurrent_ref(neuron, x_seq, w_in, b_in, w_rec,
             drive = drive + b_in
         spikes, states = step(drive + spikes @ w_rec.T, states)
         outputs.append(spikes)
-    return torch.stack(outputs) if outputs else \
-        x_seq.new_zeros((0, x_seq.shape[1], hidden))
+    return (
+        torch.stack(outputs)
+        if outputs
+        else x_seq.new_zeros((0, x_seq.shape[1], hidden))
+    )
 
 
 def _reference(neuron):
@@ -246,15 +266,18 @@ def _reference(neuron):
 
     def ref(x_seq, *initial, surrogate=DEFAULT_SURROGATE, **params):
         if len(initial) > len(names):
-            raise TypeError(f"{neuron}_ref takes {len(names)} initial "
-                            f"state(s) {names}, got {len(initial)}")
+            raise TypeError(
+                f"{neuron}_ref takes {len(names)} initial "
+                f"state(s) {names}, got {len(initial)}"
+            )
         initial = list(initial) + [None] * (len(names) - len(initial))
         for i, name in enumerate(names):
             if name + "0" in params:
                 initial[i] = params.pop(name + "0")
         step = stepper(neuron, x_seq, surrogate, **params)
-        spikes, seqs = _run(x_seq, [_initial(s0, x_seq) for s0 in initial],
-                            step)
+        spikes, seqs = _run(
+            x_seq, [_initial(s0, x_seq) for s0 in initial], step
+        )
         return spikes, (seqs[0] if len(names) == 1 else tuple(seqs))
 
     ref.__name__ = ref.__qualname__ = f"{neuron}_ref"

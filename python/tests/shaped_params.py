@@ -13,10 +13,14 @@ import torch
 # evaluate the neuron file's operations in its order, as the loops do;
 # NVVM may contract multiply-adds into FMAs. Gradients reduced over
 # neurons (per-channel, scalar) sum in another order than autograd does.
-FWD_TOL = {"cpu": dict(rtol=1e-6, atol=1e-6),
-           "cuda": dict(rtol=1e-5, atol=1e-5)}
-GRAD_TOL = {"cpu": dict(rtol=1e-4, atol=1e-5),
-            "cuda": dict(rtol=2e-4, atol=2e-5)}
+FWD_TOL = {
+    "cpu": dict(rtol=1e-6, atol=1e-6),
+    "cuda": dict(rtol=1e-5, atol=1e-5),
+}
+GRAD_TOL = {
+    "cpu": dict(rtol=1e-4, atol=1e-5),
+    "cuda": dict(rtol=2e-4, atol=2e-5),
+}
 
 FLAGS = {
     "hard": dict(soft=False, detach=False),
@@ -59,8 +63,9 @@ def slope(alpha: float):
 
 def close(got, want, tol, what):
     assert got.shape == want.shape, (what, got.shape, want.shape)
-    assert torch.allclose(got, want, **tol), (
-        f"{what}: max |diff| {(got - want).abs().max().item():.3g}")
+    assert torch.allclose(
+        got, want, **tol
+    ), f"{what}: max |diff| {(got - want).abs().max().item():.3g}"
 
 
 class ModuleCache:

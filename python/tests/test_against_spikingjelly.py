@@ -22,27 +22,42 @@ from flexsn.torch import IFNode, LIFNode, ParametricLIFNode
 from devices import DEVICES
 
 V_RESETS = (0.0, None, -0.2, 0.3)
-CONFIGS = (
-    [("IFNode", dict(v_reset=r, detach_reset=d))
-     for r in V_RESETS for d in (False, True)]
-    + [(cls, dict({key: 3.0}, v_reset=r, detach_reset=d, decay_input=i))
-       for cls, key in (("LIFNode", "tau"), ("ParametricLIFNode", "init_tau"))
-       for r in V_RESETS for d in (False, True) for i in (True, False)])
+CONFIGS = [
+    ("IFNode", dict(v_reset=r, detach_reset=d))
+    for r in V_RESETS
+    for d in (False, True)
+] + [
+    (cls, dict({key: 3.0}, v_reset=r, detach_reset=d, decay_input=i))
+    for cls, key in (("LIFNode", "tau"), ("ParametricLIFNode", "init_tau"))
+    for r in V_RESETS
+    for d in (False, True)
+    for i in (True, False)
+]
 # SpikingJelly's surrogate classes of the same names (not every one it has:
 # the ones FlexSN compiles, less MultiGaussian, which SpikingJelly lacks),
 # with parameters other than the defaults where the default would hide a
 # mix-up.
-SURROGATES = [(cls.__name__, {}) for cls in sg.ALL
-              if cls is not sg.MultiGaussian] + [
-    ("ATan", dict(alpha=3.0)), ("Sigmoid", dict(alpha=2.5)),
+SURROGATES = [
+    (cls.__name__, {}) for cls in sg.ALL if cls is not sg.MultiGaussian
+] + [
+    ("ATan", dict(alpha=3.0)),
+    ("Sigmoid", dict(alpha=2.5)),
     ("PiecewiseLeakyReLU", dict(w=0.5, c=0.05)),
     ("LeakyKReLU", dict(leak=0.1, k=0.8)),
 ]
 # What a training script writes between calls.
-WRITES = {"v_threshold": 0.7, "tau": 4.0, "decay_input": False,
-          "detach_reset": True, "v_reset": -0.05}
-OURS = {"IFNode": IFNode, "LIFNode": LIFNode,
-        "ParametricLIFNode": ParametricLIFNode}
+WRITES = {
+    "v_threshold": 0.7,
+    "tau": 4.0,
+    "decay_input": False,
+    "detach_reset": True,
+    "v_reset": -0.05,
+}
+OURS = {
+    "IFNode": IFNode,
+    "LIFNode": LIFNode,
+    "ParametricLIFNode": ParametricLIFNode,
+}
 
 
 def config_id(config):
@@ -71,8 +86,9 @@ def test_flexsn_side_builds(config):
         node.compiled
 
 
-@pytest.mark.parametrize("name,params", SURROGATES,
-                         ids=[f"{n}{p or ''}" for n, p in SURROGATES])
+@pytest.mark.parametrize(
+    "name,params", SURROGATES, ids=[f"{n}{p or ''}" for n, p in SURROGATES]
+)
 def test_flexsn_surrogates_build(name, params):
     LIFNode(surrogate_function=sg.by_name(name, **params)).compiled
 
@@ -88,14 +104,18 @@ def spikingjelly():
 
 def sj_surrogate(name, params):
     from spikingjelly.activation_based import surrogate
+
     return getattr(surrogate, name)(**params)
 
 
 def sj_node(cls, kwargs, device, **extra):
     neuron = spikingjelly()
-    kwargs = {k: float(v) if isinstance(v, (int, float)) and
-              not isinstance(v, bool) else v
-              for k, v in {**kwargs, **extra}.items()}
+    kwargs = {
+        k: float(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+        else v
+        for k, v in {**kwargs, **extra}.items()
+    }
     return getattr(neuron, cls)(backend="torch", **kwargs).to(device)
 
 
@@ -119,8 +139,14 @@ def run_both(ours, theirs, x, r, calls=2):
         loss = loss + module.v.sum()
         loss.backward()
         w = getattr(module, "w", None)
-        results.append((s.detach(), module.v.detach(), xs.grad,
-                        None if w is None else w.grad))
+        results.append(
+            (
+                s.detach(),
+                module.v.detach(),
+                xs.grad,
+                None if w is None else w.grad,
+            )
+        )
     return results
 
 
@@ -136,19 +162,33 @@ def assert_same(ours, theirs, what, dtype=torch.float32):
     if differs.shape != v.shape:
         differs = differs.any(0)  # [T, N...] spikes: any step
     allowed = 1 if dtype == torch.float32 else max(1, differs.numel() // 100)
-    assert int(differs.sum()) <= allowed, \
-        f"{what}: {int(differs.sum())} neurons spike differently"
+    assert (
+        int(differs.sum()) <= allowed
+    ), f"{what}: {int(differs.sum())} neurons spike differently"
     keep = ~differs
-    torch.testing.assert_close(v[keep].float(), v_r[keep].float(), rtol=tol,
-                               atol=tol, msg=lambda m: f"{what}: v: {m}")
+    torch.testing.assert_close(
+        v[keep].float(),
+        v_r[keep].float(),
+        rtol=tol,
+        atol=tol,
+        msg=lambda m: f"{what}: v: {m}",
+    )
     keep_x = keep.expand_as(gx) if gx.shape != keep.shape else keep
-    torch.testing.assert_close(gx[keep_x].float(), gx_r[keep_x].float(),
-                               rtol=10 * tol, atol=10 * tol,
-                               msg=lambda m: f"{what}: x.grad: {m}")
+    torch.testing.assert_close(
+        gx[keep_x].float(),
+        gx_r[keep_x].float(),
+        rtol=10 * tol,
+        atol=10 * tol,
+        msg=lambda m: f"{what}: x.grad: {m}",
+    )
     if gw_r is not None and not bool(differs.any()):
-        torch.testing.assert_close(gw.float(), gw_r.float(), rtol=1e-3,
-                                   atol=1e-3,
-                                   msg=lambda m: f"{what}: w.grad: {m}")
+        torch.testing.assert_close(
+            gw.float(),
+            gw_r.float(),
+            rtol=1e-3,
+            atol=1e-3,
+            msg=lambda m: f"{what}: w.grad: {m}",
+        )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -174,23 +214,25 @@ def test_single_step(device, config):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("name,params", SURROGATES,
-                         ids=[f"{n}{p or ''}" for n, p in SURROGATES])
+@pytest.mark.parametrize(
+    "name,params", SURROGATES, ids=[f"{n}{p or ''}" for n, p in SURROGATES]
+)
 def test_surrogates(device, name, params):
     spikingjelly()
     theirs_sg = sj_surrogate(name, params)
     ours = LIFNode(surrogate_function=theirs_sg, step_mode="m").to(device)
-    theirs = sj_node("LIFNode", {}, device, step_mode="m",
-                     surrogate_function=theirs_sg)
+    theirs = sj_node(
+        "LIFNode", {}, device, step_mode="m", surrogate_function=theirs_sg
+    )
     assert ours.surrogate_function == sg.by_name(name, **params)
     x, r = data(device, 3)
     assert_same(*run_both(ours, theirs, x, r), name)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("config", [c for c in CONFIGS
-                                    if c[0] == "LIFNode"][::4],
-                         ids=config_id)
+@pytest.mark.parametrize(
+    "config", [c for c in CONFIGS if c[0] == "LIFNode"][::4], ids=config_id
+)
 def test_attribute_writes(device, config):
     cls, kwargs = config
     ours = flexsn_node(cls, kwargs, device, step_mode="m")
@@ -213,8 +255,9 @@ def test_half_after_a_call(device):
     if device == "cpu":
         pytest.skip("SpikingJelly's torch backend in float16 needs CUDA")
     ours = LIFNode(tau=3.0, v_reset=-0.2, step_mode="m").to(device)
-    theirs = sj_node("LIFNode", dict(tau=3.0, v_reset=-0.2), device,
-                     step_mode="m")
+    theirs = sj_node(
+        "LIFNode", dict(tau=3.0, v_reset=-0.2), device, step_mode="m"
+    )
     x, r = data(device, 5)
     with torch.no_grad():
         ours(x), theirs(x)
@@ -227,8 +270,9 @@ def test_half_after_a_call(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_save_and_load(device):
     ours = ParametricLIFNode(v_reset=0.3, step_mode="m").to(device)
-    theirs = sj_node("ParametricLIFNode", dict(v_reset=0.3), device,
-                     step_mode="m")
+    theirs = sj_node(
+        "ParametricLIFNode", dict(v_reset=0.3), device, step_mode="m"
+    )
     x, r = data(device, 6)
     with torch.no_grad():
         ours(x), theirs(x)
@@ -251,11 +295,16 @@ def fields(module):
 @pytest.mark.parametrize("config", CONFIGS[::5], ids=config_id)
 def test_printing(config):
     cls, kwargs = config
-    ours, theirs = (flexsn_node(cls, kwargs, "cpu"),
-                    sj_node(cls, kwargs, "cpu"))
+    ours, theirs = (
+        flexsn_node(cls, kwargs, "cpu"),
+        sj_node(cls, kwargs, "cpu"),
+    )
     want, got = fields(theirs), fields(ours)
     assert want.pop("backend") == "torch" and got.pop("backend") == "flexsn"
     assert got == want
-    surrogate = [line.strip() for line in repr(theirs).splitlines()
-                 if "surrogate_function" in line]
+    surrogate = [
+        line.strip()
+        for line in repr(theirs).splitlines()
+        if "surrogate_function" in line
+    ]
     assert surrogate and surrogate[0] in repr(ours)

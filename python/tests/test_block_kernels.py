@@ -22,8 +22,13 @@ import flexsn
 
 from devices import DEVICES  # noqa: E402
 
-BLOCK = (pathlib.Path(__file__).resolve().parents[2] / "test" / "Pipelines" /
-         "Inputs" / "bn_lif_block.mlir")
+BLOCK = (
+    pathlib.Path(__file__).resolve().parents[2]
+    / "test"
+    / "Pipelines"
+    / "Inputs"
+    / "bn_lif_block.mlir"
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,17 +59,31 @@ def test_block_kernel_against_formulas(block, device, shape):
     x = torch.randint(-24, 40, shape, generator=gen).float() / 16
     scale = torch.randint(8, 40, (C,), generator=gen).float() / 16
     shift = torch.randint(-8, 8, (C,), generator=gen).float() / 16
-    want_y, want_v = block_loop(x.double().numpy(), scale.double().numpy(),
-                                shift.double().numpy())
+    want_y, want_v = block_loop(
+        x.double().numpy(), scale.double().numpy(), shift.double().numpy()
+    )
     x, scale, shift = (t.to(device) for t in (x, scale, shift))
     y = torch.full_like(x, float("nan"))
     v = torch.full((B, C, S), float("nan"), device=device)
     kernel = block.kernel(device, "bn_lif_inference_f32")
-    addresses = [x.data_ptr(), 0, y.data_ptr(), v.data_ptr(),
-                 scale.data_ptr(), shift.data_ptr()]  # v_init absent: zeros
+    addresses = [
+        x.data_ptr(),
+        0,
+        y.data_ptr(),
+        v.data_ptr(),
+        scale.data_ptr(),
+        shift.data_ptr(),
+    ]  # v_init absent: zeros
     if device == "cuda":
-        kernel.launch(torch.cuda.current_stream().cuda_stream, T, N, 0,
-                      addresses, 0, channels=(C, S))
+        kernel.launch(
+            torch.cuda.current_stream().cuda_stream,
+            T,
+            N,
+            0,
+            addresses,
+            0,
+            channels=(C, S),
+        )
         torch.cuda.synchronize()
     else:
         kernel.launch(T, N, addresses, 0, channels=(C, S))
@@ -75,13 +94,25 @@ def test_block_kernel_against_formulas(block, device, shape):
 def test_block_kernel_signature(block):
     spec = block.kernel("cpu", "bn_lif_inference_f32").spec
     assert [b.name for b in spec.buffers] == [
-        "x", "v_init", "y", "v", "scale", "shift"]
+        "x",
+        "v_init",
+        "y",
+        "v",
+        "scale",
+        "shift",
+    ]
     assert [b.role for b in spec.buffers] == [
-        "input_sequence", "initial_state", "output_sequence", "final_state",
-        "per_channel_param", "per_channel_param"]
+        "input_sequence",
+        "initial_state",
+        "output_sequence",
+        "final_state",
+        "per_channel_param",
+        "per_channel_param",
+    ]
     with pytest.raises(ValueError):
         block.kernel("cpu", "bn_lif_inference_f32").launch(
-            2, 10, [0] * 6, 0, channels=(3, 2))
+            2, 10, [0] * 6, 0, channels=(3, 2)
+        )
 
 
 UNFUSABLE = """
@@ -118,8 +149,10 @@ func.func @total(%x: tensor<?x?xf32>, %i: tensor<?xf32>) -> tensor<?xf32>
 def test_malformed_linalg_list_is_a_compile_error():
     # Upstream's linalg.reduce parser crashes on an unclosed list; the
     # tools report it at the token that breaks it.
-    with pytest.raises(flexsn.CompileError,
-                       match=r":6:3: error: expected a list of 64-bit "
-                             r"integers in square brackets after "
-                             r"'dimensions ='"):
+    with pytest.raises(
+        flexsn.CompileError,
+        match=r":6:3: error: expected a list of 64-bit "
+        r"integers in square brackets after "
+        r"'dimensions ='",
+    ):
         flexsn.compile_kernels(MALFORMED_LIST, targets=("cpu",))

@@ -17,8 +17,12 @@ import pytest
 import torch
 
 import flexsn
-from flexsn._dialect import (BLOCK_CONNECTION_OPERANDS, BLOCK_CONNECTIONS,
-                             BLOCK_PRES, BLOCK_READOUTS)
+from flexsn._dialect import (
+    BLOCK_CONNECTION_OPERANDS,
+    BLOCK_CONNECTIONS,
+    BLOCK_PRES,
+    BLOCK_READOUTS,
+)
 from flexsn._tools import tool_command
 from flexsn.torch import Affine, Block, LIFNode, ParametricLIFNode, Residual
 from flexsn.torch._block import BlockShape, block_declaration, block_module
@@ -55,16 +59,31 @@ def inputs(shape, device, seed):
     return x.to(device), scale.to(device), shift.to(device)
 
 
-def bn_lif(C, device, post="add", scale=None, shift=None, readout=None,
-           storage_types=("f32",)):
+def bn_lif(
+    C,
+    device,
+    post="add",
+    scale=None,
+    shift=None,
+    readout=None,
+    storage_types=("f32",),
+):
     """The BN-apply + LIF block with `scale` and `shift` (default: ones
     and zeros); blocks of one post-op, readout and storage types share a
     compile."""
-    name = (f"bn_lif_{post or 'spikes'}" + ("_sum" if readout else "")
-            + "".join(f"_{t}" for t in storage_types if t != "f32"))
-    block = Block(LIFNode(step_mode="m", tau=2.0), pre=Affine(num_channels=C),
-                  post=post and Residual(post), readout=readout,
-                  name=name, storage_types=storage_types).to(device)
+    name = (
+        f"bn_lif_{post or 'spikes'}"
+        + ("_sum" if readout else "")
+        + "".join(f"_{t}" for t in storage_types if t != "f32")
+    )
+    block = Block(
+        LIFNode(step_mode="m", tau=2.0),
+        pre=Affine(num_channels=C),
+        post=post and Residual(post),
+        readout=readout,
+        name=name,
+        storage_types=storage_types,
+    ).to(device)
     if scale is not None:
         with torch.no_grad():
             block.scale.copy_(scale)
@@ -74,8 +93,9 @@ def bn_lif(C, device, post="add", scale=None, shift=None, readout=None,
 
 def grads_ref(x, scale, shift, op, grad_y, grad_v, **kw):
     """Gradients of <y, grad_y> + <v_T, grad_v> by float64 autograd."""
-    x, scale, shift = (t.detach().double().requires_grad_()
-                       for t in (x, scale, shift))
+    x, scale, shift = (
+        t.detach().double().requires_grad_() for t in (x, scale, shift)
+    )
     y, v = block_ref(x, scale, shift, op, **kw)
     torch.autograd.backward([y, v], [grad_y.double(), grad_v.double()])
     return y, v, x.grad, scale.grad, shift.grad
@@ -95,16 +115,19 @@ def test_block_against_formulas(device, op):
     grad_v = torch.randn(v.shape, generator=gen).to(device)
     torch.autograd.backward([y, v], [grad_y, grad_v])
 
-    want_y, want_v, gx, gscale, gshift = grads_ref(x, scale, shift, op,
-                                                   grad_y, grad_v)
+    want_y, want_v, gx, gscale, gshift = grads_ref(
+        x, scale, shift, op, grad_y, grad_v
+    )
     assert y.shape == x.shape and v.shape == x.shape[1:]
     torch.testing.assert_close(y.double(), want_y, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(v.double(), want_v, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(x.grad.double(), gx, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(block.scale.grad.double(), gscale,
-                               rtol=1e-4, atol=1e-3)
-    torch.testing.assert_close(block.shift.grad.double(), gshift,
-                               rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(
+        block.scale.grad.double(), gscale, rtol=1e-4, atol=1e-3
+    )
+    torch.testing.assert_close(
+        block.shift.grad.double(), gshift, rtol=1e-4, atol=1e-3
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -152,23 +175,32 @@ def test_skip_input_against_formulas(device, op):
     x, scale, shift = inputs((T, B, C, S), device, seed=31 + len(op))
     gen = torch.Generator().manual_seed(8)
     skip = (torch.rand(T, B, C, S, generator=gen) < 0.5).float().to(device)
-    block = Block(LIFNode(step_mode="m", tau=2.0), pre=Affine(num_channels=C),
-                  post=Residual(op, skip=True), name=f"sew_{op}").to(device)
+    block = Block(
+        LIFNode(step_mode="m", tau=2.0),
+        pre=Affine(num_channels=C),
+        post=Residual(op, skip=True),
+        name=f"sew_{op}",
+    ).to(device)
     assert block.info.inputs == ("x", "skip")
     with torch.no_grad():
         block.scale.copy_(scale)
         block.shift.copy_(shift)
     y, grad = backward_with_skip(block, x, skip, gen)
 
-    xd, sd, a, b = (t.detach().double().requires_grad_()
-                    for t in (x, skip, scale, shift))
+    xd, sd, a, b = (
+        t.detach().double().requires_grad_() for t in (x, skip, scale, shift)
+    )
     view = (1, 1, C, 1)
     spikes, _ = reference.lif_ref(xd * a.view(view) + b.view(view))
     want = CONNECT[op](spikes, sd)
     want.backward(grad.double())
     torch.testing.assert_close(y.double(), want, rtol=1e-6, atol=1e-6)
-    for got, ref in ((x.grad, xd.grad), (skip.grad, sd.grad),
-                     (block.scale.grad, a.grad), (block.shift.grad, b.grad)):
+    for got, ref in (
+        (x.grad, xd.grad),
+        (skip.grad, sd.grad),
+        (block.scale.grad, a.grad),
+        (block.shift.grad, b.grad),
+    ):
         torch.testing.assert_close(got.double(), ref, rtol=1e-4, atol=1e-3)
     with pytest.raises(TypeError, match="second input"):
         block(x)
@@ -179,9 +211,15 @@ def test_skip_input_against_formulas(device, op):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("pre,post", [(None, None), ("affine", None),
-                                      ("channel_affine", "iand"),
-                                      ("batch_norm", None)])
+@pytest.mark.parametrize(
+    "pre,post",
+    [
+        (None, None),
+        ("affine", None),
+        ("channel_affine", "iand"),
+        ("batch_norm", None),
+    ],
+)
 def test_added_input_against_formulas(device, pre, post):
     """add_skip=True: the block adds a second input to the pre-op's output
     before the neuron (Spiking-ResNet's sn(bn(x) + identity)), y =
@@ -191,16 +229,27 @@ def test_added_input_against_formulas(device, pre, post):
     x, scale, shift = inputs((T, B, C, S), device, seed=61 + len(pre or ""))
     gen = torch.Generator().manual_seed(9)
     skip = (torch.rand(T, B, C, S, generator=gen) < 0.5).float().to(device)
-    modules = {None: None, "affine": Affine(scale=0.75, shift=0.125),
-               "channel_affine": Affine(num_channels=C),
-               "batch_norm": torch.nn.BatchNorm1d(C)}
-    block = Block(LIFNode(step_mode="m", tau=2.0), pre=modules[pre],
-                  post=post and Residual(post), add_skip=True,
-                  name=f"added_{pre}_{post}").to(device)
+    modules = {
+        None: None,
+        "affine": Affine(scale=0.75, shift=0.125),
+        "channel_affine": Affine(num_channels=C),
+        "batch_norm": torch.nn.BatchNorm1d(C),
+    }
+    block = Block(
+        LIFNode(step_mode="m", tau=2.0),
+        pre=modules[pre],
+        post=post and Residual(post),
+        add_skip=True,
+        name=f"added_{pre}_{post}",
+    ).to(device)
     assert block.info.inputs == ("x", "skip")
-    assert block.shape.pre == ("add" if pre is None else
-                               "channel_affine_add" if pre != "affine"
-                               else "affine_add")
+    assert block.shape.pre == (
+        "add"
+        if pre is None
+        else "channel_affine_add"
+        if pre != "affine"
+        else "affine_add"
+    )
     if pre == "channel_affine":
         with torch.no_grad():
             block.scale.copy_(scale)
@@ -212,23 +261,36 @@ def test_added_input_against_formulas(device, pre, post):
     if pre is None:
         p = xd
     elif pre == "batch_norm":
-        w, b = (t.detach().double().requires_grad_()
-                for t in (block.pre.weight, block.pre.bias))
-        p = batch_norm_ref(xd, w, b, xd.mean((0, 1, 3)),
-                           xd.var((0, 1, 3), unbiased=False), block.pre.eps)
+        w, b = (
+            t.detach().double().requires_grad_()
+            for t in (block.pre.weight, block.pre.bias)
+        )
+        p = batch_norm_ref(
+            xd,
+            w,
+            b,
+            xd.mean((0, 1, 3)),
+            xd.var((0, 1, 3), unbiased=False),
+            block.pre.eps,
+        )
     else:
-        a, b = (t.detach().double().requires_grad_()
-                for t in (block.scale, block.shift))
-        p = xd * (a.view(view) if a.dim() else a) + \
-            (b.view(view) if b.dim() else b)
+        a, b = (
+            t.detach().double().requires_grad_()
+            for t in (block.scale, block.shift)
+        )
+        p = xd * (a.view(view) if a.dim() else a) + (
+            b.view(view) if b.dim() else b
+        )
     spikes, _ = reference.lif_ref(p + sd)
     want = CONNECT[post](spikes, xd) if post else spikes
     want.backward(grad.double())
     torch.testing.assert_close(y.double(), want, rtol=1e-6, atol=1e-6)
     pairs = [(x.grad, xd.grad), (skip.grad, sd.grad)]
     if pre == "batch_norm":
-        pairs += [(block.pre.weight.grad, w.grad),
-                  (block.pre.bias.grad, b.grad)]
+        pairs += [
+            (block.pre.weight.grad, w.grad),
+            (block.pre.bias.grad, b.grad),
+        ]
     elif pre is not None:
         pairs += [(block.scale.grad, a.grad), (block.shift.grad, b.grad)]
     for got, ref in pairs:
@@ -236,15 +298,19 @@ def test_added_input_against_formulas(device, pre, post):
     with pytest.raises(TypeError, match="second input"):
         block(x)
     with pytest.raises(ValueError, match="one skip input"):
-        Block(LIFNode(step_mode="m"), post=Residual("add", skip=True),
-              add_skip=True)
+        Block(
+            LIFNode(step_mode="m"),
+            post=Residual("add", skip=True),
+            add_skip=True,
+        )
 
 
 def batch_norm_ref(x, weight, bias, mean, var, eps):
     """nn.BatchNorm's formula over x [T, B, C, ...] in float64."""
     view = (1, 1, -1) + (1,) * (x.dim() - 3)
-    return ((x - mean.view(view)) / torch.sqrt(var.view(view) + eps)
-            * weight.view(view) + bias.view(view))
+    return (x - mean.view(view)) / torch.sqrt(
+        var.view(view) + eps
+    ) * weight.view(view) + bias.view(view)
 
 
 def autograd_nodes(y):
@@ -261,9 +327,10 @@ def autograd_nodes(y):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("momentum,layout", [(0.1, "row_major"),
-                                             (None, "row_major"),
-                                             (0.1, "channels_last")])
+@pytest.mark.parametrize(
+    "momentum,layout",
+    [(0.1, "row_major"), (None, "row_major"), (0.1, "channels_last")],
+)
 def test_batch_norm_pre_in_training(device, momentum, layout):
     """A batch norm in training as the pre-op: the batch statistics over
     T·B and the spatial dims, the running statistics and batch count
@@ -286,8 +353,12 @@ def test_batch_norm_pre_in_training(device, momentum, layout):
             m.bias.copy_(torch.linspace(-0.2, 0.4, C))
             m.running_mean.fill_(0.25)
             m.running_var.fill_(2.0)
-    block = Block(LIFNode(step_mode="m", tau=2.0), pre=bn,
-                  post=Residual("add", skip=True), name="bn_train").to(device)
+    block = Block(
+        LIFNode(step_mode="m", tau=2.0),
+        pre=bn,
+        post=Residual("add", skip=True),
+        name="bn_train",
+    ).to(device)
     twin.to(device)
     x.requires_grad_()
     y = block(x, skip)
@@ -300,34 +371,39 @@ def test_batch_norm_pre_in_training(device, momentum, layout):
     # nn.BatchNorm2d updates its running statistics on the same batch.
     twin(x.detach().flatten(0, 1))
     for name in ("running_mean", "running_var", "num_batches_tracked"):
-        torch.testing.assert_close(getattr(bn, name), getattr(twin, name),
-                                   rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(
+            getattr(bn, name), getattr(twin, name), rtol=1e-5, atol=1e-6
+        )
     assert int(bn.num_batches_tracked) == 1
 
     xd = x.detach().double().requires_grad_()
     w = bn.weight.detach().double().requires_grad_()
     b = bn.bias.detach().double().requires_grad_()
     dims = (0, 1, 3, 4)
-    p = batch_norm_ref(xd, w, b, xd.mean(dims),
-                       xd.var(dims, unbiased=False), bn.eps)
+    p = batch_norm_ref(
+        xd, w, b, xd.mean(dims), xd.var(dims, unbiased=False), bn.eps
+    )
     spikes, _ = reference.lif_ref(p)
     want = spikes + skip.double()
     want.backward(grad.double())
     torch.testing.assert_close(y.double(), want, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(x.grad.double(), xd.grad, rtol=1e-4,
-                               atol=1e-4)
-    torch.testing.assert_close(bn.weight.grad.double(), w.grad, rtol=1e-4,
-                               atol=1e-3)
-    torch.testing.assert_close(bn.bias.grad.double(), b.grad, rtol=1e-4,
-                               atol=1e-3)
+    torch.testing.assert_close(x.grad.double(), xd.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        bn.weight.grad.double(), w.grad, rtol=1e-4, atol=1e-3
+    )
+    torch.testing.assert_close(
+        bn.bias.grad.double(), b.grad, rtol=1e-4, atol=1e-3
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("affine,track", [(False, True), (True, False),
-                                          (False, False)])
+@pytest.mark.parametrize(
+    "affine,track", [(False, True), (True, False), (False, False)]
+)
 @pytest.mark.parametrize("layout", ["row_major", "channels_last"])
-def test_batch_norm_pre_without_affine_or_running_stats(device, affine,
-                                                        track, layout):
+def test_batch_norm_pre_without_affine_or_running_stats(
+    device, affine, track, layout
+):
     """Batch norms without weight and bias, or without running statistics
     (batch statistics in eval too), train as nn.BatchNorm2d followed by
     the neuron: spikes, the gradient of x and (with affine) of the weight
@@ -344,8 +420,9 @@ def test_batch_norm_pre_without_affine_or_running_stats(device, affine,
             for m in (bn, twin):
                 m.weight.copy_(torch.linspace(0.5, 1.5, C))
                 m.bias.copy_(torch.linspace(-0.2, 0.4, C))
-    block = Block(LIFNode(step_mode="m", tau=2.0), pre=bn,
-                  name="bn_plain").to(device)
+    block = Block(LIFNode(step_mode="m", tau=2.0), pre=bn, name="bn_plain").to(
+        device
+    )
     lif = LIFNode(step_mode="m", tau=2.0).to(device)
     grad = torch.randn(x.shape, generator=gen).to(device)
     for mode in ("train", "eval"):
@@ -361,13 +438,19 @@ def test_batch_norm_pre_without_affine_or_running_stats(device, affine,
         # Spikes may differ where a membrane potential rounds across the
         # threshold: a few, at most.
         assert (y != want).float().mean() < 0.02
-        torch.testing.assert_close(xs[0].grad, xs[1].grad, rtol=1e-3,
-                                   atol=1e-3)
-    pairs = [(bn.weight.grad, twin.weight.grad),
-             (bn.bias.grad, twin.bias.grad)] if affine else []
+        torch.testing.assert_close(
+            xs[0].grad, xs[1].grad, rtol=1e-3, atol=1e-3
+        )
+    pairs = (
+        [(bn.weight.grad, twin.weight.grad), (bn.bias.grad, twin.bias.grad)]
+        if affine
+        else []
+    )
     if track:
-        pairs += [(bn.running_mean, twin.running_mean),
-                  (bn.running_var, twin.running_var)]
+        pairs += [
+            (bn.running_mean, twin.running_mean),
+            (bn.running_var, twin.running_var),
+        ]
     for got, ref in pairs:
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
 
@@ -387,14 +470,18 @@ def test_batch_norm_pre_in_eval_equals_unfused(device):
         bn.running_mean.copy_(torch.randn(C, generator=gen) * 0.3)
         bn.running_var.copy_(torch.rand(C, generator=gen) + 0.5)
     bn.eval()
-    block = Block(LIFNode(step_mode="m", tau=2.0), pre=bn,
-                  name="bn1d_eval").to(device)
+    block = Block(
+        LIFNode(step_mode="m", tau=2.0), pre=bn, name="bn1d_eval"
+    ).to(device)
     lif = LIFNode(step_mode="m", tau=2.0).to(device)
     with torch.no_grad():
         y = block(x)
         want = lif(bn(x.flatten(0, 1)).view(x.shape))
-    assert torch.equal(y, want) if device == "cpu" else \
-        (y != want).float().mean() < 1e-3
+    assert (
+        torch.equal(y, want)
+        if device == "cpu"
+        else (y != want).float().mean() < 1e-3
+    )
     assert int(bn.num_batches_tracked) == 0
     with pytest.raises(ValueError, match=r"BatchNorm1d\(6\) takes"):
         block(x[:, :, :3])
@@ -409,8 +496,9 @@ def test_scalar_affine_trainable_neuron_parameter(device):
     gen = torch.Generator().manual_seed(5)
     x = (torch.randn(T, N, generator=gen) + 0.8).to(device)
     neuron = ParametricLIFNode(step_mode="m", init_tau=3.0)
-    block = Block(neuron, pre=Affine(scale=1.25, shift=0.125),
-                  name="plif_block").to(device)
+    block = Block(
+        neuron, pre=Affine(scale=1.25, shift=0.125), name="plif_block"
+    ).to(device)
     assert block.scale.shape == () and block.shift.shape == ()
     x.requires_grad_()
     s = block(x)
@@ -420,16 +508,22 @@ def test_scalar_affine_trainable_neuron_parameter(device):
 
     xd = x.detach().double().requires_grad_()
     w = neuron.w.detach().double().requires_grad_()
-    a, b = (torch.tensor(v, dtype=torch.float64, device=device,
-                         requires_grad=True) for v in (1.25, 0.125))
+    a, b = (
+        torch.tensor(v, dtype=torch.float64, device=device, requires_grad=True)
+        for v in (1.25, 0.125)
+    )
     want_s, want_v = block_ref(xd, a, b, None, neuron=reference.plif_ref, w=w)
-    torch.autograd.backward([want_s, want_v],
-                            [grad_s.double(), torch.ones_like(want_v)])
+    torch.autograd.backward(
+        [want_s, want_v], [grad_s.double(), torch.ones_like(want_v)]
+    )
     assert torch.equal(s.double(), want_s)
     torch.testing.assert_close(v.double(), want_v, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(x.grad.double(), xd.grad, rtol=1e-4, atol=1e-4)
-    for got, want in ((block.scale.grad, a.grad), (block.shift.grad, b.grad),
-                      (neuron.w.grad, w.grad)):
+    for got, want in (
+        (block.scale.grad, a.grad),
+        (block.shift.grad, b.grad),
+        (neuron.w.grad, w.grad),
+    ):
         torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-3)
 
 
@@ -438,19 +532,24 @@ def test_initial_state_gets_a_gradient(device):
     T, B, C, S = 4, 2, 3, 6
     x, scale, shift = inputs((T, B, C, S), device, seed=13)
     block = bn_lif(C, device, "add", scale, shift)
-    v0 = (torch.rand(B, C, S, generator=torch.Generator().manual_seed(1))
-          * 0.9).to(device).requires_grad_()
+    v0 = (
+        (torch.rand(B, C, S, generator=torch.Generator().manual_seed(1)) * 0.9)
+        .to(device)
+        .requires_grad_()
+    )
     block.states[0] = v0
     y = block(x)
     (y.sum() + 2 * block.states[0].sum()).backward()
 
     v0d = v0.detach().double().requires_grad_()
-    want_y, want_v = block_ref(x.double(), scale.double(), shift.double(),
-                               "add", v0=v0d)
+    want_y, want_v = block_ref(
+        x.double(), scale.double(), shift.double(), "add", v0=v0d
+    )
     (want_y.sum() + 2 * want_v.sum()).backward()
     torch.testing.assert_close(y.double(), want_y, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(v0.grad.double(), v0d.grad, rtol=1e-4,
-                               atol=1e-4)
+    torch.testing.assert_close(
+        v0.grad.double(), v0d.grad, rtol=1e-4, atol=1e-4
+    )
 
     # No steps: no output, the final state is the initial one, and its
     # gradient passes straight back.
@@ -473,38 +572,42 @@ def test_readout_sum(device, post):
     T, B, C, S = 6, 2, 3, 5
     x, scale, shift = inputs((T, B, C, S), device, seed=17)
     block = bn_lif(C, device, post, scale, shift, readout="sum")
-    spec = block.kernels.kernel(
-        "cpu", f"{block.info.name}_forward_f32").spec
+    spec = block.kernels.kernel("cpu", f"{block.info.name}_forward_f32").spec
     assert not spec.buffers_with_role("output_sequence")
     x.requires_grad_()
     total = block(x)
     assert total.shape == x.shape[1:]
-    grad = torch.randn(total.shape,
-                       generator=torch.Generator().manual_seed(2)).to(device)
+    grad = torch.randn(
+        total.shape, generator=torch.Generator().manual_seed(2)
+    ).to(device)
     total.backward(grad)
 
-    xd, a, b = (t.detach().double().requires_grad_()
-                for t in (x, scale, shift))
+    xd, a, b = (
+        t.detach().double().requires_grad_() for t in (x, scale, shift)
+    )
     y, v = block_ref(xd, a, b, post)
     want = y.sum(0)
     want.backward(grad.double())
     if post is None:
         assert torch.equal(total.double(), want)  # counts of 0/1 spikes
     torch.testing.assert_close(total.double(), want, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(block.states[0].double(), v, rtol=1e-5,
-                               atol=1e-5)
-    torch.testing.assert_close(x.grad.double(), xd.grad, rtol=1e-4,
-                               atol=1e-4)
-    torch.testing.assert_close(block.scale.grad.double(), a.grad, rtol=1e-4,
-                               atol=1e-3)
-    torch.testing.assert_close(block.shift.grad.double(), b.grad, rtol=1e-4,
-                               atol=1e-3)
+    torch.testing.assert_close(
+        block.states[0].double(), v, rtol=1e-5, atol=1e-5
+    )
+    torch.testing.assert_close(x.grad.double(), xd.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        block.scale.grad.double(), a.grad, rtol=1e-4, atol=1e-3
+    )
+    torch.testing.assert_close(
+        block.shift.grad.double(), b.grad, rtol=1e-4, atol=1e-3
+    )
     # Each call sums its own steps; the neuron's state carries.
     with torch.no_grad():
         block.reset()
         first, second = block(x[:2]), block(x[2:])
-    torch.testing.assert_close(first + second, total.detach(), rtol=1e-6,
-                               atol=1e-6)
+    torch.testing.assert_close(
+        first + second, total.detach(), rtol=1e-6, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -515,16 +618,18 @@ def test_half_storage(device, dtype):
     T, B, C, S = 5, 2, 3, 4
     x, scale, shift = inputs((T, B, C, S), device, seed=23)
     x = x.to(dtype).requires_grad_()
-    block = bn_lif(C, device, "add", scale, shift,
-                   storage_types=("f16", "bf16"))
+    block = bn_lif(
+        C, device, "add", scale, shift, storage_types=("f16", "bf16")
+    )
     y = block(x)
     v = block.states[0]
     assert y.dtype == dtype and v.dtype == dtype
     grad = torch.randn(y.shape, generator=torch.Generator().manual_seed(4))
     y.backward(grad.to(device, dtype))
 
-    xd, a, b = (t.detach().double().requires_grad_()
-                for t in (x, scale, shift))
+    xd, a, b = (
+        t.detach().double().requires_grad_() for t in (x, scale, shift)
+    )
     want_y, want_v = block_ref(xd, a, b, "add")
     want_y.backward(grad.to(device, dtype).double())
     # s + x is exact in f32 for a half x and s in {0, 1}: one rounding.
@@ -585,8 +690,11 @@ def test_every_declaration_is_read_and_expanded(tmp_path):
     info = neuron.compiled.info
     declarations, names = [], {}
     for pre, connection, operand, readout in itertools.product(
-            BLOCK_PRES, BLOCK_CONNECTIONS, BLOCK_CONNECTION_OPERANDS,
-            BLOCK_READOUTS):
+        BLOCK_PRES,
+        BLOCK_CONNECTIONS,
+        BLOCK_CONNECTION_OPERANDS,
+        BLOCK_READOUTS,
+    ):
         adds = pre == "add" or pre.endswith("_add")
         # A verifier error: nothing would read the skip input, or two
         # would.
@@ -594,24 +702,36 @@ def test_every_declaration_is_read_and_expanded(tmp_path):
             continue
         name = f"b_{pre}_{connection}_{operand}_{readout}"
         names[name] = operand == "skip" or adds
-        declarations.append(block_declaration(
-            name, info, BlockShape(pre, connection, operand, readout)))
+        declarations.append(
+            block_declaration(
+                name, info, BlockShape(pre, connection, operand, readout)
+            )
+        )
     assert len(names) == (3 * 7 + 3 * 4) * 2
     text = block_module(
         (neuron.compiled.directory / "configured.mlir").read_text(),
-        declarations)
+        declarations,
+    )
     path = tmp_path / "blocks.mlir"
     path.write_text(text)
-    done = subprocess.run([*tool, str(path), "--flexsn-expand-blocks"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*tool, str(path), "--flexsn-expand-blocks"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "flexsn.block @" not in done.stdout
     for name, takes_skip in names.items():
-        header = re.search(rf"func.func @{name}\((.*)\) -> .*attributes "
-                           rf"{{flexsn.block}}", done.stdout)
+        header = re.search(
+            rf"func.func @{name}\((.*)\) -> .*attributes "
+            rf"{{flexsn.block}}",
+            done.stdout,
+        )
         assert header, name
-        assert ('{flexsn.name = "skip"}' in header.group(1)) == \
-            takes_skip, name
+        assert (
+            '{flexsn.name = "skip"}' in header.group(1)
+        ) == takes_skip, name
 
 
 def test_bad_input_is_a_clear_error():
@@ -633,12 +753,17 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(TypeError, match="neuron module"):
         Block(torch.nn.ReLU())
     with pytest.raises(ValueError, match="per-neuron or per-channel"):
-        Block(LIFNode(step_mode="m",
-                      per_neuron_threshold=True, neuron_shape=(4,)))
+        Block(
+            LIFNode(
+                step_mode="m", per_neuron_threshold=True, neuron_shape=(4,)
+            )
+        )
 
 
-@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
-                    reason="torch.library.custom_op needs torch >= 2.4")
+@pytest.mark.skipif(
+    not flexsn.torch.has_custom_op(),
+    reason="torch.library.custom_op needs torch >= 2.4",
+)
 @pytest.mark.parametrize("device", DEVICES)
 def test_torch_compile_traces_the_block(device):
     T, B, C, S = 4, 2, 3, 5

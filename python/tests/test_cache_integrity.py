@@ -28,6 +28,7 @@ _pristine = {}
 def pristine(tmp_path_factory):
     """pristine(targets): a cache holding "if" compiled for `targets`,
     built once per module."""
+
     def make(targets):
         if targets not in _pristine:
             root = tmp_path_factory.mktemp("pristine") / "cache"
@@ -38,6 +39,7 @@ def pristine(tmp_path_factory):
                 _cache.memo.clear()
             _pristine[targets] = (root, compiled.directory.relative_to(root))
         return _pristine[targets]
+
     return make
 
 
@@ -45,6 +47,7 @@ def pristine(tmp_path_factory):
 def damaged(pristine, tmp_path, monkeypatch):
     """damaged(file, how, targets) -> (entry, file path): a private copy
     of the pristine cache with one file of its entry damaged."""
+
     def make(name, how, targets=("cpu",)):
         root, relative = pristine(targets)
         cache = tmp_path / "cache"
@@ -55,6 +58,7 @@ def damaged(pristine, tmp_path, monkeypatch):
         path = entry / name
         corrupt(path, how)
         return entry, path
+
     yield make
     _cache.memo.clear()
 
@@ -62,7 +66,7 @@ def damaged(pristine, tmp_path, monkeypatch):
 def corrupt(path: pathlib.Path, how: str) -> None:
     data = path.read_bytes()
     if how == "truncate":
-        path.write_bytes(data[:len(data) // 2])
+        path.write_bytes(data[: len(data) // 2])
     elif how == "empty":
         path.write_bytes(b"")
     elif how == "delete":
@@ -93,27 +97,47 @@ def run_if(compiled):
     arrays = []
     for b in kernel.spec.buffers:
         shape = {("T", "N"): (T, N), ("N",): (N,)}[b.shape]
-        arrays.append(x if b.role == "input_sequence" else
-                      np.zeros(shape, np.float32) if b.role == "initial_state"
-                      else np.full(shape, np.nan, np.float32))
+        arrays.append(
+            x
+            if b.role == "input_sequence"
+            else np.zeros(shape, np.float32)
+            if b.role == "initial_state"
+            else np.full(shape, np.nan, np.float32)
+        )
     kernel.launch(T, N, [a.ctypes.data for a in arrays], 0)
-    (spikes,) = [a for a, b in zip(arrays, kernel.spec.buffers)
-                 if b.role == "output_sequence"]
+    (spikes,) = [
+        a
+        for a, b in zip(arrays, kernel.spec.buffers)
+        if b.role == "output_sequence"
+    ]
     np.testing.assert_array_equal(spikes, if_reference(x))
     assert spikes.any() and not spikes.all()
 
 
-CPU_DAMAGE = [("kernels.so", "empty"), ("kernels.so", "delete"),
-              ("kernels.so", "flip"), ("cpu.json", "truncate"),
-              ("neuron.json", "truncate"), ("neuron.json", "delete"),
-              ("done", "empty"), ("done", "delete")]
+CPU_DAMAGE = [
+    ("kernels.so", "empty"),
+    ("kernels.so", "delete"),
+    ("kernels.so", "flip"),
+    ("cpu.json", "truncate"),
+    ("neuron.json", "truncate"),
+    ("neuron.json", "delete"),
+    ("done", "empty"),
+    ("done", "delete"),
+]
 # Truncating kernels.so is the subprocess tests' (loaded, it is SIGBUS).
 GPU_DAMAGE = [("gpu.json", "truncate"), ("kernels.cubin", "truncate")]
-CASES = ([pytest.param(n, h, ("cpu",), id=f"{n}-{h}") for n, h in CPU_DAMAGE]
-         + [pytest.param(n, h, ("cpu", "cuda"), id=f"{n}-{h}",
-                         marks=pytest.mark.skipif(not HAS_PTXAS,
-                                                  reason="no CUDA toolkit"))
-            for n, h in GPU_DAMAGE])
+CASES = [
+    pytest.param(n, h, ("cpu",), id=f"{n}-{h}") for n, h in CPU_DAMAGE
+] + [
+    pytest.param(
+        n,
+        h,
+        ("cpu", "cuda"),
+        id=f"{n}-{h}",
+        marks=pytest.mark.skipif(not HAS_PTXAS, reason="no CUDA toolkit"),
+    )
+    for n, h in GPU_DAMAGE
+]
 
 
 @pytest.mark.parametrize("name,how,targets", CASES)
@@ -138,8 +162,9 @@ def test_damaged_entry_is_rebuilt(damaged, name, how, targets):
 
 
 @pytest.mark.parametrize("name,how,targets", CASES)
-def test_without_tools_a_damaged_entry_names_the_file(damaged, monkeypatch,
-                                                      name, how, targets):
+def test_without_tools_a_damaged_entry_names_the_file(
+    damaged, monkeypatch, name, how, targets
+):
     entry, path = damaged(name, how, targets)
     monkeypatch.setattr(_tools, "tools_available", lambda: False)
     with pytest.raises(flexsn.CompileError) as error:
@@ -170,8 +195,9 @@ def test_a_file_removed_after_the_check_is_named(damaged):
     entry, _ = damaged("kernels.so", "keep")
     compiled = flexsn.compile("if", targets=("cpu",), **OPTIONS)
     (entry / "kernels.so").unlink()
-    with pytest.raises(flexsn.CompileError,
-                       match=re.escape(str(entry / "kernels.so"))) as error:
+    with pytest.raises(
+        flexsn.CompileError, match=re.escape(str(entry / "kernels.so"))
+    ) as error:
         compiled.kernel("cpu", "inference", "f32")
     assert isinstance(error.value, compiler.CacheError)
     assert f"delete {entry}" in str(error.value)
@@ -189,9 +215,12 @@ print("ran")
 def _run_in_subprocess(env):
     here = pathlib.Path(__file__).resolve().parent
     code = RUN_IN_SUBPROCESS.format(tests=str(here))
-    return subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          text=True, env=dict(os.environ, PYTHONPATH=str(
-                              here.parent), **env))
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(here.parent), **env),
+    )
 
 
 @pytest.mark.parametrize("processes", [1, 3])
@@ -212,8 +241,12 @@ def test_truncated_library_is_rebuilt_not_loaded(damaged, processes):
 
 def test_truncated_library_without_tools_is_an_error(damaged, tmp_path):
     entry, path = damaged("kernels.so", "truncate")
-    r = _run_in_subprocess({"FLEXSN_CACHE_DIR": os.environ["FLEXSN_CACHE_DIR"],
-                            "FLEXSN_TOOLS_DIR": str(tmp_path / "no-tools")})
+    r = _run_in_subprocess(
+        {
+            "FLEXSN_CACHE_DIR": os.environ["FLEXSN_CACHE_DIR"],
+            "FLEXSN_TOOLS_DIR": str(tmp_path / "no-tools"),
+        }
+    )
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "CacheError" in r.stderr and str(path) in r.stderr, r.stderr
     assert "bytes where" in r.stderr and f"delete {entry}" in r.stderr
@@ -224,13 +257,13 @@ def test_cache_dir_that_is_a_file_is_a_clear_error(tmp_path, monkeypatch):
     path.write_text("")
     monkeypatch.setenv("FLEXSN_CACHE_DIR", str(path))
     _cache.memo.clear()
-    with pytest.raises(compiler.CacheError,
-                       match="FLEXSN_CACHE_DIR=.* is not a directory"):
+    with pytest.raises(
+        compiler.CacheError, match="FLEXSN_CACHE_DIR=.* is not a directory"
+    ):
         flexsn.compile("if", targets=("cpu",), **OPTIONS)
 
 
-def test_entry_of_another_user_is_named_not_called_damaged(pristine,
-                                                           tmp_path):
+def test_entry_of_another_user_is_named_not_called_damaged(pristine, tmp_path):
     """An entry this user cannot read (built by another user into a shared
     cache: entries are private to their builder) is a clear error, not a
     'damaged' entry that cannot then be moved aside."""
@@ -240,14 +273,19 @@ def test_entry_of_another_user_is_named_not_called_damaged(pristine,
     cache = shared / "cache"
     shutil.copytree(root, cache)
     (cache / relative).chmod(0o700)
-    code = ("import flexsn, sys\n"
-            "try:\n"
-            "    flexsn.compile('if', targets=('cpu',), "
-            "variants=('inference',))\n"
-            "except flexsn.compiler.CacheError as error:\n"
-            "    print(error); sys.exit(3)\n")
-    env = dict(os.environ, FLEXSN_CACHE_DIR=str(cache),
-               PYTHONPATH=str(pathlib.Path(flexsn.__file__).parent.parent))
+    code = (
+        "import flexsn, sys\n"
+        "try:\n"
+        "    flexsn.compile('if', targets=('cpu',), "
+        "variants=('inference',))\n"
+        "except flexsn.compiler.CacheError as error:\n"
+        "    print(error); sys.exit(3)\n"
+    )
+    env = dict(
+        os.environ,
+        FLEXSN_CACHE_DIR=str(cache),
+        PYTHONPATH=str(pathlib.Path(flexsn.__file__).parent.parent),
+    )
     if os.geteuid() == 0:  # another user: root's entries are 0700
         for path in (shared, cache, cache / relative.parts[0]):
             path.chmod(0o777)
@@ -255,9 +293,14 @@ def test_entry_of_another_user_is_named_not_called_damaged(pristine,
     else:  # this user, without the permission
         (cache / relative).chmod(0)
         preexec = None
-    result = subprocess.run([sys.executable, "-c", code], env=env, cwd="/",
-                            capture_output=True, text=True,
-                            preexec_fn=preexec)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        preexec_fn=preexec,
+    )
     (cache / relative).chmod(0o700)
     shutil.rmtree(shared)
     assert result.returncode == 3, result.stdout + result.stderr
@@ -266,8 +309,9 @@ def test_entry_of_another_user_is_named_not_called_damaged(pristine,
     assert "damaged" not in result.stdout
 
 
-def test_build_folders_left_by_a_killed_compile_are_removed(tmp_path,
-                                                            monkeypatch):
+def test_build_folders_left_by_a_killed_compile_are_removed(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path))
     _cache.memo.clear()
     compiled = flexsn.compile("if", targets=("cpu",), **OPTIONS)

@@ -47,15 +47,23 @@ def test_sources_path_text_and_name(cache, tmp_path):
     path = tmp_path / "leak.mlir"
     path.write_text(LEAK)
     for source in (path, str(path), LEAK):
-        compiled = flexsn.compile(source, targets=("cpu",),
-                                  variants=("inference",))
+        compiled = flexsn.compile(
+            source, targets=("cpu",), variants=("inference",)
+        )
         assert compiled.name == "leak"
         assert compiled.info.inputs == ("x",)
         assert [p.name for p in compiled.info.runtime_params] == ["a"]
     lif = flexsn.compile("lif", targets=("cpu",), variants=("inference",))
     assert lif.info.states == ("v",)
-    assert set(flexsn.shipped_neurons()) >= {"if", "lif", "plif", "qif",
-                                             "eif", "izhikevich", "cuba_lif"}
+    assert set(flexsn.shipped_neurons()) >= {
+        "if",
+        "lif",
+        "plif",
+        "qif",
+        "eif",
+        "izhikevich",
+        "cuba_lif",
+    }
 
 
 def test_second_compile_runs_no_tool(cache, monkeypatch):
@@ -72,51 +80,61 @@ def test_second_compile_runs_no_tool(cache, monkeypatch):
     assert len(calls) == ran
     assert again.directory == first.directory
     # Another option is another entry.
-    other = flexsn.compile(LEAK, targets=("cpu",), variants=("inference",),
-                           params={"a": 0.25})
+    other = flexsn.compile(
+        LEAK, targets=("cpu",), variants=("inference",), params={"a": 0.25}
+    )
     assert other.directory != first.directory and len(calls) > ran
 
 
 @pytest.mark.skipif(
     not (flexsn.compiler.cuda_toolkit() / "bin" / "ptxas").is_file(),
-    reason="no CUDA toolkit")
-def test_approximate_surrogates_reach_the_gpu_pipeline_only(cache,
-                                                            monkeypatch):
+    reason="no CUDA toolkit",
+)
+def test_approximate_surrogates_reach_the_gpu_pipeline_only(
+    cache, monkeypatch
+):
     """approximate_surrogates=True is another entry whose GPU lowering
     (and only it: the CPU pipeline has no such option) is asked for
     approximate surrogates; the default asks nothing."""
     calls = count_tool_runs(monkeypatch)
     kwargs = dict(targets=("cpu", "cuda"), variants=("forward", "backward"))
     default = flexsn.compile("lif", **kwargs)
-    approximate = flexsn.compile("lif", approximate_surrogates=True,
-                                 **kwargs)
+    approximate = flexsn.compile("lif", approximate_surrogates=True, **kwargs)
     assert approximate.directory != default.directory
     # One flexsn-compile run each, lowering for the CPU (--cpu=<options>)
     # and the GPU (--gpu=<options>).
-    lowerings = [a for c in calls for a in c
-                 if a.startswith(("--cpu=", "--gpu="))]
+    lowerings = [
+        a for c in calls for a in c if a.startswith(("--cpu=", "--gpu="))
+    ]
     flagged = [a for a in lowerings if "approximate-surrogates=true" in a]
     assert len(lowerings) == 4, lowerings
     assert len(flagged) == 1 and flagged[0].startswith("--gpu="), lowerings
-    assert (approximate.gpu_image.read_bytes()
-            != default.gpu_image.read_bytes())
+    assert approximate.gpu_image.read_bytes() != default.gpu_image.read_bytes()
 
 
 def test_cache_layout_and_manifest(cache):
-    compiled = flexsn.compile("plif", targets=("cpu",),
-                              variants=("forward", "backward"),
-                              storage_types=("f32", "f16"))
+    compiled = flexsn.compile(
+        "plif",
+        targets=("cpu",),
+        variants=("forward", "backward"),
+        storage_types=("f32", "f16"),
+    )
     assert compiled.directory.parent.parent == cache
     assert (compiled.directory / "kernels.so").is_file()
     cpu = json.loads((compiled.directory / "cpu.json").read_text())
     names = sorted(k["name"] for k in cpu["cpu_kernels"])
-    assert names == ["plif_backward_f16", "plif_backward_f32",
-                     "plif_forward_f16", "plif_forward_f32",
-                     "plif_forward_final_state_f16",
-                     "plif_forward_final_state_f32"]
+    assert names == [
+        "plif_backward_f16",
+        "plif_backward_f32",
+        "plif_forward_f16",
+        "plif_forward_f32",
+        "plif_forward_final_state_f16",
+        "plif_forward_final_state_f32",
+    ]
     backward = compiled.manifest.find("cpu", "backward", "f16")
     assert [b.role for b in backward.buffers_with_role("param_gradient")] == [
-        "param_gradient"]
+        "param_gradient"
+    ]
     assert backward.params == (("w", "f32"),)
     # The workspace formula is evaluated from the manifest: one f16 [T, N],
     # rounded up to whole floats.
@@ -125,13 +143,19 @@ def test_cache_layout_and_manifest(cache):
 
 
 def _compile_in_subprocess(cache_dir):
-    env = dict(os.environ, FLEXSN_CACHE_DIR=str(cache_dir),
-               PYTHONPATH=str(pathlib.Path(flexsn.__file__).parent.parent))
-    code = ("import flexsn; c = flexsn.compile('if', targets=('cpu',), "
-            "variants=('final-state',), params={'v_threshold': 0.75}); "
-            "print(c.directory)")
-    return subprocess.run([sys.executable, "-c", code], env=env,
-                          capture_output=True, text=True)
+    env = dict(
+        os.environ,
+        FLEXSN_CACHE_DIR=str(cache_dir),
+        PYTHONPATH=str(pathlib.Path(flexsn.__file__).parent.parent),
+    )
+    code = (
+        "import flexsn; c = flexsn.compile('if', targets=('cpu',), "
+        "variants=('final-state',), params={'v_threshold': 0.75}); "
+        "print(c.directory)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True
+    )
 
 
 def test_concurrent_compiles_share_one_entry(cache):
@@ -169,21 +193,28 @@ def test_bad_options_are_clear_errors(cache):
     with pytest.raises(flexsn.CompileError, match="has no parameter 'tauu'"):
         flexsn.compile("lif", targets=("cpu",), params={"tauu": 2.0})
     with pytest.raises(flexsn.CompileError, match="expected true, false"):
-        flexsn.compile("lif", targets=("cpu",),
-                       kinds={"soft_reset": "runtime"},
-                       params={"soft_reset": 3})
+        flexsn.compile(
+            "lif",
+            targets=("cpu",),
+            kinds={"soft_reset": "runtime"},
+            params={"soft_reset": 3},
+        )
     with pytest.raises(flexsn.CompileError, match="alpha"):
-        flexsn.compile("lif", targets=("cpu",),
-                       surrogate="#flexsn.sigmoid<alpha=-1.0>")
+        flexsn.compile(
+            "lif", targets=("cpu",), surrogate="#flexsn.sigmoid<alpha=-1.0>"
+        )
     with pytest.raises(ValueError):
         flexsn.surrogate.Sigmoid(alpha=-1.0)
 
 
 def test_params_are_specialized(cache):
-    compiled = flexsn.compile("lif", targets=("cpu",),
-                              variants=("inference",),
-                              params={"tau": 4.0, "soft_reset": True},
-                              kinds={"v_threshold": "runtime"})
+    compiled = flexsn.compile(
+        "lif",
+        targets=("cpu",),
+        variants=("inference",),
+        params={"tau": 4.0, "soft_reset": True},
+        kinds={"v_threshold": "runtime"},
+    )
     params = {p.name: p for p in compiled.info.params}
     assert params["tau"].default == 4.0 and params["tau"].kind == "const"
     assert params["soft_reset"].default is True
@@ -207,8 +238,9 @@ def test_without_tools_the_cache_serves(cache, monkeypatch):
 
 def test_manifest_version_is_checked():
     with pytest.raises(flexsn.ManifestError, match="version 2"):
-        flexsn.Manifest.from_json([{"format": "flexsn-manifest",
-                                    "version": 2}])
+        flexsn.Manifest.from_json(
+            [{"format": "flexsn-manifest", "version": 2}]
+        )
     with pytest.raises(flexsn.ManifestError, match="not a FlexSN manifest"):
         flexsn.Manifest.from_json([{"format": "other"}])
 
@@ -219,14 +251,27 @@ def test_neuron_info_views_are_computed_up_front():
     see one appear inside a frame it traces), and equality and hashing
     read the fields alone."""
     from flexsn._manifest import NeuronInfo, Param
-    info = NeuronInfo("n", ("x",), ("v",), ("s",), (
-        Param("tau", "f32", 2.0, "const"),
-        Param("w", "f32", 1.0, "trainable", "per_channel"),
-        Param("b", "f32", 0.0, "runtime")))
-    views = dict(runtime_params=("w", "b"), trainable_params=("w",),
-                 fixed_runtime_params=("b",), scalar_runtime_params=("b",),
-                 per_neuron_params=(), per_channel_params=("w",),
-                 shaped_params=("w",))
+
+    info = NeuronInfo(
+        "n",
+        ("x",),
+        ("v",),
+        ("s",),
+        (
+            Param("tau", "f32", 2.0, "const"),
+            Param("w", "f32", 1.0, "trainable", "per_channel"),
+            Param("b", "f32", 0.0, "runtime"),
+        ),
+    )
+    views = dict(
+        runtime_params=("w", "b"),
+        trainable_params=("w",),
+        fixed_runtime_params=("b",),
+        scalar_runtime_params=("b",),
+        per_neuron_params=(),
+        per_channel_params=("w",),
+        shaped_params=("w",),
+    )
     for name, names in views.items():
         assert name in vars(info), name
         assert tuple(p.name for p in vars(info)[name]) == names, name
@@ -238,8 +283,13 @@ def test_neuron_info_views_are_computed_up_front():
 
 def test_size_formulas_are_evaluated_safely():
     from flexsn._manifest import evaluate_size
-    assert evaluate_size("1 * T * ld * 4 + 4 + 4 * 1 * ceil(N / 256)",
-                         T=3, N=257, ld=300) == 3 * 300 * 4 + 4 + 4 * 2
+
+    assert (
+        evaluate_size(
+            "1 * T * ld * 4 + 4 + 4 * 1 * ceil(N / 256)", T=3, N=257, ld=300
+        )
+        == 3 * 300 * 4 + 4 + 4 * 2
+    )
     assert evaluate_size("0", T=1, N=1, ld=1) == 0
     for hostile in ("__import__('os')", "T ** 2", "open('x')", "N / 3"):
         with pytest.raises(flexsn.ManifestError):
@@ -270,9 +320,13 @@ def test_a_wheel_uses_its_bundled_tools(cache, tmp_path, monkeypatch):
     runtime = bundled / "lib" / "libflexsn_runtime.so"
     runtime.write_bytes(b"")
     openmp = bundled / "lib" / "libomp.so.5"
-    openmp.symlink_to(pathlib.Path(os.environ.get(
-        "FLEXSN_OPENMP_LIBRARY",
-        "/usr/lib/llvm-22/lib/libomp.so.5")).resolve())
+    openmp.symlink_to(
+        pathlib.Path(
+            os.environ.get(
+                "FLEXSN_OPENMP_LIBRARY", "/usr/lib/llvm-22/lib/libomp.so.5"
+            )
+        ).resolve()
+    )
     assert _tools.find_tool("flexsn-compile") == tool
     assert _tools.find_runtime_library() == runtime
     assert _tools.bundled_openmp_library() == openmp
@@ -297,8 +351,9 @@ def test_the_multicall_binary_runs_the_tools(cache, tmp_path, monkeypatch):
     calls = count_tool_runs(monkeypatch)
     compiled = flexsn.compile(LEAK, targets=("cpu",), variants=("inference",))
     assert compiled.cpu_library is not None
-    assert calls and all(c[:2] == [str(tools / "flexsn"), "compile"]
-                         for c in calls)
+    assert calls and all(
+        c[:2] == [str(tools / "flexsn"), "compile"] for c in calls
+    )
     # A tool of its own comes before the multi-call binary.
     (tools / "flexsn-opt").symlink_to(multicall.parent / "flexsn-opt")
     assert _tools.tool_command("flexsn-opt") == [str(tools / "flexsn-opt")]
@@ -318,16 +373,22 @@ def test_console_scripts_run_the_bundled_binary(tmp_path, script):
     bundled = tmp_path / "_bundled"
     (bundled / "bin").mkdir(parents=True)
     (bundled / "bin" / "flexsn").symlink_to(multicall)
-    code = ("import pathlib, sys; from flexsn import _tools; "
-            f"_tools.BUNDLED = pathlib.Path({str(bundled)!r}); "
-            f"sys.argv[0] = {str(tmp_path / 'venv-bin' / script)!r}; "
-            "_tools.console_main()")
+    code = (
+        "import pathlib, sys; from flexsn import _tools; "
+        f"_tools.BUNDLED = pathlib.Path({str(bundled)!r}); "
+        f"sys.argv[0] = {str(tmp_path / 'venv-bin' / script)!r}; "
+        "_tools.console_main()"
+    )
     env = dict(os.environ, PYTHONPATH=str(_tools.PACKAGE_DIR.parent))
 
     def run():
-        return subprocess.run([sys.executable, "-c", code, "--version"],
-                              capture_output=True, text=True, timeout=60,
-                              env=env)
+        return subprocess.run(
+            [sys.executable, "-c", code, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
 
     done = run()
     assert done.returncode == 0, done.stderr
@@ -352,10 +413,18 @@ def test_the_tools_hash_is_memoized_by_file_stamp(tmp_path, monkeypatch):
     memo = tmp_path / "memo"
     hashed, versions = [], []
     real_hash, real_run = _tools._hash_files, _tools.run
-    monkeypatch.setattr(_tools, "_hash_files", lambda files: (
-        hashed.append(files), real_hash(files))[1])
-    monkeypatch.setattr(_tools, "run", lambda argv, *a, **k: (
-        versions.append(argv), real_run(argv, *a, **k))[1])
+    monkeypatch.setattr(
+        _tools,
+        "_hash_files",
+        lambda files: (hashed.append(files), real_hash(files))[1],
+    )
+    monkeypatch.setattr(
+        _tools,
+        "run",
+        lambda argv, *a, **k: (versions.append(argv), real_run(argv, *a, **k))[
+            1
+        ],
+    )
 
     def toolchain(memo_dir=memo):
         _tools.toolchain_id.cache_clear()
@@ -388,5 +457,6 @@ def test_zero_divisor_parameter_is_refused():
     """FlexSN("lif", params={"tau": 0.0}) would give NaN states (LIFNode
     and flexsn-run refuse it): the compile names the parameter."""
     from flexsn.torch import FlexSN
+
     with pytest.raises(flexsn.CompileError, match="divides by 'tau'"):
         FlexSN("lif", params={"tau": 0.0})

@@ -71,9 +71,16 @@ class _Node(nn.Module):
     """BaseNode: SpikingJelly's attributes; `v` starts at v_reset (0 for a
     soft reset); single steps are [N...], multi-step inputs [T, N...]."""
 
-    def __init__(self, v_threshold=1.0, v_reset=0.0,
-                 surrogate_function=None, detach_reset=False, step_mode="s",
-                 backend="torch", store_v_seq=False):
+    def __init__(
+        self,
+        v_threshold=1.0,
+        v_reset=0.0,
+        surrogate_function=None,
+        detach_reset=False,
+        step_mode="s",
+        backend="torch",
+        store_v_seq=False,
+    ):
         super().__init__()
         self.v_threshold, self.v_reset = v_threshold, v_reset
         self.surrogate_function = surrogate_function or Sigmoid()
@@ -86,11 +93,14 @@ class _Node(nn.Module):
 
     def forward(self, x):
         x_seq = x if self.step_mode == "m" else x.unsqueeze(0)
-        spikes, v_seq = self.run(x_seq, v0=self.v,
-                                 v_threshold=self.v_threshold,
-                                 v_reset=self.v_reset,
-                                 detach_reset=self.detach_reset,
-                                 surrogate=self.surrogate_function.spec())
+        spikes, v_seq = self.run(
+            x_seq,
+            v0=self.v,
+            v_threshold=self.v_threshold,
+            v_reset=self.v_reset,
+            detach_reset=self.detach_reset,
+            surrogate=self.surrogate_function.spec(),
+        )
         self.v = v_seq[-1]
         return spikes if self.step_mode == "m" else spikes[0]
 
@@ -106,8 +116,9 @@ class LIFNode(_Node):
         self.tau, self.decay_input = tau, decay_input
 
     def run(self, x_seq, **kwargs):
-        return ref.lif_ref(x_seq, tau=self.tau, decay_input=self.decay_input,
-                           **kwargs)
+        return ref.lif_ref(
+            x_seq, tau=self.tau, decay_input=self.decay_input, **kwargs
+        )
 
 
 class ParametricLIFNode(_Node):
@@ -119,16 +130,25 @@ class ParametricLIFNode(_Node):
         self.w = nn.Parameter(torch.tensor(ref.init_w(init_tau)))
 
     def run(self, x_seq, **kwargs):
-        return ref.plif_ref(x_seq, w=self.w, decay_input=self.decay_input,
-                            **kwargs)
+        return ref.plif_ref(
+            x_seq, w=self.w, decay_input=self.decay_input, **kwargs
+        )
 
 
 class FlexSN(nn.Module):
     """FlexSN(core, num_inputs, num_states, num_outputs): `core` run step
     by step from zero states."""
 
-    def __init__(self, core, num_inputs, num_states, num_outputs,
-                 step_mode="m", backend="triton", store_state_seqs=False):
+    def __init__(
+        self,
+        core,
+        num_inputs,
+        num_states,
+        num_outputs,
+        step_mode="m",
+        backend="triton",
+        store_state_seqs=False,
+    ):
         super().__init__()
         self.core = core
         self.num_inputs, self.num_states = num_inputs, num_states
@@ -140,15 +160,19 @@ class FlexSN(nn.Module):
         self.states = None
 
     def forward(self, *inputs):
-        seqs = inputs if self.step_mode == "m" else [
-            x.unsqueeze(0) for x in inputs]
-        states = self.states or [torch.zeros_like(seqs[0][0])
-                                 for _ in range(self.num_states)]
+        seqs = (
+            inputs
+            if self.step_mode == "m"
+            else [x.unsqueeze(0) for x in inputs]
+        )
+        states = self.states or [
+            torch.zeros_like(seqs[0][0]) for _ in range(self.num_states)
+        ]
         outputs = []
         for t in range(seqs[0].shape[0]):
             results = self.core(*(x[t] for x in seqs), *states)
-            outputs.append(results[:self.num_outputs])
-            states = list(results[self.num_outputs:])
+            outputs.append(results[: self.num_outputs])
+            states = list(results[self.num_outputs :])
         self.states = states
         stacked = [torch.stack(seq) for seq in zip(*outputs)]
         if self.step_mode == "s":
@@ -183,12 +207,15 @@ class MLP(nn.Module):
     def __init__(self, dim, hidden, step_mode):
         super().__init__()
         self.fc1 = nn.Linear(dim, hidden)
-        self.neuron1 = LIFNode(tau=2.0, detach_reset=True,
-                               step_mode=step_mode)
+        self.neuron1 = LIFNode(tau=2.0, detach_reset=True, step_mode=step_mode)
         self.fc2 = nn.Linear(hidden, dim)
-        self.neuron2 = LIFNode(tau=3.0, decay_input=False, v_reset=None,
-                               surrogate_function=Sigmoid(alpha=2.5),
-                               step_mode=step_mode)
+        self.neuron2 = LIFNode(
+            tau=3.0,
+            decay_input=False,
+            v_reset=None,
+            surrogate_function=Sigmoid(alpha=2.5),
+            step_mode=step_mode,
+        )
 
     def forward(self, x):
         return self.neuron2(self.fc2(self.neuron1(self.fc1(x))))
@@ -198,8 +225,9 @@ class Block(nn.Module):
     def __init__(self, dim, step_mode):
         super().__init__()
         self.norm = nn.LayerNorm(dim)
-        self.neuron = IFNode(v_threshold=0.7, v_reset=-0.2,
-                             step_mode=step_mode)
+        self.neuron = IFNode(
+            v_threshold=0.7, v_reset=-0.2, step_mode=step_mode
+        )
         self.mlp = MLP(dim, 2 * dim, step_mode)
 
     def forward(self, x):
@@ -211,7 +239,8 @@ class Net(nn.Module):
         super().__init__()
         self.stem = nn.Sequential(
             nn.Linear(5, dim),
-            ParametricLIFNode(init_tau=3.0, v_reset=None, step_mode=step_mode))
+            ParametricLIFNode(init_tau=3.0, v_reset=None, step_mode=step_mode),
+        )
         self.blocks = nn.ModuleList([Block(dim, step_mode) for _ in range(2)])
         self.head = nn.ModuleDict({"fc": nn.Linear(dim, 3)})
 
@@ -222,8 +251,11 @@ class Net(nn.Module):
         return self.head["fc"](x)
 
 
-NEURON_NAMES = ["stem.1"] + [f"blocks.{i}.{name}" for i in range(2) for name
-                             in ("neuron", "mlp.neuron1", "mlp.neuron2")]
+NEURON_NAMES = ["stem.1"] + [
+    f"blocks.{i}.{name}"
+    for i in range(2)
+    for name in ("neuron", "mlp.neuron1", "mlp.neuron2")
+]
 
 
 def build(step_mode):
@@ -232,7 +264,7 @@ def build(step_mode):
     model = Net(step_mode)
     for m in model.modules():
         if isinstance(m, nn.Linear):
-            nn.init.normal_(m.weight, std=2.0 / m.in_features ** 0.5)
+            nn.init.normal_(m.weight, std=2.0 / m.in_features**0.5)
             nn.init.uniform_(m.bias, 0.0, 0.5)
     return model
 
@@ -272,10 +304,15 @@ def firing(model, x, step_mode):
     """Each neuron's spike rate on x: the comparison means something only
     where the neurons fire, and not always."""
     rates = {}
-    hooks = [m.register_forward_hook(
-        lambda m, _, y, name=name: rates.setdefault(name, []).append(
-            y.detach().mean()))
-        for name, m in model.named_modules() if isinstance(m, _Node)]
+    hooks = [
+        m.register_forward_hook(
+            lambda m, _, y, name=name: rates.setdefault(name, []).append(
+                y.detach().mean()
+            )
+        )
+        for name, m in model.named_modules()
+        if isinstance(m, _Node)
+    ]
     with torch.no_grad():
         run_steps(model, x, step_mode)
     for hook in hooks:
@@ -321,7 +358,8 @@ def test_model_converts_and_computes_the_same(step_mode, capsys):
     assert sorted(report) == sorted(
         f"swapped: {name} {type(model.get_submodule(name)).__name__} -> "
         f"flexsn.torch.{type(model.get_submodule(name)).__name__}"
-        for name in NEURON_NAMES)
+        for name in NEURON_NAMES
+    )
 
     # Each neuron is FlexSN's, with the stand-in's settings.
     for name in NEURON_NAMES:
@@ -331,7 +369,8 @@ def test_model_converts_and_computes_the_same(step_mode, capsys):
         assert new.v_threshold == old.v_threshold
         assert new.v_reset == old.v_reset
         assert new.surrogate_function == sg.Sigmoid(
-            alpha=old.surrogate_function.alpha)
+            alpha=old.surrogate_function.alpha
+        )
     assert converted.blocks[0].mlp.neuron1.detach_reset
     assert converted.blocks[1].mlp.neuron2.tau == 3.0
     assert not converted.blocks[1].mlp.neuron2.decay_input
@@ -340,7 +379,8 @@ def test_model_converts_and_computes_the_same(step_mode, capsys):
 
     # The argument is unchanged (inplace=False).
     assert [type(m) for m in model.modules()] == [
-        type(m) for m in build(step_mode).modules()]
+        type(m) for m in build(step_mode).modules()
+    ]
     for key, value in model.state_dict().items():
         assert torch.equal(value, before[key])
 
@@ -463,7 +503,8 @@ def test_flexsn_core_with_parameters_is_reported():
     converted = flexsn.torch.convert(model, report=report)
     assert type(converted[0]) is FlexSN
     assert len(report) == 1 and report[0].startswith(
-        "not swapped: 0 (FlexSN): its state_dict keys ['core.decay']")
+        "not swapped: 0 (FlexSN): its state_dict keys ['core.decay']"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -497,14 +538,14 @@ def unsupported_model():
 
 WHY = {
     "stem.1": "(ParametricLIFNode): surrogate_function: Sigmoid(spiking="
-              "False) is not supported",
+    "False) is not supported",
     "blocks.0.neuron": "(IFNode): store_v_seq is 1, not a bool",
     "blocks.0.mlp.neuron1": "(MyLIF): a subclass of SpikingJelly's LIFNode",
     "blocks.0.mlp.neuron2": "(LIFNode): v_threshold is a tensor of shape ()",
     "blocks.1.neuron": "(QIFNode): FlexSN has no drop-in for it",
     "blocks.1.mlp.neuron1": "(LIFNode): FlexSN has no surrogate PoissonPass",
     "blocks.1.mlp.neuron2": "(LIFNode): surrogate_function OwnSurrogate is "
-                            "neither SpikingJelly's nor FlexSN's",
+    "neither SpikingJelly's nor FlexSN's",
 }
 
 
@@ -515,8 +556,11 @@ def test_unsupported_neurons_are_reported_not_swapped(capsys):
     assert capsys.readouterr().out.splitlines() == report
     assert len(report) == len(WHY)
     for name, why in WHY.items():
-        line = next(line for line in report if line.startswith(
-            f"not swapped: {name} ("))
+        line = next(
+            line
+            for line in report
+            if line.startswith(f"not swapped: {name} (")
+        )
         assert line.startswith(f"not swapped: {name} {why}"), line
         kept = converted.get_submodule(name).__class__
         assert kept is model.get_submodule(name).__class__
@@ -528,11 +572,13 @@ def test_hooks_and_float64_are_reported():
     hooked.register_forward_hook(lambda *args: None)
     double = ParametricLIFNode(step_mode="m").double()
     report = []
-    model = nn.ModuleDict({"hooked": hooked, "f64": double,
-                           "plain": LIFNode()})
+    model = nn.ModuleDict(
+        {"hooked": hooked, "f64": double, "plain": LIFNode()}
+    )
     converted = flexsn.torch.convert(model, report=report)
-    assert report[0].startswith("not swapped: hooked (LIFNode): it has "
-                                "hooks (_forward_hooks)")
+    assert report[0].startswith(
+        "not swapped: hooked (LIFNode): it has " "hooks (_forward_hooks)"
+    )
     assert report[1].startswith("not swapped: f64 (ParametricLIFNode):")
     assert "float64" in report[1]
     assert report[2] == "swapped: plain LIFNode -> flexsn.torch.LIFNode"
@@ -546,16 +592,19 @@ def test_hooks_and_float64_are_reported():
 
 def test_model_without_spikingjelly_neurons_is_unchanged(capsys):
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(),
-                          flexsn.torch.LIFNode(step_mode="m"))
+    model = nn.Sequential(
+        nn.Linear(4, 4), nn.ReLU(), flexsn.torch.LIFNode(step_mode="m")
+    )
     report = []
     converted = flexsn.torch.convert(model, verbose=True, report=report)
     assert report == []
     assert "no SpikingJelly neuron" in capsys.readouterr().out
     assert converted is not model
     assert [type(m) for m in converted.modules()] == [
-        type(m) for m in model.modules()]
-    for (key, want), (got_key, got) in zip(model.state_dict().items(),
-                                           converted.state_dict().items()):
+        type(m) for m in model.modules()
+    ]
+    for (key, want), (got_key, got) in zip(
+        model.state_dict().items(), converted.state_dict().items()
+    ):
         assert key == got_key and torch.equal(got, want)
     assert flexsn.torch.convert(model, inplace=True) is model

@@ -16,7 +16,8 @@ from flexsn.torch import LIFNode
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled")
     or not os.path.exists("/proc/self/smaps"),
-    reason="needs Linux with transparent huge pages")
+    reason="needs Linux with transparent huge pages",
+)
 
 
 def vm_flags(address: int) -> set:
@@ -39,7 +40,7 @@ def spikes(x):
 
 
 def test_big_outputs_are_advised():
-    x = torch.rand(8, 1 << 20) * 2.5          # 32 MiB in, 32 MiB out
+    x = torch.rand(8, 1 << 20) * 2.5  # 32 MiB in, 32 MiB out
     out = spikes(x)
     # The output's interior 2 MiB pages are advised; its first whole one:
     page = (out.data_ptr() + (2 << 20) - 1) // (2 << 20) * (2 << 20)
@@ -48,13 +49,14 @@ def test_big_outputs_are_advised():
 
 
 def test_small_outputs_are_not_advised():
-    out = spikes(torch.rand(4, 1024) * 2.5)   # 16 KiB: on the heap
+    out = spikes(torch.rand(4, 1024) * 2.5)  # 16 KiB: on the heap
     assert "hg" not in vm_flags(out.data_ptr())
 
 
 def test_the_advice_changes_no_result(monkeypatch):
     x = torch.rand(8, 1 << 20) * 2.5
     advised = spikes(x)
-    monkeypatch.setattr(_runtime, "_advise_huge_pages",
-                        lambda address, nbytes: None)
+    monkeypatch.setattr(
+        _runtime, "_advise_huge_pages", lambda address, nbytes: None
+    )
     assert torch.equal(spikes(x), advised)

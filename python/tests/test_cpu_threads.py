@@ -10,8 +10,8 @@ import torch
 
 from flexsn.torch import ParametricLIFNode
 
-T, N = 6, 3 * 4096 + 37          # three whole chunks and a ragged one
-B, C, S = 2, 3, 6000             # per channel: S spans two chunks
+T, N = 6, 3 * 4096 + 37  # three whole chunks and a ragged one
+B, C, S = 2, 3, 6000  # per channel: S spans two chunks
 
 
 def train_step(node, x, grad):
@@ -30,10 +30,17 @@ def restore_threads():
     torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("shape, node", [
-    ((T, N), lambda: ParametricLIFNode(step_mode="m")),
-    ((T, B, C, S), lambda: ParametricLIFNode(step_mode="m", num_channels=C)),
-], ids=["scalar-w", "per-channel-w"])
+@pytest.mark.parametrize(
+    "shape, node",
+    [
+        ((T, N), lambda: ParametricLIFNode(step_mode="m")),
+        (
+            (T, B, C, S),
+            lambda: ParametricLIFNode(step_mode="m", num_channels=C),
+        ),
+    ],
+    ids=["scalar-w", "per-channel-w"],
+)
 def test_bitwise_the_same_for_any_thread_count(shape, node, restore_threads):
     g = torch.Generator().manual_seed(3)
     x = torch.rand(shape, generator=g) * 2.5 - 0.5
@@ -55,7 +62,8 @@ def test_bitwise_the_same_for_any_thread_count(shape, node, restore_threads):
 
 
 def test_python_threads_calling_one_kernel_keep_their_own_sizes(
-        restore_threads):
+    restore_threads,
+):
     """The same CPU kernels called from several Python threads at once (the
     call lets go of the GIL), each thread with a module of its own and
     sizes of its own, switching between two: every result is the one
@@ -64,19 +72,24 @@ def test_python_threads_calling_one_kernel_keep_their_own_sizes(
     or buffers."""
     import concurrent.futures
     from flexsn.torch._kernels import NeuronKernels
+
     torch.set_num_threads(1)
     shapes = [(4, 999), (4, 4096), (5, 4096), (4, 40000)]
     modules = [ParametricLIFNode(step_mode="m") for _ in shapes]
     # One compile: every module runs the same kernel objects.
-    kernels = {id(NeuronKernels.kernel(m.handle.kernels(torch.device("cpu")),
-                                       "forward", "f32"))
-               for m in modules}
+    kernels = {
+        id(
+            NeuronKernels.kernel(
+                m.handle.kernels(torch.device("cpu")), "forward", "f32"
+            )
+        )
+        for m in modules
+    }
     assert len(kernels) == 1
     g = torch.Generator().manual_seed(5)
     inputs = [torch.rand(s, generator=g) * 2.5 - 0.5 for s in shapes]
     grads = [torch.randn(s, generator=g) for s in shapes]
-    alone = [train_step(modules[0], x, grad)
-             for x, grad in zip(inputs, grads)]
+    alone = [train_step(modules[0], x, grad) for x, grad in zip(inputs, grads)]
 
     def work(i):
         # Alternate between this thread's sizes and the next one's.

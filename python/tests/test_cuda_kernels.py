@@ -23,16 +23,24 @@ import train_kernel_checks as tkc
 pytestmark = pytest.mark.cuda
 
 NEURONS = sorted(flexsn.shipped_neurons())  # a directory listing
-INFERENCE_GROUPS = ("spec-defaults", "grid", "absent", "strided",
-                    "misaligned")
+INFERENCE_GROUPS = ("spec-defaults", "grid", "absent", "strided", "misaligned")
 SHARED_GROUPS = ("badargs", "streams", "unload")  # on lif and plif
-TRAIN_GROUPS = ("reference", "cpu-path", "workspace", "deterministic",
-                "absent", "misaligned", "strided", "grid")
+TRAIN_GROUPS = (
+    "reference",
+    "cpu-path",
+    "workspace",
+    "deterministic",
+    "absent",
+    "misaligned",
+    "strided",
+    "grid",
+)
 
 
 @pytest.fixture(scope="module")
 def env():
     import torch
+
     return kc.TorchEnv(torch)
 
 
@@ -65,12 +73,14 @@ def test_inference_kernels(env, group, neuron):
 
 @pytest.mark.parametrize("group", SHARED_GROUPS)
 def test_inference_kernels_runtime(env, group):
-    run_group(env, kc, ["lif", "plif"], kc.INFERENCE_COPIES, kc.VARIANTS,
-              group)
+    run_group(
+        env, kc, ["lif", "plif"], kc.INFERENCE_COPIES, kc.VARIANTS, group
+    )
 
 
 @pytest.mark.parametrize("neuron", NEURONS)
 @pytest.mark.parametrize("group", TRAIN_GROUPS)
 def test_training_kernels(env, group, neuron):
-    run_group(env, tkc, [neuron], tuple(kc.COPIES), ("forward", "backward"),
-              group)
+    run_group(
+        env, tkc, [neuron], tuple(kc.COPIES), ("forward", "backward"), group
+    )

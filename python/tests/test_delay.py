@@ -22,23 +22,29 @@ def shifted(x, delays):
     for index in np.ndindex(*d.shape):
         k = int(d[index])
         if k < x.shape[0]:  # else the sequence is all zeros
-            y[(slice(k, None), slice(None)) + index] = \
-                x[(slice(0, x.shape[0] - k), slice(None)) + index]
+            y[(slice(k, None), slice(None)) + index] = x[
+                (slice(0, x.shape[0] - k), slice(None)) + index
+            ]
     return y
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("delays, sample", [
-    (np.array([0, 1, 2, 5, 0, 3, 12]), (7,)),      # one per neuron
-    (2, (4,)),                                      # one for all
-    (np.array([[[0]], [[3]]]), (2, 3, 4)),          # one per channel
-], ids=["per-neuron", "scalar", "per-channel"])
+@pytest.mark.parametrize(
+    "delays, sample",
+    [
+        (np.array([0, 1, 2, 5, 0, 3, 12]), (7,)),  # one per neuron
+        (2, (4,)),  # one for all
+        (np.array([[[0]], [[3]]]), (2, 3, 4)),  # one per channel
+    ],
+    ids=["per-neuron", "scalar", "per-channel"],
+)
 def test_forward_and_backward_are_exact(delays, sample, device):
     layer = Delay(delays).to(device)
     x = torch.randn((T, B) + sample, device=device, requires_grad=True)
     y = layer(x)
-    assert torch.equal(y.cpu(), torch.as_tensor(shifted(x.detach().cpu(),
-                                                        delays)))
+    assert torch.equal(
+        y.cpu(), torch.as_tensor(shifted(x.detach().cpu(), delays))
+    )
     g = torch.randn_like(y)
     y.backward(g)
     # The gradient of x[t'] is that of y[t' + d]: the shift backwards.
@@ -87,13 +93,14 @@ def test_goes_to_nir_and_back(tmp_path):
     """A Delay between a Linear and a neuron is NIR's Delay node, in
     seconds; read back, the model computes the same spikes."""
     from flexsn import nir
+
     torch.manual_seed(0)
     linear = torch.nn.Linear(3, 4)
-    model = torch.nn.Sequential(linear, Delay(np.array([0, 2, 1, 3])),
-                                LIFNode(step_mode="m"))
+    model = torch.nn.Sequential(
+        linear, Delay(np.array([0, 2, 1, 3])), LIFNode(step_mode="m")
+    )
     graph = to_nir(model, dt=1e-3)
-    assert np.allclose(graph.nodes["1"].params["delay"],
-                       [0, 2e-3, 1e-3, 3e-3])
+    assert np.allclose(graph.nodes["1"].params["delay"], [0, 2e-3, 1e-3, 3e-3])
     nir.write(tmp_path / "d.nir", graph)
     back = from_nir(str(tmp_path / "d.nir"), dt=1e-3)
     x = torch.randn(T, B, 3) * 3

@@ -31,22 +31,30 @@ def launches(monkeypatch):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("neuron", ["lif", "izhikevich"])
-def test_final_state_forward_equals_sequence_forward(device, dtype, neuron,
-                                                     launches):
+def test_final_state_forward_equals_sequence_forward(
+    device, dtype, neuron, launches
+):
     """Spikes, final states and the gradients of x and of the initial
     states, through a loss reading the spikes and every final state."""
     gen = torch.Generator().manual_seed(7)
     T, shape = 5, (3, 70)
-    x = (torch.randn((T,) + shape, generator=gen) * 1.5 + 0.4).to(device,
-                                                                  dtype)
-    modules = {store: FlexSN(neuron, store_state_seqs=store).to(device)
-               for store in (False, True)}
+    x = (torch.randn((T,) + shape, generator=gen) * 1.5 + 0.4).to(
+        device, dtype
+    )
+    modules = {
+        store: FlexSN(neuron, store_state_seqs=store).to(device)
+        for store in (False, True)
+    }
     num_states = len(modules[False].states)
-    inits = [(torch.rand(shape, generator=gen) * 0.5).to(device, dtype)
-             for _ in range(num_states)]
+    inits = [
+        (torch.rand(shape, generator=gen) * 0.5).to(device, dtype)
+        for _ in range(num_states)
+    ]
     grad_s = torch.randn((T,) + shape, generator=gen).to(device, dtype)
-    grad_v = [torch.randn(shape, generator=gen).to(device, dtype)
-              for _ in range(num_states)]
+    grad_v = [
+        torch.randn(shape, generator=gen).to(device, dtype)
+        for _ in range(num_states)
+    ]
     results = {}
     for store, module in modules.items():
         del launches[:]
@@ -56,14 +64,17 @@ def test_final_state_forward_equals_sequence_forward(device, dtype, neuron,
         s = module(xi)
         finals = list(module.states)
         loss = (s.float() * grad_s.float()).sum() + sum(
-            (v.float() * g.float()).sum() for v, g in zip(finals, grad_v))
+            (v.float() * g.float()).sum() for v, g in zip(finals, grad_v)
+        )
         loss.backward()
         results[store] = [s, *finals, xi.grad, *(v.grad for v in v0)]
         forward = [n for n in launches if "_forward" in n]
-        assert forward == [f"{neuron}_forward"
-                           + ("" if store else "_final_state")
-                           + "_" + {torch.float32: "f32",
-                                    torch.float16: "f16"}[dtype]], launches
+        assert forward == [
+            f"{neuron}_forward"
+            + ("" if store else "_final_state")
+            + "_"
+            + {torch.float32: "f32", torch.float16: "f16"}[dtype]
+        ], launches
     for got, want in zip(results[False], results[True]):
         assert got.shape == want.shape and torch.equal(got, want)
 
@@ -73,8 +84,10 @@ def test_no_steps_keep_the_initial_states(device, launches):
     """T = 0: nothing runs; the final states are (copies of) the initial
     ones, and their gradients pass straight through."""
     module = FlexSN("izhikevich").to(device)
-    v0 = [torch.full((4,), 0.25, device=device, requires_grad=True),
-          torch.full((4,), -0.5, device=device, requires_grad=True)]
+    v0 = [
+        torch.full((4,), 0.25, device=device, requires_grad=True),
+        torch.full((4,), -0.5, device=device, requires_grad=True),
+    ]
     module.states[:] = v0
     x = torch.empty((0, 4), device=device, requires_grad=True)
     module(x)
@@ -85,8 +98,9 @@ def test_no_steps_keep_the_initial_states(device, launches):
     assert all(torch.equal(v.grad, torch.ones(4, device=device)) for v in v0)
 
 
-@pytest.mark.skipif(not has_custom_op(),
-                    reason="torch has no torch.library.custom_op")
+@pytest.mark.skipif(
+    not has_custom_op(), reason="torch has no torch.library.custom_op"
+)
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("neuron", ["lif", "izhikevich"])
 def test_compiled_training_keeps_final_states(device, neuron, launches):
@@ -98,8 +112,9 @@ def test_compiled_training_keeps_final_states(device, neuron, launches):
     T, N = 6, 200
     x = (torch.randn(T, N, generator=gen) * 1.5 + 0.4).to(device)
     module = FlexSN(neuron).to(device)
-    inits = [(torch.rand(N, generator=gen) * 0.5).to(device)
-             for _ in module.states]
+    inits = [
+        (torch.rand(N, generator=gen) * 0.5).to(device) for _ in module.states
+    ]
     grad_s = torch.randn(T, N, generator=gen).to(device)
     grad_v = [torch.randn(N, generator=gen).to(device) for _ in inits]
 
@@ -107,7 +122,8 @@ def test_compiled_training_keeps_final_states(device, neuron, launches):
         module.states[:] = inits
         s = module(x)
         return (s * grad_s).sum() + sum(
-            (v * g).sum() for v, g in zip(module.states, grad_v))
+            (v * g).sum() for v, g in zip(module.states, grad_v)
+        )
 
     results = []
     for fn in (run, torch.compile(run, fullgraph=True, backend="aot_eager")):
@@ -118,6 +134,7 @@ def test_compiled_training_keeps_final_states(device, neuron, launches):
         loss.backward()
         results.append([loss.detach(), xi.grad, *(v.grad for v in v0)])
         assert [n for n in launches if "_forward" in n] == [
-            f"{neuron}_forward_final_state_f32"], launches
+            f"{neuron}_forward_final_state_f32"
+        ], launches
     for got, want in zip(results[1], results[0]):
         torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)

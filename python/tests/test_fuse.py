@@ -34,6 +34,7 @@ def fresh_blocks():
 class MultiStep:
     """A batch norm over [T, B, C, ...], as SpikingJelly's
     layer.BatchNorm1d/2d(step_mode="m"): one batch of T·B samples."""
+
     step_mode = "m"
 
     def forward(self, x):
@@ -85,7 +86,8 @@ class SEWBlock(nn.Module):
         if stride != 1 or cin != cout:
             self.downsample = nn.Sequential(
                 MultiStepConv(cin, cout, 1, stride, bias=False),
-                MultiStepBatchNorm2d(cout))
+                MultiStepBatchNorm2d(cout),
+            )
             self.downsample_sn = lif()
         self.cnf = cnf
 
@@ -125,9 +127,9 @@ class Net(nn.Module):
         self.conv = MultiStepConv(2, 8, 3, 1, 1, bias=False)
         self.bn = MultiStepBatchNorm2d(8)
         self.sn = lif()
-        self.layer = nn.Sequential(SEWBlock(8, 8, 1, cnf),
-                                   SEWBlock(8, 12, 2, cnf),
-                                   SpikingBlock(12))
+        self.layer = nn.Sequential(
+            SEWBlock(8, 8, 1, cnf), SEWBlock(8, 12, 2, cnf), SpikingBlock(12)
+        )
         self.fc1 = nn.Linear(12, 16)
         self.bn_fc = MultiStepBatchNorm1d(16)
         self.sn_fc = lif()
@@ -168,8 +170,10 @@ def test_report_and_state_dict(capsys):
     lines = capsys.readouterr().out.splitlines()
     fused_lines = [line for line in lines if line.startswith("fused:")]
     assert "fused: bn -> sn" in lines
-    assert any(line.startswith("fused: layer.1.bn2 -> layer.1.sn2 -> iand")
-               for line in lines)
+    assert any(
+        line.startswith("fused: layer.1.bn2 -> layer.1.sn2 -> iand")
+        for line in lines
+    )
     assert "fused: bn_fc -> sn_fc -> mean over T" in lines
     # stem, 2 x (bn1, bn2), downsample, the spiking block's bn1 and its
     # bn2 with the identity added before sn2, classifier
@@ -178,11 +182,15 @@ def test_report_and_state_dict(capsys):
     assert isinstance(fused, torch.fx.GraphModule)
     assert "fused_block" in fused.code
     # fuse compiled every block it made (float32) before the first call.
-    for connection, skip, readout in (("none", False, "none"),
-                                      ("iand", True, "none"),
-                                      ("none", False, "mean")):
-        assert _key(model.sn, _shape(connection, skip, readout),
-                    "f32") in _PROGRAMS
+    for connection, skip, readout in (
+        ("none", False, "none"),
+        ("iand", True, "none"),
+        ("none", False, "mean"),
+    ):
+        assert (
+            _key(model.sn, _shape(connection, skip, readout), "f32")
+            in _PROGRAMS
+        )
     assert list(fused.state_dict()) == list(model.state_dict())
     # A checkpoint loads both ways.
     other = Net("IAND")
@@ -240,10 +248,13 @@ def test_batch_norm_apart_matches_unfused(device, cnf, monkeypatch):
     # The blocks without the batch norm ran: with the connection, and
     # with the readout.
     neuron = lif()
-    for connection, skip, readout in ((cnf.lower(), True, "none"),
-                                      ("none", False, "mean")):
-        shape = dataclasses.replace(_shape(connection, skip, readout),
-                                    pre="none")
+    for connection, skip, readout in (
+        (cnf.lower(), True, "none"),
+        ("none", False, "mean"),
+    ):
+        shape = dataclasses.replace(
+            _shape(connection, skip, readout), pre="none"
+        )
         assert _key(neuron, shape, "f32") in _PROGRAMS
 
 
@@ -274,22 +285,26 @@ def check_training_steps(cnf, device, memory_format=None):
     for step in range(2):
         x = batch(device, seed=10 + step)
         if memory_format is not None:
-            x = x.flatten(0, 1).contiguous(
-                memory_format=memory_format).view(x.shape)
+            x = (
+                x.flatten(0, 1)
+                .contiguous(memory_format=memory_format)
+                .view(x.shape)
+            )
         reset(model)
         reset(clone)
         want, got = model(x), fused(x)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-        grad = torch.randn(want.shape, generator=torch.Generator()
-                           .manual_seed(step)).to(device)
+        grad = torch.randn(
+            want.shape, generator=torch.Generator().manual_seed(step)
+        ).to(device)
         model.zero_grad()
         fused.zero_grad()
         want.backward(grad)
         got.backward(grad)
-        for (name, p), q in zip(model.named_parameters(),
-                                clone.parameters()):
-            torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4,
-                                       msg=name)
+        for (name, p), q in zip(model.named_parameters(), clone.parameters()):
+            torch.testing.assert_close(
+                q.grad, p.grad, rtol=1e-3, atol=1e-4, msg=name
+            )
         for (name, b), c in zip(model.named_buffers(), clone.buffers()):
             torch.testing.assert_close(c, b, rtol=1e-5, atol=1e-6, msg=name)
 
@@ -303,9 +318,11 @@ def test_pickled_model_runs_again():
     buffer = io.BytesIO()
     torch.save(fused, buffer)
     buffer.seek(0)
-    loaded = torch.load(buffer, weights_only=False) \
-        if "weights_only" in torch.load.__code__.co_varnames \
+    loaded = (
+        torch.load(buffer, weights_only=False)
+        if "weights_only" in torch.load.__code__.co_varnames
         else torch.load(buffer)
+    )
     reset(loaded)
     with torch.no_grad():
         assert torch.equal(loaded(x), want)
@@ -394,14 +411,16 @@ def test_training_step_replays_in_a_cuda_graph():
         want.backward()
         torch.testing.assert_close(static_loss, want, rtol=1e-4, atol=1e-4)
         for (name, p), q in zip(twin.named_parameters(), model.parameters()):
-            torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4,
-                                       msg=name)
+            torch.testing.assert_close(
+                q.grad, p.grad, rtol=1e-3, atol=1e-4, msg=name
+            )
 
 
 def test_shared_neuron_keeps_its_call_order(capsys):
     """A neuron module called twice: fusing its connection would move its
     first call after its second; fuse keeps the chain to bn -> neuron, and
     the states see the calls in the model's order."""
+
     class Shared(nn.Module):
         def __init__(self):
             super().__init__()
@@ -447,8 +466,10 @@ def test_forward_reading_a_neuron_state_is_not_fused(capsys):
     model = ReadsState()
     fused = fuse(model, verbose=True)
     assert fused is model
-    assert "not fused, its forward reads sn.v, a neuron's state" in \
-        capsys.readouterr().out
+    assert (
+        "not fused, its forward reads sn.v, a neuron's state"
+        in capsys.readouterr().out
+    )
     x = batch("cpu")[:, :, :2]
     reset(model)
     assert isinstance(fused(x), torch.Tensor)  # not the traced 0.0
@@ -493,8 +514,9 @@ def test_plain_values_the_forward_reads_are_guarded(capsys):
             reset(model)
             reset(fused)
             with torch.no_grad():
-                torch.testing.assert_close(fused(x), model(x), rtol=1e-5,
-                                           atol=1e-5)
+                torch.testing.assert_close(
+                    fused(x), model(x), rtol=1e-5, atol=1e-5
+                )
 
     same()
     model.scale = fused.scale = 3.0
@@ -566,20 +588,21 @@ def test_chain_is_not_moved_past_in_place_changes(how, capsys):
         want = model(x.clone())
         got = fused(x.clone())
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(fused.bn.running_mean,
-                                   model.bn.running_mean)
+        torch.testing.assert_close(
+            fused.bn.running_mean, model.bn.running_mean
+        )
         torch.testing.assert_close(fused.sn.v, model.sn.v)
 
 
 @pytest.mark.parametrize("spike_dtype", [torch.uint8, "bits"])
-def test_neuron_storing_spikes_as_bytes_or_bits_is_not_fused(spike_dtype,
-                                                             capsys):
+def test_neuron_storing_spikes_as_bytes_or_bits_is_not_fused(
+    spike_dtype, capsys
+):
     class Chain(nn.Module):
         def __init__(self):
             super().__init__()
             self.bn = MultiStepBatchNorm2d(2)
-            self.sn = LIFNode(tau=2.0, step_mode="m",
-                              spike_dtype=spike_dtype)
+            self.sn = LIFNode(tau=2.0, step_mode="m", spike_dtype=spike_dtype)
 
         def forward(self, x):
             return self.sn(self.bn(x))

@@ -73,13 +73,16 @@ class Attention(nn.Module):
     def __init__(self, dim=8, heads=2):
         super().__init__()
         self.heads = heads
-        self.qkv = SeqToANN(nn.Conv1d(dim, 3 * dim, 1, bias=False),
-                            nn.BatchNorm1d(3 * dim))
+        self.qkv = SeqToANN(
+            nn.Conv1d(dim, 3 * dim, 1, bias=False), nn.BatchNorm1d(3 * dim)
+        )
         self.qkv_sn = lif()
-        self.attn_sn = LIFNode(tau=2.0, v_threshold=0.5, step_mode="m",
-                               detach_reset=True)
-        self.proj = SeqToANN(nn.Conv1d(dim, dim, 1, bias=False),
-                             nn.BatchNorm1d(dim))
+        self.attn_sn = LIFNode(
+            tau=2.0, v_threshold=0.5, step_mode="m", detach_reset=True
+        )
+        self.proj = SeqToANN(
+            nn.Conv1d(dim, dim, 1, bias=False), nn.BatchNorm1d(dim)
+        )
         self.proj_sn = lif()
 
     def forward(self, x):
@@ -87,8 +90,11 @@ class Attention(nn.Module):
             raise ValueError("expected [T, B, C, L]")
         T, B, C, L = x.shape
         qkv = self.qkv_sn(self.qkv(x))
-        q, k, v = qkv.reshape(T, B, 3, self.heads, C // self.heads,
-                              L).flatten(2, 3).chunk(3, dim=2)
+        q, k, v = (
+            qkv.reshape(T, B, 3, self.heads, C // self.heads, L)
+            .flatten(2, 3)
+            .chunk(3, dim=2)
+        )
         y = (v @ k.transpose(-2, -1)) @ q * 0.125
         y = self.attn_sn(y).reshape(T, B, C, L)
         return self.proj_sn(self.proj(y))
@@ -97,11 +103,13 @@ class Attention(nn.Module):
 class Mlp(nn.Module):
     def __init__(self, dim=8, hidden=16):
         super().__init__()
-        self.fc1 = SeqToANN(nn.Conv1d(dim, hidden, 1, bias=False),
-                            nn.BatchNorm1d(hidden))
+        self.fc1 = SeqToANN(
+            nn.Conv1d(dim, hidden, 1, bias=False), nn.BatchNorm1d(hidden)
+        )
         self.sn1 = lif()
-        self.fc2 = SeqToANN(nn.Conv1d(hidden, dim, 1, bias=False),
-                            nn.BatchNorm1d(dim))
+        self.fc2 = SeqToANN(
+            nn.Conv1d(hidden, dim, 1, bias=False), nn.BatchNorm1d(dim)
+        )
         self.sn2 = lif()
 
     def forward(self, x):
@@ -116,11 +124,15 @@ class TinySpikformer(nn.Module):
 
     def __init__(self, dim=8, classes=3):
         super().__init__()
-        self.stem = SeqToANN(nn.Conv2d(2, dim, 3, 1, 1, bias=False),
-                             nn.BatchNorm2d(dim), nn.MaxPool2d(3, 2, 1))
+        self.stem = SeqToANN(
+            nn.Conv2d(2, dim, 3, 1, 1, bias=False),
+            nn.BatchNorm2d(dim),
+            nn.MaxPool2d(3, 2, 1),
+        )
         self.stem_sn = lif()
-        self.pos = SeqToANN(nn.Conv2d(dim, dim, 3, 1, 1, bias=False),
-                            nn.BatchNorm2d(dim))
+        self.pos = SeqToANN(
+            nn.Conv2d(dim, dim, 3, 1, 1, bias=False), nn.BatchNorm2d(dim)
+        )
         self.pos_sn = lif()
         self.attn = Attention(dim)
         self.mlp = Mlp(dim)
@@ -174,7 +186,8 @@ class PreAddNet(nn.Module):
         self.bn2 = nn.BatchNorm2d(channels)
         self.down = nn.Sequential(
             nn.Conv2d(channels, channels, 1, 2, bias=False),
-            nn.BatchNorm2d(channels))
+            nn.BatchNorm2d(channels),
+        )
         self.sn2 = lif()
 
     def forward(self, x):
@@ -193,6 +206,7 @@ def images(shape):
     def make(call):
         gen = torch.Generator().manual_seed(200 + call)
         return torch.randn(shape, generator=gen) * 2.0 + 0.5
+
     return make
 
 
@@ -212,20 +226,28 @@ def fused_chains(model, x):
     for m in fused.modules():
         graphs += [m.graph] if isinstance(m, torch.fx.GraphModule) else []
         at_call = m.__dict__.get("forward")
-        graphs += [g.graph for g, _ in getattr(at_call, "graphs",
-                                               {}).values()]
-    return [n.kwargs["connection"] + (" after +" if "added" in n.kwargs
-                                      else "")
-            for g in graphs for n in g.nodes if n.target is fused_block]
+        graphs += [g.graph for g, _ in getattr(at_call, "graphs", {}).values()]
+    return [
+        n.kwargs["connection"] + (" after +" if "added" in n.kwargs else "")
+        for g in graphs
+        for n in g.nodes
+        if n.target is fused_block
+    ]
 
 
 MODELS = {
     "flatten": (FlattenNet, (4, 3, 2, 6, 6), ["none", "add"]),
     "linear_bn": (LinearBn, (4, 3, 2, 3, 3), ["none"]),
-    "pre_add": (PreAddNet, (4, 3, 2, 6, 6),
-                ["none", "none after +", "none after +"]),
-    "spikformer": (TinySpikformer, (4, 3, 2, 8, 8),
-                   ["none", "none", "add", "none", "none", "add"]),
+    "pre_add": (
+        PreAddNet,
+        (4, 3, 2, 6, 6),
+        ["none", "none after +", "none after +"],
+    ),
+    "spikformer": (
+        TinySpikformer,
+        (4, 3, 2, 8, 8),
+        ["none", "none", "add", "none", "none", "add"],
+    ),
 }
 
 
@@ -249,20 +271,25 @@ def test_contract(device, layout, name):
     make, shape, _ = MODELS[name]
     if layout == "channels_last" and len(shape) != 5:
         pytest.skip("channels-last is for [T, B, C, H, W] images")
-    compare(make, images(shape), Case(device, layout, "f32",
-                                      SWITCHING)).check()
+    compare(
+        make, images(shape), Case(device, layout, "f32", SWITCHING)
+    ).check()
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("precision", ["amp", "bf16"])
 @pytest.mark.parametrize("name", ["spikformer", "pre_add"])
 def test_contract_half_precisions(device, precision, name):
-    if device == "cpu" and precision == "amp" and not hasattr(
-            torch, "autocast"):
+    if (
+        device == "cpu"
+        and precision == "amp"
+        and not hasattr(torch, "autocast")
+    ):
         pytest.skip("no torch.autocast")
     make, shape, _ = MODELS[name]
-    compare(make, images(shape), Case(device, "row_major", precision,
-                                      SWITCHING)).check()
+    compare(
+        make, images(shape), Case(device, "row_major", precision, SWITCHING)
+    ).check()
 
 
 def test_new_shapes_are_traced_again():
@@ -309,8 +336,10 @@ def test_verbose_names_what_is_not_fused():
             fused(images((4, 2, 2, 8, 8))(0))
     text = out.getvalue()
     assert "traced and fused at its first call" in text
-    assert "stem.1: not fused, its output is not the only input of a " \
-           "FlexSN neuron (it goes to a MaxPool2d)" in text
+    assert (
+        "stem.1: not fused, its output is not the only input of a "
+        "FlexSN neuron (it goes to a MaxPool2d)" in text
+    )
     assert "fused: pos.1 (over [T*B, ...]) -> pos_sn -> add" in text
 
 
@@ -323,7 +352,8 @@ def test_pre_neuron_adds_are_reported():
         "fused: bn1 (over [T*B, ...]) -> + sn0 -> sn1",
         "fused: bn2 (over [T*B, ...]) -> + unflatten_2 -> sn2 -> mean over T",
         "down.1: not fused, its output is not the only input of a FlexSN "
-        "neuron (it is the second input of a fused chain: sn2's)"]
+        "neuron (it is the second input of a fused chain: sn2's)",
+    ]
 
 
 class AddedTwice(nn.Module):
@@ -338,8 +368,9 @@ class AddedTwice(nn.Module):
 
     def forward(self, x):
         a = self.sns[0](self.bns[0](x.flatten(0, 1)).view(x.shape) + 1.0)
-        b = self.sns[1](torch.add(
-            self.bns[1](x.flatten(0, 1)).view(x.shape), x, alpha=2.0))
+        b = self.sns[1](
+            torch.add(self.bns[1](x.flatten(0, 1)).view(x.shape), x, alpha=2.0)
+        )
         y = x.clone()
         y += self.bns[2](x.flatten(0, 1)).view(x.shape)
         return a + b + self.sns[2](y) + y
@@ -352,8 +383,11 @@ def test_adds_a_block_cannot_take_run_unfused():
     lines = out.getvalue().splitlines()
     assert len(lines) == 3 and not [x for x in lines if "fused:" in x]
     assert all("a block adds a tensor of its shape" in x for x in lines[:2])
-    compare(AddedTwice, images((3, 2, 2, 4, 4)),
-            Case("cpu", "row_major", "f32", SWITCHING)).check()
+    compare(
+        AddedTwice,
+        images((3, 2, 2, 4, 4)),
+        Case("cpu", "row_major", "f32", SWITCHING),
+    ).check()
 
 
 def test_reshape_that_moves_channels_runs_unfused():
@@ -369,8 +403,9 @@ def test_reshape_that_moves_channels_runs_unfused():
 
         def forward(self, x):
             y = self.bn(x.flatten(0, 1))
-            return self.sn(y.reshape(x.shape[0], 1, -1, x.shape[3],
-                                     x.shape[4]))
+            return self.sn(
+                y.reshape(x.shape[0], 1, -1, x.shape[3], x.shape[4])
+            )
 
     torch.manual_seed(0)
     x = images((4, 3, 2, 5, 5))(0)
@@ -446,8 +481,10 @@ def test_tracing_leaves_module_state_alone():
     reset(model)
     got = fused(x)
     assert fused.forward.graphs, "not traced at the call"
-    assert isinstance(model.memory.v, torch.Tensor) and \
-        model.memory.v.device.type == "cpu"
+    assert (
+        isinstance(model.memory.v, torch.Tensor)
+        and model.memory.v.device.type == "cpu"
+    )
     assert torch.allclose(model.memory.v, state)
     assert torch.allclose(got, expected)
 

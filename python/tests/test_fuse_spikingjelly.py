@@ -31,26 +31,39 @@ def fresh_blocks():
 zoo = pytest.importorskip("spikingjelly.activation_based.model")
 from spikingjelly.activation_based import functional  # noqa: E402
 from spikingjelly.activation_based.model import (  # noqa: E402
-    sew_resnet, spiking_resnet, spiking_vgg)
+    sew_resnet,
+    spiking_resnet,
+    spiking_vgg,
+)
 
 MODELS = {
     "spiking_resnet18": lambda **kw: spiking_resnet.spiking_resnet18(**kw),
     "sew_resnet18_add": lambda **kw: sew_resnet.sew_resnet18(cnf="ADD", **kw),
-    "sew_resnet18_iand": lambda **kw: sew_resnet.sew_resnet18(cnf="IAND",
-                                                              **kw),
+    "sew_resnet18_iand": lambda **kw: sew_resnet.sew_resnet18(
+        cnf="IAND", **kw
+    ),
     "spiking_vgg11_bn": lambda **kw: spiking_vgg.spiking_vgg11_bn(**kw),
 }
 #: Chains fuse finds: every batch norm of each model but Spiking-ResNet's
 #: downsampling ones (their output is the identity its bn2 -> += identity
 #: -> sn2 chains add).
-FUSED = {"spiking_resnet18": 1 + 8 + 8, "sew_resnet18_add": 1 + 16 + 3,
-         "sew_resnet18_iand": 1 + 16 + 3, "spiking_vgg11_bn": 8}
+FUSED = {
+    "spiking_resnet18": 1 + 8 + 8,
+    "sew_resnet18_add": 1 + 16 + 3,
+    "sew_resnet18_iand": 1 + 16 + 3,
+    "spiking_vgg11_bn": 8,
+}
 
 
 def build(name, device):
     torch.manual_seed(0)
-    net = MODELS[name](spiking_neuron=LIFNode, tau=2.0, detach_reset=True,
-                       step_mode="m", num_classes=10)
+    net = MODELS[name](
+        spiking_neuron=LIFNode,
+        tau=2.0,
+        detach_reset=True,
+        step_mode="m",
+        num_classes=10,
+    )
     functional.set_step_mode(net, "m")
     return net.to(device)
 
@@ -116,9 +129,12 @@ def biases_before_batch_norms(net):
     neighbours, so the module after the layer is its batch norm."""
     modules = list(net.named_modules())
     return tuple(
-        f"{name}.bias" for (name, m), (_, after) in zip(modules, modules[1:])
-        if isinstance(m, (nn.Conv2d, nn.Linear)) and m.bias is not None
-        and isinstance(after, nn.modules.batchnorm._BatchNorm))
+        f"{name}.bias"
+        for (name, m), (_, after) in zip(modules, modules[1:])
+        if isinstance(m, (nn.Conv2d, nn.Linear))
+        and m.bias is not None
+        and isinstance(after, nn.modules.batchnorm._BatchNorm)
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -128,14 +144,17 @@ def biases_before_batch_norms(net):
 def test_zoo_model_contract(device, precision, layout, name):
     """The fusion contract (fusion_harness.py) on the zoo: every gradient
     (conv biases included), statistic and state, across train and eval."""
+
     def make():
         net = build(name, "cpu")
         net.zero_gradients = biases_before_batch_norms(net)
         return net
 
-    report = compare(make, lambda call: batch("cpu", call),
-                     Case(device, layout, precision,
-                          ("train", "eval", "train")))
+    report = compare(
+        make,
+        lambda call: batch("cpu", call),
+        Case(device, layout, precision, ("train", "eval", "train")),
+    )
     report.check()
 
 
@@ -145,9 +164,11 @@ def spikformer(device="cpu"):
     from spikingjelly.activation_based.model import spikformer as former
 
     from flexsn.torch import convert
+
     torch.manual_seed(0)
-    net = former.spikformer_ti(T=2, img_size_h=32, img_size_w=32,
-                               num_classes=10)
+    net = former.spikformer_ti(
+        T=2, img_size_h=32, img_size_w=32, num_classes=10
+    )
     lines = []
     net = convert(net, inplace=True, report=lines)
     assert not [line for line in lines if line.startswith("not swapped")]
@@ -160,20 +181,26 @@ def test_spikformer_fuses_its_chains():
     stages' (max-pooling follows them) is fused, the blocks' residual adds
     with them."""
     import flexsn.torch._fuse as fuse_module
+
     fused = fuse(spikformer())
     with torch.no_grad():
         fused(batch("cpu", 0))
     graphs = [g for g, _ in fused.forward.graphs.values()]
     assert len(graphs) == 1
-    connections = [n.kwargs["connection"] for n in graphs[0].graph.nodes
-                   if n.target is fuse_module.fused_block]
+    connections = [
+        n.kwargs["connection"]
+        for n in graphs[0].graph.nodes
+        if n.target is fuse_module.fused_block
+    ]
     assert sorted(connections) == sorted(["add"] + ["none", "add"] * 8)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("precision", ["f32", "amp"])
 def test_spikformer_contract(device, precision):
-    report = compare(spikformer, lambda call: batch("cpu", call),
-                     Case(device, "row_major", precision,
-                          ("train", "eval", "train")))
+    report = compare(
+        spikformer,
+        lambda call: batch("cpu", call),
+        Case(device, "row_major", precision, ("train", "eval", "train")),
+    )
     report.check()

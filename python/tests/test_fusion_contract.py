@@ -66,10 +66,12 @@ NEURONS = {
     "lif": lambda: LIFNode(tau=2.0, step_mode="m"),
     "plif": lambda: ParametricLIFNode(init_tau=2.0, step_mode="m"),
     "if": lambda: IFNode(step_mode="m", v_threshold=0.5),
-    "core": lambda: FlexSN(lif_core, num_inputs=1, num_states=1,
-                           num_outputs=1, step_mode="m"),
-    "leaky": lambda: FlexSN(leaky_core, num_inputs=1, num_states=1,
-                            num_outputs=1, step_mode="m"),
+    "core": lambda: FlexSN(
+        lif_core, num_inputs=1, num_states=1, num_outputs=1, step_mode="m"
+    ),
+    "leaky": lambda: FlexSN(
+        leaky_core, num_inputs=1, num_states=1, num_outputs=1, step_mode="m"
+    ),
 }
 
 
@@ -91,10 +93,17 @@ class Net(nn.Module):
     batch norm -> neuron chain is read out over time. The convolutions and
     the Linear have biases, each read only by a batch norm: their
     gradients are zero in exact arithmetic while the batch norms train."""
+
     zero_gradients = ("conv1.bias", "conv2.bias", "fc.bias")
 
-    def __init__(self, neuron="lif", connection="add", readout="mean",
-                 channels=4, classes=3):
+    def __init__(
+        self,
+        neuron="lif",
+        connection="add",
+        readout="mean",
+        channels=4,
+        classes=3,
+    ):
         super().__init__()
         self.conv1 = MultiStepConv(2, channels, 3, 1, 1)
         self.bn1 = MultiStepBatchNorm2d(channels)
@@ -118,8 +127,7 @@ class Net(nn.Module):
             z += y
             y = self.sn2(z)
         else:
-            y = connect(self.sn2(self.bn2(self.conv2(y))), y,
-                        self.connection)
+            y = connect(self.sn2(self.bn2(self.conv2(y))), y, self.connection)
         s = self.sn_fc(self.bn_fc(self.fc(y.mean((3, 4)))))
         if self.readout == "mean":
             return s.mean(0)
@@ -130,6 +138,7 @@ def inputs(shape):
     def make(call):
         gen = torch.Generator().manual_seed(100 + call)
         return torch.randn(shape, generator=gen) * 2.0 + 0.5
+
     return make
 
 
@@ -142,28 +151,43 @@ SPIKING = ["lif", "plif", "if", "core"]
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("layout", ["row_major", "channels_last"])
-@pytest.mark.parametrize("neuron,connection", list(itertools.product(
-    SPIKING, ["none", "add", "and", "iand", "pre_add"])))
+@pytest.mark.parametrize(
+    "neuron,connection",
+    list(
+        itertools.product(SPIKING, ["none", "add", "and", "iand", "pre_add"])
+    ),
+)
 def test_neurons_and_connections(device, layout, neuron, connection):
     """Every neuron with every connection, in both layouts, across calls
     that switch between training and eval."""
-    report = compare(lambda: Net(neuron, connection), inputs(SHAPE),
-                     Case(device, layout, "f32", SWITCHING))
+    report = compare(
+        lambda: Net(neuron, connection),
+        inputs(SHAPE),
+        Case(device, layout, "f32", SWITCHING),
+    )
     report.check()
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("precision", ["f32", "amp", "bf16"])
-@pytest.mark.parametrize("modes", [("train", "train"), ("eval", "eval"),
-                                   SWITCHING], ids=["train", "eval",
-                                                    "switching"])
+@pytest.mark.parametrize(
+    "modes",
+    [("train", "train"), ("eval", "eval"), SWITCHING],
+    ids=["train", "eval", "switching"],
+)
 @pytest.mark.parametrize("readout", ["none", "mean", "sum"])
 def test_precisions_modes_and_readouts(device, precision, modes, readout):
-    if device == "cpu" and precision == "amp" and not hasattr(
-            torch, "autocast"):
+    if (
+        device == "cpu"
+        and precision == "amp"
+        and not hasattr(torch, "autocast")
+    ):
         pytest.skip("no torch.autocast")
-    report = compare(lambda: Net("lif", "iand", readout), inputs(SHAPE),
-                     Case(device, "row_major", precision, modes))
+    report = compare(
+        lambda: Net("lif", "iand", readout),
+        inputs(SHAPE),
+        Case(device, "row_major", precision, modes),
+    )
     report.check()
 
 
@@ -172,11 +196,17 @@ def test_precisions_modes_and_readouts(device, precision, modes, readout):
 def test_pre_add_in_half_precisions(device, precision):
     """Spiking-ResNet's chain (the identity added before the neuron, the
     sum formed in float32 in the block) in each half precision."""
-    if device == "cpu" and precision == "amp" and not hasattr(
-            torch, "autocast"):
+    if (
+        device == "cpu"
+        and precision == "amp"
+        and not hasattr(torch, "autocast")
+    ):
         pytest.skip("no torch.autocast")
-    report = compare(lambda: Net("lif", "pre_add"), inputs(SHAPE),
-                     Case(device, "row_major", precision, SWITCHING))
+    report = compare(
+        lambda: Net("lif", "pre_add"),
+        inputs(SHAPE),
+        Case(device, "row_major", precision, SWITCHING),
+    )
     report.check()
 
 
@@ -184,6 +214,7 @@ class SmoothNet(Net):
     """Net with leaky integrators in place of spiking neurons: in a half
     precision its results change by rounding alone, so fused and unfused
     are compared tensor by tensor (fusion_harness.compare)."""
+
     smooth = True
 
     def __init__(self, connection="add", readout="mean"):
@@ -194,8 +225,9 @@ class SmoothNet(Net):
 @pytest.mark.parametrize("precision", ["amp", "bf16"])
 @pytest.mark.parametrize("layout", ["row_major", "channels_last"])
 @pytest.mark.parametrize("connection", ["add", "iand", "pre_add"])
-def test_half_precisions_tensor_by_tensor(device, precision, layout,
-                                          connection):
+def test_half_precisions_tensor_by_tensor(
+    device, precision, layout, connection
+):
     if (device, precision, connection) == ("cpu", "amp", "pre_add"):
         # bn1.bias's gradient, a sum that nearly cancels, is off by 5.4%
         # fused and 2.4% unfused (float32 the reference; 5% the
@@ -204,8 +236,11 @@ def test_half_precisions_tensor_by_tensor(device, precision, layout,
         # tensor-by-tensor comparison cannot tell from a fault. The
         # spiking model's AMP case checks this chain on all its tensors.
         pytest.skip("a bias gradient's cancellation noise at this seed")
-    report = compare(lambda: SmoothNet(connection), inputs(SHAPE),
-                     Case(device, layout, precision, SWITCHING))
+    report = compare(
+        lambda: SmoothNet(connection),
+        inputs(SHAPE),
+        Case(device, layout, precision, SWITCHING),
+    )
     report.check()
 
 
@@ -230,12 +265,20 @@ class PreAddBnNet(BnNet):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("shape", [(1, 3, 2, 6, 6), (4, 1, 2, 6, 6),
-                                   (4, 0, 2, 6, 6), (0, 3, 2, 6, 6),
-                                   (4, 3, 2, 0, 0)],
-                         ids=["T=1", "B=1", "B=0", "T=0", "H=0"])
-@pytest.mark.parametrize("model", [Net, BnNet, PreAddBnNet],
-                         ids=["net", "chain", "pre_add_chain"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (1, 3, 2, 6, 6),
+        (4, 1, 2, 6, 6),
+        (4, 0, 2, 6, 6),
+        (0, 3, 2, 6, 6),
+        (4, 3, 2, 0, 0),
+    ],
+    ids=["T=1", "B=1", "B=0", "T=0", "H=0"],
+)
+@pytest.mark.parametrize(
+    "model", [Net, BnNet, PreAddBnNet], ids=["net", "chain", "pre_add_chain"]
+)
 def test_edge_shapes(device, shape, model):
     """One time step, a batch of one, and empty inputs: an empty call
     leaves the running statistics as they are, so the calls after it
@@ -250,7 +293,9 @@ def test_edge_shapes(device, shape, model):
     def make_model():  # no readout: a mean over T = 0 is NaN
         return Net(readout="none") if model is Net else model()
 
-    report = compare(make_model, make,
-                     Case(device, "row_major", "f32",
-                          ("train", "train", "eval", "train")))
+    report = compare(
+        make_model,
+        make,
+        Case(device, "row_major", "f32", ("train", "train", "eval", "train")),
+    )
     report.check()

@@ -33,8 +33,15 @@ import flexsn
 from flexsn import fx
 from flexsn._tools import tool_command
 from flexsn import surrogate as sg
-from flexsn.fx import (ControlFlowError, Runtime, StepImportError, Trainable,
-                       UnsupportedOpError, import_step, trace_step)
+from flexsn.fx import (
+    ControlFlowError,
+    Runtime,
+    StepImportError,
+    Trainable,
+    UnsupportedOpError,
+    import_step,
+    trace_step,
+)
 from flexsn.torch import FlexSN
 
 import reference as ref
@@ -44,20 +51,26 @@ T, N = 5, 7
 # libm's and torch's exp/log/erf/... differ by an ulp, which a few steps of
 # state feedback can grow. NVVM may also contract multiply-adds into FMAs.
 FWD_TOL = dict(rtol=1e-5, atol=1e-5)
-GRAD_TOL = {"cpu": dict(rtol=1e-4, atol=1e-5),
-            "cuda": dict(rtol=2e-4, atol=2e-5)}
+GRAD_TOL = {
+    "cpu": dict(rtol=1e-4, atol=1e-5),
+    "cuda": dict(rtol=2e-4, atol=2e-5),
+}
 
 from devices import DEVICES, HAS_CUDA  # noqa: E402
+
 TARGETS = {"cpu": None, "cuda": None}
 
 
 def close(got, want, what, **tol):
-    assert got.shape == want.shape, \
-        f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
-    torch.testing.assert_close(got.detach().float().cpu(),
-                               want.detach().float().cpu(),
-                               msg=lambda m: f"{what}: {m}",
-                               **(tol or FWD_TOL))
+    assert (
+        got.shape == want.shape
+    ), f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+    torch.testing.assert_close(
+        got.detach().float().cpu(),
+        want.detach().float().cpu(),
+        msg=lambda m: f"{what}: {m}",
+        **(tol or FWD_TOL),
+    )
 
 
 def tensor_kwargs(params):
@@ -102,10 +115,13 @@ def grads(value, leaves):
     """d value / d leaves; zeros where value does not depend on a leaf."""
     if not value.requires_grad:
         return [torch.zeros_like(leaf) for leaf in leaves]
-    got = torch.autograd.grad(value, leaves, retain_graph=True,
-                              allow_unused=True)
-    return [torch.zeros_like(leaf) if g is None else g
-            for g, leaf in zip(got, leaves)]
+    got = torch.autograd.grad(
+        value, leaves, retain_graph=True, allow_unused=True
+    )
+    return [
+        torch.zeros_like(leaf) if g is None else g
+        for g, leaf in zip(got, leaves)
+    ]
 
 
 def leaves_like(tensors):
@@ -138,13 +154,20 @@ ARITH_OPS = [
     ("torch.rsub", lambda a, p: torch.rsub(a, p, alpha=2.0)),
     ("torch.mul/div", lambda a, p: torch.mul(a, p) + torch.div(a, p)),
     ("torch.true_divide", lambda a, p: torch.true_divide(a, p)),
-    ("aliases", lambda a, p: torch.subtract(a, p) * torch.multiply(a, p)
-     + torch.divide(p, 2.0)),
+    (
+        "aliases",
+        lambda a, p: torch.subtract(a, p) * torch.multiply(a, p)
+        + torch.divide(p, 2.0),
+    ),
     ("torch.neg", lambda a, p: torch.neg(a) + torch.negative(p)),
     ("methods", lambda a, p: a.add(p).sub(0.5).mul(p).div(p + 1.0).neg()),
     ("clone/contiguous", lambda a, p: a.clone() * p.contiguous()),
-    ("*_like", lambda a, p: a * torch.ones_like(a) + torch.zeros_like(p)
-     + torch.full_like(a, 0.5) * p),
+    (
+        "*_like",
+        lambda a, p: a * torch.ones_like(a)
+        + torch.zeros_like(p)
+        + torch.full_like(a, 0.5) * p,
+    ),
 ]
 
 MATH_OPS = [
@@ -162,23 +185,25 @@ MATH_OPS = [
     ("erf", lambda a, p: torch.erf(a) + torch.special.erf(p)),
     ("sin", lambda a, p: torch.sin(a)),
     ("cos", lambda a, p: a.cos()),
-    ("abs", lambda a, p: torch.abs(a) + torch.absolute(a - p)
-     + (a + 0.3).abs()),
+    (
+        "abs",
+        lambda a, p: torch.abs(a) + torch.absolute(a - p) + (a + 0.3).abs(),
+    ),
     ("reciprocal", lambda a, p: torch.reciprocal(p)),
     ("square", lambda a, p: torch.square(a)),
     ("relu", lambda a, p: torch.relu(a) + F.relu(a - 0.5) + (p - 1).relu()),
     ("sign", lambda a, p: torch.sign(a) * p),
-    ("a ** 2", lambda a, p: a ** 2),
-    ("a ** 3", lambda a, p: a ** 3),
-    ("a ** 4", lambda a, p: a ** 4),
-    ("p ** 0.5", lambda a, p: p ** 0.5),
-    ("p ** -0.5", lambda a, p: p ** -0.5),
-    ("p ** -1", lambda a, p: p ** -1),
-    ("p ** -2", lambda a, p: p ** -2),
-    ("p ** 1.7", lambda a, p: p ** 1.7),
-    ("a ** 0 + a ** 1", lambda a, p: a ** 0 + a ** 1),
-    ("2.0 ** a", lambda a, p: 2.0 ** a),
-    ("p ** a", lambda a, p: p ** a),
+    ("a ** 2", lambda a, p: a**2),
+    ("a ** 3", lambda a, p: a**3),
+    ("a ** 4", lambda a, p: a**4),
+    ("p ** 0.5", lambda a, p: p**0.5),
+    ("p ** -0.5", lambda a, p: p**-0.5),
+    ("p ** -1", lambda a, p: p**-1),
+    ("p ** -2", lambda a, p: p**-2),
+    ("p ** 1.7", lambda a, p: p**1.7),
+    ("a ** 0 + a ** 1", lambda a, p: a**0 + a**1),
+    ("2.0 ** a", lambda a, p: 2.0**a),
+    ("p ** a", lambda a, p: p**a),
     ("torch.pow", lambda a, p: torch.pow(a, 2) + p.pow(1.5)),
 ]
 
@@ -188,12 +213,24 @@ SELECT_OPS = [
     ("lt.to(dtype)", lambda a, p: (a < 0.1).to(a.dtype)),
     ("le.to(float32)", lambda a, p: (a <= p).to(torch.float32)),
     ("eq/ne", lambda a, p: (p == p).float() + (a != p).float()),
-    ("torch.ge/Tensor.gt", lambda a, p: torch.ge(a, 0.0).float()
-     + a.gt(0.3).type_as(a) + torch.lt(a, p).float() + a.le(0.5).float()),
-    ("ties", lambda a, p: (a <= a).float() + 2.0 * (a < a).float()
-     + 4.0 * (a >= a).float() + 8.0 * (a > a).float()
-     + 16.0 * (a == a).float() + 32.0 * (a != a).float()
-     + 64.0 * torch.le(p, p).float() + 128.0 * torch.gt(p, p).float()),
+    (
+        "torch.ge/Tensor.gt",
+        lambda a, p: torch.ge(a, 0.0).float()
+        + a.gt(0.3).type_as(a)
+        + torch.lt(a, p).float()
+        + a.le(0.5).float(),
+    ),
+    (
+        "ties",
+        lambda a, p: (a <= a).float()
+        + 2.0 * (a < a).float()
+        + 4.0 * (a >= a).float()
+        + 8.0 * (a > a).float()
+        + 16.0 * (a == a).float()
+        + 32.0 * (a != a).float()
+        + 64.0 * torch.le(p, p).float()
+        + 128.0 * torch.gt(p, p).float(),
+    ),
     ("bool * float", lambda a, p: a * (a > 0)),
     ("bool * scalar", lambda a, p: (a > 0) * 2.0 + p),
     ("1 - bool.float()", lambda a, p: 1.0 - (a > 0).float()),
@@ -201,24 +238,42 @@ SELECT_OPS = [
     ("where scalar", lambda a, p: torch.where(a > 0, a, 0.5)),
     ("Tensor.where", lambda a, p: a.where(a > 0, p)),
     ("masked_fill", lambda a, p: a.masked_fill(a < 0, 0.25) * p),
-    ("& |", lambda a, p: torch.where((a > 0) & (p > 1.0), a, -p)
-     + torch.where((a > 0.5) | (p < 0.8), a, p)),
-    ("~ ^", lambda a, p: torch.where(~(a > 0), a, p)
-     + torch.where((a > 0) ^ (p > 1.2), p, a)),
-    ("logical_*", lambda a, p: torch.where(torch.logical_and(
-        a > 0, torch.logical_not(p > 1.5)), a, p) + torch.where(
-        torch.logical_or(a > 1, torch.logical_xor(a > 0, p > 1)), p, a)),
+    (
+        "& |",
+        lambda a, p: torch.where((a > 0) & (p > 1.0), a, -p)
+        + torch.where((a > 0.5) | (p < 0.8), a, p),
+    ),
+    (
+        "~ ^",
+        lambda a, p: torch.where(~(a > 0), a, p)
+        + torch.where((a > 0) ^ (p > 1.2), p, a),
+    ),
+    (
+        "logical_*",
+        lambda a, p: torch.where(
+            torch.logical_and(a > 0, torch.logical_not(p > 1.5)), a, p
+        )
+        + torch.where(
+            torch.logical_or(a > 1, torch.logical_xor(a > 0, p > 1)), p, a
+        ),
+    ),
     ("Tensor.bool()", lambda a, p: torch.where(a.bool(), a, p)),
     ("clamp", lambda a, p: torch.clamp(a, -0.5, 0.5)),
     ("clamp min", lambda a, p: torch.clamp(a, min=0.0)),
     ("clamp max", lambda a, p: a.clamp(max=0.3)),
     ("clamp tensors", lambda a, p: torch.clamp(a, min=p - 1.5, max=p)),
-    ("clamp_min/max", lambda a, p: torch.clamp_min(a, 0.1)
-     + a.clamp_max(-0.1)),
+    (
+        "clamp_min/max",
+        lambda a, p: torch.clamp_min(a, 0.1) + a.clamp_max(-0.1),
+    ),
     ("clip", lambda a, p: torch.clip(a, -0.2, 0.2)),
     ("min/max", lambda a, p: torch.min(a, p) + torch.max(a, p - 1.0)),
-    ("minimum/maximum", lambda a, p: torch.minimum(a, p)
-     - torch.maximum(a, -p) + a.max(p - 1.2)),
+    (
+        "minimum/maximum",
+        lambda a, p: torch.minimum(a, p)
+        - torch.maximum(a, -p)
+        + a.max(p - 1.2),
+    ),
     ("fmax/fmin", lambda a, p: torch.fmax(a, p - 1) + torch.fmin(a, 0.5 * p)),
     ("heaviside", lambda a, p: torch.heaviside(a, torch.tensor(0.5))),
     ("detach", lambda a, p: a.detach() * p + torch.detach(a)),
@@ -231,6 +286,7 @@ def op_core(ops):
     def core(x, y, v):
         a = x + 0.5 * v
         return tuple(fn(a, y) for _, fn in ops) + (0.6 * v + 0.4 * x,)
+
     return core
 
 
@@ -238,16 +294,23 @@ OP_GROUPS = {"arith": ARITH_OPS, "math": MATH_OPS, "select": SELECT_OPS}
 
 # Every surrogate, with parameters other than the defaults.
 SURROGATES = [
-    sg.Sigmoid(alpha=3.0), sg.ATan(alpha=2.5),
+    sg.Sigmoid(alpha=3.0),
+    sg.ATan(alpha=2.5),
     sg.PiecewiseQuadratic(alpha=0.8),
-    sg.PiecewiseExp(alpha=1.5), sg.SoftSign(alpha=1.5),
-    sg.SuperSpike(alpha=2.0), sg.Erf(alpha=1.5),
-    sg.NonzeroSignLogAbs(alpha=2.0), sg.PiecewiseLeakyReLU(w=0.5, c=0.1),
-    sg.SquarewaveFourierSeries(n=4, T_period=4.0), sg.S2NN(alpha=3.0,
-                                                           beta=0.5),
-    sg.QPseudoSpike(alpha=3.0), sg.LeakyKReLU(leak=0.1, k=0.8),
-    sg.FakeNumericalGradient(alpha=0.5), sg.LogTailedReLU(alpha=0.1),
-    sg.Rect(alpha=0.8), sg.MultiGaussian(sigma=0.8, h=0.3, s=3.0),
+    sg.PiecewiseExp(alpha=1.5),
+    sg.SoftSign(alpha=1.5),
+    sg.SuperSpike(alpha=2.0),
+    sg.Erf(alpha=1.5),
+    sg.NonzeroSignLogAbs(alpha=2.0),
+    sg.PiecewiseLeakyReLU(w=0.5, c=0.1),
+    sg.SquarewaveFourierSeries(n=4, T_period=4.0),
+    sg.S2NN(alpha=3.0, beta=0.5),
+    sg.QPseudoSpike(alpha=3.0),
+    sg.LeakyKReLU(leak=0.1, k=0.8),
+    sg.FakeNumericalGradient(alpha=0.5),
+    sg.LogTailedReLU(alpha=0.1),
+    sg.Rect(alpha=0.8),
+    sg.MultiGaussian(sigma=0.8, h=0.3, s=3.0),
     sg.DeterministicPass(),
 ]
 assert [type(s) for s in SURROGATES] == list(sg.ALL)
@@ -257,16 +320,27 @@ def surrogate_core(x, v):
     a = x + 0.5 * v
     spikes = tuple(flexsn.spike(a, surrogate=s) for s in SURROGATES)
     # The other spellings: positional, a class, a name, the default.
-    more = (flexsn.spike(a - 0.2, sg.ATan), fx.spike(a + 0.1, "erf"),
-            fx.spike(a))
+    more = (
+        flexsn.spike(a - 0.2, sg.ATan),
+        fx.spike(a + 0.1, "erf"),
+        fx.spike(a),
+    )
     return spikes + more + (0.5 * v + 0.5 * x,)
 
 
 NUM_SURROGATE_OUTPUTS = len(SURROGATES) + 3
 
 
-def two_compartment(x, i_ext, u, v, g=0.3, k=Runtime(0.8),
-                    w=Trainable(0.5), soft=Runtime(False)):
+def two_compartment(
+    x,
+    i_ext,
+    u,
+    v,
+    g=0.3,
+    k=Runtime(0.8),
+    w=Trainable(0.5),
+    soft=Runtime(False),
+):
     """Two inputs, two states, two outputs; const, runtime (f32 and i1) and
     trainable parameters."""
     u1 = u * k + w * x
@@ -287,7 +361,7 @@ GLOBAL_W = nn.Parameter(torch.tensor(0.4))
 
 
 def make_closure_core():
-    threshold = 0.9          # a Python float: a constant
+    threshold = 0.9  # a Python float: a constant
     scale = torch.tensor(1.5)  # a tensor without gradient: a constant
     w = nn.Parameter(torch.tensor(0.2))  # trainable, named "w"
 
@@ -328,62 +402,121 @@ ADAPTIVE = Adaptive()
 def _fire_reset(h, v_threshold, v_reset, soft_reset, detach_reset):
     s = flexsn.spike(h - v_threshold)
     s_d = torch.where(detach_reset, s.detach(), s)
-    v = torch.where(soft_reset, h - s_d * v_threshold,
-                    s_d * v_reset + (1.0 - s_d) * h)
+    v = torch.where(
+        soft_reset, h - s_d * v_threshold, s_d * v_reset + (1.0 - s_d) * h
+    )
     return s, v
 
 
-def if_step(x, v, v_threshold=1.0, v_reset=0.0, soft_reset=False,
-            detach_reset=False):
-    return _fire_reset(v + x, v_threshold, v_reset, soft_reset,
-                       detach_reset)
+def if_step(
+    x, v, v_threshold=1.0, v_reset=0.0, soft_reset=False, detach_reset=False
+):
+    return _fire_reset(v + x, v_threshold, v_reset, soft_reset, detach_reset)
 
 
-def lif_step(x, v, tau=2.0, v_threshold=1.0, v_reset=0.0, soft_reset=False,
-             detach_reset=False, decay_input=True):
+def lif_step(
+    x,
+    v,
+    tau=2.0,
+    v_threshold=1.0,
+    v_reset=0.0,
+    soft_reset=False,
+    detach_reset=False,
+    decay_input=True,
+):
     dv = v - torch.where(soft_reset, 0.0, v_reset)
     h = torch.where(decay_input, v + (x - dv) / tau, v - dv / tau + x)
     return _fire_reset(h, v_threshold, v_reset, soft_reset, detach_reset)
 
 
-def plif_step(x, v, w=Trainable(0.0), v_threshold=1.0, v_reset=0.0,
-              soft_reset=False, detach_reset=False, decay_input=True):
+def plif_step(
+    x,
+    v,
+    w=Trainable(0.0),
+    v_threshold=1.0,
+    v_reset=0.0,
+    soft_reset=False,
+    detach_reset=False,
+    decay_input=True,
+):
     k = torch.sigmoid(w)
     dv = v - torch.where(soft_reset, 0.0, v_reset)
     h = torch.where(decay_input, v + (x - dv) * k, v - dv * k + x)
     return _fire_reset(h, v_threshold, v_reset, soft_reset, detach_reset)
 
 
-def qif_step(x, v, tau=2.0, v_c=0.8, a0=1.0, v_rest=0.0, v_threshold=1.0,
-             v_reset=-0.1, soft_reset=False, detach_reset=False):
+def qif_step(
+    x,
+    v,
+    tau=2.0,
+    v_c=0.8,
+    a0=1.0,
+    v_rest=0.0,
+    v_threshold=1.0,
+    v_reset=-0.1,
+    soft_reset=False,
+    detach_reset=False,
+):
     h = v + (x + a0 * (v - v_rest) * (v - v_c)) / tau
     return _fire_reset(h, v_threshold, v_reset, soft_reset, detach_reset)
 
 
-def eif_step(x, v, tau=2.0, delta_T=1.0, theta_rh=0.8, v_rest=0.0,
-             v_threshold=1.0, v_reset=-0.1, soft_reset=False,
-             detach_reset=False):
-    h = v + (x + v_rest - v + delta_T * torch.exp((v - theta_rh) / delta_T)
-             ) / tau
+def eif_step(
+    x,
+    v,
+    tau=2.0,
+    delta_T=1.0,
+    theta_rh=0.8,
+    v_rest=0.0,
+    v_threshold=1.0,
+    v_reset=-0.1,
+    soft_reset=False,
+    detach_reset=False,
+):
+    h = (
+        v
+        + (x + v_rest - v + delta_T * torch.exp((v - theta_rh) / delta_T))
+        / tau
+    )
     return _fire_reset(h, v_threshold, v_reset, soft_reset, detach_reset)
 
 
-def izhikevich_step(x, v, w, tau=2.0, v_c=0.8, a0=1.0, v_rest=-0.1,
-                    tau_w=2.0, a=0.3, b=0.2, v_threshold=1.0, v_reset=0.0,
-                    soft_reset=False, detach_reset=False):
+def izhikevich_step(
+    x,
+    v,
+    w,
+    tau=2.0,
+    v_c=0.8,
+    a0=1.0,
+    v_rest=-0.1,
+    tau_w=2.0,
+    a=0.3,
+    b=0.2,
+    v_threshold=1.0,
+    v_reset=0.0,
+    soft_reset=False,
+    detach_reset=False,
+):
     h = v + (x + a0 * (v - v_rest) * (v - v_c) - w) / tau
-    s, v_next = _fire_reset(h, v_threshold, v_reset, soft_reset,
-                            detach_reset)
+    s, v_next = _fire_reset(h, v_threshold, v_reset, soft_reset, detach_reset)
     w_next = w + (a * (h - v_rest) - w) / tau_w + b * s
     return s, v_next, w_next
 
 
-def cuba_lif_step(x, c, v, c_decay=0.5, v_decay=0.75, v_threshold=0.5,
-                  v_reset=0.0, soft_reset=False, detach_reset=False):
+def cuba_lif_step(
+    x,
+    c,
+    v,
+    c_decay=0.5,
+    v_decay=0.75,
+    v_threshold=0.5,
+    v_reset=0.0,
+    soft_reset=False,
+    detach_reset=False,
+):
     c_next = c * c_decay + x
     h = v * v_decay + c_next
-    s, v_next = _fire_reset(h, v_threshold, v_reset, soft_reset,
-                            detach_reset)
+    s, v_next = _fire_reset(h, v_threshold, v_reset, soft_reset, detach_reset)
     return s, c_next, v_next
 
 
@@ -398,8 +531,11 @@ SHIPPED = {
     "cuba_lif": (cuba_lif_step, 2, ref.cuba_lif_ref, (0.3, 0.6)),
 }
 # LIF's flags are compiled as runtime parameters: one compile serves all.
-LIF_FLAG_KINDS = {"soft_reset": "runtime", "detach_reset": "runtime",
-                  "decay_input": "runtime"}
+LIF_FLAG_KINDS = {
+    "soft_reset": "runtime",
+    "detach_reset": "runtime",
+    "decay_input": "runtime",
+}
 
 
 def _texts():
@@ -409,15 +545,17 @@ def _texts():
         texts[group] = (import_step(op_core(ops), 2, 1, name=group), {})
     texts["surrogates"] = (import_step(surrogate_core, 1, 1), {})
     texts["two_compartment"] = (import_step(two_compartment, 2, 2), {})
-    texts["const_lif"] = (import_step(const_lif, 1, 1,
-                                      params={"tau": 3.0}),
-                          {"params": {"v_th": 0.8}})
+    texts["const_lif"] = (
+        import_step(const_lif, 1, 1, params={"tau": 3.0}),
+        {"params": {"v_th": 0.8}},
+    )
     texts["closure"] = (import_step(CLOSURE_CORE, 1, 1), {})
     texts["module"] = (import_step(ADAPTIVE, 1, 2), {})
     for name, (step, states, _, _) in SHIPPED.items():
         texts["shipped-" + name] = (
             import_step(step, 1, states, name=name),
-            {"kinds": LIF_FLAG_KINDS} if name == "lif" else {})
+            {"kinds": LIF_FLAG_KINDS} if name == "lif" else {},
+        )
     return texts
 
 
@@ -427,15 +565,20 @@ MODULES = {}
 
 # Compiled on every device: the rest on the CPU only.
 ON_EVERY_DEVICE = ["arith", "math", "select", "surrogates"] + [
-    "shipped-" + name for name in SHIPPED]
+    "shipped-" + name for name in SHIPPED
+]
 
 
 def module(key, device="cpu"):
     if (key, device) not in MODULES:
         text, kwargs = TEXTS[key]
         MODULES[key, device] = FlexSN(
-            text, store_state_seqs=True, targets=TARGETS[device],
-            storage_types=("f32",), **kwargs)
+            text,
+            store_state_seqs=True,
+            targets=TARGETS[device],
+            storage_types=("f32",),
+            **kwargs,
+        )
     return MODULES[key, device]
 
 
@@ -451,7 +594,8 @@ def compiled_modules():
             pass
 
     jobs = [(key, "cpu") for key in sorted(TEXTS)] + [
-        (key, "cuda") for key in ON_EVERY_DEVICE if HAS_CUDA]
+        (key, "cuda") for key in ON_EVERY_DEVICE if HAS_CUDA
+    ]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         list(pool.map(attempt, jobs))
 
@@ -496,24 +640,50 @@ def test_op_table(group, device):
             close(gg, wg, f"{group}: d {name} / d {leaf}", **tol)
     weight = torch.randn(T, N, generator=gen_w)
     for leaf, gg, wg in zip(
-            ("x", "y", "v0"),
-            grads((got_states[0] * weight.to(device)).sum(), [xm, ym, vm]),
-            grads((want_states[0] * weight).sum(), [xe, ye, ve])):
+        ("x", "y", "v0"),
+        grads((got_states[0] * weight.to(device)).sum(), [xm, ym, vm]),
+        grads((want_states[0] * weight).sum(), [xe, ye, ve]),
+    ):
         close(gg, wg, f"{group}: d state / d {leaf}", **tol)
 
 
 def test_op_table_text():
     """Ops map to the dialect's ops as documented."""
     text = TEXTS["math"][0] + TEXTS["select"][0] + TEXTS["arith"][0]
-    for op in ("arith.addf", "arith.subf", "arith.mulf", "arith.divf",
-               "arith.negf", "math.exp", "math.log", "math.log1p",
-               "math.sqrt", "math.tanh", "math.atan", "math.erf", "math.sin",
-               "math.cos", "math.absf", "math.powf", "arith.maximumf",
-               "arith.minimumf", "arith.maxnumf", "arith.minnumf",
-               "arith.cmpf oge", "arith.cmpf ogt", "arith.cmpf olt",
-               "arith.cmpf ole", "arith.cmpf oeq", "arith.cmpf une",
-               "arith.select", "arith.andi", "arith.ori", "arith.xori",
-               "flexsn.detach", "arith.constant"):
+    for op in (
+        "arith.addf",
+        "arith.subf",
+        "arith.mulf",
+        "arith.divf",
+        "arith.negf",
+        "math.exp",
+        "math.log",
+        "math.log1p",
+        "math.sqrt",
+        "math.tanh",
+        "math.atan",
+        "math.erf",
+        "math.sin",
+        "math.cos",
+        "math.absf",
+        "math.powf",
+        "arith.maximumf",
+        "arith.minimumf",
+        "arith.maxnumf",
+        "arith.minnumf",
+        "arith.cmpf oge",
+        "arith.cmpf ogt",
+        "arith.cmpf olt",
+        "arith.cmpf ole",
+        "arith.cmpf oeq",
+        "arith.cmpf une",
+        "arith.select",
+        "arith.andi",
+        "arith.ori",
+        "arith.xori",
+        "flexsn.detach",
+        "arith.constant",
+    ):
         assert op in text, op
     # Locations name the step function's line (file base name only).
     assert 'loc("test_fx.py":' in text
@@ -522,14 +692,18 @@ def test_op_table_text():
 
 def _op_names(body):
     """The op names of a neuron body's lines, in order."""
-    return re.findall(r"^\s*(?:%[\w#:, %]+ = )?([a-z_]+\.[a-z_]+)", body,
-                      re.MULTILINE)
+    return re.findall(
+        r"^\s*(?:%[\w#:, %]+ = )?([a-z_]+\.[a-z_]+)", body, re.MULTILINE
+    )
 
 
 def _neuron(text):
     """(header, body) of the one flexsn.neuron in `text`, unindented."""
-    match = re.search(r"^\s*(flexsn\.neuron .*?\{)\n(.*?)^\s*\}",
-                      text, re.MULTILINE | re.DOTALL)
+    match = re.search(
+        r"^\s*(flexsn\.neuron .*?\{)\n(.*?)^\s*\}",
+        text,
+        re.MULTILINE | re.DOTALL,
+    )
     assert match, text
     header = re.sub(r"\(\s+", "(", re.sub(r"\s+", " ", match.group(1)))
     return header, match.group(2)
@@ -546,8 +720,13 @@ def test_every_text_round_trips_through_the_parser(key):
     text = TEXTS[key][0]
 
     def opt(source):
-        done = subprocess.run([*tool, "-"], input=source, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [*tool, "-"],
+            input=source,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -562,8 +741,10 @@ def test_every_text_round_trips_through_the_parser(key):
 
 def test_math_module_functions():
     """math.exp etc. on a traced value are traced (fx wraps `math`)."""
+
     def core(x, v):
         return math.exp(x) + math.sqrt(v) + math.tanh(x) + math.fabs(x), v
+
     text = import_step(core, 1, 1)
     for op in ("math.exp", "math.sqrt", "math.tanh", "math.absf"):
         assert op in text
@@ -579,8 +760,12 @@ def test_eager_spike_matches_reference(cls):
     """flexsn.spike eagerly: H(x) forward (H(0) = 1), g(x) backward, with
     reference.py's independent formulas; default and other parameters."""
     surrogates = [cls(), next(s for s in SURROGATES if type(s) is cls)]
-    x = torch.cat([torch.linspace(-3.0, 3.0, 241), torch.tensor([
-        0.0, -0.0, 0.5, -0.5, 1.0, 0.625, -0.625, 2.0])])
+    x = torch.cat(
+        [
+            torch.linspace(-3.0, 3.0, 241),
+            torch.tensor([0.0, -0.0, 0.5, -0.5, 1.0, 0.625, -0.625, 2.0]),
+        ]
+    )
     for s in surrogates:
         xs = x.clone().requires_grad_()
         out = flexsn.spike(xs, surrogate=s)
@@ -602,22 +787,24 @@ def test_surrogates_through_importer(device):
     v0 = torch.rand(N, generator=gen) - 0.5
     m = module("surrogates", device)
     xe, ve = leaves_like([x, v0])
-    want, want_states = run_eager(surrogate_core, [xe], [ve],
-                                  NUM_SURROGATE_OUTPUTS)
+    want, want_states = run_eager(
+        surrogate_core, [xe], [ve], NUM_SURROGATE_OUTPUTS
+    )
     xm, vm = leaves_like([x.to(device), v0.to(device)])
     got, got_states = run_module(m, [xm], [vm])
     close(got_states[0], want_states[0], "state")
-    names = [repr(s) for s in SURROGATES] + ["ATan class", "'erf'",
-                                             "default"]
+    names = [repr(s) for s in SURROGATES] + ["ATan class", "'erf'", "default"]
     gen_w = generator(4)
     for name, g, w in zip(names, got, want):
-        assert torch.equal(g.detach().cpu(), w.detach()), \
-            f"{name}: spikes differ"
+        assert torch.equal(
+            g.detach().cpu(), w.detach()
+        ), f"{name}: spikes differ"
         weight = torch.randn(T, N, generator=gen_w)
-        for leaf, gg, wg in zip(("x", "v0"),
-                                grads((g * weight.to(device)).sum(),
-                                      [xm, vm]),
-                                grads((w * weight).sum(), [xe, ve])):
+        for leaf, gg, wg in zip(
+            ("x", "v0"),
+            grads((g * weight.to(device)).sum(), [xm, vm]),
+            grads((w * weight).sum(), [xe, ve]),
+        ):
             close(gg, wg, f"{name}: d spike / d {leaf}", **GRAD_TOL[device])
 
 
@@ -625,6 +812,7 @@ def test_spike_is_one_traced_op():
     def core(x, v):
         s = flexsn.spike(x - v, surrogate=sg.Rect(alpha=0.5))
         return s, v
+
     info = trace_step(core, 1, 1)
     body = [line for line in info.mlir.splitlines() if " = " in line]
     assert len(body) == 2, info.mlir  # subf, spike
@@ -643,8 +831,11 @@ def test_two_compartment(k, soft):
     assert info.inputs == ("x", "i_ext") and info.states == ("u", "v")
     assert info.outputs == ("y0", "y1")
     assert [(p.name, p.type, p.default, p.kind) for p in info.params] == [
-        ("g", "f32", 0.3, "const"), ("k", "f32", 0.8, "runtime"),
-        ("w", "f32", 0.5, "trainable"), ("soft", "i1", False, "runtime")]
+        ("g", "f32", 0.3, "const"),
+        ("k", "f32", 0.8, "runtime"),
+        ("w", "f32", 0.5, "trainable"),
+        ("soft", "i1", False, "runtime"),
+    ]
     m = module("two_compartment")
     m.k, m.soft = k, soft
     gen = generator(5)
@@ -654,46 +845,59 @@ def test_two_compartment(k, soft):
     eager_leaves = leaves_like([x, i_ext, u0, v0])
     w_eager = torch.tensor(0.5, requires_grad=True)
     want, want_states = run_eager(
-        two_compartment, eager_leaves[:2], eager_leaves[2:], 2,
-        dict(tensor_kwargs({"g": 0.3, "k": k, "soft": soft}), w=w_eager))
+        two_compartment,
+        eager_leaves[:2],
+        eager_leaves[2:],
+        2,
+        dict(tensor_kwargs({"g": 0.3, "k": k, "soft": soft}), w=w_eager),
+    )
     module_leaves = leaves_like([x, i_ext, u0, v0])
     got, got_states = run_module(m, module_leaves[:2], module_leaves[2:])
     assert 0.05 < want[0].mean().item() < 0.95, "no useful spike rate"
     gen_w = generator(6)
     loss_got, loss_want = 0, 0
-    for name, g, w in zip(("s", "h", "u", "v"), got + got_states,
-                          want + want_states):
+    for name, g, w in zip(
+        ("s", "h", "u", "v"), got + got_states, want + want_states
+    ):
         close(g, w, name)
         weight = torch.randn(T, N, generator=gen_w)
         loss_got = loss_got + (g * weight).sum()
         loss_want = loss_want + (w * weight).sum()
     names = ("x", "i_ext", "u0", "v0", "w")
-    for name, gg, wg in zip(names, grads(loss_got, module_leaves + [m.w]),
-                            grads(loss_want, eager_leaves + [w_eager])):
+    for name, gg, wg in zip(
+        names,
+        grads(loss_got, module_leaves + [m.w]),
+        grads(loss_want, eager_leaves + [w_eager]),
+    ):
         close(gg, wg, f"d loss / d {name}", **GRAD_TOL["cpu"])
 
 
 def test_const_params():
     info = trace_step(const_lif, 1, 1, params={"tau": 3.0})
     assert [(p.name, p.default, p.kind) for p in info.params] == [
-        ("tau", 3.0, "const"), ("v_th", 1.0, "const"),
-        ("v_reset", 0.0, "const")]
+        ("tau", 3.0, "const"),
+        ("v_th", 1.0, "const"),
+        ("v_reset", 0.0, "const"),
+    ]
     m = module("const_lif")  # compiled with v_th = 0.8
     assert [p.name for p in m.info.runtime_params] == []
     gen = generator(7)
     x = torch.randn(T, N, generator=gen) * 0.9 + 0.8
     v0 = torch.rand(N, generator=gen)
     xe, ve = leaves_like([x, v0])
-    want, want_states = run_eager(const_lif, [xe], [ve], 1,
-                                  {"tau": 3.0, "v_th": 0.8, "v_reset": 0.0})
+    want, want_states = run_eager(
+        const_lif, [xe], [ve], 1, {"tau": 3.0, "v_th": 0.8, "v_reset": 0.0}
+    )
     xm, vm = leaves_like([x, v0])
     got, got_states = run_module(m, [xm], [vm])
     close(got[0], want[0], "spikes")
     close(got_states[0], want_states[0], "v")
     weight = torch.randn(T, N, generator=gen)
-    for name, gg, wg in zip(("x", "v0"),
-                            grads((got_states[0] * weight).sum(), [xm, vm]),
-                            grads((want_states[0] * weight).sum(), [xe, ve])):
+    for name, gg, wg in zip(
+        ("x", "v0"),
+        grads((got_states[0] * weight).sum(), [xm, vm]),
+        grads((want_states[0] * weight).sum(), [xe, ve]),
+    ):
         close(gg, wg, f"d v / d {name}", **GRAD_TOL["cpu"])
 
 
@@ -707,18 +911,24 @@ def test_params_argument_and_kinds():
 
     info = trace_step(core, 1, 1, params={"a": Runtime(0.5), "c": w})
     assert [(p.name, p.type, p.default, p.kind) for p in info.params] == [
-        ("a", "f32", 0.5, "runtime"), ("b", "i1", True, "const"),
-        ("c", "f32", 0.25, "trainable")]
+        ("a", "f32", 0.5, "runtime"),
+        ("b", "i1", True, "const"),
+        ("c", "f32", 0.25, "trainable"),
+    ]
     assert info.params[2].parameter is w
-    assert "params(%a: f32 = 0.5 runtime, %b: i1 = true, " \
+    assert (
+        "params(%a: f32 = 0.5 runtime, %b: i1 = true, "
         "%c: f32 = 0.25 trainable)" in info.mlir
+    )
     flexsn.compile(info.mlir, targets=())  # verifies
 
 
 def test_closure_parameters():
     info = trace_step(CLOSURE_CORE, 1, 1)
     assert [(p.name, p.kind) for p in info.params] == [
-        ("w", "trainable"), ("GLOBAL_W", "trainable")]
+        ("w", "trainable"),
+        ("GLOBAL_W", "trainable"),
+    ]
     assert info.params[0].parameter is CLOSURE_W
     assert info.params[1].parameter is GLOBAL_W
     assert "arith.constant 0.9 : f32" in info.mlir  # the closure's float
@@ -738,9 +948,10 @@ def test_closure_parameters():
     loss_got = (got_states[0] * weight).sum() + got[0].sum()
     loss_want = (want_states[0] * weight).sum() + want[0].sum()
     for name, gg, wg in zip(
-            ("x", "v0", "w", "GLOBAL_W"),
-            grads(loss_got, [xm, vm, m.w, m.GLOBAL_W]),
-            grads(loss_want, [xe, ve, CLOSURE_W, GLOBAL_W])):
+        ("x", "v0", "w", "GLOBAL_W"),
+        grads(loss_got, [xm, vm, m.w, m.GLOBAL_W]),
+        grads(loss_want, [xe, ve, CLOSURE_W, GLOBAL_W]),
+    ):
         close(gg, wg, f"d loss / d {name}", **GRAD_TOL["cpu"])
 
 
@@ -748,15 +959,18 @@ def test_module_step_function():
     info = trace_step(ADAPTIVE, 1, 2)
     assert info.states == ("v", "a")
     assert [(p.name, p.kind) for p in info.params] == [
-        ("beta", "trainable"), ("inner_gain", "trainable")]
+        ("beta", "trainable"),
+        ("inner_gain", "trainable"),
+    ]
     assert "arith.constant 0.8 : f32" in info.mlir  # the buffer
     m = module("module")
     gen = generator(9)
     x = torch.randn(T, N, generator=gen) + 1.0
     v0, a0 = torch.rand(N, generator=gen), torch.rand(N, generator=gen) * 0.2
     eager_leaves = leaves_like([x, v0, a0])
-    want, want_states = run_eager(ADAPTIVE, eager_leaves[:1],
-                                  eager_leaves[1:], 1)
+    want, want_states = run_eager(
+        ADAPTIVE, eager_leaves[:1], eager_leaves[1:], 1
+    )
     module_leaves = leaves_like([x, v0, a0])
     got, got_states = run_module(m, module_leaves[:1], module_leaves[1:])
     close(got[0], want[0], "spikes")
@@ -767,16 +981,17 @@ def test_module_step_function():
         loss_got = loss_got + (g * weight).sum()
         loss_want = loss_want + (w * weight).sum()
     for name, gg, wg in zip(
-            ("x", "v0", "a0", "beta", "inner_gain"),
-            grads(loss_got, module_leaves + [m.beta, m.inner_gain]),
-            grads(loss_want, eager_leaves + [ADAPTIVE.beta,
-                                             ADAPTIVE.inner.gain])):
+        ("x", "v0", "a0", "beta", "inner_gain"),
+        grads(loss_got, module_leaves + [m.beta, m.inner_gain]),
+        grads(loss_want, eager_leaves + [ADAPTIVE.beta, ADAPTIVE.inner.gain]),
+    ):
         close(gg, wg, f"d loss / d {name}", **GRAD_TOL["cpu"])
 
 
 def test_single_result_and_output_names():
     def one(x):
         return torch.tanh(x)
+
     info = trace_step(one, 1, 0)
     assert info.outputs == ("y",) and info.states == ()
     named = trace_step(two_compartment, 2, 2, output_names=("s", "h"))
@@ -816,9 +1031,15 @@ def test_constants():
         big = torch.clamp(x, max=float("inf"), min=-1e40)  # -1e40: -inf
         h = torch.where(flag, big * 1e-5, v)
         return h + 0.1, v
+
     text = import_step(core, 1, 1)
-    for literal in ("0x7F800000 : f32", "0xFF800000 : f32",
-                    "1.0e-05 : f32", "0.1 : f32", "arith.constant true"):
+    for literal in (
+        "0x7F800000 : f32",
+        "0xFF800000 : f32",
+        "1.0e-05 : f32",
+        "0.1 : f32",
+        "arith.constant true",
+    ):
         assert literal in text, literal
     flexsn.compile(text, targets=())
 
@@ -832,8 +1053,9 @@ def shipped_inputs(name, seed):
     step, num_states, _, (mean, std) = SHIPPED[name]
     gen = generator(seed)
     x = torch.randn(T + 7, N, generator=gen) * std + mean
-    inits = [torch.rand(N, generator=gen) * 0.6 - 0.1
-             for _ in range(num_states)]
+    inits = [
+        torch.rand(N, generator=gen) * 0.6 - 0.1 for _ in range(num_states)
+    ]
     return x, inits
 
 
@@ -841,8 +1063,9 @@ def step_kwargs(name, flags):
     """Every parameter of the step function as an eager tensor: its
     default (read from the import), or the value in `flags`."""
     step, num_states, _, _ = SHIPPED[name]
-    values = {p.name: p.default for p in trace_step(step, 1,
-                                                    num_states).params}
+    values = {
+        p.name: p.default for p in trace_step(step, 1, num_states).params
+    }
     values.update(flags)
     return tensor_kwargs(values)
 
@@ -893,9 +1116,12 @@ def test_shipped_neuron_through_importer(name, device):
     x, inits = shipped_inputs(name, 11)
     flag_sets = [{}]
     if name == "lif":  # runtime flags: every setting on one compile
-        flag_sets = [{"soft_reset": s, "detach_reset": d, "decay_input": i}
-                     for s in (False, True) for d in (False, True)
-                     for i in (True, False)]
+        flag_sets = [
+            {"soft_reset": s, "detach_reset": d, "decay_input": i}
+            for s in (False, True)
+            for d in (False, True)
+            for i in (True, False)
+        ]
     for flags in flag_sets:
         for key, value in flags.items():
             setattr(m, key, value)
@@ -905,13 +1131,15 @@ def test_shipped_neuron_through_importer(name, device):
         if name == "plif":
             kwargs["w"] = torch.tensor(0.0, requires_grad=True)
             eager_params, module_params = [kwargs["w"]], [m.w]
-        want, want_seqs = run_eager(step, eager_leaves[:1], eager_leaves[1:],
-                                    1, kwargs)
+        want, want_seqs = run_eager(
+            step, eager_leaves[:1], eager_leaves[1:], 1, kwargs
+        )
         module_leaves = leaves_like([t.to(device) for t in [x] + inits])
         got, got_seqs = run_module(m, module_leaves[:1], module_leaves[1:])
         what = f"{name} {flags}"
-        assert torch.equal(got[0].detach().cpu(), want[0].detach()), \
-            f"{what}: spikes differ"
+        assert torch.equal(
+            got[0].detach().cpu(), want[0].detach()
+        ), f"{what}: spikes differ"
         gen = generator(12)
         weight = torch.randn(x.shape, generator=gen)
         loss_got = (got[0] * weight.to(device)).sum()
@@ -921,11 +1149,16 @@ def test_shipped_neuron_through_importer(name, device):
             weight = torch.randn(w.shape, generator=gen)
             loss_got = loss_got + (g * weight.to(device)).sum()
             loss_want = loss_want + (w * weight).sum()
-        names = ["x"] + [f"state0 {i}" for i in range(num_states)] + \
-            (["w"] if name == "plif" else [])
+        names = (
+            ["x"]
+            + [f"state0 {i}" for i in range(num_states)]
+            + (["w"] if name == "plif" else [])
+        )
         for leaf, gg, wg in zip(
-                names, grads(loss_got, module_leaves + module_params),
-                grads(loss_want, eager_leaves + eager_params)):
+            names,
+            grads(loss_got, module_leaves + module_params),
+            grads(loss_want, eager_leaves + eager_params),
+        ):
             close(gg, wg, f"{what}: d loss / d {leaf}", **GRAD_TOL[device])
 
 
@@ -1020,14 +1253,19 @@ BAD = [
     (_half, UnsupportedOpError, "x.half()", "Tensor.half"),
     (_setitem, UnsupportedOpError, "y[0] = 1.0", "operator.setitem"),
     (_rounding_div, UnsupportedOpError, "rounding_mode", "torch.div"),
-    (_where_float_condition, UnsupportedOpError, "torch.where(x, v, x)",
-     "torch.where"),
+    (
+        _where_float_condition,
+        UnsupportedOpError,
+        "torch.where(x, v, x)",
+        "torch.where",
+    ),
     (_flag_control_flow, ControlFlowError, "if soft:", "control flow"),
 ]
 
 
-@pytest.mark.parametrize("core,error,line,op", BAD,
-                         ids=[b[0].__name__.strip("_") for b in BAD])
+@pytest.mark.parametrize(
+    "core,error,line,op", BAD, ids=[b[0].__name__.strip("_") for b in BAD]
+)
 def test_bad_step_functions(core, error, line, op):
     with pytest.raises(error) as info:
         import_step(core, 1, 1)
@@ -1051,11 +1289,11 @@ def test_random_functions_are_restored_after_import():
 def test_fmax_fmin_send_the_gradient_past_nan():
     """torch.fmax/fmin ignore a NaN operand: the value and the gradient
     are the other operand's (eager torch's rule: (x >= y) | isnan(y))."""
+
     def core(x, v):
         return torch.fmax(x, torch.log(x)) + torch.fmin(torch.log(x), x), v
 
-    m = FlexSN(core, num_inputs=1, num_states=1, num_outputs=1,
-               step_mode="m")
+    m = FlexSN(core, num_inputs=1, num_states=1, num_outputs=1, step_mode="m")
     x = torch.tensor([[-2.0, -0.5, 0.5, 3.0]]).requires_grad_()
     y = m(x)
     y.sum().backward()
@@ -1071,6 +1309,7 @@ def test_fmax_fmin_send_the_gradient_past_nan():
 def test_errors_in_core_name_their_line():
     def core(x, v):
         return x * undefined_name, v  # noqa: F821
+
     with pytest.raises(StepImportError, match="NameError") as info:
         import_step(core, 1, 1)
     assert "undefined_name" in info.value.source
@@ -1079,6 +1318,7 @@ def test_errors_in_core_name_their_line():
 def test_wrong_output_count():
     def core(x, v):
         return x + v, v, v
+
     with pytest.raises(StepImportError, match="returns 3 value"):
         import_step(core, 1, 1, num_outputs=1)
     with pytest.raises(StepImportError, match="no output"):
@@ -1125,11 +1365,17 @@ def test_flexsn_module_from_a_step_function():
 
     gen = generator(91)
     x = torch.randn(6, 4, 5, generator=gen) + 0.8
-    module = FlexSN(core, num_inputs=1, num_states=1, num_outputs=1,
-                    example_inputs=(x[0], x[0]), requires_grad=(True, True),
-                    backend="triton", targets=TARGETS["cpu"])
-    assert module.w is w and [n for n, _ in module.named_parameters()] == [
-        "w"]
+    module = FlexSN(
+        core,
+        num_inputs=1,
+        num_states=1,
+        num_outputs=1,
+        example_inputs=(x[0], x[0]),
+        requires_grad=(True, True),
+        backend="triton",
+        targets=TARGETS["cpu"],
+    )
+    assert module.w is w and [n for n, _ in module.named_parameters()] == ["w"]
     assert module.info.name == "core"
 
     xm = x.clone().requires_grad_()
@@ -1167,23 +1413,31 @@ def test_flexsn_module_step_function_errors():
     with pytest.raises(ValueError, match="example_inputs has 1 tensor"):
         FlexSN(core, 1, 1, 1, example_inputs=(torch.zeros(3),))
     with pytest.raises(StepImportError, match="core returns 3 value"):
-        FlexSN(lambda x, v: (x, x + v, v), 1, 1, num_outputs=1,
-               targets=TARGETS["cpu"])
+        FlexSN(
+            lambda x, v: (x, x + v, v),
+            1,
+            1,
+            num_outputs=1,
+            targets=TARGETS["cpu"],
+        )
 
 
 def test_new_sequence_lengths_and_sizes_run_no_tool(monkeypatch):
     """Compiled once: no T or N, nor a second module of the same core,
     runs a tool again (SpikingJelly's FlexSN recompiles per T and N)."""
+
     def core(x, v):
         s = fx.spike(v + x - 1.0)
         return s, (v + x) * (1.0 - s)
 
     module = FlexSN(core, 1, 1, 1, targets=TARGETS["cpu"])
     from flexsn import _tools
+
     runs = []
     run = _tools.run
-    monkeypatch.setattr(_tools, "run",
-                        lambda *a, **k: runs.append(a) or run(*a, **k))
+    monkeypatch.setattr(
+        _tools, "run", lambda *a, **k: runs.append(a) or run(*a, **k)
+    )
     for T, N in ((1, 3), (64, 1000), (7, 1)):
         module.reset()
         x = torch.randn(T, N, requires_grad=True)

@@ -26,8 +26,9 @@ def import_graph(root: pathlib.Path) -> dict:
     modules = module_names(root)
     graph = {name: set() for name in modules}
     for name, path in modules.items():
-        package = name if path.name == "__init__.py" else \
-            name.rpartition(".")[0]
+        package = (
+            name if path.name == "__init__.py" else name.rpartition(".")[0]
+        )
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -35,7 +36,7 @@ def import_graph(root: pathlib.Path) -> dict:
                 base = node.module or ""
                 if node.level:
                     parts = package.split(".")
-                    parts = parts[:len(parts) - node.level + 1]
+                    parts = parts[: len(parts) - node.level + 1]
                     base = ".".join(parts + ([base] if base else []))
                 submodules = [f"{base}.{alias.name}" for alias in node.names]
                 targets = [m for m in submodules if m in modules]
@@ -44,9 +45,10 @@ def import_graph(root: pathlib.Path) -> dict:
             else:
                 continue
             graph[name].update(
-                t for t in targets
-                if t in modules and t != name
-                and not name.startswith(t + "."))
+                t
+                for t in targets
+                if t in modules and t != name and not name.startswith(t + ".")
+            )
     return graph
 
 
@@ -94,7 +96,8 @@ def test_a_cycle_through_a_lazy_import_is_found(tmp_path):
     (package / "__init__.py").write_text("from .a import f\n")
     (package / "a.py").write_text("from . import b\n\ndef f():\n    pass\n")
     (package / "b.py").write_text(
-        "def g():\n    from .sub.c import h\n    return h\n")
+        "def g():\n    from .sub.c import h\n    return h\n"
+    )
     (package / "sub" / "__init__.py").write_text("")
     (package / "sub" / "c.py").write_text("from .. import a\nh = a.f\n")
     graph = import_graph(package)

@@ -38,21 +38,33 @@ from flexsn._manifest import evaluate_size
 NEURONS = "lif,plif,lif_soft,lif_detach,plif_soft_detach"
 INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
-REQUIRED = ("input_sequence", "saved_output", "saved_input", "param_gradient",
-            "reduction_scratch")
-SEQUENCES = ("input_sequence", "output_sequence", "state_sequence",
-             "optional_input_sequence", "saved_output", "saved_input")
+REQUIRED = (
+    "input_sequence",
+    "saved_output",
+    "saved_input",
+    "param_gradient",
+    "reduction_scratch",
+)
+SEQUENCES = (
+    "input_sequence",
+    "output_sequence",
+    "state_sequence",
+    "optional_input_sequence",
+    "saved_output",
+    "saved_input",
+)
 NP = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
 
 FAULTS = set()
-REGISTRY = {}    # workspace address -> what the forward call saw
-CALLS = [0]      # backward calls (the nondeterministic fault)
+REGISTRY = {}  # workspace address -> what the forward call saw
+CALLS = [0]  # backward calls (the nondeterministic fault)
 DRV = None
 
 
 class FakeDriver(object):
     """Device memory as NumPy byte arrays at made-up, 512-byte aligned
     addresses with gaps between allocations."""
+
     name = "fake GPU"
 
     def __init__(self):
@@ -78,7 +90,7 @@ class FakeDriver(object):
 
     def bytes_at(self, p, n):
         base, arr = self.find(p)
-        return arr[p - base:p - base + n]
+        return arr[p - base : p - base + n]
 
     def htod(self, dst, host):
         host = np.ascontiguousarray(host)
@@ -101,8 +113,9 @@ def read_seq(p, T, N, ld, dtype):
     es = kc.ELEM[dtype]
     out = np.zeros((T, N), np.float32)
     for t in range(T):
-        raw = np.frombuffer(DRV.bytes_at(p + t * ld * es, N * es).tobytes(),
-                            NP[dtype])
+        raw = np.frombuffer(
+            DRV.bytes_at(p + t * ld * es, N * es).tobytes(), NP[dtype]
+        )
         out[t] = kc.np_to_f32(raw, dtype)
     return out
 
@@ -114,8 +127,9 @@ def read_vec(p, N, dtype):
 
 
 def encode(a, dtype):
-    return np.ascontiguousarray(kc.np_storage(np.asarray(a, np.float32),
-                                              dtype)).view(np.uint8)
+    return np.ascontiguousarray(
+        kc.np_storage(np.asarray(a, np.float32), dtype)
+    ).view(np.uint8)
 
 
 def write_seq(p, a, ld, dtype, skip_last=False):
@@ -162,9 +176,11 @@ def fake_call(kern, stream, T, N, ld, pointers, params, workspace=0):
     args, ptrs = iter(pointers), []
     for b in specs:
         if b.in_workspace:
-            ptrs.append(workspace + evaluate_size(b.workspace_offset, T=T,
-                                                  N=N, ld=ld)
-                        if workspace else 0)
+            ptrs.append(
+                workspace + evaluate_size(b.workspace_offset, T=T, N=N, ld=ld)
+                if workspace
+                else 0
+            )
         else:
             ptrs.append(int(next(args) or 0))
     for i, (b, p) in enumerate(zip(specs, ptrs)):
@@ -183,10 +199,13 @@ def fake_call(kern, stream, T, N, ld, pointers, params, workspace=0):
         count = seq if b.role in SEQUENCES else N
         if count > INT64_MAX // b.element_bytes:
             return fail("SIZE_OVERFLOW")
-        extents.append(4 if b.role == "param_gradient" else
-                       4 + 4 * slots * ((N + 255) // 256)
-                       if b.role == "reduction_scratch" else
-                       count * b.element_bytes)
+        extents.append(
+            4
+            if b.role == "param_gradient"
+            else 4 + 4 * slots * ((N + 255) // 256)
+            if b.role == "reduction_scratch"
+            else count * b.element_bytes
+        )
     for i, (b, p) in enumerate(zip(specs, ptrs)):
         if p % b.element_bytes:
             return fail("INVALID_ARGUMENT", i)
@@ -198,7 +217,7 @@ def fake_call(kern, stream, T, N, ld, pointers, params, workspace=0):
         base, arr = hit
         if p - base + nbytes > arr.size:
             if "ws-small-ok" in FAULTS:
-                return "accept"       # a runtime that checks nothing
+                return "accept"  # a runtime that checks nothing
             return fail("BUFFER_TOO_SMALL", i)
         return 0
 
@@ -229,7 +248,7 @@ def fake_call(kern, stream, T, N, ld, pointers, params, workspace=0):
         if p:
             s = check(p, nbytes, i)
             if s == "accept":
-                return 0              # (and the kernel would overrun)
+                return 0  # (and the kernel would overrun)
             if s:
                 return s
     by = {}
@@ -276,8 +295,9 @@ def emulate_backward(kern, T, N, ld, pointers, P, workspace):
     saw = REGISTRY.get(workspace)
     if saw is None or saw["T"] != T or saw["N"] != N:
         return kc.statuses()["FLEXSN_ERROR_INVALID_ARGUMENT"]
-    gin = dict(out=None, seq=[None] * len(nd.states),
-               final=[None] * len(nd.states))
+    gin = dict(
+        out=None, seq=[None] * len(nd.states), final=[None] * len(nd.states)
+    )
     ptrs = [int(p or 0) for p in pointers]
     for (w, i), p in zip(roles, ptrs):
         if not p:
@@ -289,8 +309,9 @@ def emulate_backward(kern, T, N, ld, pointers, P, workspace):
         elif w == "gfin":
             gin["final"][i] = read_vec(p, N, d)
     trainable = [p.name for p in nd.params if p.kind == "trainable"]
-    ref = tkc.reference(tkc.NumpyAD(), kern.neuron, P, trainable, saw["x"],
-                        saw["inits"], gin)
+    ref = tkc.reference(
+        tkc.NumpyAD(), kern.neuron, P, trainable, saw["x"], saw["inits"], gin
+    )
     for (w, i), p in zip(roles, ptrs):
         if not p:
             continue
@@ -308,7 +329,7 @@ def emulate_backward(kern, T, N, ld, pointers, P, workspace):
             v = np.float32(ref["params"][i].sum())
             if "pgrad" in FAULTS:
                 v = v * np.float32(1.01) + np.float32(1e-3)
-            if "nondeterministic" in FAULTS:   # a different last bit per call
+            if "nondeterministic" in FAULTS:  # a different last bit per call
                 CALLS[0] += 1
                 v = np.nextafter(v, np.float32(np.inf)) if CALLS[0] % 2 else v
             write_vec(p, np.array([v], np.float32), "f32")
@@ -336,36 +357,53 @@ def run(main, argv):
     with contextlib.redirect_stdout(out):
         rc = main(argv)
     text = out.getvalue()
-    failing = "\n".join(line for line in text.splitlines()
-                        if line.startswith(("FAIL", "     ")))
+    failing = "\n".join(
+        line
+        for line in text.splitlines()
+        if line.startswith(("FAIL", "     "))
+    )
     return rc, failing, text
 
 
-@pytest.mark.parametrize("main", [kc.main, tkc.main],
-                         ids=["kernel_checks", "train_kernel_checks"])
+@pytest.mark.parametrize(
+    "main", [kc.main, tkc.main], ids=["kernel_checks", "train_kernel_checks"]
+)
 def test_quick_checks_pass_on_correct_kernels(fake_gpu, main):
     rc, failing, text = run(main, ["--quick", "--neurons", NEURONS])
-    assert rc == 0, "the checks fail on correct (emulated) kernels:\n" + \
-        (failing or text)
+    assert rc == 0, "the checks fail on correct (emulated) kernels:\n" + (
+        failing or text
+    )
     assert " 0 failed" in text.splitlines()[-1]
 
 
-@pytest.mark.parametrize("fault, main, neurons", [
-    ("xgrad", tkc.main, "lif"), ("pgrad", tkc.main, "plif"),
-    ("guard", tkc.main, "lif"), ("unwritten", tkc.main, "lif"),
-    ("t0", tkc.main, "lif"), ("fwd-bits", tkc.main, "lif"),
-    ("ws-small-ok", tkc.main, "lif"), ("nondeterministic", tkc.main, "plif"),
-    ("blame", tkc.main, "lif"), ("inference", kc.main, "lif"),
-    ("t0", kc.main, "lif"), ("blame", kc.main, "lif,plif")],
-    ids=lambda v: v.__module__ if callable(v) else None)
+@pytest.mark.parametrize(
+    "fault, main, neurons",
+    [
+        ("xgrad", tkc.main, "lif"),
+        ("pgrad", tkc.main, "plif"),
+        ("guard", tkc.main, "lif"),
+        ("unwritten", tkc.main, "lif"),
+        ("t0", tkc.main, "lif"),
+        ("fwd-bits", tkc.main, "lif"),
+        ("ws-small-ok", tkc.main, "lif"),
+        ("nondeterministic", tkc.main, "plif"),
+        ("blame", tkc.main, "lif"),
+        ("inference", kc.main, "lif"),
+        ("t0", kc.main, "lif"),
+        ("blame", kc.main, "lif,plif"),
+    ],
+    ids=lambda v: v.__module__ if callable(v) else None,
+)
 def test_quick_checks_catch_a_broken_kernel(fake_gpu, fault, main, neurons):
     FAULTS.add(fault)
     rc, _, text = run(main, ["--quick", "--neurons", neurons])
     assert rc != 0, "the checks missed the fault %r:\n%s" % (fault, text)
 
 
-@pytest.mark.skipif(not os.environ.get("FLEXSN_SELFTEST_FULL"),
-                    reason="set FLEXSN_SELFTEST_FULL=lif,plif,... (minutes)")
+@pytest.mark.skipif(
+    not os.environ.get("FLEXSN_SELFTEST_FULL"),
+    reason="set FLEXSN_SELFTEST_FULL=lif,plif,... (minutes)",
+)
 def test_train_full_mode_on_numpy(fake_gpu, monkeypatch):
     """train_kernel_checks' full-mode groups on NumPy (PyTorch is the GPU
     machine's), with N = 2^20 + 3 replaced by a smaller odd N."""
@@ -373,9 +411,12 @@ def test_train_full_mode_on_numpy(fake_gpu, monkeypatch):
     bases, labels = kc.requested(os.environ["FLEXSN_SELFTEST_FULL"])
     kernels = kc.KernelSet(bases, tuple(kc.COPIES))
     neurons = kc.select(kernels, labels, ("forward", "backward"))
-    c = tkc.TrainChecker(kc.NumpyEnv(DRV), kernels,
-                         argparse.Namespace(deadline=None, seed=0),
-                         tkc.NumpyAD())
+    c = tkc.TrainChecker(
+        kc.NumpyEnv(DRV),
+        kernels,
+        argparse.Namespace(deadline=None, seed=0),
+        tkc.NumpyAD(),
+    )
     t0 = time.time()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -69,6 +69,7 @@ def block_loop(x, v0, a, c, gy, gv, gfinal):
     arrays): (y, v_seq, x_grad, v_init_grad, scale_grad). `gy`/`gv` may be
     None (no incoming gradient)."""
     import numpy as np
+
     T, N = x.shape
     gy = np.zeros((T, N)) if gy is None else gy
     gv = np.zeros((T, N)) if gv is None else gv
@@ -91,15 +92,20 @@ def block_loop(x, v0, a, c, gy, gv, gfinal):
 
 def expected(*inputs):
     """block_loop of (x, v0, gy, gv, gfinal) tensors (or None)."""
-    x, v0, gy, gv, gfinal = (None if t is None else t.double().numpy()
-                             for t in inputs)
+    x, v0, gy, gv, gfinal = (
+        None if t is None else t.double().numpy() for t in inputs
+    )
     return block_loop(x, v0, SCALE, SHIFT, gy, gv, gfinal)
 
 
 def sixteenths(gen, shape, low, high):
     """Random multiples of 1/16 in [low, high)."""
-    return torch.randint(int(low * 16), int(high * 16), shape,
-                         generator=gen).float() / 16
+    return (
+        torch.randint(
+            int(low * 16), int(high * 16), shape, generator=gen
+        ).float()
+        / 16
+    )
 
 
 class Runner:
@@ -113,49 +119,84 @@ class Runner:
     def launch(self, kernel, T, N, buffers, workspace, params):
         address = [0 if b is None else b.data_ptr() for b in buffers]
         if self.device == "cuda":
-            kernel.launch(torch.cuda.current_stream().cuda_stream, T, N, 0,
-                          address, workspace.data_ptr(), params)
+            kernel.launch(
+                torch.cuda.current_stream().cuda_stream,
+                T,
+                N,
+                0,
+                address,
+                workspace.data_ptr(),
+                params,
+            )
             torch.cuda.synchronize()
         else:
             kernel.launch(T, N, address, workspace.data_ptr(), params)
 
     def run(self, x, v0, gy, gv, gfinal, deterministic=False):
         T, N = x.shape
-        backward = self.block.kernel(self.device, "block_backward_f32",
-                                     deterministic)
+        backward = self.block.kernel(
+            self.device, "block_backward_f32", deterministic
+        )
         dev = dict(device=self.device, dtype=torch.float32)
-        bytes_ = max(self.forward.spec.workspace_size(T, N, N),
-                     backward.spec.workspace_size(T, N, N))
-        workspace = torch.zeros(max(bytes_, 4), dtype=torch.uint8,
-                                device=self.device)
+        bytes_ = max(
+            self.forward.spec.workspace_size(T, N, N),
+            backward.spec.workspace_size(T, N, N),
+        )
+        workspace = torch.zeros(
+            max(bytes_, 4), dtype=torch.uint8, device=self.device
+        )
         x, v0 = x.to(**dev), v0.to(**dev)
         y = torch.full((T, N), -7.0, **dev)
         v_seq = torch.full((T, N), -7.0, **dev)
-        self.launch(self.forward, T, N, [x, v0, y, v_seq], workspace,
-                    [SCALE, SHIFT])
-        move = (lambda g: None if g is None else g.to(**dev))
+        self.launch(
+            self.forward, T, N, [x, v0, y, v_seq], workspace, [SCALE, SHIFT]
+        )
+
+        def move(g):
+            return None if g is None else g.to(**dev)
+
         dx = torch.full((T, N), -7.0, **dev)
         dv0 = torch.full((N,), -7.0, **dev)
         da = torch.full((), -7.0, **dev)
         # Arguments: y_grad, v_seq_grad (optional), x (re-read),
         # v_final_grad, x_grad, v_init_grad, scale_grad.
-        names = [b.name for b in backward.spec.buffers
-                 if not b.in_workspace]
-        assert names == ["y_grad", "v_seq_grad", "x", "v_final_grad",
-                         "x_grad", "v_init_grad", "scale_grad"], names
-        self.launch(backward, T, N,
-                    [move(gy), move(gv), x, move(gfinal), dx, dv0, da],
-                    workspace, [SCALE, SHIFT])
+        names = [b.name for b in backward.spec.buffers if not b.in_workspace]
+        assert names == [
+            "y_grad",
+            "v_seq_grad",
+            "x",
+            "v_final_grad",
+            "x_grad",
+            "v_init_grad",
+            "scale_grad",
+        ], names
+        self.launch(
+            backward,
+            T,
+            N,
+            [move(gy), move(gv), x, move(gfinal), dx, dv0, da],
+            workspace,
+            [SCALE, SHIFT],
+        )
         return [t.cpu().double().numpy() for t in (y, v_seq, dx, dv0)] + [
-            float(da)]
+            float(da)
+        ]
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("T,N,incoming", [
-    (1, 1, True), (6, 37, True), (5, 1000, True), (8, 4099, True),
-    (4, 300, False)])  # no gradient of y or v_seq: zeros
+@pytest.mark.parametrize(
+    "T,N,incoming",
+    [
+        (1, 1, True),
+        (6, 37, True),
+        (5, 1000, True),
+        (8, 4099, True),
+        (4, 300, False),
+    ],
+)  # no gradient of y or v_seq: zeros
 def test_block_against_formulas(block, device, T, N, incoming):
     import numpy as np
+
     gen = torch.Generator().manual_seed(T * 7919 + N)
     x = sixteenths(gen, (T, N), -1, 1)
     v0 = sixteenths(gen, (N,), -0.5, 1)
@@ -177,11 +218,16 @@ def test_block_against_formulas(block, device, T, N, incoming):
 @pytest.mark.parametrize("device", DEVICES)
 def test_deterministic_backward(block, device):
     import numpy as np
+
     gen = torch.Generator().manual_seed(11)
     T, N = 6, 5000
-    inputs = [sixteenths(gen, (T, N), -1, 1), sixteenths(gen, (N,), 0, 1),
-              sixteenths(gen, (T, N), -1, 1), None,
-              sixteenths(gen, (N,), -1, 1)]
+    inputs = [
+        sixteenths(gen, (T, N), -1, 1),
+        sixteenths(gen, (N,), 0, 1),
+        sixteenths(gen, (T, N), -1, 1),
+        None,
+        sixteenths(gen, (N,), -1, 1),
+    ]
     runner = Runner(block, device)
     runs = [runner.run(*inputs, deterministic=True) for _ in range(3)]
     assert len({r[4] for r in runs}) == 1  # the same bits every run
@@ -210,11 +256,14 @@ def test_names_and_errors(block):
     assert error.value.locations, str(error.value)
 
 
-FINAL_ONLY = BLOCK.replace(
-    "%v: memref<?x?xf32>,", "%v: memref<?xf32>,").replace(
-    "states(%v : memref<?x?xf32>)", "states(%v : memref<?xf32>)").replace(
-    '<"v_seq", state_sequence, f32, sequence, state_seq 0>',
-    '<"v", final_state, f32, per_neuron, state_final 0>')
+FINAL_ONLY = (
+    BLOCK.replace("%v: memref<?x?xf32>,", "%v: memref<?xf32>,")
+    .replace("states(%v : memref<?x?xf32>)", "states(%v : memref<?xf32>)")
+    .replace(
+        '<"v_seq", state_sequence, f32, sequence, state_seq 0>',
+        '<"v", final_state, f32, per_neuron, state_final 0>',
+    )
+)
 
 
 def test_state_kept_only_at_its_end():
@@ -223,34 +272,60 @@ def test_state_kept_only_at_its_end():
     block = flexsn.compile_kernels(FINAL_ONLY, targets=("cpu",))
     forward = block.kernel("cpu", "block_forward_f32")
     backward = block.kernel("cpu", "block_backward_f32")
-    assert [b.name for b in backward.spec.buffers
-            if not b.in_workspace] == [
-        "y_grad", "x", "v_final_grad", "x_grad", "v_init_grad", "scale_grad"]
+    assert [b.name for b in backward.spec.buffers if not b.in_workspace] == [
+        "y_grad",
+        "x",
+        "v_final_grad",
+        "x_grad",
+        "v_init_grad",
+        "scale_grad",
+    ]
     T, N = 5, 6
     gen = torch.Generator().manual_seed(4)
-    x, v0, gy, gfinal = (sixteenths(gen, shape, -1, 2)
-                         for shape in ((T, N), (N,), (T, N), (N,)))
+    x, v0, gy, gfinal = (
+        sixteenths(gen, shape, -1, 2) for shape in ((T, N), (N,), (T, N), (N,))
+    )
     workspace = torch.zeros(forward.spec.workspace_size(T, N, N) // 4 + 1)
-    y, v, dx, dv0, da = (torch.full(shape, -7.0)
-                         for shape in ((T, N), (N,), (T, N), (N,), ()))
-    tensors = {"x": x, "v_init": v0, "y": y, "v": v, "y_grad": gy,
-               "v_final_grad": gfinal, "x_grad": dx, "v_init_grad": dv0,
-               "scale_grad": da}
+    y, v, dx, dv0, da = (
+        torch.full(shape, -7.0) for shape in ((T, N), (N,), (T, N), (N,), ())
+    )
+    tensors = {
+        "x": x,
+        "v_init": v0,
+        "y": y,
+        "v": v,
+        "y_grad": gy,
+        "v_final_grad": gfinal,
+        "x_grad": dx,
+        "v_init_grad": dv0,
+        "scale_grad": da,
+    }
     for kernel in (forward, backward):
         if kernel is backward:
             da.zero_()  # a scalar gradient is added to
-        kernel.launch(T, N, [tensors[b.name].data_ptr()
-                             for b in kernel.spec.buffers
-                             if not b.in_workspace],
-                      workspace.data_ptr(), [SCALE, SHIFT])
-    want_y, want_v, want_dx, want_dv0, want_da = expected(x, v0, gy, None,
-                                                          gfinal)
+        kernel.launch(
+            T,
+            N,
+            [
+                tensors[b.name].data_ptr()
+                for b in kernel.spec.buffers
+                if not b.in_workspace
+            ],
+            workspace.data_ptr(),
+            [SCALE, SHIFT],
+        )
+    want_y, want_v, want_dx, want_dv0, want_da = expected(
+        x, v0, gy, None, gfinal
+    )
     import numpy as np
+
     np.testing.assert_array_equal(y.double().numpy(), want_y)
     np.testing.assert_array_equal(v.double().numpy(), want_v[-1])
     # Gradients multiply f32 roundings over the steps: close, not equal.
-    np.testing.assert_allclose(dx.double().numpy(), want_dx, rtol=1e-6,
-                               atol=1e-7)
-    np.testing.assert_allclose(dv0.double().numpy(), want_dv0, rtol=1e-6,
-                               atol=1e-7)
+    np.testing.assert_allclose(
+        dx.double().numpy(), want_dx, rtol=1e-6, atol=1e-7
+    )
+    np.testing.assert_allclose(
+        dv0.double().numpy(), want_dv0, rtol=1e-6, atol=1e-7
+    )
     assert float(da) == pytest.approx(want_da, rel=1e-6)

@@ -79,19 +79,25 @@ def test_which_calls_run_on_their_tensors_as_given():
     xc = channels_last(torch.empty(T, B, C, H, W))
     step = xc[0]
     assert call_layout(lif, "dense", [xc], [None], [], []) is IN_PLACE
-    assert call_layout(lif, "dense", [xc], [torch.empty_like(step)], [],
-                       []) is IN_PLACE
+    assert (
+        call_layout(lif, "dense", [xc], [torch.empty_like(step)], [], [])
+        is IN_PLACE
+    )
     # A row-major initial state: viewed in memory order instead.
-    assert isinstance(call_layout(lif, "dense", [xc],
-                                  [torch.empty(B, C, H, W)], [], []), Layout)
+    assert isinstance(
+        call_layout(lif, "dense", [xc], [torch.empty(B, C, H, W)], [], []),
+        Layout,
+    )
     # Row-major inputs, and bits (logical order), run as given.
-    assert call_layout(lif, "dense", [xc.contiguous()], [None], [],
-                       []) is None
+    assert call_layout(lif, "dense", [xc.contiguous()], [None], [], []) is None
     assert call_layout(lif, "bits", [xc], [None], [], []) is None
-    per_channel = FlexSN("plif", shapes={"w": "per_channel"},
-                         num_channels=C).info
-    assert isinstance(call_layout(per_channel, "dense", [xc], [None],
-                                  [torch.empty(C)], []), Layout)
+    per_channel = FlexSN(
+        "plif", shapes={"w": "per_channel"}, num_channels=C
+    ).info
+    assert isinstance(
+        call_layout(per_channel, "dense", [xc], [None], [torch.empty(C)], []),
+        Layout,
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -116,8 +122,9 @@ def test_gradients_arriving_in_another_layout(device, incoming):
             grad_y = channels_last(grad_y)
             grad_v = channels_last(grad_v[None])[0]
         torch.autograd.backward([ya, a.v], [grad_y, grad_v])
-        torch.autograd.backward([yb, b.v], [grad_y.contiguous(),
-                                            grad_v.contiguous()])
+        torch.autograd.backward(
+            [yb, b.v], [grad_y.contiguous(), grad_v.contiguous()]
+        )
     assert torch.equal(ya, yb) and torch.equal(a.v, b.v)
     assert torch.equal(xa.grad, xb.grad)
     assert xa.grad.stride() == xa.stride()
@@ -127,10 +134,14 @@ def test_gradients_arriving_in_another_layout(device, incoming):
 def test_per_neuron_parameter_in_the_inputs_order(device):
     """A per-neuron parameter laid out like the inputs' steps keeps the
     call in place; its gradient comes back in that layout."""
+
     def make():
-        return FlexSN("plif", kinds={"v_threshold": "trainable"},
-                      shapes={"v_threshold": "per_neuron"},
-                      neuron_shape=(B, C, H, W)).to(device)
+        return FlexSN(
+            "plif",
+            kinds={"v_threshold": "trainable"},
+            shapes={"v_threshold": "per_neuron"},
+            neuron_shape=(B, C, H, W),
+        ).to(device)
 
     a, b = make(), make()
     g = torch.Generator().manual_seed(24)
@@ -138,12 +149,15 @@ def test_per_neuron_parameter_in_the_inputs_order(device):
     with torch.no_grad():
         b.v_threshold.copy_(threshold)
     a.v_threshold.data = threshold.contiguous(
-        memory_format=torch.channels_last)
+        memory_format=torch.channels_last
+    )
     x = sequence(device, 25) + 0.8
     xa = channels_last(x).requires_grad_()
     xb = x.clone().requires_grad_()
-    assert call_layout(a.info, "dense", [xa], [None], [a.w, a.v_threshold],
-                       []) is IN_PLACE
+    assert (
+        call_layout(a.info, "dense", [xa], [None], [a.w, a.v_threshold], [])
+        is IN_PLACE
+    )
     ya, yb = a(xa), b(xb)
     grad = sequence(device, 26)
     (ya * grad).sum().backward()
@@ -172,12 +186,19 @@ def test_per_channel_and_per_neuron_parameters(device):
     """A per-channel w (trainable), a per-neuron v_threshold (trainable)
     and a per-channel v_reset: the kernels see channels-last steps as
     [B·H·W, C, 1]."""
+
     def make():
         return FlexSN(
-            "plif", kinds={"v_threshold": "trainable", "v_reset": "runtime"},
-            shapes={"w": "per_channel", "v_threshold": "per_neuron",
-                    "v_reset": "per_channel"},
-            neuron_shape=(B, C, H, W), store_state_seqs=True).to(device)
+            "plif",
+            kinds={"v_threshold": "trainable", "v_reset": "runtime"},
+            shapes={
+                "w": "per_channel",
+                "v_threshold": "per_neuron",
+                "v_reset": "per_channel",
+            },
+            neuron_shape=(B, C, H, W),
+            store_state_seqs=True,
+        ).to(device)
 
     a = make()
     b = make()
@@ -185,8 +206,11 @@ def test_per_channel_and_per_neuron_parameters(device):
     with torch.no_grad():
         for m in (a, b):
             m.w.copy_(torch.tensor([-1.0, 0.3, 1.5]))
-            m.v_threshold.copy_(torch.rand(B, C, H, W, generator=g) + 0.5
-                                if m is a else a.v_threshold)
+            m.v_threshold.copy_(
+                torch.rand(B, C, H, W, generator=g) + 0.5
+                if m is a
+                else a.v_threshold
+            )
             m.v_reset.copy_(torch.tensor([-0.2, 0.0, 0.1]))
     v0 = sequence(device, 4, 0.5)[0]
     a.states[0], b.states[0] = channels_last(v0[None])[0], v0.clone()
@@ -216,8 +240,9 @@ def test_block_with_batch_norm_and_skip_channels_last(device):
         with torch.no_grad():
             bn.weight.uniform_(0.5, 1.5)
             bn.bias.uniform_(-0.2, 0.2)
-        return Block(neuron, pre=bn, post=Residual("add", skip=True)
-                     ).to(device)
+        return Block(neuron, pre=bn, post=Residual("add", skip=True)).to(
+            device
+        )
 
     a, b = make(), make()
     x, skip = sequence(device, 8), sequence(device, 9)
@@ -266,8 +291,9 @@ def test_fused_model_in_channels_last(device, apart, monkeypatch):
     """Both ways a fused chain trains: the block's batch statistics, or
     the batch norm as its own module before a block of the neuron and the
     connection (what CUDA takes in channels-last, forced here)."""
-    monkeypatch.setattr(fuse_module, "_normalizes_apart",
-                        lambda bn, x: apart and bn.training)
+    monkeypatch.setattr(
+        fuse_module, "_normalizes_apart", lambda bn, x: apart and bn.training
+    )
     torch.manual_seed(11)
     net = _Net().to(device).to(memory_format=torch.channels_last)
     fused = fuse(net)

@@ -33,11 +33,13 @@ def test_bad_inputs_are_clear_errors(lif):
     lif.reset()
     lif.v = torch.zeros(3, dtype=torch.float16)
     with pytest.raises(TypeError, match="state 'v' is torch.float16"):
-        flexsn.torch.scan(lif.handle, [torch.zeros(4, 3)], [lif.v], [], [],
-                          False)
+        flexsn.torch.scan(
+            lif.handle, [torch.zeros(4, 3)], [lif.v], [], [], False
+        )
     with pytest.raises(ValueError, match="state 'v' has shape"):
-        flexsn.torch.scan(lif.handle, [torch.zeros(4, 3)], [torch.zeros(5)],
-                          [], [], False)
+        flexsn.torch.scan(
+            lif.handle, [torch.zeros(4, 3)], [torch.zeros(5)], [], [], False
+        )
     lif.reset()
 
 
@@ -55,9 +57,11 @@ def test_bad_constructor_arguments():
     with pytest.raises(TypeError, match="surrogate_function"):
         LIFNode(step_mode="m", surrogate_function=3, targets=("cpu",))
     with pytest.raises(ValueError, match="alpha"):
-        LIFNode(step_mode="m",
-                surrogate_function=flexsn.surrogate.ATan(alpha=0.0),
-                targets=("cpu",))
+        LIFNode(
+            step_mode="m",
+            surrogate_function=flexsn.surrogate.ATan(alpha=0.0),
+            targets=("cpu",),
+        )
 
 
 def test_non_contiguous_input_matches_contiguous(lif):
@@ -122,8 +126,7 @@ def test_store_v_seq(lif):
 
 
 def test_runtime_parameters_are_attributes():
-    node = FlexSN("lif", kinds={"v_threshold": "runtime"},
-                  targets=("cpu",))
+    node = FlexSN("lif", kinds={"v_threshold": "runtime"}, targets=("cpu",))
     assert node.v_threshold == 1.0
     x = torch.full((3, 4), 0.8)
     node.v_threshold = 0.5
@@ -143,8 +146,9 @@ def test_runtime_status_names_the_argument():
     """The C runtime's checks run before any driver call, so a refused
     launch is testable without a GPU."""
     try:
-        compiled = flexsn.compile("lif", targets=("cuda",),
-                                  variants=("final-state",))
+        compiled = flexsn.compile(
+            "lif", targets=("cuda",), variants=("final-state",)
+        )
     except flexsn.CompileError as error:
         pytest.skip(f"no CUDA toolkit to compile with: {error}")
     kernel = compiled.kernel("cuda", "final-state", "f32")
@@ -165,8 +169,9 @@ def test_runtime_status_names_the_argument():
 
 
 def test_deterministic_option_and_global_flag():
-    node = ParametricLIFNode(step_mode="m",
-                             targets=("cpu",), deterministic=True)
+    node = ParametricLIFNode(
+        step_mode="m", targets=("cpu",), deterministic=True
+    )
     assert node.handle.deterministic_mode() is True
     node.deterministic = False
     assert node.handle.deterministic_mode() is False
@@ -189,19 +194,27 @@ def test_backward_on_a_fresh_autograd_thread():
     may be current yet (nothing but FlexSN's backward runs there); the
     runtime adopts the device's primary context. A fresh process, so no
     earlier test has made one current on that thread."""
-    code = textwrap.dedent("""
+    code = textwrap.dedent(
+        """
         import torch
         from flexsn.torch import LIFNode
         x = torch.randn(4, 1024, device="cuda", requires_grad=True)
         s = LIFNode(step_mode="m")(x)
         g, = torch.autograd.grad(s, (x,), torch.ones_like(s))
         print(bool(torch.isfinite(g).all()) and bool((g != 0).any()))
-    """)
+    """
+    )
     package = pathlib.Path(flexsn.__file__).resolve().parent.parent
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(package)] + sys.path))
-    result = subprocess.run([sys.executable, "-c", code], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            universal_newlines=True, timeout=300)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(package)] + sys.path)
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "True"

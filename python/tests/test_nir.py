@@ -23,92 +23,169 @@ def cnn():
     return nir.Graph(
         nodes={
             "input": nir.Node("Input", {"shape": np.array([2, 8, 8])}),
-            "conv": nir.Node("Conv2d", {
-                "weight": rng.normal(size=(4, 2, 3, 3)).astype(np.float32),
-                "stride": np.array([1, 1]), "padding": "same",
-                "dilation": np.array([1, 1]), "groups": 1,
-                "bias": f32(0.1, 0.2, 0.3, 0.4),
-                "input_shape": np.array([8, 8])}),
-            "lif": nir.Node("LIF", {
-                "tau": np.full((4, 8, 8), 0.02, np.float32),
-                "r": np.ones((4, 8, 8), np.float32),
-                "v_leak": np.zeros((4, 8, 8), np.float32),
-                "v_threshold": np.ones((4, 8, 8), np.float32),
-                "v_reset": np.zeros((4, 8, 8), np.float32)}),
-            "pool": nir.Node("SumPool2d", {
-                "kernel_size": np.array([2, 2]), "stride": np.array([2, 2]),
-                "padding": np.array([0, 0])}),
-            "flat": nir.Node("Flatten", {
-                "start_dim": 0, "end_dim": -1,
-                "input_type": np.array([4, 4, 4])}),
-            "fc": nir.Node("Affine", {
-                "weight": rng.normal(size=(10, 64)).astype(np.float32),
-                "bias": np.zeros(10, np.float32)}),
-            "li": nir.Node("LI", {"tau": np.full(10, 0.01, np.float32),
-                                  "r": np.ones(10, np.float32),
-                                  "v_leak": np.zeros(10, np.float32)}),
+            "conv": nir.Node(
+                "Conv2d",
+                {
+                    "weight": rng.normal(size=(4, 2, 3, 3)).astype(np.float32),
+                    "stride": np.array([1, 1]),
+                    "padding": "same",
+                    "dilation": np.array([1, 1]),
+                    "groups": 1,
+                    "bias": f32(0.1, 0.2, 0.3, 0.4),
+                    "input_shape": np.array([8, 8]),
+                },
+            ),
+            "lif": nir.Node(
+                "LIF",
+                {
+                    "tau": np.full((4, 8, 8), 0.02, np.float32),
+                    "r": np.ones((4, 8, 8), np.float32),
+                    "v_leak": np.zeros((4, 8, 8), np.float32),
+                    "v_threshold": np.ones((4, 8, 8), np.float32),
+                    "v_reset": np.zeros((4, 8, 8), np.float32),
+                },
+            ),
+            "pool": nir.Node(
+                "SumPool2d",
+                {
+                    "kernel_size": np.array([2, 2]),
+                    "stride": np.array([2, 2]),
+                    "padding": np.array([0, 0]),
+                },
+            ),
+            "flat": nir.Node(
+                "Flatten",
+                {
+                    "start_dim": 0,
+                    "end_dim": -1,
+                    "input_type": np.array([4, 4, 4]),
+                },
+            ),
+            "fc": nir.Node(
+                "Affine",
+                {
+                    "weight": rng.normal(size=(10, 64)).astype(np.float32),
+                    "bias": np.zeros(10, np.float32),
+                },
+            ),
+            "li": nir.Node(
+                "LI",
+                {
+                    "tau": np.full(10, 0.01, np.float32),
+                    "r": np.ones(10, np.float32),
+                    "v_leak": np.zeros(10, np.float32),
+                },
+            ),
             "output": nir.Node("Output", {"shape": np.array([10])}),
         },
-        edges=[("input", "conv"), ("conv", "lif"), ("lif", "pool"),
-               ("pool", "flat"), ("flat", "fc"), ("fc", "li"),
-               ("li", "output")],
-        metadata={"made_by": "test_nir"})
+        edges=[
+            ("input", "conv"),
+            ("conv", "lif"),
+            ("lif", "pool"),
+            ("pool", "flat"),
+            ("flat", "fc"),
+            ("fc", "li"),
+            ("li", "output"),
+        ],
+        metadata={"made_by": "test_nir"},
+    )
 
 
 def recurrent():
     """A recurrent CubaLIF layer: a cycle through a Linear."""
     n = 5
-    cuba = {"tau_syn": np.full(n, 0.005, np.float32),
-            "tau_mem": np.full(n, 0.01, np.float32),
-            "r": np.ones(n, np.float32), "v_leak": np.zeros(n, np.float32),
-            "v_threshold": np.ones(n, np.float32),
-            "v_reset": np.zeros(n, np.float32),
-            "w_in": np.full(n, 50.0, np.float32)}
+    cuba = {
+        "tau_syn": np.full(n, 0.005, np.float32),
+        "tau_mem": np.full(n, 0.01, np.float32),
+        "r": np.ones(n, np.float32),
+        "v_leak": np.zeros(n, np.float32),
+        "v_threshold": np.ones(n, np.float32),
+        "v_reset": np.zeros(n, np.float32),
+        "w_in": np.full(n, 50.0, np.float32),
+    }
     return nir.Graph(
-        nodes={"input": nir.Node("Input", {"shape": np.array([3])}),
-               "w_in": nir.Node("Affine", {
-                   "weight": np.arange(15, dtype=np.float32).reshape(5, 3),
-                   "bias": np.zeros(n, np.float32)}),
-               "lif": nir.Node("CubaLIF", cuba),
-               "w_rec": nir.Node("Linear", {
-                   "weight": np.eye(n, dtype=np.float32) * 0.5}),
-               "output": nir.Node("Output", {"shape": np.array([n])})},
-        edges=[("input", "w_in"), ("w_in", "lif"), ("lif", "w_rec"),
-               ("w_rec", "lif"), ("lif", "output")])
+        nodes={
+            "input": nir.Node("Input", {"shape": np.array([3])}),
+            "w_in": nir.Node(
+                "Affine",
+                {
+                    "weight": np.arange(15, dtype=np.float32).reshape(5, 3),
+                    "bias": np.zeros(n, np.float32),
+                },
+            ),
+            "lif": nir.Node("CubaLIF", cuba),
+            "w_rec": nir.Node(
+                "Linear", {"weight": np.eye(n, dtype=np.float32) * 0.5}
+            ),
+            "output": nir.Node("Output", {"shape": np.array([n])}),
+        },
+        edges=[
+            ("input", "w_in"),
+            ("w_in", "lif"),
+            ("lif", "w_rec"),
+            ("w_rec", "lif"),
+            ("lif", "output"),
+        ],
+    )
 
 
 def nested():
     """A graph holding a graph, addressed as "sub.node"."""
     inner = nir.Graph(
-        nodes={"input": nir.Node("Input", {"shape": np.array([4])}),
-               "scale": nir.Node("Scale", {"scale": f32(1, 2, 3, 4)}),
-               "output": nir.Node("Output", {"shape": np.array([4])})},
-        edges=[("input", "scale"), ("scale", "output")])
+        nodes={
+            "input": nir.Node("Input", {"shape": np.array([4])}),
+            "scale": nir.Node("Scale", {"scale": f32(1, 2, 3, 4)}),
+            "output": nir.Node("Output", {"shape": np.array([4])}),
+        },
+        edges=[("input", "scale"), ("scale", "output")],
+    )
     return nir.Graph(
-        nodes={"input": nir.Node("Input", {"shape": np.array([4])}),
-               "sub": inner,
-               "thr": nir.Node("Threshold", {"threshold": f32(0, 0, 1, 1)}),
-               "output": nir.Node("Output", {"shape": np.array([4])})},
-        edges=[("input", "sub.input"), ("sub.output", "thr"),
-               ("thr", "output")])
+        nodes={
+            "input": nir.Node("Input", {"shape": np.array([4])}),
+            "sub": inner,
+            "thr": nir.Node("Threshold", {"threshold": f32(0, 0, 1, 1)}),
+            "output": nir.Node("Output", {"shape": np.array([4])}),
+        },
+        edges=[
+            ("input", "sub.input"),
+            ("sub.output", "thr"),
+            ("thr", "output"),
+        ],
+    )
 
 
 def delayed():
     """A delay before an IF neuron, and an integrator."""
     return nir.Graph(
-        nodes={"input": nir.Node("Input", {"shape": np.array([3])}),
-               "delay": nir.Node("Delay", {"delay": f32(0.001, 0.002, 0)}),
-               "if": nir.Node("IF", {"r": f32(1, 1, 1),
-                                     "v_threshold": f32(1, 1, 1),
-                                     "v_reset": f32(0, 0, 0)}),
-               "i": nir.Node("I", {"r": f32(2, 2, 2)}),
-               "output": nir.Node("Output", {"shape": np.array([3])})},
-        edges=[("input", "delay"), ("delay", "if"), ("if", "i"),
-               ("i", "output")])
+        nodes={
+            "input": nir.Node("Input", {"shape": np.array([3])}),
+            "delay": nir.Node("Delay", {"delay": f32(0.001, 0.002, 0)}),
+            "if": nir.Node(
+                "IF",
+                {
+                    "r": f32(1, 1, 1),
+                    "v_threshold": f32(1, 1, 1),
+                    "v_reset": f32(0, 0, 0),
+                },
+            ),
+            "i": nir.Node("I", {"r": f32(2, 2, 2)}),
+            "output": nir.Node("Output", {"shape": np.array([3])}),
+        },
+        edges=[
+            ("input", "delay"),
+            ("delay", "if"),
+            ("if", "i"),
+            ("i", "output"),
+        ],
+    )
 
 
-GRAPHS = {"cnn": cnn, "recurrent": recurrent, "nested": nested,
-          "delayed": delayed}
+GRAPHS = {
+    "cnn": cnn,
+    "recurrent": recurrent,
+    "nested": nested,
+    "delayed": delayed,
+}
 
 
 def assert_same(a, b, where="<top>"):
@@ -154,8 +231,9 @@ def test_layout_is_nirs(tmp_path):
         top = f["node"]
         assert top["type"][()] == b"NIRGraph"
         assert set(top["nodes"]) == set(cnn().nodes)
-        assert [tuple(x.decode() for x in pair) for pair in
-                top["edges"][()]] == cnn().edges
+        assert [
+            tuple(x.decode() for x in pair) for pair in top["edges"][()]
+        ] == cnn().edges
         lif = top["nodes"]["lif"]
         assert lif["type"][()] == b"LIF"
         assert lif["tau"].compression == "gzip"
@@ -173,8 +251,7 @@ def write_by_hand(path, version, nodes, edges, edge_dtype):
     with h5py.File(path, "w") as f:
         f.create_dataset("version", data=version, dtype=h5py.string_dtype())
         top = f.create_group("node")
-        top.create_dataset("type", data="NIRGraph",
-                           dtype=h5py.string_dtype())
+        top.create_dataset("type", data="NIRGraph", dtype=h5py.string_dtype())
         group = top.create_group("nodes")
         for name, (kind, params) in nodes.items():
             node = group.create_group(name)
@@ -187,15 +264,25 @@ def write_by_hand(path, version, nodes, edges, edge_dtype):
         top.create_dataset("edges", data=np.array(edges, dtype=edge_dtype))
 
 
-@pytest.mark.parametrize("edge_dtype", ["S", "object"],
-                         ids=["fixed-bytes", "variable-strings"])
+@pytest.mark.parametrize(
+    "edge_dtype", ["S", "object"], ids=["fixed-bytes", "variable-strings"]
+)
 def test_reads_a_file_nir_1_0_writes(tmp_path, edge_dtype):
     tau = np.array([0.01, 0.02], np.float32)
-    nodes = {"input": ("Input", {"shape": np.array([2])}),
-             "lif": ("LIF", {"tau": tau, "r": f32(10, 10),
-                             "v_leak": f32(0, 0), "v_threshold": f32(1, 1),
-                             "v_reset": f32(-0.5, 0)}),
-             "output": ("Output", {"shape": np.array([2])})}
+    nodes = {
+        "input": ("Input", {"shape": np.array([2])}),
+        "lif": (
+            "LIF",
+            {
+                "tau": tau,
+                "r": f32(10, 10),
+                "v_leak": f32(0, 0),
+                "v_threshold": f32(1, 1),
+                "v_reset": f32(-0.5, 0),
+            },
+        ),
+        "output": ("Output", {"shape": np.array([2])}),
+    }
     edges = [["input", "lif"], ["lif", "output"]]
     if edge_dtype == "object":
         edge_dtype = h5py.string_dtype("utf-8")
@@ -211,16 +298,36 @@ def test_reads_a_file_nir_1_0_writes(tmp_path, edge_dtype):
 
 def test_old_files_get_the_parameters_nir_1_0_added(tmp_path):
     """A 0.2.0 file has no v_reset (0) and no CubaLIF w_in (1)."""
-    nodes = {"input": ("Input", {"shape": np.array([2])}),
-             "lif": ("LIF", {"tau": f32(0.01, 0.02), "r": f32(1, 1),
-                             "v_leak": f32(0, 0), "v_threshold": f32(1, 2)}),
-             "cuba": ("CubaLIF", {"tau_syn": f32(1, 1), "tau_mem": f32(2, 2),
-                                  "r": f32(1, 1), "v_leak": f32(0, 0),
-                                  "v_threshold": f32(1, 1)}),
-             "output": ("Output", {"shape": np.array([2])})}
-    write_by_hand(tmp_path / "old.nir", "0.2.0", nodes,
-                  [["input", "lif"], ["lif", "cuba"], ["cuba", "output"]],
-                  "S")
+    nodes = {
+        "input": ("Input", {"shape": np.array([2])}),
+        "lif": (
+            "LIF",
+            {
+                "tau": f32(0.01, 0.02),
+                "r": f32(1, 1),
+                "v_leak": f32(0, 0),
+                "v_threshold": f32(1, 2),
+            },
+        ),
+        "cuba": (
+            "CubaLIF",
+            {
+                "tau_syn": f32(1, 1),
+                "tau_mem": f32(2, 2),
+                "r": f32(1, 1),
+                "v_leak": f32(0, 0),
+                "v_threshold": f32(1, 1),
+            },
+        ),
+        "output": ("Output", {"shape": np.array([2])}),
+    }
+    write_by_hand(
+        tmp_path / "old.nir",
+        "0.2.0",
+        nodes,
+        [["input", "lif"], ["lif", "cuba"], ["cuba", "output"]],
+        "S",
+    )
     graph = nir.read(tmp_path / "old.nir")
     assert np.array_equal(graph.nodes["lif"].params["v_reset"], f32(0, 0))
     assert np.array_equal(graph.nodes["cuba"].params["v_reset"], f32(0, 0))
@@ -228,31 +335,38 @@ def test_old_files_get_the_parameters_nir_1_0_added(tmp_path):
 
 
 def test_bad_files_name_the_node(tmp_path):
-    ok = {"input": ("Input", {"shape": np.array([2])}),
-          "output": ("Output", {"shape": np.array([2])})}
+    ok = {
+        "input": ("Input", {"shape": np.array([2])}),
+        "output": ("Output", {"shape": np.array([2])}),
+    }
     cases = {
-        "unknown type": (dict(ok, spiky=("Spiky", {"x": f32(1)})),
-                         "node 'spiky': unknown NIR type 'Spiky'"),
+        "unknown type": (
+            dict(ok, spiky=("Spiky", {"x": f32(1)})),
+            "node 'spiky': unknown NIR type 'Spiky'",
+        ),
         "missing parameter": (
             dict(ok, lif=("LIF", {"tau": f32(1), "r": f32(1)})),
             r"node 'lif' \(LIF\): missing parameter\(s\) v_leak, "
-            r"v_threshold"),
+            r"v_threshold",
+        ),
     }
     for name, (nodes, message) in cases.items():
-        write_by_hand(tmp_path / "bad.nir", "1.0.7", nodes,
-                      [["input", "output"]], "S")
+        write_by_hand(
+            tmp_path / "bad.nir", "1.0.7", nodes, [["input", "output"]], "S"
+        )
         with pytest.raises(nir.NIRError, match=message):
             nir.read(tmp_path / "bad.nir")
-    write_by_hand(tmp_path / "edge.nir", "1.0.7", ok,
-                  [["input", "lif"]], "S")
-    with pytest.raises(nir.NIRError,
-                       match="edge 'input' -> 'lif' names 'lif'"):
+    write_by_hand(tmp_path / "edge.nir", "1.0.7", ok, [["input", "lif"]], "S")
+    with pytest.raises(
+        nir.NIRError, match="edge 'input' -> 'lif' names 'lif'"
+    ):
         nir.read(tmp_path / "edge.nir")
     # A nested graph's bad node is named by its path.
     graph = nested()
     graph.nodes["sub"].nodes["scale"] = nir.Node("Scale", {})
-    with pytest.raises(nir.NIRError,
-                       match=r"node 'sub.scale' \(Scale\): missing"):
+    with pytest.raises(
+        nir.NIRError, match=r"node 'sub.scale' \(Scale\): missing"
+    ):
         nir.write(tmp_path / "n.nir", graph)
     with h5py.File(tmp_path / "plain.h5", "w") as f:
         f.create_dataset("x", data=1)
@@ -265,19 +379,36 @@ def test_ids_with_dots_as_nirs_writer_makes_them(tmp_path):
     ("lif1.lif", as in the NIR paper's recurrent network): such a file
     reads, and writes back identically; an edge naming the id is the node
     of that id."""
-    nodes = {"input": ("Input", {"shape": np.array([3])}),
-             "lif1.lif": ("LIF", {"tau": f32(1, 2), "r": f32(1, 1),
-                                  "v_leak": f32(0, 0),
-                                  "v_threshold": f32(1, 1),
-                                  "v_reset": f32(0, 0)}),
-             "lif1.w_rec": ("Linear", {"weight": np.eye(2, dtype=np.float32)}),
-             "fc": ("Linear", {"weight": np.ones((2, 3), np.float32)}),
-             "output": ("Output", {"shape": np.array([2])})}
-    edges = [["lif1.w_rec", "lif1.lif"], ["input", "fc"],
-             ["fc", "lif1.lif"], ["lif1.lif", "lif1.w_rec"],
-             ["lif1.lif", "output"]]
-    write_by_hand(tmp_path / "flat.nir", "1.0.7", nodes, edges,
-                  h5py.string_dtype("utf-8"))
+    nodes = {
+        "input": ("Input", {"shape": np.array([3])}),
+        "lif1.lif": (
+            "LIF",
+            {
+                "tau": f32(1, 2),
+                "r": f32(1, 1),
+                "v_leak": f32(0, 0),
+                "v_threshold": f32(1, 1),
+                "v_reset": f32(0, 0),
+            },
+        ),
+        "lif1.w_rec": ("Linear", {"weight": np.eye(2, dtype=np.float32)}),
+        "fc": ("Linear", {"weight": np.ones((2, 3), np.float32)}),
+        "output": ("Output", {"shape": np.array([2])}),
+    }
+    edges = [
+        ["lif1.w_rec", "lif1.lif"],
+        ["input", "fc"],
+        ["fc", "lif1.lif"],
+        ["lif1.lif", "lif1.w_rec"],
+        ["lif1.lif", "output"],
+    ]
+    write_by_hand(
+        tmp_path / "flat.nir",
+        "1.0.7",
+        nodes,
+        edges,
+        h5py.string_dtype("utf-8"),
+    )
     graph = nir.read(tmp_path / "flat.nir")
     assert graph.nodes["lif1.w_rec"].type == "Linear"
     nir.write(tmp_path / "again.nir", graph)
@@ -289,17 +420,18 @@ def test_write_refuses_what_nir_cannot_hold(tmp_path):
     # edge naming it would name two nodes.
     graph = nested()
     graph.nodes["sub.scale"] = nir.Node("Scale", {"scale": f32(1, 1, 1, 1)})
-    with pytest.raises(nir.NIRError,
-                       match="'sub.scale': its id also addresses a node "
-                             "inside the nested graph 'sub'"):
+    with pytest.raises(
+        nir.NIRError,
+        match="'sub.scale': its id also addresses a node "
+        "inside the nested graph 'sub'",
+    ):
         nir.write(tmp_path / "x.nir", graph)
     graph = recurrent()
     graph.edges.append(("lif", "nowhere"))
     with pytest.raises(nir.NIRError, match="names 'nowhere'"):
         nir.write(tmp_path / "x.nir", graph)
     with pytest.raises(nir.NIRError, match="unknown NIR type 'Conv3d'"):
-        nir.write(tmp_path / "x.nir",
-                  nir.Graph({"c": nir.Node("Conv3d", {})}))
+        nir.write(tmp_path / "x.nir", nir.Graph({"c": nir.Node("Conv3d", {})}))
 
 
 def test_without_h5py_the_error_says_what_to_install(monkeypatch, tmp_path):

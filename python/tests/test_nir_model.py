@@ -8,8 +8,7 @@ import torch
 
 from flexsn import nir
 from reference import spike
-from flexsn.torch import (IFNode, LIFNode, ParametricLIFNode, from_nir,
-                          to_nir)
+from flexsn.torch import IFNode, LIFNode, ParametricLIFNode, from_nir, to_nir
 
 DT = 1e-4
 T, B = 12, 3
@@ -18,10 +17,14 @@ T, B = 12, 3
 def graph_of(node, shape):
     """Input -> node -> Output."""
     shape = np.array(shape)
-    return nir.Graph({"input": nir.Node("Input", {"shape": shape}),
-                      "node": node,
-                      "output": nir.Node("Output", {"shape": shape})},
-                     [("input", "node"), ("node", "output")])
+    return nir.Graph(
+        {
+            "input": nir.Node("Input", {"shape": shape}),
+            "node": node,
+            "output": nir.Node("Output", {"shape": shape}),
+        },
+        [("input", "node"), ("node", "output")],
+    )
 
 
 def run(graph, x):
@@ -63,8 +66,7 @@ def euler(kind, p, x):
         out, v, i, margin = euler_step(kind, g, xt, v, i)
         outs.append(out)
         margins.append(margin)
-    return np.stack(outs), (None if margins[0] is None
-                            else np.stack(margins))
+    return np.stack(outs), (None if margins[0] is None else np.stack(margins))
 
 
 def neuron_params(kind, n, rng, scalar=False):
@@ -72,23 +74,29 @@ def neuron_params(kind, n, rng, scalar=False):
 
     def u(lo, hi):
         return rng.uniform(lo, hi, shape).astype(np.float32)
+
     p = {}
     if kind in ("LIF", "LI"):
         p.update(tau=u(2e-4, 8e-4), r=u(0.5, 2.0), v_leak=u(-0.2, 0.2))
     elif kind in ("IF", "I"):
         p.update(r=u(2e3, 8e3))  # r = 1/dt-ish: a step adds about x
     else:
-        p.update(tau_syn=u(2e-4, 6e-4), tau_mem=u(2e-4, 8e-4),
-                 r=u(0.5, 2.0), v_leak=u(-0.2, 0.2), w_in=u(1.0, 3.0))
+        p.update(
+            tau_syn=u(2e-4, 6e-4),
+            tau_mem=u(2e-4, 8e-4),
+            r=u(0.5, 2.0),
+            v_leak=u(-0.2, 0.2),
+            w_in=u(1.0, 3.0),
+        )
     if kind in ("LIF", "IF", "CubaLIF"):
         p.update(v_threshold=u(0.5, 1.0), v_reset=u(-0.3, 0.1))
     return p
 
 
-@pytest.mark.parametrize("scalar", [False, True],
-                         ids=["per-neuron", "one-for-all"])
-@pytest.mark.parametrize("kind", ["LIF", "IF", "LI", "I", "CubaLIF",
-                                  "CubaLI"])
+@pytest.mark.parametrize(
+    "scalar", [False, True], ids=["per-neuron", "one-for-all"]
+)
+@pytest.mark.parametrize("kind", ["LIF", "IF", "LI", "I", "CubaLIF", "CubaLI"])
 def test_neuron_against_its_equation(kind, scalar):
     rng = np.random.default_rng(7)
     n = 5
@@ -114,8 +122,10 @@ def test_neuron_of_a_conv_layer_keeps_its_shape():
     """Parameters of a [C, H, W] layer, one per neuron."""
     rng = np.random.default_rng(1)
     shape = (2, 3, 4)
-    p = {k: np.broadcast_to(v, shape).copy() for k, v in
-         neuron_params("LIF", 1, rng, scalar=True).items()}
+    p = {
+        k: np.broadcast_to(v, shape).copy()
+        for k, v in neuron_params("LIF", 1, rng, scalar=True).items()
+    }
     p["tau"] = rng.uniform(2e-4, 8e-4, shape).astype(np.float32)
     x = rng.normal(0.6, 0.8, (T, B) + shape)
     got = run(graph_of(nir.Node("LIF", p), shape), x)
@@ -128,13 +138,20 @@ def test_gradients_reach_the_weights_and_the_neurons():
     rng = np.random.default_rng(3)
     p = neuron_params("LIF", 4, rng)
     graph = nir.Graph(
-        {"input": nir.Node("Input", {"shape": np.array([3])}),
-         "fc": nir.Node("Affine", {
-             "weight": rng.normal(0, 1, (4, 3)).astype(np.float32),
-             "bias": np.full(4, 0.3, np.float32)}),
-         "lif": nir.Node("LIF", p),
-         "output": nir.Node("Output", {"shape": np.array([4])})},
-        [("input", "fc"), ("fc", "lif"), ("lif", "output")])
+        {
+            "input": nir.Node("Input", {"shape": np.array([3])}),
+            "fc": nir.Node(
+                "Affine",
+                {
+                    "weight": rng.normal(0, 1, (4, 3)).astype(np.float32),
+                    "bias": np.full(4, 0.3, np.float32),
+                },
+            ),
+            "lif": nir.Node("LIF", p),
+            "output": nir.Node("Output", {"shape": np.array([4])}),
+        },
+        [("input", "fc"), ("fc", "lif"), ("lif", "output")],
+    )
     model = from_nir(graph, dt=DT)
     out = model(torch.rand(T, B, 3) * 2)
     out.sum().backward()
@@ -151,74 +168,117 @@ def conv_ref(x, w, b, stride, pads, dilation, groups):
     per spatial dimension as (before, after)."""
     x = np.pad(x, [(0, 0), (0, 0)] + list(pads))
     n, k = x.shape[2:], w.shape[2:]
-    out_size = [(n[d] - dilation[d] * (k[d] - 1) - 1) // stride[d] + 1
-                for d in range(len(n))]
+    out_size = [
+        (n[d] - dilation[d] * (k[d] - 1) - 1) // stride[d] + 1
+        for d in range(len(n))
+    ]
     co, cig = w.shape[:2]
     y = np.zeros((x.shape[0], co) + tuple(out_size))
     for o in range(co):
         g = o // (co // groups)
         for pos in np.ndindex(*out_size):
             for kk in np.ndindex(*k):
-                idx = tuple(pos[d] * stride[d] + kk[d] * dilation[d]
-                            for d in range(len(n)))
-                patch = x[(slice(None), slice(g * cig, (g + 1) * cig))
-                          + idx]
-                y[(slice(None), o) + pos] += patch @ w[(o, slice(None))
-                                                       + kk]
+                idx = tuple(
+                    pos[d] * stride[d] + kk[d] * dilation[d]
+                    for d in range(len(n))
+                )
+                patch = x[(slice(None), slice(g * cig, (g + 1) * cig)) + idx]
+                y[(slice(None), o) + pos] += patch @ w[(o, slice(None)) + kk]
         y[:, o] += b[o]
     return y
 
 
-@pytest.mark.parametrize("case", [
-    dict(padding=np.array([1, 0]), stride=(1, 2), dilation=(1, 1), groups=1),
-    dict(padding="same", stride=(1, 1), dilation=(2, 1), groups=2),
-    dict(padding="valid", stride=(2, 1), dilation=(1, 1), groups=1),
-], ids=["pad-stride", "same-dilation-groups", "valid"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        dict(
+            padding=np.array([1, 0]), stride=(1, 2), dilation=(1, 1), groups=1
+        ),
+        dict(padding="same", stride=(1, 1), dilation=(2, 1), groups=2),
+        dict(padding="valid", stride=(2, 1), dilation=(1, 1), groups=1),
+    ],
+    ids=["pad-stride", "same-dilation-groups", "valid"],
+)
 def test_conv2d_against_a_direct_convolution(case):
     rng = np.random.default_rng(2)
     ci, co, k = 4, 6, (3, 2)
     w = rng.normal(0, 1, (co, ci // case["groups"]) + k).astype(np.float32)
     b = rng.normal(0, 1, co).astype(np.float32)
-    node = nir.Node("Conv2d", {"weight": w, "bias": b,
-                               "stride": np.array(case["stride"]),
-                               "padding": case["padding"],
-                               "dilation": np.array(case["dilation"]),
-                               "groups": case["groups"]})
+    node = nir.Node(
+        "Conv2d",
+        {
+            "weight": w,
+            "bias": b,
+            "stride": np.array(case["stride"]),
+            "padding": case["padding"],
+            "dilation": np.array(case["dilation"]),
+            "groups": case["groups"],
+        },
+    )
     x = rng.normal(0, 1, (T, B, ci, 7, 6))
     got = run(graph_of(node, [ci, 7, 6]), x)
     if isinstance(case["padding"], str):
         total = [case["dilation"][d] * (k[d] - 1) for d in range(2)]
-        pads = ([(t // 2, t - t // 2) for t in total]
-                if case["padding"] == "same" else [(0, 0), (0, 0)])
+        pads = (
+            [(t // 2, t - t // 2) for t in total]
+            if case["padding"] == "same"
+            else [(0, 0), (0, 0)]
+        )
     else:
         pads = [(int(p), int(p)) for p in case["padding"]]
-    want = conv_ref(x.reshape((T * B,) + x.shape[2:]), w, b,
-                    case["stride"], pads, case["dilation"], case["groups"])
-    np.testing.assert_allclose(got, want.reshape((T, B) + want.shape[1:]),
-                               rtol=1e-4, atol=1e-4)
+    want = conv_ref(
+        x.reshape((T * B,) + x.shape[2:]),
+        w,
+        b,
+        case["stride"],
+        pads,
+        case["dilation"],
+        case["groups"],
+    )
+    np.testing.assert_allclose(
+        got, want.reshape((T, B) + want.shape[1:]), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_conv1d_and_pools():
     rng = np.random.default_rng(4)
     w = rng.normal(0, 1, (3, 2, 3)).astype(np.float32)
-    node = nir.Node("Conv1d", {"weight": w, "bias": np.zeros(3, np.float32),
-                               "stride": 1, "padding": 1, "dilation": 1,
-                               "groups": 1})
+    node = nir.Node(
+        "Conv1d",
+        {
+            "weight": w,
+            "bias": np.zeros(3, np.float32),
+            "stride": 1,
+            "padding": 1,
+            "dilation": 1,
+            "groups": 1,
+        },
+    )
     x = rng.normal(0, 1, (T, B, 2, 9))
     got = run(graph_of(node, [2, 9]), x)
-    want = conv_ref(x.reshape(T * B, 2, 9), w, np.zeros(3), (1,), [(1, 1)],
-                    (1,), 1)
-    np.testing.assert_allclose(got, want.reshape(T, B, 3, 9), rtol=1e-4,
-                               atol=1e-4)
+    want = conv_ref(
+        x.reshape(T * B, 2, 9), w, np.zeros(3), (1,), [(1, 1)], (1,), 1
+    )
+    np.testing.assert_allclose(
+        got, want.reshape(T, B, 3, 9), rtol=1e-4, atol=1e-4
+    )
     x = rng.normal(0, 1, (T, B, 2, 4, 6))
     windows = x.reshape(T, B, 2, 2, 2, 3, 2).transpose(0, 1, 2, 3, 5, 4, 6)
-    for kind, want in (("SumPool2d", windows.sum((5, 6))),
-                       ("AvgPool2d", windows.mean((5, 6)))):
-        node = nir.Node(kind, {"kernel_size": np.array([2, 2]),
-                               "stride": np.array([2, 2]),
-                               "padding": np.array([0, 0])})
-        np.testing.assert_allclose(run(graph_of(node, [2, 4, 6]), x), want,
-                                   rtol=1e-5, atol=1e-5)
+    for kind, want in (
+        ("SumPool2d", windows.sum((5, 6))),
+        ("AvgPool2d", windows.mean((5, 6))),
+    ):
+        node = nir.Node(
+            kind,
+            {
+                "kernel_size": np.array([2, 2]),
+                "stride": np.array([2, 2]),
+                "padding": np.array([0, 0]),
+            },
+        )
+        np.testing.assert_allclose(
+            run(graph_of(node, [2, 4, 6]), x), want, rtol=1e-5, atol=1e-5
+        )
 
 
 def test_affine_scale_flatten_threshold_delay():
@@ -228,29 +288,43 @@ def test_affine_scale_flatten_threshold_delay():
     x = rng.normal(0, 1, (T, B, 6))
     np.testing.assert_allclose(
         run(graph_of(nir.Node("Affine", {"weight": w, "bias": b}), [6]), x),
-        x @ w.T.astype(np.float64) + b, rtol=1e-5, atol=1e-5)
+        x @ w.T.astype(np.float64) + b,
+        rtol=1e-5,
+        atol=1e-5,
+    )
     np.testing.assert_allclose(
         run(graph_of(nir.Node("Linear", {"weight": w}), [6]), x),
-        x @ w.T.astype(np.float64), rtol=1e-5, atol=1e-5)
+        x @ w.T.astype(np.float64),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     scale = rng.normal(0, 1, 6).astype(np.float32)
     np.testing.assert_allclose(
         run(graph_of(nir.Node("Scale", {"scale": scale}), [6]), x),
-        x * scale, rtol=1e-6, atol=1e-6)
+        x * scale,
+        rtol=1e-6,
+        atol=1e-6,
+    )
     x3 = rng.normal(0, 1, (T, B, 2, 3, 4))
-    flat = run(graph_of(nir.Node("Flatten", {"start_dim": 1, "end_dim": -1}),
-                        [2, 3, 4]), x3)
+    flat = run(
+        graph_of(
+            nir.Node("Flatten", {"start_dim": 1, "end_dim": -1}), [2, 3, 4]
+        ),
+        x3,
+    )
     assert flat.shape == (T, B, 2, 12)
     np.testing.assert_allclose(flat, x3.reshape(T, B, 2, 12), rtol=1e-6)
     threshold = np.array([0.0, 0.5, -0.5, 1.0, 0.25, 2.0], np.float32)
     x[0, 0] = threshold  # exactly at the threshold: no spike (strict)
-    got = run(graph_of(nir.Node("Threshold", {"threshold": threshold}),
-                       [6]), x)
+    got = run(
+        graph_of(nir.Node("Threshold", {"threshold": threshold}), [6]), x
+    )
     np.testing.assert_array_equal(got, (x.astype(np.float32) > threshold))
     delay = np.array([0, 1, 2, 5, 0, 3], np.float32) * DT
     got = run(graph_of(nir.Node("Delay", {"delay": delay}), [6]), x)
     want = np.zeros_like(x)
     for n, d in enumerate(np.round(delay / DT).astype(int)):
-        want[d:, :, n] = x[:T - d, :, n]
+        want[d:, :, n] = x[: T - d, :, n]
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
@@ -262,17 +336,27 @@ def test_nested_graphs_and_summed_inputs(tmp_path):
     node with two incoming edges (their sum); read from a file."""
     scale = np.array([2.0, -1.0, 0.5], np.float32)
     inner = nir.Graph(
-        {"input": nir.Node("Input", {"shape": np.array([3])}),
-         "scale": nir.Node("Scale", {"scale": scale}),
-         "output": nir.Node("Output", {"shape": np.array([3])})},
-        [("input", "scale"), ("scale", "output")])
+        {
+            "input": nir.Node("Input", {"shape": np.array([3])}),
+            "scale": nir.Node("Scale", {"scale": scale}),
+            "output": nir.Node("Output", {"shape": np.array([3])}),
+        },
+        [("input", "scale"), ("scale", "output")],
+    )
     graph = nir.Graph(
-        {"input": nir.Node("Input", {"shape": np.array([3])}),
-         "sub": inner,
-         "twice": nir.Node("Scale", {"scale": np.full(3, 3.0, np.float32)}),
-         "output": nir.Node("Output", {"shape": np.array([3])})},
-        [("input", "sub"), ("input", "twice"), ("sub.output", "output"),
-         ("twice", "output")])
+        {
+            "input": nir.Node("Input", {"shape": np.array([3])}),
+            "sub": inner,
+            "twice": nir.Node("Scale", {"scale": np.full(3, 3.0, np.float32)}),
+            "output": nir.Node("Output", {"shape": np.array([3])}),
+        },
+        [
+            ("input", "sub"),
+            ("input", "twice"),
+            ("sub.output", "output"),
+            ("twice", "output"),
+        ],
+    )
     nir.write(tmp_path / "g.nir", graph)
     model = from_nir(str(tmp_path / "g.nir"), dt=DT)
     x = np.random.default_rng(6).normal(0, 1, (T, B, 3))
@@ -292,30 +376,53 @@ def recurrent_network(rng, nested):
     n_in, n_hid, n_out = 4, 6, 3
 
     def affine(n, m, scale):
-        return nir.Node("Affine", {
-            "weight": rng.normal(0, scale, (n, m)).astype(np.float32),
-            "bias": rng.normal(0.1, 0.2, n).astype(np.float32)})
-    nodes = {"input": nir.Node("Input", {"shape": np.array([n_in])}),
-             "fc1": affine(n_hid, n_in, 1.5),
-             "fc2": affine(n_out, n_hid, 3.0),
-             "lif2": nir.Node("CubaLIF", neuron_params("CubaLIF", n_out, rng)),
-             "output": nir.Node("Output", {"shape": np.array([n_out])})}
-    cell = {"lif": nir.Node("CubaLIF", neuron_params("CubaLIF", n_hid, rng)),
-            "w_rec": affine(n_hid, n_hid, 0.8)}
+        return nir.Node(
+            "Affine",
+            {
+                "weight": rng.normal(0, scale, (n, m)).astype(np.float32),
+                "bias": rng.normal(0.1, 0.2, n).astype(np.float32),
+            },
+        )
+
+    nodes = {
+        "input": nir.Node("Input", {"shape": np.array([n_in])}),
+        "fc1": affine(n_hid, n_in, 1.5),
+        "fc2": affine(n_out, n_hid, 3.0),
+        "lif2": nir.Node("CubaLIF", neuron_params("CubaLIF", n_out, rng)),
+        "output": nir.Node("Output", {"shape": np.array([n_out])}),
+    }
+    cell = {
+        "lif": nir.Node("CubaLIF", neuron_params("CubaLIF", n_hid, rng)),
+        "w_rec": affine(n_hid, n_hid, 0.8),
+    }
     edges = [("input", "fc1"), ("lif2", "output"), ("fc2", "lif2")]
     if nested:
         nodes["lif1"] = nir.Graph(
-            dict(cell, input=nir.Node("Input", {"shape": np.array([n_hid])}),
-                 output=nir.Node("Output", {"shape": np.array([n_hid])})),
-            [("input", "lif"), ("lif", "w_rec"), ("w_rec", "lif"),
-             ("lif", "output")])
+            dict(
+                cell,
+                input=nir.Node("Input", {"shape": np.array([n_hid])}),
+                output=nir.Node("Output", {"shape": np.array([n_hid])}),
+            ),
+            [
+                ("input", "lif"),
+                ("lif", "w_rec"),
+                ("w_rec", "lif"),
+                ("lif", "output"),
+            ],
+        )
         edges += [("fc1", "lif1"), ("lif1", "fc2")]
     else:
         nodes.update({"lif1." + k: v for k, v in cell.items()})
         # In the paper's file's order: the edge closing the cycle first.
-        edges = [("lif1.w_rec", "lif1.lif")] + edges + [
-            ("lif1.lif", "lif1.w_rec"), ("fc1", "lif1.lif"),
-            ("lif1.lif", "fc2")]
+        edges = (
+            [("lif1.w_rec", "lif1.lif")]
+            + edges
+            + [
+                ("lif1.lif", "lif1.w_rec"),
+                ("fc1", "lif1.lif"),
+                ("lif1.lif", "fc2"),
+            ]
+        )
     return nir.Graph(nodes, edges), cell
 
 
@@ -323,22 +430,35 @@ def recurrent_reference(graph, cell, x):
     """NIR's equations step by step, in float64: the layer's input at step
     t is fc1(x[t]) + w_rec(s[t-1]), s[-1] = 0 (so w_rec gives its bias at
     the first step). Returns (outputs, margins of both layers)."""
-    g = {k: {p: np.asarray(v, np.float64) for p, v in node.params.items()}
-         for k, node in [("fc1", graph.nodes["fc1"]),
-                         ("fc2", graph.nodes["fc2"]),
-                         ("lif2", graph.nodes["lif2"])] + list(cell.items())}
+    g = {
+        k: {p: np.asarray(v, np.float64) for p, v in node.params.items()}
+        for k, node in [
+            ("fc1", graph.nodes["fc1"]),
+            ("fc2", graph.nodes["fc2"]),
+            ("lif2", graph.nodes["lif2"]),
+        ]
+        + list(cell.items())
+    }
     n_hid = g["fc1"]["bias"].size
     s1 = np.zeros(x.shape[1:2] + (n_hid,))
     v1 = i1 = np.zeros_like(s1)
     v2 = i2 = np.zeros(x.shape[1:2] + g["fc2"]["bias"].shape)
     outs, margins = [], []
     for xt in x:
-        drive = (xt @ g["fc1"]["weight"].T + g["fc1"]["bias"]
-                 + s1 @ g["w_rec"]["weight"].T + g["w_rec"]["bias"])
+        drive = (
+            xt @ g["fc1"]["weight"].T
+            + g["fc1"]["bias"]
+            + s1 @ g["w_rec"]["weight"].T
+            + g["w_rec"]["bias"]
+        )
         s1, v1, i1, m1 = euler_step("CubaLIF", g["lif"], drive, v1, i1)
-        s2, v2, i2, m2 = euler_step("CubaLIF", g["lif2"],
-                                    s1 @ g["fc2"]["weight"].T
-                                    + g["fc2"]["bias"], v2, i2)
+        s2, v2, i2, m2 = euler_step(
+            "CubaLIF",
+            g["lif2"],
+            s1 @ g["fc2"]["weight"].T + g["fc2"]["bias"],
+            v2,
+            i2,
+        )
         outs.append(s2)
         margins.append(np.minimum(m1.min(-1), m2.min(-1)))
     return np.stack(outs), np.stack(margins)
@@ -366,9 +486,11 @@ def test_a_recurrent_graph_against_its_equations(nested, tmp_path):
     np.testing.assert_array_equal(got[check], want[check])
     assert 0.05 < want.mean() < 0.95
     # The cycle matters: without w_rec the output differs.
-    graph.edges = [e for e in graph.edges
-                   if e not in (("lif1.w_rec", "lif1.lif"),
-                                ("w_rec", "lif"))]
+    graph.edges = [
+        e
+        for e in graph.edges
+        if e not in (("lif1.w_rec", "lif1.lif"), ("w_rec", "lif"))
+    ]
     if nested:
         graph.nodes["lif1"].edges.remove(("w_rec", "lif"))
         graph.nodes["lif1"].nodes.pop("w_rec")
@@ -378,7 +500,8 @@ def test_a_recurrent_graph_against_its_equations(nested, tmp_path):
         graph.edges.remove(("lif1.lif", "lif1.w_rec"))
     with torch.no_grad():
         open_loop = from_nir(graph, dt=DT)(
-            torch.as_tensor(x, dtype=torch.float32)).numpy()
+            torch.as_tensor(x, dtype=torch.float32)
+        ).numpy()
     assert not np.array_equal(open_loop, got)
 
 
@@ -387,12 +510,14 @@ def unrolled(params, x, dt=DT):
     parameters and buffers by name (`named_parameters` and
     `named_buffers` of its model), with the step from_nir's neurons take
     (docs/Semantics.md) and the sigmoid(4) surrogate."""
+
     def p(layer, name):
         return params[f"layers.{layer}.{name}"]
 
     def cuba(layer, x, i, v):
         def q(name):
             return p(layer, "neuron." + name)
+
         i_next = i + (q("w_in") * x - i) / q("tau_syn")
         h = v + ((q("v_leak") - v) + q("r") * i) / q("tau_mem")
         s = spike(h - q("v_threshold"))
@@ -400,10 +525,15 @@ def unrolled(params, x, dt=DT):
 
     def affine(layer, x):
         return x @ p(layer, "weight").T + p(layer, "bias")
+
     zeros1 = x.new_zeros(x.shape[1], p("fc1", "bias").numel())
     zeros2 = x.new_zeros(x.shape[1], p("fc2", "bias").numel())
-    s1, (i1, v1), (i2, v2), outs = zeros1, (zeros1, zeros1), \
-        (zeros2, zeros2), []
+    s1, (i1, v1), (i2, v2), outs = (
+        zeros1,
+        (zeros1, zeros1),
+        (zeros2, zeros2),
+        [],
+    )
     for xt in x:
         drive = affine("fc1", xt) + affine("lif1__w_rec", s1)
         s1, i1, v1 = cuba("lif1__lif", drive, i1, v1)
@@ -419,13 +549,15 @@ def test_a_recurrent_graph_trains_through_time():
     rng = np.random.default_rng(12)
     graph, _ = recurrent_network(rng, nested=False)
     model = from_nir(graph, dt=DT)
-    x = torch.as_tensor(rng.normal(0.8, 1.0, (16, 3, 4)),
-                        dtype=torch.float32)
-    weights = torch.as_tensor(rng.normal(0, 1, (16, 3, 3)),
-                              dtype=torch.float32)
+    x = torch.as_tensor(rng.normal(0.8, 1.0, (16, 3, 4)), dtype=torch.float32)
+    weights = torch.as_tensor(
+        rng.normal(0, 1, (16, 3, 3)), dtype=torch.float32
+    )
     (model(x) * weights).sum().backward()
-    params = {name: param.detach().clone().requires_grad_()
-              for name, param in model.named_parameters()}
+    params = {
+        name: param.detach().clone().requires_grad_()
+        for name, param in model.named_parameters()
+    }
     want = unrolled(dict(model.named_buffers(), **params), x)
     with torch.no_grad():
         assert torch.equal(model(x), want)
@@ -444,42 +576,65 @@ def test_graphs_it_cannot_model_are_clear_errors():
 
     def linear():
         return nir.Node("Linear", {"weight": np.eye(n, dtype=np.float32)})
+
     no_neuron = nir.Graph(
-        {"input": nir.Node("Input", {"shape": np.array([n])}),
-         "a": linear(), "b": linear(), "lif": lif,
-         "output": nir.Node("Output", {"shape": np.array([n])})},
-        [("input", "a"), ("a", "b"), ("b", "a"), ("b", "lif"),
-         ("lif", "output")])
-    with pytest.raises(nir.NIRError, match="cycle through 'a', 'b' has no "
-                                           "neuron"):
+        {
+            "input": nir.Node("Input", {"shape": np.array([n])}),
+            "a": linear(),
+            "b": linear(),
+            "lif": lif,
+            "output": nir.Node("Output", {"shape": np.array([n])}),
+        },
+        [
+            ("input", "a"),
+            ("a", "b"),
+            ("b", "a"),
+            ("b", "lif"),
+            ("lif", "output"),
+        ],
+    )
+    with pytest.raises(
+        nir.NIRError, match="cycle through 'a', 'b' has no " "neuron"
+    ):
         from_nir(no_neuron, dt=DT)
     delayed_cycle = nir.Graph(
-        {"input": nir.Node("Input", {"shape": np.array([n])}),
-         "lif": lif, "d": nir.Node("Delay", {"delay": np.full(n, DT)}),
-         "output": nir.Node("Output", {"shape": np.array([n])})},
-        [("input", "lif"), ("lif", "d"), ("d", "lif"), ("lif", "output")])
-    with pytest.raises(nir.NIRError, match="'d' \\(Delay\\): a delay on a "
-                                           "cycle"):
+        {
+            "input": nir.Node("Input", {"shape": np.array([n])}),
+            "lif": lif,
+            "d": nir.Node("Delay", {"delay": np.full(n, DT)}),
+            "output": nir.Node("Output", {"shape": np.array([n])}),
+        },
+        [("input", "lif"), ("lif", "d"), ("d", "lif"), ("lif", "output")],
+    )
+    with pytest.raises(
+        nir.NIRError, match="'d' \\(Delay\\): a delay on a " "cycle"
+    ):
         from_nir(delayed_cycle, dt=DT)
     unreached = nir.Graph(
-        {"input": nir.Node("Input", {"shape": np.array([n])}),
-         "lif": lif, "w": linear(), "other": linear(),
-         "output": nir.Node("Output", {"shape": np.array([n])})},
-        [("input", "lif"), ("lif", "output"), ("other", "w"),
-         ("w", "other")])
+        {
+            "input": nir.Node("Input", {"shape": np.array([n])}),
+            "lif": lif,
+            "w": linear(),
+            "other": linear(),
+            "output": nir.Node("Output", {"shape": np.array([n])}),
+        },
+        [("input", "lif"), ("lif", "output"), ("other", "w"), ("w", "other")],
+    )
     with pytest.raises(nir.NIRError, match="the input does not reach it"):
         from_nir(unreached, dt=DT)
     short = dict(neuron_params("LIF", n, rng), tau=np.full(n, 0.5 * DT))
-    with pytest.raises(nir.NIRError, match="tau = 5e-05 s is shorter than "
-                                           "dt = 0.0001 s"):
+    with pytest.raises(
+        nir.NIRError, match="tau = 5e-05 s is shorter than " "dt = 0.0001 s"
+    ):
         from_nir(graph_of(nir.Node("LIF", short), [n]), dt=DT)
     delay = nir.Node("Delay", {"delay": np.array([1.5 * DT])})
     with pytest.raises(nir.NIRError, match="not whole steps"):
         from_nir(graph_of(delay, [1]), dt=DT)
     zero_tau = dict(neuron_params("LIF", n, rng))
     zero_tau["tau"] = np.zeros(n, np.float32)
-    with pytest.raises(nir.NIRError, match="node .node. \\(LIF\\): tau "
-                                           "must be positive"):
+    with pytest.raises(
+        nir.NIRError, match="node .node. \\(LIF\\): tau " "must be positive"
+    ):
         from_nir(graph_of(nir.Node("LIF", zero_tau), [n]), dt=DT)
     with pytest.raises(ValueError, match="dt must be a positive"):
         from_nir(graph_of(lif, [n]), dt=0)
@@ -497,22 +652,50 @@ def test_a_model_from_nir_goes_back_to_nir_as_trained(tmp_path):
     what the trained model computes, bit for bit."""
     rng = np.random.default_rng(9)
     graph = nir.Graph(
-        {"input": nir.Node("Input", {"shape": np.array([2, 6, 6])}),
-         "conv": nir.Node("Conv2d", {
-             "weight": rng.normal(0, 0.5, (3, 2, 3, 3)).astype(np.float32),
-             "bias": np.full(3, 0.1, np.float32), "stride": 1,
-             "padding": "same", "dilation": 1, "groups": 1}),
-         "lif": nir.Node("LIF", {k: np.broadcast_to(v, (3, 6, 6)).copy()
-                                 for k, v in neuron_params(
-                                     "LIF", 1, rng, scalar=True).items()}),
-         "flat": nir.Node("Flatten", {"start_dim": 0, "end_dim": -1}),
-         "fc": nir.Node("Affine", {
-             "weight": rng.normal(0, 0.3, (4, 108)).astype(np.float32),
-             "bias": np.zeros(4, np.float32)}),
-         "cuba": nir.Node("CubaLI", neuron_params("CubaLI", 4, rng)),
-         "output": nir.Node("Output", {"shape": np.array([4])})},
-        [("input", "conv"), ("conv", "lif"), ("lif", "flat"),
-         ("flat", "fc"), ("fc", "cuba"), ("cuba", "output")])
+        {
+            "input": nir.Node("Input", {"shape": np.array([2, 6, 6])}),
+            "conv": nir.Node(
+                "Conv2d",
+                {
+                    "weight": rng.normal(0, 0.5, (3, 2, 3, 3)).astype(
+                        np.float32
+                    ),
+                    "bias": np.full(3, 0.1, np.float32),
+                    "stride": 1,
+                    "padding": "same",
+                    "dilation": 1,
+                    "groups": 1,
+                },
+            ),
+            "lif": nir.Node(
+                "LIF",
+                {
+                    k: np.broadcast_to(v, (3, 6, 6)).copy()
+                    for k, v in neuron_params(
+                        "LIF", 1, rng, scalar=True
+                    ).items()
+                },
+            ),
+            "flat": nir.Node("Flatten", {"start_dim": 0, "end_dim": -1}),
+            "fc": nir.Node(
+                "Affine",
+                {
+                    "weight": rng.normal(0, 0.3, (4, 108)).astype(np.float32),
+                    "bias": np.zeros(4, np.float32),
+                },
+            ),
+            "cuba": nir.Node("CubaLI", neuron_params("CubaLI", 4, rng)),
+            "output": nir.Node("Output", {"shape": np.array([4])}),
+        },
+        [
+            ("input", "conv"),
+            ("conv", "lif"),
+            ("lif", "flat"),
+            ("flat", "fc"),
+            ("fc", "cuba"),
+            ("cuba", "output"),
+        ],
+    )
     model = from_nir(graph, dt=DT)
     x = torch.rand(T, B, 2, 6, 6) * 3
     model(x).sum().backward()
@@ -533,13 +716,20 @@ def test_a_sequence_of_flexsn_neurons_goes_to_nir():
     they compute, bit for bit."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(
-        torch.nn.Linear(5, 7), LIFNode(tau=3.0, step_mode="m",
-                                       v_threshold=0.8, v_reset=-0.1),
+        torch.nn.Linear(5, 7),
+        LIFNode(tau=3.0, step_mode="m", v_threshold=0.8, v_reset=-0.1),
         torch.nn.Linear(7, 4, bias=False),
-        IFNode(step_mode="m", v_threshold=0.2))
+        IFNode(step_mode="m", v_threshold=0.2),
+    )
     graph = to_nir(model, dt=DT)
     assert [n.type for n in graph.nodes.values()] == [
-        "Input", "Affine", "LIF", "Linear", "IF", "Output"]
+        "Input",
+        "Affine",
+        "LIF",
+        "Linear",
+        "IF",
+        "Output",
+    ]
     lif = graph.nodes["1"].params
     np.testing.assert_allclose(lif["tau"], 3 * DT)
     np.testing.assert_array_equal(lif["v_leak"], lif["v_reset"])
@@ -553,19 +743,24 @@ def test_a_sequence_of_flexsn_neurons_goes_to_nir():
         got = from_nir(graph, dt=DT)(x)
     assert torch.equal(got, want) and want.sum() > 0
     # PLIF: tau = 1 / sigmoid(w); without decay_input r = tau.
-    plif = torch.nn.Sequential(torch.nn.Linear(3, 3),
-                               ParametricLIFNode(init_tau=4.0, step_mode="m",
-                                                 decay_input=False))
+    plif = torch.nn.Sequential(
+        torch.nn.Linear(3, 3),
+        ParametricLIFNode(init_tau=4.0, step_mode="m", decay_input=False),
+    )
     node = to_nir(plif, dt=DT).nodes["1"]
     np.testing.assert_allclose(node.params["tau"], 4 * DT, rtol=1e-6)
     np.testing.assert_allclose(node.params["r"], 4.0, rtol=1e-6)
 
 
 def test_what_nir_cannot_hold_names_the_module():
-    with pytest.raises(nir.NIRError, match="module '1' \\(LIFNode\\): a soft "
-                                           "reset"):
-        to_nir(torch.nn.Sequential(torch.nn.Linear(2, 2),
-                                   LIFNode(step_mode="m", v_reset=None)))
+    with pytest.raises(
+        nir.NIRError, match="module '1' \\(LIFNode\\): a soft " "reset"
+    ):
+        to_nir(
+            torch.nn.Sequential(
+                torch.nn.Linear(2, 2), LIFNode(step_mode="m", v_reset=None)
+            )
+        )
     with pytest.raises(nir.NIRError, match="module '1' \\(ReLU\\): no NIR"):
         to_nir(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()))
     with pytest.raises(nir.NIRError, match="give input_shape"):

@@ -31,9 +31,18 @@ import flexsn
 from flexsn.torch import FlexSN, ParametricLIFNode
 
 from devices import DEVICES  # noqa: E402
-from shaped_params import (FLAGS, FWD_TOL, GRAD_TOL, ModuleCache,  # noqa: E402
-                           SigmoidSpike, check_forward_kernels, close,
-                           set_flags, set_param, slope)
+from shaped_params import (
+    FLAGS,
+    FWD_TOL,
+    GRAD_TOL,
+    ModuleCache,  # noqa: E402
+    SigmoidSpike,
+    check_forward_kernels,
+    close,
+    set_flags,
+    set_param,
+    slope,
+)
 
 C = 3
 SHAPE = (2, C, 4)  # [B, C, S]: N = 24
@@ -45,6 +54,7 @@ PER_CHANNEL = {"w": "per_channel"}
 # The reference
 # ---------------------------------------------------------------------------
 
+
 def along_channels(value, step_shape):
     """A [C] tensor viewed to broadcast along dimension 1 of a step
     [B, C, ...]; other values as they are."""
@@ -53,8 +63,7 @@ def along_channels(value, step_shape):
     return value
 
 
-def plif_loop(x, w, thr=1.0, v0=None, v_reset=0.0, soft=False,
-              detach=False):
+def plif_loop(x, w, thr=1.0, v0=None, v_reset=0.0, soft=False, detach=False):
     """PLIF with decay_input (lib/Neurons/plif.mlir): (spikes, v_seq).
     `w` and `v_reset` may be [C] tensors (one value per channel, dimension 2
     of x), `thr` a tensor of the neuron shape.
@@ -89,15 +98,19 @@ def data(device, seed, shape=SHAPE, steps=T):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn((steps,) + shape, generator=g) * 0.9 + 0.9
     v0 = torch.rand(shape, generator=g) * 1.1 - 0.2
-    w = torch.linspace(-2.0, 2.0, shape[1]) + torch.rand(shape[1],
-                                                         generator=g) * 0.2
+    w = (
+        torch.linspace(-2.0, 2.0, shape[1])
+        + torch.rand(shape[1], generator=g) * 0.2
+    )
     return x.to(device), v0.to(device), w.to(device)
 
 
 def weights(device, seed, shape=SHAPE, steps=T):
     g = torch.Generator().manual_seed(seed + 1000)
-    return (torch.randn((steps,) + shape, generator=g).to(device),
-            torch.randn((steps,) + shape, generator=g).to(device))
+    return (
+        torch.randn((steps,) + shape, generator=g).to(device),
+        torch.randn((steps,) + shape, generator=g).to(device),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -107,16 +120,26 @@ def weights(device, seed, shape=SHAPE, steps=T):
 CONFIGS = {
     # The reset flags as runtime parameters: one compile for the matrix.
     "plif": lambda: FlexSN(
-        "plif", kinds={"soft_reset": "runtime", "detach_reset": "runtime"},
-        shapes=PER_CHANNEL, num_channels=C, store_state_seqs=True),
+        "plif",
+        kinds={"soft_reset": "runtime", "detach_reset": "runtime"},
+        shapes=PER_CHANNEL,
+        num_channels=C,
+        store_state_seqs=True,
+    ),
     # w per channel (trainable), v_threshold per neuron (trainable),
     # v_reset per channel (runtime): shaped buffers in declaration order
     # w, v_threshold, v_reset, of both kinds.
     "mixed": lambda: FlexSN(
-        "plif", kinds={"v_threshold": "trainable", "v_reset": "runtime"},
-        shapes={"w": "per_channel", "v_threshold": "per_neuron",
-                "v_reset": "per_channel"},
-        neuron_shape=SHAPE, store_state_seqs=True),
+        "plif",
+        kinds={"v_threshold": "trainable", "v_reset": "runtime"},
+        shapes={
+            "w": "per_channel",
+            "v_threshold": "per_neuron",
+            "v_reset": "per_channel",
+        },
+        neuron_shape=SHAPE,
+        store_state_seqs=True,
+    ),
     "node": lambda: ParametricLIFNode(step_mode="m", num_channels=C),
     "node-s": lambda: ParametricLIFNode(num_channels=C, step_mode="s"),
 }
@@ -132,9 +155,15 @@ module = ModuleCache(CONFIGS)
 
 def test_manifest_param_shapes():
     compiled = flexsn.compile(
-        "plif", kinds={"v_threshold": "trainable", "v_reset": "runtime"},
-        shapes={"w": "per_channel", "v_threshold": "per_neuron",
-                "v_reset": "per_channel"}, targets=("cpu",))
+        "plif",
+        kinds={"v_threshold": "trainable", "v_reset": "runtime"},
+        shapes={
+            "w": "per_channel",
+            "v_threshold": "per_neuron",
+            "v_reset": "per_channel",
+        },
+        targets=("cpu",),
+    )
     info = compiled.info
     params = {p.name: p for p in info.params}
     assert params["w"].per_channel and params["w"].shaped
@@ -144,17 +173,24 @@ def test_manifest_param_shapes():
     assert info.channels
     assert [p.name for p in info.per_channel_params] == ["w", "v_reset"]
     assert [p.name for p in info.shaped_params] == [
-        "w", "v_threshold", "v_reset"]
+        "w",
+        "v_threshold",
+        "v_reset",
+    ]
     assert info.scalar_runtime_params == ()
     backward = compiled.manifest.find("cpu", "backward", "f32")
     assert backward.channels
-    assert [(b.name, b.role, b.shape) for b in backward.buffers
-            if "param" in b.role] == [
+    assert [
+        (b.name, b.role, b.shape)
+        for b in backward.buffers
+        if "param" in b.role
+    ] == [
         ("w", "per_channel_param", ("C",)),
         ("v_threshold", "per_neuron_param", ("B", "C", "S")),
         ("v_reset", "per_channel_param", ("C",)),
         ("w_grad", "per_channel_param_gradient", ("C",)),
-        ("v_threshold_grad", "per_neuron_param_gradient", ("B", "C", "S"))]
+        ("v_threshold_grad", "per_neuron_param_gradient", ("B", "C", "S")),
+    ]
     plain = flexsn.compile("plif", targets=("cpu",))
     assert not plain.info.channels
     assert not plain.manifest.find("cpu", "backward", "f32").channels
@@ -164,8 +200,9 @@ def test_shipped_neuron_with_a_per_channel_declaration():
     """A neuron file may declare the shape itself; the module then needs
     only the channel count."""
     text, _ = flexsn.compiler.read_source("plif")
-    text = text.replace("%w: f32 = 0.0 trainable,",
-                        "%w: f32 = 0.0 trainable per_channel,")
+    text = text.replace(
+        "%w: f32 = 0.0 trainable,", "%w: f32 = 0.0 trainable per_channel,"
+    )
     assert "per_channel" in text
     m = FlexSN(text, num_channels=2, storage_types=("f32",))
     assert m.w.shape == (2,) and torch.equal(m.w.detach(), torch.zeros(2))
@@ -193,8 +230,11 @@ def test_forward_matches_reference(flags, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("flags", list(FLAGS))
-@pytest.mark.parametrize("shape", [SHAPE, (3, C), (2, C, 2, 3), (1, C, 1)],
-                         ids=["BCS", "BC", "BCHW", "S1"])
+@pytest.mark.parametrize(
+    "shape",
+    [SHAPE, (3, C), (2, C, 2, 3), (1, C, 1)],
+    ids=["BCS", "BC", "BCHW", "S1"],
+)
 def test_gradients_match_reference(shape, flags, device):
     m = module("plif", device)
     set_flags(m, flags)
@@ -252,8 +292,9 @@ def test_reference_sensitivity(device):
     _, gx2, _ = reference(w.flip(0))
     assert not torch.allclose(x_m.grad, gx2, **GRAD_TOL[device])
     # The leak taken along the last dimension (S = 4 != C) instead.
-    k = 1 / (1 + torch.exp(-torch.linspace(-2.0, 2.0, SHAPE[2],
-                                           device=device)))
+    k = 1 / (
+        1 + torch.exp(-torch.linspace(-2.0, 2.0, SHAPE[2], device=device))
+    )
     x_r = x.clone().requires_grad_()
     v, wrong = torch.zeros_like(x[0]), []
     for t in range(T):
@@ -285,8 +326,9 @@ def test_half_storage(dtype, device):
     m.states[0] = v0_m
     s = m(x_m)
     assert s.dtype == dtype and m.w.dtype == torch.float32
-    ((s.float() * w_s).sum() + (m.state_seqs[0].float() * w_v).sum()
-     ).backward()
+    (
+        (s.float() * w_s).sum() + (m.state_seqs[0].float() * w_v).sum()
+    ).backward()
 
     x_r = x.float().requires_grad_()
     v0_r = v0.float().requires_grad_()
@@ -340,8 +382,9 @@ def test_per_channel_and_per_neuron_params_together(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("steps,shape", [(0, SHAPE), (4, (0, C, 2))],
-                         ids=["T0", "B0"])
+@pytest.mark.parametrize(
+    "steps,shape", [(0, SHAPE), (4, (0, C, 2))], ids=["T0", "B0"]
+)
 def test_empty_gives_zero_gradients(steps, shape, device):
     m = module("node", device)
     x = torch.zeros((steps,) + shape, device=device, requires_grad=True)
@@ -393,10 +436,12 @@ def test_node_optimizer_step(device):
 def test_runtime_per_channel_param_is_a_buffer(device):
     """A runtime per-channel threshold: a [C] buffer, changed in place
     between calls; gradients reach the inputs, not it."""
-    m = FlexSN("plif", kinds={"v_threshold": "runtime"},
-               shapes={"v_threshold": "per_channel"},
-               params={"v_threshold": torch.tensor([0.6, 1.0, 1.4])}
-               ).to(device)
+    m = FlexSN(
+        "plif",
+        kinds={"v_threshold": "runtime"},
+        shapes={"v_threshold": "per_channel"},
+        params={"v_threshold": torch.tensor([0.6, 1.0, 1.4])},
+    ).to(device)
     assert m.num_channels == C
     assert [n for n, _ in m.named_buffers()] == ["v_threshold"]
     assert "v_threshold" in m.state_dict()
@@ -404,16 +449,18 @@ def test_runtime_per_channel_param_is_a_buffer(device):
     thr = torch.tensor([0.6, 1.0, 1.4], device=device).view(1, C, 1)
     with torch.no_grad():
         s = m(x)
-    close(s, plif_loop(x, torch.tensor(0.0), thr)[0], FWD_TOL[device],
-          "spikes")
+    close(
+        s, plif_loop(x, torch.tensor(0.0), thr)[0], FWD_TOL[device], "spikes"
+    )
     m.v_threshold.add_(0.25)
     x_m, x_r = x.clone().requires_grad_(), x.clone().requires_grad_()
     w_s, _ = weights(device, 8)
     m.reset()
     m.states[0] = v0.clone()
     (m(x_m) * w_s).sum().backward()
-    (plif_loop(x_r, torch.tensor(0.0), thr + 0.25, v0)[0] * w_s
-     ).sum().backward()
+    (
+        plif_loop(x_r, torch.tensor(0.0), thr + 0.25, v0)[0] * w_s
+    ).sum().backward()
     close(x_m.grad, x_r.grad, GRAD_TOL[device], "x.grad (moved threshold)")
     assert m.v_threshold.grad is None
     assert m.w.grad is not None and m.w.grad.shape == ()  # scalar w
@@ -436,8 +483,9 @@ def test_single_step_mode(device):
     (want * w_s).sum().backward()
     close(s.detach(), want.detach(), FWD_TOL[device], "spikes")
     close(m.v.detach(), want_v[-1].detach(), FWD_TOL[device], "v")
-    close(m.w.grad, w_r.grad, GRAD_TOL[device],
-          "w.grad (summed over the steps)")
+    close(
+        m.w.grad, w_r.grad, GRAD_TOL[device], "w.grad (summed over the steps)"
+    )
 
 
 def test_half_module_passes_float32():
@@ -491,8 +539,10 @@ def test_deterministic_mode(device):
         m.deterministic = False
 
 
-@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
-                    reason="torch has no torch.library.custom_op")
+@pytest.mark.skipif(
+    not flexsn.torch.has_custom_op(),
+    reason="torch has no torch.library.custom_op",
+)
 @pytest.mark.parametrize("device", DEVICES)
 def test_torch_compile_custom_op(device):
     """torch.compile(fullgraph=True) traces flexsn::scan with per-channel
@@ -516,17 +566,25 @@ def test_torch_compile_custom_op(device):
         x_m = x.clone().requires_grad_()
         loss = fn(x_m, v0.clone())
         loss.backward()
-        results.append((loss.detach(), x_m.grad, m.w.grad.clone(),
-                        m.v_threshold.grad.clone()))
-    for name, a, b in zip(("loss", "x.grad", "w.grad", "v_threshold.grad"),
-                          *results):
+        results.append(
+            (
+                loss.detach(),
+                x_m.grad,
+                m.w.grad.clone(),
+                m.v_threshold.grad.clone(),
+            )
+        )
+    for name, a, b in zip(
+        ("loss", "x.grad", "w.grad", "v_threshold.grad"), *results
+    ):
         close(b, a, GRAD_TOL[device], name)
     with torch.no_grad():
         m.reset()
         want = m(x)
         m.reset()
-        got = torch.compile(lambda x: m(x), fullgraph=True,
-                            backend="aot_eager")(x)
+        got = torch.compile(
+            lambda x: m(x), fullgraph=True, backend="aot_eager"
+        )(x)
     assert torch.equal(got, want)
 
 
@@ -542,17 +600,28 @@ def test_constructor_errors():
         ParametricLIFNode(step_mode="m", num_channels=0)
     with pytest.raises(ValueError, match="has no per-channel parameter"):
         FlexSN("plif", num_channels=4)
-    with pytest.raises(ValueError, match="'w' has 3 channels, num_channels "
-                                         "says 4"):
-        FlexSN("plif", shapes=PER_CHANNEL, num_channels=4,
-               params={"w": torch.zeros(3)})
+    with pytest.raises(
+        ValueError, match="'w' has 3 channels, num_channels " "says 4"
+    ):
+        FlexSN(
+            "plif",
+            shapes=PER_CHANNEL,
+            num_channels=4,
+            params={"w": torch.zeros(3)},
+        )
     with pytest.raises(ValueError, match=r"'w' is a \[C\] tensor"):
         FlexSN("plif", shapes=PER_CHANNEL, params={"w": torch.zeros(2, 3)})
-    with pytest.raises(ValueError, match=r"neuron shape \(2, 5\) is "
-                                         r"\[B, C, \.\.\.\] with C = 3"):
-        FlexSN("plif", kinds={"v_threshold": "trainable"},
-               shapes={"w": "per_channel", "v_threshold": "per_neuron"},
-               num_channels=3, neuron_shape=(2, 5))
+    with pytest.raises(
+        ValueError,
+        match=r"neuron shape \(2, 5\) is " r"\[B, C, \.\.\.\] with C = 3",
+    ):
+        FlexSN(
+            "plif",
+            kinds={"v_threshold": "trainable"},
+            shapes={"w": "per_channel", "v_threshold": "per_neuron"},
+            num_channels=3,
+            neuron_shape=(2, 5),
+        )
     with pytest.raises(ValueError, match="'w' is a scalar"):
         FlexSN("plif", params={"w": torch.zeros(3)})
 
@@ -563,12 +632,16 @@ def test_bad_tensors_are_clear_errors(device):
     for grad in (False, True):
         with torch.set_grad_enabled(grad):
             m.reset()
-            with pytest.raises(ValueError, match=r"inputs are \[T, B, C, "
-                                                 r"\.\.\.\] sequences"):
+            with pytest.raises(
+                ValueError,
+                match=r"inputs are \[T, B, C, " r"\.\.\.\] sequences",
+            ):
                 m(torch.zeros(4, C, device=device, requires_grad=grad))
             m.reset()
-            with pytest.raises(ValueError, match=r"'w' has shape \(3,\), "
-                                                 r"expected \[C\] = \(4,\)"):
+            with pytest.raises(
+                ValueError,
+                match=r"'w' has shape \(3,\), " r"expected \[C\] = \(4,\)",
+            ):
                 m(torch.zeros(4, 2, 4, 3, device=device, requires_grad=grad))
     h = m.handle
     x = torch.zeros((4,) + SHAPE, device=device)
@@ -585,8 +658,14 @@ def test_bad_tensors_are_clear_errors(device):
         for grad in (False, True):
             with torch.set_grad_enabled(grad):
                 with pytest.raises(error, match=message):
-                    flexsn.torch.scan(h, [x.clone().requires_grad_(grad)],
-                                      [None], [value], [], False)
+                    flexsn.torch.scan(
+                        h,
+                        [x.clone().requires_grad_(grad)],
+                        [None],
+                        [value],
+                        [],
+                        False,
+                    )
     s, _ = flexsn.torch.scan(h, [x], [None], [good], [], False)
     assert torch.equal(s[0], torch.zeros_like(x))
 
@@ -598,8 +677,10 @@ def test_kernel_channel_arguments_are_checked():
     runtime returns FLEXSN_ERROR_BAD_CHANNELS (checked on a GPU by
     channel_kernel_checks.py)."""
     from flexsn import _runtime
-    compiled = flexsn.compile("plif", shapes=PER_CHANNEL,
-                              variants=("inference",))
+
+    compiled = flexsn.compile(
+        "plif", shapes=PER_CHANNEL, variants=("inference",)
+    )
     plain = flexsn.compile("plif", variants=("inference",))
     spec = compiled.manifest.find("cpu", "inference", "f32")
     kernel = _runtime.load_kernel(compiled, "cpu", "inference", "f32")
@@ -607,8 +688,9 @@ def test_kernel_channel_arguments_are_checked():
         kernel.launch(4, 6, [0] * len(spec.buffers), 0, [1.0])
     for channels in ((4, 1), (2, 2), (0, 6), (3, 0), (-1, -6)):
         with pytest.raises(ValueError, match="do not lay out N = 6"):
-            kernel.launch(4, 6, [0] * len(spec.buffers), 0, [1.0],
-                          channels=channels)
+            kernel.launch(
+                4, 6, [0] * len(spec.buffers), 0, [1.0], channels=channels
+            )
     other = _runtime.load_kernel(plain, "cpu", "inference", "f32")
     with pytest.raises(ValueError, match="has no per-channel buffers"):
         other.launch(4, 6, [0] * 4, 0, [1.0], channels=(2, 3))
@@ -630,16 +712,25 @@ def test_kernel_channel_arguments_are_checked():
 # ---------------------------------------------------------------------------
 
 
-def _python_plif(x, v, w=flexsn.fx.Trainable(0.0, shape="per_channel"),
-                 v_threshold=flexsn.fx.Runtime(1.0, shape="per_neuron")):
+def _python_plif(
+    x,
+    v,
+    w=flexsn.fx.Trainable(0.0, shape="per_channel"),
+    v_threshold=flexsn.fx.Runtime(1.0, shape="per_neuron"),
+):
     """PLIF with decay_input and a hard reset to 0, as plif_loop."""
     h = v + (x - v) * (1 / (1 + torch.exp(-w)))
     s = flexsn.spike(h - v_threshold)
     return s, (1 - s) * h
 
 
-python_module = ModuleCache({"plif": lambda: FlexSN(
-    _python_plif, 1, 1, neuron_shape=SHAPE, store_state_seqs=True)})
+python_module = ModuleCache(
+    {
+        "plif": lambda: FlexSN(
+            _python_plif, 1, 1, neuron_shape=SHAPE, store_state_seqs=True
+        )
+    }
+)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -651,7 +742,8 @@ def test_python_step_function_declares_shaped_params(device):
     m = python_module("plif", device)
     assert {p.name: (p.kind, p.shape) for p in m.info.params} == {
         "w": ("trainable", "per_channel"),
-        "v_threshold": ("runtime", "per_neuron")}
+        "v_threshold": ("runtime", "per_neuron"),
+    }
     assert m.num_channels == C and m.w.shape == (C,)
     assert [n for n, _ in m.named_buffers()] == ["v_threshold"]
     x, v0, w = data(device, 12)
@@ -675,14 +767,25 @@ def test_python_step_function_declares_shaped_params(device):
 
 def test_step_function_shape_errors():
     for make, error, message in [
-            (lambda: flexsn.fx.Trainable(0.0, shape="per_row"), ValueError,
-             "unknown shape 'per_row'"),
-            (lambda: flexsn.fx.Runtime(True, shape="per_channel"), TypeError,
-             "runtime or trainable float"),
-            (lambda: flexsn.fx.Const(1.0, shape="per_neuron"), TypeError,
-             "unexpected keyword")]:
+        (
+            lambda: flexsn.fx.Trainable(0.0, shape="per_row"),
+            ValueError,
+            "unknown shape 'per_row'",
+        ),
+        (
+            lambda: flexsn.fx.Runtime(True, shape="per_channel"),
+            TypeError,
+            "runtime or trainable float",
+        ),
+        (
+            lambda: flexsn.fx.Const(1.0, shape="per_neuron"),
+            TypeError,
+            "unexpected keyword",
+        ),
+    ]:
         with pytest.raises(error, match=message):
             make()
     assert repr(flexsn.fx.Trainable(0.5, shape="per_channel")) == (
-        "Trainable(0.5, shape='per_channel')")
+        "Trainable(0.5, shape='per_channel')"
+    )
     assert repr(flexsn.fx.Runtime(0.5)) == "Runtime(0.5)"

@@ -29,9 +29,18 @@ import flexsn
 from flexsn.torch import FlexSN, LIFNode, ParametricLIFNode
 
 from devices import DEVICES  # noqa: E402
-from shaped_params import (FLAGS, FWD_TOL, GRAD_TOL, ModuleCache,  # noqa: E402
-                           SigmoidSpike, check_forward_kernels, close,
-                           set_flags, set_param, slope)
+from shaped_params import (
+    FLAGS,
+    FWD_TOL,
+    GRAD_TOL,
+    ModuleCache,  # noqa: E402
+    SigmoidSpike,
+    check_forward_kernels,
+    close,
+    set_flags,
+    set_param,
+    slope,
+)
 
 SHAPE = (3, 5)  # the neuron shape: N = 15
 T = 7
@@ -42,8 +51,8 @@ PER_NEURON = {"v_threshold": "per_neuron"}
 # The reference
 # ---------------------------------------------------------------------------
 
-def lif_loop(x, thr, v0=None, tau=2.0, v_reset=0.0, soft=False,
-             detach=False):
+
+def lif_loop(x, thr, v0=None, tau=2.0, v_reset=0.0, soft=False, detach=False):
     """LIF with decay_input (lib/Neurons/lif.mlir), per-neuron `thr` (and
     possibly per-neuron `v_reset`, tensor `tau`): (spikes, v_seq).
 
@@ -75,7 +84,7 @@ def data(device, seed, shape=SHAPE, steps=T):
     """Inputs that make a good fraction of the neurons spike, an initial
     state, and thresholds that differ per neuron."""
     g = torch.Generator().manual_seed(seed)
-    x = (torch.randn((steps,) + shape, generator=g) * 0.9 + 0.8)
+    x = torch.randn((steps,) + shape, generator=g) * 0.9 + 0.8
     v0 = torch.rand(shape, generator=g) * 1.1 - 0.2
     thr = torch.rand(shape, generator=g) * 0.8 + 0.6  # 0.6 .. 1.4
     return x.to(device), v0.to(device), thr.to(device)
@@ -83,22 +92,31 @@ def data(device, seed, shape=SHAPE, steps=T):
 
 def weights(device, seed, shape=SHAPE, steps=T):
     g = torch.Generator().manual_seed(seed + 1000)
-    return (torch.randn((steps,) + shape, generator=g).to(device),
-            torch.randn((steps,) + shape, generator=g).to(device),
-            torch.randn(shape, generator=g).to(device))
+    return (
+        torch.randn((steps,) + shape, generator=g).to(device),
+        torch.randn((steps,) + shape, generator=g).to(device),
+        torch.randn(shape, generator=g).to(device),
+    )
 
 
 # ---------------------------------------------------------------------------
 # Modules, compiled once per file
 # ---------------------------------------------------------------------------
 
+
 def _lif_runtime_flags():
     # The reset flags as runtime parameters: one compile for the matrix.
-    return FlexSN("lif", kinds={"v_threshold": "trainable",
-                                "soft_reset": "runtime",
-                                "detach_reset": "runtime"},
-                  shapes=PER_NEURON, neuron_shape=SHAPE,
-                  store_state_seqs=True)
+    return FlexSN(
+        "lif",
+        kinds={
+            "v_threshold": "trainable",
+            "soft_reset": "runtime",
+            "detach_reset": "runtime",
+        },
+        shapes=PER_NEURON,
+        neuron_shape=SHAPE,
+        store_state_seqs=True,
+    )
 
 
 CONFIGS = {
@@ -107,17 +125,28 @@ CONFIGS = {
     # one, v_reset a runtime per-neuron one: declaration order tau,
     # v_threshold, v_reset.
     "mixed": lambda: FlexSN(
-        "lif", kinds={"tau": "trainable", "v_threshold": "trainable",
-                      "v_reset": "runtime"},
+        "lif",
+        kinds={
+            "tau": "trainable",
+            "v_threshold": "trainable",
+            "v_reset": "runtime",
+        },
         shapes={"v_threshold": "per_neuron", "v_reset": "per_neuron"},
-        neuron_shape=SHAPE, store_state_seqs=True),
+        neuron_shape=SHAPE,
+        store_state_seqs=True,
+    ),
     "runtime": lambda: FlexSN(
-        "lif", kinds={"v_threshold": "runtime"}, shapes=PER_NEURON,
-        params={"v_threshold": torch.full(SHAPE, 0.9)}),
-    "node": lambda: LIFNode(step_mode="m", per_neuron_threshold=True,
-                            neuron_shape=(6,)),
-    "node-s": lambda: LIFNode(per_neuron_threshold=True, neuron_shape=(6,),
-                              step_mode="s"),
+        "lif",
+        kinds={"v_threshold": "runtime"},
+        shapes=PER_NEURON,
+        params={"v_threshold": torch.full(SHAPE, 0.9)},
+    ),
+    "node": lambda: LIFNode(
+        step_mode="m", per_neuron_threshold=True, neuron_shape=(6,)
+    ),
+    "node-s": lambda: LIFNode(
+        per_neuron_threshold=True, neuron_shape=(6,), step_mode="s"
+    ),
 }
 
 # A fresh-state module of a configuration on a device (one compile each).
@@ -130,54 +159,68 @@ module = ModuleCache(CONFIGS)
 
 
 def test_manifest_param_shapes():
-    compiled = flexsn.compile("lif", kinds={"v_threshold": "trainable",
-                                            "v_reset": "runtime"},
-                              shapes={"v_threshold": "per_neuron",
-                                      "v_reset": "per_neuron"},
-                              targets=("cpu",))
+    compiled = flexsn.compile(
+        "lif",
+        kinds={"v_threshold": "trainable", "v_reset": "runtime"},
+        shapes={"v_threshold": "per_neuron", "v_reset": "per_neuron"},
+        targets=("cpu",),
+    )
     params = {p.name: p for p in compiled.info.params}
     assert params["v_threshold"].shape == "per_neuron"
     assert params["v_threshold"].per_neuron
     assert params["v_reset"].per_neuron and params["v_reset"].kind == "runtime"
     assert params["tau"].shape == "scalar" and not params["tau"].per_neuron
     assert [p.name for p in compiled.info.per_neuron_params] == [
-        "v_threshold", "v_reset"]
+        "v_threshold",
+        "v_reset",
+    ]
     assert compiled.info.scalar_runtime_params == ()
     backward = compiled.manifest.find("cpu", "backward", "f32")
-    assert [(b.name, b.role) for b in backward.buffers
-            if "per_neuron" in b.role] == [
-        ("v_threshold", "per_neuron_param"), ("v_reset", "per_neuron_param"),
-        ("v_threshold_grad", "per_neuron_param_gradient")]
+    assert [
+        (b.name, b.role) for b in backward.buffers if "per_neuron" in b.role
+    ] == [
+        ("v_threshold", "per_neuron_param"),
+        ("v_reset", "per_neuron_param"),
+        ("v_threshold_grad", "per_neuron_param_gradient"),
+    ]
     assert backward.params == ()  # no scalar runtime parameter
     # Another shape is another compile (cache key).
-    scalar = flexsn.compile("lif", kinds={"v_threshold": "trainable",
-                                          "v_reset": "runtime"},
-                            targets=("cpu",))
+    scalar = flexsn.compile(
+        "lif",
+        kinds={"v_threshold": "trainable", "v_reset": "runtime"},
+        targets=("cpu",),
+    )
     assert scalar.directory != compiled.directory
     assert not any(p.per_neuron for p in scalar.info.params)
 
 
 def test_compile_errors():
     with pytest.raises(ValueError, match="unknown shape 'vector'"):
-        flexsn.compile("lif", shapes={"v_threshold": "vector"},
-                       targets=("cpu",))
+        flexsn.compile(
+            "lif", shapes={"v_threshold": "vector"}, targets=("cpu",)
+        )
     if not flexsn._tools.tools_available():
         pytest.skip("the FlexSN tools are not installed (a cache-only run)")
     # The compiler refuses a per-neuron const parameter.
-    with pytest.raises(flexsn.CompileError,
-                       match="must be runtime or trainable"):
-        flexsn.compile("lif", shapes={"v_threshold": "per_neuron"},
-                       targets=("cpu",))
+    with pytest.raises(
+        flexsn.CompileError, match="must be runtime or trainable"
+    ):
+        flexsn.compile(
+            "lif", shapes={"v_threshold": "per_neuron"}, targets=("cpu",)
+        )
 
 
 def test_deterministic_kernel_choice():
     """A deterministic backward exists only for scalar trainable
     parameters: per-neuron gradients alone take the plain kernel."""
-    only = flexsn.compile("lif", kinds={"v_threshold": "trainable"},
-                          shapes=PER_NEURON)
-    mixed = flexsn.compile("lif", kinds={"v_threshold": "trainable",
-                                         "tau": "trainable"},
-                           shapes=PER_NEURON)
+    only = flexsn.compile(
+        "lif", kinds={"v_threshold": "trainable"}, shapes=PER_NEURON
+    )
+    mixed = flexsn.compile(
+        "lif",
+        kinds={"v_threshold": "trainable", "tau": "trainable"},
+        shapes=PER_NEURON,
+    )
     if "cuda" not in only.targets or only.gpu_image is None:
         pytest.skip("compiled without the CUDA target")
     spec = only.kernel("cuda", "backward", "f32", deterministic=True).spec
@@ -214,8 +257,9 @@ def test_gradients_match_reference(flags, device):
     set_param(m, "v_threshold", thr)
 
     def loss(s, v_seq):
-        return (s * w_s).sum() + (v_seq * w_v).sum() + (v_seq[-1]
-                                                        * w_final).sum()
+        return (
+            (s * w_s).sum() + (v_seq * w_v).sum() + (v_seq[-1] * w_final).sum()
+        )
 
     x_m, v0_m = x.clone().requires_grad_(), v0.clone().requires_grad_()
     m.reset()
@@ -253,8 +297,9 @@ def test_half_storage(dtype, device):
     m.states[0] = v0_m
     s = m(x_m)
     assert s.dtype == dtype and m.v_threshold.dtype == torch.float32
-    ((s.float() * w_s).sum() + (m.state_seqs[0].float() * w_v).sum()
-     ).backward()
+    (
+        (s.float() * w_s).sum() + (m.state_seqs[0].float() * w_v).sum()
+    ).backward()
 
     x_r = x.float().requires_grad_()
     v0_r = v0.float().requires_grad_()
@@ -301,8 +346,9 @@ def test_reference_sensitivity(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("deterministic", [False, True],
-                         ids=["plain", "deterministic"])
+@pytest.mark.parametrize(
+    "deterministic", [False, True], ids=["plain", "deterministic"]
+)
 def test_scalar_and_per_neuron_params_together(deterministic, device):
     """tau (scalar, trainable), v_threshold (per-neuron, trainable) and
     v_reset (per-neuron, runtime) in one neuron."""
@@ -342,14 +388,23 @@ def test_scalar_and_per_neuron_params_together(deterministic, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("steps,shape", [(0, SHAPE), (4, (0,))],
-                         ids=["T0", "N0"])
+@pytest.mark.parametrize(
+    "steps,shape", [(0, SHAPE), (4, (0,))], ids=["T0", "N0"]
+)
 def test_empty_gives_zero_gradients(steps, shape, device):
-    m = FlexSN("lif", kinds={"v_threshold": "trainable"}, shapes=PER_NEURON,
-               params={"v_threshold": torch.full(shape, 0.7)}).to(device)
+    m = FlexSN(
+        "lif",
+        kinds={"v_threshold": "trainable"},
+        shapes=PER_NEURON,
+        params={"v_threshold": torch.full(shape, 0.7)},
+    ).to(device)
     x = torch.zeros((steps,) + shape, device=device, requires_grad=True)
-    v0 = (torch.arange(float(torch.Size(shape).numel())).reshape(shape)
-          .to(device).requires_grad_())
+    v0 = (
+        torch.arange(float(torch.Size(shape).numel()))
+        .reshape(shape)
+        .to(device)
+        .requires_grad_()
+    )
     w = torch.arange(1.0, 1.0 + torch.Size(shape).numel()).reshape(shape)
     m.states[0] = v0
     with torch.no_grad():
@@ -359,8 +414,7 @@ def test_empty_gives_zero_gradients(steps, shape, device):
     (s.sum() + (m.states[0] * w.to(device)).sum()).backward()
     assert m.v_threshold.grad is not None
     assert m.v_threshold.grad.shape == shape
-    assert torch.equal(m.v_threshold.grad,
-                       torch.zeros(shape, device=device))
+    assert torch.equal(m.v_threshold.grad, torch.zeros(shape, device=device))
     if steps == 0:
         # The final state is the initial one.
         assert torch.equal(v0.grad, w.to(device))
@@ -453,8 +507,12 @@ def test_single_step_mode(device):
     (want * w).sum().backward()
     close(s.detach(), want.detach(), FWD_TOL[device], "spikes")
     close(m.v.detach(), want_v[-1].detach(), FWD_TOL[device], "v")
-    close(m.v_threshold.grad, thr_r.grad, GRAD_TOL[device],
-          "v_threshold.grad (summed over the steps)")
+    close(
+        m.v_threshold.grad,
+        thr_r.grad,
+        GRAD_TOL[device],
+        "v_threshold.grad (summed over the steps)",
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -463,9 +521,13 @@ def test_node_with_tensor_threshold(device):
     tensor's shape; here with a soft, detached reset (const flags)."""
     g = torch.Generator().manual_seed(7)
     thr = torch.rand(2, 4, generator=g) * 0.8 + 0.6
-    node = LIFNode(step_mode="m",
-                   v_threshold=thr, v_reset=None, detach_reset=True,
-                   surrogate_function=flexsn.surrogate.Sigmoid(alpha=4.0))
+    node = LIFNode(
+        step_mode="m",
+        v_threshold=thr,
+        v_reset=None,
+        detach_reset=True,
+        surrogate_function=flexsn.surrogate.Sigmoid(alpha=4.0),
+    )
     assert node.neuron_shape == (2, 4)
     assert torch.equal(node.v_threshold.detach(), thr)
     assert node.v_threshold.data_ptr() != thr.data_ptr()  # a copy
@@ -480,20 +542,25 @@ def test_node_with_tensor_threshold(device):
     want.sum().backward()
     close(s.detach(), want.detach(), FWD_TOL[device], "spikes")
     close(x_m.grad, x_r.grad, GRAD_TOL[device], "x.grad")
-    close(node.v_threshold.grad, thr_r.grad, GRAD_TOL[device],
-          "v_threshold.grad")
+    close(
+        node.v_threshold.grad, thr_r.grad, GRAD_TOL[device], "v_threshold.grad"
+    )
 
 
 def test_node_runtime_threshold_and_plif():
-    node = LIFNode(step_mode="m", v_threshold=torch.full((4,), 0.5),
-                   kinds={"v_threshold": "runtime"})
+    node = LIFNode(
+        step_mode="m",
+        v_threshold=torch.full((4,), 0.5),
+        kinds={"v_threshold": "runtime"},
+    )
     assert list(node.parameters()) == []
     assert torch.equal(node.v_threshold, torch.full((4,), 0.5))
     x = torch.full((3, 4), 0.7)
     # h = 0.35 < 0.5, then 0.525 >= 0.5
     assert node(x)[:, 0].tolist() == [0.0, 1.0, 0.0]
-    plif = ParametricLIFNode(step_mode="m",
-                             per_neuron_threshold=True, neuron_shape=4)
+    plif = ParametricLIFNode(
+        step_mode="m", per_neuron_threshold=True, neuron_shape=4
+    )
     assert [n for n, _ in plif.named_parameters()] == ["w", "v_threshold"]
     assert plif.v_threshold.shape == (4,)
     plif(torch.randn(3, 4)).sum().backward()
@@ -504,8 +571,9 @@ def test_half_module_passes_float32():
     """A module converted with .half() keeps working: the kernels get
     float32 copies of its per-neuron parameters, the gradient comes back
     in the parameter's dtype."""
-    m = LIFNode(step_mode="m", per_neuron_threshold=True,
-                neuron_shape=(5,)).half()
+    m = LIFNode(
+        step_mode="m", per_neuron_threshold=True, neuron_shape=(5,)
+    ).half()
     assert m.v_threshold.dtype == torch.float16
     x = torch.randn(4, 5).half() + 0.8
     m(x).sum().backward()
@@ -532,8 +600,10 @@ def test_deterministic_mode_per_neuron_only(device):
     assert torch.equal(grads[0], grads[1])
 
 
-@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
-                    reason="torch has no torch.library.custom_op")
+@pytest.mark.skipif(
+    not flexsn.torch.has_custom_op(),
+    reason="torch has no torch.library.custom_op",
+)
 @pytest.mark.parametrize("device", DEVICES)
 def test_torch_compile_custom_op(device):
     """torch.compile(fullgraph=True) traces flexsn::scan with per-neuron
@@ -557,28 +627,42 @@ def test_torch_compile_custom_op(device):
         # flexsn.torch.scan itself: trainable (tau, v_threshold), runtime
         # (v_reset) in declaration order.
         outputs, states = flexsn.torch.scan(
-            m.handle, [x], [v0], [m.tau, m.v_threshold], [m.v_reset], True)
+            m.handle, [x], [v0], [m.tau, m.v_threshold], [m.v_reset], True
+        )
         return (outputs[0] * w).sum() + states[0].sum()
 
     results = []
-    for fn in (run, torch.compile(run, fullgraph=True, backend="aot_eager"),
-               torch.compile(run_scan, fullgraph=True, backend="aot_eager")):
+    for fn in (
+        run,
+        torch.compile(run, fullgraph=True, backend="aot_eager"),
+        torch.compile(run_scan, fullgraph=True, backend="aot_eager"),
+    ):
         m.tau.grad = m.v_threshold.grad = None
         x_m = x.clone().requires_grad_()
         loss = fn(x_m, v0.clone())
         loss.backward()
-        results.append((loss.detach(), x_m.grad, m.tau.grad.clone(),
-                        m.v_threshold.grad.clone()))
+        results.append(
+            (
+                loss.detach(),
+                x_m.grad,
+                m.tau.grad.clone(),
+                m.v_threshold.grad.clone(),
+            )
+        )
     for other in results[1:]:
-        for name, a, b in zip(("loss", "x.grad", "tau.grad",
-                               "v_threshold.grad"), results[0], other):
+        for name, a, b in zip(
+            ("loss", "x.grad", "tau.grad", "v_threshold.grad"),
+            results[0],
+            other,
+        ):
             close(b, a, GRAD_TOL[device], name)
     with torch.no_grad():
         m.reset()
         want = m(x)
         m.reset()
-        got = torch.compile(lambda x: m(x), fullgraph=True,
-                            backend="aot_eager")(x)
+        got = torch.compile(
+            lambda x: m(x), fullgraph=True, backend="aot_eager"
+        )(x)
     assert torch.equal(got, want)
 
 
@@ -592,13 +676,23 @@ def test_constructor_errors():
         FlexSN("lif", kinds={"v_threshold": "trainable"}, shapes=PER_NEURON)
     with pytest.raises(ValueError, match="neuron_shape"):
         LIFNode(step_mode="m", per_neuron_threshold=True)
-    with pytest.raises(ValueError, match=r"'v_threshold' has shape \(4,\), "
-                                         r"neuron_shape is \(5,\)"):
-        FlexSN("lif", kinds={"v_threshold": "trainable"}, shapes=PER_NEURON,
-               params={"v_threshold": torch.ones(4)}, neuron_shape=(5,))
+    with pytest.raises(
+        ValueError,
+        match=r"'v_threshold' has shape \(4,\), " r"neuron_shape is \(5,\)",
+    ):
+        FlexSN(
+            "lif",
+            kinds={"v_threshold": "trainable"},
+            shapes=PER_NEURON,
+            params={"v_threshold": torch.ones(4)},
+            neuron_shape=(5,),
+        )
     with pytest.raises(ValueError, match="'v_threshold' is a scalar"):
-        FlexSN("lif", kinds={"v_threshold": "trainable"},
-               params={"v_threshold": torch.ones(4)})
+        FlexSN(
+            "lif",
+            kinds={"v_threshold": "trainable"},
+            params={"v_threshold": torch.ones(4)},
+        )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -610,9 +704,12 @@ def test_bad_per_neuron_tensors_are_clear_errors(device):
             xs = x.clone().requires_grad_(grad)
             # Inputs of another neuron shape.
             m.reset()
-            with pytest.raises(ValueError, match=r"'v_threshold' has shape "
-                                                 r"\(3, 5\), expected the "
-                                                 r"neuron shape \(15,\)"):
+            with pytest.raises(
+                ValueError,
+                match=r"'v_threshold' has shape "
+                r"\(3, 5\), expected the "
+                r"neuron shape \(15,\)",
+            ):
                 m(xs.reshape(4, 15))
     h = m.handle
     good = torch.full(SHAPE, 0.9, device=device)
@@ -620,8 +717,11 @@ def test_bad_per_neuron_tensors_are_clear_errors(device):
         (good.to(torch.float64), TypeError, "'v_threshold' is torch.float64"),
         (good.to(torch.int32), TypeError, "'v_threshold' is torch.int32"),
         (good.reshape(15), ValueError, "'v_threshold' has shape"),
-        (torch.empty(SHAPE, device="meta"), ValueError,
-         "'v_threshold' is on meta"),
+        (
+            torch.empty(SHAPE, device="meta"),
+            ValueError,
+            "'v_threshold' is on meta",
+        ),
         (1.0, TypeError, "'v_threshold' is a tensor"),
     ]
     if device == "cuda":
@@ -630,8 +730,14 @@ def test_bad_per_neuron_tensors_are_clear_errors(device):
         for grad in (False, True):
             with torch.set_grad_enabled(grad):
                 with pytest.raises(error, match=message):
-                    flexsn.torch.scan(h, [x.clone().requires_grad_(grad)],
-                                      [None], [], [value], False)
+                    flexsn.torch.scan(
+                        h,
+                        [x.clone().requires_grad_(grad)],
+                        [None],
+                        [],
+                        [value],
+                        False,
+                    )
     with pytest.raises(ValueError, match="non-trainable runtime"):
         flexsn.torch.scan(h, [x], [None], [], [], False)
     # The module's own buffer, replaced by one of a wrong dtype.

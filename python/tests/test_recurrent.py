@@ -8,8 +8,14 @@ import pytest
 import torch
 
 from devices import DEVICES
-from flexsn.torch import (IFNode, LIFNode, ParametricLIFNode, Recurrent,
-                          from_nir, to_nir)
+from flexsn.torch import (
+    IFNode,
+    LIFNode,
+    ParametricLIFNode,
+    Recurrent,
+    from_nir,
+    to_nir,
+)
 from reference import recurrent_ref
 
 T, B, I, H = 24, 3, 5, 7
@@ -46,8 +52,11 @@ def test_against_an_eager_loop(kind, bias, device):
     (out * weights).sum().backward()
 
     w_in = layer.input.weight.detach().clone().requires_grad_()
-    b_in = None if not bias else \
-        layer.input.bias.detach().clone().requires_grad_()
+    b_in = (
+        None
+        if not bias
+        else layer.input.bias.detach().clone().requires_grad_()
+    )
     w_rec = layer.recurrent.weight.detach().clone().requires_grad_()
     x_ref = x.detach().clone().requires_grad_()
     _, params = NEURONS[kind]
@@ -59,8 +68,11 @@ def test_against_an_eager_loop(kind, bias, device):
     assert 0.05 < float(want.mean()) < 0.95
     (want * weights).sum().backward()
 
-    pairs = [(x.grad, x_ref.grad), (layer.input.weight.grad, w_in.grad),
-             (layer.recurrent.weight.grad, w_rec.grad)]
+    pairs = [
+        (x.grad, x_ref.grad),
+        (layer.input.weight.grad, w_in.grad),
+        (layer.recurrent.weight.grad, w_rec.grad),
+    ]
     if bias:
         pairs.append((layer.input.bias.grad, b_in.grad))
     if kind == "plif":
@@ -95,23 +107,24 @@ def test_state_carries_across_calls_until_reset():
     layer.zero_grad()
     x.grad = None
     layer.reset()
-    halves = torch.cat([layer(x[:T // 2]), layer(x[T // 2:])])
+    halves = torch.cat([layer(x[: T // 2]), layer(x[T // 2 :])])
     assert torch.equal(halves, whole)
     halves.sum().backward()
-    for got, want in zip([p.grad for p in layer.parameters()] + [x.grad],
-                         grads):
+    for got, want in zip(
+        [p.grad for p in layer.parameters()] + [x.grad], grads
+    ):
         assert relative_error(got, want) < 1e-6
     layer.reset()
     assert torch.equal(layer(x), whole)
     # detach() cuts the history: a backward after it reaches only the
     # second call.
     layer.reset()
-    layer(x[:T // 2])
+    layer(x[: T // 2])
     layer.detach()
     x.grad = None
-    layer(x[T // 2:]).sum().backward()
-    assert torch.all(x.grad[:T // 2] == 0)
-    assert x.grad[T // 2:].abs().sum() > 0
+    layer(x[T // 2 :]).sum().backward()
+    assert torch.all(x.grad[: T // 2] == 0)
+    assert x.grad[T // 2 :].abs().sum() > 0
 
 
 def test_empty_sequences_and_a_new_batch_size():
@@ -127,6 +140,7 @@ def test_goes_to_nir_and_back_identically(tmp_path):
     """to_nir writes the layer as a nested graph with a cycle; from_nir
     reads it back as a model computing the same spikes, bit for bit."""
     from flexsn import nir
+
     layer, x = layer_and_inputs("lif", "cpu")
     model = torch.nn.Sequential(layer, torch.nn.Linear(H, 2))
     graph = to_nir(model)

@@ -23,8 +23,10 @@ def t(values, dtype=F64):
 def close(actual, expected, tol=1e-12):
     expected = torch.as_tensor(expected, dtype=actual.dtype)
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    assert torch.allclose(actual, expected, rtol=tol, atol=tol), \
-        (actual, expected)
+    assert torch.allclose(actual, expected, rtol=tol, atol=tol), (
+        actual,
+        expected,
+    )
 
 
 # --- Heaviside and surrogates ---------------------------------------------
@@ -141,7 +143,8 @@ def _normal_cdf(z):
 def _squarewave_primitive(x, n=2, T_period=8.0):
     omega = 2 * math.pi / T_period
     return 0.5 + 2 / math.pi * sum(
-        math.sin((2 * i - 1) * omega * x) / (2 * i - 1) for i in range(1, n))
+        math.sin((2 * i - 1) * omega * x) / (2 * i - 1) for i in range(1, n)
+    )
 
 
 def _q_tail(x, alpha):
@@ -157,36 +160,46 @@ def _fake_primitive(x, alpha=0.3):
 # Primitives (antiderivatives of g), integrated by hand from the formulas.
 PRIMITIVES = {
     "sigmoid": lambda x, alpha=4.0: _sigmoid(alpha * x),
-    "atan": lambda x, alpha=2.0:
-        math.atan(math.pi / 2 * alpha * x) / math.pi + 0.5,
-    "piecewise_quadratic": lambda x, alpha=1.0:
-        0.0 if x < -1 / alpha else 1.0 if x > 1 / alpha
-        else alpha * x - alpha ** 2 * x * abs(x) / 2 + 0.5,
-    "piecewise_exp": lambda x, alpha=1.0:
-        math.exp(alpha * x) / 2 if x < 0 else 1 - math.exp(-alpha * x) / 2,
-    "soft_sign": lambda x, alpha=2.0:
-        (alpha * x / (1 + alpha * abs(x)) + 1) / 2,
+    "atan": lambda x, alpha=2.0: math.atan(math.pi / 2 * alpha * x) / math.pi
+    + 0.5,
+    "piecewise_quadratic": lambda x, alpha=1.0: 0.0
+    if x < -1 / alpha
+    else 1.0
+    if x > 1 / alpha
+    else alpha * x - alpha**2 * x * abs(x) / 2 + 0.5,
+    "piecewise_exp": lambda x, alpha=1.0: math.exp(alpha * x) / 2
+    if x < 0
+    else 1 - math.exp(-alpha * x) / 2,
+    "soft_sign": lambda x, alpha=2.0: (alpha * x / (1 + alpha * abs(x)) + 1)
+    / 2,
     "super_spike": lambda x, alpha=1.0: alpha * x / (abs(x) + 1),
     "erf": lambda x, alpha=2.0: (math.erf(alpha * x) + 1) / 2,
-    "nonzero_sign_log_abs": lambda x, alpha=1.0:
-        _sign(x) * math.log1p(alpha * abs(x)),
-    "piecewise_leaky_relu": lambda x, w=1.0, c=0.01:
-        c * (x + w) if x < -w else c * (x - w) + 1 if x > w
-        else x / (2 * w) + 0.5,
+    "nonzero_sign_log_abs": lambda x, alpha=1.0: _sign(x)
+    * math.log1p(alpha * abs(x)),
+    "piecewise_leaky_relu": lambda x, w=1.0, c=0.01: c * (x + w)
+    if x < -w
+    else c * (x - w) + 1
+    if x > w
+    else x / (2 * w) + 0.5,
     "squarewave_fourier_series": _squarewave_primitive,
-    "s2nn": lambda x, alpha=4.0, beta=1.0:
-        _sigmoid(alpha * x) if x < 0 else beta * math.log1p(x) + 0.5,
-    "q_pseudo_spike": lambda x, alpha=2.0:
-        _q_tail(x, alpha) if x < 0 else 1 - _q_tail(x, alpha),
+    "s2nn": lambda x, alpha=4.0, beta=1.0: _sigmoid(alpha * x)
+    if x < 0
+    else beta * math.log1p(x) + 0.5,
+    "q_pseudo_spike": lambda x, alpha=2.0: _q_tail(x, alpha)
+    if x < 0
+    else 1 - _q_tail(x, alpha),
     "leaky_k_relu": lambda x, leak=0.0, k=1.0: k * x if x >= 0 else leak * x,
     "fake_numerical_gradient": _fake_primitive,
-    "log_tailed_relu": lambda x, alpha=0.0:
-        alpha * x if x <= 0 else x if x <= 1 else math.log(x) + 1,
+    "log_tailed_relu": lambda x, alpha=0.0: alpha * x
+    if x <= 0
+    else x
+    if x <= 1
+    else math.log(x) + 1,
     "rect": lambda x, alpha=1.0: min(max(alpha * x, -0.5), 0.5) + 0.5,
-    "multi_gaussian": lambda x, sigma=0.5, h=0.15, s=6.0:
-        (1 + h) * _normal_cdf(x / sigma)
-        - h * _normal_cdf((x - sigma) / (s * sigma))
-        - h * _normal_cdf((x + sigma) / (s * sigma)),
+    "multi_gaussian": lambda x, sigma=0.5, h=0.15, s=6.0: (1 + h)
+    * _normal_cdf(x / sigma)
+    - h * _normal_cdf((x - sigma) / (s * sigma))
+    - h * _normal_cdf((x + sigma) / (s * sigma)),
     "straight_through": lambda x: x,
 }
 
@@ -235,18 +248,25 @@ def test_fd_cases_cover_every_surrogate():
     assert set(PRIMITIVES) == set(ref.SURROGATE_DEFAULTS)
 
 
-@pytest.mark.parametrize("mnemonic,params,kinks", FD_CASES,
-                         ids=["%s%s" % (m, p or "") for m, p, _ in FD_CASES])
+@pytest.mark.parametrize(
+    "mnemonic,params,kinks",
+    FD_CASES,
+    ids=["%s%s" % (m, p or "") for m, p, _ in FD_CASES],
+)
 def test_surrogate_matches_finite_differences(mnemonic, params, kinks):
     eps = 1e-6
     xs = [-4.0 + 0.0937 * k + 0.0123 for k in range(86)]
     xs = [x for x in xs if all(abs(x - k) > 1e-3 for k in kinks)]
     primitive = PRIMITIVES[mnemonic]
-    fd = [(primitive(x + eps, **params) - primitive(x - eps, **params))
-          / (2 * eps) for x in xs]
+    fd = [
+        (primitive(x + eps, **params) - primitive(x - eps, **params))
+        / (2 * eps)
+        for x in xs
+    ]
     g = ref.surrogate_grad(mnemonic, t(xs), **params)
-    assert torch.allclose(g, t(fd), rtol=1e-6, atol=1e-7), \
-        max(abs(a - b) for a, b in zip(g.tolist(), fd))
+    assert torch.allclose(g, t(fd), rtol=1e-6, atol=1e-7), max(
+        abs(a - b) for a, b in zip(g.tolist(), fd)
+    )
 
 
 def test_surrogates_keep_the_dtype():
@@ -360,8 +380,9 @@ def test_izhikevich_by_hand():
 
 def test_izhikevich_adaptation_jump_ignores_detach():
     x = t([3.0]).requires_grad_()
-    s, (_, w) = ref.izhikevich_ref(x, b=1.0, detach_reset=True,
-                                   surrogate="straight_through")
+    s, (_, w) = ref.izhikevich_ref(
+        x, b=1.0, detach_reset=True, surrogate="straight_through"
+    )
     close(s.detach(), [1.0])
     w.sum().backward()
     # w1 = 0 + (0 - 0)/2 + b s; h has a = 0 weight, so dw/dx = b g / tau.
@@ -420,14 +441,30 @@ def test_if_one_step_gradients_by_hand():
     close(x.grad, [1 - psi])
 
 
-def _lif_bptt(x, v0, s_seq, v_seq, cS, cV, tau, decay_input, v_reset,
-              detach_reset, v_threshold=1.0, alpha=4.0):
+def _lif_bptt(
+    x,
+    v0,
+    s_seq,
+    v_seq,
+    cS,
+    cV,
+    tau,
+    decay_input,
+    v_reset,
+    detach_reset,
+    v_threshold=1.0,
+    alpha=4.0,
+):
     """The BPTT recursion for LIF, from the equations: (dL/dx, dL/dv0)."""
     T = x.shape[0]
     v_r = 0.0 if v_reset is None else v_reset
     prev = [v0] + [v_seq[t] for t in range(T - 1)]
-    h = [prev[t] + (x[t] - (prev[t] - v_r)) / tau if decay_input
-         else prev[t] - (prev[t] - v_r) / tau + x[t] for t in range(T)]
+    h = [
+        prev[t] + (x[t] - (prev[t] - v_r)) / tau
+        if decay_input
+        else prev[t] - (prev[t] - v_r) / tau + x[t]
+        for t in range(T)
+    ]
     dh_dv = 1 - 1 / tau
     dh_dx = 1 / tau if decay_input else 1.0
     gX = torch.zeros_like(x)
@@ -436,8 +473,9 @@ def _lif_bptt(x, v0, s_seq, v_seq, cS, cV, tau, decay_input, v_reset,
         psi = ref.surrogate_grad("sigmoid", h[t] - v_threshold, alpha=alpha)
         s = s_seq[t]
         if v_reset is None:
-            dv_dh = (torch.ones_like(s) if detach_reset
-                     else 1 - v_threshold * psi)
+            dv_dh = (
+                torch.ones_like(s) if detach_reset else 1 - v_threshold * psi
+            )
         else:
             dv_dh = 1 - s if detach_reset else 1 - s + (v_reset - h[t]) * psi
         G = cS[t] * psi + (cV[t] + G_next * dh_dv) * dv_dh
@@ -449,30 +487,46 @@ def _lif_bptt(x, v0, s_seq, v_seq, cS, cV, tau, decay_input, v_reset,
 @pytest.mark.parametrize("decay_input", [True, False])
 @pytest.mark.parametrize("v_reset", [0.0, -0.3, None])
 @pytest.mark.parametrize("detach_reset", [False, True])
-def test_lif_autograd_matches_bptt_recursion(decay_input, v_reset,
-                                             detach_reset):
+def test_lif_autograd_matches_bptt_recursion(
+    decay_input, v_reset, detach_reset
+):
     gen = torch.Generator().manual_seed(7)
     T, N, tau = 8, 16, 1.7
-    x = (torch.randn(T, N, dtype=F64, generator=gen) * 0.8 + 0.7)
+    x = torch.randn(T, N, dtype=F64, generator=gen) * 0.8 + 0.7
     v0 = torch.rand(N, dtype=F64, generator=gen) * 0.8
     cS = torch.randn(T, N, dtype=F64, generator=gen)
     cV = torch.randn(T, N, dtype=F64, generator=gen)
     x.requires_grad_()
     v0.requires_grad_()
-    s, v = ref.lif_ref(x, v0, tau=tau, decay_input=decay_input,
-                       v_reset=v_reset, detach_reset=detach_reset)
+    s, v = ref.lif_ref(
+        x,
+        v0,
+        tau=tau,
+        decay_input=decay_input,
+        v_reset=v_reset,
+        detach_reset=detach_reset,
+    )
     assert 0 < s.sum() < s.numel()  # both branches are exercised
     ((s * cS).sum() + (v * cV).sum()).backward()
-    gX, gV0 = _lif_bptt(x.detach(), v0.detach(), s.detach(), v.detach(),
-                        cS, cV, tau, decay_input, v_reset, detach_reset)
+    gX, gV0 = _lif_bptt(
+        x.detach(),
+        v0.detach(),
+        s.detach(),
+        v.detach(),
+        cS,
+        cV,
+        tau,
+        decay_input,
+        v_reset,
+        detach_reset,
+    )
     close(x.grad, gX, 1e-10)
     close(v0.grad, gV0, 1e-10)
 
 
 @pytest.mark.parametrize("decay_input", [True, False])
 @pytest.mark.parametrize("v_reset", [0.0, None])
-def test_plif_gradients_match_lif_through_the_chain_rule(decay_input,
-                                                         v_reset):
+def test_plif_gradients_match_lif_through_the_chain_rule(decay_input, v_reset):
     # 1/tau = sigmoid(w), so tau = 1 + exp(-w) and dL/dw = -dL/dtau (tau - 1).
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(6, 10, dtype=F64, generator=gen) + 0.6
@@ -480,13 +534,15 @@ def test_plif_gradients_match_lif_through_the_chain_rule(decay_input,
     tau0 = 3.0
     w = torch.tensor(ref.init_w(tau0), dtype=F64, requires_grad=True)
     xp = x.clone().requires_grad_()
-    s1, v1 = ref.plif_ref(xp, None, w=w, decay_input=decay_input,
-                          v_reset=v_reset)
+    s1, v1 = ref.plif_ref(
+        xp, None, w=w, decay_input=decay_input, v_reset=v_reset
+    )
     ((s1 + v1) * cV).sum().backward()
     tau = torch.tensor(tau0, dtype=F64, requires_grad=True)
     xl = x.clone().requires_grad_()
-    s2, v2 = ref.lif_ref(xl, None, tau=tau, decay_input=decay_input,
-                         v_reset=v_reset)
+    s2, v2 = ref.lif_ref(
+        xl, None, tau=tau, decay_input=decay_input, v_reset=v_reset
+    )
     ((s2 + v2) * cV).sum().backward()
     close(s1.detach(), s2.detach())
     close(v1.detach(), v2.detach(), 1e-12)

@@ -19,8 +19,10 @@ HEADER_DIR = REPO / "include"
 MLIR_INCLUDE = pathlib.Path("/usr/lib/llvm-22/include")
 
 #: The ctypes mirror of each C struct of flexsn_runtime.h, by C name.
-MIRRORS = {"flexsn_image": _runtime._Image,
-           "flexsn_kernel_desc": _runtime._KernelDesc}
+MIRRORS = {
+    "flexsn_image": _runtime._Image,
+    "flexsn_kernel_desc": _runtime._KernelDesc,
+}
 
 
 def compiler(*names):
@@ -37,11 +39,13 @@ def layouts(tmp_path, source: str, suffix: str, command) -> dict:
     src = tmp_path / f"layout{suffix}"
     exe = tmp_path / "layout"
     src.write_text(source)
-    build = subprocess.run(command + [str(src), "-o", str(exe)],
-                           capture_output=True, text=True)
+    build = subprocess.run(
+        command + [str(src), "-o", str(exe)], capture_output=True, text=True
+    )
     assert build.returncode == 0, build.stderr
-    out = subprocess.run([str(exe)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [str(exe)], capture_output=True, text=True, check=True
+    ).stdout
     found = {}
     for line in out.splitlines():
         struct, field, offset, size = line.split()
@@ -50,39 +54,54 @@ def layouts(tmp_path, source: str, suffix: str, command) -> dict:
 
 
 def mirror_layout(mirror) -> dict:
-    return {name: (getattr(mirror, name).offset, getattr(mirror, name).size)
-            for name, _ in mirror._fields_}
+    return {
+        name: (getattr(mirror, name).offset, getattr(mirror, name).size)
+        for name, _ in mirror._fields_
+    }
 
 
 def test_runtime_structs_match_the_header(tmp_path):
     lines = []
     for struct, mirror in MIRRORS.items():
         for name, _ in mirror._fields_:
-            lines.append(f'  printf("{struct} {name} %zu %zu\\n", '
-                         f'offsetof({struct}, {name}), '
-                         f'sizeof((({struct} *)0)->{name}));')
-        lines.append(f'  printf("{struct} sizeof 0 %zu\\n", '
-                     f'sizeof({struct}));')
-    lines.append('  printf("flexsn_buffer_kind sizeof 0 %zu\\n", '
-                 'sizeof(flexsn_buffer_kind));')
-    source = ("#include <stddef.h>\n#include <stdio.h>\n"
-              "#include \"flexsn/Runtime/flexsn_runtime.h\"\n"
-              "int main(void) {\n" + "\n".join(lines) + "\n  return 0;\n}\n")
-    found = layouts(tmp_path, source, ".c",
-                    [compiler("cc", "gcc", "clang"), "-std=c11",
-                     f"-I{HEADER_DIR}"])
+            lines.append(
+                f'  printf("{struct} {name} %zu %zu\\n", '
+                f"offsetof({struct}, {name}), "
+                f"sizeof((({struct} *)0)->{name}));"
+            )
+        lines.append(
+            f'  printf("{struct} sizeof 0 %zu\\n", ' f"sizeof({struct}));"
+        )
+    lines.append(
+        '  printf("flexsn_buffer_kind sizeof 0 %zu\\n", '
+        "sizeof(flexsn_buffer_kind));"
+    )
+    source = (
+        "#include <stddef.h>\n#include <stdio.h>\n"
+        '#include "flexsn/Runtime/flexsn_runtime.h"\n'
+        "int main(void) {\n" + "\n".join(lines) + "\n  return 0;\n}\n"
+    )
+    found = layouts(
+        tmp_path,
+        source,
+        ".c",
+        [compiler("cc", "gcc", "clang"), "-std=c11", f"-I{HEADER_DIR}"],
+    )
     for struct, mirror in MIRRORS.items():
         for name, where in mirror_layout(mirror).items():
             assert found[struct, name] == where, (
                 f"{struct}.{name}: C has offset/size "
-                f"{found[struct, name]}, the ctypes mirror {where}")
+                f"{found[struct, name]}, the ctypes mirror {where}"
+            )
         assert found[struct, "sizeof"][1] == ctypes.sizeof(mirror), (
             f"{struct}: {found[struct, 'sizeof'][1]} bytes in C, "
             f"{ctypes.sizeof(mirror)} in its ctypes mirror (a field only "
-            f"one side has)")
+            f"one side has)"
+        )
     # `kinds` is mirrored as int *: the enum must be an int.
-    assert found["flexsn_buffer_kind", "sizeof"][1] == \
-        ctypes.sizeof(ctypes.c_int)
+    assert found["flexsn_buffer_kind", "sizeof"][1] == ctypes.sizeof(
+        ctypes.c_int
+    )
 
 
 def test_memref_descriptors_match_mlir(tmp_path):
@@ -97,16 +116,25 @@ def test_memref_descriptors_match_mlir(tmp_path):
         for name in fields[:3] + (fields[3:] if rank else []):
             body.append(
                 f'  std::printf("r{rank} {name} %zu %zu\\n", '
-                f'offsetof(M{rank}, {name}), sizeof(M{rank}::{name}));')
-        body.append(f'  std::printf("r{rank} sizeof 0 %zu\\n", '
-                    f'sizeof(M{rank}));')
-    source = ("#include <cstddef>\n#include <cstdio>\n"
-              "#include \"mlir/ExecutionEngine/CRunnerUtils.h\"\n"
-              + "\n".join(usings) + "\nint main() {\n" + "\n".join(body)
-              + "\n  return 0;\n}\n")
-    found = layouts(tmp_path, source, ".cpp",
-                    [compiler("c++", "g++", "clang++"), "-std=c++17",
-                     f"-I{MLIR_INCLUDE}"])
+                f"offsetof(M{rank}, {name}), sizeof(M{rank}::{name}));"
+            )
+        body.append(
+            f'  std::printf("r{rank} sizeof 0 %zu\\n", ' f"sizeof(M{rank}));"
+        )
+    source = (
+        "#include <cstddef>\n#include <cstdio>\n"
+        '#include "mlir/ExecutionEngine/CRunnerUtils.h"\n'
+        + "\n".join(usings)
+        + "\nint main() {\n"
+        + "\n".join(body)
+        + "\n  return 0;\n}\n"
+    )
+    found = layouts(
+        tmp_path,
+        source,
+        ".cpp",
+        [compiler("c++", "g++", "clang++"), "-std=c++17", f"-I{MLIR_INCLUDE}"],
+    )
     for rank in (0, 1, 2, 4):
         mirror = _runtime._Descriptor.of_rank(rank)
         names = fields[:3] + (fields[3:] if rank else [])
@@ -119,9 +147,13 @@ def test_memref_descriptors_match_mlir(tmp_path):
 def test_a_changed_mirror_is_caught(tmp_path, monkeypatch):
     """The check itself: a mirror with a field's type changed (int where
     C has a pointer) no longer matches."""
+
     class Wrong(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_int if n == "kinds" else t)
-                    for n, t in _runtime._KernelDesc._fields_]
+        _fields_ = [
+            (n, ctypes.c_int if n == "kinds" else t)
+            for n, t in _runtime._KernelDesc._fields_
+        ]
+
     monkeypatch.setitem(MIRRORS, "flexsn_kernel_desc", Wrong)
     with pytest.raises(AssertionError, match="kinds|sizeof|bytes"):
         test_runtime_structs_match_the_header(tmp_path)

@@ -29,8 +29,11 @@ def saved_bytes(run):
 
     def pack(t):
         if not isinstance(t, torch.nn.Parameter):
-            s = t.untyped_storage() if hasattr(t, "untyped_storage") \
+            s = (
+                t.untyped_storage()
+                if hasattr(t, "untyped_storage")
                 else t.storage()
+            )
             storages[s.data_ptr()] = s.nbytes()
         return t
 
@@ -42,38 +45,51 @@ def saved_bytes(run):
 def signature_bytes(module, dtype_name: str, itemsize: int) -> int:
     """What the backward kernel of `module`'s neuron reads, by its
     signature: its workspace and the input sequences it binds."""
-    manifest = json.loads((module.compiled.directory / "cpu.json")
-                          .read_text())
-    backward = [k for k in manifest["kernels"] + manifest["cpu_kernels"]
-                if k["variant"] == "backward" and k["dtype"] == dtype_name
-                and not k["deterministic"] and k["spikes"] == "dense"]
+    manifest = json.loads((module.compiled.directory / "cpu.json").read_text())
+    backward = [
+        k
+        for k in manifest["kernels"] + manifest["cpu_kernels"]
+        if k["variant"] == "backward"
+        and k["dtype"] == dtype_name
+        and not k["deterministic"]
+        and k["spikes"] == "dense"
+    ]
     assert len(backward) == 1, [k["name"] for k in backward]
     kernel = backward[0]
-    inputs = {b["binds"]["index"] for b in kernel["buffers"]
-              if b["binds"]["value"] == "input"
-              and not b["binds"]["gradient"]}
+    inputs = {
+        b["binds"]["index"]
+        for b in kernel["buffers"]
+        if b["binds"]["value"] == "input" and not b["binds"]["gradient"]
+    }
     return (kernel["workspace_sequences"] + len(inputs)) * T * N * itemsize
 
 
-MODULES = [(name, lambda name=name: FlexSN(name))
-           for name in sorted(flexsn.shipped_neurons())] + [
+MODULES = [
+    (name, lambda name=name: FlexSN(name))
+    for name in sorted(flexsn.shipped_neurons())
+] + [
     ("IFNode", lambda: IFNode(step_mode="m")),
     ("LIFNode", lambda: LIFNode(step_mode="m")),
-    ("LIFNode(decay_input=False)",
-     lambda: LIFNode(decay_input=False, step_mode="m")),
-    ("ParametricLIFNode", lambda: ParametricLIFNode(step_mode="m"))]
+    (
+        "LIFNode(decay_input=False)",
+        lambda: LIFNode(decay_input=False, step_mode="m"),
+    ),
+    ("ParametricLIFNode", lambda: ParametricLIFNode(step_mode="m")),
+]
 
 
 @pytest.mark.parametrize("name,make", MODULES, ids=[m[0] for m in MODULES])
 def test_saves_only_what_the_backward_binds(name, make):
     module = make()
-    inputs = [(torch.rand(T, N) * 2).requires_grad_()
-              for _ in module.info.inputs]
+    inputs = [
+        (torch.rand(T, N) * 2).requires_grad_() for _ in module.info.inputs
+    ]
     total, count, out = saved_bytes(lambda: module(*inputs))
     expected = signature_bytes(module, "f32", 4)
     assert total == expected, (
         f"{name}: saved {total} bytes in {count} storage(s), its backward "
-        f"kernel reads {expected}")
+        f"kernel reads {expected}"
+    )
     # And the backward runs from what was saved.
     outs = out if isinstance(out, (tuple, list)) else (out,)
     sum(o.sum() for o in outs).backward()
@@ -84,7 +100,8 @@ def test_lif_saves_its_charge_only():
     """LIF's backward reads its charge h alone: a training call saves one
     [T, N] float32 sequence, not also its input."""
     total, _, _ = saved_bytes(
-        lambda: LIFNode(step_mode="m")(torch.rand(T, N, requires_grad=True)))
+        lambda: LIFNode(step_mode="m")(torch.rand(T, N, requires_grad=True))
+    )
     assert total == T * N * 4
 
 

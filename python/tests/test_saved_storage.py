@@ -36,12 +36,14 @@ from shaped_params import SigmoidSpike, close  # noqa: E402
 
 T, N = 5, 64
 HALF = [torch.float16, torch.bfloat16]
-TOL = {torch.float16: dict(rtol=1e-2, atol=2e-3),
-       torch.bfloat16: dict(rtol=3e-2, atol=1e-2)}
+TOL = {
+    torch.float16: dict(rtol=1e-2, atol=2e-3),
+    torch.bfloat16: dict(rtol=3e-2, atol=1e-2),
+}
 
 
 def spacing_below_one(dtype):
-    return 2.0 ** -11 if dtype == torch.float16 else 2.0 ** -8
+    return 2.0**-11 if dtype == torch.float16 else 2.0**-8
 
 
 def saved_h(h, dtype, keep_side):
@@ -95,8 +97,7 @@ def inputs(dtype, device):
 def run_module(m, x, v0):
     """Output and gradients of sum(w_s * s) + sum(w_v * v_seq)."""
     g = torch.Generator().manual_seed(3)
-    w_s, w_v = (torch.randn(T, N, generator=g).to(x.device)
-                for _ in range(2))
+    w_s, w_v = (torch.randn(T, N, generator=g).to(x.device) for _ in range(2))
     x = x.clone().requires_grad_()
     v0 = v0.clone().requires_grad_()
     m.reset()
@@ -121,8 +122,12 @@ _modules = {}
 def module(save_in_storage_type, device):
     if save_in_storage_type not in _modules:
         _modules[save_in_storage_type] = LIFNode(
-            step_mode="m", tau=2.0, v_reset=0.0, store_v_seq=True,
-            save_in_storage_type=save_in_storage_type)
+            step_mode="m",
+            tau=2.0,
+            v_reset=0.0,
+            store_v_seq=True,
+            save_in_storage_type=save_in_storage_type,
+        )
     return _modules[save_in_storage_type].to(device)
 
 
@@ -135,11 +140,11 @@ def test_backward_reads_what_was_saved(save_in_storage_type, dtype, device):
     neither takes the branch of h rounded across the threshold."""
     x, v0 = inputs(dtype, device)
     s, v_seq, gx, gv0, weights = run_module(
-        module(save_in_storage_type, device), x, v0)
+        module(save_in_storage_type, device), x, v0
+    )
     assert gx.dtype == dtype and gv0.dtype == dtype
     exact = reference(x, v0, weights, None)
-    want = reference(x, v0, weights, dtype) if save_in_storage_type \
-        else exact
+    want = reference(x, v0, weights, dtype) if save_in_storage_type else exact
     crossed = reference(x, v0, weights, dtype, keep_side=False)
     tol = TOL[dtype]
     # Neuron 0 does not fire at step 0 either way.
@@ -172,8 +177,13 @@ def test_no_branch_crosses_the_threshold(dtype, device):
     x = x.to(dtype)
     h0 = (v0.float() + x[0].float()) / 2
     assert int(((h0.to(dtype).float() >= 1) != (h0 >= 1)).sum()) > M // 20
-    m = LIFNode(step_mode="m", tau=2.0, v_reset=0.0, store_v_seq=True,
-                save_in_storage_type=True).to(device)
+    m = LIFNode(
+        step_mode="m",
+        tau=2.0,
+        v_reset=0.0,
+        store_v_seq=True,
+        save_in_storage_type=True,
+    ).to(device)
     x, v0 = x.to(device), v0.to(device)
     g2 = torch.Generator().manual_seed(5)
     w_s, w_v = (torch.randn(T, M, generator=g2).to(device) for _ in range(2))
@@ -196,20 +206,31 @@ def test_workspace_holds_storage_type(storage):
     workspace shrinks to its bytes, rounded up to whole floats; with
     `save_in_storage_type=False` it is float32; f32 kernels are unchanged
     by the option."""
-    compiled = flexsn.compile("lif", variants=("forward", "backward"),
-                              storage_types=("f32", storage),
-                              targets=("cpu",))
-    plain = flexsn.compile("lif", variants=("forward", "backward"),
-                           storage_types=("f32", storage), targets=("cpu",),
-                           save_in_storage_type=False)
+    compiled = flexsn.compile(
+        "lif",
+        variants=("forward", "backward"),
+        storage_types=("f32", storage),
+        targets=("cpu",),
+    )
+    plain = flexsn.compile(
+        "lif",
+        variants=("forward", "backward"),
+        storage_types=("f32", storage),
+        targets=("cpu",),
+        save_in_storage_type=False,
+    )
     for variant in ("forward", "backward"):
         half = compiled.kernel("cpu", variant, storage).spec
         saved = [b for b in half.buffers if b.in_workspace]
         assert [b.dtype for b in saved] == [storage]
         for T_, N_ in ((3, 5), (4, 8), (0, 7)):
             assert half.workspace_size(T_, N_, N_) == 4 * -(-2 * T_ * N_ // 4)
-            assert plain.kernel("cpu", variant, storage).spec.workspace_size(
-                T_, N_, N_) == 4 * T_ * N_
+            assert (
+                plain.kernel("cpu", variant, storage).spec.workspace_size(
+                    T_, N_, N_
+                )
+                == 4 * T_ * N_
+            )
         f32 = compiled.kernel("cpu", variant, "f32").spec
         assert [b.dtype for b in f32.buffers if b.in_workspace] == ["f32"]
         assert f32.workspace_size(3, 5, 5) == 60

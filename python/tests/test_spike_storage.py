@@ -41,10 +41,14 @@ def far_from_threshold(x, v_threshold=1.0, tau=2.0, margin=1e-2):
 def modules():
     """A LIF storing spikes compactly and a dense one, per spike dtype
     (torch.uint8, "bits") and store_v_seq."""
-    return {(spikes, seq): (LIFNode(step_mode="m",
-                                    spike_dtype=spikes, store_v_seq=seq),
-                            LIFNode(step_mode="m", store_v_seq=seq))
-            for spikes in (torch.uint8, "bits") for seq in (False, True)}
+    return {
+        (spikes, seq): (
+            LIFNode(step_mode="m", spike_dtype=spikes, store_v_seq=seq),
+            LIFNode(step_mode="m", store_v_seq=seq),
+        )
+        for spikes in (torch.uint8, "bits")
+        for seq in (False, True)
+    }
 
 
 def run_with_dense(pair, shape, dtype, device):
@@ -62,11 +66,13 @@ def run_with_dense(pair, shape, dtype, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("store_v_seq", [False, True],
-                         ids=["final-state", "inference"])
+@pytest.mark.parametrize(
+    "store_v_seq", [False, True], ids=["final-state", "inference"]
+)
 @pytest.mark.parametrize("shape", [(7, 3, 37), (16, 2, 4, 5), (1, 1), (9, 4)])
-def test_u8_spikes_match_reference_and_dense(modules, shape, store_v_seq,
-                                             dtype, device):
+def test_u8_spikes_match_reference_and_dense(
+    modules, shape, store_v_seq, dtype, device
+):
     u8, dense = (m.to(device) for m in modules[torch.uint8, store_v_seq])
     x, v0, s, s_dense = run_with_dense((u8, dense), shape, dtype, device)
     assert s.dtype == torch.uint8 and s.shape == x.shape
@@ -105,8 +111,9 @@ def test_u8_per_channel_and_single_step(device):
     """Per-channel PLIF ([B, C, S] kernels) and single-step mode."""
     torch.manual_seed(0)
     x = drive((6, 2, 3, 5), torch.float32, device)
-    u8 = ParametricLIFNode(step_mode="m",
-                           num_channels=3, spike_dtype=torch.uint8).to(device)
+    u8 = ParametricLIFNode(
+        step_mode="m", num_channels=3, spike_dtype=torch.uint8
+    ).to(device)
     dense = ParametricLIFNode(step_mode="m", num_channels=3).to(device)
     with torch.no_grad():
         u8.w.copy_(torch.tensor([-1.0, 0.0, 2.0]))
@@ -135,8 +142,9 @@ def test_u8_empty_sequences(device):
 def test_u8_strided_time_on_cuda():
     """A [T, N] view with time stride > N is read in place; the byte
     output has the same layout rule."""
-    u8 = LIFNode(step_mode="m",
-                 spike_dtype=torch.uint8, store_v_seq=True).cuda()
+    u8 = LIFNode(
+        step_mode="m", spike_dtype=torch.uint8, store_v_seq=True
+    ).cuda()
     dense = LIFNode(step_mode="m", store_v_seq=True).cuda()
     base = drive((5, 40), torch.float32, "cuda")
     x = base[:, :36]
@@ -175,33 +183,40 @@ def test_u8_misuse_is_a_clear_error():
         flexsn.compile(leaky, spike_storage=("u8",), targets=("cpu",))
     assert "has no spike output" in info.value.diagnostics
     # A dense-only compile has no u8 kernel: a clear KeyError.
-    compiled = flexsn.compile("lif", targets=("cpu",),
-                              variants=("inference",))
+    compiled = flexsn.compile("lif", targets=("cpu",), variants=("inference",))
     with pytest.raises(KeyError, match="spikes as u8"):
         compiled.kernel("cpu", "inference", "f32", spikes="u8")
 
 
 def test_manifest_describes_byte_spikes():
-    compiled = flexsn.compile("lif", targets=("cpu",),
-                              variants=("inference", "final-state"),
-                              spike_storage=("dense", "u8"))
+    compiled = flexsn.compile(
+        "lif",
+        targets=("cpu",),
+        variants=("inference", "final-state"),
+        spike_storage=("dense", "u8"),
+    )
     assert compiled.spike_storage == ("dense", "u8")
     kernels = {k.name: k for k in compiled.manifest.cpu_kernels}
-    assert sorted(kernels) == ["lif_final_state_f32",
-                               "lif_final_state_f32_spikes_u8",
-                               "lif_inference_f32",
-                               "lif_inference_f32_spikes_u8"]
+    assert sorted(kernels) == [
+        "lif_final_state_f32",
+        "lif_final_state_f32_spikes_u8",
+        "lif_inference_f32",
+        "lif_inference_f32_spikes_u8",
+    ]
     u8 = kernels["lif_inference_f32_spikes_u8"]
     assert u8.spikes == "u8" and kernels["lif_inference_f32"].spikes == "dense"
     assert [(b.name, b.dtype, b.element_bytes) for b in u8.buffers] == [
-        ("x", "f32", 4), ("v_init", "f32", 4), ("spike", "u8", 1),
-        ("v_seq", "f32", 4)]
-    assert compiled.manifest.find("cpu", "inference", "f32",
-                                  spikes="u8") is u8
+        ("x", "f32", 4),
+        ("v_init", "f32", 4),
+        ("spike", "u8", 1),
+        ("v_seq", "f32", 4),
+    ]
+    assert compiled.manifest.find("cpu", "inference", "f32", spikes="u8") is u8
 
 
 def test_step_function_with_u8_spikes():
     """A Python step function's spike (flexsn.fx) is a spike output."""
+
     def core(x, v):
         h = v + (x - v) / 2.0
         s = flexsn.spike(h - 1.0)
@@ -215,16 +230,20 @@ def test_step_function_with_u8_spikes():
     assert s.dtype == torch.uint8 and torch.equal(s.float(), want)
 
 
-@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
-                    reason="torch has no torch.library.custom_op")
+@pytest.mark.skipif(
+    not flexsn.torch.has_custom_op(),
+    reason="torch has no torch.library.custom_op",
+)
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("store_v_seq", [False, True],
-                         ids=["final-state", "inference"])
+@pytest.mark.parametrize(
+    "store_v_seq", [False, True], ids=["final-state", "inference"]
+)
 def test_u8_spikes_under_torch_compile(store_v_seq, device):
     """torch.compile(fullgraph=True) traces flexsn::scan returning uint8
     spikes: its fake gives the dtypes the kernels write."""
-    u8 = LIFNode(step_mode="m",
-                 spike_dtype=torch.uint8, store_v_seq=store_v_seq).to(device)
+    u8 = LIFNode(
+        step_mode="m", spike_dtype=torch.uint8, store_v_seq=store_v_seq
+    ).to(device)
     dense = LIFNode(step_mode="m", store_v_seq=store_v_seq).to(device)
     x = drive((8, 4, 33), torch.float32, device, seed=5)
 
@@ -233,8 +252,9 @@ def test_u8_spikes_under_torch_compile(store_v_seq, device):
         s = module(x)
         return s, module.v
 
-    compiled = torch.compile(lambda x: run(u8, x), fullgraph=True,
-                             backend="aot_eager")
+    compiled = torch.compile(
+        lambda x: run(u8, x), fullgraph=True, backend="aot_eager"
+    )
     with torch.no_grad():
         s, v = compiled(x)
         s_dense, v_dense = run(dense, x)
@@ -255,15 +275,18 @@ def packbits(spikes):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("store_v_seq", [False, True],
-                         ids=["final-state", "inference"])
+@pytest.mark.parametrize(
+    "store_v_seq", [False, True], ids=["final-state", "inference"]
+)
 # N = 111 and 4 (not multiples of 8: the scalar kernel, a partial byte per
 # row, on CUDA a partial warp), 40 and 4096 (whole bytes: the vector
 # kernel), 1003 (many warps, the last partial).
-@pytest.mark.parametrize("shape", [(7, 3, 37), (16, 2, 4, 5), (1, 1), (9, 4),
-                                   (3, 4096), (5, 1003)])
+@pytest.mark.parametrize(
+    "shape", [(7, 3, 37), (16, 2, 4, 5), (1, 1), (9, 4), (3, 4096), (5, 1003)]
+)
 def test_bit_spikes_match_packbits_reference_and_dense(
-        modules, shape, store_v_seq, dtype, device):
+    modules, shape, store_v_seq, dtype, device
+):
     bits, dense = (m.to(device) for m in modules["bits", store_v_seq])
     x, v0, s, s_dense = run_with_dense((bits, dense), shape, dtype, device)
     T, N = shape[0], x[0].numel()
@@ -271,8 +294,9 @@ def test_bit_spikes_match_packbits_reference_and_dense(
     assert s.device == x.device
     # The dense spikes, packed by numpy; the bits past N are zero.
     assert torch.equal(s.cpu(), packbits(s_dense))
-    assert torch.equal(flexsn.torch.unpack_spikes(s, x.shape, x.dtype),
-                       s_dense)
+    assert torch.equal(
+        flexsn.torch.unpack_spikes(s, x.shape, x.dtype), s_dense
+    )
     assert torch.equal(bits.v, dense.v) and bits.v.dtype == x.dtype
     if store_v_seq:
         assert torch.equal(bits.v_seq, dense.v_seq)
@@ -290,12 +314,14 @@ def test_bit_spikes_against_reference_near_threshold(device):
     with torch.no_grad():
         s = bits(x)
     want, _ = reference.lif_ref(x.float().cpu())
-    got = torch.from_numpy(np.unpackbits(s.cpu().numpy(), axis=-1,
-                                         bitorder="little"))
+    got = torch.from_numpy(
+        np.unpackbits(s.cpu().numpy(), axis=-1, bitorder="little")
+    )
     far = far_from_threshold(x).reshape(-1)
     assert far.float().mean() > 0.5
-    assert torch.equal(got.reshape(12, -1)[:, far].float(),
-                       want.reshape(12, -1)[:, far])
+    assert torch.equal(
+        got.reshape(12, -1)[:, far].float(), want.reshape(12, -1)[:, far]
+    )
 
 
 @pytest.mark.cuda
@@ -322,8 +348,9 @@ def test_bit_spikes_strided_time_on_cuda(n):
 def test_bit_per_channel_and_single_step(device):
     torch.manual_seed(0)
     x = drive((6, 2, 3, 5), torch.float32, device)
-    bits = ParametricLIFNode(step_mode="m",
-                             num_channels=3, spike_dtype="bits").to(device)
+    bits = ParametricLIFNode(
+        step_mode="m", num_channels=3, spike_dtype="bits"
+    ).to(device)
     dense = ParametricLIFNode(step_mode="m", num_channels=3).to(device)
     with torch.no_grad():
         bits.w.copy_(torch.tensor([-1.0, 0.0, 2.0]))
@@ -353,12 +380,14 @@ def test_unpack_spikes_matches_numpy():
     packed = torch.randint(0, 256, (3, 5), generator=g, dtype=torch.uint8)
     for shape in ((3, 37), (3, 40), (3, 2, 19)):
         n = int(np.prod(shape[1:]))
-        want = np.unpackbits(packed.numpy(), axis=-1, count=n,
-                             bitorder="little").reshape(shape)
+        want = np.unpackbits(
+            packed.numpy(), axis=-1, count=n, bitorder="little"
+        ).reshape(shape)
         got = flexsn.torch.unpack_spikes(packed, shape, torch.uint8)
         assert torch.equal(got, torch.from_numpy(want))
-    with pytest.raises(ValueError,
-                       match=r"uint8 \[3, 6\], got torch.uint8 \(3, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"uint8 \[3, 6\], got torch.uint8 \(3, 5\)"
+    ):
         flexsn.torch.unpack_spikes(packed, (3, 41))
     with pytest.raises(ValueError, match="got torch.int32"):
         flexsn.torch.unpack_spikes(packed.int(), (3, 40))
@@ -372,26 +401,33 @@ def test_bit_spikes_carry_no_gradient_and_misuse():
     with pytest.raises(ValueError, match="or 'bits'"):
         LIFNode(step_mode="m", spike_dtype="bytes")
     assert "spike_dtype='bits'" in repr(bits)
-    compiled = flexsn.compile("lif", targets=("cpu",),
-                              variants=("inference",))
+    compiled = flexsn.compile("lif", targets=("cpu",), variants=("inference",))
     with pytest.raises(KeyError, match="spikes as bits"):
         compiled.kernel("cpu", "inference", "f32", spikes="bits")
 
 
 def test_manifest_describes_bit_spikes():
-    compiled = flexsn.compile("lif", targets=("cpu",),
-                              variants=("final-state",),
-                              spike_storage=("bits",))
+    compiled = flexsn.compile(
+        "lif",
+        targets=("cpu",),
+        variants=("final-state",),
+        spike_storage=("bits",),
+    )
     [kernel] = compiled.manifest.cpu_kernels
     assert kernel.name == "lif_final_state_f32_spikes_bits"
     assert kernel.spikes == "bits"
     assert [(b.name, b.dtype, b.element_bytes) for b in kernel.buffers] == [
-        ("x", "f32", 4), ("v_init", "f32", 4), ("spike", "bits", 0),
-        ("v_final", "f32", 4)]
+        ("x", "f32", 4),
+        ("v_init", "f32", 4),
+        ("spike", "bits", 0),
+        ("v_final", "f32", 4),
+    ]
 
 
-@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
-                    reason="torch has no torch.library.custom_op")
+@pytest.mark.skipif(
+    not flexsn.torch.has_custom_op(),
+    reason="torch has no torch.library.custom_op",
+)
 @pytest.mark.parametrize("device", DEVICES)
 def test_bit_spikes_under_torch_compile(device):
     """The fake of flexsn::scan gives packed spikes their [T, ceil(N / 8)]
@@ -404,8 +440,9 @@ def test_bit_spikes_under_torch_compile(device):
         module.reset()
         return module(x), module.v
 
-    compiled = torch.compile(lambda x: run(bits, x), fullgraph=True,
-                             backend="aot_eager")
+    compiled = torch.compile(
+        lambda x: run(bits, x), fullgraph=True, backend="aot_eager"
+    )
     with torch.no_grad():
         s, v = compiled(x)
         s_dense, v_dense = run(dense, x)

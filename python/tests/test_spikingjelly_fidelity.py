@@ -33,8 +33,14 @@ import torch
 
 import flexsn
 from flexsn import surrogate as sg
-from flexsn.torch import (Affine, Block, FlexSN, IFNode, LIFNode,
-                          ParametricLIFNode)
+from flexsn.torch import (
+    Affine,
+    Block,
+    FlexSN,
+    IFNode,
+    LIFNode,
+    ParametricLIFNode,
+)
 
 import reference as ref
 from devices import DEVICES
@@ -56,8 +62,7 @@ def assert_lif_gradient(node, seed, v0=0.0, **formula):
     xr = x.detach().double().requires_grad_()
     s, _ = ref.lif_ref(xr, v0, **formula)
     s.sum().backward()
-    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5,
-                               atol=1e-6)
+    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5, atol=1e-6)
 
 
 def drive(*shape, seed=0, mean=0.6, std=0.6):
@@ -100,8 +105,9 @@ def test_lif_starts_and_resets_at_v_reset(device, v_reset):
     node(x)
     other = drive(8, 3, 64, seed=1).to(device)  # batch 4 -> 3, no reset
     s_want, _ = lif_expected(other.cpu(), v0, v_reset=v_reset)
-    torch.testing.assert_close(node(other).cpu().double(), s_want, rtol=0,
-                               atol=0)
+    torch.testing.assert_close(
+        node(other).cpu().double(), s_want, rtol=0, atol=0
+    )
 
 
 def test_gradient_from_v_reset():
@@ -114,8 +120,11 @@ def test_gradient_from_v_reset():
 def test_block_starts_at_v_reset():
     """A Block's neuron starts from v_reset too (x·1 + 0 is x exactly)."""
     x = drive(6, 2, 3, 8, seed=3)
-    block = Block(LIFNode(v_reset=-0.2, step_mode="m", targets=CPU),
-                  pre=Affine(), targets=CPU)
+    block = Block(
+        LIFNode(v_reset=-0.2, step_mode="m", targets=CPU),
+        pre=Affine(),
+        targets=CPU,
+    )
     s_want, v_want = lif_expected(x, -0.2, v_reset=-0.2)
     torch.testing.assert_close(block(x).double(), s_want, rtol=0, atol=0)
     block.reset()
@@ -133,10 +142,16 @@ def test_block_starts_at_v_reset():
 
 
 def test_attributes_read_as_spikingjelly_names_them():
-    node = LIFNode(tau=3.0, decay_input=False, v_threshold=0.5,
-                   v_reset=None, detach_reset=True,
-                   surrogate_function=sg.ATan(alpha=3.0), store_v_seq=True,
-                   targets=CPU)
+    node = LIFNode(
+        tau=3.0,
+        decay_input=False,
+        v_threshold=0.5,
+        v_reset=None,
+        detach_reset=True,
+        surrogate_function=sg.ATan(alpha=3.0),
+        store_v_seq=True,
+        targets=CPU,
+    )
     assert node.tau == 3.0 and node.decay_input is False
     assert node.v_threshold == 0.5 and node.v_reset is None
     assert node.detach_reset is True and node.store_v_seq is True
@@ -156,8 +171,9 @@ WRITES = [
 ]
 
 
-@pytest.mark.parametrize("name,value,formula", WRITES,
-                         ids=[f"{w[0]}={w[1]}" for w in WRITES])
+@pytest.mark.parametrize(
+    "name,value,formula", WRITES, ids=[f"{w[0]}={w[1]}" for w in WRITES]
+)
 def test_attribute_writes_take_effect(name, value, formula):
     """A write changes the next call, exactly as the formula with that
     value (the state carried over from the call before it)."""
@@ -172,15 +188,19 @@ def test_attribute_writes_take_effect(name, value, formula):
     torch.testing.assert_close(node.v.double(), v_want[-1], **TOL)
 
 
-@pytest.mark.parametrize("name,value,surrogate", [
-    ("detach_reset", True, "sigmoid"),
-    ("surrogate_function", sg.ATan(alpha=3.0), ("atan", {"alpha": 3.0})),
-])
+@pytest.mark.parametrize(
+    "name,value,surrogate",
+    [
+        ("detach_reset", True, "sigmoid"),
+        ("surrogate_function", sg.ATan(alpha=3.0), ("atan", {"alpha": 3.0})),
+    ],
+)
 def test_attribute_writes_change_gradients(name, value, surrogate):
     node = LIFNode(step_mode="m", targets=CPU)
     setattr(node, name, value)
-    assert_lif_gradient(node, 6, surrogate=surrogate,
-                        detach_reset=(name == "detach_reset"))
+    assert_lif_gradient(
+        node, 6, surrogate=surrogate, detach_reset=(name == "detach_reset")
+    )
 
 
 def test_store_v_seq_write():
@@ -219,8 +239,9 @@ def test_bad_attribute_writes():
 def test_runtime_parameter_writes():
     """A runtime parameter is a kernel argument: a write needs no
     compile and changes the next call."""
-    node = LIFNode(step_mode="m", kinds={"v_threshold": "runtime"},
-                   targets=CPU)
+    node = LIFNode(
+        step_mode="m", kinds={"v_threshold": "runtime"}, targets=CPU
+    )
     compiled = node.compiled
     node.v_threshold = 0.4
     x = drive(5, 20, seed=8)
@@ -244,8 +265,7 @@ def test_pickle_and_deepcopy_after_a_call():
     for copied in (copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
         torch.testing.assert_close(copied.v, node.v, rtol=0, atol=0)
         assert copied.tau == 3.0 and copied.v_reset == -0.2
-        torch.testing.assert_close(copied(x2).double(), s_want, rtol=0,
-                                   atol=0)
+        torch.testing.assert_close(copied(x2).double(), s_want, rtol=0, atol=0)
         torch.testing.assert_close(copied.v.double(), v_want[-1], **TOL)
 
 
@@ -267,11 +287,11 @@ def test_saved_before_a_call_trains_with_its_own_kernels():
     s_want, _ = ref.lif_ref(xr, 0.0, v_threshold=0.5)
     s_want.sum().backward()
     torch.testing.assert_close(s.double(), s_want.detach(), rtol=0, atol=0)
-    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5,
-                               atol=1e-6)
+    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5, atol=1e-6)
 
 
-SAVE = textwrap.dedent("""
+SAVE = textwrap.dedent(
+    """
     import sys, torch
     from flexsn.torch import LIFNode, ParametricLIFNode
     torch.manual_seed(0)
@@ -284,9 +304,11 @@ SAVE = textwrap.dedent("""
             net(x)
     net[1].tau = 4.0
     torch.save({"net": net, "x": x}, sys.argv[1])
-""")
+"""
+)
 
-LOAD = textwrap.dedent("""
+LOAD = textwrap.dedent(
+    """
     import sys, torch
     from flexsn.torch import IFNode
     IFNode(v_threshold=3.0, step_mode="m")(torch.ones(2, 2))  # takes id 1
@@ -297,16 +319,22 @@ LOAD = textwrap.dedent("""
     torch.save({"y": y.detach(), "grad": x.grad, "w": net[0].w.grad,
                 "v0": net[0].v, "v1": net[1].v, "tau": net[1].tau},
                sys.argv[2])
-""")
+"""
+)
 
 
 def _python(code, *args):
     package = pathlib.Path(flexsn.__file__).resolve().parent.parent
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(package)] + sys.path))
-    result = subprocess.run([sys.executable, "-c", code, *map(str, args)],
-                            env=env, capture_output=True, text=True,
-                            timeout=600)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(package)] + sys.path)
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -321,28 +349,26 @@ def test_save_and_load_across_processes(tmp_path, before):
     out = torch.load(tmp_path / "out.pt", weights_only=False)
     x = torch.load(tmp_path / "net.pt", weights_only=False)["x"]
     x = x.double().requires_grad_()
-    w = torch.tensor(ref.init_w(3.0), dtype=torch.float64,
-                     requires_grad=True)
+    w = torch.tensor(ref.init_w(3.0), dtype=torch.float64, requires_grad=True)
     v0_start, v1_start = -0.1, 0.0  # v_reset; 0 for the soft reset
     if before == "call":  # the first call, in the saving process
-        s0_first, v0_first = ref.plif_ref(x.detach(), -0.1, w=w.detach(),
-                                          v_reset=-0.1)
-        _, v1_first = ref.lif_ref(s0_first, 0.0, v_threshold=0.5,
-                                  v_reset=None)
+        s0_first, v0_first = ref.plif_ref(
+            x.detach(), -0.1, w=w.detach(), v_reset=-0.1
+        )
+        _, v1_first = ref.lif_ref(s0_first, 0.0, v_threshold=0.5, v_reset=None)
         v0_start, v1_start = v0_first[-1], v1_first[-1]
     # The call in the loading process.
     s0, v0 = ref.plif_ref(x, v0_start, w=w, v_reset=-0.1)
-    s1, v1 = ref.lif_ref(s0, v1_start, tau=4.0, v_threshold=0.5,
-                         v_reset=None)
+    s1, v1 = ref.lif_ref(s0, v1_start, tau=4.0, v_threshold=0.5, v_reset=None)
     s1.sum().backward()
     assert out["tau"] == 4.0
     torch.testing.assert_close(out["y"].double(), s1.detach(), rtol=0, atol=0)
     torch.testing.assert_close(out["v0"].double(), v0[-1].detach(), **TOL)
     torch.testing.assert_close(out["v1"].double(), v1[-1].detach(), **TOL)
-    torch.testing.assert_close(out["grad"].double(), x.grad, rtol=1e-5,
-                               atol=1e-6)
-    torch.testing.assert_close(out["w"].double(), w.grad, rtol=1e-5,
-                               atol=1e-6)
+    torch.testing.assert_close(
+        out["grad"].double(), x.grad, rtol=1e-5, atol=1e-6
+    )
+    torch.testing.assert_close(out["w"].double(), w.grad, rtol=1e-5, atol=1e-6)
 
 
 # ---------------------------------------------------------------------------
@@ -351,11 +377,14 @@ def test_save_and_load_across_processes(tmp_path, before):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("convert,dtype", [
-    (lambda m: m.half(), torch.float16),
-    (lambda m: m.bfloat16(), torch.bfloat16),
-    (lambda m: m.to(torch.float16), torch.float16),
-])
+@pytest.mark.parametrize(
+    "convert,dtype",
+    [
+        (lambda m: m.half(), torch.float16),
+        (lambda m: m.bfloat16(), torch.bfloat16),
+        (lambda m: m.to(torch.float16), torch.float16),
+    ],
+)
 def test_states_follow_dtype_moves(device, convert, dtype):
     node = LIFNode(step_mode="m").to(device)
     x = drive(4, 16, seed=12).to(device)
@@ -471,8 +500,9 @@ class ATan(torch.nn.Module):
 
 
 def test_spikingjelly_surrogate_objects():
-    node = LIFNode(surrogate_function=ATan(alpha=3.0), step_mode="m",
-                   targets=CPU)
+    node = LIFNode(
+        surrogate_function=ATan(alpha=3.0), step_mode="m", targets=CPU
+    )
     assert node.surrogate_function == sg.ATan(alpha=3.0)
     assert_lif_gradient(node, 16, surrogate=("atan", {"alpha": 3.0}))
     with pytest.raises(ValueError, match="spiking"):
@@ -487,10 +517,11 @@ def test_core_calling_a_spikingjelly_surrogate():
         s = surrogate(h - 1.0)
         return s, h * (1.0 - s)
 
-    node = FlexSN(core, num_inputs=1, num_states=1, num_outputs=1,
-                  targets=CPU)
-    assert "#flexsn.atan<alpha = 3.0" in node.compiled.directory.joinpath(
-        "configured.mlir").read_text()
+    node = FlexSN(core, num_inputs=1, num_states=1, num_outputs=1, targets=CPU)
+    assert (
+        "#flexsn.atan<alpha = 3.0"
+        in node.compiled.directory.joinpath("configured.mlir").read_text()
+    )
     assert_lif_gradient(node, 17, surrogate=("atan", {"alpha": 3.0}))
 
 
@@ -502,8 +533,10 @@ def test_core_calling_a_spikingjelly_surrogate():
 def test_print_shows_spikingjelly_fields():
     node = LIFNode(tau=3.0, v_reset=None, targets=CPU)
     text = repr(node)
-    assert ("v_threshold=1.0, v_reset=None, detach_reset=False, "
-            "step_mode=s, backend=flexsn, tau=3.0") in text
+    assert (
+        "v_threshold=1.0, v_reset=None, detach_reset=False, "
+        "step_mode=s, backend=flexsn, tau=3.0"
+    ) in text
     assert "(surrogate_function): Sigmoid(alpha=4.0, spiking=True)" in text
     node.v_threshold = 0.25
     node.surrogate_function = sg.ATan()
@@ -524,19 +557,28 @@ def test_check_finite_names_tensor_step_and_neuron():
     x[2, 1, 2] = float("nan")
     LIFNode(step_mode="m", targets=CPU)(x)  # off by default: no error
     node = LIFNode(step_mode="m", check_finite=True, targets=CPU)
-    with pytest.raises(FloatingPointError,
-                       match=r"input 'x' is not finite at step t = 2: nan "
-                             r"at neuron \(1, 2\)"):
+    with pytest.raises(
+        FloatingPointError,
+        match=r"input 'x' is not finite at step t = 2: nan "
+        r"at neuron \(1, 2\)",
+    ):
         node(x)
     node.v = torch.tensor([[0.0, float("inf"), 0.0]] * 4)
-    with pytest.raises(FloatingPointError,
-                       match=r"initial state 'v' is not finite: inf at "
-                             r"neuron \(0, 1\)"):
+    with pytest.raises(
+        FloatingPointError,
+        match=r"initial state 'v' is not finite: inf at " r"neuron \(0, 1\)",
+    ):
         node(drive(5, 4, 3, seed=19))
     node.reset()
     # Finite inputs, an infinite potential (soft reset subtracts 1 only).
     big = torch.full((3, 2), 3e38)
-    with pytest.raises(FloatingPointError,
-                       match=r"state 'v' is not finite at step t = 1: inf"):
-        IFNode(step_mode="m", v_reset=None, check_finite=True,
-               store_v_seq=True, targets=CPU)(big)
+    with pytest.raises(
+        FloatingPointError, match=r"state 'v' is not finite at step t = 1: inf"
+    ):
+        IFNode(
+            step_mode="m",
+            v_reset=None,
+            check_finite=True,
+            store_v_seq=True,
+            targets=CPU,
+        )(big)

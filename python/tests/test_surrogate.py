@@ -18,16 +18,36 @@ import pytest
 
 from flexsn import surrogate
 from flexsn.surrogate import (
-    ALL, ATan, DeterministicPass, Erf, FakeNumericalGradient, LeakyKReLU,
-    LogTailedReLU, MultiGaussian, NonzeroSignLogAbs, PiecewiseExp,
-    PiecewiseLeakyReLU, PiecewiseQuadratic, QPseudoSpike, Rect, S2NN,
-    Sigmoid, SoftSign, SquarewaveFourierSeries, SuperSpike, Surrogate,
-    by_name, coerce)
+    ALL,
+    ATan,
+    DeterministicPass,
+    Erf,
+    FakeNumericalGradient,
+    LeakyKReLU,
+    LogTailedReLU,
+    MultiGaussian,
+    NonzeroSignLogAbs,
+    PiecewiseExp,
+    PiecewiseLeakyReLU,
+    PiecewiseQuadratic,
+    QPseudoSpike,
+    Rect,
+    S2NN,
+    Sigmoid,
+    SoftSign,
+    SquarewaveFourierSeries,
+    SuperSpike,
+    Surrogate,
+    by_name,
+    coerce,
+)
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-ATTRS_TD = os.path.join(REPO, "include", "flexsn", "Dialect", "FlexSN", "IR",
-                        "FlexSNAttrs.td")
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
+ATTRS_TD = os.path.join(
+    REPO, "include", "flexsn", "Dialect", "FlexSN", "IR", "FlexSNAttrs.td"
+)
 
 DEFAULT_TEXT = {
     Sigmoid: "#flexsn.sigmoid<alpha=4.0>",
@@ -39,8 +59,9 @@ DEFAULT_TEXT = {
     Erf: "#flexsn.erf<alpha=2.0>",
     NonzeroSignLogAbs: "#flexsn.nonzero_sign_log_abs<alpha=1.0>",
     PiecewiseLeakyReLU: "#flexsn.piecewise_leaky_relu<w=1.0,c=0.01>",
-    SquarewaveFourierSeries:
-        "#flexsn.squarewave_fourier_series<n=2,T_period=8.0>",
+    SquarewaveFourierSeries: (
+        "#flexsn.squarewave_fourier_series<n=2,T_period=8.0>"
+    ),
     S2NN: "#flexsn.s2nn<alpha=4.0,beta=1.0>",
     QPseudoSpike: "#flexsn.q_pseudo_spike<alpha=2.0>",
     LeakyKReLU: "#flexsn.leaky_k_relu<leak=0.0,k=1.0>",
@@ -66,24 +87,32 @@ CUSTOM_TEXT = [
     (SuperSpike(alpha=100.0), "#flexsn.super_spike<alpha=100.0>"),
     (Erf(alpha=0.75), "#flexsn.erf<alpha=0.75>"),
     (NonzeroSignLogAbs(alpha=5), "#flexsn.nonzero_sign_log_abs<alpha=5.0>"),
-    (PiecewiseLeakyReLU(w=2, c=-0.05),
-     "#flexsn.piecewise_leaky_relu<w=2.0,c=-0.05>"),
-    (PiecewiseLeakyReLU(0.5, 0.0),
-     "#flexsn.piecewise_leaky_relu<w=0.5,c=0.0>"),
-    (PiecewiseLeakyReLU(c=-0.0),
-     "#flexsn.piecewise_leaky_relu<w=1.0,c=-0.0>"),
-    (SquarewaveFourierSeries(n=5, T_period=4.0),
-     "#flexsn.squarewave_fourier_series<n=5,T_period=4.0>"),
-    (SquarewaveFourierSeries(64, 0.5),
-     "#flexsn.squarewave_fourier_series<n=64,T_period=0.5>"),
-    (SquarewaveFourierSeries(n=1),
-     "#flexsn.squarewave_fourier_series<n=1,T_period=8.0>"),
+    (
+        PiecewiseLeakyReLU(w=2, c=-0.05),
+        "#flexsn.piecewise_leaky_relu<w=2.0,c=-0.05>",
+    ),
+    (
+        PiecewiseLeakyReLU(0.5, 0.0),
+        "#flexsn.piecewise_leaky_relu<w=0.5,c=0.0>",
+    ),
+    (PiecewiseLeakyReLU(c=-0.0), "#flexsn.piecewise_leaky_relu<w=1.0,c=-0.0>"),
+    (
+        SquarewaveFourierSeries(n=5, T_period=4.0),
+        "#flexsn.squarewave_fourier_series<n=5,T_period=4.0>",
+    ),
+    (
+        SquarewaveFourierSeries(64, 0.5),
+        "#flexsn.squarewave_fourier_series<n=64,T_period=0.5>",
+    ),
+    (
+        SquarewaveFourierSeries(n=1),
+        "#flexsn.squarewave_fourier_series<n=1,T_period=8.0>",
+    ),
     (S2NN(alpha=2, beta=0.5), "#flexsn.s2nn<alpha=2.0,beta=0.5>"),
     (QPseudoSpike(alpha=1.5), "#flexsn.q_pseudo_spike<alpha=1.5>"),
     (LeakyKReLU(leak=0.1, k=2), "#flexsn.leaky_k_relu<leak=0.1,k=2.0>"),
     (LeakyKReLU(-0.5, 0.0), "#flexsn.leaky_k_relu<leak=-0.5,k=0.0>"),
-    (FakeNumericalGradient(0.5),
-     "#flexsn.fake_numerical_gradient<alpha=0.5>"),
+    (FakeNumericalGradient(0.5), "#flexsn.fake_numerical_gradient<alpha=0.5>"),
     (LogTailedReLU(alpha=-0.25), "#flexsn.log_tailed_relu<alpha=-0.25>"),
     (Rect(alpha=4), "#flexsn.rect<alpha=4.0>"),
 ]
@@ -106,14 +135,20 @@ def test_module_exports_and_abstract_base():
 def test_module_needs_no_torch():
     # Describing a surrogate must not pull in torch (or the rest of the
     # package): load the file on its own in a fresh interpreter.
-    code = ("import importlib.util, sys\n"
-            "spec = importlib.util.spec_from_file_location('s', sys.argv[1])\n"
-            "module = importlib.util.module_from_spec(spec)\n"
-            "spec.loader.exec_module(module)\n"
-            "assert module.Sigmoid().mlir() == '#flexsn.sigmoid<alpha=4.0>'\n"
-            "assert not {'torch', 'numpy'} & set(sys.modules)\n")
-    result = subprocess.run([sys.executable, "-c", code, surrogate.__file__],
-                            capture_output=True, text=True, timeout=60)
+    code = (
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location('s', sys.argv[1])\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "assert module.Sigmoid().mlir() == '#flexsn.sigmoid<alpha=4.0>'\n"
+        "assert not {'torch', 'numpy'} & set(sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, surrogate.__file__],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -122,8 +157,9 @@ def test_default_text(cls):
     assert cls().mlir() == DEFAULT_TEXT[cls]
 
 
-@pytest.mark.parametrize("instance,text", CUSTOM_TEXT,
-                         ids=[text for _, text in CUSTOM_TEXT])
+@pytest.mark.parametrize(
+    "instance,text", CUSTOM_TEXT, ids=[text for _, text in CUSTOM_TEXT]
+)
 def test_custom_text(instance, text):
     assert instance.mlir() == text
     assert " " not in instance.mlir()
@@ -131,16 +167,21 @@ def test_custom_text(instance, text):
 
 def test_params_use_attribute_names_in_order():
     assert list(SquarewaveFourierSeries().params.items()) == [
-        ("n", 2), ("T_period", 8.0)]
+        ("n", 2),
+        ("T_period", 8.0),
+    ]
     assert list(PiecewiseLeakyReLU(c=0.5).params.items()) == [
-        ("w", 1.0), ("c", 0.5)]
+        ("w", 1.0),
+        ("c", 0.5),
+    ]
     assert list(LeakyKReLU(k=3).params.items()) == [("leak", 0.0), ("k", 3.0)]
     assert DeterministicPass().params == {}
     # Reals are floats even when given as ints; n stays an int.
     assert type(Sigmoid(alpha=3).params["alpha"]) is float
     assert type(SquarewaveFourierSeries(n=3).params["n"]) is int
-    assert type(SquarewaveFourierSeries(T_period=2).params["T_period"]) \
-        is float
+    assert (
+        type(SquarewaveFourierSeries(T_period=2).params["T_period"]) is float
+    )
 
 
 def test_params_read_as_attributes_and_are_immutable():
@@ -163,59 +204,103 @@ def test_mnemonic_is_a_class_attribute():
 
 
 RANGE_ERRORS = [
-    (lambda: Sigmoid(alpha=0.0),
-     "surrogate 'sigmoid' needs alpha > 0, got 0.0"),
-    (lambda: Sigmoid(alpha=-1),
-     "surrogate 'sigmoid' needs alpha > 0, got -1.0"),
-    (lambda: Sigmoid(alpha=float("inf")),
-     "surrogate 'sigmoid' needs alpha > 0, got inf"),
-    (lambda: Sigmoid(alpha=float("nan")),
-     "surrogate 'sigmoid' needs alpha > 0, got nan"),
+    (
+        lambda: Sigmoid(alpha=0.0),
+        "surrogate 'sigmoid' needs alpha > 0, got 0.0",
+    ),
+    (
+        lambda: Sigmoid(alpha=-1),
+        "surrogate 'sigmoid' needs alpha > 0, got -1.0",
+    ),
+    (
+        lambda: Sigmoid(alpha=float("inf")),
+        "surrogate 'sigmoid' needs alpha > 0, got inf",
+    ),
+    (
+        lambda: Sigmoid(alpha=float("nan")),
+        "surrogate 'sigmoid' needs alpha > 0, got nan",
+    ),
     (lambda: ATan(alpha=-0.5), "surrogate 'atan' needs alpha > 0, got -0.5"),
-    (lambda: PiecewiseQuadratic(alpha=0),
-     "surrogate 'piecewise_quadratic' needs alpha > 0, got 0.0"),
-    (lambda: PiecewiseExp(alpha=-2),
-     "surrogate 'piecewise_exp' needs alpha > 0, got -2.0"),
-    (lambda: SoftSign(alpha=0),
-     "surrogate 'soft_sign' needs alpha > 0, got 0.0"),
-    (lambda: SuperSpike(alpha=-1e-3),
-     "surrogate 'super_spike' needs alpha > 0, got -0.001"),
+    (
+        lambda: PiecewiseQuadratic(alpha=0),
+        "surrogate 'piecewise_quadratic' needs alpha > 0, got 0.0",
+    ),
+    (
+        lambda: PiecewiseExp(alpha=-2),
+        "surrogate 'piecewise_exp' needs alpha > 0, got -2.0",
+    ),
+    (
+        lambda: SoftSign(alpha=0),
+        "surrogate 'soft_sign' needs alpha > 0, got 0.0",
+    ),
+    (
+        lambda: SuperSpike(alpha=-1e-3),
+        "surrogate 'super_spike' needs alpha > 0, got -0.001",
+    ),
     (lambda: Erf(alpha=0), "surrogate 'erf' needs alpha > 0, got 0.0"),
-    (lambda: NonzeroSignLogAbs(alpha=-1),
-     "surrogate 'nonzero_sign_log_abs' needs alpha > 0, got -1.0"),
-    (lambda: PiecewiseLeakyReLU(w=0),
-     "surrogate 'piecewise_leaky_relu' needs w > 0, got 0.0"),
-    (lambda: PiecewiseLeakyReLU(c=float("-inf")),
-     "surrogate 'piecewise_leaky_relu' needs c to be a finite value, "
-     "got -inf"),
-    (lambda: SquarewaveFourierSeries(n=0),
-     "surrogate 'squarewave_fourier_series' needs 1 <= n <= 64, got 0"),
-    (lambda: SquarewaveFourierSeries(n=65),
-     "surrogate 'squarewave_fourier_series' needs 1 <= n <= 64, got 65"),
-    (lambda: SquarewaveFourierSeries(T_period=0),
-     "surrogate 'squarewave_fourier_series' needs T_period > 0, got 0.0"),
+    (
+        lambda: NonzeroSignLogAbs(alpha=-1),
+        "surrogate 'nonzero_sign_log_abs' needs alpha > 0, got -1.0",
+    ),
+    (
+        lambda: PiecewiseLeakyReLU(w=0),
+        "surrogate 'piecewise_leaky_relu' needs w > 0, got 0.0",
+    ),
+    (
+        lambda: PiecewiseLeakyReLU(c=float("-inf")),
+        "surrogate 'piecewise_leaky_relu' needs c to be a finite value, "
+        "got -inf",
+    ),
+    (
+        lambda: SquarewaveFourierSeries(n=0),
+        "surrogate 'squarewave_fourier_series' needs 1 <= n <= 64, got 0",
+    ),
+    (
+        lambda: SquarewaveFourierSeries(n=65),
+        "surrogate 'squarewave_fourier_series' needs 1 <= n <= 64, got 65",
+    ),
+    (
+        lambda: SquarewaveFourierSeries(T_period=0),
+        "surrogate 'squarewave_fourier_series' needs T_period > 0, got 0.0",
+    ),
     (lambda: S2NN(alpha=0), "surrogate 's2nn' needs alpha > 0, got 0.0"),
     (lambda: S2NN(beta=-1), "surrogate 's2nn' needs beta > 0, got -1.0"),
-    (lambda: QPseudoSpike(alpha=1.0),
-     "surrogate 'q_pseudo_spike' needs alpha > 1, got 1.0"),
-    (lambda: QPseudoSpike(alpha=0.5),
-     "surrogate 'q_pseudo_spike' needs alpha > 1, got 0.5"),
-    (lambda: LeakyKReLU(leak=float("nan")),
-     "surrogate 'leaky_k_relu' needs leak to be a finite value, got nan"),
-    (lambda: LeakyKReLU(k=float("inf")),
-     "surrogate 'leaky_k_relu' needs k to be a finite value, got inf"),
-    (lambda: FakeNumericalGradient(alpha=0),
-     "surrogate 'fake_numerical_gradient' needs alpha > 0, got 0.0"),
-    (lambda: LogTailedReLU(alpha=float("inf")),
-     "surrogate 'log_tailed_relu' needs alpha to be a finite value, got inf"),
+    (
+        lambda: QPseudoSpike(alpha=1.0),
+        "surrogate 'q_pseudo_spike' needs alpha > 1, got 1.0",
+    ),
+    (
+        lambda: QPseudoSpike(alpha=0.5),
+        "surrogate 'q_pseudo_spike' needs alpha > 1, got 0.5",
+    ),
+    (
+        lambda: LeakyKReLU(leak=float("nan")),
+        "surrogate 'leaky_k_relu' needs leak to be a finite value, got nan",
+    ),
+    (
+        lambda: LeakyKReLU(k=float("inf")),
+        "surrogate 'leaky_k_relu' needs k to be a finite value, got inf",
+    ),
+    (
+        lambda: FakeNumericalGradient(alpha=0),
+        "surrogate 'fake_numerical_gradient' needs alpha > 0, got 0.0",
+    ),
+    (
+        lambda: LogTailedReLU(alpha=float("inf")),
+        "surrogate 'log_tailed_relu' needs alpha to be a finite value, "
+        "got inf",
+    ),
     (lambda: Rect(alpha=-4), "surrogate 'rect' needs alpha > 0, got -4.0"),
-    (lambda: Sigmoid(alpha=10 ** 400),
-     "surrogate 'sigmoid' needs alpha > 0, got inf"),
+    (
+        lambda: Sigmoid(alpha=10**400),
+        "surrogate 'sigmoid' needs alpha > 0, got inf",
+    ),
 ]
 
 
-@pytest.mark.parametrize("make,message", RANGE_ERRORS,
-                         ids=[m for _, m in RANGE_ERRORS])
+@pytest.mark.parametrize(
+    "make,message", RANGE_ERRORS, ids=[m for _, m in RANGE_ERRORS]
+)
 def test_range_errors(make, message):
     with pytest.raises(ValueError) as info:
         make()
@@ -232,17 +317,29 @@ def test_values_allowed_at_the_edges():
     assert SquarewaveFourierSeries(n=64).params["n"] == 64
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Sigmoid(alpha="4.0"),
-    lambda: Sigmoid(alpha=None),
-    lambda: Sigmoid(alpha=True),
-    lambda: PiecewiseLeakyReLU(c=1j),
-    lambda: SquarewaveFourierSeries(n=2.0),
-    lambda: SquarewaveFourierSeries(n=2.5),
-    lambda: SquarewaveFourierSeries(n=True),
-    lambda: SquarewaveFourierSeries(n="2"),
-], ids=["str", "None", "bool", "complex", "n-float", "n-fraction", "n-bool",
-        "n-str"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Sigmoid(alpha="4.0"),
+        lambda: Sigmoid(alpha=None),
+        lambda: Sigmoid(alpha=True),
+        lambda: PiecewiseLeakyReLU(c=1j),
+        lambda: SquarewaveFourierSeries(n=2.0),
+        lambda: SquarewaveFourierSeries(n=2.5),
+        lambda: SquarewaveFourierSeries(n=True),
+        lambda: SquarewaveFourierSeries(n="2"),
+    ],
+    ids=[
+        "str",
+        "None",
+        "bool",
+        "complex",
+        "n-float",
+        "n-fraction",
+        "n-bool",
+        "n-str",
+    ],
+)
 def test_type_errors(make):
     with pytest.raises(TypeError):
         make()
@@ -250,10 +347,13 @@ def test_type_errors(make):
 
 def test_numpy_numbers_are_accepted():
     np = pytest.importorskip("numpy")
-    assert Sigmoid(alpha=np.float32(0.5)).mlir() == \
-        "#flexsn.sigmoid<alpha=0.5>"
-    assert SquarewaveFourierSeries(n=np.int64(3)).mlir() == \
-        "#flexsn.squarewave_fourier_series<n=3,T_period=8.0>"
+    assert (
+        Sigmoid(alpha=np.float32(0.5)).mlir() == "#flexsn.sigmoid<alpha=0.5>"
+    )
+    assert (
+        SquarewaveFourierSeries(n=np.int64(3)).mlir()
+        == "#flexsn.squarewave_fourier_series<n=3,T_period=8.0>"
+    )
 
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda cls: cls.__name__)
@@ -294,12 +394,15 @@ def _spikingjelly_like(cls_name, spiking=True, **params):
 @pytest.mark.parametrize("cls", ALL, ids=lambda cls: cls.__name__)
 def test_spikingjelly_objects_are_accepted(cls):
     # Parameters other than the defaults, so that reading them is checked.
-    params = {name: (3 if name == "n" else 1.25 + 0.375 * i)
-              for i, (name, _) in enumerate(cls._spec)}
+    params = {
+        name: (3 if name == "n" else 1.25 + 0.375 * i)
+        for i, (name, _) in enumerate(cls._spec)
+    }
     got = coerce(_spikingjelly_like(cls.__name__, **params))
     assert type(got) is cls
-    assert got.params == {k: (v if k == "n" else float(v))
-                          for k, v in params.items()}
+    assert got.params == {
+        k: (v if k == "n" else float(v)) for k, v in params.items()
+    }
 
 
 def test_spikingjelly_objects_checked():
@@ -314,15 +417,19 @@ def test_spikingjelly_objects_checked():
     assert coerce("atan") == ATan()
     assert coerce(ATan) == ATan()
     import torch
-    assert coerce(_spikingjelly_like("Erf", alpha=torch.tensor(1.5))) == \
-        Erf(alpha=1.5)
+
+    assert coerce(_spikingjelly_like("Erf", alpha=torch.tensor(1.5))) == Erf(
+        alpha=1.5
+    )
 
 
 def test_by_name():
     assert by_name("piecewise_leaky_relu") == PiecewiseLeakyReLU()
     assert by_name("PiecewiseLeakyReLU", w=0.5) == PiecewiseLeakyReLU(w=0.5)
-    assert by_name("squarewave_fourier_series", n=3, T_period=2.0).mlir() == \
-        "#flexsn.squarewave_fourier_series<n=3,T_period=2.0>"
+    assert (
+        by_name("squarewave_fourier_series", n=3, T_period=2.0).mlir()
+        == "#flexsn.squarewave_fourier_series<n=3,T_period=2.0>"
+    )
     assert by_name("straight_through") == DeterministicPass()
     assert by_name("DeterministicPass") == DeterministicPass()
     assert by_name("deterministic_pass") == DeterministicPass()
@@ -359,9 +466,9 @@ def test_equality_and_hash():
     assert DeterministicPass() == DeterministicPass()
 
 
-@pytest.mark.parametrize("instance",
-                         [cls() for cls in ALL] + [s for s, _ in CUSTOM_TEXT],
-                         ids=repr)
+@pytest.mark.parametrize(
+    "instance", [cls() for cls in ALL] + [s for s, _ in CUSTOM_TEXT], ids=repr
+)
 def test_repr_copy_and_pickle_round_trip(instance):
     namespace = {cls.__name__: cls for cls in ALL}
     assert eval(repr(instance), namespace) == instance
@@ -373,8 +480,10 @@ def test_repr_copy_and_pickle_round_trip(instance):
 
 def test_repr():
     assert repr(Sigmoid()) == "Sigmoid(alpha=4.0)"
-    assert repr(SquarewaveFourierSeries()) == \
-        "SquarewaveFourierSeries(n=2, T_period=8.0)"
+    assert (
+        repr(SquarewaveFourierSeries())
+        == "SquarewaveFourierSeries(n=2, T_period=8.0)"
+    )
     assert repr(DeterministicPass()) == "DeterministicPass()"
 
 
@@ -387,11 +496,18 @@ def _td_surrogates():
     found = {}
     pattern = re.compile(
         r'def FlexSN_\w+Attr\s*:\s*FlexSN_Surrogate<\s*"(\w+)",\s*"(\w+)",'
-        r'\s*\(ins(.*?)\)\s*,\s*"', re.S)
+        r'\s*\(ins(.*?)\)\s*,\s*"',
+        re.S,
+    )
     for name, mnemonic, params in pattern.findall(text):
-        found[mnemonic] = (name, re.findall(
-            r'(?:SurrogateParam|SurrogateIntParam)'
-            r'\s*<?\s*"([^"]+)"[^$]*:\$(\w+)', params))
+        found[mnemonic] = (
+            name,
+            re.findall(
+                r"(?:SurrogateParam|SurrogateIntParam)"
+                r'\s*<?\s*"([^"]+)"[^$]*:\$(\w+)',
+                params,
+            ),
+        )
     return found
 
 
@@ -410,7 +526,8 @@ def test_classes_match_the_tablegen_definitions():
 
 def _flexsn_opt():
     tool = os.environ.get("FLEXSN_OPT") or os.path.join(
-        REPO, "build", "bin", "flexsn-opt")
+        REPO, "build", "bin", "flexsn-opt"
+    )
     if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
         tool = shutil.which("flexsn-opt")
     if not tool:
@@ -421,31 +538,41 @@ def _flexsn_opt():
 def _run_opt(attrs, tmp_path):
     """Parses one surrogate_grad per attribute text; returns the process."""
     lines = ["func.func @f(%x: f32) {"]
-    lines += ["  %%%d = flexsn.surrogate_grad %%x surrogate(%s) : f32"
-              % (i, attr) for i, attr in enumerate(attrs)]
+    lines += [
+        "  %%%d = flexsn.surrogate_grad %%x surrogate(%s) : f32" % (i, attr)
+        for i, attr in enumerate(attrs)
+    ]
     lines += ["  return", "}"]
     path = tmp_path / "surrogates.mlir"
     path.write_text("\n".join(lines) + "\n")
-    return subprocess.run([_flexsn_opt(), str(path)], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [_flexsn_opt(), str(path)], capture_output=True, text=True, timeout=120
+    )
 
 
 def _elide_defaults(instance):
     """The attribute as MLIR prints it, less spaces: defaults are elided."""
     defaults = type(instance)().params
     # repr tells -0.0 from 0.0, as MLIR's bitwise comparison does.
-    kept = ["%s=%s" % (name, value) for name, value in re.findall(
-        r"(\w+)=([^,>]+)", instance.mlir())
-        if repr(instance.params[name]) != repr(defaults[name])]
+    kept = [
+        "%s=%s" % (name, value)
+        for name, value in re.findall(r"(\w+)=([^,>]+)", instance.mlir())
+        if repr(instance.params[name]) != repr(defaults[name])
+    ]
     suffix = "<%s>" % ",".join(kept) if kept else ""
     return "#flexsn." + instance.mnemonic + suffix
 
 
 def test_flexsn_opt_reads_the_texts_back_exactly(tmp_path):
-    instances = [cls() for cls in ALL] + [s for s, _ in CUSTOM_TEXT] + [
-        Sigmoid(alpha=0.1 + 0.2),
-        LeakyKReLU(leak=5e-324, k=-1.7976931348623157e308),
-        QPseudoSpike(alpha=1.0000000000000002)]
+    instances = (
+        [cls() for cls in ALL]
+        + [s for s, _ in CUSTOM_TEXT]
+        + [
+            Sigmoid(alpha=0.1 + 0.2),
+            LeakyKReLU(leak=5e-324, k=-1.7976931348623157e308),
+            QPseudoSpike(alpha=1.0000000000000002),
+        ]
+    )
     result = _run_opt([s.mlir() for s in instances], tmp_path)
     assert result.returncode == 0, result.stderr
     printed = re.findall(r"surrogate\((#flexsn\.[^)]*)\)", result.stdout)
@@ -454,17 +581,19 @@ def test_flexsn_opt_reads_the_texts_back_exactly(tmp_path):
         assert text.replace(" ", "") == _elide_defaults(instance), instance
 
 
-@pytest.mark.parametrize("make,message", RANGE_ERRORS,
-                         ids=[m for _, m in RANGE_ERRORS])
+@pytest.mark.parametrize(
+    "make,message", RANGE_ERRORS, ids=[m for _, m in RANGE_ERRORS]
+)
 def test_flexsn_opt_rejects_what_python_rejects(make, message, tmp_path):
     # Rebuild the text the Python check refused, from its message.
     mnemonic, name, value = re.match(
-        r"surrogate '(\w+)' needs (?:1 <= )?(\w+).*, got (\S+)$",
-        message).groups()
+        r"surrogate '(\w+)' needs (?:1 <= )?(\w+).*, got (\S+)$", message
+    ).groups()
     if value in ("inf", "-inf", "nan"):
         pytest.skip("MLIR has no literal for %s" % value)
-    result = _run_opt(["#flexsn.%s<%s = %s>" % (mnemonic, name, value)],
-                      tmp_path)
+    result = _run_opt(
+        ["#flexsn.%s<%s = %s>" % (mnemonic, name, value)], tmp_path
+    )
     assert result.returncode != 0
     assert message in result.stderr
 
@@ -473,8 +602,10 @@ def test_flexsn_opt_rejects_what_python_rejects(make, message, tmp_path):
 def test_coerce_reads_attribute_text(cls):
     """A module's surrogate_function may be attribute text, as the compiler
     takes it: it reads back to the same surrogate, spaces or not."""
-    params = {name: (3 if name == "n" else 1.25 + 0.5 * i)
-              for i, (name, _) in enumerate(cls._spec)}
+    params = {
+        name: (3 if name == "n" else 1.25 + 0.5 * i)
+        for i, (name, _) in enumerate(cls._spec)
+    }
     want = cls(**params)
     assert coerce(want.mlir()) == want
     assert coerce(want.mlir().replace("=", " = ").replace(",", ", ")) == want

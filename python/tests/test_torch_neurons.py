@@ -35,6 +35,7 @@ from flexsn.torch import FlexSN, IFNode, LIFNode, ParametricLIFNode
 import reference as ref
 
 from devices import AVAILABLE_DEVICES, DEVICES  # noqa: E402
+
 # Both devices compile with flexsn.compile's default targets (CPU, plus
 # CUDA where the toolkit is installed): one cache entry serves both, so a
 # cache filled by running these tests on a machine with the tools also
@@ -43,14 +44,27 @@ TARGETS = {"cpu": None, "cuda": None}
 
 NEURONS = ("if", "lif", "plif", "qif", "eif", "izhikevich", "cuba_lif")
 # State names in the order of lib/Neurons/*.mlir (and of reference.py).
-STATES = {"if": ("v",), "lif": ("v",), "plif": ("v",), "qif": ("v",),
-          "eif": ("v",), "izhikevich": ("v", "w"), "cuba_lif": ("c", "v")}
+STATES = {
+    "if": ("v",),
+    "lif": ("v",),
+    "plif": ("v",),
+    "qif": ("v",),
+    "eif": ("v",),
+    "izhikevich": ("v", "w"),
+    "cuba_lif": ("c", "v"),
+}
 # Inputs x ~ normal(mean, std) per neuron: a good fraction of the neurons
 # spike and no state runs away (the drive table of
 # test/Integration/CPU/reference.py); initial states ~ uniform(lo, hi).
-DRIVE = {"if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
-         "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
-         "cuba_lif": (0.3, 0.6)}
+DRIVE = {
+    "if": (0.6, 0.8),
+    "lif": (0.8, 0.9),
+    "plif": (0.8, 0.9),
+    "qif": (0.5, 0.6),
+    "eif": (0.6, 0.8),
+    "izhikevich": (0.6, 0.6),
+    "cuba_lif": (0.3, 0.6),
+}
 INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
 # Izhikevich's adaptation is off by default (a = b = 0); the gradient cases
 # switch it on so that the w state feeds back.
@@ -76,15 +90,21 @@ RUNTIME_FLAGS = {"soft_reset": "runtime", "detach_reset": "runtime"}
 # the file's order, as the references do: results agree to the last bit but
 # for libm's exp. NVVM may contract multiply-adds into FMAs, which moves
 # results by an ulp per operation.
-FWD_TOL = {"cpu": dict(rtol=1e-6, atol=1e-6),
-           "cuda": dict(rtol=1e-5, atol=1e-5)}
-GRAD_TOL = {"cpu": dict(rtol=1e-4, atol=1e-5),
-            "cuda": dict(rtol=2e-4, atol=2e-5)}
+FWD_TOL = {
+    "cpu": dict(rtol=1e-6, atol=1e-6),
+    "cuda": dict(rtol=1e-5, atol=1e-5),
+}
+GRAD_TOL = {
+    "cpu": dict(rtol=1e-4, atol=1e-5),
+    "cuda": dict(rtol=2e-4, atol=2e-5),
+}
 # Low-precision storage: the kernels compute in float32 and round once when
 # they store, so a stored value is the float32 result within half an ulp of
 # the storage type (2^-11 for float16, 2^-8 for bfloat16).
-LOW_TOL = {torch.float16: dict(rtol=1e-3, atol=1e-4),
-           torch.bfloat16: dict(rtol=1e-2, atol=1e-3)}
+LOW_TOL = {
+    torch.float16: dict(rtol=1e-3, atol=1e-4),
+    torch.bfloat16: dict(rtol=1e-2, atol=1e-3),
+}
 # Their gradients: the backward kernel re-reads the states stored in the
 # storage type, so each step's surrogate and leak see a state within half an
 # ulp of the float32 one; the errors stay a few ulps of the storage type,
@@ -132,35 +152,71 @@ LIF_SURROGATES = [
     (sg.MultiGaussian(), ("multi_gaussian", {})),
     (sg.DeterministicPass(), ("straight_through", {})),
 ]
-assert [s.mnemonic for s, _ in LIF_SURROGATES] == [
-    c.mnemonic for c in sg.ALL]
+assert [s.mnemonic for s, _ in LIF_SURROGATES] == [c.mnemonic for c in sg.ALL]
 
 # Constant flags and non-default surrogate parameters on every neuron.
 OTHER_SURROGATES = [
     ("if", {}, sg.Erf(alpha=1.5), ("erf", {"alpha": 1.5})),
-    ("lif", {"soft_reset": True, "detach_reset": True, "tau": 3.0},
-     sg.PiecewiseQuadratic(alpha=0.8),
-     ("piecewise_quadratic", {"alpha": 0.8})),
-    ("plif", {"soft_reset": True}, sg.PiecewiseLeakyReLU(w=0.5, c=0.1),
-     ("piecewise_leaky_relu", {"w": 0.5, "c": 0.1})),
-    ("qif", {"soft_reset": True, "detach_reset": True},
-     sg.SquarewaveFourierSeries(n=4, T_period=4.0),
-     ("squarewave_fourier_series", {"n": 4, "T_period": 4.0})),
-    ("eif", {"soft_reset": True}, sg.FakeNumericalGradient(alpha=0.5),
-     ("fake_numerical_gradient", {"alpha": 0.5})),
-    ("izhikevich", dict(IZHIKEVICH_ADAPTING, detach_reset=True),
-     sg.ATan(alpha=3.0), ("atan", {"alpha": 3.0})),
-    ("cuba_lif", {"soft_reset": True, "detach_reset": True, "c_decay": 0.7,
-                  "v_decay": 0.6},
-     sg.S2NN(alpha=2.0, beta=0.5), ("s2nn", {"alpha": 2.0, "beta": 0.5})),
+    (
+        "lif",
+        {"soft_reset": True, "detach_reset": True, "tau": 3.0},
+        sg.PiecewiseQuadratic(alpha=0.8),
+        ("piecewise_quadratic", {"alpha": 0.8}),
+    ),
+    (
+        "plif",
+        {"soft_reset": True},
+        sg.PiecewiseLeakyReLU(w=0.5, c=0.1),
+        ("piecewise_leaky_relu", {"w": 0.5, "c": 0.1}),
+    ),
+    (
+        "qif",
+        {"soft_reset": True, "detach_reset": True},
+        sg.SquarewaveFourierSeries(n=4, T_period=4.0),
+        ("squarewave_fourier_series", {"n": 4, "T_period": 4.0}),
+    ),
+    (
+        "eif",
+        {"soft_reset": True},
+        sg.FakeNumericalGradient(alpha=0.5),
+        ("fake_numerical_gradient", {"alpha": 0.5}),
+    ),
+    (
+        "izhikevich",
+        dict(IZHIKEVICH_ADAPTING, detach_reset=True),
+        sg.ATan(alpha=3.0),
+        ("atan", {"alpha": 3.0}),
+    ),
+    (
+        "cuba_lif",
+        {
+            "soft_reset": True,
+            "detach_reset": True,
+            "c_decay": 0.7,
+            "v_decay": 0.6,
+        },
+        sg.S2NN(alpha=2.0, beta=0.5),
+        ("s2nn", {"alpha": 2.0, "beta": 0.5}),
+    ),
 ]
 
 
-def flexsn_module(neuron, device, params=None, surrogate=None,
-                  store_state_seqs=True, kinds=None):
-    return FlexSN(neuron, params=params, surrogate_function=surrogate,
-                  store_state_seqs=store_state_seqs, kinds=kinds,
-                  targets=TARGETS[device])
+def flexsn_module(
+    neuron,
+    device,
+    params=None,
+    surrogate=None,
+    store_state_seqs=True,
+    kinds=None,
+):
+    return FlexSN(
+        neuron,
+        params=params,
+        surrogate_function=surrogate,
+        store_state_seqs=store_state_seqs,
+        kinds=kinds,
+        targets=TARGETS[device],
+    )
 
 
 SMOOTH = """
@@ -206,30 +262,86 @@ def smooth_module(device):
 # reference arguments). PLIF's reference gets w = -ln(init_tau - 1).
 NODE_CASES = [
     ("if", IFNode, {}, "if", {}),
-    ("if-hard-vreset", IFNode, dict(v_threshold=1.2, v_reset=-0.3),
-     "if", dict(v_threshold=1.2, v_reset=-0.3)),
-    ("if-soft-detach-atan", IFNode,
-     dict(v_threshold=0.8, v_reset=None, detach_reset=True,
-          surrogate_function=sg.ATan(alpha=3.0)),
-     "if", dict(v_threshold=0.8, v_reset=None, detach_reset=True,
-                surrogate=("atan", {"alpha": 3.0}))),
+    (
+        "if-hard-vreset",
+        IFNode,
+        dict(v_threshold=1.2, v_reset=-0.3),
+        "if",
+        dict(v_threshold=1.2, v_reset=-0.3),
+    ),
+    (
+        "if-soft-detach-atan",
+        IFNode,
+        dict(
+            v_threshold=0.8,
+            v_reset=None,
+            detach_reset=True,
+            surrogate_function=sg.ATan(alpha=3.0),
+        ),
+        "if",
+        dict(
+            v_threshold=0.8,
+            v_reset=None,
+            detach_reset=True,
+            surrogate=("atan", {"alpha": 3.0}),
+        ),
+    ),
     ("lif", LIFNode, {}, "lif", {}),
-    ("lif-plain-input", LIFNode,
-     dict(tau=3.0, decay_input=False, v_threshold=0.9, v_reset=-0.2,
-          surrogate_function=sg.PiecewiseLeakyReLU(w=0.5, c=0.1)),
-     "lif", dict(tau=3.0, decay_input=False, v_threshold=0.9, v_reset=-0.2,
-                 surrogate=("piecewise_leaky_relu", {"w": 0.5, "c": 0.1}))),
-    ("lif-soft-detach", LIFNode,
-     dict(tau=1.5, v_reset=None, detach_reset=True,
-          surrogate_function=sg.SuperSpike()),
-     "lif", dict(tau=1.5, v_reset=None, detach_reset=True,
-                 surrogate="super_spike")),
+    (
+        "lif-plain-input",
+        LIFNode,
+        dict(
+            tau=3.0,
+            decay_input=False,
+            v_threshold=0.9,
+            v_reset=-0.2,
+            surrogate_function=sg.PiecewiseLeakyReLU(w=0.5, c=0.1),
+        ),
+        "lif",
+        dict(
+            tau=3.0,
+            decay_input=False,
+            v_threshold=0.9,
+            v_reset=-0.2,
+            surrogate=("piecewise_leaky_relu", {"w": 0.5, "c": 0.1}),
+        ),
+    ),
+    (
+        "lif-soft-detach",
+        LIFNode,
+        dict(
+            tau=1.5,
+            v_reset=None,
+            detach_reset=True,
+            surrogate_function=sg.SuperSpike(),
+        ),
+        "lif",
+        dict(
+            tau=1.5, v_reset=None, detach_reset=True, surrogate="super_spike"
+        ),
+    ),
     ("plif", ParametricLIFNode, {}, "plif", dict(init_tau=2.0)),
-    ("plif-custom", ParametricLIFNode,
-     dict(init_tau=3.0, decay_input=False, v_threshold=0.7, v_reset=None,
-          detach_reset=True, surrogate_function=sg.Erf()),
-     "plif", dict(init_tau=3.0, decay_input=False, v_threshold=0.7,
-                  v_reset=None, detach_reset=True, surrogate="erf")),
+    (
+        "plif-custom",
+        ParametricLIFNode,
+        dict(
+            init_tau=3.0,
+            decay_input=False,
+            v_threshold=0.7,
+            v_reset=None,
+            detach_reset=True,
+            surrogate_function=sg.Erf(),
+        ),
+        "plif",
+        dict(
+            init_tau=3.0,
+            decay_input=False,
+            v_threshold=0.7,
+            v_reset=None,
+            detach_reset=True,
+            surrogate="erf",
+        ),
+    ),
 ]
 NODES = {case[0]: case for case in NODE_CASES}
 
@@ -266,21 +378,42 @@ def _compile_jobs():
     jobs = set()
     for device in AVAILABLE_DEVICES:
         for neuron, params in FORWARD_CASES:
-            jobs.add(("flexsn", neuron, tuple(sorted(params.items())), None,
-                      device))
+            jobs.add(
+                ("flexsn", neuron, tuple(sorted(params.items())), None, device)
+            )
         for neuron in NEURONS:
-            jobs.add(("runtime-flags", neuron,
-                      tuple(sorted(flag_params(neuron, "hard").items())),
-                      None, device))
+            jobs.add(
+                (
+                    "runtime-flags",
+                    neuron,
+                    tuple(sorted(flag_params(neuron, "hard").items())),
+                    None,
+                    device,
+                )
+            )
         if device == "cpu":
             for flags in FLAGS:
-                jobs.add(("load", "if", tuple(sorted(FLAGS[flags].items())),
-                          None, device))
+                jobs.add(
+                    (
+                        "load",
+                        "if",
+                        tuple(sorted(FLAGS[flags].items())),
+                        None,
+                        device,
+                    )
+                )
         for surrogate, _ in LIF_SURROGATES:
             jobs.add(("flexsn", "lif", (), surrogate, device))
         for neuron, params, surrogate, _ in OTHER_SURROGATES:
-            jobs.add(("flexsn", neuron, tuple(sorted(params.items())),
-                      surrogate, device))
+            jobs.add(
+                (
+                    "flexsn",
+                    neuron,
+                    tuple(sorted(params.items())),
+                    surrogate,
+                    device,
+                )
+            )
         for case_id in NODES:
             jobs.add(("node", case_id, (), None, device))
         jobs.add(("smooth", None, (), None, device))
@@ -315,12 +448,21 @@ def compiled_configurations():
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         # The modules' probe compiles first, so that no two threads build
         # the same entry.
-        list(pool.map(lambda args: attempt(
-            flexsn.compile, args[0], targets=(), kinds=args[1]),
-            [(n, k) for n in NEURONS for k in (None, RUNTIME_FLAGS)]
-            + [(SMOOTH, None)]))
-        list(pool.map(lambda job: attempt(_build, job),
-                      sorted(_compile_jobs(), key=repr)))
+        list(
+            pool.map(
+                lambda args: attempt(
+                    flexsn.compile, args[0], targets=(), kinds=args[1]
+                ),
+                [(n, k) for n in NEURONS for k in (None, RUNTIME_FLAGS)]
+                + [(SMOOTH, None)],
+            )
+        )
+        list(
+            pool.map(
+                lambda job: attempt(_build, job),
+                sorted(_compile_jobs(), key=repr),
+            )
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -375,16 +517,21 @@ def run_reference(neuron, x, inits, params=None, surrogate=None, w=None):
 
 def close(got, want, what, **tol):
     assert got is not None, f"{what}: no tensor (None)"
-    assert got.shape == want.shape, \
-        f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
-    torch.testing.assert_close(got.detach().float().cpu(),
-                               want.detach().float().cpu(), msg=lambda m:
-                               f"{what}: {m}", **tol)
+    assert (
+        got.shape == want.shape
+    ), f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+    torch.testing.assert_close(
+        got.detach().float().cpu(),
+        want.detach().float().cpu(),
+        msg=lambda m: f"{what}: {m}",
+        **tol,
+    )
 
 
 def spikes_equal(got, want, what):
-    assert got.shape == want.shape, \
-        f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+    assert (
+        got.shape == want.shape
+    ), f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
     got, want = got.detach().float().cpu(), want.detach().float().cpu()
     flips = (got != want).sum().item()
     assert flips == 0, f"{what}: {flips} of {got.numel()} spikes differ"
@@ -427,12 +574,18 @@ def test_forward_matches_reference(case, with_inits, dtype, device):
     gen = generator(10)
     shape = (3, 5)
     x = drive(neuron, gen, (12,) + shape, dtype, device)
-    inits = (initial_states(neuron, gen, shape, dtype, device) if with_inits
-             else [None] * len(STATES[neuron]))
+    inits = (
+        initial_states(neuron, gen, shape, dtype, device)
+        if with_inits
+        else [None] * len(STATES[neuron])
+    )
     # The reference runs in float32 on the values the kernel reads.
     want_spikes, want_seqs = run_reference(
-        neuron, x.float(), [None if s is None else s.float() for s in inits],
-        params)
+        neuron,
+        x.float(),
+        [None if s is None else s.float() for s in inits],
+        params,
+    )
     spike_rate_is_useful(want_spikes)
     tol = FWD_TOL[device] if dtype == torch.float32 else LOW_TOL[dtype]
 
@@ -474,9 +627,19 @@ def test_forward_matches_reference(case, with_inits, dtype, device):
 LOSSES = ("seqs", "final", "final_only", "outputs")
 
 
-def check_gradients(neuron, params, device, loss, surrogate=None,
-                    ref_surrogate=None, dtype=torch.float32, seed=20,
-                    T=8, shape=(4, 6), kinds=None):
+def check_gradients(
+    neuron,
+    params,
+    device,
+    loss,
+    surrogate=None,
+    ref_surrogate=None,
+    dtype=torch.float32,
+    seed=20,
+    T=8,
+    shape=(4, 6),
+    kinds=None,
+):
     gen = generator(seed)
     x = drive(neuron, gen, (T,) + shape, dtype, device)
     given = loss in ("seqs", "final")
@@ -491,19 +654,27 @@ def check_gradients(neuron, params, device, loss, surrogate=None,
         if loss in ("seqs", "final", "outputs"):
             value = value + (spikes.float() * w_out).sum()
         if loss == "seqs":
-            value = value + sum((s.float() * w).sum()
-                                for s, w in zip(seqs, w_seqs))
+            value = value + sum(
+                (s.float() * w).sum() for s, w in zip(seqs, w_seqs)
+            )
         if loss == "final":
-            value = value + sum((s.float() * w).sum()
-                                for s, w in zip(finals, w_final))
+            value = value + sum(
+                (s.float() * w).sum() for s, w in zip(finals, w_final)
+            )
         if loss == "final_only":
             value = value + (finals[0].float() * w_final[0]).sum()
         return value
 
     # The module.
-    module = flexsn_module(neuron, device, params, surrogate,
-                           store_state_seqs=(loss == "seqs"), kinds=kinds)
-    for name in (kinds or {}):
+    module = flexsn_module(
+        neuron,
+        device,
+        params,
+        surrogate,
+        store_state_seqs=(loss == "seqs"),
+        kinds=kinds,
+    )
+    for name in kinds or {}:
         assert getattr(module, name) == bool(params.get(name, False))
     x_m = leaf(x)
     inits_m = [leaf(s) for s in inits]
@@ -519,8 +690,13 @@ def check_gradients(neuron, params, device, loss, surrogate=None,
     inits_r = [leaf(s.float()) for s in inits]
     w_r = torch.tensor(PLIF_W0, device=device, requires_grad=True)
     want_spikes, want_seqs = run_reference(
-        neuron, x_r, inits_r if given else [None] * n_states, params,
-        ref_surrogate, w_r)
+        neuron,
+        x_r,
+        inits_r if given else [None] * n_states,
+        params,
+        ref_surrogate,
+        w_r,
+    )
     spike_rate_is_useful(want_spikes)
     total(want_spikes, want_seqs, [s[-1] for s in want_seqs]).backward()
 
@@ -530,11 +706,15 @@ def check_gradients(neuron, params, device, loss, surrogate=None,
         for name, got, want in zip(STATES[neuron], seqs, want_seqs):
             close(got, want, f"{name}_seq", **tol)
     if dtype == torch.float32:
+
         def compare(got, want, what):
             close(got, want, what, **GRAD_TOL[device])
+
     else:
+
         def compare(got, want, what):
             norm_close(got, want, what, LOW_GRAD_TOL[dtype])
+
     assert x_m.grad.dtype == dtype
     compare(x_m.grad, x_r.grad, "x.grad")
     if given:
@@ -542,9 +722,15 @@ def check_gradients(neuron, params, device, loss, surrogate=None,
             compare(got.grad, want.grad, f"{name}0.grad")
     if neuron == "plif":
         assert module.w.grad is not None, "w got no gradient"
-        close(module.w.grad, w_r.grad, "w.grad",
-              rtol=GRAD_TOL[device]["rtol"] if dtype == torch.float32
-              else LOW_GRAD_TOL[dtype], atol=1e-5)
+        close(
+            module.w.grad,
+            w_r.grad,
+            "w.grad",
+            rtol=GRAD_TOL[device]["rtol"]
+            if dtype == torch.float32
+            else LOW_GRAD_TOL[dtype],
+            atol=1e-5,
+        )
     # A loss that reaches them must give some non-zero gradient.
     assert x_r.grad.abs().sum() > 0
 
@@ -554,34 +740,51 @@ def check_gradients(neuron, params, device, loss, surrogate=None,
 @pytest.mark.parametrize("flags", list(FLAGS))
 @pytest.mark.parametrize("neuron", NEURONS)
 def test_gradients_match_reference(neuron, flags, loss, device):
-    check_gradients(neuron, flag_params(neuron, flags), device, loss,
-                    kinds=RUNTIME_FLAGS)
+    check_gradients(
+        neuron, flag_params(neuron, flags), device, loss, kinds=RUNTIME_FLAGS
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("neuron", NEURONS)
 def test_gradients_low_precision(neuron, dtype, device):
-    check_gradients(neuron, flag_params(neuron, "hard"), device, "seqs",
-                    dtype=DTYPES[dtype])
+    check_gradients(
+        neuron,
+        flag_params(neuron, "hard"),
+        device,
+        "seqs",
+        dtype=DTYPES[dtype],
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("surrogates", LIF_SURROGATES,
-                         ids=lambda s: s[0].mlir()[len("#flexsn."):])
+@pytest.mark.parametrize(
+    "surrogates", LIF_SURROGATES, ids=lambda s: s[0].mlir()[len("#flexsn.") :]
+)
 def test_lif_gradients_every_surrogate(surrogates, device):
     module_surrogate, reference_surrogate = surrogates
-    check_gradients("lif", {}, device, "seqs", module_surrogate,
-                    reference_surrogate, T=6, shape=(20,))
+    check_gradients(
+        "lif",
+        {},
+        device,
+        "seqs",
+        module_surrogate,
+        reference_surrogate,
+        T=6,
+        shape=(20,),
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("case", OTHER_SURROGATES,
-                         ids=lambda c: f"{c[0]}-{c[3][0]}")
+@pytest.mark.parametrize(
+    "case", OTHER_SURROGATES, ids=lambda c: f"{c[0]}-{c[3][0]}"
+)
 def test_gradients_other_surrogates(case, device):
     neuron, params, module_surrogate, reference_surrogate = case
-    check_gradients(neuron, params, device, "seqs", module_surrogate,
-                    reference_surrogate)
+    check_gradients(
+        neuron, params, device, "seqs", module_surrogate, reference_surrogate
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -603,22 +806,27 @@ def test_gradients_one_of_two_initial_states(neuron, given, device):
     states[given] = init_m
     module.states = states
     spikes = module(x_m)
-    ((spikes * w_out).sum()
-     + (module.state_seqs[1 - given] * w_seq).sum()).backward()
+    (
+        (spikes * w_out).sum() + (module.state_seqs[1 - given] * w_seq).sum()
+    ).backward()
 
     x_r, init_r = leaf(x), leaf(init)
     inits = [None, None]
     inits[given] = init_r
     want_spikes, want_seqs = run_reference(neuron, x_r, inits, params)
-    ((want_spikes * w_out).sum()
-     + (want_seqs[1 - given] * w_seq).sum()).backward()
+    (
+        (want_spikes * w_out).sum() + (want_seqs[1 - given] * w_seq).sum()
+    ).backward()
     spikes_equal(spikes, want_spikes, "spikes")
-    for got, want, name in zip(module.state_seqs, want_seqs,
-                               STATES[neuron]):
+    for got, want, name in zip(module.state_seqs, want_seqs, STATES[neuron]):
         close(got, want, f"{name}_seq", **FWD_TOL[device])
     close(x_m.grad, x_r.grad, "x.grad", **GRAD_TOL[device])
-    close(init_m.grad, init_r.grad, f"{STATES[neuron][given]}0.grad",
-          **GRAD_TOL[device])
+    close(
+        init_m.grad,
+        init_r.grad,
+        f"{STATES[neuron][given]}0.grad",
+        **GRAD_TOL[device],
+    )
     assert init_r.grad.abs().sum() > 0
 
 
@@ -650,20 +858,27 @@ def test_smooth_neuron_matches_formula(device):
     x_m, v0_m, u0_m = leaf(x), leaf(v0), leaf(u0)
     module.states = [v0_m, u0_m]
     y = module(x_m)
-    ((y * w_y).sum() + (module.state_seqs[0] * w_v).sum()
-     + (module.state_seqs[1] * w_u).sum()).backward()
+    (
+        (y * w_y).sum()
+        + (module.state_seqs[0] * w_v).sum()
+        + (module.state_seqs[1] * w_u).sum()
+    ).backward()
 
     d = torch.float64
     x_r, v0_r, u0_r = leaf(x.to(d)), leaf(v0.to(d)), leaf(u0.to(d))
     a_r = torch.tensor(0.6, dtype=d, device=device, requires_grad=True)
     b_r = torch.tensor(1.2, dtype=d, device=device, requires_grad=True)
     want = smooth_reference(x_r, v0_r, u0_r, a_r, b_r, 0.7)
-    ((want[0] * w_y.to(d)).sum() + (want[1] * w_v.to(d)).sum()
-     + (want[2] * w_u.to(d)).sum()).backward()
+    (
+        (want[0] * w_y.to(d)).sum()
+        + (want[1] * w_v.to(d)).sum()
+        + (want[2] * w_u.to(d)).sum()
+    ).backward()
 
     tol = dict(rtol=1e-5, atol=1e-5)
-    for got, expected, name in zip([y] + module.state_seqs, want,
-                                   ["y", "v_seq", "u_seq"]):
+    for got, expected, name in zip(
+        [y] + module.state_seqs, want, ["y", "v_seq", "u_seq"]
+    ):
         close(got, expected, name, **tol)
     tol = dict(rtol=1e-4, atol=1e-4)
     close(x_m.grad, x_r.grad, "x.grad", **tol)
@@ -680,16 +895,18 @@ def test_smooth_neuron_finite_differences(device):
     x, v0, u0 = smooth_inputs(device)
     module = smooth_module(device)
     gen = generator(42)
-    w_y, w_v, w_u = (weights(gen, x.shape, device).double()
-                     for _ in range(3))
+    w_y, w_v, w_u = (weights(gen, x.shape, device).double() for _ in range(3))
 
     def loss(x, v0, u0):
         module.reset()
         module.states = [v0, u0]
         y = module(x)
         v_seq, u_seq = module.state_seqs
-        return ((y.double() * w_y).sum() + (v_seq.double() * w_v).sum()
-                + (u_seq.double() * w_u).sum())
+        return (
+            (y.double() * w_y).sum()
+            + (v_seq.double() * w_v).sum()
+            + (u_seq.double() * w_u).sum()
+        )
 
     x_m, v0_m, u0_m = leaf(x), leaf(v0), leaf(u0)
     loss(x_m, v0_m, u0_m).backward()
@@ -719,10 +936,14 @@ def test_smooth_neuron_finite_differences(device):
             f_minus = loss(x, v0, u0)
             p.fill_(p0)
             numeric.append((f_plus - f_minus) / (2 * eps))
-    for got, want, name in zip(analytic, numeric,
-                               ["x", "v0", "u0", "a", "b"]):
-        close(got, want, f"{name}.grad vs finite differences",
-              rtol=1e-2, atol=1e-3)
+    for got, want, name in zip(analytic, numeric, ["x", "v0", "u0", "a", "b"]):
+        close(
+            got,
+            want,
+            f"{name}.grad vs finite differences",
+            rtol=1e-2,
+            atol=1e-3,
+        )
     assert all(g.abs().sum() > 0 for g in numeric)
 
 
@@ -740,8 +961,12 @@ def test_smooth_neuron_gradcheck(device):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # float32 inputs
         assert torch.autograd.gradcheck(
-            function, (leaf(x), leaf(v0), leaf(u0)), eps=1e-3, atol=1e-2,
-            rtol=1e-2)
+            function,
+            (leaf(x), leaf(v0), leaf(u0)),
+            eps=1e-3,
+            atol=1e-2,
+            rtol=1e-2,
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -755,8 +980,9 @@ def plif_w(case_id):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("store_v_seq", [False, True],
-                         ids=["no_v_seq", "v_seq"])
+@pytest.mark.parametrize(
+    "store_v_seq", [False, True], ids=["no_v_seq", "v_seq"]
+)
 @pytest.mark.parametrize("case", list(NODES))
 def test_node_matches_reference(case, store_v_seq, device):
     neuron = NODES[case][3]
@@ -816,15 +1042,17 @@ def test_node_two_calls_equal_one(case, device):
         leaves = [leaf(p) for p in pieces]
         spikes = torch.cat([node(p) for p in leaves])
         # v_seq holds the last call's steps; the loss weighs the last three.
-        loss = ((spikes * w_out).sum() + (node.v * w_v).sum()
-                + (node.v_seq[-3:] * w_seq[3:]).sum())
+        loss = (
+            (spikes * w_out).sum()
+            + (node.v * w_v).sum()
+            + (node.v_seq[-3:] * w_seq[3:]).sum()
+        )
         loss.backward()
         grad_x = torch.cat([p.grad for p in leaves])
         grad_w = node.w.grad.clone() if neuron == "plif" else None
         return spikes, node.v, node.v_seq, grad_x, grad_w
 
-    split = run(node_module(case, device, store_v_seq=True),
-                [x[:3], x[3:]])
+    split = run(node_module(case, device, store_v_seq=True), [x[:3], x[3:]])
     whole = run(node_module(case, device, store_v_seq=True), [x])
 
     x_r = leaf(x)
@@ -833,19 +1061,20 @@ def test_node_two_calls_equal_one(case, device):
         w_r = torch.tensor(plif_w(case), device=device, requires_grad=True)
     want_spikes, want_v_seq = node_reference(case, x_r, None, w_r)
     spike_rate_is_useful(want_spikes)
-    ((want_spikes * w_out).sum() + (want_v_seq[-1] * w_v).sum()
-     + (want_v_seq[3:] * w_seq[3:]).sum()).backward()
+    (
+        (want_spikes * w_out).sum()
+        + (want_v_seq[-1] * w_v).sum()
+        + (want_v_seq[3:] * w_seq[3:]).sum()
+    ).backward()
 
     spikes, v, v_seq, grad_x, grad_w = split
     assert v_seq.shape[0] == 3
     spikes_equal(spikes, want_spikes, "spikes of two calls")
     close(v, want_v_seq[-1], "v after two calls", **FWD_TOL[device])
-    close(v_seq, want_v_seq[3:], "v_seq of the second call",
-          **FWD_TOL[device])
+    close(v_seq, want_v_seq[3:], "v_seq of the second call", **FWD_TOL[device])
     close(grad_x, x_r.grad, "x.grad over two calls", **GRAD_TOL[device])
     if grad_w is not None:
-        close(grad_w, w_r.grad, "w.grad over two calls", rtol=1e-4,
-              atol=1e-5)
+        close(grad_w, w_r.grad, "w.grad over two calls", rtol=1e-4, atol=1e-5)
     # And the one call (whose v_seq has six steps) agrees with the split.
     assert whole[2].shape[0] == 6
     spikes_equal(whole[0], spikes, "one call vs two calls")
@@ -853,14 +1082,16 @@ def test_node_two_calls_equal_one(case, device):
     close(whole[2][3:], v_seq, "v_seq, one call vs two", **FWD_TOL[device])
     close(whole[3], grad_x, "x.grad, one call vs two", **GRAD_TOL[device])
     if grad_w is not None:
-        close(whole[4], grad_w, "w.grad, one call vs two", rtol=1e-4,
-              atol=1e-5)
+        close(
+            whole[4], grad_w, "w.grad, one call vs two", rtol=1e-4, atol=1e-5
+        )
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available()
-                    or torch.cuda.device_count() < 2,
-                    reason="needs two CUDA GPUs")
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.device_count() < 2,
+    reason="needs two CUDA GPUs",
+)
 @pytest.mark.parametrize("case", ["lif", "plif"])
 def test_node_on_a_gpu_that_is_not_current(case):
     """A module on cuda:1 runs while cuda:0 is the current device, as
@@ -894,8 +1125,7 @@ def test_node_on_a_gpu_that_is_not_current(case):
     close(node.v, want_v_seq[-1], "v on cuda:1", **FWD_TOL["cuda"])
     close(x1.grad, x_r.grad, "x.grad on cuda:1", **GRAD_TOL["cuda"])
     if w_r is not None:
-        close(node.w.grad, w_r.grad, "w.grad on cuda:1", rtol=1e-4,
-              atol=1e-5)
+        close(node.w.grad, w_r.grad, "w.grad on cuda:1", rtol=1e-4, atol=1e-5)
 
 
 def test_launch_makes_the_tensors_device_current(monkeypatch):
@@ -904,6 +1134,7 @@ def test_launch_makes_the_tensors_device_current(monkeypatch):
     torch.cuda.device(that device), on that device's stream; a launch on
     the current device enters no guard."""
     from flexsn.torch import _kernels
+
     entered, launched = [], []
 
     class Guard:
@@ -953,8 +1184,7 @@ def test_node_reset_starts_from_v_reset(case, device):
     spikes = node(second)
     want_spikes, want_v_seq = node_reference(case, second, v0)
     # Carrying the first call's state would change the result.
-    carried_spikes, _ = node_reference(
-        case, torch.cat([first, second]), v0)
+    carried_spikes, _ = node_reference(case, torch.cat([first, second]), v0)
     assert not torch.equal(carried_spikes[5:], want_spikes)
     spikes_equal(spikes, want_spikes, "spikes after reset()")
     close(node.v_seq, want_v_seq, "v_seq after reset()", **FWD_TOL[device])
@@ -993,8 +1223,13 @@ def test_node_detach_cuts_the_graph(case, device):
     ((want_spikes * w_out).sum() + (want_v_seq[-1] * w_v).sum()).backward()
     close(b.grad, b_r.grad, "second call's x.grad", **GRAD_TOL[device])
     if w_r is not None:
-        close(node.w.grad, w_r.grad, "w.grad after detach()", rtol=1e-4,
-              atol=1e-5)
+        close(
+            node.w.grad,
+            w_r.grad,
+            "w.grad after detach()",
+            rtol=1e-4,
+            atol=1e-5,
+        )
 
     # Without detach() the gradient reaches the first call's inputs.
     node = node_module(case, device)
@@ -1030,8 +1265,7 @@ def test_node_single_step_mode(case, device):
     w_r = None
     if neuron == "plif":
         w_r = torch.tensor(plif_w(case), device=device, requires_grad=True)
-    want_spikes, want_v_seq = node_reference(case, x_r, reset_value(case),
-                                             w_r)
+    want_spikes, want_v_seq = node_reference(case, x_r, reset_value(case), w_r)
     spike_rate_is_useful(want_spikes)
     ((want_spikes * w_out).sum() + (want_v_seq[-1] * w_v).sum()).backward()
     spikes_equal(spikes, want_spikes, "single-step spikes")
@@ -1047,8 +1281,9 @@ def test_node_single_step_mode(case, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("store", [False, True],
-                         ids=["final_states", "state_seqs"])
+@pytest.mark.parametrize(
+    "store", [False, True], ids=["final_states", "state_seqs"]
+)
 @pytest.mark.parametrize("neuron", NEURONS)
 def test_empty_sequence_without_initial_states(neuron, store, device):
     module = flexsn_module(neuron, device, store_state_seqs=store)
@@ -1056,16 +1291,18 @@ def test_empty_sequence_without_initial_states(neuron, store, device):
     spikes = module(x)
     assert spikes.shape == (0, 5) and spikes.dtype == torch.float32
     if store:
-        assert [tuple(s.shape) for s in module.state_seqs] == \
-            [(0, 5)] * len(STATES[neuron])
+        assert [tuple(s.shape) for s in module.state_seqs] == [(0, 5)] * len(
+            STATES[neuron]
+        )
     for state in module.states:
         assert state is not None, "final state is None, not zeros"
         assert torch.equal(state.cpu(), torch.zeros(5))
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("store", [False, True],
-                         ids=["final_states", "state_seqs"])
+@pytest.mark.parametrize(
+    "store", [False, True], ids=["final_states", "state_seqs"]
+)
 @pytest.mark.parametrize("neuron", NEURONS)
 def test_empty_sequence_with_initial_states(neuron, store, device):
     """T = 0: outputs empty, the final states are the initial ones (so a
@@ -1092,12 +1329,14 @@ def test_empty_sequence_with_initial_states(neuron, store, device):
     spikes = module(x)
     assert spikes.shape == (0,) + shape
     if store:
-        assert [tuple(s.shape) for s in module.state_seqs] == \
-            [(0,) + shape] * len(inits)
+        assert [tuple(s.shape) for s in module.state_seqs] == [
+            (0,) + shape
+        ] * len(inits)
     for got, want in zip(module.states, inits):
         assert torch.equal(got.detach(), want)
-    loss = spikes.sum() + sum((s * w).sum()
-                              for s, w in zip(module.states, w_final))
+    loss = spikes.sum() + sum(
+        (s * w).sum() for s, w in zip(module.states, w_final)
+    )
     loss.backward()
     assert x.grad is None or x.grad.shape == (0,) + shape
     for got, w in zip(leaves, w_final):
@@ -1128,8 +1367,9 @@ def test_if_cpu_kernels_load_with_bf16(flags):
     routine the C runtime lacks, such as __truncsfbf2), and the module
     runs."""
     params = FLAGS[flags]
-    module = FlexSN("if", params=params, targets=("cpu",),
-                    store_state_seqs=True)
+    module = FlexSN(
+        "if", params=params, targets=("cpu",), store_state_seqs=True
+    )
     for variant in flexsn.ALL_VARIANTS:
         for dtype in flexsn.STORAGE_TYPES:
             module.compiled.kernel("cpu", variant, dtype)

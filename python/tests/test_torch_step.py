@@ -27,18 +27,27 @@ def as_compiled(monkeypatch):
     monkeypatch.setattr(fuse_module, "compiling", lambda: True)
 
 
-MODULES = [(name, lambda name=name: FlexSN(name))
-           for name in sorted(flexsn.shipped_neurons())] + [
+MODULES = [
+    (name, lambda name=name: FlexSN(name))
+    for name in sorted(flexsn.shipped_neurons())
+] + [
     ("IFNode", lambda: IFNode(step_mode="m")),
     ("LIFNode(soft reset)", lambda: LIFNode(step_mode="m", v_reset=None)),
-    ("LIFNode(decay_input=False, detach_reset)",
-     lambda: LIFNode(step_mode="m", decay_input=False, detach_reset=True)),
-    ("LIFNode(ATan)", lambda: LIFNode(
-        step_mode="m", surrogate_function=flexsn.surrogate.ATan(alpha=3.0))),
-    ("ParametricLIFNode",
-     lambda: ParametricLIFNode(step_mode="m", init_tau=3.0)),
-    ("LIFNode(store_v_seq)", lambda: LIFNode(step_mode="m",
-                                             store_v_seq=True)),
+    (
+        "LIFNode(decay_input=False, detach_reset)",
+        lambda: LIFNode(step_mode="m", decay_input=False, detach_reset=True),
+    ),
+    (
+        "LIFNode(ATan)",
+        lambda: LIFNode(
+            step_mode="m", surrogate_function=flexsn.surrogate.ATan(alpha=3.0)
+        ),
+    ),
+    (
+        "ParametricLIFNode",
+        lambda: ParametricLIFNode(step_mode="m", init_tau=3.0),
+    ),
+    ("LIFNode(store_v_seq)", lambda: LIFNode(step_mode="m", store_v_seq=True)),
 ]
 
 
@@ -54,43 +63,53 @@ def run(module, inputs, seed):
     xs = [x.detach().clone().requires_grad_() for x in inputs]
     gen = torch.Generator().manual_seed(seed)
     for i in range(len(module.states)):
-        module.states[i] = (torch.rand(inputs[0].shape[1:], generator=gen)
-                            .to(inputs[0].device)).requires_grad_()
+        module.states[i] = (
+            torch.rand(inputs[0].shape[1:], generator=gen).to(inputs[0].device)
+        ).requires_grad_()
     inits = [s for s in module.states]
     out = module(*xs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    weights = [torch.randn(o.shape, generator=gen).to(o.device)
-               for o in outs]
+    weights = [torch.randn(o.shape, generator=gen).to(o.device) for o in outs]
     loss = sum((o * w).sum() for o, w in zip(outs, weights))
     finals = [s for s in module.states]
     loss = loss + sum(s.sum() * 0.5 for s in finals)
     params = [p for p in module.parameters()]
-    grads = torch.autograd.grad(loss, xs + inits + params,
-                                allow_unused=True)
+    grads = torch.autograd.grad(loss, xs + inits + params, allow_unused=True)
     seqs = list(module.state_seqs or [])
-    return ([o.detach() for o in outs], [s.detach() for s in finals],
-            [s.detach() for s in seqs], grads)
+    return (
+        [o.detach() for o in outs],
+        [s.detach() for s in finals],
+        [s.detach() for s in seqs],
+        grads,
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,make", MODULES, ids=[m[0] for m in MODULES])
 def test_step_matches_kernels(device, name, make, monkeypatch):
     module = make().to(device)
-    assert module.handle.torch_step is not None, \
-        f"{name}: no PyTorch step was generated"
+    assert (
+        module.handle.torch_step is not None
+    ), f"{name}: no PyTorch step was generated"
     gen = torch.Generator().manual_seed(0)
-    inputs = [(torch.randn(T, N, generator=gen) * 1.5 + 0.6).to(device)
-              for _ in module.info.inputs]
+    inputs = [
+        (torch.randn(T, N, generator=gen) * 1.5 + 0.6).to(device)
+        for _ in module.info.inputs
+    ]
     kernels = run(module, inputs, 1)
     monkeypatch.setattr(function, "compiling", lambda: True)
     calls = []
     original = _torch_step.run
-    monkeypatch.setattr(_torch_step, "run", lambda *args: calls.append(1)
-                        or original(*args))
+    monkeypatch.setattr(
+        _torch_step, "run", lambda *args: calls.append(1) or original(*args)
+    )
     torch_step = run(module, inputs, 1)
     assert calls, "the call did not take the PyTorch step"
-    for what, a, b in zip(("outputs", "final states", "state sequences",
-                           "gradients"), torch_step, kernels):
+    for what, a, b in zip(
+        ("outputs", "final states", "state sequences", "gradients"),
+        torch_step,
+        kernels,
+    ):
         assert len(a) == len(b), what
         for i, (x, y) in enumerate(zip(a, b)):
             if x is None or y is None:
@@ -107,16 +126,17 @@ def test_every_surrogate_has_its_kernel_derivative():
     for spec in flexsn._dialect.SURROGATES:
         s = _torch_step.spike(x, f"#flexsn.{spec.mnemonic}")
         assert torch.equal(s.detach(), (x >= 0).float())
-        grad, = torch.autograd.grad(s.sum(), x)
+        (grad,) = torch.autograd.grad(s.sum(), x)
         defaults = [p.default for p in spec.params]
-        assert torch.allclose(grad, spec.derivative(x.detach(), *defaults)), \
-            spec.mnemonic
+        assert torch.allclose(
+            grad, spec.derivative(x.detach(), *defaults)
+        ), spec.mnemonic
 
 
 def test_attribute_parameters_are_read():
     x = torch.tensor([0.3], requires_grad=True)
     s = _torch_step.spike(x, "#flexsn.sigmoid<alpha = 2.500000e+00>")
-    grad, = torch.autograd.grad(s.sum(), x)
+    (grad,) = torch.autograd.grad(s.sum(), x)
     sig = torch.sigmoid(2.5 * x.detach())
     assert torch.allclose(grad, 2.5 * sig * (1 - sig))
     with pytest.raises(ValueError, match="not a FlexSN surrogate"):
@@ -138,8 +158,9 @@ def test_cmpf_predicates_follow_nan_rules():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_large_calls_run_the_kernels_when_compiled(device, as_compiled,
-                                                   monkeypatch):
+def test_large_calls_run_the_kernels_when_compiled(
+    device, as_compiled, monkeypatch
+):
     """Under torch.compile a call of TORCH_STEP_MAX_NEURONS neurons per
     step or more runs the kernels, a smaller one the PyTorch step: each
     computes the same."""
@@ -177,8 +198,7 @@ def test_fused_model_runs_its_modules_when_compiled(device, as_compiled):
             self.sn = LIFNode(step_mode="m", detach_reset=True)
 
         def forward(self, x):
-            y = self.bn(x.flatten(0, 1)).unflatten(0, (x.shape[0],
-                                                       x.shape[1]))
+            y = self.bn(x.flatten(0, 1)).unflatten(0, (x.shape[0], x.shape[1]))
             return self.sn(y) + x
 
     torch.manual_seed(0)
@@ -217,8 +237,7 @@ def test_compiled_model_has_no_graph_break():
         dynamo.reset()
         model.sn.reset()
         explanation = dynamo.explain(m)(x)
-        assert explanation.graph_break_count == 0, \
-            explanation.break_reasons
+        assert explanation.graph_break_count == 0, explanation.break_reasons
         model.sn.reset()
         expected = m(x)
         model.sn.reset()
@@ -227,8 +246,10 @@ def test_compiled_model_has_no_graph_break():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not flexsn.torch.has_custom_op(),
-                    reason="torch has no torch.library.custom_op")
+@pytest.mark.skipif(
+    not flexsn.torch.has_custom_op(),
+    reason="torch has no torch.library.custom_op",
+)
 @pytest.mark.parametrize("kind", ["u8-spikes", "per-neuron-threshold"])
 def test_built_neurons_on_the_custom_op_compile(kind):
     """Neurons that run their kernels as the custom op under torch.compile
@@ -246,8 +267,9 @@ def test_built_neurons_on_the_custom_op_compile(kind):
 
     def neuron():
         if training:
-            return LIFNode(step_mode="m",
-                           v_threshold=torch.full((2, 8, 8, 8), 0.5))
+            return LIFNode(
+                step_mode="m", v_threshold=torch.full((2, 8, 8, 8), 0.5)
+            )
         return LIFNode(step_mode="m", spike_dtype=torch.uint8)
 
     class Net(nn.Module):
@@ -271,8 +293,9 @@ def test_built_neurons_on_the_custom_op_compile(kind):
     model = Net().cuda()
     neurons = (model.sn1, model.sn2)
     assert neurons[0].info is neurons[1].info  # one compiled neuron
-    assert neurons[0].handle.has_shaped or neurons[0].handle.torch_step \
-        is None  # the custom op, not the PyTorch step, under torch.compile
+    assert (
+        neurons[0].handle.has_shaped or neurons[0].handle.torch_step is None
+    )  # the custom op, not the PyTorch step, under torch.compile
     x = torch.randn(4, 2, 3, 8, 8, device="cuda")
     results = []
     for m in (torch.compile(model), model):  # the compiled call first
@@ -285,6 +308,7 @@ def test_built_neurons_on_the_custom_op_compile(kind):
         if training:
             y.square().sum().backward()
             results[-1] += [model.conv1.weight.grad.clone()] + [
-                n.v_threshold.grad.clone() for n in neurons]
+                n.v_threshold.grad.clone() for n in neurons
+            ]
     for got, expected in zip(*results):
         assert relative(got, expected) < 1e-5

@@ -35,30 +35,79 @@ kernels. This file imports nothing.
 
 # Parameter defaults (i1 flags as bool).
 DEFAULTS = {
-    "if": dict(v_threshold=1.0, v_reset=0.0,
-               soft_reset=False, detach_reset=False),
-    "lif": dict(tau=2.0, v_threshold=1.0, v_reset=0.0,
-                soft_reset=False, detach_reset=False, decay_input=True),
+    "if": dict(
+        v_threshold=1.0, v_reset=0.0, soft_reset=False, detach_reset=False
+    ),
+    "lif": dict(
+        tau=2.0,
+        v_threshold=1.0,
+        v_reset=0.0,
+        soft_reset=False,
+        detach_reset=False,
+        decay_input=True,
+    ),
     # PLIF: 1/tau = sigmoid(w), w0 = -ln(init_tau - 1) = 0 for init_tau = 2.
-    "plif": dict(w=0.0, v_threshold=1.0, v_reset=0.0,
-                 soft_reset=False, detach_reset=False, decay_input=True),
-    "qif": dict(tau=2.0, v_c=0.8, a0=1.0, v_rest=0.0, v_threshold=1.0,
-                v_reset=-0.1, soft_reset=False, detach_reset=False),
-    "eif": dict(tau=2.0, delta_T=1.0, theta_rh=0.8, v_rest=0.0,
-                v_threshold=1.0, v_reset=-0.1,
-                soft_reset=False, detach_reset=False),
-    "izhikevich": dict(tau=2.0, v_c=0.8, a0=1.0, v_rest=-0.1, tau_w=2.0,
-                       a=0.0, b=0.0, v_threshold=1.0, v_reset=0.0,
-                       soft_reset=False, detach_reset=False),
-    "cuba_lif": dict(c_decay=0.5, v_decay=0.75, v_threshold=0.5, v_reset=0.0,
-                     soft_reset=False, detach_reset=False),
+    "plif": dict(
+        w=0.0,
+        v_threshold=1.0,
+        v_reset=0.0,
+        soft_reset=False,
+        detach_reset=False,
+        decay_input=True,
+    ),
+    "qif": dict(
+        tau=2.0,
+        v_c=0.8,
+        a0=1.0,
+        v_rest=0.0,
+        v_threshold=1.0,
+        v_reset=-0.1,
+        soft_reset=False,
+        detach_reset=False,
+    ),
+    "eif": dict(
+        tau=2.0,
+        delta_T=1.0,
+        theta_rh=0.8,
+        v_rest=0.0,
+        v_threshold=1.0,
+        v_reset=-0.1,
+        soft_reset=False,
+        detach_reset=False,
+    ),
+    "izhikevich": dict(
+        tau=2.0,
+        v_c=0.8,
+        a0=1.0,
+        v_rest=-0.1,
+        tau_w=2.0,
+        a=0.0,
+        b=0.0,
+        v_threshold=1.0,
+        v_reset=0.0,
+        soft_reset=False,
+        detach_reset=False,
+    ),
+    "cuba_lif": dict(
+        c_decay=0.5,
+        v_decay=0.75,
+        v_threshold=0.5,
+        v_reset=0.0,
+        soft_reset=False,
+        detach_reset=False,
+    ),
 }
 
 # State names in declaration order; every neuron has one input and one
 # output (the spike).
 STATES = {
-    "if": ["v"], "lif": ["v"], "plif": ["v"], "qif": ["v"], "eif": ["v"],
-    "izhikevich": ["v", "w"], "cuba_lif": ["c", "v"],
+    "if": ["v"],
+    "lif": ["v"],
+    "plif": ["v"],
+    "qif": ["v"],
+    "eif": ["v"],
+    "izhikevich": ["v", "w"],
+    "cuba_lif": ["c", "v"],
 }
 
 # The i1 parameters.
@@ -69,8 +118,12 @@ FLAGS = ("soft_reset", "detach_reset", "decay_input")
 # and the tests' custom parameters; initial states ~ uniform(low, high), by
 # state name.
 DRIVE = {
-    "if": (0.6, 0.8), "lif": (0.8, 0.9), "plif": (0.8, 0.9),
-    "qif": (0.5, 0.6), "eif": (0.6, 0.8), "izhikevich": (0.6, 0.6),
+    "if": (0.6, 0.8),
+    "lif": (0.8, 0.9),
+    "plif": (0.8, 0.9),
+    "qif": (0.5, 0.6),
+    "eif": (0.6, 0.8),
+    "izhikevich": (0.6, 0.6),
     "cuba_lif": (0.3, 0.6),
 }
 INIT = {"v": (-0.2, 0.9), "w": (-0.2, 0.3), "c": (-0.3, 0.5)}
@@ -101,8 +154,10 @@ def charge(ops, neuron, p, x, st):
         return v - (v - v_r) * k + x, {}
     if neuron == "qif":
         v = st["v"]
-        return v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"])) \
-            / p["tau"], {}
+        return (
+            v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"])) / p["tau"],
+            {},
+        )
     if neuron == "eif":
         v = st["v"]
         dT = p["delta_T"]
@@ -110,8 +165,12 @@ def charge(ops, neuron, p, x, st):
         return v + (x + (p["v_rest"] - v) + spike_current) / p["tau"], {}
     if neuron == "izhikevich":
         v, w = st["v"], st["w"]
-        return v + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"]) - w) \
-            / p["tau"], {}
+        return (
+            v
+            + (x + p["a0"] * (v - p["v_rest"]) * (v - p["v_c"]) - w)
+            / p["tau"],
+            {},
+        )
     if neuron == "cuba_lif":
         c_next = st["c"] * p["c_decay"] + x
         return st["v"] * p["v_decay"] + c_next, {"c": c_next}
@@ -129,8 +188,9 @@ def fire_and_reset(neuron, p, st, updated, h, s, s_d):
         new["v"] = s_d * p["v_reset"] + (1.0 - s_d) * h
     if neuron == "izhikevich":
         w = st["w"]
-        new["w"] = w + (p["a"] * (h - p["v_rest"]) - w) / p["tau_w"] \
-            + p["b"] * s
+        new["w"] = (
+            w + (p["a"] * (h - p["v_rest"]) - w) / p["tau_w"] + p["b"] * s
+        )
     return new
 
 

@@ -46,8 +46,9 @@ def resolve(mnemonic, params):
     merged = dict(DEFAULTS[mnemonic])
     for name, value in params.items():
         if name not in merged:
-            raise TypeError("surrogate %r has no parameter %r"
-                            % (mnemonic, name))
+            raise TypeError(
+                "surrogate %r has no parameter %r" % (mnemonic, name)
+            )
         merged[name] = value
     return merged
 
@@ -88,36 +89,38 @@ def _log_tailed_relu(ops, x, alpha):
 
 _G = {
     "sigmoid": _sigmoid,
-    "atan": lambda ops, x, alpha:
-        (alpha / 2) / (1 + (math.pi / 2 * alpha * x) ** 2),
-    "piecewise_quadratic": lambda ops, x, alpha:
-        ops.maximum(alpha - alpha ** 2 * ops.abs(x), 0.0),
-    "piecewise_exp": lambda ops, x, alpha:
-        (alpha / 2) * ops.exp(-alpha * ops.abs(x)),
-    "soft_sign": lambda ops, x, alpha:
-        1 / (2 * alpha * (1 / alpha + ops.abs(x)) ** 2),
+    "atan": lambda ops, x, alpha: (alpha / 2)
+    / (1 + (math.pi / 2 * alpha * x) ** 2),
+    "piecewise_quadratic": lambda ops, x, alpha: ops.maximum(
+        alpha - alpha**2 * ops.abs(x), 0.0
+    ),
+    "piecewise_exp": lambda ops, x, alpha: (alpha / 2)
+    * ops.exp(-alpha * ops.abs(x)),
+    "soft_sign": lambda ops, x, alpha: 1
+    / (2 * alpha * (1 / alpha + ops.abs(x)) ** 2),
     "super_spike": lambda ops, x, alpha: alpha / (ops.abs(x) + 1) ** 2,
-    "erf": lambda ops, x, alpha:
-        (alpha / math.sqrt(math.pi)) * ops.exp(-(alpha * x) ** 2),
-    "nonzero_sign_log_abs": lambda ops, x, alpha:
-        1 / (1 / alpha + ops.abs(x)),
-    "piecewise_leaky_relu": lambda ops, x, w, c:
-        ops.where(ops.abs(x) < w, 1 / (2 * w), c),
+    "erf": lambda ops, x, alpha: (alpha / math.sqrt(math.pi))
+    * ops.exp(-((alpha * x) ** 2)),
+    "nonzero_sign_log_abs": lambda ops, x, alpha: 1 / (1 / alpha + ops.abs(x)),
+    "piecewise_leaky_relu": lambda ops, x, w, c: ops.where(
+        ops.abs(x) < w, 1 / (2 * w), c
+    ),
     "squarewave_fourier_series": _squarewave,
-    "s2nn": lambda ops, x, alpha, beta:
-        ops.where(x < 0, _sigmoid(ops, x, alpha),
-                  beta / (ops.maximum(x, 0.0) + 1)),
-    "q_pseudo_spike": lambda ops, x, alpha:
-        (1 + 2 * ops.abs(x) / (alpha - 1)) ** (-alpha),
+    "s2nn": lambda ops, x, alpha, beta: ops.where(
+        x < 0, _sigmoid(ops, x, alpha), beta / (ops.maximum(x, 0.0) + 1)
+    ),
+    "q_pseudo_spike": lambda ops, x, alpha: (1 + 2 * ops.abs(x) / (alpha - 1))
+    ** (-alpha),
     "leaky_k_relu": lambda ops, x, leak, k: ops.where(x >= 0, k, leak),
     "fake_numerical_gradient": _fake_numerical_gradient,
     "log_tailed_relu": _log_tailed_relu,
-    "rect": lambda ops, x, alpha:
-        ops.where(ops.abs(x) < 0.5 / alpha, alpha, 0.0),
-    "multi_gaussian": lambda ops, x, sigma, h, s:
-        (1 + h) * _normal_density(ops, x, 0.0, sigma)
-        - h * _normal_density(ops, x, sigma, s * sigma)
-        - h * _normal_density(ops, x, -sigma, s * sigma),
+    "rect": lambda ops, x, alpha: ops.where(
+        ops.abs(x) < 0.5 / alpha, alpha, 0.0
+    ),
+    "multi_gaussian": lambda ops, x, sigma, h, s: (1 + h)
+    * _normal_density(ops, x, 0.0, sigma)
+    - h * _normal_density(ops, x, sigma, s * sigma)
+    - h * _normal_density(ops, x, -sigma, s * sigma),
     "straight_through": lambda ops, x: ops.ones_like(x),
 }
 

@@ -31,8 +31,11 @@ TIMEOUT = 60.0
 class Session:
     def __init__(self, server):
         self.process = subprocess.Popen(
-            [server], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL)
+            [server],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.buffer = b""
         self.next_id = 1
         self.passed = 0
@@ -47,8 +50,14 @@ class Session:
 
     def request(self, method, params):
         self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                   "params": params})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": self.next_id,
+                "method": method,
+                "params": params,
+            }
+        )
         return self.next_id
 
     def read_message(self, deadline):
@@ -59,14 +68,15 @@ class Session:
                 length = int(headers.split(":")[1])
                 start = header_end + 4
                 if len(self.buffer) >= start + length:
-                    body = self.buffer[start:start + length]
-                    self.buffer = self.buffer[start + length:]
+                    body = self.buffer[start : start + length]
+                    self.buffer = self.buffer[start + length :]
                     return json.loads(body)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([self.process.stdout], [], [],
-                                        remaining)
+            ready, _, _ = select.select(
+                [self.process.stdout], [], [], remaining
+            )
             if not ready:
                 return None
             chunk = self.process.stdout.read1(1 << 16)
@@ -102,15 +112,22 @@ class Session:
         self.passed += 1
 
     def alive(self, what, uri="test:///probe.mlir"):
-        id_ = self.request("textDocument/hover", {
-            "textDocument": {"uri": uri},
-            "position": {"line": 0, "character": 0}})
-        self.check(what, self.answer(id_) is not None
-                   and self.process.poll() is None)
+        id_ = self.request(
+            "textDocument/hover",
+            {
+                "textDocument": {"uri": uri},
+                "position": {"line": 0, "character": 0},
+            },
+        )
+        self.check(
+            what, self.answer(id_) is not None and self.process.poll() is None
+        )
 
     def start(self):
-        id_ = self.request("initialize", {"processId": None, "rootUri": None,
-                                          "capabilities": {}})
+        id_ = self.request(
+            "initialize",
+            {"processId": None, "rootUri": None, "capabilities": {}},
+        )
         reply = self.answer(id_)
         self.check("initialize answered", reply is not None)
         sync = reply["result"]["capabilities"]["textDocumentSync"]
@@ -131,15 +148,30 @@ def documents(session, paths, typing=True):
     for k, path in enumerate(paths):
         text = open(path, "rb").read().decode("utf-8", errors="replace")
         uri = f"test:///doc{k}.mlir"
-        session.send({"jsonrpc": "2.0", "method": "textDocument/didOpen",
-                      "params": {"textDocument": {
-                          "uri": uri, "languageId": "mlir", "version": 1,
-                          "text": text}}})
+        session.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {
+                    "textDocument": {
+                        "uri": uri,
+                        "languageId": "mlir",
+                        "version": 1,
+                        "text": text,
+                    }
+                },
+            }
+        )
         session.alive(f"alive after opening {path}", uri)
         if typing:
             type_last_line(session, uri, text, path)
-        session.send({"jsonrpc": "2.0", "method": "textDocument/didClose",
-                      "params": {"textDocument": {"uri": uri}}})
+        session.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didClose",
+                "params": {"textDocument": {"uri": uri}},
+            }
+        )
 
 
 def type_last_line(session, uri, text, path):
@@ -147,31 +179,47 @@ def type_last_line(session, uri, text, path):
     time: every half-typed prefix."""
     head, _, last = text.rstrip("\n").rpartition("\n")
     for n in range(1, min(len(last), 120) + 1):
-        session.send({"jsonrpc": "2.0", "method": "textDocument/didChange",
-                      "params": {"textDocument": {"uri": uri,
-                                                  "version": n + 1},
-                                 "contentChanges": [
-                                     {"text": head + "\n" + last[:n]}]}})
+        session.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didChange",
+                "params": {
+                    "textDocument": {"uri": uri, "version": n + 1},
+                    "contentChanges": [{"text": head + "\n" + last[:n]}],
+                },
+            }
+        )
     session.alive(f"alive after typing the last line of {path}", uri)
 
 
 def framing(session):
-    body = json.dumps({"jsonrpc": "2.0", "id": 900, "method":
-                       "textDocument/hover", "params": {
-                           "textDocument": {"uri": "test:///x.mlir"},
-                           "position": {"line": 0, "character": 0}}}).encode()
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 900,
+            "method": "textDocument/hover",
+            "params": {
+                "textDocument": {"uri": "test:///x.mlir"},
+                "position": {"line": 0, "character": 0},
+            },
+        }
+    ).encode()
     session.send_raw(b"Content-Length: %d\n\n" % len(body) + body)
     session.check("LF-only headers", session.answer(900) is not None)
     body = body.replace(b"900", b"901")
     session.send_raw(b"Content-Length:   %d   \r\n\r\n" % len(body) + body)
     session.check("spaces around the length", session.answer(901) is not None)
     session.send_raw(b"Content-Length: 2\r\n\r\n[]")
-    session.check("an array is answered with an error",
-                  session.error_answer() is not None)
+    session.check(
+        "an array is answered with an error",
+        session.error_answer() is not None,
+    )
     deep = b"[" * 50000 + b"]" * 50000
     session.send_raw(b"Content-Length: %d\r\n\r\n" % len(deep) + deep)
-    session.check("50,000 levels of nesting answered with an error",
-                  session.error_answer() is not None)
+    session.check(
+        "50,000 levels of nesting answered with an error",
+        session.error_answer() is not None,
+    )
     session.alive("alive after the malformed messages")
     # Last: a message claiming a gigabyte is skipped as it arrives, never
     # allocated; the input then ends inside it.
@@ -188,8 +236,9 @@ def main():
         framing(session)
         session.process.stdin.close()
         code = session.process.wait(TIMEOUT)
-        session.check("ends at the end of its input, inside the gigabyte",
-                      code == 0)
+        session.check(
+            "ends at the end of its input, inside the gigabyte", code == 0
+        )
         print(f"session: {session.passed} passed, 0 failed")
         return
     session.finish()

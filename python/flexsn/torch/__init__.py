@@ -17,7 +17,23 @@ from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
 from ._nir import NIRModel, from_nir, to_nir
 from ._recurrent import Recurrent
 
-__all__ = ["Affine", "Block", "Delay", "FlexSN", "Handle", "IFNode",
-           "LIFNode", "NIRModel", "ParametricLIFNode", "Recurrent",
-           "Residual", "convert", "from_nir", "fuse", "has_custom_op",
-           "scan", "to_nir", "unpack_spikes"]
+__all__ = [
+    "Affine",
+    "Block",
+    "Delay",
+    "FlexSN",
+    "Handle",
+    "IFNode",
+    "LIFNode",
+    "NIRModel",
+    "ParametricLIFNode",
+    "Recurrent",
+    "Residual",
+    "convert",
+    "from_nir",
+    "fuse",
+    "has_custom_op",
+    "scan",
+    "to_nir",
+    "unpack_spikes",
+]

@@ -32,8 +32,12 @@ import torch
 from torch import nn
 
 from .. import compiler
-from .._dialect import (BLOCK_CONNECTION_OPERANDS, BLOCK_CONNECTIONS,
-                        BLOCK_PRES, BLOCK_READOUTS)
+from .._dialect import (
+    BLOCK_CONNECTION_OPERANDS,
+    BLOCK_CONNECTIONS,
+    BLOCK_PRES,
+    BLOCK_READOUTS,
+)
 from .._manifest import NeuronInfo, Param
 from ._function import Handle, compiling, scan
 from ._kernels import DTYPES
@@ -50,17 +54,21 @@ class Affine:
     `num_channels=C` scale and shift are per channel (`[C]`; the block's
     inputs are then `[T, B, C, ...]`), else scalars; both are trainable
     `nn.Parameter`s of the block starting at `scale` and `shift`."""
+
     num_channels: Optional[int] = None
     scale: float = 1.0
     shift: float = 0.0
 
     def __post_init__(self):
         if self.num_channels is not None and (
-                isinstance(self.num_channels, bool)
-                or not isinstance(self.num_channels, int)
-                or self.num_channels < 1):
-            raise ValueError(f"Affine num_channels is None or a positive "
-                             f"int, got {self.num_channels!r}")
+            isinstance(self.num_channels, bool)
+            or not isinstance(self.num_channels, int)
+            or self.num_channels < 1
+        ):
+            raise ValueError(
+                f"Affine num_channels is None or a positive "
+                f"int, got {self.num_channels!r}"
+            )
 
 
 #: SEW-ResNet's connect functions of the neuron's spikes s and the
@@ -77,13 +85,16 @@ class Residual:
     IAND. x is the block's input, or with `skip=True` a second input of the
     output's shape, `block(x, skip)` (SEW-ResNet's identity path, or its
     downsampled identity)."""
+
     op: str = "add"
     skip: bool = False
 
     def __post_init__(self):
         if self.op not in _RESIDUALS:
-            raise ValueError(f"Residual op is one of "
-                             f"{', '.join(_RESIDUALS)}, got {self.op!r}")
+            raise ValueError(
+                f"Residual op is one of "
+                f"{', '.join(_RESIDUALS)}, got {self.op!r}"
+            )
         if not isinstance(self.skip, bool):
             raise TypeError(f"Residual skip is a bool, got {self.skip!r}")
 
@@ -92,21 +103,26 @@ class Residual:
 class BlockShape:
     """What a `flexsn.block` declares around its neuron: the pre-op, the
     connection and its operand, the readout (the dialect's enum cases)."""
+
     pre: str = "none"
     connection: str = "none"
     operand: str = "input"
     readout: str = "none"
 
     def __post_init__(self):
-        for value, cases in ((self.pre, BLOCK_PRES),
-                             (self.connection, BLOCK_CONNECTIONS),
-                             (self.operand, BLOCK_CONNECTION_OPERANDS),
-                             (self.readout, BLOCK_READOUTS)):
+        for value, cases in (
+            (self.pre, BLOCK_PRES),
+            (self.connection, BLOCK_CONNECTIONS),
+            (self.operand, BLOCK_CONNECTION_OPERANDS),
+            (self.readout, BLOCK_READOUTS),
+        ):
             if value not in cases:
                 raise ValueError(f"{value!r} is not one of {cases}")
         if self.adds_skip and self.operand == "skip":
-            raise ValueError("a block has one skip input: the pre-op adds "
-                             "it or the connection reads it, not both")
+            raise ValueError(
+                "a block has one skip input: the pre-op adds "
+                "it or the connection reads it, not both"
+            )
 
     @property
     def adds_skip(self) -> bool:
@@ -125,8 +141,13 @@ class BlockShape:
         return "scalar" if self.pre.startswith("affine") else None
 
     @classmethod
-    def of(cls, pre, post: Optional[Residual], readout: Optional[str],
-           add_skip: bool = False):
+    def of(
+        cls,
+        pre,
+        post: Optional[Residual],
+        readout: Optional[str],
+        add_skip: bool = False,
+    ):
         if pre is None:
             pre_kind = "none"
         elif isinstance(pre, BatchNorm) or pre.num_channels is not None:
@@ -135,9 +156,12 @@ class BlockShape:
             pre_kind = "affine"
         if add_skip:
             pre_kind = "add" if pre is None else pre_kind + "_add"
-        return cls(pre_kind, post.op if post else "none",
-                   "skip" if post and post.skip else "input",
-                   readout or "none")
+        return cls(
+            pre_kind,
+            post.op if post else "none",
+            "skip" if post and post.skip else "input",
+            readout or "none",
+        )
 
 
 class _CompiledBlock:
@@ -146,8 +170,11 @@ class _CompiledBlock:
     where the final-state variant is the block's inference kernel (it
     writes final states)."""
 
-    _VARIANTS = {"final-state": "inference", "forward": "forward",
-                 "backward": "backward"}
+    _VARIANTS = {
+        "final-state": "inference",
+        "forward": "forward",
+        "backward": "backward",
+    }
 
     @staticmethod
     def function_name(block: str, dtype: str) -> str:
@@ -159,36 +186,50 @@ class _CompiledBlock:
         self.kernels, self.info, self.name = kernels, info, info.name
         self.directory, self.manifest = kernels.directory, kernels.manifest
 
-    def kernel(self, device: str, variant: str, dtype: str,
-               deterministic: bool = False, spikes: str = "dense",
-               final_states: Optional[bool] = None):
+    def kernel(
+        self,
+        device: str,
+        variant: str,
+        dtype: str,
+        deterministic: bool = False,
+        spikes: str = "dense",
+        final_states: Optional[bool] = None,
+    ):
         # A block's one forward kernel keeps final states.
         if variant not in self._VARIANTS or spikes != "dense":
             raise RuntimeError(
                 f"{self.name}: a Block has no {variant} kernel with "
-                f"{spikes} spikes (it keeps final states, dense spikes)")
+                f"{spikes} spikes (it keeps final states, dense spikes)"
+            )
         return self.kernels.kernel_of(
-            device, self.function_name(self.name, dtype),
-            self._VARIANTS[variant], dtype, deterministic)
+            device,
+            self.function_name(self.name, dtype),
+            self._VARIANTS[variant],
+            dtype,
+            deterministic,
+        )
 
 
 @dataclasses.dataclass
 class BlockProgram:
     """A block compiled around a neuron as configured: its source, its
     kernels, its interface (`info`) and the Handle that runs them."""
+
     source: str
     kernels: object
     info: NeuronInfo
     handle: Handle
 
 
-def compile_block(compiled, shape: BlockShape, name: str, storage_types,
-                  targets=None) -> BlockProgram:
+def compile_block(
+    compiled, shape: BlockShape, name: str, storage_types, targets=None
+) -> BlockProgram:
     """Compiles the block of `shape` around the neuron `compiled` (a
     neuron module's `compiled`: its const parameters and surrogate), one
     function per storage type."""
-    return compile_blocks(compiled, {name: shape}, storage_types,
-                          targets)[name]
+    return compile_blocks(compiled, {name: shape}, storage_types, targets)[
+        name
+    ]
 
 
 def compile_blocks(compiled, shapes: dict, storage_types, targets=None):
@@ -196,18 +237,28 @@ def compile_blocks(compiled, shapes: dict, storage_types, targets=None):
     around the neuron `compiled`, in one compile (one module)."""
     info = compiled.info
     neuron_text = (compiled.directory / "configured.mlir").read_text()
-    text = block_module(neuron_text, [
-        block_declaration(_CompiledBlock.function_name(name, dtype), info,
-                          shape, dtype)
-        for name, shape in shapes.items() for dtype in storage_types])
+    text = block_module(
+        neuron_text,
+        [
+            block_declaration(
+                _CompiledBlock.function_name(name, dtype), info, shape, dtype
+            )
+            for name, shape in shapes.items()
+            for dtype in storage_types
+        ],
+    )
     kernels = compiler.compile_kernels(text, targets=targets)
-    return {name: _block_program(text, kernels, info, shape, name,
-                                 storage_types[0])
-            for name, shape in shapes.items()}
+    return {
+        name: _block_program(
+            text, kernels, info, shape, name, storage_types[0]
+        )
+        for name, shape in shapes.items()
+    }
 
 
-def _block_program(text, kernels, info: NeuronInfo, shape: BlockShape,
-                   name: str, dtype: str) -> BlockProgram:
+def _block_program(
+    text, kernels, info: NeuronInfo, shape: BlockShape, name: str, dtype: str
+) -> BlockProgram:
     """The block `name` of compiled `kernels` as a program: its interface
     and the Handle running it."""
     inputs = ("x", "skip") if shape.takes_skip else ("x",)
@@ -218,21 +269,26 @@ def _block_program(text, kernels, info: NeuronInfo, shape: BlockShape,
         states, outputs = states + ("readout",), ()
     params = list(info.runtime_params)
     if shape.affine:
-        params[:0] = [Param("scale", "f32", 1.0, "trainable", shape.affine),
-                      Param("shift", "f32", 0.0, "trainable", shape.affine)]
+        params[:0] = [
+            Param("scale", "f32", 1.0, "trainable", shape.affine),
+            Param("shift", "f32", 0.0, "trainable", shape.affine),
+        ]
     # In the kernels' order, which fusion chose: their param buffers, then
     # their scalar params.
     function = _CompiledBlock.function_name(name, dtype)
     manifest = kernels.manifest
-    spec = (manifest.find("cpu", "inference", dtype, neuron=function)
-            or manifest.find("cuda", "inference", dtype, neuron=function))
-    order = [b.binds.name for b in spec.buffers
-             if b.binds.key == ("param", False)]
+    spec = manifest.find(
+        "cpu", "inference", dtype, neuron=function
+    ) or manifest.find("cuda", "inference", dtype, neuron=function)
+    order = [
+        b.binds.name for b in spec.buffers if b.binds.key == ("param", False)
+    ]
     order += [n for n, _ in spec.params]
     params.sort(key=lambda p: order.index(p.name))
     block_info = NeuronInfo(name, inputs, states, outputs, tuple(params))
-    return BlockProgram(text, kernels, block_info,
-                        Handle(_CompiledBlock(kernels, block_info)))
+    return BlockProgram(
+        text, kernels, block_info, Handle(_CompiledBlock(kernels, block_info))
+    )
 
 
 def _batch_statistics(x, running_mean, running_var, factor, eps):
@@ -251,11 +307,20 @@ def _batch_statistics(x, running_mean, running_var, factor, eps):
             # PyTorch's kernel updates statistics of the count's dtype:
             # float32 copies of half ones (`.bfloat16()`), rounded once.
             half = running_mean.dtype != torch.float32
-            stats = ((running_mean.float(), running_var.float()) if half
-                     else (running_mean, running_var))
+            stats = (
+                (running_mean.float(), running_var.float())
+                if half
+                else (running_mean, running_var)
+            )
             torch.batch_norm_gather_stats_with_counts(
-                flat, mean[None], invstd[None], *stats, factor, eps,
-                _count(n, mean))
+                flat,
+                mean[None],
+                invstd[None],
+                *stats,
+                factor,
+                eps,
+                _count(n, mean),
+            )
             if half:
                 running_mean.copy_(stats[0])
                 running_var.copy_(stats[1])
@@ -272,8 +337,9 @@ def _batch_statistics(x, running_mean, running_var, factor, eps):
         # In float32, rounded once to the statistics' own dtype (bfloat16
         # after `.bfloat16()`), as nn.BatchNorm does.
         running_mean.copy_(running_mean.float().lerp_(mean, factor))
-        running_var.copy_(running_var.float().lerp_(
-            var * (n / max(n - 1, 1)), factor))
+        running_var.copy_(
+            running_var.float().lerp_(var * (n / max(n - 1, 1)), factor)
+        )
     return mean, torch.rsqrt(var + eps)
 
 
@@ -283,12 +349,16 @@ def _batch_affine(weight, bias, mean, invstd):
     scale = invstd if weight is None else invstd * weight.float()
     shift = torch.addcmul(
         torch.zeros_like(mean) if bias is None else bias.float(),
-        mean, scale, value=-1)
+        mean,
+        scale,
+        value=-1,
+    )
     return scale, shift
 
 
-def _batch_norm_backward(x, grad_y, grad_scale, grad_shift, mean, invstd,
-                         scale, needs_x: bool):
+def _batch_norm_backward(
+    x, grad_y, grad_scale, grad_shift, mean, invstd, scale, needs_x: bool
+):
     """(dx, d weight in float32) of a training batch norm read as
     `x·scale + shift`, from grad_y, the gradient its reader gives x
     (g·scale, g the gradient of the pre-activation), and those of scale
@@ -307,19 +377,27 @@ def _batch_norm_backward(x, grad_y, grad_scale, grad_shift, mean, invstd,
         # The kernel computes (dy - (x - mean)·invstd²·sum_dy_xmu/n -
         # sum_dy/n)·invstd·weight: weight = 1/invstd.
         grad_x = torch.batch_norm_backward_elemt(
-            grad_y.flatten(0, 1), x.flatten(0, 1), mean, invstd,
-            invstd.reciprocal(), scale * grad_shift, scale * common,
-            _count(n, mean, torch.int32)).view(x.shape)
+            grad_y.flatten(0, 1),
+            x.flatten(0, 1),
+            mean,
+            invstd,
+            invstd.reciprocal(),
+            scale * grad_shift,
+            scale * common,
+            _count(n, mean, torch.int32),
+        ).view(x.shape)
         return grad_x, grad_weight
     slope = invstd.square().mul_(scale).mul_(common).mul_(-1.0 / n)
-    offset = torch.addcmul(scale * grad_shift, slope, mean,
-                           value=n).mul_(-1.0 / n)
+    offset = torch.addcmul(scale * grad_shift, slope, mean, value=n).mul_(
+        -1.0 / n
+    )
     view = (1, 1, -1) + (1,) * (x.dim() - 3)
     # In float32: slope is ~1/n, below half precision's range.
-    grad_x = torch.addcmul(offset.view(view), x, slope.view(view)).add_(
-        grad_y)
-    return (grad_x if grad_x.dtype == x.dtype else grad_x.to(x.dtype),
-            grad_weight)
+    grad_x = torch.addcmul(offset.view(view), x, slope.view(view)).add_(grad_y)
+    return (
+        grad_x if grad_x.dtype == x.dtype else grad_x.to(x.dtype),
+        grad_weight,
+    )
 
 
 class _BatchNormAffine(torch.autograd.Function):
@@ -341,12 +419,24 @@ class _BatchNormAffine(torch.autograd.Function):
     def backward(ctx, grad_y, grad_scale, grad_shift):
         x, mean, invstd, scale = ctx.saved_tensors
         grad_x, grad_weight = _batch_norm_backward(
-            x, grad_y, grad_scale, grad_shift, mean, invstd, scale,
-            ctx.needs_input_grad[0])
+            x,
+            grad_y,
+            grad_scale,
+            grad_shift,
+            mean,
+            invstd,
+            scale,
+            ctx.needs_input_grad[0],
+        )
         if ctx.weight_dtype is None:
             return grad_x, None, None, None, None
-        return (grad_x, grad_weight.to(ctx.weight_dtype),
-                grad_shift.to(ctx.weight_dtype), None, None)
+        return (
+            grad_x,
+            grad_weight.to(ctx.weight_dtype),
+            grad_shift.to(ctx.weight_dtype),
+            None,
+            None,
+        )
 
 
 class BatchStatistics:
@@ -367,8 +457,9 @@ class BatchStatistics:
     def attach(self, inputs, trainable):
         """inputs and trainable with x, scale and shift differentiable
         through the statistics."""
-        x, scale, shift = _attached(inputs[0], self.weight, self.bias,
-                                    self.mean, self.invstd)
+        x, scale, shift = _attached(
+            inputs[0], self.weight, self.bias, self.mean, self.invstd
+        )
         trainable = list(trainable)
         trainable[self.scale_index] = scale
         trainable[self.shift_index] = shift
@@ -382,12 +473,20 @@ class BatchStatistics:
         grad_shift = grad_params[self.shift_index]
         grad_params[self.scale_index] = grad_params[self.shift_index] = None
         grad_x, grad_weight = _batch_norm_backward(
-            x, grad_y, grad_scale, grad_shift, self.mean, self.invstd,
-            self.scale, needs_x)
+            x,
+            grad_y,
+            grad_scale,
+            grad_shift,
+            self.mean,
+            self.invstd,
+            self.scale,
+            needs_x,
+        )
         return grad_x, tuple(
-            g.to(t.dtype) for g, t in ((grad_weight, self.weight),
-                                       (grad_shift, self.bias))
-            if t is not None)
+            g.to(t.dtype)
+            for g, t in ((grad_weight, self.weight), (grad_shift, self.bias))
+            if t is not None
+        )
 
 
 _counts: dict = {}
@@ -401,8 +500,9 @@ def _count(n: int, like: torch.Tensor, dtype=None) -> torch.Tensor:
     key = (n, like.device, dtype)
     count = _counts.get(key)
     if count is None:
-        count = _counts[key] = torch.full((1,), n, dtype=dtype,
-                                          device=like.device)
+        count = _counts[key] = torch.full(
+            (1,), n, dtype=dtype, device=like.device
+        )
     return count
 
 
@@ -421,6 +521,7 @@ def _eager_under_compile(function):
     @functools.wraps(function)
     def call(*args):
         return (disabled if compiling() else function)(*args)
+
     return call
 
 
@@ -444,14 +545,20 @@ def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
     if x.dim() < 3 or x.shape[2] != bn.num_features:
         raise ValueError(
             f"{type(bn).__name__}({bn.num_features}) takes [T, B, C, ...] "
-            f"inputs with C = {bn.num_features}, got {tuple(x.shape)}")
+            f"inputs with C = {bn.num_features}, got {tuple(x.shape)}"
+        )
     batch_statistics = bn.training or bn.running_mean is None
     if batch_statistics and x.numel() // x.shape[2] == 1:
-        raise ValueError(f"Expected more than 1 value per channel when "
-                         f"training, got input size {list(x.shape)}")
+        raise ValueError(
+            f"Expected more than 1 value per channel when "
+            f"training, got input size {list(x.shape)}"
+        )
     factor = 0.0 if bn.momentum is None else bn.momentum
-    if bn.training and bn.track_running_stats and \
-            bn.num_batches_tracked is not None:
+    if (
+        bn.training
+        and bn.track_running_stats
+        and bn.num_batches_tracked is not None
+    ):
         bn.num_batches_tracked.add_(1)
         if bn.momentum is None:  # a cumulative moving average
             factor = 1.0 / float(bn.num_batches_tracked)
@@ -464,11 +571,18 @@ def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
         update = bn.training and bn.track_running_stats
         with torch.no_grad():
             mean, invstd = _batch_statistics(
-                x, bn.running_mean if update else None,
-                bn.running_var if update else None, factor, bn.eps)
+                x,
+                bn.running_mean if update else None,
+                bn.running_var if update else None,
+                factor,
+                bn.eps,
+            )
             scale, shift = _batch_affine(bn.weight, bn.bias, mean, invstd)
-        return scale, shift, BatchStatistics(mean, invstd, scale, bn.weight,
-                                             bn.bias)
+        return (
+            scale,
+            shift,
+            BatchStatistics(mean, invstd, scale, bn.weight, bn.bias),
+        )
     invstd = 1.0 / torch.sqrt(bn.running_var.float() + bn.eps)
     mean = bn.running_mean.float()
     if bn.weight is None:
@@ -477,10 +591,18 @@ def batch_norm_affine(bn: BatchNorm, x: torch.Tensor):
     return scale, bn.bias.float() - mean * scale, None
 
 
-def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
-              skip: Optional[torch.Tensor], scale, shift, states: List,
-              assigned: set,
-              statistics: Optional[BatchStatistics] = None) -> torch.Tensor:
+def run_block(
+    program: BlockProgram,
+    neuron,
+    pre,
+    x: torch.Tensor,
+    skip: Optional[torch.Tensor],
+    scale,
+    shift,
+    states: List,
+    assigned: set,
+    statistics: Optional[BatchStatistics] = None,
+) -> torch.Tensor:
     """Runs a compiled block on x (and skip) from `states` (a state list as
     modules keep them, updated in place to the final states), reading the
     neuron's runtime and trainable parameters from `neuron`; `scale` and
@@ -489,13 +611,19 @@ def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
     info = program.info
     if (skip is not None) != ("skip" in info.inputs):
         raise TypeError(
-            f"{info.name}: " + ("the block takes a second input, "
-                                "block(x, skip)" if skip is None else
-                                "the block takes one input x (nothing in "
-                                "it reads a skip input)"))
+            f"{info.name}: "
+            + (
+                "the block takes a second input, " "block(x, skip)"
+                if skip is None
+                else "the block takes one input x (nothing in "
+                "it reads a skip input)"
+            )
+        )
     if skip is not None and skip.shape != x.shape:
-        raise ValueError(f"{info.name}: skip has the output's shape "
-                         f"{tuple(x.shape)}, got {tuple(skip.shape)}")
+        raise ValueError(
+            f"{info.name}: skip has the output's shape "
+            f"{tuple(x.shape)}, got {tuple(skip.shape)}"
+        )
     trainable, runtime = [], []
     for p in info.runtime_params:
         if pre is not None and p.name in ("scale", "shift"):
@@ -506,15 +634,17 @@ def run_block(program: BlockProgram, neuron, pre, x: torch.Tensor,
             value = getattr(neuron, p.name)
         (trainable if p.kind == "trainable" else runtime).append(value)
     readout = "readout" in info.states
-    neuron_states = info.states[:len(states)]
-    inits = initial_states(info.name, neuron_states, states,
-                           neuron._reset_values, assigned, x)
+    neuron_states = info.states[: len(states)]
+    inits = initial_states(
+        info.name, neuron_states, states, neuron._reset_values, assigned, x
+    )
     if readout:
         inits.append(None)  # each call's sum starts at zero
     inputs = [x] if skip is None else [x, skip]
-    outputs, finals = scan(program.handle, inputs, inits, trainable, runtime,
-                           False, statistics)
-    states[:] = finals[:len(states)]
+    outputs, finals = scan(
+        program.handle, inputs, inits, trainable, runtime, False, statistics
+    )
+    states[:] = finals[: len(states)]
     return finals[-1] if readout else outputs[0]
 
 
@@ -554,35 +684,55 @@ class Block(StatefulModule):
     # compiling).
     _process_local = dict(program=None, _built_for=None)
 
-    def __init__(self, neuron, pre=None, post: Optional[Residual] = None,
-                 readout=None, name: str = "block", storage_types=("f32",),
-                 targets=None, add_skip: bool = False):
+    def __init__(
+        self,
+        neuron,
+        pre=None,
+        post: Optional[Residual] = None,
+        readout=None,
+        name: str = "block",
+        storage_types=("f32",),
+        targets=None,
+        add_skip: bool = False,
+    ):
         super().__init__()
         if readout is not None and readout not in _READOUTS:
-            raise ValueError(f"readout is None or 'sum' (the output's sum "
-                             f"over time), got {readout!r}")
+            raise ValueError(
+                f"readout is None or 'sum' (the output's sum "
+                f"over time), got {readout!r}"
+            )
         if pre is not None and not isinstance(pre, (Affine, BatchNorm)):
-            raise TypeError(f"pre is None, flexsn.torch.Affine or a batch "
-                            f"norm module, got {type(pre).__name__}")
+            raise TypeError(
+                f"pre is None, flexsn.torch.Affine or a batch "
+                f"norm module, got {type(pre).__name__}"
+            )
         if post is not None and not isinstance(post, Residual):
-            raise TypeError(f"post is None or flexsn.torch.Residual, got "
-                            f"{type(post).__name__}")
+            raise TypeError(
+                f"post is None or flexsn.torch.Residual, got "
+                f"{type(post).__name__}"
+            )
         if not isinstance(add_skip, bool):
             raise TypeError(f"add_skip is a bool, got {add_skip!r}")
         if add_skip and post is not None and post.skip:
-            raise ValueError("a Block has one skip input: add_skip=True "
-                             "adds it before the neuron, so post reads x "
-                             "(Residual(op, skip=False))")
+            raise ValueError(
+                "a Block has one skip input: add_skip=True "
+                "adds it before the neuron, so post reads x "
+                "(Residual(op, skip=False))"
+            )
         info = check_block_neuron(neuron)
         if not name.isidentifier():
             raise ValueError(f"name is an identifier, got {name!r}")
         storage_types = tuple(dict.fromkeys(storage_types))
         if not storage_types or not set(storage_types) <= set(DTYPES.values()):
-            raise ValueError(f"storage_types are some of f32, f16, bf16, got "
-                             f"{storage_types!r}")
+            raise ValueError(
+                f"storage_types are some of f32, f16, bf16, got "
+                f"{storage_types!r}"
+            )
         if readout and storage_types != ("f32",):
-            raise ValueError("readout='sum' is float32 only for now: a sum "
-                             "over time is kept in float32")
+            raise ValueError(
+                "readout='sum' is float32 only for now: a sum "
+                "over time is kept in float32"
+            )
         self.neuron, self.pre, self.post = neuron, pre, post
         self.readout = readout
         self.add_skip = add_skip
@@ -602,8 +752,9 @@ class Block(StatefulModule):
         """Compiles the block around the neuron as it is now configured
         (its const parameters and surrogate): again after one changed."""
         compiled = self.neuron.compiled
-        self.program = compile_block(compiled, self.shape, self.name,
-                                     self.storage_types, self.targets)
+        self.program = compile_block(
+            compiled, self.shape, self.name, self.storage_types, self.targets
+        )
         self._built_for = compiled
 
     @property
@@ -630,25 +781,40 @@ class Block(StatefulModule):
 
     def extra_repr(self) -> str:
         pre = None if isinstance(self.pre, nn.Module) else self.pre
-        return (f"name={self.name}, pre={pre}, post={self.post}, "
-                f"readout={self.readout!r}" +
-                (", add_skip=True" if self.add_skip else ""))
+        return (
+            f"name={self.name}, pre={pre}, post={self.post}, "
+            f"readout={self.readout!r}"
+            + (", add_skip=True" if self.add_skip else "")
+        )
 
-    def forward(self, x: torch.Tensor,
-                skip: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, skip: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
         if self.program is None or self.neuron.compiled is not self._built_for:
             self._build()
         if DTYPES.get(x.dtype) not in self.storage_types:
-            raise TypeError(f"{self.info.name}: the block was compiled for "
-                            f"{', '.join(self.storage_types)} inputs "
-                            f"(storage_types), got {x.dtype}")
+            raise TypeError(
+                f"{self.info.name}: the block was compiled for "
+                f"{', '.join(self.storage_types)} inputs "
+                f"(storage_types), got {x.dtype}"
+            )
         scale = shift = statistics = None
         if isinstance(self.pre, BatchNorm):
             scale, shift, statistics = batch_norm_affine(self.pre, x)
         elif self.pre is not None:
             scale, shift = self.scale, self.shift
-        return run_block(self.program, self.neuron, self.pre, x, skip, scale,
-                         shift, self.states, self._assigned, statistics)
+        return run_block(
+            self.program,
+            self.neuron,
+            self.pre,
+            x,
+            skip,
+            scale,
+            shift,
+            self.states,
+            self._assigned,
+            statistics,
+        )
 
 
 def check_block_neuron(neuron) -> NeuronInfo:
@@ -657,18 +823,22 @@ def check_block_neuron(neuron) -> NeuronInfo:
     compiled = getattr(neuron, "compiled", None)
     info = getattr(compiled, "info", None)
     if not isinstance(info, NeuronInfo):
-        raise TypeError("neuron is a FlexSN neuron module (e.g. "
-                        "flexsn.torch.LIFNode(...))")
+        raise TypeError(
+            "neuron is a FlexSN neuron module (e.g. "
+            "flexsn.torch.LIFNode(...))"
+        )
     if len(info.inputs) != 1 or len(info.outputs) != 1:
         raise ValueError(
             f"a Block's neuron has one input and one output; "
             f"{info.name} has {len(info.inputs)} and "
-            f"{len(info.outputs)}")
+            f"{len(info.outputs)}"
+        )
     shaped = [p.name for p in info.runtime_params if p.shaped]
     if shaped:
         raise ValueError(
             f"{info.name}: per-neuron or per-channel parameters "
-            f"({', '.join(shaped)}) cannot be in a Block yet")
+            f"({', '.join(shaped)}) cannot be in a Block yet"
+        )
     return info
 
 
@@ -681,13 +851,16 @@ def block_module(neuron_text: str, functions) -> str:
     return text[:-1] + "".join(functions) + "}\n"
 
 
-def block_declaration(function: str, info: NeuronInfo, shape: BlockShape,
-                      dtype: str = "f32") -> str:
+def block_declaration(
+    function: str, info: NeuronInfo, shape: BlockShape, dtype: str = "f32"
+) -> str:
     """The `flexsn.block` op declaring the block function `@function` over
     sequences of `dtype`; `flexsn-expand-blocks` writes its IR."""
     connection = shape.connection
     if shape.operand != "input":
         connection += f", {shape.operand}"
-    return (f"  flexsn.block @{function} neuron(@{info.name}) "
-            f"pre({shape.pre}) connection({connection}) "
-            f"readout({shape.readout}) storage({dtype})\n")
+    return (
+        f"  flexsn.block @{function} neuron(@{info.name}) "
+        f"pre({shape.pre}) connection({connection}) "
+        f"readout({shape.readout}) storage({dtype})\n"
+    )

@@ -31,12 +31,20 @@ _SJ_SURROGATES = "spikingjelly.activation_based.surrogate"
 _SJ_BACKENDS = ("torch", "cupy", "triton", "inductor", "hop")
 
 #: The hooks a swap would drop: they are registered on the old module.
-_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
-          "_backward_pre_hooks")
+_HOOKS = (
+    "_forward_hooks",
+    "_forward_pre_hooks",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+)
 
 
-def convert(model: nn.Module, inplace: bool = False, verbose: bool = False,
-            report: Optional[List[str]] = None) -> nn.Module:
+def convert(
+    model: nn.Module,
+    inplace: bool = False,
+    verbose: bool = False,
+    report: Optional[List[str]] = None,
+) -> nn.Module:
     """`model` with every SpikingJelly `IFNode`, `LIFNode`,
     `ParametricLIFNode` and `FlexSN` replaced by flexsn.torch's module of
     the same name, in the same attribute (state_dict keys stay the same).
@@ -62,8 +70,11 @@ def convert(model: nn.Module, inplace: bool = False, verbose: bool = False,
     if report is not None:
         report.extend(lines)
     if verbose:
-        print("\n".join(lines) if lines else
-              "flexsn.torch.convert: no SpikingJelly neuron found")
+        print(
+            "\n".join(lines)
+            if lines
+            else "flexsn.torch.convert: no SpikingJelly neuron found"
+        )
     return converted
 
 
@@ -85,7 +96,7 @@ def _tensors_in(value):
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (list, tuple, dict)):
-        for item in (value.values() if isinstance(value, dict) else value):
+        for item in value.values() if isinstance(value, dict) else value:
             yield from _tensors_in(item)
 
 
@@ -97,8 +108,9 @@ class _Refused(Exception):
 _REQUIRED = object()
 
 
-def _convert_tree(module: nn.Module, name: str, seen: Dict[int, nn.Module],
-                  lines: List[str]) -> nn.Module:
+def _convert_tree(
+    module: nn.Module, name: str, seen: Dict[int, nn.Module], lines: List[str]
+) -> nn.Module:
     """`module`'s replacement, or `module` with its children converted. A
     module the model holds twice gets one replacement (`seen`)."""
     if id(module) in seen:
@@ -113,8 +125,10 @@ def _convert_tree(module: nn.Module, name: str, seen: Dict[int, nn.Module],
         replacement = None
     if replacement is not None:
         seen[id(module)] = replacement
-        lines.append(f"swapped: {shown} {cls.__name__} -> flexsn.torch."
-                     f"{type(replacement).__name__}")
+        lines.append(
+            f"swapped: {shown} {cls.__name__} -> flexsn.torch."
+            f"{type(replacement).__name__}"
+        )
         return replacement
     for child_name, child in module._modules.items():
         if child is None:
@@ -137,33 +151,43 @@ def _replacement(module: nn.Module) -> Optional[nn.Module]:
     is not one; _Refused for one that cannot be swapped."""
     cls = type(module)
     if not _is_spikingjelly(cls, _SJ_NEURONS):
-        base = next((c for c in cls.__mro__[1:]
-                     if _is_spikingjelly(c, _SJ_NEURONS)), None)
+        base = next(
+            (c for c in cls.__mro__[1:] if _is_spikingjelly(c, _SJ_NEURONS)),
+            None,
+        )
         if base is None:
             return None
-        raise _Refused(f"a subclass of SpikingJelly's {base.__name__}: "
-                       f"only the exact classes are swapped, its own code "
-                       f"would be lost")
+        raise _Refused(
+            f"a subclass of SpikingJelly's {base.__name__}: "
+            f"only the exact classes are swapped, its own code "
+            f"would be lost"
+        )
     build = _BUILDERS.get(cls.__name__)
     if build is None:
-        raise _Refused(f"FlexSN has no drop-in for it (drop-ins: "
-                       f"{', '.join(_BUILDERS)})")
+        raise _Refused(
+            f"FlexSN has no drop-in for it (drop-ins: "
+            f"{', '.join(_BUILDERS)})"
+        )
     hooks = [name for name in _HOOKS if getattr(module, name, None)]
     if hooks:
-        raise _Refused(f"it has hooks ({', '.join(hooks)}) that would stay "
-                       f"on the old module")
+        raise _Refused(
+            f"it has hooks ({', '.join(hooks)}) that would stay "
+            f"on the old module"
+        )
     try:
         new = build(module)
     except (ToolNotFoundError, CacheError):
         raise  # the machine's tools, not the neuron: every swap would fail
     except (TypeError, ValueError, CompileError) as error:
-        raise _Refused(f"flexsn.torch.{cls.__name__} refused its settings: "
-                       f"{error}") from None
+        raise _Refused(
+            f"flexsn.torch.{cls.__name__} refused its settings: " f"{error}"
+        ) from None
     _match_tensors(module, new)
     old_keys, new_keys = list(module.state_dict()), list(new.state_dict())
     if old_keys != new_keys:
-        raise _Refused(f"its state_dict keys {old_keys} would become "
-                       f"{new_keys}")
+        raise _Refused(
+            f"its state_dict keys {old_keys} would become " f"{new_keys}"
+        )
     new.train(module.training)
     return new
 
@@ -192,8 +216,11 @@ def _number(module: nn.Module, name: str) -> float:
 
 
 def _flag(module: nn.Module, name: str, default=_REQUIRED) -> bool:
-    value = (_attribute(module, name) if default is _REQUIRED
-             else getattr(module, name, default))
+    value = (
+        _attribute(module, name)
+        if default is _REQUIRED
+        else getattr(module, name, default)
+    )
     if not isinstance(value, bool):
         raise _Refused(f"{name} is {_describe(value)}, not a bool")
     return value
@@ -218,8 +245,10 @@ def _check_backend(module: nn.Module) -> None:
     value may be a backend with semantics of its own."""
     backend = getattr(module, "backend", "torch")
     if backend not in _SJ_BACKENDS:
-        raise _Refused(f"backend is {_describe(backend)}, not one of "
-                       f"SpikingJelly's ({', '.join(_SJ_BACKENDS)})")
+        raise _Refused(
+            f"backend is {_describe(backend)}, not one of "
+            f"SpikingJelly's ({', '.join(_SJ_BACKENDS)})"
+        )
 
 
 def _surrogate(module: nn.Module):
@@ -231,11 +260,15 @@ def _surrogate(module: nn.Module):
     cls = type(value)
     known = {c.__name__ for c in surrogates.ALL}
     if not _is_spikingjelly(cls, _SJ_SURROGATES):
-        raise _Refused(f"surrogate_function {cls.__name__} is neither "
-                       f"SpikingJelly's nor FlexSN's")
+        raise _Refused(
+            f"surrogate_function {cls.__name__} is neither "
+            f"SpikingJelly's nor FlexSN's"
+        )
     if cls.__name__ not in known:
-        raise _Refused(f"FlexSN has no surrogate {cls.__name__} (it has "
-                       f"{', '.join(sorted(known))})")
+        raise _Refused(
+            f"FlexSN has no surrogate {cls.__name__} (it has "
+            f"{', '.join(sorted(known))})"
+        )
     try:
         return surrogates.coerce(value)
     except (TypeError, ValueError) as error:
@@ -246,18 +279,23 @@ def _node_options(module: nn.Module) -> dict:
     """What IFNode, LIFNode and PLIF share, as FlexSN's modules take it."""
     threshold = _attribute(module, "v_threshold")
     if isinstance(threshold, torch.Tensor):
-        raise _Refused(f"v_threshold is {_describe(threshold)}: FlexSN's "
-                       f"module would hold it as a per-neuron parameter "
-                       f"(another state_dict key)")
+        raise _Refused(
+            f"v_threshold is {_describe(threshold)}: FlexSN's "
+            f"module would hold it as a per-neuron parameter "
+            f"(another state_dict key)"
+        )
     v_reset = _attribute(module, "v_reset")
     if v_reset is not None:
         v_reset = _number(module, "v_reset")
     _check_backend(module)
-    return dict(v_threshold=_number(module, "v_threshold"), v_reset=v_reset,
-                surrogate_function=_surrogate(module),
-                detach_reset=_flag(module, "detach_reset"),
-                step_mode=_step_mode(module),
-                store_v_seq=_flag(module, "store_v_seq", default=False))
+    return dict(
+        v_threshold=_number(module, "v_threshold"),
+        v_reset=v_reset,
+        surrogate_function=_surrogate(module),
+        detach_reset=_flag(module, "detach_reset"),
+        step_mode=_step_mode(module),
+        store_v_seq=_flag(module, "store_v_seq", default=False),
+    )
 
 
 def _carry_v(module: nn.Module, new: nn.Module, v_reset) -> None:
@@ -266,7 +304,8 @@ def _carry_v(module: nn.Module, new: nn.Module, v_reset) -> None:
     reset_value = 0.0 if v_reset is None else v_reset
     registered = getattr(module, "_memories_rv", {}).get("v")
     if isinstance(registered, numbers.Real) and not isinstance(
-            registered, bool):
+        registered, bool
+    ):
         # SpikingJelly fixes v's reset value at construction, as FlexSN
         # does: a v_reset written since then does not move it.
         reset_value = float(registered)
@@ -290,8 +329,11 @@ def _if_node(module: nn.Module) -> nn.Module:
 
 def _lif_node(module: nn.Module) -> nn.Module:
     options = _node_options(module)
-    new = LIFNode(tau=_number(module, "tau"),
-                  decay_input=_flag(module, "decay_input"), **options)
+    new = LIFNode(
+        tau=_number(module, "tau"),
+        decay_input=_flag(module, "decay_input"),
+        **options,
+    )
     _carry_v(module, new, options["v_reset"])
     return new
 
@@ -299,8 +341,9 @@ def _lif_node(module: nn.Module) -> nn.Module:
 def _plif_node(module: nn.Module) -> nn.Module:
     options = _node_options(module)
     w = _attribute(module, "w")
-    new = ParametricLIFNode(decay_input=_flag(module, "decay_input"),
-                            **options)
+    new = ParametricLIFNode(
+        decay_input=_flag(module, "decay_input"), **options
+    )
     if not isinstance(w, torch.Tensor) or w.shape != new.w.shape:
         raise _Refused(f"w is {_describe(w)}, not a scalar tensor")
     with torch.no_grad():
@@ -312,35 +355,47 @@ def _plif_node(module: nn.Module) -> nn.Module:
 
 def _flexsn(module: nn.Module) -> nn.Module:
     _check_backend(module)
-    new = FlexSN(_attribute(module, "core"),
-                 num_inputs=_int(module, "num_inputs"),
-                 num_states=_int(module, "num_states"),
-                 num_outputs=_int(module, "num_outputs"),
-                 store_state_seqs=_flag(module, "store_state_seqs",
-                                        default=False),
-                 step_mode=_step_mode(module))
+    new = FlexSN(
+        _attribute(module, "core"),
+        num_inputs=_int(module, "num_inputs"),
+        num_states=_int(module, "num_states"),
+        num_outputs=_int(module, "num_outputs"),
+        store_state_seqs=_flag(module, "store_state_seqs", default=False),
+        step_mode=_step_mode(module),
+    )
     states = getattr(module, "states", None)
     if states is not None:
-        if (not isinstance(states, (list, tuple))
-                or len(states) != len(new.states)
-                or not all(isinstance(s, torch.Tensor) for s in states)):
-            raise _Refused(f"states is {_describe(states)}, not None or "
-                           f"{len(new.states)} tensor(s)")
+        if (
+            not isinstance(states, (list, tuple))
+            or len(states) != len(new.states)
+            or not all(isinstance(s, torch.Tensor) for s in states)
+        ):
+            raise _Refused(
+                f"states is {_describe(states)}, not None or "
+                f"{len(new.states)} tensor(s)"
+            )
         new.states[:] = list(states)
     return new
 
 
 #: SpikingJelly's neurons that have a FlexSN module of the same name, and
 #: how each is built.
-_BUILDERS = {"IFNode": _if_node, "LIFNode": _lif_node,
-             "ParametricLIFNode": _plif_node, "FlexSN": _flexsn}
+_BUILDERS = {
+    "IFNode": _if_node,
+    "LIFNode": _lif_node,
+    "ParametricLIFNode": _plif_node,
+    "FlexSN": _flexsn,
+}
 
 
 def _match_tensors(module: nn.Module, new: nn.Module) -> None:
     """Moves `new` to the device and dtype of `module`'s parameters and
     buffers (a neuron without any keeps no tensor until called)."""
-    tensors = [t for t in (*module.parameters(), *module.buffers())
-               if t.is_floating_point()]
+    tensors = [
+        t
+        for t in (*module.parameters(), *module.buffers())
+        if t.is_floating_point()
+    ]
     if not tensors:
         return
     device, dtype = tensors[0].device, tensors[0].dtype

@@ -23,13 +23,19 @@ class Delay(nn.Module):
     def __init__(self, delays):
         super().__init__()
         steps = torch.as_tensor(delays)
-        if steps.is_floating_point() or steps.is_complex() or \
-                steps.dtype == torch.bool:
-            raise TypeError(f"Delay: delays are whole numbers of steps (an "
-                            f"integer tensor), got {steps.dtype}")
+        if (
+            steps.is_floating_point()
+            or steps.is_complex()
+            or steps.dtype == torch.bool
+        ):
+            raise TypeError(
+                f"Delay: delays are whole numbers of steps (an "
+                f"integer tensor), got {steps.dtype}"
+            )
         if steps.numel() and int(steps.min()) < 0:
-            raise ValueError(f"Delay: delays must be >= 0, got "
-                             f"{int(steps.min())}")
+            raise ValueError(
+                f"Delay: delays must be >= 0, got " f"{int(steps.min())}"
+            )
         self.register_buffer("steps", steps.to(torch.long))
         self.history: Optional[torch.Tensor] = None
 
@@ -47,15 +53,18 @@ class Delay(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() < 2:
-            raise ValueError(f"Delay: expects [T, B, ...] sequences, got "
-                             f"shape {tuple(x.shape)}")
+            raise ValueError(
+                f"Delay: expects [T, B, ...] sequences, got "
+                f"shape {tuple(x.shape)}"
+            )
         try:
             steps = torch.broadcast_to(self.steps, x.shape[2:])
         except RuntimeError:
-            raise ValueError(f"Delay: delays of shape "
-                             f"{tuple(self.steps.shape)} do not broadcast to "
-                             f"samples of shape {tuple(x.shape[2:])}") \
-                from None
+            raise ValueError(
+                f"Delay: delays of shape "
+                f"{tuple(self.steps.shape)} do not broadcast to "
+                f"samples of shape {tuple(x.shape[2:])}"
+            ) from None
         depth = self.max_delay
         if depth == 0:
             return x
@@ -68,12 +77,18 @@ class Delay(nn.Module):
         self.history = whole[-depth:]
         # y[t] = whole[depth + t - d]: one gather along time.
         T = x.shape[0]
-        source = (torch.arange(T, device=x.device).view(
-            (T,) + (1,) * steps.dim()) + depth - steps.to(x.device))
+        source = (
+            torch.arange(T, device=x.device).view((T,) + (1,) * steps.dim())
+            + depth
+            - steps.to(x.device)
+        )
         index = source.unsqueeze(1).expand(x.shape)
         return torch.gather(whole, 0, index)
 
     def extra_repr(self) -> str:
         shape = tuple(self.steps.shape)
-        return (f"delays={int(self.steps)}" if not shape else
-                f"delays of shape {shape}, at most {self.max_delay}")
+        return (
+            f"delays={int(self.steps)}"
+            if not shape
+            else f"delays of shape {shape}, at most {self.max_delay}"
+        )

@@ -33,8 +33,9 @@ _next_handle = itertools.count(1)
 class Handle:
     """A compiled neuron and how a module calls it."""
 
-    def __init__(self, compiled, deterministic: bool = False,
-                 spikes: str = "dense"):
+    def __init__(
+        self, compiled, deterministic: bool = False, spikes: str = "dense"
+    ):
         self.compiled = compiled
         self.info = compiled.info
         self.deterministic = deterministic
@@ -46,14 +47,16 @@ class Handle:
         # The step as PyTorch operations, what the neuron runs under
         # torch.compile (None: its kernels there too). Loaded here: a file
         # read inside a compiled region would break its graph.
-        self.torch_step = _torch_step.load(compiled) if spikes == "dense" \
-            else None
+        self.torch_step = (
+            _torch_step.load(compiled) if spikes == "dense" else None
+        )
         runtime = self.info.runtime_params
         self.num_trainable = len(self.info.trainable_params)
         # Per non-trainable runtime parameter: whether it is shaped
         # (per-neuron or per-channel).
-        self.fixed_shaped = tuple(p.shaped
-                                  for p in self.info.fixed_runtime_params)
+        self.fixed_shaped = tuple(
+            p.shaped for p in self.info.fixed_runtime_params
+        )
         self.has_shaped = any(p.shaped for p in runtime)
         # The kernels' scalar arguments, in declaration order: (from a
         # trainable tensor, index, type); and their shaped buffers: (from a
@@ -62,8 +65,9 @@ class Handle:
         t = f = r = 0
         for p in runtime:
             if p.kind == "trainable":
-                (self._shaped_plan if p.shaped else
-                 self._scalar_plan).append((True, t, p.type))
+                (self._shaped_plan if p.shaped else self._scalar_plan).append(
+                    (True, t, p.type)
+                )
                 t += 1
             elif p.shaped:
                 self._shaped_plan.append((False, f, p.type))
@@ -78,16 +82,19 @@ class Handle:
     def kernels(self, device: torch.device) -> NeuronKernels:
         kind = device.type
         if kind not in ("cpu", "cuda"):
-            raise RuntimeError(f"{self.info.name}: FlexSN runs on CPU and "
-                               f"CUDA tensors, not {kind}")
+            raise RuntimeError(
+                f"{self.info.name}: FlexSN runs on CPU and "
+                f"CUDA tensors, not {kind}"
+            )
         if kind not in self._kernels:
             self._kernels[kind] = NeuronKernels(self.compiled, kind)
         return self._kernels[kind]
 
     def kernels_for(self, x: torch.Tensor) -> NeuronKernels:
         """kernels(x.device) without building a device object per call."""
-        kernels = self._kernels.get("cuda" if x.is_cuda else
-                                    "cpu" if x.is_cpu else None)
+        kernels = self._kernels.get(
+            "cuda" if x.is_cuda else "cpu" if x.is_cpu else None
+        )
         return kernels if kernels is not None else self.kernels(x.device)
 
     def deterministic_mode(self):
@@ -101,8 +108,9 @@ class Handle:
         return "warn" if _warn_only() else True
 
 
-_warn_only = getattr(torch, "is_deterministic_algorithms_warn_only_enabled",
-                     lambda: False)
+_warn_only = getattr(
+    torch, "is_deterministic_algorithms_warn_only_enabled", lambda: False
+)
 
 
 def split_runtime(handle: Handle, runtime: Sequence) -> (List, List):
@@ -113,15 +121,17 @@ def split_runtime(handle: Handle, runtime: Sequence) -> (List, List):
     if len(runtime) != len(handle.fixed_shaped):
         raise ValueError(
             f"{handle.info.name} takes {len(handle.fixed_shaped)} "
-            f"non-trainable runtime parameter(s), got {len(runtime)}")
+            f"non-trainable runtime parameter(s), got {len(runtime)}"
+        )
     scalars, fixed = [], []
     for shaped, value in zip(handle.fixed_shaped, runtime):
         (fixed if shaped else scalars).append(value)
     return scalars, fixed
 
 
-def _runtime_values(handle: Handle, trainable: Sequence[torch.Tensor],
-                    runtime: Sequence[float]) -> List:
+def _runtime_values(
+    handle: Handle, trainable: Sequence[torch.Tensor], runtime: Sequence[float]
+) -> List:
     """The kernel's scalar runtime parameters in declaration order:
     trainable ones from their tensors, the rest from `runtime` (the scalar
     non-trainable values, converted to their type)."""
@@ -131,16 +141,23 @@ def _runtime_values(handle: Handle, trainable: Sequence[torch.Tensor],
             values.append(float(trainable[i]))
         else:
             v = runtime[i]
-            values.append(bool(v) if type_ == "i1" else
-                          int(v) if type_ == "i32" else float(v))
+            values.append(
+                bool(v)
+                if type_ == "i1"
+                else int(v)
+                if type_ == "i32"
+                else float(v)
+            )
     return values
 
 
 def _shaped_tensors(handle: Handle, trainable, fixed) -> List:
     """The kernels' shaped parameter buffers in declaration order:
     trainable ones from `trainable`, the others from `fixed`."""
-    return [trainable[i] if from_trainable else fixed[i]
-            for from_trainable, i, _ in handle._shaped_plan]
+    return [
+        trainable[i] if from_trainable else fixed[i]
+        for from_trainable, i, _ in handle._shaped_plan
+    ]
 
 
 def split_tensors(tensors, num_inputs: int, present, num_trainable: int):
@@ -148,34 +165,53 @@ def split_tensors(tensors, num_inputs: int, present, num_trainable: int):
     trainable parameters, shaped runtime parameters) of the flat tensor
     list the op and the autograd Function take."""
     num_inits = sum(present)
-    given = iter(tensors[num_inputs:num_inputs + num_inits])
+    given = iter(tensors[num_inputs : num_inputs + num_inits])
     inits = [next(given) if p else None for p in present]
     start = num_inputs + num_inits
-    return (list(tensors[:num_inputs]), inits,
-            list(tensors[start:start + num_trainable]),
-            list(tensors[start + num_trainable:]))
+    return (
+        list(tensors[:num_inputs]),
+        inits,
+        list(tensors[start : start + num_trainable]),
+        list(tensors[start + num_trainable :]),
+    )
 
 
 def final_states(seqs, inits, copy_inits: bool = False):
     """The last step of each state sequence; when T == 0 the initial state
     (a copy with `copy_inits`), zeros where none was given."""
-    return [s[-1] if s.shape[0] else
-            (init.clone() if copy_inits else init) if init is not None else
-            s.new_zeros(s.shape[1:])
-            for s, init in zip(seqs, inits)]
+    return [
+        s[-1]
+        if s.shape[0]
+        else (init.clone() if copy_inits else init)
+        if init is not None
+        else s.new_zeros(s.shape[1:])
+        for s, init in zip(seqs, inits)
+    ]
 
 
 def _check_inputs(handle: Handle, inputs, inits, shaped=()):
     check_inputs(handle.info, inputs, inits, shaped)
 
 
-def _inference(handle, inputs, inits, runtime_values, store_state_seqs,
-               shaped=(), in_place=False):
+def _inference(
+    handle,
+    inputs,
+    inits,
+    runtime_values,
+    store_state_seqs,
+    shaped=(),
+    in_place=False,
+):
     kernels = handle.kernels_for(inputs[0])
-    outputs, states = kernels.inference(list(inputs), list(inits),
-                                        runtime_values, store_state_seqs,
-                                        shaped=shaped, spikes=handle.spikes,
-                                        in_place=in_place)
+    outputs, states = kernels.inference(
+        list(inputs),
+        list(inits),
+        runtime_values,
+        store_state_seqs,
+        shaped=shaped,
+        spikes=handle.spikes,
+        in_place=in_place,
+    )
     return outputs, states
 
 
@@ -187,7 +223,8 @@ def _check_no_grad_spikes(handle: Handle) -> None:
             f"{handle.info.name}: spikes stored as {handle.spikes} carry no "
             f"gradient, but an input, state or trainable parameter requires "
             f"one: run the module under torch.no_grad() (inference), or "
-            f"build it without spike_dtype for training")
+            f"build it without spike_dtype for training"
+        )
 
 
 class _ScanFunction(torch.autograd.Function):
@@ -213,18 +250,29 @@ class _ScanFunction(torch.autograd.Function):
     Function (tens of microseconds)."""
 
     @staticmethod
-    def forward(ctx, handle_id, runtime, num_inputs, present, finals,
-                in_place, normalization, *tensors):
+    def forward(
+        ctx,
+        handle_id,
+        runtime,
+        num_inputs,
+        present,
+        finals,
+        in_place,
+        normalization,
+        *tensors,
+    ):
         handle = _registry[handle_id]
         if normalization is not None:
-            tensors = tensors[:len(tensors) - len(normalization.tensors)]
+            tensors = tensors[: len(tensors) - len(normalization.tensors)]
         inputs, inits, trainable, fixed = split_tensors(
-            tensors, num_inputs, present, handle.num_trainable)
+            tensors, num_inputs, present, handle.num_trainable
+        )
         values = _runtime_values(handle, trainable, runtime)
         shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
-        outputs, states, workspace = kernels.forward(inputs, inits, values,
-                                                     shaped, finals, in_place)
+        outputs, states, workspace = kernels.forward(
+            inputs, inits, values, shaped, finals, in_place
+        )
         if finals:
             # Views of the last step (no copy on the device); an initial
             # state returned as a result must be a new tensor.
@@ -241,9 +289,12 @@ class _ScanFunction(torch.autograd.Function):
         ctx.like = None if 0 in read else TensorLike(inputs[0])
         ctx.normalization = normalization
         normalized = () if normalization is None else (inputs[0],)
-        ctx.save_for_backward(workspace, *(x if i in read else None
-                                           for i, x in enumerate(inputs)),
-                              *shaped, *normalized)
+        ctx.save_for_backward(
+            workspace,
+            *(x if i in read else None for i, x in enumerate(inputs)),
+            *shaped,
+            *normalized,
+        )
         ctx.set_materialize_grads(False)
         return tuple(outputs) + tuple(states)
 
@@ -253,7 +304,7 @@ class _ScanFunction(torch.autograd.Function):
         normalization = ctx.normalization
         if normalization is not None:
             *rest, normalized = rest
-        inputs, shaped = rest[:ctx.num_inputs], rest[ctx.num_inputs:]
+        inputs, shaped = rest[: ctx.num_inputs], rest[ctx.num_inputs :]
         handle = ctx.handle
         like = ctx.like or inputs[0]
         kernels = handle.kernels_for(like)
@@ -261,30 +312,55 @@ class _ScanFunction(torch.autograd.Function):
         grad_outputs, grad_states = grads[:n_out], grads[n_out:]
         none = [None] * kernels.num_states
         grad_inputs, grad_inits, grad_params = kernels.backward(
-            grad_outputs, none if ctx.finals else grad_states, workspace,
-            inputs, ctx.values, handle.deterministic_mode(), like,
+            grad_outputs,
+            none if ctx.finals else grad_states,
+            workspace,
+            inputs,
+            ctx.values,
+            handle.deterministic_mode(),
+            like,
             grad_finals=grad_states if ctx.finals else none,
-            present=ctx.present, shaped=shaped, in_place=ctx.in_place)
+            present=ctx.present,
+            shaped=shaped,
+            in_place=ctx.in_place,
+        )
         # Each in its parameter's dtype and shape (no op where it is:
         # each costs the host microseconds on the GPU machines).
-        grad_params = [g if g.dtype == dtype and g.shape == shape
-                       else g.to(dtype).reshape(shape)
-                       for g, (dtype, shape) in zip(grad_params,
-                                                    ctx.trainable_like)]
+        grad_params = [
+            g
+            if g.dtype == dtype and g.shape == shape
+            else g.to(dtype).reshape(shape)
+            for g, (dtype, shape) in zip(grad_params, ctx.trainable_like)
+        ]
         grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
         extra = ()
         if normalization is not None:
             grad_inputs[0], extra = normalization.backward(
-                normalized, grad_inputs[0], grad_params,
-                ctx.needs_input_grad[7])
-        return ((None,) * 7 + tuple(grad_inputs)
-                + tuple(grad_inits) + tuple(grad_params)
-                + (None,) * ctx.num_fixed + tuple(extra))
+                normalized,
+                grad_inputs[0],
+                grad_params,
+                ctx.needs_input_grad[7],
+            )
+        return (
+            (None,) * 7
+            + tuple(grad_inputs)
+            + tuple(grad_inits)
+            + tuple(grad_params)
+            + (None,) * ctx.num_fixed
+            + tuple(extra)
+        )
 
 
-def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
-                  store_state_seqs: bool, in_place: bool = False,
-                  normalization=None):
+def scan_autograd(
+    handle: Handle,
+    inputs,
+    inits,
+    trainable,
+    runtime,
+    store_state_seqs: bool,
+    in_place: bool = False,
+    normalization=None,
+):
     """Outputs and states (sequences, or final states when not
     `store_state_seqs`), differentiable through the training kernels when
     any tensor needs a gradient. `in_place`: see call_layout's IN_PLACE;
@@ -293,22 +369,34 @@ def scan_autograd(handle: Handle, inputs, inits, trainable, runtime,
     extra = () if normalization is None else normalization.tensors
     needs_grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
-        for t in itertools.chain(inputs, inits, trainable, extra))
+        for t in itertools.chain(inputs, inits, trainable, extra)
+    )
     if not needs_grad:
         # The inference path checks the inputs once per layout it plans.
         values = _runtime_values(handle, trainable, runtime)
         shaped = _shaped_tensors(handle, trainable, fixed)
-        return _inference(handle, inputs, inits, values, store_state_seqs,
-                          shaped, in_place)
+        return _inference(
+            handle, inputs, inits, values, store_state_seqs, shaped, in_place
+        )
     _check_no_grad_spikes(handle)
-    _check_inputs(handle, inputs, inits,
-                  _shaped_tensors(handle, trainable, fixed))
+    _check_inputs(
+        handle, inputs, inits, _shaped_tensors(handle, trainable, fixed)
+    )
     present = tuple(s is not None for s in inits)
-    results = _ScanFunction.apply(handle.id, tuple(runtime), len(inputs),
-                                  present, not store_state_seqs, in_place,
-                                  normalization, *inputs,
-                                  *(s for s in inits if s is not None),
-                                  *trainable, *fixed, *extra)
+    results = _ScanFunction.apply(
+        handle.id,
+        tuple(runtime),
+        len(inputs),
+        present,
+        not store_state_seqs,
+        in_place,
+        normalization,
+        *inputs,
+        *(s for s in inits if s is not None),
+        *trainable,
+        *fixed,
+        *extra,
+    )
     n_out = len(handle.info.outputs)
     return list(results[:n_out]), list(results[n_out:])
 
@@ -343,9 +431,15 @@ if _HAS_CUSTOM_OP:
         return [bool(present_mask >> i & 1) for i in range(num_states)]
 
     @torch.library.custom_op("flexsn::scan", mutates_args=())
-    def _scan_op(handle_id: int, tensors: List[Tensor], num_inputs: int,
-                 present_mask: int, runtime: List[float],
-                 training: bool, store_state_seqs: bool) -> List[Tensor]:
+    def _scan_op(
+        handle_id: int,
+        tensors: List[Tensor],
+        num_inputs: int,
+        present_mask: int,
+        runtime: List[float],
+        training: bool,
+        store_state_seqs: bool,
+    ) -> List[Tensor]:
         """Outputs, then states (sequences when store_state_seqs; else
         final states, which training returns as `[steps, N...]`, see
         NeuronKernels.state_steps), then the workspace when training.
@@ -358,62 +452,93 @@ if _HAS_CUSTOM_OP:
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
         inputs, inits, trainable, fixed = split_tensors(
-            tensors, num_inputs, present, handle.num_trainable)
+            tensors, num_inputs, present, handle.num_trainable
+        )
         values = _runtime_values(handle, trainable, runtime)
         shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
         if training:
             outputs, states, workspace = kernels.forward(
-                inputs, inits, values, shaped, not store_state_seqs)
+                inputs, inits, values, shaped, not store_state_seqs
+            )
             return outputs + states + [workspace]
-        outputs, states = kernels.inference(inputs, inits, values,
-                                            store_state_seqs,
-                                            shaped=shaped,
-                                            spikes=handle.spikes)
+        outputs, states = kernels.inference(
+            inputs,
+            inits,
+            values,
+            store_state_seqs,
+            shaped=shaped,
+            spikes=handle.spikes,
+        )
         return outputs + states
 
     @_scan_op.register_fake
-    def _(handle_id, tensors, num_inputs, present_mask, runtime, training,
-          store_state_seqs):
+    def _(
+        handle_id,
+        tensors,
+        num_inputs,
+        present_mask,
+        runtime,
+        training,
+        store_state_seqs,
+    ):
         handle = _registry[handle_id]
         x = tensors[0]
         info = handle.info
         outputs = handle.kernels(x.device).empty_outputs(
-            x, "dense" if training else handle.spikes)
+            x, "dense" if training else handle.spikes
+        )
         if training:
             kernels = handle.kernels(x.device)
             steps = kernels.state_steps(
                 kernels.forward_kernel(_dtype_name(x), not store_state_seqs),
-                x.shape[0])
+                x.shape[0],
+            )
             states = [x.new_empty((n,) + tuple(x.shape[1:])) for n in steps]
         elif store_state_seqs:
-            states = [torch.empty_like(x,
-                                       memory_format=torch.contiguous_format)
-                      for _ in info.states]
+            states = [
+                torch.empty_like(x, memory_format=torch.contiguous_format)
+                for _ in info.states
+            ]
         else:
             states = [x.new_empty(x.shape[1:]) for _ in info.states]
         if not training:
             return outputs + states
         kernels = handle.kernels(x.device)
-        spec = kernels.forward_kernel(_dtype_name(x),
-                                      not store_state_seqs).spec
+        spec = kernels.forward_kernel(
+            _dtype_name(x), not store_state_seqs
+        ).spec
         n = 1
         for d in x.shape[1:]:
             n = n * d
-        nbytes = spec.workspace_size(x.shape[0], n, n) if isinstance(
-            n, int) and isinstance(x.shape[0], int) else None
+        nbytes = (
+            spec.workspace_size(x.shape[0], n, n)
+            if isinstance(n, int) and isinstance(x.shape[0], int)
+            else None
+        )
         if nbytes is None:
-            raise RuntimeError("flexsn::scan needs static shapes under "
-                               "torch.compile (dynamic=False)")
-        return outputs + states + [x.new_empty(((nbytes + 3) // 4,),
-                                               dtype=torch.float32)]
+            raise RuntimeError(
+                "flexsn::scan needs static shapes under "
+                "torch.compile (dynamic=False)"
+            )
+        return (
+            outputs
+            + states
+            + [x.new_empty(((nbytes + 3) // 4,), dtype=torch.float32)]
+        )
 
     @torch.library.custom_op("flexsn::scan_backward", mutates_args=())
-    def _scan_backward_op(handle_id: int, grads: List[Optional[Tensor]],
-                          workspace: Tensor, inputs: List[Tensor],
-                          trainable: List[Tensor], fixed: List[Tensor],
-                          present_mask: int, runtime: List[float],
-                          finals: bool) -> List[Tensor]:
+    def _scan_backward_op(
+        handle_id: int,
+        grads: List[Optional[Tensor]],
+        workspace: Tensor,
+        inputs: List[Tensor],
+        trainable: List[Tensor],
+        fixed: List[Tensor],
+        present_mask: int,
+        runtime: List[float],
+        finals: bool,
+    ) -> List[Tensor]:
         """Gradients of the inputs, the given initial states and the
         trainable parameters (each of its parameter's shape and dtype);
         `fixed` are the shaped runtime parameters (no gradient). With
@@ -427,17 +552,27 @@ if _HAS_CUSTOM_OP:
         shaped = _shaped_tensors(handle, trainable, fixed)
         n_out = kernels.num_outputs
         grad_states, grad_finals = grads[n_out:], None
-        if kernels.forward_kernel(_dtype_name(inputs[0]),
-                                  finals).spec.final_states:
+        if kernels.forward_kernel(
+            _dtype_name(inputs[0]), finals
+        ).spec.final_states:
             # [steps, N...] with steps = min(T, 1): the last step's.
-            grad_finals = [None if g is None or not g.shape[0] else g[-1]
-                           for g in grad_states]
+            grad_finals = [
+                None if g is None or not g.shape[0] else g[-1]
+                for g in grad_states
+            ]
             grad_states = [None] * len(grad_states)
-        gi, gs, gp = kernels.backward(grads[:n_out], grad_states, workspace,
-                                      inputs, values,
-                                      handle.deterministic_mode(), inputs[0],
-                                      grad_finals=grad_finals,
-                                      present=present, shaped=shaped)
+        gi, gs, gp = kernels.backward(
+            grads[:n_out],
+            grad_states,
+            workspace,
+            inputs,
+            values,
+            handle.deterministic_mode(),
+            inputs[0],
+            grad_finals=grad_finals,
+            present=present,
+            shaped=shaped,
+        )
         gs = [g for g, p in zip(gs, present) if p]
         gp = [g.to(t.dtype).reshape(t.shape) for g, t in zip(gp, trainable)]
         # A custom op's outputs may not alias each other: per-channel
@@ -446,23 +581,44 @@ if _HAS_CUSTOM_OP:
         return gi + gs + gp
 
     @_scan_backward_op.register_fake
-    def _(handle_id, grads, workspace, inputs, trainable, fixed, present_mask,
-          runtime, finals):
+    def _(
+        handle_id,
+        grads,
+        workspace,
+        inputs,
+        trainable,
+        fixed,
+        present_mask,
+        runtime,
+        finals,
+    ):
         x = inputs[0]
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
-        return ([torch.empty_like(x, memory_format=torch.contiguous_format)
-                 for _ in inputs]
-                + [x.new_empty(x.shape[1:]) for p in present if p]
-                + [torch.empty_like(t) for t in trainable])
+        return (
+            [
+                torch.empty_like(x, memory_format=torch.contiguous_format)
+                for _ in inputs
+            ]
+            + [x.new_empty(x.shape[1:]) for p in present if p]
+            + [torch.empty_like(t) for t in trainable]
+        )
 
     def _setup_context(ctx, inputs, output):
-        (handle_id, tensors, num_inputs, present_mask, runtime, training,
-         store_state_seqs) = inputs
+        (
+            handle_id,
+            tensors,
+            num_inputs,
+            present_mask,
+            runtime,
+            training,
+            store_state_seqs,
+        ) = inputs
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
-        ins, _, trainable, fixed = split_tensors(tensors, num_inputs, present,
-                                                 handle.num_trainable)
+        ins, _, trainable, fixed = split_tensors(
+            tensors, num_inputs, present, handle.num_trainable
+        )
         ctx.handle_id, ctx.present_mask = handle_id, present_mask
         ctx.runtime, ctx.finals = runtime, not store_state_seqs
         ctx.num_inputs, ctx.num_trainable = num_inputs, len(trainable)
@@ -471,25 +627,41 @@ if _HAS_CUSTOM_OP:
         # An input the backward kernel does not read is saved as a stand-in
         # of its shape and dtype (one element), not holding its memory.
         read = handle.kernels_for(ins[0]).inputs_read_by_backward(
-            DTYPES[ins[0].dtype])
-        ins = [x if i in read else x.new_zeros(()).expand(x.shape)
-               for i, x in enumerate(ins)]
+            DTYPES[ins[0].dtype]
+        )
+        ins = [
+            x if i in read else x.new_zeros(()).expand(x.shape)
+            for i, x in enumerate(ins)
+        ]
         ctx.save_for_backward(output[-1], *ins, *trainable, *fixed)
 
     def _backward(ctx, grads):
         workspace, *rest = ctx.saved_tensors
         n_in, n_tr = ctx.num_inputs, ctx.num_trainable
-        inputs, trainable = rest[:n_in], rest[n_in:n_in + n_tr]
-        fixed = rest[n_in + n_tr:]
-        results = _scan_backward_op(ctx.handle_id,
-                                    list(grads[:ctx.num_results]), workspace,
-                                    list(inputs), list(trainable),
-                                    list(fixed), ctx.present_mask,
-                                    ctx.runtime, ctx.finals)
+        inputs, trainable = rest[:n_in], rest[n_in : n_in + n_tr]
+        fixed = rest[n_in + n_tr :]
+        results = _scan_backward_op(
+            ctx.handle_id,
+            list(grads[: ctx.num_results]),
+            workspace,
+            list(inputs),
+            list(trainable),
+            list(fixed),
+            ctx.present_mask,
+            ctx.runtime,
+            ctx.finals,
+        )
         # Non-tensor arguments get None; a list argument, a list of them
         # (the shaped runtime parameters among `tensors` get None).
-        return (None, list(results) + [None] * ctx.num_fixed, None, None,
-                [None] * len(ctx.runtime), None, None)
+        return (
+            None,
+            list(results) + [None] * ctx.num_fixed,
+            None,
+            None,
+            [None] * len(ctx.runtime),
+            None,
+            None,
+        )
 
     _scan_op.register_autograd(_backward, setup_context=_setup_context)
 
@@ -497,8 +669,15 @@ if _HAS_CUSTOM_OP:
         return DTYPES[x.dtype]
 
 
-def scan(handle: Handle, inputs, inits, trainable, runtime,
-         store_state_seqs: bool, normalization=None):
+def scan(
+    handle: Handle,
+    inputs,
+    inits,
+    trainable,
+    runtime,
+    store_state_seqs: bool,
+    normalization=None,
+):
     """Runs a neuron over sequences: (outputs, states), differentiable
     through the generated training kernels. States are sequences with
     `store_state_seqs`, else final states. `trainable`: a tensor per
@@ -513,56 +692,87 @@ def scan(handle: Handle, inputs, inits, trainable, runtime,
     if normalization is not None and compiling():
         inputs, trainable = normalization.attach(inputs, trainable)
         normalization = None
-    if compiling() and handle.torch_step is not None and \
-            not handle.has_shaped and inputs[0].shape[0] > 0 and \
-            inputs[0].numel() < TORCH_STEP_MAX_NEURONS * inputs[0].shape[0]:
+    if (
+        compiling()
+        and handle.torch_step is not None
+        and not handle.has_shaped
+        and inputs[0].shape[0] > 0
+        and inputs[0].numel() < TORCH_STEP_MAX_NEURONS * inputs[0].shape[0]
+    ):
         # Under torch.compile, a small call: the step as PyTorch
         # operations, which Inductor fuses with the neuron's neighbours
         # (_torch_step).
         _check_inputs(handle, inputs, inits)
         info = handle.info
-        params = dict(zip((p.name for p in info.trainable_params),
-                          trainable))
-        params.update(zip((p.name for p in info.fixed_runtime_params),
-                          runtime))
-        return _torch_step.run(handle.torch_step, inputs, inits, params,
-                               store_state_seqs)
+        params = dict(zip((p.name for p in info.trainable_params), trainable))
+        params.update(
+            zip((p.name for p in info.fixed_runtime_params), runtime)
+        )
+        return _torch_step.run(
+            handle.torch_step, inputs, inits, params, store_state_seqs
+        )
     # Eager calls skip the dispatcher (tens of microseconds per call); the
     # custom op is what torch.compile traces for a neuron without a
     # PyTorch step.
     if not _HAS_CUSTOM_OP or not compiling():
-        layout = call_layout(handle.info, handle.spikes, inputs, inits,
-                             trainable, runtime)
+        layout = call_layout(
+            handle.info, handle.spikes, inputs, inits, trainable, runtime
+        )
         if layout is None or layout is IN_PLACE:
-            return scan_autograd(handle, inputs, inits, trainable, runtime,
-                                 store_state_seqs, layout is IN_PLACE,
-                                 normalization)
+            return scan_autograd(
+                handle,
+                inputs,
+                inits,
+                trainable,
+                runtime,
+                store_state_seqs,
+                layout is IN_PLACE,
+                normalization,
+            )
         if normalization is not None:
             inputs, trainable = normalization.attach(inputs, trainable)
         # Channels-last and other dense layouts: viewed row-major and back.
         outputs, states = scan_autograd(
-            handle, *into_layout(layout, handle.info, inputs, inits,
-                                 trainable, runtime), store_state_seqs)
+            handle,
+            *into_layout(
+                layout, handle.info, inputs, inits, trainable, runtime
+            ),
+            store_state_seqs,
+        )
         back = layout.sequence_back if store_state_seqs else layout.step_back
-        return ([layout.sequence_back(y) for y in outputs],
-                [back(s) for s in states])
+        return (
+            [layout.sequence_back(y) for y in outputs],
+            [back(s) for s in states],
+        )
     runtime, fixed = split_runtime(handle, runtime)
-    _check_inputs(handle, inputs, inits,
-                  _shaped_tensors(handle, trainable, fixed))
+    _check_inputs(
+        handle, inputs, inits, _shaped_tensors(handle, trainable, fixed)
+    )
     training = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad
-        for t in itertools.chain(inputs, inits, trainable))
+        for t in itertools.chain(inputs, inits, trainable)
+    )
     if training:
         _check_no_grad_spikes(handle)
     present_mask = sum(1 << i for i, s in enumerate(inits) if s is not None)
-    tensors = (list(inputs) + [s for s in inits if s is not None]
-               + list(trainable) + list(fixed))
-    results = _scan_op(handle.id, tensors, len(inputs), present_mask,
-                       [float(v) for v in runtime], training,
-                       store_state_seqs)
+    tensors = (
+        list(inputs)
+        + [s for s in inits if s is not None]
+        + list(trainable)
+        + list(fixed)
+    )
+    results = _scan_op(
+        handle.id,
+        tensors,
+        len(inputs),
+        present_mask,
+        [float(v) for v in runtime],
+        training,
+        store_state_seqs,
+    )
     n_out = len(handle.info.outputs)
     outputs = list(results[:n_out])
-    states = list(results[n_out:n_out + len(handle.info.states)])
+    states = list(results[n_out : n_out + len(handle.info.states)])
     if training and not store_state_seqs:
         states = final_states(states, inits)
     return outputs, states

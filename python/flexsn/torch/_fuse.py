@@ -37,8 +37,14 @@ from typing import List, Optional
 import torch
 from torch import fx, nn
 
-from ._block import (BatchNorm, BlockShape, batch_norm_affine,
-                     check_block_neuron, compile_blocks, run_block)
+from ._block import (
+    BatchNorm,
+    BlockShape,
+    batch_norm_affine,
+    check_block_neuron,
+    compile_blocks,
+    run_block,
+)
 from ._function import compiling
 from ._guards import Guards, _same, attributes_restored, recording_reads
 from ._kernels import DTYPES
@@ -64,8 +70,11 @@ def fuse(model: nn.Module, verbose: bool = False) -> nn.Module:
     # Every block at once: one compile per neuron configuration.
     prepare(blocks)
     if verbose:
-        print("\n".join(report) if report else
-              "flexsn.torch.fuse: no batch norm or FlexSN neuron found")
+        print(
+            "\n".join(report)
+            if report
+            else "flexsn.torch.fuse: no batch norm or FlexSN neuron found"
+        )
     return fused
 
 
@@ -119,8 +128,9 @@ class _FusedGraphModule(fx.GraphModule):
 def _fused_like(module: nn.Module, class_name: str) -> _FusedGraphModule:
     """A guarded fused module with `module`'s graph, attributes and
     order (`module` a GraphModule, or a holder of one's attributes)."""
-    fused = _FusedGraphModule(module, module.__dict__["_graph"],
-                              class_name=class_name)
+    fused = _FusedGraphModule(
+        module, module.__dict__["_graph"], class_name=class_name
+    )
     for name, value in module.__dict__.items():
         if not hasattr(fused, name):
             fused.__dict__[name] = value
@@ -158,7 +168,8 @@ def _trace(module: nn.Module, prefix: str, args=None):
             raise _Untraceable(
                 f"not fused, its forward reads "
                 f"{_paths(module, prefix)[id(m)]}.{name}, a neuron's state, "
-                f"which a traced graph would keep at its value when traced")
+                f"which a traced graph would keep at its value when traced"
+            )
     return graph, Guards(module, reads)
 
 
@@ -168,31 +179,49 @@ def _name_of(prefix: str) -> str:
 
 def _paths(module: nn.Module, prefix: str):
     """{id(submodule): its qualified name in the model}."""
-    return {id(m): f"{prefix}{name}" if name else _name_of(prefix)
-            for name, m in module.named_modules()}
+    return {
+        id(m): f"{prefix}{name}" if name else _name_of(prefix)
+        for name, m in module.named_modules()
+    }
 
 
-def _fuse_module(module: nn.Module, prefix: str, report: List[str],
-                 blocks: List, verbose: bool = False):
+def _fuse_module(
+    module: nn.Module,
+    prefix: str,
+    report: List[str],
+    blocks: List,
+    verbose: bool = False,
+):
     if _is_leaf(module):  # one call: no chain inside
         return module
     try:
         graph, guards = _trace(module, prefix)
     except Exception as error:  # noqa: BLE001: any trace failure
-        why = str(error) if isinstance(error, _Untraceable) else (
-            f"torch.fx cannot trace it ({type(error).__name__}: "
-            f"{str(error)[:120]})")
+        why = (
+            str(error)
+            if isinstance(error, _Untraceable)
+            else (
+                f"torch.fx cannot trace it ({type(error).__name__}: "
+                f"{str(error)[:120]})"
+            )
+        )
         if not any(True for _ in module.children()):
             return module
         at_call = not isinstance(error, _Untraceable)
-        report.append(f"{_name_of(prefix)}: {why}; " + (
-            "traced and fused at its first call with each input shape "
-            "(else run with its children fused)" if at_call else
-            "fusing inside its children"))
+        report.append(
+            f"{_name_of(prefix)}: {why}; "
+            + (
+                "traced and fused at its first call with each input shape "
+                "(else run with its children fused)"
+                if at_call
+                else "fusing inside its children"
+            )
+        )
         clone = None
         for name, child in module.named_children():
-            new = _fuse_module(child, f"{prefix}{name}.", report, blocks,
-                               verbose)
+            new = _fuse_module(
+                child, f"{prefix}{name}.", report, blocks, verbose
+            )
             if new is not child:
                 if clone is None:  # a shallow copy: `model` is unchanged
                     clone = _shallow_copy(module)
@@ -205,8 +234,9 @@ def _fuse_module(module: nn.Module, prefix: str, report: List[str],
         holder.forward = _FuseAtCall(module, holder, prefix, verbose)
         return holder
     found_report, found_blocks = [], []
-    fused = _fused_module(module, graph, guards, prefix, found_report,
-                          found_blocks)
+    fused = _fused_module(
+        module, graph, guards, prefix, found_report, found_blocks
+    )
     if fused is None:
         report += found_report
         return module
@@ -225,16 +255,21 @@ def _shallow_copy(module: nn.Module) -> nn.Module:
     return clone
 
 
-def _fused_module(module: nn.Module, graph: fx.Graph, guards: Guards,
-                  prefix: str, report: List[str], blocks: List):
+def _fused_module(
+    module: nn.Module,
+    graph: fx.Graph,
+    guards: Guards,
+    prefix: str,
+    report: List[str],
+    blocks: List,
+):
     """The guarded GraphModule of `graph` (traced from `module`) with its
     chains fused, or None when none fused (or its state_dict would
     change); says in `report` what it fused and why not."""
     if not _fuse_graph(module, graph, prefix, report, blocks):
         return None
     graph.lint()
-    fused = _FusedGraphModule(module, graph,
-                              class_name=type(module).__name__)
+    fused = _FusedGraphModule(module, graph, class_name=type(module).__name__)
     _keep_order(fused, module)
     if guards:
         # The root's attributes the forward read live on the fused module,
@@ -243,8 +278,7 @@ def _fused_module(module: nn.Module, graph: fx.Graph, guards: Guards,
         # where it is.)
         root = guards.root
         guards.root = [(n, v) for n, v in root if not hasattr(fused, n)]
-        guards.inner += [(module, n, v) for n, v in root
-                         if hasattr(fused, n)]
+        guards.inner += [(module, n, v) for n, v in root if hasattr(fused, n)]
         for name, _ in guards.root:
             setattr(fused, name, getattr(module, name))
         fused._flexsn_guards = guards
@@ -253,11 +287,14 @@ def _fused_module(module: nn.Module, graph: fx.Graph, guards: Guards,
             f"{_name_of(prefix)}: its forward reads "
             f"{guards.describe(_paths(module, prefix))} as plain values; "
             f"while they keep their traced values it runs fused, else "
-            f"unfused")
+            f"unfused"
+        )
     missing = set(module.state_dict()) ^ set(fused.state_dict())
     if missing:  # an attribute the forward never reads: keep the model
-        report[:] = [f"{_name_of(prefix)}: not fused, its state_dict "
-                     f"would change ({', '.join(sorted(missing)[:4])})"]
+        report[:] = [
+            f"{_name_of(prefix)}: not fused, its state_dict "
+            f"would change ({', '.join(sorted(missing)[:4])})"
+        ]
         del blocks[:]
         return None
     return fused
@@ -278,18 +315,25 @@ class _FuseAtCall:
     LIMIT = 8
     _NOT_FUSED = object()
 
-    def __init__(self, traced: nn.Module, holder: nn.Module, prefix: str,
-                 verbose: bool):
+    def __init__(
+        self, traced: nn.Module, holder: nn.Module, prefix: str, verbose: bool
+    ):
         self.traced, self.holder = traced, holder
         self.prefix, self.verbose = prefix, verbose
         self.graphs = {}
 
     def __call__(self, *args, **kwargs):
         key = call_signature(self.holder, args, kwargs)
-        entry = self.graphs.get(key, self._NOT_FUSED) \
-            if key is not None else self._NOT_FUSED
-        if key is not None and key not in self.graphs and \
-                len(self.graphs) < self.LIMIT:
+        entry = (
+            self.graphs.get(key, self._NOT_FUSED)
+            if key is not None
+            else self._NOT_FUSED
+        )
+        if (
+            key is not None
+            and key not in self.graphs
+            and len(self.graphs) < self.LIMIT
+        ):
             entry = self.graphs[key] = self._fuse(args)
         if entry is not self._NOT_FUSED:
             graph_module, guards = entry
@@ -303,18 +347,31 @@ class _FuseAtCall:
         try:
             graph, guards = _trace(self.traced, self.prefix, args)
         except Exception as error:  # noqa: BLE001: any trace failure
-            report.append(f"{_name_of(self.prefix)}: not fused at its call "
-                          f"with shapes {[tuple(a.shape) for a in args]}: "
-                          f"{type(error).__name__}: {str(error)[:160]}")
+            report.append(
+                f"{_name_of(self.prefix)}: not fused at its call "
+                f"with shapes {[tuple(a.shape) for a in args]}: "
+                f"{type(error).__name__}: {str(error)[:160]}"
+            )
             fused = None
         else:
-            fused = _fused_module(self.traced, graph, Guards(self.traced, {}),
-                                  self.prefix, report, blocks)
+            fused = _fused_module(
+                self.traced,
+                graph,
+                Guards(self.traced, {}),
+                self.prefix,
+                report,
+                blocks,
+            )
         if self.verbose:
-            print("\n".join(
-                [f"flexsn.torch.fuse: {_name_of(self.prefix)} called with "
-                 f"shapes {[tuple(a.shape) for a in args]}:"] +
-                ["  " + line for line in report]))
+            print(
+                "\n".join(
+                    [
+                        f"flexsn.torch.fuse: {_name_of(self.prefix)} called "
+                        f"with shapes {[tuple(a.shape) for a in args]}:"
+                    ]
+                    + ["  " + line for line in report]
+                )
+            )
         if fused is None:
             return self._NOT_FUSED
         prepare(blocks)
@@ -322,10 +379,11 @@ class _FuseAtCall:
         # as itself).
         paths = _paths(self.traced, "")
         paths[id(self.traced)] = ""
-        guards = [(paths.get(id(m), m), name, value)
-                  for m, name, value in
-                  [(self.traced, n, v) for n, v in guards.root]
-                  + guards.inner]
+        guards = [
+            (paths.get(id(m), m), name, value)
+            for m, name, value in [(self.traced, n, v) for n, v in guards.root]
+            + guards.inner
+        ]
         return fused, guards
 
     def _unchanged(self, guards) -> bool:
@@ -333,8 +391,11 @@ class _FuseAtCall:
         from the module the caller holds (its submodules by path)."""
         for path, name, value in guards:
             try:
-                module = path if isinstance(path, nn.Module) else \
-                    self.holder.get_submodule(path)
+                module = (
+                    path
+                    if isinstance(path, nn.Module)
+                    else self.holder.get_submodule(path)
+                )
             except AttributeError:
                 return False
             if not _same(value, getattr(module, name, None)):
@@ -362,8 +423,10 @@ def _keep_order(new: nn.Module, old: nn.Module) -> None:
     the same model."""
     for table in ("_modules", "_parameters", "_buffers"):
         order = {name: i for i, name in enumerate(getattr(old, table))}
-        items = sorted(getattr(new, table).items(),
-                       key=lambda item: order.get(item[0], len(order)))
+        items = sorted(
+            getattr(new, table).items(),
+            key=lambda item: order.get(item[0], len(order)),
+        )
         getattr(new, table).clear()
         getattr(new, table).update(items)
     for name, child in new._modules.items():
@@ -384,8 +447,9 @@ def _only_user(node: fx.Node) -> Optional[fx.Node]:
 
 
 def _is_call(node: fx.Node, functions, method: str) -> bool:
-    return ((node.op == "call_function" and node.target in functions)
-            or (node.op == "call_method" and node.target == method))
+    return (node.op == "call_function" and node.target in functions) or (
+        node.op == "call_method" and node.target == method
+    )
 
 
 def _connection(s: fx.Node):
@@ -400,26 +464,34 @@ def _connection(s: fx.Node):
         o = b if a is value else a if b is value else None
         return o if isinstance(o, fx.Node) and o is not value else None
 
-    for op, functions, method in (("add", _ADDS, "add"),
-                                  ("and", _MULS, "mul")):
+    for op, functions, method in (
+        ("add", _ADDS, "add"),
+        ("and", _MULS, "mul"),
+    ):
         if _is_call(user, functions, method):
             o = other(user, s)
             return (op, o, [user]) if o is not None else None
     # IAND: (1 - s) * o, as `1.0 - s` (operator.sub) or `torch.rsub(s, 1)`.
     one_minus = user.op == "call_function" and (
         (user.target is operator.sub and user.args == (1, s))
-        or (user.target is torch.rsub and user.args == (s, 1)))
+        or (user.target is torch.rsub and user.args == (s, 1))
+    )
     mul = _only_user(user) if one_minus else None
-    if mul is None or mul.kwargs or len(mul.args) != 2 or \
-            not _is_call(mul, _MULS, "mul"):
+    if (
+        mul is None
+        or mul.kwargs
+        or len(mul.args) != 2
+        or not _is_call(mul, _MULS, "mul")
+    ):
         return None
     o = other(mul, user)
     return ("iand", o, [user, mul]) if o is not None else None
 
 
 def _is_in_place_add(node: fx.Node) -> bool:
-    return (node.op == "call_function" and node.target is operator.iadd) \
-        or (node.op == "call_method" and node.target == "add_")
+    return (node.op == "call_function" and node.target is operator.iadd) or (
+        node.op == "call_method" and node.target == "add_"
+    )
 
 
 def _added(node: fx.Node, value: fx.Node) -> Optional[fx.Node]:
@@ -433,10 +505,10 @@ def _added(node: fx.Node, value: fx.Node) -> Optional[fx.Node]:
     if not (in_place or _is_call(node, (operator.add, torch.add), "add")):
         return None
     a, b = node.args
-    other = b if a is value else None if in_place else \
-        a if b is value else None
-    return other if isinstance(other, fx.Node) and other is not value \
-        else None
+    other = (
+        b if a is value else None if in_place else a if b is value else None
+    )
+    return other if isinstance(other, fx.Node) and other is not value else None
 
 
 def _readout(y: fx.Node):
@@ -452,8 +524,11 @@ def _readout(y: fx.Node):
         return None
     args = dict(zip(("dim", "keepdim"), user.args[1:]))
     args.update(user.kwargs)
-    if args.get("dim") not in (0, (0,), [0]) or args.get("keepdim", False) \
-            or set(args) - {"dim", "keepdim"}:
+    if (
+        args.get("dim") not in (0, (0,), [0])
+        or args.get("keepdim", False)
+        or set(args) - {"dim", "keepdim"}
+    ):
         return None
     return kind, user
 
@@ -469,19 +544,26 @@ def _read_shape_from_input(bn_node: fx.Node) -> None:
     if len(bn_node.args) != 1 or not isinstance(bn_node.args[0], fx.Node):
         return
     for user in list(bn_node.users):
-        if (user.op == "call_function" and user.target is getattr
-                and user.args[1:] and user.args[1] in _SHAPE_ATTRIBUTES) or \
-                (user.op == "call_method" and user.target in ("size", "dim")):
+        if (
+            user.op == "call_function"
+            and user.target is getattr
+            and user.args[1:]
+            and user.args[1] in _SHAPE_ATTRIBUTES
+        ) or (user.op == "call_method" and user.target in ("size", "dim")):
             user.replace_input_with(bn_node, bn_node.args[0])
 
 
 #: Methods and functions that only reinterpret a tensor's shape (row-major
 #: order kept): a batch norm's [T*B, C, ...] output may pass through them
 #: to its neuron's [T, B, C, ...] input.
-_RESHAPE_METHODS = frozenset(("view", "reshape", "unflatten", "flatten",
-                              "contiguous"))
-_RESHAPE_FUNCTIONS = frozenset(f for f in (
-    torch.reshape, torch.flatten, getattr(torch, "unflatten", None)) if f)
+_RESHAPE_METHODS = frozenset(
+    ("view", "reshape", "unflatten", "flatten", "contiguous")
+)
+_RESHAPE_FUNCTIONS = frozenset(
+    f
+    for f in (torch.reshape, torch.flatten, getattr(torch, "unflatten", None))
+    if f
+)
 
 
 def _reshapes(node: fx.Node) -> List[fx.Node]:
@@ -489,10 +571,18 @@ def _reshapes(node: fx.Node) -> List[fx.Node]:
     before (whether they split T*B into T, B is checked at each call)."""
     found = []
     user = _only_user(node)
-    while user is not None and user.args and user.args[0] is node and (
+    while (
+        user is not None
+        and user.args
+        and user.args[0] is node
+        and (
             (user.op == "call_method" and user.target in _RESHAPE_METHODS)
-            or (user.op == "call_function" and
-                user.target in _RESHAPE_FUNCTIONS)):
+            or (
+                user.op == "call_function"
+                and user.target in _RESHAPE_FUNCTIONS
+            )
+        )
+    ):
         found.append(user)
         node, user = user, _only_user(user)
     return found
@@ -506,17 +596,23 @@ def _what_instead(root: nn.Module, node: Optional[fx.Node]) -> str:
     if node.op == "call_module":
         return f" (it goes to a {type(_module(root, node)).__name__})"
     if node.target is fused_block:
-        return (" (it is the second input of a fused chain: "
-                f"{_described('', node)}'s)")
+        return (
+            " (it is the second input of a fused chain: "
+            f"{_described('', node)}'s)"
+        )
     if node.op in ("call_function", "call_method"):
         name = getattr(node.target, "__name__", node.target)
         after = _only_user(node)
-        if (name in ("add", "iadd", "add_") or node.target in _ADDS) and \
-                after is not None and \
-                isinstance(_module(root, after), FlexSN):
-            return (" (it is added to something other than one tensor "
-                    "before the neuron: a block adds a tensor of its "
-                    "shape, without alpha, to the batch norm's output)")
+        if (
+            (name in ("add", "iadd", "add_") or node.target in _ADDS)
+            and after is not None
+            and isinstance(_module(root, after), FlexSN)
+        ):
+            return (
+                " (it is added to something other than one tensor "
+                "before the neuron: a block adds a tensor of its "
+                "shape, without alpha, to the batch norm's output)"
+            )
         return f" (it goes to {name})"
     return ""
 
@@ -526,11 +622,15 @@ def _why_not(bn: nn.Module, neuron, flat: bool = False) -> Optional[str]:
     bn normalizes [T*B, C, ...], reshaped to [T, B, C, ...] for the
     neuron."""
     if isinstance(bn, nn.SyncBatchNorm):
-        return ("a SyncBatchNorm reduces its statistics across processes, "
-                "which a block does not")
+        return (
+            "a SyncBatchNorm reduces its statistics across processes, "
+            "which a block does not"
+        )
     if not flat and getattr(bn, "step_mode", None) != "m":
-        return ("the batch norm is not multi-step (step_mode='m'): it "
-                "normalizes [N, C, ...], not [T, B, C, ...]")
+        return (
+            "the batch norm is not multi-step (step_mode='m'): it "
+            "normalizes [N, C, ...], not [T, B, C, ...]"
+        )
     try:
         check_block_neuron(neuron)
     except (TypeError, ValueError) as error:
@@ -538,16 +638,25 @@ def _why_not(bn: nn.Module, neuron, flat: bool = False) -> Optional[str]:
     if neuron.step_mode != "m":
         return "the neuron is single-step (step_mode='s')"
     if neuron.store_state_seqs or neuron.check_finite:
-        return ("the neuron stores its state sequences or checks finite "
-                "values, which a block does not")
+        return (
+            "the neuron stores its state sequences or checks finite "
+            "values, which a block does not"
+        )
     if neuron._spikes != "dense":
-        return ("the neuron stores its spikes as bytes or bits "
-                "(spike_dtype), which a block does not")
+        return (
+            "the neuron stores its spikes as bytes or bits "
+            "(spike_dtype), which a block does not"
+        )
     return None
 
 
-def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
-                report: List[str], blocks: List) -> bool:
+def _fuse_graph(
+    root: nn.Module,
+    graph: fx.Graph,
+    prefix: str,
+    report: List[str],
+    blocks: List,
+) -> bool:
     """Replaces each chain in `graph` by a `fused_block` call; says in
     `report` what it fused and why other batch norms were not, and adds
     each (neuron, block shape) to `blocks`."""
@@ -568,20 +677,28 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
         if adds:
             last, sn_node = sn_node, _only_user(sn_node)
         neuron = _module(root, sn_node) if sn_node is not None else None
-        if not isinstance(neuron, FlexSN) or len(bn_node.args) != 1 or \
-                sn_node.args != (last,) or sn_node.kwargs:
-            report.append(f"{where}: not fused, its output is not the only "
-                          f"input of a FlexSN neuron" +
-                          _what_instead(root, sn_node))
+        if (
+            not isinstance(neuron, FlexSN)
+            or len(bn_node.args) != 1
+            or sn_node.args != (last,)
+            or sn_node.kwargs
+        ):
+            report.append(
+                f"{where}: not fused, its output is not the only "
+                f"input of a FlexSN neuron" + _what_instead(root, sn_node)
+            )
             continue
         if reshapes and not flat:
-            report.append(f"{where}: not fused, a multi-step batch norm "
-                          f"whose output is reshaped before its neuron")
+            report.append(
+                f"{where}: not fused, a multi-step batch norm "
+                f"whose output is reshaped before its neuron"
+            )
             continue
         why = _why_not(bn, neuron, flat and bool(reshapes))
         if why:
-            report.append(f"{where} -> {prefix}{sn_node.target}: not fused, "
-                          f"{why}")
+            report.append(
+                f"{where} -> {prefix}{sn_node.target}: not fused, " f"{why}"
+            )
             continue
         chain = [bn_node, *reshapes, *adds, sn_node]
         connection, operand = "none", None
@@ -599,7 +716,7 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
         # changed in place in between would be read changed.
         shared = {bn_node.target, sn_node.target}
         if _moved_past(root, chain, shared):
-            chain = chain[:2 + len(reshapes) + len(adds)]
+            chain = chain[: 2 + len(reshapes) + len(adds)]
             connection, operand, readout = "none", None, None
             why = _moved_past(root, chain, shared)
             if why:
@@ -612,16 +729,23 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
             # the same reshapes its output had, [T, B, C, ...].
             for node in reshapes:
                 x = graph.node_copy(
-                    node, lambda arg, prev=node.args[0], new=x:
-                    new if arg is prev else arg)
+                    node,
+                    lambda arg, prev=node.args[0], new=x: new
+                    if arg is prev
+                    else arg,
+                )
             kwargs = {"connection": connection, "readout": readout or "none"}
             if reshapes:
                 kwargs["flat"] = flat_x
             if adds:
                 kwargs["added"] = added
                 kwargs["add_in_place"] = _is_in_place_add(adds[0])
-            args = (graph.get_attr(bn_node.target),
-                    graph.get_attr(sn_node.target), x, operand)
+            args = (
+                graph.get_attr(bn_node.target),
+                graph.get_attr(sn_node.target),
+                x,
+                operand,
+            )
             call = graph.call_function(fused_block, args, kwargs)
         last.replace_all_uses_with(call)
         for node in reversed(chain):
@@ -635,8 +759,17 @@ def _fuse_graph(root: nn.Module, graph: fx.Graph, prefix: str,
         if readout:
             parts.append(f"{readout} over T")
         report.append("fused: " + " -> ".join(parts))
-        blocks.append((neuron, _shape(connection, operand is not None,
-                                      readout or "none", adds=bool(adds))))
+        blocks.append(
+            (
+                neuron,
+                _shape(
+                    connection,
+                    operand is not None,
+                    readout or "none",
+                    adds=bool(adds),
+                ),
+            )
+        )
         fused = True
     return fused
 
@@ -651,8 +784,9 @@ def _described(prefix: str, node: fx.Node) -> str:
     return node.name
 
 
-def _moved_past(root: nn.Module, chain: List[fx.Node],
-                targets) -> Optional[str]:
+def _moved_past(
+    root: nn.Module, chain: List[fx.Node], targets
+) -> Optional[str]:
     """Why the chain cannot run where its last node is: a node between its
     first and last nodes, other than the chain's own, calls one of the
     modules `targets` or may change a tensor in place; None when none
@@ -663,17 +797,32 @@ def _moved_past(root: nn.Module, chain: List[fx.Node],
             if node.op == "call_module" and node.target in targets:
                 return "its module is called again before its neuron"
             if _changes_in_place(root, node):
-                return (f"{node.name} may change a tensor in place between "
-                        f"the batch norm and the neuron's last use")
+                return (
+                    f"{node.name} may change a tensor in place between "
+                    f"the batch norm and the neuron's last use"
+                )
         node = node.next
     return None
 
 
-_IN_PLACE_OPERATORS = frozenset((
-    operator.iadd, operator.isub, operator.imul, operator.itruediv,
-    operator.ifloordiv, operator.imod, operator.ipow, operator.iand,
-    operator.ior, operator.ixor, operator.ilshift, operator.irshift,
-    operator.imatmul, operator.setitem))
+_IN_PLACE_OPERATORS = frozenset(
+    (
+        operator.iadd,
+        operator.isub,
+        operator.imul,
+        operator.itruediv,
+        operator.ifloordiv,
+        operator.imod,
+        operator.ipow,
+        operator.iand,
+        operator.ior,
+        operator.ixor,
+        operator.ilshift,
+        operator.irshift,
+        operator.imatmul,
+        operator.setitem,
+    )
+)
 
 
 def _changes_in_place(root: nn.Module, node: fx.Node) -> bool:
@@ -685,14 +834,16 @@ def _changes_in_place(root: nn.Module, node: fx.Node) -> bool:
     if node.op == "call_method":
         return node.target.endswith("_") and not node.target.endswith("__")
     if node.op == "call_module":
-        return getattr(root.get_submodule(node.target), "inplace",
-                       False) is True
+        return (
+            getattr(root.get_submodule(node.target), "inplace", False) is True
+        )
     if node.op != "call_function":
         return False
     target = node.target
     name = getattr(target, "__name__", "")
-    if target in _IN_PLACE_OPERATORS or (name.endswith("_") and
-                                         not name.endswith("__")):
+    if target in _IN_PLACE_OPERATORS or (
+        name.endswith("_") and not name.endswith("__")
+    ):
         return True
     if node.kwargs.get("inplace") is True:
         return True
@@ -711,8 +862,13 @@ _PROGRAMS = {}
 
 
 @functools.lru_cache(maxsize=None)
-def _shape(connection: str, skip: bool, readout: str,
-           normalized_apart: bool = False, adds: bool = False) -> BlockShape:
+def _shape(
+    connection: str,
+    skip: bool,
+    readout: str,
+    normalized_apart: bool = False,
+    adds: bool = False,
+) -> BlockShape:
     """The block of a fused chain: the batch norm as a channel affine (or
     nothing, when it runs apart), plus the added tensor (`adds`), the
     connection with its skip operand, a mean as a sum (then divided).
@@ -720,20 +876,30 @@ def _shape(connection: str, skip: bool, readout: str,
     pre = "none" if normalized_apart else "channel_affine"
     if adds:
         pre = "add" if normalized_apart else pre + "_add"
-    return BlockShape(pre, connection, "skip" if skip else "input",
-                      "none" if readout == "none" else "sum")
+    return BlockShape(
+        pre,
+        connection,
+        "skip" if skip else "input",
+        "none" if readout == "none" else "sum",
+    )
 
 
 def _key(neuron, shape: BlockShape, dtype: str):
     targets = getattr(neuron, "targets", None)
-    return (str(neuron.compiled.directory), shape, dtype,
-            None if targets is None else tuple(targets))
+    return (
+        str(neuron.compiled.directory),
+        shape,
+        dtype,
+        None if targets is None else tuple(targets),
+    )
 
 
 def _name(shape: BlockShape) -> str:
     return "fused_" + "_".join(
-        v for v in (shape.pre, shape.connection, shape.operand,
-                    shape.readout) if v not in ("none", "input"))
+        v
+        for v in (shape.pre, shape.connection, shape.operand, shape.readout)
+        if v not in ("none", "input")
+    )
 
 
 def prepare(blocks, dtype: str = "f32") -> None:
@@ -743,20 +909,24 @@ def prepare(blocks, dtype: str = "f32") -> None:
     for its own block."""
     groups = {}
     for neuron, shape in blocks:
-        group = groups.setdefault(_key(neuron, shape, dtype)[::3],
-                                  (neuron, {}))
+        group = groups.setdefault(
+            _key(neuron, shape, dtype)[::3], (neuron, {})
+        )
         group[1][_name(shape)] = shape
     for neuron, shapes in groups.values():
-        if all(_key(neuron, shape, dtype) in _PROGRAMS
-               for shape in shapes.values()):
+        if all(
+            _key(neuron, shape, dtype) in _PROGRAMS
+            for shape in shapes.values()
+        ):
             continue
         # The whole set, whatever this process loaded before: the same
         # model is then the same source (a cache entry that a machine
         # without the tools finds).
         # In name order, whatever order the model uses them in.
         shapes = dict(sorted(shapes.items()))
-        programs = compile_blocks(neuron.compiled, shapes, (dtype,),
-                                  getattr(neuron, "targets", None))
+        programs = compile_blocks(
+            neuron.compiled, shapes, (dtype,), getattr(neuron, "targets", None)
+        )
         for name, shape in shapes.items():
             _PROGRAMS[_key(neuron, shape, dtype)] = programs[name]
 
@@ -768,12 +938,18 @@ def _program(neuron, shape: BlockShape, dtype: str):
     return _PROGRAMS[key]
 
 
-def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
-                operand: Optional[torch.Tensor] = None, *,
-                connection: str = "none", readout: str = "none",
-                flat: Optional[torch.Tensor] = None,
-                added: Optional[torch.Tensor] = None,
-                add_in_place: bool = False):
+def fused_block(
+    bn: nn.Module,
+    neuron,
+    x: torch.Tensor,
+    operand: Optional[torch.Tensor] = None,
+    *,
+    connection: str = "none",
+    readout: str = "none",
+    flat: Optional[torch.Tensor] = None,
+    added: Optional[torch.Tensor] = None,
+    add_in_place: bool = False,
+):
     """`readout(connection(neuron(bn(x) [+ added]), operand))` as one
     Block call, with bn's and the neuron's parameters, statistics and
     states (bn
@@ -793,34 +969,64 @@ def fused_block(bn: nn.Module, neuron, x: torch.Tensor,
     # norm and the connection, where a block would be an opaque op whose
     # batch statistics break the graph.
     fits = not compiling() and (
-        dtype is not None and x.dim() >= 3 and x.numel() > 0
+        dtype is not None
+        and x.dim() >= 3
+        and x.numel() > 0
         and (flat is None or _splits_time(flat, x))
         and _why_not(bn, neuron, flat is not None) is None
         and (readout == "none" or dtype == "f32")
-        and _like(operand, x) and _like(added, x))
+        and _like(operand, x)
+        and _like(added, x)
+    )
     if not fits:
-        return _unfused(bn, neuron, x, operand, connection, readout, flat,
-                        added, add_in_place)
+        return _unfused(
+            bn,
+            neuron,
+            x,
+            operand,
+            connection,
+            readout,
+            flat,
+            added,
+            add_in_place,
+        )
     if _normalizes_apart(bn, x):
-        return _neuron_block(bn, neuron, x, operand, connection, readout,
-                             dtype, flat, added)
-    program = _program(neuron, _shape(connection, operand is not None,
-                                      readout, adds=added is not None),
-                       dtype)
+        return _neuron_block(
+            bn, neuron, x, operand, connection, readout, dtype, flat, added
+        )
+    program = _program(
+        neuron,
+        _shape(
+            connection, operand is not None, readout, adds=added is not None
+        ),
+        dtype,
+    )
     scale, shift, statistics = batch_norm_affine(bn, x)
     skip = operand if added is None else added
-    y = run_block(program, neuron, bn, x, skip, scale, shift,
-                  neuron.states, neuron._assigned, statistics)
+    y = run_block(
+        program,
+        neuron,
+        bn,
+        x,
+        skip,
+        scale,
+        shift,
+        neuron.states,
+        neuron._assigned,
+        statistics,
+    )
     return y / x.shape[0] if mean else y
 
 
 def _like(tensor: Optional[torch.Tensor], x: torch.Tensor) -> bool:
     """Whether a block's second input may be `tensor`: none, or a tensor
     of x's shape, dtype and device (not broadcast, not promoted)."""
-    return tensor is None or (isinstance(tensor, torch.Tensor)
-                              and tensor.shape == x.shape
-                              and tensor.dtype == x.dtype
-                              and tensor.device == x.device)
+    return tensor is None or (
+        isinstance(tensor, torch.Tensor)
+        and tensor.shape == x.shape
+        and tensor.dtype == x.dtype
+        and tensor.device == x.device
+    )
 
 
 def _normalizes_apart(bn: nn.Module, x: torch.Tensor) -> bool:
@@ -830,17 +1036,24 @@ def _normalizes_apart(bn: nn.Module, x: torch.Tensor) -> bool:
     forward and backward, takes less GPU time than the fused block's
     statistics, per-channel gradient sums and statistics backward; in
     row-major the fused block is the faster (docs/perf/resnet)."""
-    return (x.is_cuda and (bn.training or bn.running_mean is None)
-            and memory_order(x.shape, x.stride()) is not None)
+    return (
+        x.is_cuda
+        and (bn.training or bn.running_mean is None)
+        and memory_order(x.shape, x.stride()) is not None
+    )
 
 
 def _splits_time(flat: torch.Tensor, x: torch.Tensor) -> bool:
     """Whether x, a reshape of flat [T*B, C, ...], is [T, B, C, ...]: its
     first two dimensions split flat's first, its third is flat's
     channels (the dimensions after C may be regrouped)."""
-    return (x.dim() >= 3 and flat.dim() >= 2 and x.numel() == flat.numel()
-            and x.shape[0] * x.shape[1] == flat.shape[0]
-            and x.shape[2] == flat.shape[1])
+    return (
+        x.dim() >= 3
+        and flat.dim() >= 2
+        and x.numel() == flat.numel()
+        and x.shape[0] * x.shape[1] == flat.shape[0]
+        and x.shape[2] == flat.shape[1]
+    )
 
 
 def _normalized(bn, x, flat):
@@ -848,23 +1061,42 @@ def _normalized(bn, x, flat):
     return bn(x) if flat is None else bn(flat).reshape(x.shape)
 
 
-def _neuron_block(bn, neuron, x, operand, connection, readout, dtype,
-                  flat=None, added=None):
+def _neuron_block(
+    bn, neuron, x, operand, connection, readout, dtype, flat=None, added=None
+):
     """bn(x), then the addition, the neuron, the connection and the
     readout as one Block (or the neuron alone when there is none)."""
     y = _normalized(bn, x, flat)
     if connection == "none" and readout == "none" and added is None:
         return neuron(y)
-    shape = _shape(connection, operand is not None, readout, True,
-                   added is not None)
-    y = run_block(_program(neuron, shape, dtype), neuron, None, y,
-                  operand if added is None else added, None, None,
-                  neuron.states, neuron._assigned)
+    shape = _shape(
+        connection, operand is not None, readout, True, added is not None
+    )
+    y = run_block(
+        _program(neuron, shape, dtype),
+        neuron,
+        None,
+        y,
+        operand if added is None else added,
+        None,
+        None,
+        neuron.states,
+        neuron._assigned,
+    )
     return y / x.shape[0] if readout == "mean" else y
 
 
-def _unfused(bn, neuron, x, operand, connection, readout, flat=None,
-             added=None, add_in_place=False):
+def _unfused(
+    bn,
+    neuron,
+    x,
+    operand,
+    connection,
+    readout,
+    flat=None,
+    added=None,
+    add_in_place=False,
+):
     y = _normalized(bn, x, flat)
     if added is not None:
         y = y.add_(added) if add_in_place else y + added

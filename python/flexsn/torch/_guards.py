@@ -49,14 +49,23 @@ def recording_reads(root: nn.Module, reads: Reads):
     def watching(cls):
         def __getattribute__(self, name):
             value = cls.__getattribute__(self, name)
-            if not name.startswith("_") and not callable(value) and \
-                    _from_user_code(sys._getframe(1)):
+            if (
+                not name.startswith("_")
+                and not callable(value)
+                and _from_user_code(sys._getframe(1))
+            ):
                 reads.setdefault((id(self), name), (self, name, value))
             return value
-        return type(cls.__name__, (cls,),
-                    {"__getattribute__": __getattribute__,
-                     "__module__": cls.__module__,
-                     "__qualname__": cls.__qualname__})
+
+        return type(
+            cls.__name__,
+            (cls,),
+            {
+                "__getattribute__": __getattribute__,
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+            },
+        )
 
     try:
         for module in root.modules():
@@ -84,9 +93,17 @@ def attributes_restored(root: nn.Module):
     saved = []
     for module in root.modules():
         attributes = dict(module.__dict__)
-        saved.append((module, attributes,
-                      [(d, dict(d)) for d in attributes.values()
-                       if isinstance(d, dict)]))
+        saved.append(
+            (
+                module,
+                attributes,
+                [
+                    (d, dict(d))
+                    for d in attributes.values()
+                    if isinstance(d, dict)
+                ],
+            )
+        )
     try:
         yield
     finally:
@@ -94,8 +111,11 @@ def attributes_restored(root: nn.Module):
             for d, items in contents:
                 d.clear()
                 d.update(items)
-            added = {k: v for k, v in module.__dict__.items()
-                     if k not in attributes and not _traced_value(v)}
+            added = {
+                k: v
+                for k, v in module.__dict__.items()
+                if k not in attributes and not _traced_value(v)
+            }
             module.__dict__.clear()
             module.__dict__.update(attributes)
             module.__dict__.update(added)
@@ -103,7 +123,8 @@ def attributes_restored(root: nn.Module):
 
 def _traced_value(value) -> bool:
     return isinstance(value, torch.fx.Proxy) or (
-        isinstance(value, torch.Tensor) and value.is_meta)
+        isinstance(value, torch.Tensor) and value.is_meta
+    )
 
 
 def _snapshot(value):
@@ -117,8 +138,7 @@ def _snapshot(value):
 def _same(recorded, current) -> bool:
     if recorded is current:
         return True
-    if isinstance(recorded, torch.Tensor) or \
-            isinstance(current, torch.Tensor):
+    if isinstance(recorded, torch.Tensor) or isinstance(current, torch.Tensor):
         return False  # a tensor replaced by another
     try:
         return type(recorded) is type(current) and bool(recorded == current)
@@ -162,8 +182,12 @@ class Guards:
         return None
 
     def describe(self, paths: Dict[int, str]) -> str:
-        names = (["training"] if self.training is not None else []) + \
-            [name for name, _ in self.root] + \
-            [f"{paths.get(id(m), type(m).__name__)}.{n}"
-             for m, n, _ in self.inner]
+        names = (
+            (["training"] if self.training is not None else [])
+            + [name for name, _ in self.root]
+            + [
+                f"{paths.get(id(m), type(m).__name__)}.{n}"
+                for m, n, _ in self.inner
+            ]
+        )
         return ", ".join(names)

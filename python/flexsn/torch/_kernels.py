@@ -33,9 +33,14 @@ SPIKE_STORAGE = {None: "dense", torch.uint8: "u8", "bits": "bits"}
 def output_kinds(spec: Kernel, x_dtype: torch.dtype) -> list:
     """Per output of an inference or final-state kernel: the torch dtype it
     is stored in, or "bits" for spikes packed 8 per byte."""
-    return ["bits" if b.dtype == "bits" else
-            torch.uint8 if b.dtype == "u8" else x_dtype
-            for b in spec.bound("output")]
+    return [
+        "bits"
+        if b.dtype == "bits"
+        else torch.uint8
+        if b.dtype == "u8"
+        else x_dtype
+        for b in spec.bound("output")
+    ]
 
 
 def buffer_layout(spec: Kernel, info) -> List[Tuple[Tuple[str, bool], int]]:
@@ -59,7 +64,8 @@ def buffer_layout(spec: Kernel, info) -> List[Tuple[Tuple[str, bool], int]]:
                 raise RuntimeError(
                     f"{spec.name}: buffer '{b.name}' binds parameter "
                     f"'{binds.name}', which is not one of "
-                    f"{', '.join(names) or 'none'}")
+                    f"{', '.join(names) or 'none'}"
+                )
             index = names.index(binds.name)
         layout.append((binds.key, index))
     return layout
@@ -71,19 +77,25 @@ def packed_shape(seq_shape: Sequence[int]) -> Tuple[int, int]:
     return (seq_shape[0], (math.prod(seq_shape[1:]) + 7) // 8)
 
 
-def unpack_spikes(packed: torch.Tensor, shape: Sequence[int],
-                  dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def unpack_spikes(
+    packed: torch.Tensor,
+    shape: Sequence[int],
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
     """The 0/1 spikes of shape `shape` ([T, N...]) from their bit-packed
     form `packed` (uint8 [T, ceil(N / 8)], as `spike_dtype="bits"` returns
     them): bit n % 8 (least significant first) of byte n // 8 of each row
     is neuron n's spike."""
     T, N = shape[0], math.prod(shape[1:])
     if packed.dtype != torch.uint8 or tuple(packed.shape) != (T, (N + 7) // 8):
-        raise ValueError(f"packed spikes of a {tuple(shape)} sequence are "
-                         f"uint8 [{T}, {(N + 7) // 8}], got {packed.dtype} "
-                         f"{tuple(packed.shape)}")
-    weights = torch.tensor([1 << i for i in range(8)], dtype=torch.uint8,
-                           device=packed.device)
+        raise ValueError(
+            f"packed spikes of a {tuple(shape)} sequence are "
+            f"uint8 [{T}, {(N + 7) // 8}], got {packed.dtype} "
+            f"{tuple(packed.shape)}"
+        )
+    weights = torch.tensor(
+        [1 << i for i in range(8)], dtype=torch.uint8, device=packed.device
+    )
     bits = packed.unsqueeze(-1).bitwise_and(weights).ne(0)
     return bits.reshape(T, -1)[:, :N].reshape(tuple(shape)).to(dtype)
 
@@ -91,12 +103,16 @@ def unpack_spikes(packed: torch.Tensor, shape: Sequence[int],
 def storage_type(tensors: Sequence[torch.Tensor], what: str) -> str:
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) != 1:
-        raise TypeError(f"{what}: every input and state must have one dtype, "
-                        f"got {sorted(str(d) for d in dtypes)}")
+        raise TypeError(
+            f"{what}: every input and state must have one dtype, "
+            f"got {sorted(str(d) for d in dtypes)}"
+        )
     dtype = dtypes.pop()
     if dtype not in DTYPES:
-        raise TypeError(f"{what}: FlexSN kernels store float32, float16 or "
-                        f"bfloat16 sequences, got {dtype}")
+        raise TypeError(
+            f"{what}: FlexSN kernels store float32, float16 or "
+            f"bfloat16 sequences, got {dtype}"
+        )
     return DTYPES[dtype]
 
 
@@ -142,39 +158,55 @@ def check_inputs(info, inputs, inits, shaped=()):
     that do not fit the neuron: counts, ranks, shapes, devices and
     dtypes."""
     if len(inputs) != len(info.inputs):
-        raise ValueError(f"{info.name} takes {len(info.inputs)} input "
-                         f"sequence(s) ({', '.join(info.inputs)}), got "
-                         f"{len(inputs)}")
+        raise ValueError(
+            f"{info.name} takes {len(info.inputs)} input "
+            f"sequence(s) ({', '.join(info.inputs)}), got "
+            f"{len(inputs)}"
+        )
     x0 = inputs[0]
     if x0.dim() < 2:
-        raise ValueError(f"{info.name}: inputs are [T, N...] sequences, got "
-                         f"shape {tuple(x0.shape)}")
+        raise ValueError(
+            f"{info.name}: inputs are [T, N...] sequences, got "
+            f"shape {tuple(x0.shape)}"
+        )
     if info.channels and x0.dim() < 3:
         names = ", ".join(p.name for p in info.per_channel_params)
-        raise ValueError(f"{info.name}: inputs are [T, B, C, ...] sequences "
-                         f"(per-channel parameter(s) {names}), got shape "
-                         f"{tuple(x0.shape)}")
+        raise ValueError(
+            f"{info.name}: inputs are [T, B, C, ...] sequences "
+            f"(per-channel parameter(s) {names}), got shape "
+            f"{tuple(x0.shape)}"
+        )
     for name, x in zip(info.inputs[1:], inputs[1:]):
         if x.shape != x0.shape:
-            raise ValueError(f"{info.name}: input '{name}' has shape "
-                             f"{tuple(x.shape)}, '{info.inputs[0]}' has "
-                             f"{tuple(x0.shape)}")
+            raise ValueError(
+                f"{info.name}: input '{name}' has shape "
+                f"{tuple(x.shape)}, '{info.inputs[0]}' has "
+                f"{tuple(x0.shape)}"
+            )
         if x.device != x0.device:
-            raise ValueError(f"{info.name}: input '{name}' is on {x.device}, "
-                             f"'{info.inputs[0]}' on {x0.device}")
+            raise ValueError(
+                f"{info.name}: input '{name}' is on {x.device}, "
+                f"'{info.inputs[0]}' on {x0.device}"
+            )
     for name, s in zip(info.states, inits):
         if s is None:
             continue
         if s.shape != x0.shape[1:]:
-            raise ValueError(f"{info.name}: state '{name}' has shape "
-                             f"{tuple(s.shape)}, expected the neuron shape "
-                             f"{tuple(x0.shape[1:])}")
+            raise ValueError(
+                f"{info.name}: state '{name}' has shape "
+                f"{tuple(s.shape)}, expected the neuron shape "
+                f"{tuple(x0.shape[1:])}"
+            )
         if s.device != x0.device:
-            raise ValueError(f"{info.name}: state '{name}' is on {s.device}, "
-                             f"the inputs on {x0.device}")
+            raise ValueError(
+                f"{info.name}: state '{name}' is on {s.device}, "
+                f"the inputs on {x0.device}"
+            )
         if s.dtype != x0.dtype:
-            raise TypeError(f"{info.name}: state '{name}' is {s.dtype}, the "
-                            f"inputs {x0.dtype}")
+            raise TypeError(
+                f"{info.name}: state '{name}' is {s.dtype}, the "
+                f"inputs {x0.dtype}"
+            )
     check_shaped(info, x0, shaped)
 
 
@@ -187,47 +219,62 @@ def check_shaped(info, x0, shaped):
         raise ValueError(
             f"{info.name} takes {len(params)} per-neuron or per-channel "
             f"parameter(s) ({', '.join(p.name for p in params) or 'none'}), "
-            f"got {len(shaped)}")
+            f"got {len(shaped)}"
+        )
     for p, t in zip(params, shaped):
-        what = ("per-neuron parameter" if p.per_neuron else
-                "per-channel parameter")
+        what = (
+            "per-neuron parameter" if p.per_neuron else "per-channel parameter"
+        )
         if not isinstance(t, torch.Tensor):
             raise TypeError(
                 f"{info.name}: {what} '{p.name}' is a tensor of "
                 + ("the neuron shape" if p.per_neuron else "shape [C]")
-                + f", not {type(t).__name__}")
+                + f", not {type(t).__name__}"
+            )
         if p.per_neuron and t.shape != x0.shape[1:]:
             raise ValueError(
                 f"{info.name}: {what} '{p.name}' has shape "
                 f"{tuple(t.shape)}, expected the neuron shape "
-                f"{tuple(x0.shape[1:])} (the inputs' shape without T)")
+                f"{tuple(x0.shape[1:])} (the inputs' shape without T)"
+            )
         if p.per_channel and t.shape != x0.shape[2:3]:
             raise ValueError(
                 f"{info.name}: {what} '{p.name}' has shape "
                 f"{tuple(t.shape)}, expected [C] = {tuple(x0.shape[2:3])} "
-                f"(C is dimension 2 of the [T, B, C, ...] inputs)")
+                f"(C is dimension 2 of the [T, B, C, ...] inputs)"
+            )
         if t.dtype != torch.float32:
-            raise TypeError(f"{info.name}: {what} '{p.name}' "
-                            f"is {t.dtype}, the kernels take float32")
+            raise TypeError(
+                f"{info.name}: {what} '{p.name}' "
+                f"is {t.dtype}, the kernels take float32"
+            )
         if t.device != x0.device:
-            raise ValueError(f"{info.name}: {what} '{p.name}' "
-                             f"is on {t.device}, the inputs on {x0.device}")
+            raise ValueError(
+                f"{info.name}: {what} '{p.name}' "
+                f"is on {t.device}, the inputs on {x0.device}"
+            )
 
 
-def sequence_like(x0: torch.Tensor, steps: int, in_place: bool,
-                  dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+def sequence_like(
+    x0: torch.Tensor,
+    steps: int,
+    in_place: bool,
+    dtype: Optional[torch.dtype] = None,
+) -> torch.Tensor:
     """An empty `[steps, N...]` sequence of x0's neurons: each step in
     x0's memory order when `in_place` (x0 is dense, T outermost), else
     row-major."""
     shape = (steps,) + tuple(x0.shape[1:])
     if not in_place:
         return x0.new_empty(shape, dtype=dtype)
-    return x0.new_empty_strided(shape, (math.prod(shape[1:]),)
-                                + x0.stride()[1:], dtype=dtype)
+    return x0.new_empty_strided(
+        shape, (math.prod(shape[1:]),) + x0.stride()[1:], dtype=dtype
+    )
 
 
-def step_like(x0: torch.Tensor, in_place: bool,
-              dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+def step_like(
+    x0: torch.Tensor, in_place: bool, dtype: Optional[torch.dtype] = None
+) -> torch.Tensor:
     """An empty step `[N...]` of x0's neurons, as sequence_like lays out
     each step."""
     if not in_place:
@@ -253,44 +300,52 @@ class TensorLike:
         return len(self.shape)
 
     def new_empty(self, shape, dtype=None):
-        return torch.empty(shape, dtype=dtype or self.dtype,
-                           device=self.device)
+        return torch.empty(
+            shape, dtype=dtype or self.dtype, device=self.device
+        )
 
     def new_empty_strided(self, shape, stride, dtype=None):
-        return torch.empty_strided(shape, stride, dtype=dtype or self.dtype,
-                                   device=self.device)
+        return torch.empty_strided(
+            shape, stride, dtype=dtype or self.dtype, device=self.device
+        )
 
     def new_zeros(self, shape, dtype=None):
-        return torch.zeros(shape, dtype=dtype or self.dtype,
-                           device=self.device)
+        return torch.zeros(
+            shape, dtype=dtype or self.dtype, device=self.device
+        )
 
 
-def in_order(t: torch.Tensor, x0: torch.Tensor, step: bool = False
-             ) -> torch.Tensor:
+def in_order(
+    t: torch.Tensor, x0: torch.Tensor, step: bool = False
+) -> torch.Tensor:
     """`t`, of x0's shape (or a step's), in x0's memory order: itself when
     it has x0's strides, else a copy (an incoming gradient laid out
     otherwise, or expanded)."""
     if t.stride() == (x0.stride()[1:] if step else x0.stride()):
         return t
-    like = (step_like(x0, True, t.dtype) if step else
-            sequence_like(x0, x0.shape[0], True, t.dtype))
+    like = (
+        step_like(x0, True, t.dtype)
+        if step
+        else sequence_like(x0, x0.shape[0], True, t.dtype)
+    )
     return like.copy_(t)
 
 
-def as_read(tensors, x0: torch.Tensor, in_place: bool, step: bool = False
-            ) -> list:
+def as_read(
+    tensors, x0: torch.Tensor, in_place: bool, step: bool = False
+) -> list:
     """`tensors` (sequences like x0, or steps; None stays None) as the
     kernels read them: in x0's memory order when `in_place`, else
     contiguous; copies where they are not."""
     if in_place:
-        return [None if t is None else in_order(t, x0, step)
-                for t in tensors]
+        return [None if t is None else in_order(t, x0, step) for t in tensors]
     return [None if t is None else t.contiguous() for t in tensors]
 
 
 # The current CUDA device's index without building a device object.
-_current_device = getattr(torch._C, "_cuda_getDevice", None) or \
-    torch.cuda.current_device
+_current_device = (
+    getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+)
 
 
 def current_stream(device_index: int) -> int:
@@ -321,17 +376,28 @@ class NeuronKernels:
         # the faster one (docs/perf/per_channel_results.md): it serves
         # every backward call.
         self._sum_channels_here = device_type == "cuda" and any(
-            p.per_channel for p in self.info.trainable_params)
+            p.per_channel for p in self.info.trainable_params
+        )
 
-    def kernel(self, variant: str, dtype: str, deterministic: bool = False,
-               spikes: str = "dense", final_states: Optional[bool] = None
-               ) -> Kernel:
+    def kernel(
+        self,
+        variant: str,
+        dtype: str,
+        deterministic: bool = False,
+        spikes: str = "dense",
+        final_states: Optional[bool] = None,
+    ) -> Kernel:
         key = (variant, dtype, deterministic, spikes, final_states)
         kernel = self._cache.get(key)
         if kernel is None:
             kernel = self._cache[key] = self.compiled.kernel(
-                self.device_type, variant, dtype, deterministic, spikes,
-                final_states=final_states)
+                self.device_type,
+                variant,
+                dtype,
+                deterministic,
+                spikes,
+                final_states=final_states,
+            )
         return kernel
 
     def inputs_read_by_backward(self, dtype: str) -> frozenset:
@@ -347,8 +413,11 @@ class NeuronKernels:
                     spec = self.kernel("backward", dtype, deterministic).spec
                 except NoDeterministicKernelError:
                     continue
-                read |= {i for key, i in self._layout(spec)
-                         if key == ("input", False)}
+                read |= {
+                    i
+                    for key, i in self._layout(spec)
+                    if key == ("input", False)
+                }
             read = self._read_by_backward[dtype] = frozenset(read)
         return read
 
@@ -368,38 +437,76 @@ class NeuronKernels:
             return kernel
         return self.kernel("forward", dtype, final_states=False)
 
-    def empty_outputs(self, x: torch.Tensor, spikes: str
-                      ) -> List[torch.Tensor]:
+    def empty_outputs(
+        self, x: torch.Tensor, spikes: str
+    ) -> List[torch.Tensor]:
         """Contiguous tensors like the outputs of an inference or
         final-state kernel over inputs like `x`: uint8 for spikes stored as
         u8, packed uint8 [T, ceil(N / 8)] for spikes stored as bits, else
         like x."""
-        kinds = ([x.dtype] * self.num_outputs if spikes == "dense" else
-                 output_kinds(self.kernel("inference", DTYPES[x.dtype],
-                                          spikes=spikes).spec, x.dtype))
-        return [x.new_empty(packed_shape(x.shape), dtype=torch.uint8)
-                if kind == "bits" else
-                torch.empty_like(x, memory_format=torch.contiguous_format,
-                                 dtype=kind) for kind in kinds]
+        kinds = (
+            [x.dtype] * self.num_outputs
+            if spikes == "dense"
+            else output_kinds(
+                self.kernel("inference", DTYPES[x.dtype], spikes=spikes).spec,
+                x.dtype,
+            )
+        )
+        return [
+            x.new_empty(packed_shape(x.shape), dtype=torch.uint8)
+            if kind == "bits"
+            else torch.empty_like(
+                x, memory_format=torch.contiguous_format, dtype=kind
+            )
+            for kind in kinds
+        ]
 
     # -- launching ---------------------------------------------------------
 
-    def _launch(self, kernel, T, N, ld, buffers, workspace, params, device,
-                channels=None):
+    def _launch(
+        self,
+        kernel,
+        T,
+        N,
+        ld,
+        buffers,
+        workspace,
+        params,
+        device,
+        channels=None,
+    ):
         if self.device_type == "cuda":
             index = device if isinstance(device, int) else device.index
             # As torch's own operators do: the tensors' device is made
             # current for the launch (the runtime launches in the current
             # context, which must own the stream and buffers).
-            guard = (contextlib.nullcontext() if index == _current_device()
-                     else torch.cuda.device(index))
+            guard = (
+                contextlib.nullcontext()
+                if index == _current_device()
+                else torch.cuda.device(index)
+            )
             with guard:
-                kernel.launch(current_stream(index), T, N, ld, buffers,
-                              workspace, params, channels)
+                kernel.launch(
+                    current_stream(index),
+                    T,
+                    N,
+                    ld,
+                    buffers,
+                    workspace,
+                    params,
+                    channels,
+                )
         else:
             # As many threads as torch's own CPU operators use.
-            kernel.launch(T, N, buffers, workspace, params, channels,
-                          num_threads=torch.get_num_threads())
+            kernel.launch(
+                T,
+                N,
+                buffers,
+                workspace,
+                params,
+                channels,
+                num_threads=torch.get_num_threads(),
+            )
 
     @staticmethod
     def _address(t: Optional[torch.Tensor]) -> int:
@@ -408,8 +515,9 @@ class NeuronKernels:
     def _workspace(self, kernel, T, N, ld, device) -> torch.Tensor:
         nbytes = kernel.spec.workspace_size(T, N, ld)
         # The caching allocator on CUDA; 16-byte alignment either way.
-        return torch.empty((nbytes + 3) // 4, dtype=torch.float32,
-                           device=device)
+        return torch.empty(
+            (nbytes + 3) // 4, dtype=torch.float32, device=device
+        )
 
     def _layout(self, spec) -> List[Tuple[Tuple[str, bool], int]]:
         """buffer_layout of `spec`, worked out once per kernel, with (for a
@@ -418,17 +526,20 @@ class NeuronKernels:
         over time, summed per channel here)."""
         layout = self._layouts.get(spec.name)
         if layout is None:
-            layout = self._layouts[spec.name] = buffer_layout(spec,
-                                                              self.info)
+            layout = self._layouts[spec.name] = buffer_layout(spec, self.info)
             self._written[spec.name] = frozenset(
-                i for key, i in layout if key == ("param", True))
+                i for key, i in layout if key == ("param", True)
+            )
             trainable = self.info.trainable_params
             self._per_neuron_sums[spec.name] = frozenset(
-                i for b, (key, i) in zip(
-                    (b for b in spec.buffers if not b.in_workspace), layout)
+                i
+                for b, (key, i) in zip(
+                    (b for b in spec.buffers if not b.in_workspace), layout
+                )
                 if key == ("param", True)
                 and b.role == "per_neuron_param_gradient"
-                and trainable[i].per_channel)
+                and trainable[i].per_channel
+            )
         return layout
 
     def _buffers(self, spec, sources) -> List[int]:
@@ -439,12 +550,17 @@ class NeuronKernels:
 
     # -- the variants ------------------------------------------------------
 
-    def inference(self, inputs: List[torch.Tensor],
-                  inits: List[Optional[torch.Tensor]], params: Sequence,
-                  store_state_seqs: bool, allow_strided: bool = True,
-                  shaped: Sequence[torch.Tensor] = (), spikes: str = "dense",
-                  in_place: bool = False
-                  ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
+    def inference(
+        self,
+        inputs: List[torch.Tensor],
+        inits: List[Optional[torch.Tensor]],
+        params: Sequence,
+        store_state_seqs: bool,
+        allow_strided: bool = True,
+        shaped: Sequence[torch.Tensor] = (),
+        spikes: str = "dense",
+        in_place: bool = False,
+    ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
         """Outputs and (state sequences or final states), with no graph.
         With `spikes="u8"`, spike outputs are uint8 (0 or 1); with
         `spikes="bits"`, uint8 [T, ceil(N / 8)] of 8 spikes per byte.
@@ -453,24 +569,50 @@ class NeuronKernels:
         # checked) once per layout: a module is called with few of them.
         # Shaped parameters are part of the layout (shape, dtype, device):
         # the plan checks them too.
-        key = (store_state_seqs, allow_strided, spikes, in_place,
-               *[(x.shape, x.stride(), x.dtype, x.get_device())
-                 for x in inputs],
-               *[None if s is None else (s.shape, s.stride(), s.dtype,
-                                         s.get_device()) for s in inits],
-               *[(p.shape, p.dtype, p.get_device())
-                 if isinstance(p, torch.Tensor) else type(p)
-                 for p in shaped], len(shaped))
+        key = (
+            store_state_seqs,
+            allow_strided,
+            spikes,
+            in_place,
+            *[(x.shape, x.stride(), x.dtype, x.get_device()) for x in inputs],
+            *[
+                None
+                if s is None
+                else (s.shape, s.stride(), s.dtype, s.get_device())
+                for s in inits
+            ],
+            *[
+                (p.shape, p.dtype, p.get_device())
+                if isinstance(p, torch.Tensor)
+                else type(p)
+                for p in shaped
+            ],
+            len(shaped),
+        )
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plan_inference(inputs, inits, store_state_seqs,
-                                        allow_strided, shaped, spikes,
-                                        in_place)
+            plan = self._plan_inference(
+                inputs,
+                inits,
+                store_state_seqs,
+                allow_strided,
+                shaped,
+                spikes,
+                in_place,
+            )
             if len(self._plans) >= 64:
                 self._plans.clear()
             self._plans[key] = plan
-        (kernel, T, N, ld, copy_inputs, seq_shape, layout,
-         output_dtypes) = plan
+        (
+            kernel,
+            T,
+            N,
+            ld,
+            copy_inputs,
+            seq_shape,
+            layout,
+            output_dtypes,
+        ) = plan
         if copy_inputs:
             inputs = [x.contiguous() for x in inputs]
         x0 = inputs[0]
@@ -481,7 +623,7 @@ class NeuronKernels:
             if dtype == "bits":
                 # Rows of ceil(ld / 8) bytes, the first ceil(N / 8) used.
                 rows = x0.new_empty((T, (ld + 7) // 8), dtype=torch.uint8)
-                return rows[:, :(N + 7) // 8]
+                return rows[:, : (N + 7) // 8]
             if ld == N:
                 # Dense like the (possibly copied) inputs, in their order.
                 return torch.empty_like(x0, dtype=dtype)
@@ -491,50 +633,90 @@ class NeuronKernels:
         if store_state_seqs:
             states = [sequence() for _ in range(self.num_states)]
         else:
-            states = [step_like(x0, in_place)
-                      for _ in range(self.num_states)]
+            states = [step_like(x0, in_place) for _ in range(self.num_states)]
         if T == 0 or N == 0:
             # No launch: a final state is the initial one (zeros if absent).
             if not store_state_seqs:
-                states = [torch.zeros_like(s) if init is None else init.clone()
-                          for s, init in zip(states, inits)]
+                states = [
+                    torch.zeros_like(s) if init is None else init.clone()
+                    for s, init in zip(states, inits)
+                ]
             return outputs, states
         # Contiguous copies stay referenced until the launch is queued.
-        buffers = self._buffers(kernel.spec, self._step_sources(
-            inputs, inits, outputs, states, shaped))
-        self._launch(kernel, T, N, ld if ld != N else 0, buffers, 0, params,
-                     x0.get_device(), layout)
+        buffers = self._buffers(
+            kernel.spec,
+            self._step_sources(inputs, inits, outputs, states, shaped),
+        )
+        self._launch(
+            kernel,
+            T,
+            N,
+            ld if ld != N else 0,
+            buffers,
+            0,
+            params,
+            x0.get_device(),
+            layout,
+        )
         return outputs, states
 
     @staticmethod
     def _step_sources(inputs, inits, outputs, states, shaped) -> dict:
         """The tensors an inference, final-state or forward kernel binds."""
-        return {("input", False): inputs, ("state_init", False): inits,
-                ("output", False): outputs, ("state_seq", False): states,
-                ("state_final", False): states, ("param", False): shaped}
+        return {
+            ("input", False): inputs,
+            ("state_init", False): inits,
+            ("output", False): outputs,
+            ("state_seq", False): states,
+            ("state_final", False): states,
+            ("param", False): shaped,
+        }
 
-    def _plan_inference(self, inputs, inits, store_state_seqs, allow_strided,
-                        shaped=(), spikes="dense", in_place=False):
+    def _plan_inference(
+        self,
+        inputs,
+        inits,
+        store_state_seqs,
+        allow_strided,
+        shaped=(),
+        spikes="dense",
+        in_place=False,
+    ):
         """(kernel, T, N, ld, whether to copy the inputs, sequence shape,
         channels, the outputs' dtypes)."""
         check_inputs(self.info, inputs, inits, shaped)
-        dtype = storage_type(inputs + [s for s in inits if s is not None],
-                             self.info.name)
+        dtype = storage_type(
+            inputs + [s for s in inits if s is not None], self.info.name
+        )
         x0 = inputs[0]
         T, shape = x0.shape[0], x0.shape[1:]
         N = math.prod(shape)
-        lds = {N if in_place else
-               time_stride(x, allow_strided and self.device_type == "cuda")
-               for x in inputs}
+        lds = {
+            N
+            if in_place
+            else time_stride(x, allow_strided and self.device_type == "cuda")
+            for x in inputs
+        }
         ld = lds.pop() if len(lds) == 1 else None
         copy_inputs = ld is None
         if copy_inputs:
             ld = N
-        kernel = self.kernel("inference" if store_state_seqs
-                             else "final-state", dtype, spikes=spikes)
+        kernel = self.kernel(
+            "inference" if store_state_seqs else "final-state",
+            dtype,
+            spikes=spikes,
+        )
         output_dtypes = output_kinds(kernel.spec, x0.dtype)
-        return (kernel, T, N, ld, copy_inputs, (T,) + tuple(shape),
-                channels(self.info, x0), output_dtypes)
+        return (
+            kernel,
+            T,
+            N,
+            ld,
+            copy_inputs,
+            (T,) + tuple(shape),
+            channels(self.info, x0),
+            output_dtypes,
+        )
 
     def state_steps(self, kernel: Kernel, T: int) -> List[int]:
         """Per state, the steps a training forward kernel's state buffer
@@ -544,14 +726,18 @@ class NeuronKernels:
         spec = kernel.spec
         sequences = self._state_sequences.get(spec.name)
         if sequences is None:
-            held = sorted(spec.bound("state_seq") + spec.bound("state_final"),
-                          key=lambda b: b.binds.index)
+            held = sorted(
+                spec.bound("state_seq") + spec.bound("state_final"),
+                key=lambda b: b.binds.index,
+            )
             sequences = self._state_sequences[spec.name] = [
-                b.binds.value == "state_seq" for b in held]
+                b.binds.value == "state_seq" for b in held
+            ]
         return [T if sequence else min(T, 1) for sequence in sequences]
 
-    def forward(self, inputs, inits, params, shaped=(), finals=False,
-                in_place=False):
+    def forward(
+        self, inputs, inits, params, shaped=(), finals=False, in_place=False
+    ):
         """Training forward: outputs, states ([steps, N...], see
         state_steps; with `finals`, final states where the kernel keeps
         them) and the workspace. The caller has checked the tensors
@@ -559,31 +745,57 @@ class NeuronKernels:
         dense memory order (call_layout's IN_PLACE), which the results
         take too; else they are made row-major."""
         x0 = inputs[0]
-        dtype = storage_type(inputs + [s for s in inits if s is not None],
-                             self.info.name)
+        dtype = storage_type(
+            inputs + [s for s in inits if s is not None], self.info.name
+        )
         inputs = as_read(inputs, x0, in_place)
         inits = as_read(inits, x0, in_place, True)
         shaped = as_read(shaped, x0, in_place, True)
         T, shape = x0.shape[0], tuple(x0.shape[1:])
         N = math.prod(shape)
         device = x0.device
-        outputs = [sequence_like(x0, T, in_place)
-                   for _ in range(self.num_outputs)]
+        outputs = [
+            sequence_like(x0, T, in_place) for _ in range(self.num_outputs)
+        ]
         kernel = self.forward_kernel(dtype, finals)
-        states = [sequence_like(x0, steps, in_place)
-                  for steps in self.state_steps(kernel, T)]
+        states = [
+            sequence_like(x0, steps, in_place)
+            for steps in self.state_steps(kernel, T)
+        ]
         workspace = self._workspace(kernel, T, N, N, device)
         if T == 0 or N == 0:
             return outputs, states, workspace
-        buffers = self._buffers(kernel.spec, self._step_sources(
-            inputs, inits, outputs, states, shaped))
-        self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
-                     device, channels(self.info, x0))
+        buffers = self._buffers(
+            kernel.spec,
+            self._step_sources(inputs, inits, outputs, states, shaped),
+        )
+        self._launch(
+            kernel,
+            T,
+            N,
+            0,
+            buffers,
+            workspace.data_ptr(),
+            params,
+            device,
+            channels(self.info, x0),
+        )
         return outputs, states, workspace
 
-    def backward(self, grad_outputs, grad_states, workspace, inputs,
-                 params, deterministic, dtype_like: torch.Tensor,
-                 grad_finals=None, present=None, shaped=(), in_place=False):
+    def backward(
+        self,
+        grad_outputs,
+        grad_states,
+        workspace,
+        inputs,
+        params,
+        deterministic,
+        dtype_like: torch.Tensor,
+        grad_finals=None,
+        present=None,
+        shaped=(),
+        in_place=False,
+    ):
         """Gradients of inputs, initial states and trainable parameters
         from those of the outputs, the state sequences (`grad_states`) and
         the final states (`grad_finals`); absent (None) incoming gradients
@@ -601,9 +813,11 @@ class NeuronKernels:
         they differ)."""
         dtype = DTYPES[dtype_like.dtype]
         try:
-            kernel = self.kernel("backward", dtype,
-                                 bool(deterministic)
-                                 or self._sum_channels_here)
+            kernel = self.kernel(
+                "backward",
+                dtype,
+                bool(deterministic) or self._sum_channels_here,
+            )
         except NoDeterministicKernelError as error:
             if deterministic and deterministic != "warn":
                 raise
@@ -611,18 +825,26 @@ class NeuronKernels:
                 # torch.use_deterministic_algorithms(True, warn_only=True):
                 # as torch's own operations without a deterministic version
                 # do.
-                warnings.warn(f"{error}; running the non-deterministic "
-                              f"kernel (torch.use_deterministic_algorithms("
-                              f"warn_only=True))", UserWarning, stacklevel=2)
+                warnings.warn(
+                    f"{error}; running the non-deterministic "
+                    f"kernel (torch.use_deterministic_algorithms("
+                    f"warn_only=True))",
+                    UserWarning,
+                    stacklevel=2,
+                )
             kernel = self.kernel("backward", dtype, False)
         spec = kernel.spec
         T, shape = dtype_like.shape[0], tuple(dtype_like.shape[1:])
         N = math.prod(shape)
         device = dtype_like.device
-        grad_inputs = [sequence_like(dtype_like, T, in_place)
-                       for _ in range(self.num_inputs)]
-        grad_inits = [step_like(dtype_like, in_place) if p else None
-                      for p in (present or [True] * self.num_states)]
+        grad_inputs = [
+            sequence_like(dtype_like, T, in_place)
+            for _ in range(self.num_inputs)
+        ]
+        grad_inits = [
+            step_like(dtype_like, in_place) if p else None
+            for p in (present or [True] * self.num_states)
+        ]
         self._layout(spec)
         written = self._written[spec.name]
         per_neuron_sums = self._per_neuron_sums[spec.name]
@@ -634,15 +856,19 @@ class NeuronKernels:
         # channel in two reductions whatever k is (each reduction costs the
         # host a launch; a block's scale and shift are two of them).
         summed = sorted(per_neuron_sums) if T and N else []
-        sums = (dtype_like.new_empty((len(summed),) + shape,
-                                     dtype=torch.float32) if summed else None)
+        sums = (
+            dtype_like.new_empty((len(summed),) + shape, dtype=torch.float32)
+            if summed
+            else None
+        )
         grad_params = []
         for i, p in enumerate(self.info.trainable_params):
             if not p.shaped:
                 g = dtype_like.new_zeros((), dtype=torch.float32)
             elif not (i in written and T and N):
-                g = dtype_like.new_zeros(shape if p.per_neuron
-                                         else shape[1:2], dtype=torch.float32)
+                g = dtype_like.new_zeros(
+                    shape if p.per_neuron else shape[1:2], dtype=torch.float32
+                )
             elif p.per_neuron:
                 g = step_like(dtype_like, in_place, torch.float32)
             elif i in per_neuron_sums:
@@ -650,8 +876,9 @@ class NeuronKernels:
             else:
                 g = dtype_like.new_empty(shape[1:2], dtype=torch.float32)
             grad_params.append(g)
-        finals = as_read(grad_finals or [None] * self.num_states,
-                         dtype_like, in_place, True)
+        finals = as_read(
+            grad_finals or [None] * self.num_states, dtype_like, in_place, True
+        )
         if T == 0 or N == 0:
             # Each initial state is the final one (when T == 0).
             for g, final in zip(grad_inits, finals):
@@ -667,14 +894,31 @@ class NeuronKernels:
             ("output", True): as_read(grad_outputs, dtype_like, in_place),
             ("state_seq", True): as_read(grad_states, dtype_like, in_place),
             ("input", False): as_read(
-                [x if i in self.inputs_read_by_backward(dtype) else None
-                 for i, x in enumerate(inputs)], dtype_like, in_place),
-            ("state_final", True): finals, ("input", True): grad_inputs,
-            ("state_init", True): grad_inits, ("param", True): grad_params,
-            ("param", False): as_read(shaped, dtype_like, in_place, True)}
+                [
+                    x if i in self.inputs_read_by_backward(dtype) else None
+                    for i, x in enumerate(inputs)
+                ],
+                dtype_like,
+                in_place,
+            ),
+            ("state_final", True): finals,
+            ("input", True): grad_inputs,
+            ("state_init", True): grad_inits,
+            ("param", True): grad_params,
+            ("param", False): as_read(shaped, dtype_like, in_place, True),
+        }
         buffers = self._buffers(spec, sources)
-        self._launch(kernel, T, N, 0, buffers, workspace.data_ptr(), params,
-                     device, channels(self.info, dtype_like))
+        self._launch(
+            kernel,
+            T,
+            N,
+            0,
+            buffers,
+            workspace.data_ptr(),
+            params,
+            device,
+            channels(self.info, dtype_like),
+        )
         if summed:
             # [k, B, C, ...] -> [k, C], in torch's fixed reduction order:
             # over the contiguous S first (a row reduction, several times

@@ -28,8 +28,9 @@ import torch
 
 
 @functools.lru_cache(maxsize=256)
-def memory_order(shape: torch.Size, stride: Tuple[int, ...]
-                 ) -> Optional[Tuple[int, ...]]:
+def memory_order(
+    shape: torch.Size, stride: Tuple[int, ...]
+) -> Optional[Tuple[int, ...]]:
     """The dimensions of a `[T, ...]` tensor from outermost to innermost in
     memory, when it is dense, T is outermost and the rest is not row-major
     (e.g. channels-last); else None (row-major, or not dense)."""
@@ -58,20 +59,26 @@ class Layout:
     """How the tensors of one call on sequences of `shape` laid out in
     `order` are viewed row-major (`into_*`) and back (`*_back`)."""
 
-    def __init__(self, shape: torch.Size, order: Tuple[int, ...],
-                 channels: bool):
+    def __init__(
+        self, shape: torch.Size, order: Tuple[int, ...], channels: bool
+    ):
         self.order = order
         self.step_order = tuple(d - 1 for d in order[1:])
         self.inverse = tuple(order.index(d) for d in range(len(order)))
-        self.step_inverse = tuple(self.step_order.index(d)
-                                  for d in range(len(order) - 1))
+        self.step_inverse = tuple(
+            self.step_order.index(d) for d in range(len(order) - 1)
+        )
         self.permuted = tuple(shape[d] for d in order)
         if channels:
             # [T, B', C, S]: C is dimension 2, as per-channel kernels read.
             axis = order.index(2)
             p = self.permuted
-            self.shape = (p[0], math.prod(p[1:axis]), p[axis],
-                          math.prod(p[axis + 1:]))
+            self.shape = (
+                p[0],
+                math.prod(p[1:axis]),
+                p[axis],
+                math.prod(p[axis + 1 :]),
+            )
         else:
             self.shape = self.permuted
 
@@ -99,8 +106,9 @@ def _per_neuron(info, trainable, runtime):
     return [(t, p) for t, p in pairs if p.per_neuron]
 
 
-def call_layout(info, spikes: str, inputs, inits, trainable, runtime
-                ) -> Union[None, str, Layout]:
+def call_layout(
+    info, spikes: str, inputs, inits, trainable, runtime
+) -> Union[None, str, Layout]:
     """How a call whose first input is dense and not row-major runs, when
     every other sequence, initial state and per-neuron parameter has its
     shape: IN_PLACE when the neuron has no per-channel parameter, the
@@ -121,35 +129,45 @@ def call_layout(info, spikes: str, inputs, inits, trainable, runtime
     steps = [s for s in inits if s is not None]
     if info.per_neuron_params:
         steps += [t for t, _ in _per_neuron(info, trainable, runtime)]
-    if any(not isinstance(t, torch.Tensor) or t.shape != shape
-           for t in others) or any(
-               not isinstance(t, torch.Tensor) or t.shape != step
-               for t in steps):
+    if any(
+        not isinstance(t, torch.Tensor) or t.shape != shape for t in others
+    ) or any(
+        not isinstance(t, torch.Tensor) or t.shape != step for t in steps
+    ):
         return None
-    if (not info.channels and x.numel()
-            and all(t.stride() == stride for t in others)
-            and all(t.stride() == stride[1:] for t in steps)):
+    if (
+        not info.channels
+        and x.numel()
+        and all(t.stride() == stride for t in others)
+        and all(t.stride() == stride[1:] for t in steps)
+    ):
         return IN_PLACE
     return _layout(shape, order, info.channels)
 
 
 @functools.lru_cache(maxsize=256)
-def _layout(shape: torch.Size, order: Tuple[int, ...], channels: bool
-            ) -> Layout:
+def _layout(
+    shape: torch.Size, order: Tuple[int, ...], channels: bool
+) -> Layout:
     """Layouts are immutable: one per shape and order."""
     return Layout(shape, order, channels)
 
 
-def into_layout(layout: Layout, info, inputs, inits, trainable, runtime
-                ) -> Tuple[List, List, List, List]:
+def into_layout(
+    layout: Layout, info, inputs, inits, trainable, runtime
+) -> Tuple[List, List, List, List]:
     """The call's tensors viewed row-major: sequences, initial states and
     per-neuron parameters; per-channel and scalar ones are unchanged."""
     per_neuron = {id(t) for t, _ in _per_neuron(info, trainable, runtime)}
 
     def steps(tensors):
-        return [layout.into_step(t) if id(t) in per_neuron else t
-                for t in tensors]
+        return [
+            layout.into_step(t) if id(t) in per_neuron else t for t in tensors
+        ]
 
-    return ([layout.into_sequence(x) for x in inputs],
-            [None if s is None else layout.into_step(s) for s in inits],
-            steps(trainable), steps(runtime))
+    return (
+        [layout.into_sequence(x) for x in inputs],
+        [None if s is None else layout.into_step(s) for s in inits],
+        steps(trainable),
+        steps(runtime),
+    )

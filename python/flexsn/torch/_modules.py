@@ -12,8 +12,12 @@ from .. import _dialect, compiler
 from .. import surrogate as surrogates
 from ._function import Handle, final_states, scan
 from ._kernels import SPIKE_STORAGE
-from ._state import (StatefulModule, check_finite, check_state_value,
-                     initial_states)
+from ._state import (
+    StatefulModule,
+    check_finite,
+    check_state_value,
+    initial_states,
+)
 
 STEP_MODES = ("s", "m")
 
@@ -92,79 +96,109 @@ class FlexSN(StatefulModule):
     # compiles, or finds in the cache, its own at its first call.
     _process_local = dict(_compiled=None, _handle=None, _stale=True)
 
-    def __init__(self, neuron, num_inputs: Optional[int] = None,
-                 num_states: Optional[int] = None,
-                 num_outputs: Optional[int] = None,
-                 store_state_seqs: bool = False,
-                 params: Optional[Mapping[str, object]] = None,
-                 kinds: Optional[Mapping[str, str]] = None,
-                 shapes: Optional[Mapping[str, str]] = None,
-                 neuron_shape: Optional[Sequence[int]] = None,
-                 num_channels: Optional[int] = None,
-                 surrogate_function=None, deterministic: bool = False,
-                 step_mode: str = "m",
-                 spike_dtype: Optional[torch.dtype] = None,
-                 storage_types: Sequence[str] = _dialect.STORAGE_TYPES,
-                 neuron_name: Optional[str] = None, example_inputs=None,
-                 requires_grad=None, backend=None,
-                 check_finite: bool = False, **compile_options):
+    def __init__(
+        self,
+        neuron,
+        num_inputs: Optional[int] = None,
+        num_states: Optional[int] = None,
+        num_outputs: Optional[int] = None,
+        store_state_seqs: bool = False,
+        params: Optional[Mapping[str, object]] = None,
+        kinds: Optional[Mapping[str, str]] = None,
+        shapes: Optional[Mapping[str, str]] = None,
+        neuron_shape: Optional[Sequence[int]] = None,
+        num_channels: Optional[int] = None,
+        surrogate_function=None,
+        deterministic: bool = False,
+        step_mode: str = "m",
+        spike_dtype: Optional[torch.dtype] = None,
+        storage_types: Sequence[str] = _dialect.STORAGE_TYPES,
+        neuron_name: Optional[str] = None,
+        example_inputs=None,
+        requires_grad=None,
+        backend=None,
+        check_finite: bool = False,
+        **compile_options,
+    ):
         super().__init__()
         self.step_mode = step_mode
         if spike_dtype not in SPIKE_STORAGE:
-            raise ValueError(f"spike_dtype is None (the inputs' dtype), "
-                             f"torch.uint8 or 'bits', got {spike_dtype!r}")
+            raise ValueError(
+                f"spike_dtype is None (the inputs' dtype), "
+                f"torch.uint8 or 'bits', got {spike_dtype!r}"
+            )
         spikes = SPIKE_STORAGE[spike_dtype]
         if spikes != "dense":
             compile_options["spike_storage"] = ("dense", spikes)
         step = None
         if callable(neuron) and not isinstance(neuron, (str, os.PathLike)):
-            step = _import_step(neuron, num_inputs, num_states, num_outputs,
-                                params, example_inputs)
+            step = _import_step(
+                neuron,
+                num_inputs,
+                num_states,
+                num_outputs,
+                params,
+                example_inputs,
+            )
             # The importer wrote the parameters' kinds and values into the
             # neuron's text.
             neuron, params = step.mlir, None
         params = dict(params or {})
         # Const parameters are compiled in; the others are module state.
-        probe = compiler.compile(neuron, targets=(), kinds=kinds,
-                                 shapes=shapes, neuron=neuron_name)
+        probe = compiler.compile(
+            neuron, targets=(), kinds=kinds, shapes=shapes, neuron=neuron_name
+        )
         info = probe.info
         unknown = set(params) - {p.name for p in info.params}
         if unknown:
             raise ValueError(
                 f"{info.name} has no parameter {', '.join(sorted(unknown))} "
-                f"(it has: {', '.join(p.name for p in info.params)})")
-        for what, expected, actual in (("inputs", num_inputs, info.inputs),
-                                       ("states", num_states, info.states),
-                                       ("outputs", num_outputs, info.outputs)):
+                f"(it has: {', '.join(p.name for p in info.params)})"
+            )
+        for what, expected, actual in (
+            ("inputs", num_inputs, info.inputs),
+            ("states", num_states, info.states),
+            ("outputs", num_outputs, info.outputs),
+        ):
             if expected is not None and expected != len(actual):
                 raise ValueError(
                     f"{info.name} has {len(actual)} {what} "
-                    f"({', '.join(actual) or 'none'}), not {expected}")
+                    f"({', '.join(actual) or 'none'}), not {expected}"
+                )
         # What a rebuild needs (after a const write, or in a process that
         # unpickled the module): the source text and every option.
         self._source = compiler.read_source(neuron)[0]
         self._compile_options = dict(
-            storage_types=tuple(storage_types), kinds=kinds, shapes=shapes,
-            neuron=neuron_name, **compile_options)
+            storage_types=tuple(storage_types),
+            kinds=kinds,
+            shapes=shapes,
+            neuron=neuron_name,
+            **compile_options,
+        )
         self._surrogate = _coerce_surrogate(surrogate_function)
         self._deterministic = bool(deterministic)
         self._spikes = spikes
         self._defaults = {p.name: p.default for p in info.params}
-        self._const_names = frozenset(p.name for p in info.params
-                                      if p.kind == "const")
+        self._const_names = frozenset(
+            p.name for p in info.params if p.kind == "const"
+        )
         # Const and scalar runtime parameter values, by name (trainable and
         # shaped ones are parameters and buffers).
         self._param_values = {}
         for p in info.params:
             value = params.get(p.name, p.default)
-            if (isinstance(value, torch.Tensor) and not p.shaped
-                    and value.numel() != 1):
+            if (
+                isinstance(value, torch.Tensor)
+                and not p.shaped
+                and value.numel() != 1
+            ):
                 raise ValueError(
                     f"{info.name}: parameter '{p.name}' is a scalar, got a "
                     f"tensor of shape {tuple(value.shape)} (a per-neuron "
                     f"or per-channel parameter needs shapes={{'{p.name}': "
                     f"'per_neuron'}} or 'per_channel' and a runtime or "
-                    f"trainable kind)")
+                    f"trainable kind)"
+                )
             if p.kind == "const" or (p.kind == "runtime" and not p.shaped):
                 self._param_values[p.name] = _param_value(info.name, p, value)
         self._stale, self._compiled, self._handle = True, None, None
@@ -173,11 +207,19 @@ class FlexSN(StatefulModule):
         self.store_state_seqs = store_state_seqs
         self.check_finite = bool(check_finite)
         self._runtime_names = []
-        shared = {p.name: p.parameter for p in step.params
-                  if p.parameter is not None} if step else {}
+        shared = (
+            {
+                p.name: p.parameter
+                for p in step.params
+                if p.parameter is not None
+            }
+            if step
+            else {}
+        )
         self.neuron_shape = _neuron_shape(info, params, neuron_shape)
-        self.num_channels = _num_channels(info, params, num_channels,
-                                          self.neuron_shape)
+        self.num_channels = _num_channels(
+            info, params, num_channels, self.neuron_shape
+        )
         for p in info.runtime_params:
             value = params.get(p.name, p.default)
             if p.shaped:
@@ -185,12 +227,16 @@ class FlexSN(StatefulModule):
                     raise ValueError(
                         f"{info.name}: the step function's parameter "
                         f"'{p.name}' is a scalar nn.Parameter, it cannot be "
-                        f"{p.shape}")
-                shape = (self.neuron_shape if p.per_neuron else
-                         (self.num_channels,))
-                data = (value.detach().to(dtype=torch.float32, copy=True)
-                        if isinstance(value, torch.Tensor) else
-                        torch.full(shape, float(value), dtype=torch.float32))
+                        f"{p.shape}"
+                    )
+                shape = (
+                    self.neuron_shape if p.per_neuron else (self.num_channels,)
+                )
+                data = (
+                    value.detach().to(dtype=torch.float32, copy=True)
+                    if isinstance(value, torch.Tensor)
+                    else torch.full(shape, float(value), dtype=torch.float32)
+                )
                 if p.kind == "trainable":
                     self.register_parameter(p.name, nn.Parameter(data))
                 else:
@@ -201,10 +247,14 @@ class FlexSN(StatefulModule):
                 # A step function's own nn.Parameter is the module's: the
                 # kernels train the tensor its author holds.
                 parameter = shared.get(p.name)
-                self.register_parameter(p.name, parameter if parameter
-                                        is not None else nn.Parameter(
-                                            torch.tensor(float(value),
-                                                         dtype=torch.float32)))
+                self.register_parameter(
+                    p.name,
+                    parameter
+                    if parameter is not None
+                    else nn.Parameter(
+                        torch.tensor(float(value), dtype=torch.float32)
+                    ),
+                )
             else:
                 self._runtime_names.append(p.name)
         self._reset_values = [0.0] * len(info.states)
@@ -219,13 +269,17 @@ class FlexSN(StatefulModule):
         parameter values and surrogate."""
         # Only values that differ from the neuron's defaults: a module at
         # its defaults shares the cache entry of flexsn.compile(neuron).
-        values = {name: self._param_values[name]
-                  for name in sorted(self._const_names)
-                  if _text(self._param_values[name]) !=
-                  _text(self._defaults[name])}
+        values = {
+            name: self._param_values[name]
+            for name in sorted(self._const_names)
+            if _text(self._param_values[name]) != _text(self._defaults[name])
+        }
         compiled = compiler.compile(
-            self._source if source is None else source, params=values,
-            surrogate=self._surrogate, **self._compile_options)
+            self._source if source is None else source,
+            params=values,
+            surrogate=self._surrogate,
+            **self._compile_options,
+        )
         self._compiled, self._info = compiled, compiled.info
         self._handle = Handle(compiled, self._deterministic, self._spikes)
         self._stale = False
@@ -297,8 +351,10 @@ class FlexSN(StatefulModule):
     @step_mode.setter
     def step_mode(self, value: str):
         if value not in STEP_MODES:
-            raise ValueError(f"step_mode is 's' (single step, [N...]) or "
-                             f"'m' (multi-step, [T, N...]), got {value!r}")
+            raise ValueError(
+                f"step_mode is 's' (single step, [N...]) or "
+                f"'m' (multi-step, [T, N...]), got {value!r}"
+            )
         self.__dict__["_step_mode"] = value
 
     @property
@@ -337,21 +393,33 @@ class FlexSN(StatefulModule):
 
     def extra_repr(self) -> str:
         info = self._info
-        return (f"neuron={info.name}, inputs={list(info.inputs)}, "
-                f"states={list(info.states)}, "
-                f"outputs={list(info.outputs)}, "
-                f"store_state_seqs={self.store_state_seqs}, "
-                f"step_mode={self.step_mode!r}"
-                + "".join(f", {name}={self._param_values[name]!r}"
-                          for name in sorted(self._const_names))
-                + (f", surrogate_function={self._surrogate!r}"
-                   if self._surrogate is not None else "")
-                + (f", neuron_shape={self.neuron_shape}"
-                   if info.per_neuron_params else "")
-                + (f", num_channels={self.num_channels}"
-                   if info.channels else "")
-                + {"dense": "", "u8": ", spike_dtype=torch.uint8",
-                   "bits": ", spike_dtype='bits'"}[self._spikes])
+        return (
+            f"neuron={info.name}, inputs={list(info.inputs)}, "
+            f"states={list(info.states)}, "
+            f"outputs={list(info.outputs)}, "
+            f"store_state_seqs={self.store_state_seqs}, "
+            f"step_mode={self.step_mode!r}"
+            + "".join(
+                f", {name}={self._param_values[name]!r}"
+                for name in sorted(self._const_names)
+            )
+            + (
+                f", surrogate_function={self._surrogate!r}"
+                if self._surrogate is not None
+                else ""
+            )
+            + (
+                f", neuron_shape={self.neuron_shape}"
+                if info.per_neuron_params
+                else ""
+            )
+            + (f", num_channels={self.num_channels}" if info.channels else "")
+            + {
+                "dense": "",
+                "u8": ", spike_dtype=torch.uint8",
+                "bits": ", spike_dtype='bits'",
+            }[self._spikes]
+        )
 
     # -- calls ---------------------------------------------------------------
 
@@ -363,31 +431,47 @@ class FlexSN(StatefulModule):
         if len(inputs) != len(info.inputs):
             raise ValueError(
                 f"{info.name} takes {len(info.inputs)} input(s) "
-                f"({', '.join(info.inputs)}), got {len(inputs)}")
+                f"({', '.join(info.inputs)}), got {len(inputs)}"
+            )
         single = self._step_mode == "s"
         if single:
             inputs = tuple(x.unsqueeze(0) for x in inputs)
         trainable = [self._parameters[p.name] for p in info.trainable_params]
         values = self._param_values
-        runtime = [values[name] if name in values else self._buffers[name]
-                   for name in self._runtime_names]
+        runtime = [
+            values[name] if name in values else self._buffers[name]
+            for name in self._runtime_names
+        ]
         if info.shaped_params:
             # The kernels take float32 shaped parameters: a module
             # converted with .half() passes float32 copies
             # (differentiable; the gradient comes back in its dtype).
             trainable = [_float32(t) for t in trainable]
             runtime = [_float32(v) for v in runtime]
-        inits = initial_states(info.name, info.states, self.states,
-                               self._reset_values, self._assigned, inputs[0])
+        inits = initial_states(
+            info.name,
+            info.states,
+            self.states,
+            self._reset_values,
+            self._assigned,
+            inputs[0],
+        )
         if self.check_finite:
             self._check_finite("input", info.inputs, inputs, True)
             self._check_finite("initial state", info.states, inits, False)
-        outputs, states = scan(handle, list(inputs), inits, trainable,
-                               runtime, self.store_state_seqs)
+        outputs, states = scan(
+            handle,
+            list(inputs),
+            inits,
+            trainable,
+            runtime,
+            self.store_state_seqs,
+        )
         if self.check_finite:
             self._check_finite("output", info.outputs, outputs, True)
-            self._check_finite("state", info.states, states,
-                               self.store_state_seqs)
+            self._check_finite(
+                "state", info.states, states, self.store_state_seqs
+            )
         if self.store_state_seqs:
             self.state_seqs = states
             self.states = final_states(states, inits)
@@ -406,8 +490,11 @@ class FlexSN(StatefulModule):
 
 
 def _float32(value):
-    if (isinstance(value, torch.Tensor) and value.dtype != torch.float32
-            and value.is_floating_point()):
+    if (
+        isinstance(value, torch.Tensor)
+        and value.dtype != torch.float32
+        and value.is_floating_point()
+    ):
         return value.float()
     return value
 
@@ -432,13 +519,15 @@ def _neuron_shape(info, params, neuron_shape):
         elif tuple(value.shape) != shape:
             raise ValueError(
                 f"{info.name}: per-neuron parameter '{p.name}' has shape "
-                f"{tuple(value.shape)}, {where} is {shape}")
+                f"{tuple(value.shape)}, {where} is {shape}"
+            )
     if shape is None and info.per_neuron_params:
         names = ", ".join(p.name for p in info.per_neuron_params)
         raise ValueError(
             f"{info.name}: per-neuron parameter(s) {names} need the neuron "
             f"shape (the inputs' shape without T): pass neuron_shape=(...) "
-            f"or a tensor of that shape in params=")
+            f"or a tensor of that shape in params="
+        )
     return shape
 
 
@@ -449,10 +538,14 @@ def _num_channels(info, params, num_channels, neuron_shape):
     agree)."""
     count = where = None
     if num_channels is not None:
-        if isinstance(num_channels, bool) or not isinstance(
-                num_channels, int) or num_channels < 1:
-            raise ValueError(f"num_channels is a positive int, got "
-                             f"{num_channels!r}")
+        if (
+            isinstance(num_channels, bool)
+            or not isinstance(num_channels, int)
+            or num_channels < 1
+        ):
+            raise ValueError(
+                f"num_channels is a positive int, got " f"{num_channels!r}"
+            )
         count, where = num_channels, "num_channels"
     for p in info.per_channel_params:
         value = params.get(p.name)
@@ -461,17 +554,21 @@ def _num_channels(info, params, num_channels, neuron_shape):
         if value.dim() != 1:
             raise ValueError(
                 f"{info.name}: per-channel parameter '{p.name}' is a [C] "
-                f"tensor, got shape {tuple(value.shape)}")
+                f"tensor, got shape {tuple(value.shape)}"
+            )
         if count is None:
             count, where = value.shape[0], f"params['{p.name}']"
         elif value.shape[0] != count:
             raise ValueError(
                 f"{info.name}: per-channel parameter '{p.name}' has "
-                f"{value.shape[0]} channels, {where} says {count}")
+                f"{value.shape[0]} channels, {where} says {count}"
+            )
     if not info.per_channel_params:
         if num_channels is not None:
-            raise ValueError(f"{info.name} has no per-channel parameter: "
-                             f"num_channels does not apply")
+            raise ValueError(
+                f"{info.name} has no per-channel parameter: "
+                f"num_channels does not apply"
+            )
         return None
     if count is None and neuron_shape is not None and len(neuron_shape) > 1:
         count, where = neuron_shape[1], "neuron_shape"
@@ -480,36 +577,46 @@ def _num_channels(info, params, num_channels, neuron_shape):
         raise ValueError(
             f"{info.name}: per-channel parameter(s) {names} need the number "
             f"of channels (dimension 2 of the [T, B, C, ...] inputs): pass "
-            f"num_channels=C or a [C] tensor in params=")
-    if neuron_shape is not None and (len(neuron_shape) < 2
-                                     or neuron_shape[1] != count):
+            f"num_channels=C or a [C] tensor in params="
+        )
+    if neuron_shape is not None and (
+        len(neuron_shape) < 2 or neuron_shape[1] != count
+    ):
         raise ValueError(
             f"{info.name}: the neuron shape {neuron_shape} is [B, C, ...] "
-            f"with C = {count} ({where})")
+            f"with C = {count} ({where})"
+        )
     return count
 
 
-def _import_step(core, num_inputs, num_states, num_outputs, params,
-                 example_inputs):
+def _import_step(
+    core, num_inputs, num_states, num_outputs, params, example_inputs
+):
     """A Python step function `core(*inputs, *states) -> (*outputs,
     *new_states)` as a neuron (flexsn.fx), SpikingJelly's FlexSN(core,
     ...) convention."""
     from .. import fx
+
     if num_inputs is None or num_states is None:
-        raise ValueError("a Python step function needs num_inputs and "
-                         "num_states (and num_outputs unless it can be "
-                         "inferred from what core returns)")
+        raise ValueError(
+            "a Python step function needs num_inputs and "
+            "num_states (and num_outputs unless it can be "
+            "inferred from what core returns)"
+        )
     if example_inputs is not None and len(example_inputs) != (
-            num_inputs + num_states):
+        num_inputs + num_states
+    ):
         raise ValueError(
             f"example_inputs has {len(example_inputs)} tensor(s), core takes "
-            f"num_inputs + num_states = {num_inputs + num_states}")
+            f"num_inputs + num_states = {num_inputs + num_states}"
+        )
     owner = core if isinstance(core, nn.Module) else None
     name = type(owner).__name__ if owner else getattr(core, "__name__", "")
     if not (isinstance(name, str) and name.isidentifier()):
         name = "neuron"  # a lambda, a partial
-    return fx.trace_step(core, num_inputs, num_states, num_outputs,
-                         params=params, name=name)
+    return fx.trace_step(
+        core, num_inputs, num_states, num_outputs, params=params, name=name
+    )
 
 
 def _param_value(owner: str, p, value):
@@ -518,23 +625,28 @@ def _param_value(owner: str, p, value):
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()
     if p.type == "i1":
-        if isinstance(value, bool) or (isinstance(value, numbers.Integral)
-                                       and value in (0, 1)):
+        if isinstance(value, bool) or (
+            isinstance(value, numbers.Integral) and value in (0, 1)
+        ):
             return bool(value)
-        raise TypeError(f"{owner}: parameter '{p.name}' is a bool, got "
-                        f"{value!r}")
+        raise TypeError(
+            f"{owner}: parameter '{p.name}' is a bool, got " f"{value!r}"
+        )
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{owner}: parameter '{p.name}' is a number, got "
-                        f"{value!r}")
+        raise TypeError(
+            f"{owner}: parameter '{p.name}' is a number, got " f"{value!r}"
+        )
     if p.type == "i32":
         if value != int(value):
-            raise TypeError(f"{owner}: parameter '{p.name}' is an int, got "
-                            f"{value!r}")
+            raise TypeError(
+                f"{owner}: parameter '{p.name}' is an int, got " f"{value!r}"
+            )
         return int(value)
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"{owner}: parameter '{p.name}' must be finite, "
-                         f"got {value}")
+        raise ValueError(
+            f"{owner}: parameter '{p.name}' must be finite, " f"got {value}"
+        )
     return value
 
 
@@ -566,27 +678,50 @@ class _NodeBase(FlexSN):
 
     supported_backends = ("flexsn",) + _SPIKINGJELLY_BACKENDS
 
-    def __init__(self, neuron: str, params: dict, v_reset, detach_reset,
-                 surrogate_function, store_v_seq, step_mode, backend,
-                 per_neuron_threshold=False, **options):
+    def __init__(
+        self,
+        neuron: str,
+        params: dict,
+        v_reset,
+        detach_reset,
+        surrogate_function,
+        store_v_seq,
+        step_mode,
+        backend,
+        per_neuron_threshold=False,
+        **options,
+    ):
         _check_backend(backend)
         threshold = params["v_threshold"]
         if isinstance(threshold, torch.Tensor) or per_neuron_threshold:
-            options["shapes"] = {**(options.get("shapes") or {}),
-                                 "v_threshold": "per_neuron"}
-            options["kinds"] = {"v_threshold": "trainable",
-                                **(options.get("kinds") or {})}
-        if v_reset is not None and (isinstance(v_reset, bool) or
-                                    not isinstance(v_reset, numbers.Real)):
-            raise TypeError(f"v_reset is a number or None (soft reset), got "
-                            f"{v_reset!r}")
-        params.update(v_reset=0.0 if v_reset is None else float(v_reset),
-                      soft_reset=v_reset is None,
-                      detach_reset=detach_reset)
-        super().__init__(neuron, params=params,
-                         surrogate_function=_surrogate(surrogate_function),
-                         store_state_seqs=store_v_seq, step_mode=step_mode,
-                         **options)
+            options["shapes"] = {
+                **(options.get("shapes") or {}),
+                "v_threshold": "per_neuron",
+            }
+            options["kinds"] = {
+                "v_threshold": "trainable",
+                **(options.get("kinds") or {}),
+            }
+        if v_reset is not None and (
+            isinstance(v_reset, bool) or not isinstance(v_reset, numbers.Real)
+        ):
+            raise TypeError(
+                f"v_reset is a number or None (soft reset), got "
+                f"{v_reset!r}"
+            )
+        params.update(
+            v_reset=0.0 if v_reset is None else float(v_reset),
+            soft_reset=v_reset is None,
+            detach_reset=detach_reset,
+        )
+        super().__init__(
+            neuron,
+            params=params,
+            surrogate_function=_surrogate(surrogate_function),
+            store_state_seqs=store_v_seq,
+            step_mode=step_mode,
+            **options,
+        )
         # SpikingJelly registers v with v_reset as its reset value, fixed
         # at construction.
         self._reset_values[0] = 0.0 if v_reset is None else float(v_reset)
@@ -602,8 +737,9 @@ class _NodeBase(FlexSN):
             self._set_param("soft_reset", True)
             return
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"v_reset is a number or None (soft reset), got "
-                            f"{value!r}")
+            raise TypeError(
+                f"v_reset is a number or None (soft reset), got " f"{value!r}"
+            )
         self._set_param("v_reset", float(value))
         self._set_param("soft_reset", False)
 
@@ -646,18 +782,24 @@ class _NodeBase(FlexSN):
         threshold = self._param("v_threshold")
         if isinstance(threshold, torch.Tensor):
             threshold = f"tensor of shape {tuple(threshold.shape)}"
-        text = (f"v_threshold={threshold}, v_reset={self.v_reset}, "
-                f"detach_reset={self._param('detach_reset')}, "
-                f"step_mode={self.step_mode}, backend={self.backend}"
-                + self._neuron_repr())
-        text += {"dense": "", "u8": ", spike_dtype=torch.uint8",
-                 "bits": ", spike_dtype='bits'"}[self._spikes]
+        text = (
+            f"v_threshold={threshold}, v_reset={self.v_reset}, "
+            f"detach_reset={self._param('detach_reset')}, "
+            f"step_mode={self.step_mode}, backend={self.backend}"
+            + self._neuron_repr()
+        )
+        text += {
+            "dense": "",
+            "u8": ", spike_dtype=torch.uint8",
+            "bits": ", spike_dtype='bits'",
+        }[self._spikes]
         surrogate = self._surrogate
-        return text + (f"\n(surrogate_function): "
-                       f"{type(surrogate).__name__}("
-                       + "".join(f"{k}={v}, " for k, v in
-                                 surrogate.params.items())
-                       + "spiking=True)")
+        return text + (
+            f"\n(surrogate_function): "
+            f"{type(surrogate).__name__}("
+            + "".join(f"{k}={v}, " for k, v in surrogate.params.items())
+            + "spiking=True)"
+        )
 
     def _neuron_repr(self) -> str:
         return ""
@@ -665,14 +807,19 @@ class _NodeBase(FlexSN):
 
 def _check_backend(backend) -> None:
     if backend is not None and backend not in _NodeBase.supported_backends:
-        raise ValueError(f"backend is one of "
-                         f"{', '.join(_NodeBase.supported_backends)} (each "
-                         f"runs FlexSN's kernels), got {backend!r}")
+        raise ValueError(
+            f"backend is one of "
+            f"{', '.join(_NodeBase.supported_backends)} (each "
+            f"runs FlexSN's kernels), got {backend!r}"
+        )
 
 
 def _surrogate(surrogate_function):
-    return (surrogates.Sigmoid() if surrogate_function is None else
-            _coerce_surrogate(surrogate_function))
+    return (
+        surrogates.Sigmoid()
+        if surrogate_function is None
+        else _coerce_surrogate(surrogate_function)
+    )
 
 
 def _coerce_surrogate(value):
@@ -687,33 +834,66 @@ def _coerce_surrogate(value):
 class IFNode(_NodeBase):
     """Integrate-and-fire: h = v + x (SpikingJelly's IFNode)."""
 
-    def __init__(self, v_threshold: Union[float, torch.Tensor] = 1.0,
-                 v_reset: Optional[float] = 0.0, surrogate_function=None,
-                 detach_reset: bool = False, step_mode: str = "s",
-                 backend: Optional[str] = None, store_v_seq: bool = False,
-                 per_neuron_threshold: bool = False, **options):
-        super().__init__("if", {"v_threshold": v_threshold}, v_reset,
-                         detach_reset, surrogate_function, store_v_seq,
-                         step_mode, backend, per_neuron_threshold, **options)
+    def __init__(
+        self,
+        v_threshold: Union[float, torch.Tensor] = 1.0,
+        v_reset: Optional[float] = 0.0,
+        surrogate_function=None,
+        detach_reset: bool = False,
+        step_mode: str = "s",
+        backend: Optional[str] = None,
+        store_v_seq: bool = False,
+        per_neuron_threshold: bool = False,
+        **options,
+    ):
+        super().__init__(
+            "if",
+            {"v_threshold": v_threshold},
+            v_reset,
+            detach_reset,
+            surrogate_function,
+            store_v_seq,
+            step_mode,
+            backend,
+            per_neuron_threshold,
+            **options,
+        )
 
 
 class LIFNode(_NodeBase):
     """Leaky integrate-and-fire (SpikingJelly's LIFNode)."""
 
-    def __init__(self, tau: float = 2.0, decay_input: bool = True,
-                 v_threshold: Union[float, torch.Tensor] = 1.0,
-                 v_reset: Optional[float] = 0.0,
-                 surrogate_function=None, detach_reset: bool = False,
-                 step_mode: str = "s", backend: Optional[str] = None,
-                 store_v_seq: bool = False,
-                 per_neuron_threshold: bool = False, **options):
+    def __init__(
+        self,
+        tau: float = 2.0,
+        decay_input: bool = True,
+        v_threshold: Union[float, torch.Tensor] = 1.0,
+        v_reset: Optional[float] = 0.0,
+        surrogate_function=None,
+        detach_reset: bool = False,
+        step_mode: str = "s",
+        backend: Optional[str] = None,
+        store_v_seq: bool = False,
+        per_neuron_threshold: bool = False,
+        **options,
+    ):
         _check_tau("tau", tau)
-        super().__init__("lif", {"tau": float(tau),
-                                 "decay_input": decay_input,
-                                 "v_threshold": v_threshold},
-                         v_reset, detach_reset, surrogate_function,
-                         store_v_seq, step_mode, backend,
-                         per_neuron_threshold, **options)
+        super().__init__(
+            "lif",
+            {
+                "tau": float(tau),
+                "decay_input": decay_input,
+                "v_threshold": v_threshold,
+            },
+            v_reset,
+            detach_reset,
+            surrogate_function,
+            store_v_seq,
+            step_mode,
+            backend,
+            per_neuron_threshold,
+            **options,
+        )
 
     def _check_param(self, name, value):
         if name == "tau":
@@ -730,25 +910,44 @@ class ParametricLIFNode(_NodeBase):
     `num_channels=C` learns one leak per channel: `w` is an `nn.Parameter`
     of shape [C] and the inputs are `[T, B, C, ...]`."""
 
-    def __init__(self, init_tau: float = 2.0, decay_input: bool = True,
-                 v_threshold: Union[float, torch.Tensor] = 1.0,
-                 v_reset: Optional[float] = 0.0,
-                 surrogate_function=None, detach_reset: bool = False,
-                 step_mode: str = "s", backend: Optional[str] = None,
-                 store_v_seq: bool = False,
-                 per_neuron_threshold: bool = False,
-                 num_channels: Optional[int] = None, **options):
+    def __init__(
+        self,
+        init_tau: float = 2.0,
+        decay_input: bool = True,
+        v_threshold: Union[float, torch.Tensor] = 1.0,
+        v_reset: Optional[float] = 0.0,
+        surrogate_function=None,
+        detach_reset: bool = False,
+        step_mode: str = "s",
+        backend: Optional[str] = None,
+        store_v_seq: bool = False,
+        per_neuron_threshold: bool = False,
+        num_channels: Optional[int] = None,
+        **options,
+    ):
         _check_tau("init_tau", init_tau)
         if num_channels is not None:
-            options["shapes"] = {**(options.get("shapes") or {}),
-                                 "w": "per_channel"}
+            options["shapes"] = {
+                **(options.get("shapes") or {}),
+                "w": "per_channel",
+            }
             options["num_channels"] = num_channels
-        super().__init__("plif", {"w": -math.log(init_tau - 1.0),
-                                  "decay_input": decay_input,
-                                  "v_threshold": v_threshold},
-                         v_reset, detach_reset, surrogate_function,
-                         store_v_seq, step_mode, backend,
-                         per_neuron_threshold, **options)
+        super().__init__(
+            "plif",
+            {
+                "w": -math.log(init_tau - 1.0),
+                "decay_input": decay_input,
+                "v_threshold": v_threshold,
+            },
+            v_reset,
+            detach_reset,
+            surrogate_function,
+            store_v_seq,
+            step_mode,
+            backend,
+            per_neuron_threshold,
+            **options,
+        )
 
     def _neuron_repr(self) -> str:
         with torch.no_grad():
@@ -757,6 +956,10 @@ class ParametricLIFNode(_NodeBase):
 
 
 def _check_tau(name: str, tau) -> None:
-    if (isinstance(tau, bool) or not isinstance(tau, numbers.Real)
-            or not tau > 1.0 or not math.isfinite(tau)):
+    if (
+        isinstance(tau, bool)
+        or not isinstance(tau, numbers.Real)
+        or not tau > 1.0
+        or not math.isfinite(tau)
+    ):
         raise ValueError(f"{name} must be a finite number > 1, got {tau!r}")

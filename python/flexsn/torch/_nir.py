@@ -33,8 +33,9 @@ def _p(kind=Trainable):
     return kind(0.0, shape=_CHANNEL)
 
 
-def nir_lif(x, v, tau=_p(), r=_p(), v_leak=_p(), v_threshold=_p(),
-            v_reset=_p(Runtime)):
+def nir_lif(
+    x, v, tau=_p(), r=_p(), v_leak=_p(), v_threshold=_p(), v_reset=_p(Runtime)
+):
     h = v + ((v_leak - v) + r * x) / tau
     s = flexsn.spike(h - v_threshold)
     return s, s * v_reset + (1.0 - s) * h
@@ -56,8 +57,18 @@ def nir_i(x, v, r=_p()):
     return h, h
 
 
-def nir_cuba_lif(x, i, v, tau_syn=_p(), tau_mem=_p(), w_in=_p(), r=_p(),
-                 v_leak=_p(), v_threshold=_p(), v_reset=_p(Runtime)):
+def nir_cuba_lif(
+    x,
+    i,
+    v,
+    tau_syn=_p(),
+    tau_mem=_p(),
+    w_in=_p(),
+    r=_p(),
+    v_leak=_p(),
+    v_threshold=_p(),
+    v_reset=_p(Runtime),
+):
     # The membrane integrates the synaptic current of the previous step.
     i_next = i + (w_in * x - i) / tau_syn
     h = v + ((v_leak - v) + r * i) / tau_mem
@@ -65,8 +76,9 @@ def nir_cuba_lif(x, i, v, tau_syn=_p(), tau_mem=_p(), w_in=_p(), r=_p(),
     return s, i_next, s * v_reset + (1.0 - s) * h
 
 
-def nir_cuba_li(x, i, v, tau_syn=_p(), tau_mem=_p(), w_in=_p(), r=_p(),
-                v_leak=_p()):
+def nir_cuba_li(
+    x, i, v, tau_syn=_p(), tau_mem=_p(), w_in=_p(), r=_p(), v_leak=_p()
+):
     i_next = i + (w_in * x - i) / tau_syn
     h = v + ((v_leak - v) + r * i) / tau_mem
     return h, i_next, h
@@ -74,15 +86,27 @@ def nir_cuba_li(x, i, v, tau_syn=_p(), tau_mem=_p(), w_in=_p(), r=_p(),
 
 def _neuron_values(node: nir.Node, dt: float) -> Dict[str, np.ndarray]:
     """The step's parameter values of a NIR neuron node."""
-    p = {name: np.asarray(value, np.float64)
-         for name, value in node.params.items()}
+    p = {
+        name: np.asarray(value, np.float64)
+        for name, value in node.params.items()
+    }
     kind = node.type
-    names = {"LIF": ("tau", "r", "v_leak", "v_threshold", "v_reset"),
-             "LI": ("tau", "r", "v_leak"),
-             "IF": ("r", "v_threshold", "v_reset"), "I": ("r",),
-             "CubaLIF": ("tau_syn", "tau_mem", "w_in", "r", "v_leak",
-                         "v_threshold", "v_reset"),
-             "CubaLI": ("tau_syn", "tau_mem", "w_in", "r", "v_leak")}[kind]
+    names = {
+        "LIF": ("tau", "r", "v_leak", "v_threshold", "v_reset"),
+        "LI": ("tau", "r", "v_leak"),
+        "IF": ("r", "v_threshold", "v_reset"),
+        "I": ("r",),
+        "CubaLIF": (
+            "tau_syn",
+            "tau_mem",
+            "w_in",
+            "r",
+            "v_leak",
+            "v_threshold",
+            "v_reset",
+        ),
+        "CubaLI": ("tau_syn", "tau_mem", "w_in", "r", "v_leak"),
+    }[kind]
     values = {name: p[name] for name in names}
     for name in ("tau", "tau_syn", "tau_mem"):
         if name in values:
@@ -92,8 +116,9 @@ def _neuron_values(node: nir.Node, dt: float) -> Dict[str, np.ndarray]:
     return values
 
 
-def _nir_values(kind: str, values: Dict[str, np.ndarray],
-                dt: float) -> Dict[str, np.ndarray]:
+def _nir_values(
+    kind: str, values: Dict[str, np.ndarray], dt: float
+) -> Dict[str, np.ndarray]:
     """NIR's parameters from a step's (the inverse of _neuron_values)."""
     values = dict(values)
     for name in ("tau", "tau_syn", "tau_mem"):
@@ -104,9 +129,14 @@ def _nir_values(kind: str, values: Dict[str, np.ndarray],
     return values
 
 
-_STEPS = {"LIF": (nir_lif, 1), "IF": (nir_if, 1), "LI": (nir_li, 1),
-          "I": (nir_i, 1), "CubaLIF": (nir_cuba_lif, 2),
-          "CubaLI": (nir_cuba_li, 2)}
+_STEPS = {
+    "LIF": (nir_lif, 1),
+    "IF": (nir_if, 1),
+    "LI": (nir_li, 1),
+    "I": (nir_i, 1),
+    "CubaLIF": (nir_cuba_lif, 2),
+    "CubaLI": (nir_cuba_li, 2),
+}
 
 
 class NIRNeuron(nn.Module):
@@ -119,39 +149,47 @@ class NIRNeuron(nn.Module):
         values = _neuron_values(node, dt)
         for name, value in values.items():
             if not np.all(np.isfinite(value)):
-                raise nir.NIRError(f"node {where!r} ({node.type}): {name} "
-                                   f"is not finite")
+                raise nir.NIRError(
+                    f"node {where!r} ({node.type}): {name} " f"is not finite"
+                )
             if name.startswith("tau") and not np.all(value > 0):
-                raise nir.NIRError(f"node {where!r} ({node.type}): {name} "
-                                   f"must be positive")
+                raise nir.NIRError(
+                    f"node {where!r} ({node.type}): {name} "
+                    f"must be positive"
+                )
             if name.startswith("tau") and not np.all(value >= 1):
                 # Forward Euler's factor 1 - dt/tau would be negative: the
                 # state would flip sign at every step.
                 raise nir.NIRError(
                     f"node {where!r} ({node.type}): {name} = "
                     f"{np.min(value) * dt:g} s is shorter than dt = {dt:g} "
-                    f"s (forward Euler needs dt <= {name}): is dt right?")
+                    f"s (forward Euler needs dt <= {name}): is dt right?"
+                )
         sizes = {value.size for value in values.values()} - {1}
         if len(sizes) > 1:
-            raise nir.NIRError(f"node {where!r} ({node.type}): its "
-                               f"parameters differ in size {sorted(sizes)}")
+            raise nir.NIRError(
+                f"node {where!r} ({node.type}): its "
+                f"parameters differ in size {sorted(sizes)}"
+            )
         self.channels = sizes.pop() if sizes else 1
         step, states = _STEPS[node.type]
-        self.neuron = FlexSN(step, num_inputs=1, num_states=states,
-                             num_channels=self.channels)
+        self.neuron = FlexSN(
+            step, num_inputs=1, num_states=states, num_channels=self.channels
+        )
         self.names = tuple(values)
         with torch.no_grad():
             for name, value in values.items():
                 flat = torch.as_tensor(value.reshape(-1), dtype=torch.float32)
-                getattr(self.neuron, name).copy_(
-                    flat.expand(self.channels))
+                getattr(self.neuron, name).copy_(flat.expand(self.channels))
         self.type = node.type
 
     def forward(self, x):
         T, B = x.shape[:2]
         if x[0, 0].numel() % self.channels:
-            raise ValueError(f"{self.type}: {self.channels} neurons, got "
-                             f"samples of shape {tuple(x.shape[2:])}")
+            raise ValueError(
+                f"{self.type}: {self.channels} neurons, got "
+                f"samples of shape {tuple(x.shape[2:])}"
+            )
         y = self.neuron(x.reshape(T, B, self.channels, -1))
         return y.reshape(x.shape)
 
@@ -160,15 +198,22 @@ class NIRNeuron(nn.Module):
 
     def nir_params(self, dt: float, shape) -> Dict[str, np.ndarray]:
         """NIR's parameters of the neurons as they are now, of `shape`."""
-        values = {name: getattr(self.neuron, name).detach().cpu().double()
-                  .numpy() for name in self.names}
+        values = {
+            name: getattr(self.neuron, name).detach().cpu().double().numpy()
+            for name in self.names
+        }
         values = _nir_values(self.type, values, dt)
         # In float64: read back with the same dt, they give the same
         # float32 values.
         size = int(np.prod(shape))
-        return {name: (value.reshape(shape) if value.size == size else
-                       np.broadcast_to(value.reshape(-1)[0], shape).copy())
-                for name, value in values.items()}
+        return {
+            name: (
+                value.reshape(shape)
+                if value.size == size
+                else np.broadcast_to(value.reshape(-1)[0], shape).copy()
+            )
+            for name, value in values.items()
+        }
 
 
 class _Sequence(nn.Module):
@@ -198,8 +243,9 @@ class _Threshold(nn.Module):
 
     def __init__(self, threshold):
         super().__init__()
-        self.register_buffer("threshold",
-                             torch.as_tensor(threshold, dtype=torch.float32))
+        self.register_buffer(
+            "threshold", torch.as_tensor(threshold, dtype=torch.float32)
+        )
 
     def forward(self, x):
         return (x > self.threshold).to(x.dtype)
@@ -224,8 +270,9 @@ def _padding(value, kernel):
         if value not in ("same", "valid"):
             raise ValueError(f"padding {value!r}")
         return value
-    return tuple(int(v) for v in np.broadcast_to(np.asarray(value),
-                                                 (len(kernel),)))
+    return tuple(
+        int(v) for v in np.broadcast_to(np.asarray(value), (len(kernel),))
+    )
 
 
 def _ints(value, n):
@@ -240,8 +287,9 @@ def _layer(node: nir.Node, dt: float, where: str) -> nn.Module:
         return NIRNeuron(node, dt, where)
     if kind in ("Affine", "Linear"):
         weight = torch.as_tensor(np.asarray(p["weight"]), dtype=torch.float32)
-        layer = nn.Linear(weight.shape[1], weight.shape[0],
-                          bias=kind == "Affine")
+        layer = nn.Linear(
+            weight.shape[1], weight.shape[0], bias=kind == "Affine"
+        )
         with torch.no_grad():
             layer.weight.copy_(weight)
             if kind == "Affine":
@@ -255,21 +303,30 @@ def _layer(node: nir.Node, dt: float, where: str) -> nn.Module:
         groups = int(p["groups"])
         bias = np.asarray(p["bias"])
         cls = nn.Conv1d if n == 1 else nn.Conv2d
-        layer = cls(weight.shape[1] * groups, weight.shape[0],
-                    tuple(weight.shape[2:]), stride=_ints(p["stride"], n),
-                    padding=_padding(p["padding"], weight.shape[2:]),
-                    dilation=_ints(p["dilation"], n), groups=groups,
-                    bias=bool(bias.size))
+        layer = cls(
+            weight.shape[1] * groups,
+            weight.shape[0],
+            tuple(weight.shape[2:]),
+            stride=_ints(p["stride"], n),
+            padding=_padding(p["padding"], weight.shape[2:]),
+            dilation=_ints(p["dilation"], n),
+            groups=groups,
+            bias=bool(bias.size),
+        )
         with torch.no_grad():
             layer.weight.copy_(weight)
             if bias.size:
-                layer.bias.copy_(torch.as_tensor(
-                    np.broadcast_to(bias, (weight.shape[0],)).copy()))
+                layer.bias.copy_(
+                    torch.as_tensor(
+                        np.broadcast_to(bias, (weight.shape[0],)).copy()
+                    )
+                )
         return _Sequence(layer)
     if kind in ("SumPool2d", "AvgPool2d"):
         size = _ints(p["kernel_size"], 2)
-        pool = nn.AvgPool2d(size, _ints(p["stride"], 2),
-                            _ints(p["padding"], 2))
+        pool = nn.AvgPool2d(
+            size, _ints(p["stride"], 2), _ints(p["padding"], 2)
+        )
         if kind == "SumPool2d":
             return nn.Sequential(_Sequence(pool), _Scale(size[0] * size[1]))
         return _Sequence(pool)
@@ -280,17 +337,20 @@ def _layer(node: nir.Node, dt: float, where: str) -> nn.Module:
     if kind == "Delay":
         steps = np.asarray(p["delay"], np.float64) / dt
         rounded = np.round(steps)
-        if np.any(rounded < 0) or not np.allclose(steps, rounded, rtol=0,
-                                                  atol=1e-6):
+        if np.any(rounded < 0) or not np.allclose(
+            steps, rounded, rtol=0, atol=1e-6
+        ):
             raise nir.NIRError(
                 f"node {where!r} (Delay): delays {np.asarray(p['delay'])} "
-                f"are not whole steps of dt = {dt}")
+                f"are not whole steps of dt = {dt}"
+            )
         return Delay(rounded.astype(np.int64))
     raise nir.NIRError(f"node {where!r}: {kind} has no FlexSN model yet")
 
 
-def _flatten_graph(graph: nir.Graph, prefix: str, nodes: dict,
-                   edges: list) -> None:
+def _flatten_graph(
+    graph: nir.Graph, prefix: str, nodes: dict, edges: list
+) -> None:
     """Collects the nodes of `graph` and its nested graphs by path, and
     their edges between paths; a nested graph's Input and Output pass
     values through."""
@@ -308,9 +368,11 @@ def _flatten_graph(graph: nir.Graph, prefix: str, nodes: dict,
             kind = "Input" if role == "target" else "Output"
             inner = [n for n, v in node.nodes.items() if v.type == kind]
             if len(inner) != 1:
-                raise nir.NIRError(f"graph {prefix + address!r}: an edge "
-                                   f"names it, and it has {len(inner)} "
-                                   f"{kind} nodes (not one)")
+                raise nir.NIRError(
+                    f"graph {prefix + address!r}: an edge "
+                    f"names it, and it has {len(inner)} "
+                    f"{kind} nodes (not one)"
+                )
             return prefix + address + "." + inner[0]
         return prefix + address
 
@@ -342,9 +404,11 @@ def _back_edges(nodes: dict, edges: list, start: str) -> set:
             stack.append((target, iter(outgoing[target])))
     unreached = [name for name in nodes if name not in state]
     if unreached:
-        raise nir.NIRError(f"node {unreached[0]!r} "
-                           f"({nodes[unreached[0]].type}): the input does "
-                           f"not reach it")
+        raise nir.NIRError(
+            f"node {unreached[0]!r} "
+            f"({nodes[unreached[0]].type}): the input does "
+            f"not reach it"
+        )
     return back
 
 
@@ -416,14 +480,22 @@ def _check_cycles(nodes: dict, edges: list, component: Dict[str, int]):
     step would depend on itself: NIR's continuous time has no step to
     delay it by), or one through a Delay (not modeled yet)."""
     sizes = collections.Counter(component.values())
-    recurrent = {name for name in nodes
-                 if sizes[component[name]] > 1 or (name, name) in edges}
+    recurrent = {
+        name
+        for name in nodes
+        if sizes[component[name]] > 1 or (name, name) in edges
+    }
     for name in sorted(recurrent):
         if nodes[name].type == "Delay":
-            raise nir.NIRError(f"node {name!r} (Delay): a delay on a cycle "
-                               f"is not modeled yet")
-    plain = {name: nodes[name] for name in recurrent
-             if nodes[name].type not in _STEPS}
+            raise nir.NIRError(
+                f"node {name!r} (Delay): a delay on a cycle "
+                f"is not modeled yet"
+            )
+    plain = {
+        name: nodes[name]
+        for name in recurrent
+        if nodes[name].type not in _STEPS
+    }
     inner = [(a, b) for a, b in edges if a in plain and b in plain]
     left = _components(plain, inner)
     for name in plain:
@@ -431,7 +503,8 @@ def _check_cycles(nodes: dict, edges: list, component: Dict[str, int]):
         if len(members) > 1 or (name, name) in inner:
             raise nir.NIRError(
                 f"the cycle through {', '.join(map(repr, members))} has "
-                f"no neuron on it")
+                f"no neuron on it"
+            )
     return recurrent
 
 
@@ -450,8 +523,10 @@ def _stages(nodes: dict, edges: list, start: str):
     members = {}
     for name in order:
         members.setdefault(component[name], []).append(name)
-    result = [(members[number], members[number][0] in recurrent)
-              for number in sorted(members, reverse=True)]
+    result = [
+        (members[number], members[number][0] in recurrent)
+        for number in sorted(members, reverse=True)
+    ]
     return result, back
 
 
@@ -470,29 +545,31 @@ class NIRModel(nn.Module):
         nodes, edges = {}, []
         _flatten_graph(graph, "", nodes, edges)
         top_inputs = [n for n, v in graph.nodes.items() if v.type == "Input"]
-        top_outputs = [n for n, v in graph.nodes.items()
-                       if v.type == "Output"]
+        top_outputs = [n for n, v in graph.nodes.items() if v.type == "Output"]
         if len(top_inputs) != 1 or len(top_outputs) != 1:
             raise nir.NIRError(
                 f"the graph has {len(top_inputs)} Input and "
                 f"{len(top_outputs)} Output nodes: a model takes one and "
-                f"gives one")
+                f"gives one"
+            )
         self.input, self.output = top_inputs[0], top_outputs[0]
         self.sources = {name: [] for name in nodes}
         for source, target in edges:
             self.sources[target].append(source)
         for name, node in nodes.items():
             if name != self.input and not self.sources[name]:
-                raise nir.NIRError(f"node {name!r} ({node.type}): nothing "
-                                   f"feeds it")
+                raise nir.NIRError(
+                    f"node {name!r} ({node.type}): nothing " f"feeds it"
+                )
         self.stages, self.back_edges = _stages(nodes, edges, self.input)
         self.nodes, self.edges = nodes, edges  # for to_nir
         self.layers = nn.ModuleDict()
         for members, _ in self.stages:
             for name in members:
                 if nodes[name].type not in ("Input", "Output"):
-                    self.layers[self._key(name)] = _layer(nodes[name], dt,
-                                                          name)
+                    self.layers[self._key(name)] = _layer(
+                        nodes[name], dt, name
+                    )
         self.dt = dt
 
     @staticmethod
@@ -524,10 +601,13 @@ class NIRModel(nn.Module):
         # keeps the number of passes below the number of those edges).
         for _ in range(len(back) + 1):
             for name in members:
-                inputs = [rest[source] if source in members
-                          else torch.zeros_like(values[source][:1])
-                          for source in self.sources[name]
-                          if source in rest or source not in members]
+                inputs = [
+                    rest[source]
+                    if source in members
+                    else torch.zeros_like(values[source][:1])
+                    for source in self.sources[name]
+                    if source in rest or source not in members
+                ]
                 if self.nodes[name].type in _STEPS:
                     rest[name] = torch.zeros_like(sum(inputs))
                 else:
@@ -541,9 +621,14 @@ class NIRModel(nn.Module):
         previous step."""
         if steps == 0:  # empty sequences, with the shapes a step gives
             for name in members:
-                values[name] = self._run(name, [
-                    values[source] for source in self.sources[name]
-                    if (source, name) not in self.back_edges])
+                values[name] = self._run(
+                    name,
+                    [
+                        values[source]
+                        for source in self.sources[name]
+                        if (source, name) not in self.back_edges
+                    ],
+                )
             return
         sequences = {name: [] for name in members}
         previous = self._at_rest(members, values)
@@ -557,7 +642,7 @@ class NIRModel(nn.Module):
                     elif source in current:
                         inputs.append(current[source])
                     else:
-                        inputs.append(values[source][t:t + 1])
+                        inputs.append(values[source][t : t + 1])
                 current[name] = self._run(name, inputs)
                 sequences[name].append(current[name])
             previous = current
@@ -572,7 +657,8 @@ class NIRModel(nn.Module):
                 self._run_cycle(members, values, x.shape[0])
             elif members[0] != self.input:
                 values[members[0]] = self._run(
-                    members[0], [values[s] for s in self.sources[members[0]]])
+                    members[0], [values[s] for s in self.sources[members[0]]]
+                )
         return values[self.output]
 
 
@@ -581,8 +667,9 @@ def from_nir(graph: Union[nir.Graph, str], dt: float = 1e-4) -> NIRModel:
     continuous-time neurons discretized by forward Euler with step `dt`
     (NIR stores none; 1e-4 s is what its converters use). docs/NIR.md."""
     if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-        raise ValueError(f"dt must be a positive number of seconds, got "
-                         f"{dt!r}")
+        raise ValueError(
+            f"dt must be a positive number of seconds, got " f"{dt!r}"
+        )
     if not isinstance(graph, (nir.Graph, nir.Node)):
         graph = nir.read(graph)
     if isinstance(graph, nir.Node):
@@ -597,7 +684,8 @@ def _array(value, shape):
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().double().numpy()
     return np.broadcast_to(np.asarray(value, np.float64), shape).astype(
-        np.float32)
+        np.float32
+    )
 
 
 def _graph_of_model(model: NIRModel) -> nir.Graph:
@@ -607,26 +695,33 @@ def _graph_of_model(model: NIRModel) -> nir.Graph:
     nodes = {}
     for name, node in model.nodes.items():
         params = dict(node.params)
-        layer = model.layers[model._key(name)] \
-            if model._key(name) in model.layers else None
+        layer = (
+            model.layers[model._key(name)]
+            if model._key(name) in model.layers
+            else None
+        )
         if isinstance(layer, NIRNeuron):
-            shape = max((np.shape(v) for v in node.params.values()),
-                        key=lambda s: int(np.prod(s)))
+            shape = max(
+                (np.shape(v) for v in node.params.values()),
+                key=lambda s: int(np.prod(s)),
+            )
             params.update(layer.nir_params(model.dt, shape))
         elif isinstance(layer, nn.Linear):
             params["weight"] = _array(layer.weight, layer.weight.shape)
             if layer.bias is not None:
                 params["bias"] = _array(layer.bias, layer.bias.shape)
-        elif isinstance(layer, _Sequence) and \
-                isinstance(layer.layer, (nn.Conv1d, nn.Conv2d)):
+        elif isinstance(layer, _Sequence) and isinstance(
+            layer.layer, (nn.Conv1d, nn.Conv2d)
+        ):
             conv = layer.layer
             params["weight"] = _array(conv.weight, conv.weight.shape)
             if conv.bias is not None:
                 params["bias"] = _array(conv.bias, conv.bias.shape)
         elif isinstance(layer, _Scale):
             params["scale"] = _array(layer.scale, layer.scale.shape)
-        nodes[model._key(name)] = nir.Node(node.type, params,
-                                           dict(node.metadata))
+        nodes[model._key(name)] = nir.Node(
+            node.type, params, dict(node.metadata)
+        )
     edges = [(model._key(a), model._key(b)) for a, b in model.edges]
     return nir.Graph(nodes, edges)
 
@@ -636,21 +731,31 @@ def _neuron_node(module, name: str, n: int, dt: float) -> nir.Node:
     neurons: LIF with tau = tau_steps·dt, r = 1 (or tau_steps without
     decay_input) and v_leak = v_reset; IF with r = 1/dt."""
     from ._modules import IFNode, LIFNode, ParametricLIFNode
+
     kind = type(module).__name__
     if not isinstance(module, (IFNode, LIFNode, ParametricLIFNode)):
-        raise nir.NIRError(f"module {name!r} ({kind}): no NIR equivalent "
-                           f"(IFNode, LIFNode and ParametricLIFNode have "
-                           f"one)")
+        raise nir.NIRError(
+            f"module {name!r} ({kind}): no NIR equivalent "
+            f"(IFNode, LIFNode and ParametricLIFNode have "
+            f"one)"
+        )
     if module.v_reset is None:
-        raise nir.NIRError(f"module {name!r} ({kind}): a soft reset has no "
-                           f"NIR equivalent (NIR resets to v_reset)")
+        raise nir.NIRError(
+            f"module {name!r} ({kind}): a soft reset has no "
+            f"NIR equivalent (NIR resets to v_reset)"
+        )
     shape = (n,)
     v_threshold = _array(module.v_threshold, shape)
     v_reset = _array(module.v_reset, shape)
     if isinstance(module, IFNode):
-        return nir.Node("IF", {"r": np.full(shape, 1.0 / dt),
-                               "v_threshold": v_threshold,
-                               "v_reset": v_reset})
+        return nir.Node(
+            "IF",
+            {
+                "r": np.full(shape, 1.0 / dt),
+                "v_threshold": v_threshold,
+                "v_reset": v_reset,
+            },
+        )
     if isinstance(module, ParametricLIFNode):
         tau = 1.0 / torch.sigmoid(module.w.detach().double())
     else:
@@ -658,42 +763,63 @@ def _neuron_node(module, name: str, n: int, dt: float) -> nir.Node:
     tau = _array(tau, shape).astype(np.float64)
     r = np.ones(shape) if module.decay_input else tau
     # tau in float64: read back with the same dt, it gives tau steps again.
-    return nir.Node("LIF", {"tau": tau * dt, "r": _array(r, shape),
-                            "v_leak": v_reset, "v_threshold": v_threshold,
-                            "v_reset": v_reset})
+    return nir.Node(
+        "LIF",
+        {
+            "tau": tau * dt,
+            "r": _array(r, shape),
+            "v_leak": v_reset,
+            "v_threshold": v_threshold,
+            "v_reset": v_reset,
+        },
+    )
 
 
 def _linear_node(layer: nn.Linear, name: str, size: int) -> nir.Node:
     """The Affine (Linear, without a bias) node of an nn.Linear fed `size`
     features."""
     if layer.in_features != size:
-        raise nir.NIRError(f"module {name!r} (Linear): takes "
-                           f"{layer.in_features} features, gets {size}")
+        raise nir.NIRError(
+            f"module {name!r} (Linear): takes "
+            f"{layer.in_features} features, gets {size}"
+        )
     weight = _array(layer.weight, layer.weight.shape)
     if layer.bias is None:
         return nir.Node("Linear", {"weight": weight})
-    return nir.Node("Affine", {"weight": weight,
-                               "bias": _array(layer.bias, layer.bias.shape)})
+    return nir.Node(
+        "Affine",
+        {"weight": weight, "bias": _array(layer.bias, layer.bias.shape)},
+    )
 
 
-def _recurrent_graph(layer: Recurrent, name: str, size: int,
-                     dt: float) -> nir.Graph:
+def _recurrent_graph(
+    layer: Recurrent, name: str, size: int, dt: float
+) -> nir.Graph:
     """A Recurrent layer as a nested graph: input -> input weights ->
     neuron -> output, and the neuron's spikes back into it through the
     recurrent weights (the cycle from_nir runs step by step)."""
     n = layer.hidden_size
     return nir.Graph(
-        {"input": nir.Node("Input", {"shape": np.array([size])}),
-         "w_in": _linear_node(layer.input, f"{name}.input", size),
-         "neuron": _neuron_node(layer.neuron, f"{name}.neuron", n, dt),
-         "w_rec": _linear_node(layer.recurrent, f"{name}.recurrent", n),
-         "output": nir.Node("Output", {"shape": np.array([n])})},
-        [("input", "w_in"), ("w_in", "neuron"), ("neuron", "w_rec"),
-         ("w_rec", "neuron"), ("neuron", "output")])
+        {
+            "input": nir.Node("Input", {"shape": np.array([size])}),
+            "w_in": _linear_node(layer.input, f"{name}.input", size),
+            "neuron": _neuron_node(layer.neuron, f"{name}.neuron", n, dt),
+            "w_rec": _linear_node(layer.recurrent, f"{name}.recurrent", n),
+            "output": nir.Node("Output", {"shape": np.array([n])}),
+        },
+        [
+            ("input", "w_in"),
+            ("w_in", "neuron"),
+            ("neuron", "w_rec"),
+            ("w_rec", "neuron"),
+            ("neuron", "output"),
+        ],
+    )
 
 
-def _graph_of_sequence(model: nn.Sequential, dt: float,
-                       input_shape) -> nir.Graph:
+def _graph_of_sequence(
+    model: nn.Sequential, dt: float, input_shape
+) -> nir.Graph:
     """nn.Linear layers and FlexSN neurons in a row (nested Sequentials
     flattened), over [T, B, features]."""
     layers = []
@@ -704,6 +830,7 @@ def _graph_of_sequence(model: nn.Sequential, dt: float,
                 collect(child, prefix + name + "__")
             else:
                 layers.append((prefix + name, child))
+
     collect(model, "")
     size = None if input_shape is None else int(np.prod(input_shape))
     if size is None and layers and isinstance(layers[0][1], nn.Linear):
@@ -711,8 +838,10 @@ def _graph_of_sequence(model: nn.Sequential, dt: float,
     if size is None and layers and isinstance(layers[0][1], Recurrent):
         size = layers[0][1].input_size
     if size is None:
-        raise nir.NIRError("the model starts with no nn.Linear or "
-                           "Recurrent layer: give input_shape=")
+        raise nir.NIRError(
+            "the model starts with no nn.Linear or "
+            "Recurrent layer: give input_shape="
+        )
     nodes = {"input": nir.Node("Input", {"shape": np.array([size])})}
     edges, previous = [], "input"
     for name, layer in layers:
@@ -725,10 +854,18 @@ def _graph_of_sequence(model: nn.Sequential, dt: float,
         elif isinstance(layer, Delay):
             steps = layer.steps.detach().cpu().double().numpy()
             if steps.size not in (1, size):
-                raise nir.NIRError(f"module {name!r} (Delay): {steps.size} "
-                                   f"delays for {size} features")
-            node = nir.Node("Delay", {"delay": np.broadcast_to(
-                steps.reshape(-1) * dt, (size,)).copy()})
+                raise nir.NIRError(
+                    f"module {name!r} (Delay): {steps.size} "
+                    f"delays for {size} features"
+                )
+            node = nir.Node(
+                "Delay",
+                {
+                    "delay": np.broadcast_to(
+                        steps.reshape(-1) * dt, (size,)
+                    ).copy()
+                },
+            )
         elif isinstance(layer, nn.Identity):
             continue
         else:
@@ -741,8 +878,7 @@ def _graph_of_sequence(model: nn.Sequential, dt: float,
     return nir.Graph(nodes, edges)
 
 
-def to_nir(model: nn.Module, dt: float = 1e-4,
-           input_shape=None) -> nir.Graph:
+def to_nir(model: nn.Module, dt: float = 1e-4, input_shape=None) -> nir.Graph:
     """The NIR graph of `model`: a model from `from_nir` (its parameters as
     trained), or an nn.Sequential of nn.Linear layers, Recurrent layers,
     Delay layers and FlexSN IFNode, LIFNode and ParametricLIFNode neurons
@@ -753,11 +889,14 @@ def to_nir(model: nn.Module, dt: float = 1e-4,
     has no NIR equivalent (a soft reset, another module) is an error
     naming the module."""
     if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-        raise ValueError(f"dt must be a positive number of seconds, got "
-                         f"{dt!r}")
+        raise ValueError(
+            f"dt must be a positive number of seconds, got " f"{dt!r}"
+        )
     if isinstance(model, NIRModel):
         return _graph_of_model(model)
     if isinstance(model, nn.Sequential):
         return _graph_of_sequence(model, float(dt), input_shape)
-    raise nir.NIRError(f"{type(model).__name__}: to_nir takes a model from "
-                       f"from_nir or an nn.Sequential")
+    raise nir.NIRError(
+        f"{type(model).__name__}: to_nir takes a model from "
+        f"from_nir or an nn.Sequential"
+    )

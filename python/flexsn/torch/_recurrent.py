@@ -32,26 +32,41 @@ class Recurrent(nn.Module):
     (truncated BPTT). `to_nir` exports it as a nested NIR graph whose
     cycle `from_nir` reads back."""
 
-    def __init__(self, input_size: int, hidden_size: int,
-                 neuron: Optional[nn.Module] = None, bias: bool = True):
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        neuron: Optional[nn.Module] = None,
+        bias: bool = True,
+    ):
         super().__init__()
-        for name, size in (("input_size", input_size),
-                           ("hidden_size", hidden_size)):
-            if not isinstance(size, int) or isinstance(size, bool) or \
-                    size <= 0:
-                raise ValueError(f"Recurrent: {name} must be a positive "
-                                 f"int, got {size!r}")
+        for name, size in (
+            ("input_size", input_size),
+            ("hidden_size", hidden_size),
+        ):
+            if (
+                not isinstance(size, int)
+                or isinstance(size, bool)
+                or size <= 0
+            ):
+                raise ValueError(
+                    f"Recurrent: {name} must be a positive "
+                    f"int, got {size!r}"
+                )
         if neuron is None:
             neuron = LIFNode()
         if not isinstance(neuron, FlexSN):
-            raise TypeError(f"Recurrent: the neuron must be a FlexSN neuron "
-                            f"module, not {type(neuron).__name__}")
+            raise TypeError(
+                f"Recurrent: the neuron must be a FlexSN neuron "
+                f"module, not {type(neuron).__name__}"
+            )
         info = neuron.info
         if len(info.inputs) != 1 or len(info.outputs) != 1:
             raise ValueError(
                 f"Recurrent: the neuron {info.name} takes {len(info.inputs)} "
                 f"input(s) and gives {len(info.outputs)} output(s); a "
-                f"recurrent layer feeds back one output into one input")
+                f"recurrent layer feeds back one output into one input"
+            )
         self.input_size, self.hidden_size = input_size, hidden_size
         self.input = nn.Linear(input_size, hidden_size, bias=bias)
         self.recurrent = nn.Linear(hidden_size, hidden_size, bias=False)
@@ -71,16 +86,17 @@ class Recurrent(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 3 or x.shape[2] != self.input_size:
-            raise ValueError(f"Recurrent: expects [T, B, {self.input_size}] "
-                             f"inputs, got {tuple(x.shape)}")
+            raise ValueError(
+                f"Recurrent: expects [T, B, {self.input_size}] "
+                f"inputs, got {tuple(x.shape)}"
+            )
         drive = self.input(x)
         previous = self.spikes
         if previous is not None:
             if previous.shape != drive.shape[1:]:
                 previous = None  # a new batch size starts again from rest
             else:
-                previous = previous.to(dtype=drive.dtype,
-                                       device=drive.device)
+                previous = previous.to(dtype=drive.dtype, device=drive.device)
         single = self.neuron.step_mode == "s"
         outputs = []
         for current in drive:
@@ -95,6 +111,8 @@ class Recurrent(nn.Module):
         return torch.stack(outputs)
 
     def extra_repr(self) -> str:
-        return (f"input_size={self.input_size}, "
-                f"hidden_size={self.hidden_size}, "
-                f"bias={self.input.bias is not None}")
+        return (
+            f"input_size={self.input_size}, "
+            f"hidden_size={self.hidden_size}, "
+            f"bias={self.input.bias is not None}"
+        )

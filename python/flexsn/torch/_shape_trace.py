@@ -34,11 +34,13 @@ _SHAPE_KEEPING = (nn.modules.batchnorm._BatchNorm, nn.Dropout, nn.Identity)
 def _from_value(attribute: str):
     """A property answering `attribute` from the meta value where it is
     known, else a graph value as torch.fx's proxies do."""
+
     def get(self):
         value = self._value()
         if isinstance(value, torch.Tensor):
             return getattr(value, attribute)
         return fx.proxy.Attribute(self, attribute)
+
     return property(get)
 
 
@@ -56,8 +58,9 @@ class _ShapeProxy(fx.Proxy):
         value = self._value()
         if isinstance(value, torch.Tensor):
             return value.size(*dim)
-        return self.tracer.create_proxy("call_method", "size",
-                                        (self,) + dim, {})
+        return self.tracer.create_proxy(
+            "call_method", "size", (self,) + dim, {}
+        )
 
     def dim(self):
         value = self._value()
@@ -71,7 +74,8 @@ class _ShapeProxy(fx.Proxy):
         # laid out otherwise).
         value = self._value()
         if isinstance(value, (tuple, list)) or (
-                isinstance(value, torch.Tensor) and value.dim()):
+            isinstance(value, torch.Tensor) and value.dim()
+        ):
             return iter([self[i] for i in range(len(value))])
         return super().__iter__()
 
@@ -118,14 +122,22 @@ class ShapeTracer(fx.Tracer):
             return attr_val
         return super().getattr(attr, attr_val, parameter_proxy_cache)
 
-    def create_proxy(self, kind, target, args, kwargs, name=None,
-                     type_expr=None, proxy_factory_fn=None):
-        proxy = super().create_proxy(kind, target, args, kwargs, name,
-                                     type_expr, proxy_factory_fn)
+    def create_proxy(
+        self,
+        kind,
+        target,
+        args,
+        kwargs,
+        name=None,
+        type_expr=None,
+        proxy_factory_fn=None,
+    ):
+        proxy = super().create_proxy(
+            kind, target, args, kwargs, name, type_expr, proxy_factory_fn
+        )
         if isinstance(proxy, _ShapeProxy):
             try:
-                proxy.__dict__["meta"] = self._meta(kind, target, args,
-                                                    kwargs)
+                proxy.__dict__["meta"] = self._meta(kind, target, args, kwargs)
             except Exception:  # noqa: BLE001: the value stays unknown
                 proxy.__dict__["meta"] = None
         return proxy
@@ -137,8 +149,9 @@ class ShapeTracer(fx.Tracer):
             value = self.root
             for atom in target.split("."):
                 value = getattr(value, atom)
-            return value.to("meta") if isinstance(value, torch.Tensor) \
-                else None
+            return (
+                value.to("meta") if isinstance(value, torch.Tensor) else None
+            )
         args = fx.node.map_aggregate(args, _meta_of)
         kwargs = fx.node.map_aggregate(kwargs, _meta_of)
         if kind == "call_function":
@@ -146,16 +159,17 @@ class ShapeTracer(fx.Tracer):
         if kind == "call_method":
             return getattr(args[0], target)(*args[1:], **kwargs)
         if kind == "call_module":
-            return self._module_meta(self.root.get_submodule(target), args,
-                                     kwargs)
+            return self._module_meta(
+                self.root.get_submodule(target), args, kwargs
+            )
         return None
 
     def _module_meta(self, module: nn.Module, args, kwargs):
         from ._modules import FlexSN
+
         if isinstance(module, FlexSN):
             single = len(module.info.outputs) == 1
-            return torch.empty_like(args[0]) if single and not kwargs \
-                else None
+            return torch.empty_like(args[0]) if single and not kwargs else None
         if isinstance(module, _SHAPE_KEEPING) and len(args) == 1:
             return torch.empty_like(args[0])
         # Run on meta copies of its parameters and buffers; its attributes
@@ -174,15 +188,19 @@ class ShapeTracer(fx.Tracer):
 
     def trace_call(self, root: nn.Module, args) -> fx.Graph:
         """The graph of `root(*args)` (tensors only) for these shapes."""
-        names = [p.name for p in
-                 inspect.signature(root.forward).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = [
+            p.name
+            for p in inspect.signature(root.forward).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
         if len(names) < len(args):
             raise TypeError("more arguments than the forward names")
         self._placeholders = {
-            name: torch.empty_strided(a.shape, a.stride(), dtype=a.dtype,
-                                      device="meta")
-            for name, a in zip(names, args)}
+            name: torch.empty_strided(
+                a.shape, a.stride(), dtype=a.dtype, device="meta"
+            )
+            for name, a in zip(names, args)
+        }
         return self.trace(root)
 
 
@@ -191,11 +209,15 @@ def call_signature(module: nn.Module, args, kwargs) -> Optional[tuple]:
     dtypes and devices of its positional tensor arguments, and its mode;
     None for a call a graph cannot take (keyword or non-tensor
     arguments)."""
-    if kwargs or not args or not all(isinstance(a, torch.Tensor)
-                                     for a in args):
+    if (
+        kwargs
+        or not args
+        or not all(isinstance(a, torch.Tensor) for a in args)
+    ):
         return None
     return (module.training,) + tuple(
-        (tuple(a.shape), a.dtype, a.device) for a in args)
+        (tuple(a.shape), a.dtype, a.device) for a in args
+    )
 
 
 def shape_trace(module: nn.Module, args, leaf, reads):

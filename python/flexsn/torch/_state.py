@@ -17,9 +17,14 @@ import torch
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def initial_states(owner: str, names: Sequence[str], states: List,
-                   reset_values: Sequence[float], assigned: set,
-                   x: torch.Tensor) -> List[Optional[torch.Tensor]]:
+def initial_states(
+    owner: str,
+    names: Sequence[str],
+    states: List,
+    reset_values: Sequence[float],
+    assigned: set,
+    x: torch.Tensor,
+) -> List[Optional[torch.Tensor]]:
     """The initial states of a call on `x` ([T, N...]): None for a zero
     state (the kernels then read no buffer), else a tensor of the neuron
     shape in x's dtype and device.
@@ -37,7 +42,8 @@ def initial_states(owner: str, names: Sequence[str], states: List,
                     raise ValueError(
                         f"{owner}: state '{name}' was set to a tensor of "
                         f"shape {tuple(state.shape)}, but the inputs' "
-                        f"neurons are {tuple(shape)}")
+                        f"neurons are {tuple(shape)}"
+                    )
                 state = None
             elif state.dtype != x.dtype or state.device != x.device:
                 state = state.to(dtype=x.dtype, device=x.device)
@@ -48,8 +54,9 @@ def initial_states(owner: str, names: Sequence[str], states: List,
             if value == 0.0 and math.copysign(1.0, value) > 0:
                 state = None  # +0.0: the kernels' own zero start
             else:
-                state = torch.full(shape, value, dtype=x.dtype,
-                                   device=x.device)
+                state = torch.full(
+                    shape, value, dtype=x.dtype, device=x.device
+                )
         inits.append(state)
     assigned.clear()
     return inits
@@ -66,8 +73,10 @@ class StatefulModule(torch.nn.Module):
 
     def detach(self):
         """Cuts the states' autograd history (truncated BPTT)."""
-        self.states = [s.detach() if isinstance(s, torch.Tensor) else s
-                       for s in self.states]
+        self.states = [
+            s.detach() if isinstance(s, torch.Tensor) else s
+            for s in self.states
+        ]
 
     def _apply(self, fn, *args, **kwargs):
         check_conversion(self, fn)
@@ -88,8 +97,10 @@ def check_state_value(owner: str, name: str, value):
     if value is None or isinstance(value, torch.Tensor):
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{owner}: state '{name}' is a number or a tensor, "
-                        f"got {type(value).__name__}")
+        raise TypeError(
+            f"{owner}: state '{name}' is a number or a tensor, "
+            f"got {type(value).__name__}"
+        )
     return float(value)
 
 
@@ -101,12 +112,16 @@ def check_conversion(module: torch.nn.Module, fn) -> None:
         probe = fn(torch.zeros(1))
     except Exception:  # noqa: BLE001: the conversion itself will say
         return
-    if (isinstance(probe, torch.Tensor) and probe.is_floating_point()
-            and probe.dtype not in SUPPORTED_DTYPES):
+    if (
+        isinstance(probe, torch.Tensor)
+        and probe.is_floating_point()
+        and probe.dtype not in SUPPORTED_DTYPES
+    ):
         raise TypeError(
             f"{type(module).__name__}: FlexSN kernels run float32, float16 "
             f"and bfloat16 tensors; cannot convert the module to "
-            f"{probe.dtype}")
+            f"{probe.dtype}"
+        )
 
 
 def apply_to_states(states: List, fn) -> List:
@@ -134,7 +149,8 @@ def check_finite(owner: str, what: str, name: str, tensor, sequence: bool):
     value = float(tensor.reshape(-1)[flat])
     raise FloatingPointError(
         f"{owner}: {what} '{name}' is not finite{where}: {value} at neuron "
-        f"{index} (check_finite=True)")
+        f"{index} (check_finite=True)"
+    )
 
 
 def _unravel(flat: int, shape) -> List[int]:

@@ -29,8 +29,11 @@ from .._compile_tool import TORCH_STEP
 
 
 def _tensor_like(value, like):
-    return value if isinstance(value, torch.Tensor) else torch.as_tensor(
-        value, dtype=torch.float32, device=like.device)
+    return (
+        value
+        if isinstance(value, torch.Tensor)
+        else torch.as_tensor(value, dtype=torch.float32, device=like.device)
+    )
 
 
 def _either(a, b):
@@ -41,18 +44,21 @@ def select(condition, a, b):
     if isinstance(condition, bool):
         return a if condition else b
     like = _either(a, _either(b, condition))
-    return torch.where(condition, _tensor_like(a, like),
-                       _tensor_like(b, like))
+    return torch.where(condition, _tensor_like(a, like), _tensor_like(b, like))
 
 
 def _nan(x):
-    return torch.isnan(x) if isinstance(x, torch.Tensor) else \
-        (x != x)
+    return torch.isnan(x) if isinstance(x, torch.Tensor) else (x != x)
 
 
-_ORDERED = {"eq": lambda a, b: a == b, "gt": lambda a, b: a > b,
-            "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b,
-            "le": lambda a, b: a <= b, "ne": lambda a, b: a != b}
+_ORDERED = {
+    "eq": lambda a, b: a == b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "ne": lambda a, b: a != b,
+}
 
 
 def cmpf(predicate: str, a, b):
@@ -62,24 +68,37 @@ def cmpf(predicate: str, a, b):
         return predicate == "true"
     unordered = _nan(a) | _nan(b)
     if predicate == "ord":
-        return ~unordered if isinstance(unordered, torch.Tensor) \
+        return (
+            ~unordered
+            if isinstance(unordered, torch.Tensor)
             else not unordered
+        )
     if predicate == "uno":
         return unordered
     result = _ORDERED[predicate[1:]](a, b)
     if predicate[0] == "o":
         if predicate == "one":  # != is true for NaN: exclude it
-            return result & ~unordered if isinstance(
-                result, torch.Tensor) else result and not unordered
+            return (
+                result & ~unordered
+                if isinstance(result, torch.Tensor)
+                else result and not unordered
+            )
         return result
-    return result | unordered if isinstance(result, torch.Tensor) else \
-        result or unordered
+    return (
+        result | unordered
+        if isinstance(result, torch.Tensor)
+        else result or unordered
+    )
 
 
 def _unary(tensor_function, scalar_function):
     def apply(x):
-        return tensor_function(x) if isinstance(x, torch.Tensor) else \
-            scalar_function(x)
+        return (
+            tensor_function(x)
+            if isinstance(x, torch.Tensor)
+            else scalar_function(x)
+        )
+
     return apply
 
 
@@ -94,7 +113,7 @@ class _Spike(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
         derivative = _SURROGATES[ctx.mnemonic].derivative
         return grad * derivative(x, *ctx.params), None, None
 
@@ -117,8 +136,10 @@ def _surrogate(text: str):
             name, value = (part.strip() for part in item.split("="))
             given[name] = float(value.split(":")[0])
         spec = _SURROGATES[match.group(1)]
-        found = _parsed[text] = (spec.mnemonic, tuple(
-            given.get(p.name, p.default) for p in spec.params))
+        found = _parsed[text] = (
+            spec.mnemonic,
+            tuple(given.get(p.name, p.default) for p in spec.params),
+        )
     return found
 
 
@@ -132,30 +153,42 @@ def _tofloat(x):
 
 
 F = types.SimpleNamespace(
-    select=select, cmpf=cmpf, spike=spike,
+    select=select,
+    cmpf=cmpf,
+    spike=spike,
     detach=_unary(torch.Tensor.detach, lambda x: x),
-    remf=lambda a, b: torch.fmod(a, b) if isinstance(
-        _either(a, b), torch.Tensor) else math.fmod(a, b),
+    remf=lambda a, b: torch.fmod(a, b)
+    if isinstance(_either(a, b), torch.Tensor)
+    else math.fmod(a, b),
     maximumf=lambda a, b: torch.maximum(*_both(a, b)),
     minimumf=lambda a, b: torch.minimum(*_both(a, b)),
     maxnumf=lambda a, b: torch.fmax(*_both(a, b)),
     minnumf=lambda a, b: torch.fmin(*_both(a, b)),
-    andi=lambda a, b: a & b, ori=lambda a, b: a | b,
-    xori=lambda a, b: a ^ b, tofloat=_tofloat,
-    absf=_unary(torch.abs, abs), exp=_unary(torch.exp, math.exp),
-    exp2=_unary(torch.exp2, lambda x: 2.0 ** x),
-    expm1=_unary(torch.expm1, math.expm1), log=_unary(torch.log, math.log),
+    andi=lambda a, b: a & b,
+    ori=lambda a, b: a | b,
+    xori=lambda a, b: a ^ b,
+    tofloat=_tofloat,
+    absf=_unary(torch.abs, abs),
+    exp=_unary(torch.exp, math.exp),
+    exp2=_unary(torch.exp2, lambda x: 2.0**x),
+    expm1=_unary(torch.expm1, math.expm1),
+    log=_unary(torch.log, math.log),
     log1p=_unary(torch.log1p, math.log1p),
-    log2=_unary(torch.log2, math.log2), tanh=_unary(torch.tanh, math.tanh),
+    log2=_unary(torch.log2, math.log2),
+    tanh=_unary(torch.tanh, math.tanh),
     sqrt=_unary(torch.sqrt, math.sqrt),
     rsqrt=_unary(torch.rsqrt, lambda x: 1.0 / math.sqrt(x)),
-    sin=_unary(torch.sin, math.sin), cos=_unary(torch.cos, math.cos),
-    atan=_unary(torch.atan, math.atan), erf=_unary(torch.erf, math.erf),
-    floor=_unary(torch.floor, math.floor), ceil=_unary(torch.ceil, math.ceil),
+    sin=_unary(torch.sin, math.sin),
+    cos=_unary(torch.cos, math.cos),
+    atan=_unary(torch.atan, math.atan),
+    erf=_unary(torch.erf, math.erf),
+    floor=_unary(torch.floor, math.floor),
+    ceil=_unary(torch.ceil, math.ceil),
     atan2=lambda a, b: torch.atan2(*_both(a, b)),
     powf=lambda a, b: torch.pow(a, b),
     copysign=lambda a, b: torch.copysign(*_both(a, b)),
-    fma=lambda a, b, c: a * b + c)
+    fma=lambda a, b, c: a * b + c,
+)
 
 
 def _both(a, b):
@@ -182,22 +215,24 @@ def load(compiled) -> Optional[Callable]:
     return _loaded[key]
 
 
-def run(step: Callable, inputs, inits, params: dict,
-        store_state_seqs: bool):
+def run(step: Callable, inputs, inits, params: dict, store_state_seqs: bool):
     """(outputs, states) of the neuron over `inputs` ([T, N...] each, T >
     0) from `inits` (None: zeros), as `scan` returns them: state sequences
     with `store_state_seqs`, else final states."""
     x0 = inputs[0]
     dtype = x0.dtype
-    states = [torch.zeros(x0.shape[1:], dtype=torch.float32,
-                          device=x0.device) if s is None else s.float()
-              for s in inits]
+    states = [
+        torch.zeros(x0.shape[1:], dtype=torch.float32, device=x0.device)
+        if s is None
+        else s.float()
+        for s in inits
+    ]
     outputs, sequences = [], []
     for t in range(x0.shape[0]):
-        outs, states = step(F, [x[t].float() for x in inputs], states,
-                            params)
-        outputs.append([_tensor_like(o, x0).expand(x0.shape[1:]).to(dtype)
-                        for o in outs])
+        outs, states = step(F, [x[t].float() for x in inputs], states, params)
+        outputs.append(
+            [_tensor_like(o, x0).expand(x0.shape[1:]).to(dtype) for o in outs]
+        )
         if store_state_seqs:
             sequences.append([s.to(dtype) for s in states])
     outputs = [torch.stack(list(seq)) for seq in zip(*outputs)]

@@ -80,9 +80,23 @@ class Failure(Exception):
 class GRun:
     """One flexsn-run --variant=train invocation and its expectations."""
 
-    def __init__(self, neuron, neuron_file, flags, custom, T, shape, dtype,
-                 with_states, with_gout, with_gstate, pass_neuron, spell,
-                 surrogate="sigmoid", drive=None):
+    def __init__(
+        self,
+        neuron,
+        neuron_file,
+        flags,
+        custom,
+        T,
+        shape,
+        dtype,
+        with_states,
+        with_gout,
+        with_gstate,
+        pass_neuron,
+        spell,
+        surrogate="sigmoid",
+        drive=None,
+    ):
         self.neuron, self.neuron_file = neuron, neuron_file
         self.drive = drive or cn.DRIVE[neuron]  # x ~ normal(mean, std)
         self.flags = flags
@@ -96,12 +110,21 @@ class GRun:
     def describe(self):
         params = ["%s=%s" % (k, int(v)) for k, v in self.flags.items()]
         params += ["%s=%s" % kv for kv in self.custom.items()]
-        return "%s (%s): train %s T=%d N=%s %s states=%s grad-output=%s " \
-            "grad-state=%s" % (
-                self.neuron, self.surrogate, self.dtype, self.T, self.shape,
-                " ".join(params), "given" if self.with_states else "zeros",
+        return (
+            "%s (%s): train %s T=%d N=%s %s states=%s grad-output=%s "
+            "grad-state=%s"
+            % (
+                self.neuron,
+                self.surrogate,
+                self.dtype,
+                self.T,
+                self.shape,
+                " ".join(params),
+                "given" if self.with_states else "zeros",
                 "given" if self.with_gout else "absent",
-                "given" if self.with_gstate else "absent")
+                "given" if self.with_gstate else "absent",
+            )
+        )
 
     def overrides(self):
         p = dict(self.flags)
@@ -121,14 +144,17 @@ def prepare(run, rng, tool, rundir):
         path = os.path.join(rundir, name + ".npy")
         np.save(path, a)
         return path
+
     run.x = rng.normal(mean, std, seq).astype(dt)
     common = ["--input=@" + save("x", run.x)]
     run.states = None
     if run.with_states:
-        run.states = [rng.uniform(*cn.INIT[n], size=run.shape).astype(dt)
-                      for n in names]
-        common += ["--state=@" + save("s%d" % i, s)
-                   for i, s in enumerate(run.states)]
+        run.states = [
+            rng.uniform(*cn.INIT[n], size=run.shape).astype(dt) for n in names
+        ]
+        common += [
+            "--state=@" + save("s%d" % i, s) for i, s in enumerate(run.states)
+        ]
     for k, v in run.flags.items():
         common.append("--param=%s=%s" % (k, cn.spell_flag(v, run.spell)))
     for k, v in run.custom.items():
@@ -141,8 +167,10 @@ def prepare(run, rng, tool, rundir):
     run.gstate = None
     if run.with_gstate:
         run.gstate = [rng.normal(0, 1, seq).astype(dt) for _ in names]
-        grads += ["--grad-state=@" + save("gstate%d" % i, g)
-                  for i, g in enumerate(run.gstate)]
+        grads += [
+            "--grad-state=@" + save("gstate%d" % i, g)
+            for i, g in enumerate(run.gstate)
+        ]
     head = [tool, run.neuron_file]
     if run.pass_neuron:
         head.append("--neuron=" + run.neuron)
@@ -154,23 +182,40 @@ def prepare(run, rng, tool, rundir):
     # kernels save them in float32 here (saving in float16, the default,
     # has its own checks: python/tests/test_saved_storage.py).
     exact = ["--save-in-storage-type=false"] if run.dtype == "float16" else []
-    run.cmd = head + ["--variant=train"] + exact + common + grads + \
-        ["--output-dir=" + run.outdir]
-    run.infcmd = head + ["--variant=inference"] + common + \
-        ["--output-dir=" + run.infdir]
+    run.cmd = (
+        head
+        + ["--variant=train"]
+        + exact
+        + common
+        + grads
+        + ["--output-dir=" + run.outdir]
+    )
+    run.infcmd = (
+        head
+        + ["--variant=inference"]
+        + common
+        + ["--output-dir=" + run.infdir]
+    )
 
 
 def execute(cmd):
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=300)
+        p = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     except subprocess.TimeoutExpired:
         raise Failure("flexsn-run timed out after 300 s")
     except OSError as e:
         raise Failure("cannot run flexsn-run: %s" % e)
     if p.returncode != 0:
-        raise Failure("flexsn-run exited with %d: %s"
-                      % (p.returncode, (p.stderr + p.stdout).strip()))
+        raise Failure(
+            "flexsn-run exited with %d: %s"
+            % (p.returncode, (p.stderr + p.stdout).strip())
+        )
     return p.stdout + p.stderr
 
 
@@ -196,12 +241,21 @@ def compare(run, fname, got, want, valid, extra_atol=0.0):
     bad = valid & ~ok
     if bad.any():
         idx = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
-        raise Failure("%s: first mismatch (rtol %g, atol %g%s) at index %s: "
-                      "got %r, expected %r (%d mismatching of %d compared)"
-                      % (fname, rtol, atol,
-                         " + %g" % extra_atol if extra_atol else "",
-                         cn.fmt_index(idx), float(g[idx]), float(want[idx]),
-                         int(np.sum(bad)), int(np.sum(valid))))
+        raise Failure(
+            "%s: first mismatch (rtol %g, atol %g%s) at index %s: "
+            "got %r, expected %r (%d mismatching of %d compared)"
+            % (
+                fname,
+                rtol,
+                atol,
+                " + %g" % extra_atol if extra_atol else "",
+                cn.fmt_index(idx),
+                float(g[idx]),
+                float(want[idx]),
+                int(np.sum(bad)),
+                int(np.sum(valid)),
+            )
+        )
 
 
 def check(run, out, infout, stats):
@@ -217,8 +271,10 @@ def check(run, out, infout, stats):
     for n, (shp, dt) in files.items():
         a = np.load(os.path.join(run.outdir, n), allow_pickle=False)
         if a.shape != shp or a.dtype != dt:
-            raise Failure("%s: shape %s dtype %s, expected shape %s dtype %s"
-                          % (n, a.shape, a.dtype, shp, dt))
+            raise Failure(
+                "%s: shape %s dtype %s, expected shape %s dtype %s"
+                % (n, a.shape, a.dtype, shp, dt)
+            )
         arrays[n] = a
 
     # The forward pass is that of --variant=inference, bit for bit.
@@ -233,34 +289,59 @@ def check(run, out, infout, stats):
         if not np.all(same):
             diff = np.argwhere(a != b)
             idx = tuple(diff[0]) if len(diff) else ()
-            raise Failure("%s differs from --variant=inference's at index %s:"
-                          " %r vs %r (inference command: %s)"
-                          % (n, cn.fmt_index(idx), float(a[idx]),
-                             float(b[idx]), shlex.join(run.infcmd)))
+            raise Failure(
+                "%s differs from --variant=inference's at index %s:"
+                " %r vs %r (inference command: %s)"
+                % (
+                    n,
+                    cn.fmt_index(idx),
+                    float(a[idx]),
+                    float(b[idx]),
+                    shlex.join(run.infcmd),
+                )
+            )
 
-    f64 = (lambda a: None if a is None else
-           (a.astype(np.float64) if not isinstance(a, list)
-            else [s.astype(np.float64) for s in a]))
+    f64 = (
+        lambda a: None
+        if a is None
+        else (
+            a.astype(np.float64)
+            if not isinstance(a, list)
+            else [s.astype(np.float64) for s in a]
+        )
+    )
     ref = gradients.reference_gradients(
-        neuron, run.overrides(), run.x.astype(np.float32),
-        None if run.states is None
+        neuron,
+        run.overrides(),
+        run.x.astype(np.float32),
+        None
+        if run.states is None
         else [s.astype(np.float32) for s in run.states],
-        f64(run.gout), f64(run.gstate), run.surrogate)
+        f64(run.gout),
+        f64(run.gstate),
+        run.surrogate,
+    )
     nst = len(reference.STATES[neuron])
 
     if T == 0:
         for n, a in arrays.items():
             if n.startswith("grad") and np.any(a != 0):
-                raise Failure("%s: T = 0 but it is not zero: %r"
-                              % (n, a.tolist()))
+                raise Failure(
+                    "%s: T = 0 but it is not zero: %r" % (n, a.tolist())
+                )
         return ref, np.ones(shape, bool)
 
     near = gradients.near_mask(ref["traj"], run.surrogate, NEAR[run.dtype])
     stats["neurons"] += near.size
     stats["cut"] += int(near.sum())
     valid = ~near
-    compare(run, "grad_in0.npy", arrays["grad_in0.npy"], ref["grad_in"],
-            np.broadcast_to(valid, (T,) + shape))
+    compare(
+        run,
+        "grad_in0.npy",
+        arrays["grad_in0.npy"],
+        ref["grad_in"],
+        np.broadcast_to(valid, (T,) + shape),
+    )
     for i in range(nst):
         n = "grad_init%d.npy" % i
         compare(run, n, arrays[n], ref["grad_init"][i], valid)
@@ -270,9 +351,14 @@ def check(run, out, infout, stats):
             stats["param_skipped"] += 1
             continue
         n = "grad_param_%s.npy" % p
-        compare(run, n, arrays[n], np.array(ref["grad_param"][p]),
-                np.array(True),
-                PARAM_SUM_TOL[run.dtype] * ref["grad_param_abs"][p])
+        compare(
+            run,
+            n,
+            arrays[n],
+            np.array(ref["grad_param"][p]),
+            np.array(True),
+            PARAM_SUM_TOL[run.dtype] * ref["grad_param_abs"][p],
+        )
     return ref, valid
 
 
@@ -285,8 +371,10 @@ def run_and_check(run, rng, tool, rundir, stats, failures):
         infout = execute(run.infcmd)
         return check(run, out, infout, stats)
     except Failure as e:
-        failures.append("FAIL %s\n  %s\n  command: %s\n"
-                        % (run.describe(), e, shlex.join(run.cmd)))
+        failures.append(
+            "FAIL %s\n  %s\n  command: %s\n"
+            % (run.describe(), e, shlex.join(run.cmd))
+        )
         return None
 
 
@@ -297,16 +385,24 @@ def new_stats():
 def near_summary(stats, label):
     """(message, failed) about the neurons left out near the threshold."""
     frac = stats["cut"] / max(stats["neurons"], 1)
-    msg = ("%d of %d neurons came near the threshold and were left out"
-           % (stats["cut"], stats["neurons"]))
+    msg = "%d of %d neurons came near the threshold and were left out" % (
+        stats["cut"],
+        stats["neurons"],
+    )
     if stats["param_runs"]:
         msg += "; parameter gradients compared in %d of %d runs" % (
-            stats["param_runs"] - stats["param_skipped"], stats["param_runs"])
-    failed = frac >= MAX_NEAR_FRACTION or \
-        stats["param_skipped"] > stats["param_runs"] // 4
+            stats["param_runs"] - stats["param_skipped"],
+            stats["param_runs"],
+        )
+    failed = (
+        frac >= MAX_NEAR_FRACTION
+        or stats["param_skipped"] > stats["param_runs"] // 4
+    )
     if failed:
-        print("FAIL %s: %s (limit %.0f%%, and 3/4 of the parameter "
-              "gradients)" % (label, msg, 100 * MAX_NEAR_FRACTION))
+        print(
+            "FAIL %s: %s (limit %.0f%%, and 3/4 of the parameter "
+            "gradients)" % (label, msg, 100 * MAX_NEAR_FRACTION)
+        )
     return msg, failed
 
 
@@ -314,23 +410,31 @@ def make_runs(neuron, neuron_file, rng):
     flags = reference.flags_of(neuron)
     runs = []
     k = 0
-    for c, values in enumerate(itertools.product((False, True),
-                                                 repeat=len(flags))):
+    for c, values in enumerate(
+        itertools.product((False, True), repeat=len(flags))
+    ):
         combos = [(T, "float32") for T in TS]
         if c % 2 == 0:
             combos.append((7, "float16"))
         if c == 1:
             combos.append((0, "float16"))
         for T, dtype in combos:
-            runs.append(GRun(
-                neuron, neuron_file, dict(zip(flags, values)),
-                cn.CUSTOM[neuron] if rng.random() < 0.5 else {},
-                T, SHAPES[k % len(SHAPES)], dtype,
-                with_states=rng.random() >= 0.3,
-                with_gout=rng.random() >= 0.25,
-                with_gstate=rng.random() >= 0.25,
-                pass_neuron=rng.random() >= 0.2,
-                spell=bool(rng.random() < 0.5)))
+            runs.append(
+                GRun(
+                    neuron,
+                    neuron_file,
+                    dict(zip(flags, values)),
+                    cn.CUSTOM[neuron] if rng.random() < 0.5 else {},
+                    T,
+                    SHAPES[k % len(SHAPES)],
+                    dtype,
+                    with_states=rng.random() >= 0.3,
+                    with_gout=rng.random() >= 0.25,
+                    with_gstate=rng.random() >= 0.25,
+                    pass_neuron=rng.random() >= 0.2,
+                    spell=bool(rng.random() < 0.5),
+                )
+            )
             k += 1
     return runs
 
@@ -338,8 +442,9 @@ def make_runs(neuron, neuron_file, rng):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--neuron-file", required=True)
-    ap.add_argument("--neuron", required=True,
-                    choices=sorted(reference.DEFAULTS))
+    ap.add_argument(
+        "--neuron", required=True, choices=sorted(reference.DEFAULTS)
+    )
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -353,15 +458,22 @@ def main():
     stats = new_stats()
     failures = []
     for i, run in enumerate(runs):
-        run_and_check(run, rng, tool,
-                      os.path.join(args.workdir, "%s-%03d" % (neuron, i)),
-                      stats, failures)
+        run_and_check(
+            run,
+            rng,
+            tool,
+            os.path.join(args.workdir, "%s-%03d" % (neuron, i)),
+            stats,
+            failures,
+        )
     for f in failures:
         print(f)
     msg, too_near = near_summary(stats, neuron)
     if failures:
-        print("%s: %d of %d train runs FAILED" % (neuron, len(failures),
-                                                  len(runs)))
+        print(
+            "%s: %d of %d train runs FAILED"
+            % (neuron, len(failures), len(runs))
+        )
     if failures or too_near:
         return 1
     print("%s: %d train runs passed (%s)" % (neuron, len(runs), msg))

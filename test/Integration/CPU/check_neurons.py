@@ -54,7 +54,7 @@ TS = (0, 1, 7)
 DTYPES = ("float32", "float16")
 VARIANTS = ("inference", "final-state")
 TOL = {"float32": (1e-5, 1e-5), "float16": (2e-3, 2e-3)}  # (rtol, atol)
-NEAR = 1e-4          # |h - v_threshold| below this: compare up to that step
+NEAR = 1e-4  # |h - v_threshold| below this: compare up to that step
 MAX_NEAR_FRACTION = 0.02
 MAX_REFERENCE_ABS = 1000.0  # inputs are drawn so the states stay well inside
 
@@ -66,15 +66,39 @@ CUSTOM = {
     "if": {"v_threshold": "0.8", "v_reset": "-0.2"},
     "lif": {"tau": "3.0", "v_threshold": "0.9", "v_reset": "-0.1"},
     "plif": {"w": "0.5", "v_threshold": "0.9", "v_reset": "-0.1"},
-    "qif": {"tau": "2.5", "v_c": "0.7", "a0": "0.8", "v_rest": "-0.05",
-            "v_threshold": "1.0", "v_reset": "-0.2"},
-    "eif": {"tau": "2.5", "delta_T": "0.8", "theta_rh": "0.7",
-            "v_rest": "0.05", "v_threshold": "1.1", "v_reset": "-0.2"},
-    "izhikevich": {"tau": "2.5", "v_c": "0.7", "a0": "0.8",
-                   "v_rest": "-0.05", "tau_w": "3.0", "a": "0.3",
-                   "b": "0.2", "v_threshold": "1.0", "v_reset": "0.1"},
-    "cuba_lif": {"c_decay": "0.6", "v_decay": "0.7", "v_threshold": "0.6",
-                 "v_reset": "-0.1"},
+    "qif": {
+        "tau": "2.5",
+        "v_c": "0.7",
+        "a0": "0.8",
+        "v_rest": "-0.05",
+        "v_threshold": "1.0",
+        "v_reset": "-0.2",
+    },
+    "eif": {
+        "tau": "2.5",
+        "delta_T": "0.8",
+        "theta_rh": "0.7",
+        "v_rest": "0.05",
+        "v_threshold": "1.1",
+        "v_reset": "-0.2",
+    },
+    "izhikevich": {
+        "tau": "2.5",
+        "v_c": "0.7",
+        "a0": "0.8",
+        "v_rest": "-0.05",
+        "tau_w": "3.0",
+        "a": "0.3",
+        "b": "0.2",
+        "v_threshold": "1.0",
+        "v_reset": "0.1",
+    },
+    "cuba_lif": {
+        "c_decay": "0.6",
+        "v_decay": "0.7",
+        "v_threshold": "0.6",
+        "v_reset": "-0.1",
+    },
 }
 
 
@@ -98,8 +122,20 @@ def expected_files(neuron, variant):
 class Run:
     """One flexsn-run invocation: its inputs, command and expectations."""
 
-    def __init__(self, neuron, neuron_file, flags, custom, T, shape, dtype,
-                 variant, with_states, pass_neuron, spell):
+    def __init__(
+        self,
+        neuron,
+        neuron_file,
+        flags,
+        custom,
+        T,
+        shape,
+        dtype,
+        variant,
+        with_states,
+        pass_neuron,
+        spell,
+    ):
         self.neuron, self.neuron_file = neuron, neuron_file
         self.flags, self.custom = flags, custom
         self.T, self.shape, self.dtype = T, shape, dtype
@@ -112,8 +148,14 @@ class Run:
         params = ["%s=%s" % (k, int(v)) for k, v in self.flags.items()]
         params += ["%s=%s" % kv for kv in self.custom.items()]
         return "%s: %s %s T=%d N=%s %s states=%s" % (
-            self.neuron, self.variant, self.dtype, self.T, self.shape,
-            " ".join(params), "given" if self.with_states else "zeros")
+            self.neuron,
+            self.variant,
+            self.dtype,
+            self.T,
+            self.shape,
+            " ".join(params),
+            "given" if self.with_states else "zeros",
+        )
 
     def overrides(self):
         p = dict(self.flags)
@@ -179,12 +221,24 @@ def compare(run, fname, got, want, valid, exact):
     bad = valid & ~ok
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
-        what = "first mismatch" if exact else \
-            "first mismatch (rtol %g, atol %g)" % (rtol, atol)
-        raise Failure("%s: %s at index %s: got %r, expected %r "
-                      "(%d mismatching of %d compared)"
-                      % (fname, what, fmt_index(idx), float(g[idx]),
-                         float(want[idx]), int(bad.sum()), int(valid.sum())))
+        what = (
+            "first mismatch"
+            if exact
+            else "first mismatch (rtol %g, atol %g)" % (rtol, atol)
+        )
+        raise Failure(
+            "%s: %s at index %s: got %r, expected %r "
+            "(%d mismatching of %d compared)"
+            % (
+                fname,
+                what,
+                fmt_index(idx),
+                float(g[idx]),
+                float(want[idx]),
+                int(bad.sum()),
+                int(valid.sum()),
+            )
+        )
 
 
 def check(run, stdout, stats):
@@ -195,26 +249,32 @@ def check(run, stdout, stats):
         raise Failure("wrote %s, expected %s" % (present, sorted(names)))
     for n in names:
         if n not in stdout:
-            raise Failure("does not say it wrote %s; printed %r"
-                          % (n, stdout))
+            raise Failure("does not say it wrote %s; printed %r" % (n, stdout))
     arrays = {}
     for n in names:
         a = np.load(os.path.join(run.outdir, n), allow_pickle=False)
         want_shape = shape if n.startswith("final_state") else (T,) + shape
         if a.shape != want_shape or a.dtype != dt:
-            raise Failure("%s: shape %s dtype %s, expected shape %s dtype %s"
-                          % (n, a.shape, a.dtype, want_shape, dt))
+            raise Failure(
+                "%s: shape %s dtype %s, expected shape %s dtype %s"
+                % (n, a.shape, a.dtype, want_shape, dt)
+            )
         arrays[n] = a
 
     # Reference on exactly the values the tool read (float16 rounded).
     xr = run.x.astype(np.float32)
-    sr = None if run.states is None else \
-        [s.astype(np.float32) for s in run.states]
+    sr = (
+        None
+        if run.states is None
+        else [s.astype(np.float32) for s in run.states]
+    )
     ref = reference.simulate(neuron, run.overrides(), xr, sr, near=NEAR)
     for a in [ref["spikes"]] + ref["state_seq"] + ref["final"]:
         if not np.all(np.abs(a) < MAX_REFERENCE_ABS):
-            raise Failure("test design: the reference left |value| < %g; "
-                          "draw smaller inputs" % MAX_REFERENCE_ABS)
+            raise Failure(
+                "test design: the reference left |value| < %g; "
+                "draw smaller inputs" % MAX_REFERENCE_ABS
+            )
 
     first_near = ref["first_near"]
     seq_valid = np.arange(T).reshape((T,) + (1,) * len(shape)) < first_near
@@ -227,37 +287,53 @@ def check(run, stdout, stats):
     notbinary = ~((spikes == 0) | (spikes == 1))
     if notbinary.any():
         idx = tuple(np.argwhere(notbinary)[0])
-        raise Failure("out0.npy: spike %r at index %s is neither 0 nor 1"
-                      % (float(spikes[idx]), fmt_index(idx)))
+        raise Failure(
+            "out0.npy: spike %r at index %s is neither 0 nor 1"
+            % (float(spikes[idx]), fmt_index(idx))
+        )
     compare(run, "out0.npy", spikes, ref["spikes"], seq_valid, exact=True)
     for i in range(len(reference.STATES[neuron])):
         if run.variant == "inference":
             n = "state_seq%d.npy" % i
-            compare(run, n, arrays[n], ref["state_seq"][i], seq_valid,
-                    exact=False)
+            compare(
+                run, n, arrays[n], ref["state_seq"][i], seq_valid, exact=False
+            )
         else:
             n = "final_state%d.npy" % i
             if T == 0:
-                init = np.zeros(shape, dt) if run.states is None \
+                init = (
+                    np.zeros(shape, dt)
+                    if run.states is None
                     else run.states[i]
+                )
                 same = arrays[n].view(np.uint8) == init.view(np.uint8)
                 if not same.all():
-                    raise Failure("%s: with T = 0 it differs from the "
-                                  "initial state: got %r, expected %r"
-                                  % (n, arrays[n].tolist(), init.tolist()))
-            compare(run, n, arrays[n], ref["final"][i], final_valid,
-                    exact=False)
+                    raise Failure(
+                        "%s: with T = 0 it differs from the "
+                        "initial state: got %r, expected %r"
+                        % (n, arrays[n].tolist(), init.tolist())
+                    )
+            compare(
+                run, n, arrays[n], ref["final"][i], final_valid, exact=False
+            )
 
 
 def execute(run):
     try:
-        p = subprocess.run(run.cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=300)
+        p = subprocess.run(
+            run.cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     except subprocess.TimeoutExpired:
         raise Failure("flexsn-run timed out after 300 s")
     if p.returncode != 0:
-        raise Failure("flexsn-run exited with %d: %s"
-                      % (p.returncode, (p.stderr + p.stdout).strip()))
+        raise Failure(
+            "flexsn-run exited with %d: %s"
+            % (p.returncode, (p.stderr + p.stdout).strip())
+        )
     return p.stdout + p.stderr
 
 
@@ -271,13 +347,21 @@ def make_runs(neuron, neuron_file, quick, rng):
         for T in Ts:
             for dtype in dtypes:
                 for variant in VARIANTS:
-                    runs.append(Run(
-                        neuron, neuron_file, dict(zip(flags, values)),
-                        CUSTOM[neuron] if rng.random() < 0.5 else {},
-                        T, SHAPES[k % len(SHAPES)], dtype, variant,
-                        with_states=rng.random() >= 0.3,
-                        pass_neuron=rng.random() >= 0.2,
-                        spell=bool(rng.random() < 0.5)))
+                    runs.append(
+                        Run(
+                            neuron,
+                            neuron_file,
+                            dict(zip(flags, values)),
+                            CUSTOM[neuron] if rng.random() < 0.5 else {},
+                            T,
+                            SHAPES[k % len(SHAPES)],
+                            dtype,
+                            variant,
+                            with_states=rng.random() >= 0.3,
+                            pass_neuron=rng.random() >= 0.2,
+                            spell=bool(rng.random() < 0.5),
+                        )
+                    )
                     k += 1
     return runs
 
@@ -285,8 +369,9 @@ def make_runs(neuron, neuron_file, quick, rng):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--neuron-file", required=True)
-    ap.add_argument("--neuron", required=True,
-                    choices=sorted(reference.DEFAULTS))
+    ap.add_argument(
+        "--neuron", required=True, choices=sorted(reference.DEFAULTS)
+    )
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
@@ -296,10 +381,10 @@ def main():
     neuron = args.neuron
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
-    rng = np.random.default_rng(
-        [zlib.crc32(neuron.encode()), args.seed])
-    runs = make_runs(neuron, os.path.abspath(args.neuron_file), args.quick,
-                     rng)
+    rng = np.random.default_rng([zlib.crc32(neuron.encode()), args.seed])
+    runs = make_runs(
+        neuron, os.path.abspath(args.neuron_file), args.quick, rng
+    )
     stats = {"neurons": 0, "cut": 0}
     failures = []
     for i, run in enumerate(runs):
@@ -308,18 +393,24 @@ def main():
         try:
             check(run, execute(run), stats)
         except Failure as e:
-            failures.append("FAIL %s\n  %s\n  command: %s\n"
-                            % (run.describe(), e, shlex.join(run.cmd)))
+            failures.append(
+                "FAIL %s\n  %s\n  command: %s\n"
+                % (run.describe(), e, shlex.join(run.cmd))
+            )
     for f in failures:
         print(f)
     frac = stats["cut"] / max(stats["neurons"], 1)
-    near_msg = ("%d of %d neuron trajectories came within %g of the "
-                "threshold and were compared only up to that step"
-                % (stats["cut"], stats["neurons"], NEAR))
+    near_msg = (
+        "%d of %d neuron trajectories came within %g of the "
+        "threshold and were compared only up to that step"
+        % (stats["cut"], stats["neurons"], NEAR)
+    )
     too_near = frac >= MAX_NEAR_FRACTION
     if too_near:
-        print("FAIL %s: %s (%.1f%%, limit %.0f%%)"
-              % (neuron, near_msg, 100 * frac, 100 * MAX_NEAR_FRACTION))
+        print(
+            "FAIL %s: %s (%.1f%%, limit %.0f%%)"
+            % (neuron, near_msg, 100 * frac, 100 * MAX_NEAR_FRACTION)
+        )
     if failures:
         print("%s: %d of %d runs FAILED" % (neuron, len(failures), len(runs)))
     if failures or too_near:

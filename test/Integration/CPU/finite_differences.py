@@ -44,10 +44,10 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_neurons as cn  # noqa: E402
 
-EPS = 2.0 ** -6
+EPS = 2.0**-6
 RTOL, ATOL = 1e-3, 2e-4
 MARGIN = 0.05
-MIN_COMPARED = 0.3   # fraction of the neurons of @clamped kept, at least
+MIN_COMPARED = 0.3  # fraction of the neurons of @clamped kept, at least
 
 SMOOTH = """\
 // Spike-free: a leaky integrator through smooth math, two trainables.
@@ -122,8 +122,14 @@ flexsn.neuron @clamped inputs(%x: f32, %z: f32) states(%v: f32)
 """
 
 
-PAIRS = ("h vs floor", "max(h, floor) vs ceil", "z vs 0", "|z| vs hi",
-         "max(|z|, hi) vs 2", "z vs h")
+PAIRS = (
+    "h vs floor",
+    "max(h, floor) vs ceil",
+    "z vs 0",
+    "|z| vs hi",
+    "max(|z|, hi) vs 2",
+    "z vs h",
+)
 
 
 def clamped_margin(x, z, v0, floor=-0.3, ceil=1.2, decay=0.8):
@@ -140,8 +146,17 @@ def clamped_margin(x, z, v0, floor=-0.3, ceil=1.2, decay=0.8):
         hi = np.minimum(lo, ceil)
         a = np.abs(z[t])
         m1 = np.maximum(a, hi)
-        for name, (p, q) in zip(PAIRS, ((h, floor), (lo, ceil), (z[t], 0.0),
-                                        (a, hi), (m1, 2.0), (z[t], h))):
+        for name, (p, q) in zip(
+            PAIRS,
+            (
+                (h, floor),
+                (lo, ceil),
+                (z[t], 0.0),
+                (a, hi),
+                (m1, 2.0),
+                (z[t], h),
+            ),
+        ):
             marg = np.minimum(marg, np.abs(p - q))
             diffs[name].append(p - q)
         sel = np.where(z[t] > h, z[t] * h, h - z[t])
@@ -161,8 +176,21 @@ def f32_str(val):
 class Case:
     """One neuron and its drawn inputs, initial states and gradients."""
 
-    def __init__(self, name, text, n_inputs, states, outputs, params,
-                 trainable, T, shape, rng, with_gstate, with_state_flag):
+    def __init__(
+        self,
+        name,
+        text,
+        n_inputs,
+        states,
+        outputs,
+        params,
+        trainable,
+        T,
+        shape,
+        rng,
+        with_gstate,
+        with_state_flag,
+    ):
         self.name, self.T, self.shape = name, T, shape
         self.trainable = trainable
         self.text = text
@@ -175,12 +203,16 @@ class Case:
             z = np.sign(z) * (0.1 + np.abs(z))
             self.inputs = [x.astype(np.float32), z.astype(np.float32)]
         else:
-            self.inputs = [rng.normal(0.0, 1.2, seq).astype(np.float32)
-                           for _ in range(n_inputs)]
+            self.inputs = [
+                rng.normal(0.0, 1.2, seq).astype(np.float32)
+                for _ in range(n_inputs)
+            ]
         self.with_state_flag = with_state_flag
         if with_state_flag:
-            self.init = [rng.uniform(-0.5, 0.8, shape).astype(np.float32)
-                         for _ in states]
+            self.init = [
+                rng.uniform(-0.5, 0.8, shape).astype(np.float32)
+                for _ in states
+            ]
         else:
             self.init = [np.zeros(shape, np.float32) for _ in states]
         if name == "clamped":
@@ -188,27 +220,35 @@ class Case:
             # MARGIN apart: the finite differences then see one branch.
             assert len(shape) == 1
             marg, diffs, _ = clamped_margin(
-                self.inputs[0], self.inputs[1], self.init[0],
-                float(self.params["floor"]), float(self.params["ceil"]),
-                float(self.params["decay"]))
+                self.inputs[0],
+                self.inputs[1],
+                self.init[0],
+                float(self.params["floor"]),
+                float(self.params["ceil"]),
+                float(self.params["decay"]),
+            )
             keep = marg >= MARGIN
             if keep.mean() < MIN_COMPARED:
-                raise Failure("test design: only %d of %d neurons stay %g "
-                              "away from ties" % (keep.sum(), keep.size,
-                                                  MARGIN))
+                raise Failure(
+                    "test design: only %d of %d neurons stay %g "
+                    "away from ties" % (keep.sum(), keep.size, MARGIN)
+                )
             # Both sides of every max/min/abs/cmpf are taken.
             for name, d in diffs.items():
                 if not (np.any(d[:, keep] > 0) and np.any(d[:, keep] < 0)):
                     raise Failure("test design: %s: one side only" % name)
-            self.inputs = [np.ascontiguousarray(a[:, keep])
-                           for a in self.inputs]
+            self.inputs = [
+                np.ascontiguousarray(a[:, keep]) for a in self.inputs
+            ]
             self.init = [a[keep] for a in self.init]
             self.shape = shape = (int(keep.sum()),)
             seq = (T,) + shape
-        self.gout = [rng.normal(0, 1, seq).astype(np.float32)
-                     for _ in outputs]
-        self.gstate = [rng.normal(0, 1, seq).astype(np.float32)
-                       for _ in states] if with_gstate else None
+        self.gout = [rng.normal(0, 1, seq).astype(np.float32) for _ in outputs]
+        self.gstate = (
+            [rng.normal(0, 1, seq).astype(np.float32) for _ in states]
+            if with_gstate
+            else None
+        )
 
 
 class Runner:
@@ -232,25 +272,43 @@ class Runner:
             p = os.path.join(d, name + ".npy")
             np.save(p, a)
             return "@" + p
+
         cmd += ["--input=" + save("x%d" % k, a) for k, a in enumerate(inputs)]
         if c.with_state_flag or init is not c.init:
-            cmd += ["--state=" + save("s%d" % i, a)
-                    for i, a in enumerate(init)]
+            cmd += [
+                "--state=" + save("s%d" % i, a) for i, a in enumerate(init)
+            ]
         cmd += ["--param=%s=%s" % (k, f32_str(v)) for k, v in params.items()]
         if grads:
-            cmd += ["--grad-output=" + save("go%d" % k, g)
-                    for k, g in enumerate(c.gout)]
+            cmd += [
+                "--grad-output=" + save("go%d" % k, g)
+                for k, g in enumerate(c.gout)
+            ]
             if c.gstate is not None:
-                cmd += ["--grad-state=" + save("gs%d" % i, g)
-                        for i, g in enumerate(c.gstate)]
+                cmd += [
+                    "--grad-state=" + save("gs%d" % i, g)
+                    for i, g in enumerate(c.gstate)
+                ]
         cmd.append("--output-dir=" + out)
-        p = subprocess.run(cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=300)
+        p = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=300,
+        )
         if p.returncode != 0:
-            raise Failure("flexsn-run exited with %d: %s\n  command: %s"
-                          % (p.returncode, p.stdout.strip(), shlex.join(cmd)))
-        return ({n: np.load(os.path.join(out, n), allow_pickle=False)
-                 for n in os.listdir(out)}, cmd)
+            raise Failure(
+                "flexsn-run exited with %d: %s\n  command: %s"
+                % (p.returncode, p.stdout.strip(), shlex.join(cmd))
+            )
+        return (
+            {
+                n: np.load(os.path.join(out, n), allow_pickle=False)
+                for n in os.listdir(out)
+            },
+            cmd,
+        )
 
     def loss(self, inputs, init, params):
         """Per-neuron loss [N...] in float64 from an inference run."""
@@ -258,16 +316,21 @@ class Runner:
         files, _ = self.run("inference", inputs, init, params)
         L = np.zeros(c.shape)
         for k, g in enumerate(c.gout):
-            L += np.sum(g.astype(np.float64)
-                        * files["out%d.npy" % k].astype(np.float64), axis=0)
+            L += np.sum(
+                g.astype(np.float64)
+                * files["out%d.npy" % k].astype(np.float64),
+                axis=0,
+            )
         for i, g in enumerate(c.gstate or []):
-            L += np.sum(g.astype(np.float64)
-                        * files["state_seq%d.npy" % i].astype(np.float64),
-                        axis=0)
+            L += np.sum(
+                g.astype(np.float64)
+                * files["state_seq%d.npy" % i].astype(np.float64),
+                axis=0,
+            )
         return L
 
 
-WORST = [0.0]   # largest |fd - grad| / (ATOL + RTOL |grad|) seen
+WORST = [0.0]  # largest |fd - grad| / (ATOL + RTOL |grad|) seen
 
 
 def compare(what, got, fd, valid):
@@ -276,11 +339,18 @@ def compare(what, got, fd, valid):
     bad = valid & ~(np.abs(fd - got) <= ATOL + RTOL * np.abs(got))
     if np.any(bad):
         idx = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
-        raise Failure("%s: first mismatch at %s: flexsn-run %r, finite "
-                      "difference %r (%d of %d compared mismatch)"
-                      % (what, cn.fmt_index(idx), float(got[idx]),
-                         float(fd[idx]), int(np.sum(bad)),
-                         int(np.sum(valid))))
+        raise Failure(
+            "%s: first mismatch at %s: flexsn-run %r, finite "
+            "difference %r (%d of %d compared mismatch)"
+            % (
+                what,
+                cn.fmt_index(idx),
+                float(got[idx]),
+                float(fd[idx]),
+                int(np.sum(bad)),
+                int(np.sum(valid)),
+            )
+        )
 
 
 def check_case(tool, case, workdir):
@@ -293,19 +363,27 @@ def check_case(tool, case, workdir):
     want += ["grad_init%d.npy" % i for i in range(len(c.states))]
     want += ["grad_param_%s.npy" % n for n in c.trainable]
     if sorted(files) != sorted(want):
-        raise Failure("train wrote %s, expected %s\n  command: %s"
-                      % (sorted(files), sorted(want), shlex.join(cmd)))
+        raise Failure(
+            "train wrote %s, expected %s\n  command: %s"
+            % (sorted(files), sorted(want), shlex.join(cmd))
+        )
     valid = np.ones(c.shape, bool)
     if c.name == "clamped":
         # The NumPy model that chose the neurons away from ties is the body.
-        _, _, v = clamped_margin(c.inputs[0], c.inputs[1], c.init[0],
-                                 float(c.params["floor"]),
-                                 float(c.params["ceil"]),
-                                 float(c.params["decay"]))
+        _, _, v = clamped_margin(
+            c.inputs[0],
+            c.inputs[1],
+            c.init[0],
+            float(c.params["floor"]),
+            float(c.params["ceil"]),
+            float(c.params["decay"]),
+        )
         got = files["state_seq0.npy"].astype(np.float64)
         if not np.allclose(got, v, rtol=1e-5, atol=1e-5):
-            raise Failure("@clamped's v differs from its NumPy model by %g"
-                          % float(np.max(np.abs(got - v))))
+            raise Failure(
+                "@clamped's v differs from its NumPy model by %g"
+                % float(np.max(np.abs(got - v)))
+            )
 
     def richardson(loss_at):
         """Central differences at EPS and EPS/2, extrapolated:
@@ -323,8 +401,12 @@ def check_case(tool, case, workdir):
             xm = [a.copy() for a in c.inputs]
             xp[k][t] += e
             xm[k][t] -= e
-            return (r.loss(xp, c.init, c.params), r.loss(xm, c.init, c.params),
-                    xp[k][t].astype(np.float64) - xm[k][t])
+            return (
+                r.loss(xp, c.init, c.params),
+                r.loss(xm, c.init, c.params),
+                xp[k][t].astype(np.float64) - xm[k][t],
+            )
+
         return at
 
     def state_loss(i):
@@ -333,9 +415,12 @@ def check_case(tool, case, workdir):
             sm = [a.copy() for a in c.init]
             sp[i] += e
             sm[i] -= e
-            return (r.loss(c.inputs, sp, c.params),
-                    r.loss(c.inputs, sm, c.params),
-                    sp[i].astype(np.float64) - sm[i])
+            return (
+                r.loss(c.inputs, sp, c.params),
+                r.loss(c.inputs, sm, c.params),
+                sp[i].astype(np.float64) - sm[i],
+            )
+
         return at
 
     def param_loss(n):
@@ -344,25 +429,37 @@ def check_case(tool, case, workdir):
             pp[n] = np.float32(c.params[n] + e)
             pm[n] = np.float32(c.params[n] - e)
             # The parameter is shared: the derivative of the summed loss.
-            return (np.sum(r.loss(c.inputs, c.init, pp)),
-                    np.sum(r.loss(c.inputs, c.init, pm)),
-                    float(pp[n]) - float(pm[n]))
+            return (
+                np.sum(r.loss(c.inputs, c.init, pp)),
+                np.sum(r.loss(c.inputs, c.init, pm)),
+                float(pp[n]) - float(pm[n]),
+            )
+
         return at
 
     try:
         for k in range(len(c.inputs)):
             for t in range(c.T):
-                compare("grad_in%d.npy[%d]" % (k, t),
-                        files["grad_in%d.npy" % k][t].astype(np.float64),
-                        richardson(input_loss(k, t)), valid)
+                compare(
+                    "grad_in%d.npy[%d]" % (k, t),
+                    files["grad_in%d.npy" % k][t].astype(np.float64),
+                    richardson(input_loss(k, t)),
+                    valid,
+                )
         for i in range(len(c.states)):
-            compare("grad_init%d.npy" % i,
-                    files["grad_init%d.npy" % i].astype(np.float64),
-                    richardson(state_loss(i)), valid)
+            compare(
+                "grad_init%d.npy" % i,
+                files["grad_init%d.npy" % i].astype(np.float64),
+                richardson(state_loss(i)),
+                valid,
+            )
         for n in c.trainable:
-            compare("grad_param_%s.npy" % n,
-                    files["grad_param_%s.npy" % n].astype(np.float64),
-                    np.array(richardson(param_loss(n))), np.array(True))
+            compare(
+                "grad_param_%s.npy" % n,
+                files["grad_param_%s.npy" % n].astype(np.float64),
+                np.array(richardson(param_loss(n))),
+                np.array(True),
+            )
     except Failure as e:
         raise Failure("%s\n  train command: %s" % (e, shlex.join(cmd)))
     return r.count
@@ -378,14 +475,36 @@ def main():
     rng = np.random.default_rng(2024)
     try:
         cases = [
-            Case("smooth", SMOOTH, 1, ["v", "u"], ["y"],
-                 {"leak": 0.3, "gain": 1.5, "c": 0.5}, ["leak", "gain"],
-                 4, (4, 7), rng, with_gstate=True, with_state_flag=True),
+            Case(
+                "smooth",
+                SMOOTH,
+                1,
+                ["v", "u"],
+                ["y"],
+                {"leak": 0.3, "gain": 1.5, "c": 0.5},
+                ["leak", "gain"],
+                4,
+                (4, 7),
+                rng,
+                with_gstate=True,
+                with_state_flag=True,
+            ),
             # No --state (zeros) and no --grad-state (zeros) in the train
             # run; the initial state is still perturbed through --state.
-            Case("clamped", CLAMPED, 2, ["v"], ["y", "m"],
-                 {"floor": -0.3, "ceil": 1.2, "decay": 0.8}, ["floor"],
-                 4, (71,), rng, with_gstate=False, with_state_flag=False),
+            Case(
+                "clamped",
+                CLAMPED,
+                2,
+                ["v"],
+                ["y", "m"],
+                {"floor": -0.3, "ceil": 1.2, "decay": 0.8},
+                ["floor"],
+                4,
+                (71,),
+                rng,
+                with_gstate=False,
+                with_state_flag=False,
+            ),
         ]
     except Failure as e:
         print("FAIL: %s" % e)
@@ -396,16 +515,19 @@ def main():
         try:
             runs += check_case(tool, c, args.workdir)
         except Failure as e:
-            failures.append("FAIL @%s (T=%d N=%s): %s"
-                            % (c.name, c.T, c.shape, e))
+            failures.append(
+                "FAIL @%s (T=%d N=%s): %s" % (c.name, c.T, c.shape, e)
+            )
     for f in failures:
         print(f)
     if failures:
         print("finite differences: FAILED")
         return 1
-    print("finite differences: @smooth N=%s and @clamped N=%s gradients "
-          "match (%d flexsn-run calls; largest error %.2f of the tolerance)"
-          % (cases[0].shape, cases[1].shape, runs, WORST[0]))
+    print(
+        "finite differences: @smooth N=%s and @clamped N=%s gradients "
+        "match (%d flexsn-run calls; largest error %.2f of the tolerance)"
+        % (cases[0].shape, cases[1].shape, runs, WORST[0])
+    )
     return 0
 
 

@@ -52,7 +52,7 @@ import surrogate_oracle  # noqa: E402
 STATES = reference.STATES
 DEFAULTS = reference.DEFAULTS
 flags_of = reference.flags_of
-TRAINABLE = {"plif": ["w"]}   # trainable parameters, by neuron
+TRAINABLE = {"plif": ["w"]}  # trainable parameters, by neuron
 
 # ---------------------------------------------------------------------------
 # Surrogates, docs/Semantics.md table (default parameters). x: float64 array.
@@ -65,8 +65,11 @@ class _SurrogateOps:
     """The surrogate oracle's ops (test/Oracle/surrogate_oracle.py) on
     NumPy arrays."""
 
-    exp, cos, abs = staticmethod(np.exp), staticmethod(np.cos), \
-        staticmethod(np.abs)
+    exp, cos, abs = (
+        staticmethod(np.exp),
+        staticmethod(np.cos),
+        staticmethod(np.abs),
+    )
     where, maximum = staticmethod(np.where), staticmethod(np.maximum)
     minimum, ones_like = staticmethod(np.minimum), staticmethod(np.ones_like)
 
@@ -76,14 +79,19 @@ def _sig(z):
 
 
 def _g_sigmoid(x, a=4.0):
-    return surrogate_oracle.g(_SurrogateOps, "sigmoid",
-                              np.asarray(x, np.float64), alpha=a)
+    return surrogate_oracle.g(
+        _SurrogateOps, "sigmoid", np.asarray(x, np.float64), alpha=a
+    )
 
 
 SURROGATES = {
-    name: (lambda x, name=name: surrogate_oracle.g(
-        _SurrogateOps, name, np.asarray(x, np.float64)))
-    for name in surrogate_oracle.DEFAULTS}
+    name: (
+        lambda x, name=name: surrogate_oracle.g(
+            _SurrogateOps, name, np.asarray(x, np.float64)
+        )
+    )
+    for name in surrogate_oracle.DEFAULTS
+}
 
 # Points other than x = 0 where g jumps (default parameters): a neuron whose
 # h - v_threshold comes near one of them may legitimately get a different g.
@@ -94,19 +102,20 @@ DISCONTINUITIES = {
 
 
 def surrogate_g(name, x):
-    return np.asarray(SURROGATES[name](np.asarray(x, np.float64)),
-                      np.float64)
+    return np.asarray(SURROGATES[name](np.asarray(x, np.float64)), np.float64)
 
 
 def _g_of(surrogate):
     if callable(surrogate):
-        return lambda x: np.asarray(surrogate(np.asarray(x, np.float64)),
-                                    np.float64)
+        return lambda x: np.asarray(
+            surrogate(np.asarray(x, np.float64)), np.float64
+        )
     return lambda x: surrogate_g(surrogate, x)
 
 
 # ---------------------------------------------------------------------------
 # Forward pass (dtype generic).
+
 
 def _params(neuron, overrides, dt):
     """Defaults updated by overrides; numbers in dtype dt, flags as bool."""
@@ -116,8 +125,10 @@ def _params(neuron, overrides, dt):
             raise KeyError("neuron %s has no parameter %r" % (neuron, k))
         p[k] = v
     dt = np.dtype(dt)
-    return {k: (bool(v) if k in reference.FLAGS else dt.type(float(v)))
-            for k, v in p.items()}
+    return {
+        k: (bool(v) if k in reference.FLAGS else dt.type(float(v)))
+        for k, v in p.items()
+    }
 
 
 class _DtypeOps:
@@ -137,8 +148,15 @@ def heaviside(over, t):
     return (over >= 0).astype(over.dtype)
 
 
-def forward(neuron, overrides, x, states=None, dtype=np.float32,
-            spike=heaviside, frozen_sd=None):
+def forward(
+    neuron,
+    overrides,
+    x,
+    states=None,
+    dtype=np.float32,
+    spike=heaviside,
+    frozen_sd=None,
+):
     """Runs the neuron over x [T, N...] in `dtype`.
 
     spike(over, t) gives the spike from h - v_threshold (Heaviside by
@@ -178,22 +196,31 @@ def forward(neuron, overrides, x, states=None, dtype=np.float32,
             assert a.dtype == dt, (a.dtype, dt)
     for i, n in enumerate(names):
         prev[i][T] = st[n]
-    return dict(h=h_all, over=over_all, s=s_all, sd=sd_all, prev=prev,
-                state_seq=[pr[1:] for pr in prev])
+    return dict(
+        h=h_all,
+        over=over_all,
+        s=s_all,
+        sd=sd_all,
+        prev=prev,
+        state_seq=[pr[1:] for pr in prev],
+    )
 
 
 def loss_per_neuron(traj, grad_out, grad_states):
     """sum over t of <gS, s> + <gState_i, state_i>, per neuron, float64."""
-    L = np.sum(np.asarray(grad_out, np.float64)
-               * traj["s"].astype(np.float64), axis=0)
+    L = np.sum(
+        np.asarray(grad_out, np.float64) * traj["s"].astype(np.float64), axis=0
+    )
     for g, seq in zip(grad_states, traj["state_seq"]):
-        L = L + np.sum(np.asarray(g, np.float64) * seq.astype(np.float64),
-                       axis=0)
+        L = L + np.sum(
+            np.asarray(g, np.float64) * seq.astype(np.float64), axis=0
+        )
     return L
 
 
 # ---------------------------------------------------------------------------
 # Backward pass (float64).
+
 
 def _dv_dh(p, s, h, psi):
     """d v' / d h through the reset (docs/Semantics.md); s is the spike
@@ -236,8 +263,15 @@ def _zeros_or(g, shape):
     return np.zeros(shape) if g is None else np.asarray(g, np.float64)
 
 
-def bptt(neuron, overrides, x, traj, grad_out=None, grad_states=None,
-         surrogate="sigmoid"):
+def bptt(
+    neuron,
+    overrides,
+    x,
+    traj,
+    grad_out=None,
+    grad_states=None,
+    surrogate="sigmoid",
+):
     """Gradients of L for the forward trajectory `traj` (from forward()).
 
     grad_out [T, N...] or None; grad_states: list (one per state) of
@@ -248,8 +282,10 @@ def bptt(neuron, overrides, x, traj, grad_out=None, grad_states=None,
     g = _g_of(surrogate)
     # The parameters as the forward pass used them (float32 rounded for a
     # float32 forward), in float64.
-    p = {k: (v if isinstance(v, bool) else float(v)) for k, v in
-         _params(neuron, overrides, traj["h"].dtype).items()}
+    p = {
+        k: (v if isinstance(v, bool) else float(v))
+        for k, v in _params(neuron, overrides, traj["h"].dtype).items()
+    }
     x = np.asarray(x, np.float64)
     T, shape = x.shape[0], x.shape[1:]
     nst = len(STATES[neuron])
@@ -271,8 +307,8 @@ def bptt(neuron, overrides, x, traj, grad_out=None, grad_states=None,
     names = TRAINABLE.get(neuron, [])
     gP = {n: 0.0 for n in names}
     gPabs = {n: 0.0 for n in names}
-    G_next = np.zeros(shape)       # G_{t+1}
-    dhdv_next = np.zeros(shape)    # dh_{t+1}/dv_t
+    G_next = np.zeros(shape)  # G_{t+1}
+    dhdv_next = np.zeros(shape)  # dh_{t+1}/dv_t
     for t in reversed(range(T)):
         psi = g(over[t])
         dvdh = _dv_dh(p, sd[t], h[t], psi)
@@ -285,8 +321,9 @@ def bptt(neuron, overrides, x, traj, grad_out=None, grad_states=None,
             gPabs[n] += float(np.sum(np.abs(term)))
         G_next, dhdv_next = G, dhdv
     grad_init = [G_next * dhdv_next]
-    return dict(grad_in=gX, grad_init=grad_init, grad_param=gP,
-                grad_param_abs=gPabs)
+    return dict(
+        grad_in=gX, grad_init=grad_init, grad_param=gP, grad_param_abs=gPabs
+    )
 
 
 def _bptt_izhikevich(p, x, h, over, s, sd, prev, gS, gSt, g, gX):
@@ -308,14 +345,21 @@ def _bptt_izhikevich(p, x, h, over, s, sd, prev, gS, gSt, g, gX):
         Av = gSt[0][t] + back_v
         Aw = gSt[1][t] + back_w
         psi = g(over[t])
-        G = gS[t] * psi + Av * _dv_dh(p, sd[t], h[t], psi) \
+        G = (
+            gS[t] * psi
+            + Av * _dv_dh(p, sd[t], h[t], psi)
             + Aw * (p["a"] / tau_w + p["b"] * psi)
+        )
         gX[t] = G / tau
         v = prev[0][t]
         back_v = G * (1.0 + p["a0"] * (2 * v - p["v_rest"] - p["v_c"]) / tau)
         back_w = -G / tau + Aw * (1.0 - 1.0 / tau_w)
-    return dict(grad_in=gX, grad_init=[back_v, back_w], grad_param={},
-                grad_param_abs={})
+    return dict(
+        grad_in=gX,
+        grad_init=[back_v, back_w],
+        grad_param={},
+        grad_param_abs={},
+    )
 
 
 def _bptt_cuba_lif(p, x, h, over, s, sd, prev, gS, gSt, g, gX):
@@ -337,12 +381,23 @@ def _bptt_cuba_lif(p, x, h, over, s, sd, prev, gS, gSt, g, gX):
         gX[t] = dc
         back_c = dc * p["c_decay"]
         back_v = G * p["v_decay"]
-    return dict(grad_in=gX, grad_init=[back_c, back_v], grad_param={},
-                grad_param_abs={})
+    return dict(
+        grad_in=gX,
+        grad_init=[back_c, back_v],
+        grad_param={},
+        grad_param_abs={},
+    )
 
 
-def reference_gradients(neuron, overrides, x, states=None, grad_out=None,
-                        grad_states=None, surrogate="sigmoid"):
+def reference_gradients(
+    neuron,
+    overrides,
+    x,
+    states=None,
+    grad_out=None,
+    grad_states=None,
+    surrogate="sigmoid",
+):
     """Float32 Heaviside forward + float64 BPTT: what flexsn-run's train
     variant should write. Also returns the forward trajectory (traj)."""
     traj = forward(neuron, overrides, x, states, np.float32)
@@ -356,7 +411,8 @@ def near_mask(traj, surrogate, near):
     (or of a jump of g) at some step; their spikes or psi may differ."""
     over = traj["over"].astype(np.float64)
     pts = [0.0] + DISCONTINUITIES.get(
-        surrogate if isinstance(surrogate, str) else "", [])
+        surrogate if isinstance(surrogate, str) else "", []
+    )
     m = np.zeros(over.shape[1:], bool)
     for bp in pts:
         m |= np.any(np.abs(over - bp) < near, axis=0)
@@ -370,14 +426,37 @@ CUSTOM = {  # non-default parameters used by the self-test (and drivers)
     "if": {"v_threshold": 0.8, "v_reset": -0.2},
     "lif": {"tau": 3.0, "v_threshold": 0.9, "v_reset": -0.1},
     "plif": {"w": 0.5, "v_threshold": 0.9, "v_reset": -0.1},
-    "qif": {"tau": 2.5, "v_c": 0.7, "a0": 0.8, "v_rest": -0.05,
-            "v_reset": -0.2},
-    "eif": {"tau": 2.5, "delta_T": 0.8, "theta_rh": 0.7, "v_rest": 0.05,
-            "v_threshold": 1.1, "v_reset": -0.2},
-    "izhikevich": {"tau": 2.5, "v_c": 0.7, "a0": 0.8, "v_rest": -0.05,
-                   "tau_w": 3.0, "a": 0.3, "b": 0.2, "v_reset": 0.1},
-    "cuba_lif": {"c_decay": 0.6, "v_decay": 0.7, "v_threshold": 0.6,
-                 "v_reset": -0.1},
+    "qif": {
+        "tau": 2.5,
+        "v_c": 0.7,
+        "a0": 0.8,
+        "v_rest": -0.05,
+        "v_reset": -0.2,
+    },
+    "eif": {
+        "tau": 2.5,
+        "delta_T": 0.8,
+        "theta_rh": 0.7,
+        "v_rest": 0.05,
+        "v_threshold": 1.1,
+        "v_reset": -0.2,
+    },
+    "izhikevich": {
+        "tau": 2.5,
+        "v_c": 0.7,
+        "a0": 0.8,
+        "v_rest": -0.05,
+        "tau_w": 3.0,
+        "a": 0.3,
+        "b": 0.2,
+        "v_reset": 0.1,
+    },
+    "cuba_lif": {
+        "c_decay": 0.6,
+        "v_decay": 0.7,
+        "v_threshold": 0.6,
+        "v_reset": -0.1,
+    },
 }
 DRIVE, INIT = reference.DRIVE, reference.INIT
 
@@ -388,10 +467,23 @@ def flag_combos(neuron):
         yield {f: bool(bits >> i & 1) for i, f in enumerate(fl)}
 
 
-def _fd_check(what, neuron, overrides, x, states, gO, gSt, run, want,
-              eps=1e-5, rtol=1e-6, atol=1e-8):
+def _fd_check(
+    what,
+    neuron,
+    overrides,
+    x,
+    states,
+    gO,
+    gSt,
+    run,
+    want,
+    eps=1e-5,
+    rtol=1e-6,
+    atol=1e-8,
+):
     """Central differences of the per-neuron loss of run(overrides, x,
     states) against want (a bptt() result)."""
+
     def L(ov, xx, ss):
         return loss_per_neuron(run(ov, xx, ss), gO, gSt)
 
@@ -400,24 +492,31 @@ def _fd_check(what, neuron, overrides, x, states, gO, gSt, run, want,
         bad = np.abs(fd - w) > atol + rtol * np.abs(w)
         if bad.any():
             i = tuple(np.argwhere(bad)[0]) if fd.ndim else ()
-            raise AssertionError("%s: %s at %s: finite difference %r, "
-                                 "bptt %r" % (what, name, i, fd[i], w[i]))
+            raise AssertionError(
+                "%s: %s at %s: finite difference %r, "
+                "bptt %r" % (what, name, i, fd[i], w[i])
+            )
+
     T = x.shape[0]
     for t in range(T):
         xp, xm = x.copy(), x.copy()
         xp[t] += eps
         xm[t] -= eps
-        cmp("grad_in[%d]" % t,
+        cmp(
+            "grad_in[%d]" % t,
             (L(overrides, xp, states) - L(overrides, xm, states)) / (2 * eps),
-            want["grad_in"][t])
+            want["grad_in"][t],
+        )
     for i in range(len(states)):
         sp = [s.copy() for s in states]
         sm = [s.copy() for s in states]
         sp[i] += eps
         sm[i] -= eps
-        cmp("grad_init[%d]" % i,
+        cmp(
+            "grad_init[%d]" % i,
             (L(overrides, x, sp) - L(overrides, x, sm)) / (2 * eps),
-            want["grad_init"][i])
+            want["grad_init"][i],
+        )
     for n in TRAINABLE.get(neuron, []):
         base = float(_params(neuron, overrides, np.float64)[n])
         op, om = dict(overrides), dict(overrides)
@@ -448,15 +547,16 @@ def self_test_forward(rng):
                 b = reference.simulate(neuron, ov, x, states)
                 assert np.array_equal(a["s"], b["spikes"]), (neuron, ov)
                 for i in range(len(states)):
-                    assert np.array_equal(a["state_seq"][i],
-                                          b["state_seq"][i]), (neuron, ov)
+                    assert np.array_equal(
+                        a["state_seq"][i], b["state_seq"][i]
+                    ), (neuron, ov)
                     assert np.array_equal(a["prev"][i][-1], b["final"][i])
 
 
 def self_test_smooth(rng, beta=3.0):
     """Spike replaced by sigmoid(beta over), surrogate = its derivative."""
     spike = lambda over, t: _sig(beta * over)  # noqa: E731
-    g = lambda z: _g_sigmoid(z, beta)          # noqa: E731
+    g = lambda z: _g_sigmoid(z, beta)  # noqa: E731
     n = 0
     for neuron in STATES:
         for flags in flag_combos(neuron):
@@ -467,9 +567,19 @@ def self_test_smooth(rng, beta=3.0):
 
             def run(o, xx, ss):
                 return forward(neuron, o, xx, ss, np.float64, spike, frozen)
+
             want = bptt(neuron, ov, x, base, gO, gSt, g)
-            _fd_check("smooth %s %s" % (neuron, ov), neuron, ov, x, states,
-                      gO, gSt, run, want)
+            _fd_check(
+                "smooth %s %s" % (neuron, ov),
+                neuron,
+                ov,
+                x,
+                states,
+                gO,
+                gSt,
+                run,
+                want,
+            )
             n += 1
     return n
 
@@ -479,8 +589,11 @@ def self_test_linearized(rng):
     finite differences give exactly the surrogate gradient. Every neuron and
     flag combination with sigmoid; every surrogate on LIF and Izhikevich."""
     cases = [(nr, "sigmoid") for nr in STATES]
-    cases += [(nr, sg) for nr in ("lif", "izhikevich", "cuba_lif")
-              for sg in SURROGATES]
+    cases += [
+        (nr, sg)
+        for nr in ("lif", "izhikevich", "cuba_lif")
+        for sg in SURROGATES
+    ]
     n = 0
     for neuron, sg in cases:
         gfun = _g_of(sg)
@@ -493,13 +606,24 @@ def self_test_linearized(rng):
 
             def spike(over, t):
                 return s_b[t] + psi_b[t] * (over - over_b[t])
+
             frozen = s_b if flags["detach_reset"] else None
 
             def run(o, xx, ss):
                 return forward(neuron, o, xx, ss, np.float64, spike, frozen)
+
             want = bptt(neuron, ov, x, base, gO, gSt, sg)
-            _fd_check("linearized %s %s %s" % (neuron, sg, ov), neuron, ov,
-                      x, states, gO, gSt, run, want)
+            _fd_check(
+                "linearized %s %s %s" % (neuron, sg, ov),
+                neuron,
+                ov,
+                x,
+                states,
+                gO,
+                gSt,
+                run,
+                want,
+            )
             n += 1
     return n
 
@@ -508,51 +632,79 @@ def self_test_linearized(rng):
 _PRIMITIVES = {
     "sigmoid": lambda x: _sig(4.0 * x),
     "atan": lambda x: np.arctan(math.pi / 2 * 2.0 * x) / math.pi + 0.5,
-    "piecewise_exp": lambda x: np.where(x < 0, np.exp(x) / 2,
-                                        1 - np.exp(-x) / 2),
+    "piecewise_exp": lambda x: np.where(
+        x < 0, np.exp(x) / 2, 1 - np.exp(-x) / 2
+    ),
     "soft_sign": lambda x: 0.5 * (2.0 * x / (1 + 2.0 * np.abs(x)) + 1),
     "super_spike": lambda x: x / (1 + np.abs(x)),
     "erf": lambda x: (1 + _erf(2.0 * x)) / 2,
-    "nonzero_sign_log_abs":
-        lambda x: np.sign(x) * np.log1p(np.abs(x)),
+    "nonzero_sign_log_abs": lambda x: np.sign(x) * np.log1p(np.abs(x)),
     "q_pseudo_spike": lambda x: np.where(
-        x < 0, 0.5 * (1 - 2 * x) ** (-1.0), 1 - 0.5 * (1 + 2 * x) ** (-1.0)),
-    "squarewave_fourier_series":
-        lambda x: 0.5 * np.sin(math.pi / 4 * x) / (math.pi / 4),
-    "s2nn": lambda x: np.where(x < 0, _sig(4.0 * x),
-                               np.log1p(np.abs(x)) + 0.5),
+        x < 0, 0.5 * (1 - 2 * x) ** (-1.0), 1 - 0.5 * (1 + 2 * x) ** (-1.0)
+    ),
+    "squarewave_fourier_series": lambda x: 0.5
+    * np.sin(math.pi / 4 * x)
+    / (math.pi / 4),
+    "s2nn": lambda x: np.where(
+        x < 0, _sig(4.0 * x), np.log1p(np.abs(x)) + 0.5
+    ),
     "piecewise_quadratic": lambda x: np.where(
-        x < -1, 0.0, np.where(x < 0, (x + 1) ** 2 / 2,
-                              np.where(x < 1, 1 - (1 - x) ** 2 / 2, 1.0))),
+        x < -1,
+        0.0,
+        np.where(
+            x < 0, (x + 1) ** 2 / 2, np.where(x < 1, 1 - (1 - x) ** 2 / 2, 1.0)
+        ),
+    ),
 }
 
 # Hand-computed values g(x), SPEC's table at the defaults.
 _SPOT = {
     "sigmoid": [(0.0, 1.0)],
     "atan": [(0.0, 1.0), (1 / math.pi, 0.5)],
-    "piecewise_quadratic": [(0.0, 1.0), (0.5, 0.5), (-0.25, 0.75),
-                            (1.5, 0.0)],
+    "piecewise_quadratic": [(0.0, 1.0), (0.5, 0.5), (-0.25, 0.75), (1.5, 0.0)],
     "piecewise_exp": [(0.0, 0.5), (-1.0, 0.5 / math.e)],
     "soft_sign": [(0.0, 1.0), (0.5, 0.25)],
     "super_spike": [(0.0, 1.0), (1.0, 0.25), (-1.0, 0.25)],
     "erf": [(0.0, 2 / _SQRT_PI), (0.5, 2 / _SQRT_PI / math.e)],
     "nonzero_sign_log_abs": [(0.0, 1.0), (-1.0, 0.5)],
-    "piecewise_leaky_relu": [(0.0, 0.5), (0.99, 0.5), (-0.99, 0.5),
-                             (1.0, 0.01), (-1.5, 0.01)],
+    "piecewise_leaky_relu": [
+        (0.0, 0.5),
+        (0.99, 0.5),
+        (-0.99, 0.5),
+        (1.0, 0.01),
+        (-1.5, 0.01),
+    ],
     "squarewave_fourier_series": [(0.0, 0.5), (2.0, 0.0), (4.0, -0.5)],
-    "s2nn": [(0.0, 1.0), (3.0, 0.25), (-0.0001, 4 * _sig(-0.0004)
-                                       * (1 - _sig(-0.0004)))],
+    "s2nn": [
+        (0.0, 1.0),
+        (3.0, 0.25),
+        (-0.0001, 4 * _sig(-0.0004) * (1 - _sig(-0.0004))),
+    ],
     "q_pseudo_spike": [(0.0, 1.0), (0.5, 0.25), (-1.5, 1 / 16)],
     "leaky_k_relu": [(0.0, 1.0), (2.0, 1.0), (-0.1, 0.0)],
-    "fake_numerical_gradient": [(0.0, 0.3), (1.0, 0.3), (-3.0, 0.3),
-                                (5.0, 0.2), (-5.0, 0.2)],
-    "log_tailed_relu": [(-1.0, 0.0), (0.0, 0.0), (0.5, 1.0), (1.0, 1.0),
-                        (4.0, 0.25)],
-    "rect": [(0.0, 1.0), (0.49, 1.0), (-0.49, 1.0), (0.5, 0.0),
-             (-0.6, 0.0)],
+    "fake_numerical_gradient": [
+        (0.0, 0.3),
+        (1.0, 0.3),
+        (-3.0, 0.3),
+        (5.0, 0.2),
+        (-5.0, 0.2),
+    ],
+    "log_tailed_relu": [
+        (-1.0, 0.0),
+        (0.0, 0.0),
+        (0.5, 1.0),
+        (1.0, 1.0),
+        (4.0, 0.25),
+    ],
+    "rect": [(0.0, 1.0), (0.49, 1.0), (-0.49, 1.0), (0.5, 0.0), (-0.6, 0.0)],
     # (1 + h)/(σ√(2π)) − 2h·exp(−1/(2s²))/(sσ√(2π)) at x = 0.
-    "multi_gaussian": [(0.0, (1.15 / 0.5 - 0.3 * math.exp(-1 / 72) / 3)
-                        / math.sqrt(2 * math.pi))],
+    "multi_gaussian": [
+        (
+            0.0,
+            (1.15 / 0.5 - 0.3 * math.exp(-1 / 72) / 3)
+            / math.sqrt(2 * math.pi),
+        )
+    ],
     "straight_through": [(0.0, 1.0), (-7.0, 1.0)],
 }
 
@@ -563,14 +715,17 @@ def self_test_surrogates():
         for xv, want in pts:
             got = float(surrogate_g(name, np.array(xv)))
             assert abs(got - want) < 1e-12, (name, xv, got, want)
-    xs = np.concatenate([np.linspace(-3.1, -0.013, 97),
-                         np.linspace(0.017, 3.3, 101)])
+    xs = np.concatenate(
+        [np.linspace(-3.1, -0.013, 97), np.linspace(0.017, 3.3, 101)]
+    )
     eps = 1e-6
     for name, S in _PRIMITIVES.items():
         fd = (S(xs + eps) - S(xs - eps)) / (2 * eps)
         g = surrogate_g(name, xs)
-        assert np.allclose(fd, g, rtol=1e-6, atol=1e-8), \
-            (name, float(np.max(np.abs(fd - g))))
+        assert np.allclose(fd, g, rtol=1e-6, atol=1e-8), (
+            name,
+            float(np.max(np.abs(fd - g))),
+        )
 
 
 def self_test_hand():
@@ -583,23 +738,37 @@ def self_test_hand():
     assert abs(r["grad_in"][0, 0] - G) < 1e-6
     assert abs(r["grad_init"][0][0] - G) < 1e-6
     # Soft, detached: dv/dh = 1, G = gS psi + gV.
-    r = reference_gradients("if", {"soft_reset": True, "detach_reset": True},
-                            [[0.5]], [[0.2]], [[2.0]], [[3.0]])
+    r = reference_gradients(
+        "if",
+        {"soft_reset": True, "detach_reset": True},
+        [[0.5]],
+        [[0.2]],
+        [[2.0]],
+        [[3.0]],
+    )
     assert abs(r["grad_in"][0, 0] - (2.0 * psi + 3.0)) < 1e-6
     # LIF decay_input, T = 2, only gV_1 = 1, no spikes (x = 0): v_t = v0/2^t,
     # dv_2/dv0 = 1/4 (hard, detached: dv/dh = 1), dv_2/dx_0 = 1/4, dx_1 1/2.
-    r = reference_gradients("lif", {"detach_reset": True}, [[0.0], [0.0]],
-                            [[0.4]], None, [[[0.0], [1.0]]])
+    r = reference_gradients(
+        "lif",
+        {"detach_reset": True},
+        [[0.0], [0.0]],
+        [[0.4]],
+        None,
+        [[[0.0], [1.0]]],
+    )
     assert np.allclose(r["grad_in"][:, 0], [0.25, 0.5])
     assert np.allclose(r["grad_init"][0], [0.25])
     # PLIF, w = 0 (k = 1/2), T = 1, decay_input, no spike, gV = 1:
     # h = v + (x - v) k, dh/dw = (x - v) k (1 - k) = (0.3 - 0.1) / 4.
-    r = reference_gradients("plif", {"detach_reset": True}, [[0.3]], [[0.1]],
-                            None, [[[1.0]]])
+    r = reference_gradients(
+        "plif", {"detach_reset": True}, [[0.3]], [[0.1]], None, [[[1.0]]]
+    )
     assert abs(r["grad_param"]["w"] - 0.05) < 1e-7, r["grad_param"]
     # T = 0: everything zero, shapes (0, N...) and (N...).
-    r = reference_gradients("izhikevich", {}, np.zeros((0, 3)),
-                            [np.ones(3), np.ones(3)])
+    r = reference_gradients(
+        "izhikevich", {}, np.zeros((0, 3)), [np.ones(3), np.ones(3)]
+    )
     assert r["grad_in"].shape == (0, 3)
     assert all(np.all(gi == 0) and gi.shape == (3,) for gi in r["grad_init"])
 
@@ -611,8 +780,10 @@ def self_test():
     self_test_forward(rng)
     n1 = self_test_smooth(rng)
     n2 = self_test_linearized(rng)
-    print("gradients.py: self-test passed (%d smooth-spike and %d "
-          "linearized-spike finite-difference cases)" % (n1, n2))
+    print(
+        "gradients.py: self-test passed (%d smooth-spike and %d "
+        "linearized-spike finite-difference cases)" % (n1, n2)
+    )
 
 
 if __name__ == "__main__":

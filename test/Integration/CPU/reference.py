@@ -21,8 +21,15 @@ import numpy as np
 f32 = np.float32
 
 # The equations, defaults and drives: test/Oracle/neuron_oracle.py.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                os.pardir, os.pardir, "Oracle"))
+sys.path.insert(
+    0,
+    os.path.join(
+        os.path.dirname(os.path.abspath(__file__)),
+        os.pardir,
+        os.pardir,
+        "Oracle",
+    ),
+)
 import neuron_oracle  # noqa: E402
 
 DEFAULTS, STATES = neuron_oracle.DEFAULTS, neuron_oracle.STATES
@@ -112,13 +119,18 @@ def simulate(neuron, params, x, states=None, near=1e-4):
         min_margin = np.minimum(min_margin, margin)
         hit = (margin < near) & (first_near == T)
         first_near[hit] = t
-    return dict(spikes=spikes, state_seq=seq,
-                final=[st[n].copy() for n in names],
-                min_margin=min_margin, first_near=first_near)
+    return dict(
+        spikes=spikes,
+        state_seq=seq,
+        final=[st[n].copy() for n in names],
+        min_margin=min_margin,
+        first_near=first_near,
+    )
 
 
 # ---------------------------------------------------------------------------
 # Self test: hand-computed cases.
+
 
 def _expect(what, got, want, tol=1e-6):
     if isinstance(got, (tuple, list)) and isinstance(want, tuple):
@@ -143,8 +155,12 @@ def self_test():
     _expect("if soft final", r["final"][0], [0.2])
     _expect("if min margin", r["min_margin"], [0.2])
     # v_reset != 0 and detach (forward unchanged).
-    r = simulate("if", {"v_reset": -0.5, "detach_reset": True},
-                 [[1.5, 0.25]], [[0.0, 0.5]])
+    r = simulate(
+        "if",
+        {"v_reset": -0.5, "detach_reset": True},
+        [[1.5, 0.25]],
+        [[0.0, 0.5]],
+    )
     _expect("if v_reset spikes", r["spikes"], [[1, 0]])
     _expect("if v_reset v", r["final"][0], [-0.5, 0.75])
     # The threshold itself spikes: H(0) = 1; margin 0, near at step 0.
@@ -156,8 +172,12 @@ def self_test():
     r = simulate("if", {}, [[np.nextafter(f32(1), f32(0))]])
     _expect("if below threshold", r["spikes"], [[0]])
     # T = 0: empty outputs, final state = initial state.
-    r = simulate("if", {}, np.zeros((0, 3, 2), np.float32),
-                 [np.arange(6, dtype=np.float32).reshape(3, 2)])
+    r = simulate(
+        "if",
+        {},
+        np.zeros((0, 3, 2), np.float32),
+        [np.arange(6, dtype=np.float32).reshape(3, 2)],
+    )
     assert r["spikes"].shape == (0, 3, 2)
     assert r["state_seq"][0].shape == (0, 3, 2)
     _expect("T=0 final", r["final"][0], np.arange(6).reshape(3, 2))
@@ -168,19 +188,22 @@ def self_test():
     r = simulate("lif", {}, [[1.5]], [[0.5]])
     _expect("lif decay_input", (r["spikes"], r["final"][0]), ([[1]], [0.0]))
     # not decay_input: h = 0.5 - 0.25 + 1.5 = 1.75 -> soft v' = 0.75.
-    r = simulate("lif", {"decay_input": False, "soft_reset": True},
-                 [[1.5]], [[0.5]])
+    r = simulate(
+        "lif", {"decay_input": False, "soft_reset": True}, [[1.5]], [[0.5]]
+    )
     _expect("lif plain soft", (r["spikes"], r["final"][0]), ([[1]], [0.75]))
     # hard, v_reset = -0.5: h = 0.5 + (1.5 - 1.0) / 2 = 0.75, no spike.
     r = simulate("lif", {"v_reset": -0.5}, [[1.5]], [[0.5]])
     _expect("lif v_reset", (r["spikes"], r["final"][0]), ([[0]], [0.75]))
     # not decay_input, v_reset = -0.5: h = 0.5 - 0.5 + 0.2 = 0.2.
-    r = simulate("lif", {"v_reset": -0.5, "decay_input": False},
-                 [[0.2]], [[0.5]])
+    r = simulate(
+        "lif", {"v_reset": -0.5, "decay_input": False}, [[0.2]], [[0.5]]
+    )
     _expect("lif plain v_reset", r["final"][0], [0.2])
     # soft ignores v_reset in the leak (V_r = 0): h = 0.5 + (1.5 - 0.5)/2.
-    r = simulate("lif", {"v_reset": -0.5, "soft_reset": True},
-                 [[1.5]], [[0.5]])
+    r = simulate(
+        "lif", {"v_reset": -0.5, "soft_reset": True}, [[1.5]], [[0.5]]
+    )
     _expect("lif soft V_r", (r["spikes"], r["final"][0]), ([[1]], [0.0]))
     # tau = 4: h = 0 + 2/4 = 0.5, then 0.5 + (2 - 0.5)/4 = 0.875.
     r = simulate("lif", {"tau": 4.0}, [[2.0], [2.0]])
@@ -195,8 +218,9 @@ def self_test():
             _expect("plif w=0 == lif", a["state_seq"][0], b["state_seq"][0])
     r = simulate("plif", {"w": math.log(3.0)}, [[1.0]], [[0.2]])
     _expect("plif w=ln3", r["final"][0], [0.2 + 0.8 * 0.75])
-    r = simulate("plif", {"w": math.log(3.0), "decay_input": False},
-                 [[0.5]], [[0.2]])
+    r = simulate(
+        "plif", {"w": math.log(3.0), "decay_input": False}, [[0.5]], [[0.2]]
+    )
     _expect("plif w=ln3 plain", r["final"][0], [0.2 - 0.2 * 0.75 + 0.5])
 
     # QIF: v = 0.5, x = 0.2: h = 0.5 + (0.2 + 0.5 * -0.3) / 2 = 0.525.
@@ -213,28 +237,46 @@ def self_test():
     _expect("eif", (r["spikes"], r["final"][0]), ([[0]], [0.9]))
     # v = 1.8, x = 0: h = 1.8 + (-1.8 + e) / 2 = 0.9 + e/2 -> spike.
     r = simulate("eif", {"soft_reset": True}, [[0.0]], [[1.8]])
-    _expect("eif soft", (r["spikes"], r["final"][0]),
-            ([[1]], [0.9 + math.e / 2 - 1.0]), tol=1e-5)
+    _expect(
+        "eif soft",
+        (r["spikes"], r["final"][0]),
+        ([[1]], [0.9 + math.e / 2 - 1.0]),
+        tol=1e-5,
+    )
     # delta_T = 0.5, theta_rh = 0.6: v = 0.8: exp(0.4) * 0.5.
     r = simulate("eif", {"delta_T": 0.5, "theta_rh": 0.6}, [[0.1]], [[0.8]])
-    _expect("eif delta_T", r["final"][0],
-            [0.8 + (0.1 - 0.8 + 0.5 * math.exp(0.4)) / 2], tol=1e-5)
+    _expect(
+        "eif delta_T",
+        r["final"][0],
+        [0.8 + (0.1 - 0.8 + 0.5 * math.exp(0.4)) / 2],
+        tol=1e-5,
+    )
 
     # Izhikevich, a = 0.5, b = 0.3: v = 0.4, w = 0.2.
     # x = 1: h = 0.4 + (1 + 0.5 * -0.4 - 0.2) / 2 = 0.7, no spike;
     #        w' = 0.2 + (0.5 * 0.8 - 0.2) / 2 = 0.3.
     p = {"a": 0.5, "b": 0.3}
     r = simulate("izhikevich", p, [[1.0]], [[0.4], [0.2]])
-    _expect("izh no spike", (r["spikes"], r["final"][0], r["final"][1]),
-            ([[0]], [0.7], [0.3]))
+    _expect(
+        "izh no spike",
+        (r["spikes"], r["final"][0], r["final"][1]),
+        ([[0]], [0.7], [0.3]),
+    )
     # x = 2: h = 0.4 + (2 - 0.2 - 0.2) / 2 = 1.2, spike; v' = 0;
     #        w' = 0.2 + (0.5 * 1.3 - 0.2) / 2 + 0.3 = 0.725.
     r = simulate("izhikevich", p, [[2.0]], [[0.4], [0.2]])
-    _expect("izh spike", (r["spikes"], r["final"][0], r["final"][1]),
-            ([[1]], [0.0], [0.725]))
+    _expect(
+        "izh spike",
+        (r["spikes"], r["final"][0], r["final"][1]),
+        ([[1]], [0.0], [0.725]),
+    )
     # soft: v' = 0.2; w' unchanged by the reset kind.
-    r = simulate("izhikevich", dict(p, soft_reset=True, detach_reset=True),
-                 [[2.0]], [[0.4], [0.2]])
+    r = simulate(
+        "izhikevich",
+        dict(p, soft_reset=True, detach_reset=True),
+        [[2.0]],
+        [[0.4], [0.2]],
+    )
     _expect("izh soft", (r["final"][0], r["final"][1]), ([0.2], [0.725]))
     # defaults (a = b = 0): w decays by half each step.
     r = simulate("izhikevich", {}, [[0.0], [0.0]], [[0.0], [1.0]])
@@ -243,8 +285,11 @@ def self_test():
     # CUBA-LIF: c = 0.4, v = 0.2, x = 0.3: c' = 0.5, h = 0.15 + 0.5 = 0.65,
     # spike (v_th = 0.5): hard v' = 0, soft v' = 0.15.
     r = simulate("cuba_lif", {}, [[0.3]], [[0.4], [0.2]])
-    _expect("cuba hard", (r["spikes"], r["final"][0], r["final"][1]),
-            ([[1]], [0.5], [0.0]))
+    _expect(
+        "cuba hard",
+        (r["spikes"], r["final"][0], r["final"][1]),
+        ([[1]], [0.5], [0.0]),
+    )
     r = simulate("cuba_lif", {"soft_reset": True}, [[0.3]], [[0.4], [0.2]])
     _expect("cuba soft", r["final"], [[0.5], [0.15]])
     # Two steps, no input: c 1 -> 0.5 -> 0.25; v 0 -> 0.5 (spike) -> 0.25.

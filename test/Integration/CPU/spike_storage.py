@@ -31,13 +31,23 @@ def run(args, workdir, name, variant, x, spikes):
     os.makedirs(out, exist_ok=True)
     xpath = os.path.join(workdir, f"{name}-x.npy")
     np.save(xpath, x)
-    subprocess.run(["flexsn-run", args.neuron_file, f"--variant={variant}",
-                    f"--input=@{xpath}", f"--spike-storage={spikes}",
-                    f"--output-dir={out}"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "flexsn-run",
+            args.neuron_file,
+            f"--variant={variant}",
+            f"--input=@{xpath}",
+            f"--spike-storage={spikes}",
+            f"--output-dir={out}",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     state = "state_seq0.npy" if variant == "inference" else "final_state0.npy"
-    return (np.load(os.path.join(out, "out0.npy")),
-            np.load(os.path.join(out, state)))
+    return (
+        np.load(os.path.join(out, "out0.npy")),
+        np.load(os.path.join(out, state)),
+    )
 
 
 def main():
@@ -51,23 +61,29 @@ def main():
     for variant in ("inference", "final-state"):
         for dtype in (np.float32, np.float16):
             for shape in ((5, 33), (3, 2, 7), (1, 1), (4, 2, 8), (2, 50)):
-                name = (f"{variant}-{np.dtype(dtype).name}-"
-                        f"{'x'.join(map(str, shape))}")
+                name = (
+                    f"{variant}-{np.dtype(dtype).name}-"
+                    f"{'x'.join(map(str, shape))}"
+                )
                 x = (rng.standard_normal(shape) * 1.5).astype(dtype)
                 ref = reference.simulate("lif", {}, x.astype(np.float32))
-                spikes, state = run(args, args.workdir, name, variant, x,
-                                    "dense")
+                spikes, state = run(
+                    args, args.workdir, name, variant, x, "dense"
+                )
                 T, N = shape[0], int(np.prod(shape[1:]))
                 # Compare only neurons that never came near the threshold.
                 far = (ref["min_margin"] >= 1e-2).reshape(N)
                 expected = ref["spikes"].reshape(T, N)[:, far]
                 where = f"{name} {shape}"
                 if T > 1 and not spikes.any():
-                    failures.append(f"{where}: no spike at all: the inputs "
-                                    f"test nothing")
+                    failures.append(
+                        f"{where}: no spike at all: the inputs "
+                        f"test nothing"
+                    )
                 for storage in ("u8", "bits"):
-                    out, compact_state = run(args, args.workdir, name,
-                                             variant, x, storage)
+                    out, compact_state = run(
+                        args, args.workdir, name, variant, x, storage
+                    )
                     runs += 1
                     what = f"{where} {storage}"
                     if out.dtype != np.uint8:
@@ -75,28 +91,38 @@ def main():
                         continue
                     if storage == "u8":
                         got = out.reshape(T, N)
-                        ok = (out.shape == shape
-                              and np.array_equal(out, spikes.astype(np.uint8))
-                              and set(np.unique(out)) <= {0, 1})
+                        ok = (
+                            out.shape == shape
+                            and np.array_equal(out, spikes.astype(np.uint8))
+                            and set(np.unique(out)) <= {0, 1}
+                        )
                     else:
                         # numpy's own packing, independent of the kernel.
                         packed = np.packbits(
-                            spikes.reshape(T, N).astype(bool), axis=-1,
-                            bitorder="little")
-                        ok = (out.shape == (T, (N + 7) // 8)
-                              and np.array_equal(out, packed))
-                        got = np.unpackbits(out, axis=-1, count=N,
-                                            bitorder="little")
+                            spikes.reshape(T, N).astype(bool),
+                            axis=-1,
+                            bitorder="little",
+                        )
+                        ok = out.shape == (T, (N + 7) // 8) and np.array_equal(
+                            out, packed
+                        )
+                        got = np.unpackbits(
+                            out, axis=-1, count=N, bitorder="little"
+                        )
                     if not ok:
-                        failures.append(f"{what}: spikes differ from the "
-                                        f"dense run's")
-                    if not np.array_equal(got[:, far],
-                                          expected.astype(np.uint8)):
-                        failures.append(f"{what}: spikes differ from the "
-                                        f"reference")
+                        failures.append(
+                            f"{what}: spikes differ from the " f"dense run's"
+                        )
+                    if not np.array_equal(
+                        got[:, far], expected.astype(np.uint8)
+                    ):
+                        failures.append(
+                            f"{what}: spikes differ from the " f"reference"
+                        )
                     if compact_state.tobytes() != state.tobytes():
-                        failures.append(f"{what}: states differ from the "
-                                        f"dense run's")
+                        failures.append(
+                            f"{what}: states differ from the " f"dense run's"
+                        )
     for f in failures:
         print(f)
     print(f"spike storage u8, bits: {runs} runs, {len(failures)} failure(s)")

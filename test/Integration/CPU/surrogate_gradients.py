@@ -59,8 +59,10 @@ def coverage(name, ref, valid):
     edges = [-np.inf] + BRANCHES.get(name, []) + [np.inf]
     for lo, hi in zip(edges[:-1], edges[1:]):
         if not np.any((over > lo) & (over < hi)):
-            raise cg.Failure("test design: no compared h - v_threshold in "
-                             "(%g, %g), a branch of %s" % (lo, hi, name))
+            raise cg.Failure(
+                "test design: no compared h - v_threshold in "
+                "(%g, %g), a branch of %s" % (lo, hi, name)
+            )
 
 
 def main():
@@ -70,8 +72,9 @@ def main():
     args = ap.parse_args()
 
     tool = cn.find_tool()
-    copies = surrogates.surrogate_copies(args.neuron_file, args.workdir,
-                                         gradients.SURROGATES)
+    copies = surrogates.surrogate_copies(
+        args.neuron_file, args.workdir, gradients.SURROGATES
+    )
     rng = np.random.default_rng(1717)
     flags = reference.flags_of("lif")
     combos = list(itertools.product((False, True), repeat=len(flags)))
@@ -79,17 +82,25 @@ def main():
     failures = []
     assert len(gradients.SURROGATES) == 18
     for i, (name, path) in enumerate(copies):
-        run = cg.GRun("lif", path, dict(zip(flags, combos[i % len(combos)])),
-                      cn.CUSTOM["lif"] if i % 2 else {}, 7,
-                      SHAPES[i % len(SHAPES)],
-                      "float16" if i % 3 == 2 else "float32",
-                      with_states=True, with_gout=True,
-                      with_gstate=bool(i % 2), pass_neuron=True,
-                      spell=bool(i % 2), surrogate=name,
-                      drive=DRIVE_FOR.get(name, DRIVE))
-        res = cg.run_and_check(run, rng, tool,
-                               os.path.join(args.workdir, name), stats,
-                               failures)
+        run = cg.GRun(
+            "lif",
+            path,
+            dict(zip(flags, combos[i % len(combos)])),
+            cn.CUSTOM["lif"] if i % 2 else {},
+            7,
+            SHAPES[i % len(SHAPES)],
+            "float16" if i % 3 == 2 else "float32",
+            with_states=True,
+            with_gout=True,
+            with_gstate=bool(i % 2),
+            pass_neuron=True,
+            spell=bool(i % 2),
+            surrogate=name,
+            drive=DRIVE_FOR.get(name, DRIVE),
+        )
+        res = cg.run_and_check(
+            run, rng, tool, os.path.join(args.workdir, name), stats, failures
+        )
         if res is not None:
             try:
                 coverage(name, *res)
@@ -101,8 +112,10 @@ def main():
     if failures or too_near:
         print("surrogate gradients: FAILED")
         return 1
-    print("surrogate gradients: %d surrogates passed (%s)"
-          % (len(gradients.SURROGATES), msg))
+    print(
+        "surrogate gradients: %d surrogates passed (%s)"
+        % (len(gradients.SURROGATES), msg)
+    )
     return 0
 
 

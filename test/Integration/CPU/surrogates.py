@@ -26,10 +26,23 @@ import check_neurons as cn  # noqa: E402
 import reference  # noqa: E402
 
 SURROGATES = [
-    "sigmoid", "atan", "piecewise_quadratic", "piecewise_exp", "soft_sign",
-    "super_spike", "erf", "nonzero_sign_log_abs", "piecewise_leaky_relu",
-    "squarewave_fourier_series", "s2nn", "q_pseudo_spike", "leaky_k_relu",
-    "fake_numerical_gradient", "log_tailed_relu", "rect", "multi_gaussian",
+    "sigmoid",
+    "atan",
+    "piecewise_quadratic",
+    "piecewise_exp",
+    "soft_sign",
+    "super_spike",
+    "erf",
+    "nonzero_sign_log_abs",
+    "piecewise_leaky_relu",
+    "squarewave_fourier_series",
+    "s2nn",
+    "q_pseudo_spike",
+    "leaky_k_relu",
+    "fake_numerical_gradient",
+    "log_tailed_relu",
+    "rect",
+    "multi_gaussian",
     "straight_through",
 ]
 ORIGINAL = "#flexsn.sigmoid<alpha = 4.0>"
@@ -40,8 +53,9 @@ def surrogate_copies(neuron_file, workdir, names):
     sigmoid surrogate replaced, into a fresh `workdir`: [(name, path)]."""
     text = open(neuron_file).read()
     if text.count(ORIGINAL) != 1:
-        sys.exit("error: %s does not use %s exactly once"
-                 % (neuron_file, ORIGINAL))
+        sys.exit(
+            "error: %s does not use %s exactly once" % (neuron_file, ORIGINAL)
+        )
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     copies = []
@@ -67,29 +81,42 @@ def main():
     stats = {"neurons": 0, "cut": 0}
     failures = []
     for i, (name, path) in enumerate(copies):
-        run = cn.Run("lif", path, dict(zip(flags, combos[i % len(combos)])),
-                     cn.CUSTOM["lif"] if i % 2 else {}, 7,
-                     cn.SHAPES[i % len(cn.SHAPES)],
-                     "float16" if i % 3 == 2 else "float32",
-                     cn.VARIANTS[i % 2], with_states=True,
-                     pass_neuron=True, spell=bool(i % 2))
+        run = cn.Run(
+            "lif",
+            path,
+            dict(zip(flags, combos[i % len(combos)])),
+            cn.CUSTOM["lif"] if i % 2 else {},
+            7,
+            cn.SHAPES[i % len(cn.SHAPES)],
+            "float16" if i % 3 == 2 else "float32",
+            cn.VARIANTS[i % 2],
+            with_states=True,
+            pass_neuron=True,
+            spell=bool(i % 2),
+        )
         cn.prepare(run, rng, tool, os.path.join(args.workdir, name))
         try:
             cn.check(run, cn.execute(run), stats)
         except cn.Failure as e:
-            failures.append("FAIL #flexsn.%s: %s\n  %s\n  command: %s\n"
-                            % (name, run.describe(), e, shlex.join(run.cmd)))
+            failures.append(
+                "FAIL #flexsn.%s: %s\n  %s\n  command: %s\n"
+                % (name, run.describe(), e, shlex.join(run.cmd))
+            )
     for f in failures:
         print(f)
     if stats["cut"] >= cn.MAX_NEAR_FRACTION * stats["neurons"]:
         failures.append("near")
-        print("FAIL: %d of %d neuron trajectories came within %g of the "
-              "threshold" % (stats["cut"], stats["neurons"], cn.NEAR))
+        print(
+            "FAIL: %d of %d neuron trajectories came within %g of the "
+            "threshold" % (stats["cut"], stats["neurons"], cn.NEAR)
+        )
     if failures:
         print("surrogates: FAILED")
         return 1
-    print("surrogates: %d runs passed (forward equals the LIF reference)"
-          % len(SURROGATES))
+    print(
+        "surrogates: %d runs passed (forward equals the LIF reference)"
+        % len(SURROGATES)
+    )
     return 0
 
 

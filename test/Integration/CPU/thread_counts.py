@@ -30,19 +30,28 @@ COUNTS = ("1", "2", "3", "0")
 
 
 def run(tool, args, outdir):
-    result = subprocess.run([tool] + args + ["--output-dir=" + outdir],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [tool] + args + ["--output-dir=" + outdir],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
-        sys.exit("flexsn-run failed: %s\n%s" % (" ".join(args),
-                                                result.stderr))
-    return {name: open(os.path.join(outdir, name), "rb").read()
-            for name in sorted(os.listdir(outdir))}
+        sys.exit("flexsn-run failed: %s\n%s" % (" ".join(args), result.stderr))
+    return {
+        name: open(os.path.join(outdir, name), "rb").read()
+        for name in sorted(os.listdir(outdir))
+    }
 
 
 def check(name, tool, args, workdir, nonzero):
-    runs = {n: run(tool, args + ["--num-threads=" + n],
-                   os.path.join(workdir, name, "threads-" + n))
-            for n in COUNTS}
+    runs = {
+        n: run(
+            tool,
+            args + ["--num-threads=" + n],
+            os.path.join(workdir, name, "threads-" + n),
+        )
+        for n in COUNTS
+    }
     first = runs[COUNTS[0]]
     for file in nonzero:
         values = np.load(os.path.join(workdir, name, "threads-1", file))
@@ -50,14 +59,19 @@ def check(name, tool, args, workdir, nonzero):
             sys.exit("%s: %s is all zeros" % (name, file))
     for n in COUNTS[1:]:
         if sorted(runs[n]) != sorted(first):
-            sys.exit("%s: %s threads wrote %s, 1 thread %s"
-                     % (name, n, sorted(runs[n]), sorted(first)))
+            sys.exit(
+                "%s: %s threads wrote %s, 1 thread %s"
+                % (name, n, sorted(runs[n]), sorted(first))
+            )
         for file, data in first.items():
             if runs[n][file] != data:
-                sys.exit("%s: %s differs between 1 and %s threads"
-                         % (name, file, n))
-    print("ok %s: %d files identical for threads %s"
-          % (name, len(first), ", ".join(COUNTS)))
+                sys.exit(
+                    "%s: %s differs between 1 and %s threads" % (name, file, n)
+                )
+    print(
+        "ok %s: %d files identical for threads %s"
+        % (name, len(first), ", ".join(COUNTS))
+    )
 
 
 def main():
@@ -79,13 +93,28 @@ def main():
     v0 = save("v0.npy", rng.uniform(-0.5, 0.5, (N,)))
     gy = save("gy.npy", rng.normal(size=(T, N)))
     gv = save("gv.npy", rng.normal(size=(T, N)))
-    common = [args.neuron_file, "--neuron=plif", "--input=" + x,
-              "--state=" + v0, "--param=w=0.3"]
-    check("scalar-w", tool, common + ["--variant=train", "--grad-output=" + gy,
-                                      "--grad-state=" + gv],
-          args.workdir, ["out0.npy", "grad_param_w.npy"])
-    check("inference", tool, common + ["--variant=inference"], args.workdir,
-          ["out0.npy"])
+    common = [
+        args.neuron_file,
+        "--neuron=plif",
+        "--input=" + x,
+        "--state=" + v0,
+        "--param=w=0.3",
+    ]
+    check(
+        "scalar-w",
+        tool,
+        common
+        + ["--variant=train", "--grad-output=" + gy, "--grad-state=" + gv],
+        args.workdir,
+        ["out0.npy", "grad_param_w.npy"],
+    )
+    check(
+        "inference",
+        tool,
+        common + ["--variant=inference"],
+        args.workdir,
+        ["out0.npy"],
+    )
 
     # w per channel: [T, B, C, S] with S = 6000 (two chunks, the second
     # ragged), so each dL/dw[c] adds chunks from both b.
@@ -94,16 +123,30 @@ def main():
         sys.exit("plif.mlir no longer declares %w: f32 = 0.0 trainable")
     per_channel = os.path.join(args.workdir, "plif_w.mlir")
     with open(per_channel, "w") as f:
-        f.write(source.replace("%w: f32 = 0.0 trainable,",
-                               "%w: f32 = 0.0 trainable per_channel,"))
+        f.write(
+            source.replace(
+                "%w: f32 = 0.0 trainable,",
+                "%w: f32 = 0.0 trainable per_channel,",
+            )
+        )
     shape = (T, 2, 3, 6000)
     xc = save("xc.npy", rng.uniform(-0.5, 2.0, shape))
     gyc = save("gyc.npy", rng.normal(size=shape))
     w = save("w.npy", rng.uniform(-2.0, 2.0, (3,)))
-    check("per-channel-w", tool,
-          [per_channel, "--neuron=plif", "--variant=train", "--input=" + xc,
-           "--param=w=" + w, "--grad-output=" + gyc],
-          args.workdir, ["out0.npy", "grad_param_w.npy"])
+    check(
+        "per-channel-w",
+        tool,
+        [
+            per_channel,
+            "--neuron=plif",
+            "--variant=train",
+            "--input=" + xc,
+            "--param=w=" + w,
+            "--grad-output=" + gyc,
+        ],
+        args.workdir,
+        ["out0.npy", "grad_param_w.npy"],
+    )
 
 
 if __name__ == "__main__":

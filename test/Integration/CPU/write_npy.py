@@ -10,7 +10,8 @@ import sys
 
 path, dims = sys.argv[1], [int(d) for d in sys.argv[2].split(",")]
 header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
-    ", ".join(map(str, dims)) + ("," if len(dims) == 1 else ""))
+    ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "")
+)
 # Magic (6) + version (2) + length (2) + header + '\n', a multiple of 64.
 header += " " * (-(10 + len(header) + 1) % 64) + "\n"
 count = 1
