@@ -205,8 +205,8 @@ checkKernelOptions(StringRef pipeline, const KernelOptions<Derived> &options,
 template <typename Options>
 static void registerCheckedPipeline(
     StringRef name, StringRef description,
-    std::function<void(OpPassManager &, const Options &)> build,
-    std::function<LogicalResult(const Options &, ErrorHandler)> check) {
+    const std::function<void(OpPassManager &, const Options &)> &build,
+    const std::function<LogicalResult(const Options &, ErrorHandler)> &check) {
   registerPassPipeline(
       name, description,
       [=](OpPassManager &pm, StringRef text, ErrorHandler errorHandler) {

@@ -100,7 +100,7 @@ FailureOr<std::string> bundleFatbin(ModuleOp module,
   SmallVector<SmallString<128>, 4> temporaries;
   llvm::scope_exit cleanup([&] {
     for (auto &path : temporaries)
-      llvm::sys::fs::remove(path);
+      (void)llvm::sys::fs::remove(path);
   });
   SmallString<128> output;
   if (llvm::sys::fs::createTemporaryFile("flexsn", "fatbin", output))

@@ -99,8 +99,8 @@ public:
 
   LogicalResult emit(NeuronOp neuron, StringRef function) {
     os << "\n\ndef " << function << "(F, inputs, states, params):\n";
-    os << "    \"\"\"@" << neuron.getSymName()
-       << ": ([outputs], [new states]) of one step.\"\"\"\n";
+    os << R"(    """@)" << neuron.getSymName()
+       << R"(: ([outputs], [new states]) of one step.""")" << "\n";
     Block &body = neuron.getBodyBlock();
     for (auto [i, arg] : llvm::enumerate(neuron.getInputArgs()))
       os << "    " << bind(arg) << " = inputs[" << i << "]\n";

@@ -113,7 +113,7 @@ std::mutex writtenOutputsMutex;
 void removeWrittenOutputs() {
   std::lock_guard<std::mutex> lock(writtenOutputsMutex);
   for (const std::string &path : writtenOutputs)
-    llvm::sys::fs::remove(path);
+    (void)llvm::sys::fs::remove(path);
   writtenOutputs.clear();
 }
 
@@ -213,7 +213,7 @@ LogicalResult writeCPUKernels(ModuleOp lowered) {
     writtenOutputs.push_back(std::string(library));
   }
   LogicalResult linked = linkSharedLibrary(object, library);
-  llvm::sys::fs::remove(object);
+  (void)llvm::sys::fs::remove(object);
   return linked;
 }
 

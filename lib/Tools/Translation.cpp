@@ -18,7 +18,7 @@ using namespace mlir;
 
 void mlir::flexsn::registerModuleTranslation(
     StringRef name, StringRef description,
-    std::function<LogicalResult(ModuleOp, raw_ostream &)> translate) {
+    const std::function<LogicalResult(ModuleOp, raw_ostream &)> &translate) {
   TranslateRegistration registration(
       name, description,
       [translate](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,

@@ -21,7 +21,7 @@ namespace mlir::flexsn {
 /// know nothing of tools: they are functions of a module.
 void registerModuleTranslation(
     StringRef name, StringRef description,
-    std::function<LogicalResult(ModuleOp, raw_ostream &)> translate);
+    const std::function<LogicalResult(ModuleOp, raw_ostream &)> &translate);
 
 } // namespace mlir::flexsn
 

@@ -104,7 +104,7 @@ struct ConvertFlexSNToSCFPass
         return signalPassFailure();
       kernels.push_back(CompiledKernelAttr::get(
           &getContext(), func.getSymNameAttr(), kernel->signature,
-          /*vectorWidth=*/0, /*deterministic=*/false, StringAttr(),
+          /*vector_width=*/0, /*deterministic=*/false, StringAttr(),
           StringAttr()));
       func->removeAttr(KernelSignatureAttr::getAttrName());
       // Autodiff has read the training marks; LLVM IR has no place for

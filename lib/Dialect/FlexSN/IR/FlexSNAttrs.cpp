@@ -283,7 +283,7 @@ static bool isHeaderMacro(StringRef name) {
 
 std::optional<std::string> mlir::flexsn::checkExportedName(StringRef name,
                                                            bool isPrefix) {
-  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_') ||
+  if (name.empty() || (!llvm::isAlpha(name[0]) && name[0] != '_') ||
       !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
     return std::string("is not a C identifier");
   if (isPrefix)

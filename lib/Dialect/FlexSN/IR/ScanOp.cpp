@@ -355,10 +355,6 @@ LogicalResult ScanOp::verify() {
       case ScanGroup::Input:
         break;
       case ScanGroup::Init:
-        if (usesTime)
-          return emit() << "must not depend on t: its map is "
-                        << AffineMapAttr::get(map);
-        break;
       case ScanGroup::Param:
         if (usesTime)
           return emit() << "must not depend on t: its map is "

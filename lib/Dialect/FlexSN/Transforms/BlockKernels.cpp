@@ -383,7 +383,7 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
       ctx, block.getSymNameAttr(), variant, *storage,
       ArrayRef<KernelBufferAttr>(args->buffers),
       ArrayRef<ParamAttr>(args->params),
-      /*workspaceSequences=*/int64_t(0), /*reductionSlots=*/int64_t(0),
+      /*workspace_sequences=*/int64_t(0), /*reduction_slots=*/int64_t(0),
       SpikeStorage::Dense);
   if (!signature)
     return failure();

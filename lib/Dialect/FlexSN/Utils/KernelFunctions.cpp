@@ -302,8 +302,8 @@ mlir::flexsn::createNeuronKernel(OpBuilder &builder, NeuronOp neuron,
   llvm::append_range(buffers, getShapedParamBuffers(neuron));
   auto signature = KernelSignatureAttr::get(
       ctx, neuron.getSymNameAttr(), variant, storage, buffers,
-      getScalarRuntimeParams(neuron), /*workspaceSequences=*/0,
-      /*reductionSlots=*/0, spikes);
+      getScalarRuntimeParams(neuron), /*workspace_sequences=*/0,
+      /*reduction_slots=*/0, spikes);
   func::FuncOp func = createKernelFunction(
       builder, loc,
       getKernelName(neuron.getSymName(), variant, storage, spikes), signature);

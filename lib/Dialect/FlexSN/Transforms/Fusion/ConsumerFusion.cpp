@@ -113,9 +113,10 @@ static FailureOr<ConsumerPlan> planConsumerFusion(OpOperand &use,
   // A sum over t (a spike count, a readout's total) is the one reduction
   // that fuses: it becomes a scan reduction.
   bool sumsOverTime = consumer.getNumReductionLoops() == 1;
+  bool fusesAsReduction = sumsOverTime && consumer.hasPureTensorSemantics() &&
+                          !consumer.hasIndexSemantics();
   if (Refusal refusal = checkElementwise(consumer, init, op);
-      refusal && !(sumsOverTime && consumer.hasPureTensorSemantics() &&
-                   !consumer.hasIndexSemantics()))
+      refusal && !fusesAsReduction)
     return fail(*refusal);
   // A scan result that is a sequence: the body's f32 value at each step.
   unsigned numSequences = scan.getOutputs().size() + scan.getStates().size();
