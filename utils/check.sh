@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets FlexSN up if needed, then runs every test: the check-flexsn target
 # (lit + FileCheck tests and the GoogleTest unit tests), then the Python
-# layer's pytest suite, then flake8 over every Python file and clang-format
-# over every C and C++ file.
+# layer's pytest suite, then flake8 over every Python file, the format
+# checks (clang-format over every C and C++ file, black over every Python
+# file, codespell) and clang-tidy over lib/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
@@ -43,13 +44,19 @@ else
   echo "flake8: the violations above" >&2
 fi
 
-# C and C++ formatting: every tracked file as clang-format 22 writes it.
+# Formatting: every tracked C and C++ file as clang-format 22 writes it,
+# every Python file as black does, no misspelling (utils/check_format.sh).
 format_status=0
 bash utils/check_format.sh || format_status=$?
+
+# C++ lint: clang-tidy over lib/ on this build's compile commands.
+tidy_status=0
+bash utils/check_tidy.sh "$BUILD_DIR" || tidy_status=$?
 
 # One closing line that any CI can read.
 echo "all: $(( ${passed:-0} + ${py_passed:-0} )) passed, $(( ${failed:-0} + ${py_failed:-0} )) failed"
 [ "$status" -eq 0 ] || exit "$status"
 [ "$py_status" -eq 0 ] || exit "$py_status"
 [ "$lint_status" -eq 0 ] || exit "$lint_status"
-exit "$format_status"
+[ "$format_status" -eq 0 ] || exit "$format_status"
+exit "$tidy_status"

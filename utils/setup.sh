@@ -16,10 +16,10 @@ cd "$(dirname "$0")/.."
 LLVM_VERSION=22
 LLVM_DEB_VERSION="1:22.1.8-1~deb12u1"
 LLVM_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libomp-22-dev
-               clang-format-22)
+               clang-format-22 clang-tidy-22)
 OTHER_PACKAGES=(cmake ninja-build g++ libgtest-dev libzstd-dev dpkg-dev python3
                 python3-numpy python3-pip python3-pytest python3-torch
-                python3-flake8 python3-h5py)
+                python3-flake8 python3-h5py black codespell)
 LLVM_PREFIX=/usr/lib/llvm-${LLVM_VERSION}
 BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
 CUDA_TOOLKIT=${FLEXSN_CUDA_TOOLKIT:-/usr/local/cuda}
