@@ -9,6 +9,7 @@ See docs/Python.md.
 
 from . import surrogate
 from ._manifest import Kernel, Manifest, ManifestError, NeuronInfo, Param
+from ._options import CompileOptions
 from ._runtime import NoDeterministicKernelError, RuntimeStatusError
 from ._tools import CompileError, ToolNotFoundError
 from .compiler import (
@@ -32,6 +33,7 @@ __all__ = [
     "STORAGE_TYPES",
     "CacheError",
     "CompileError",
+    "CompileOptions",
     "CompiledKernels",
     "CompiledNeuron",
     "Kernel",

@@ -28,6 +28,7 @@ from . import _dialect, _runtime, _tools
 from ._cache import CACHE_FORMAT, CacheError, cache_dir, cached, read_json
 from ._compile_tool import TORCH_STEP, cuda_toolkit, run_tools
 from ._manifest import Manifest, NeuronInfo
+from ._options import TARGETS, CompileOptions
 from ._tools import CompileError
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "TARGETS",
     "TORCH_STEP",
     "CacheError",
+    "CompileOptions",
     "CompiledKernels",
     "CompiledNeuron",
     "cache_dir",
@@ -55,7 +57,6 @@ PARAM_SHAPES = _dialect.PARAM_SHAPES
 #: How inference and final-state kernels store spike outputs: in the
 #: storage type, as bytes (0/1), or bit-packed (8 per byte).
 SPIKE_STORAGES = _dialect.SPIKE_STORAGES
-TARGETS = ("cpu", "cuda")
 
 
 def shipped_neurons() -> Dict[str, pathlib.Path]:
@@ -217,22 +218,20 @@ class CompiledKernels:
 def compile(
     source,
     *,
-    variants: Iterable[str] = ALL_VARIANTS,
-    storage_types: Iterable[str] = ("f32",),
-    targets: Optional[Iterable[str]] = None,
-    chip: Union[str, Sequence[str]] = "sm_90",
+    options: Optional[CompileOptions] = None,
     params: Optional[Mapping[str, object]] = None,
-    kinds: Optional[Mapping[str, str]] = None,
     surrogate=None,
-    neuron: Optional[str] = None,
-    shapes: Optional[Mapping[str, str]] = None,
-    spike_storage: Iterable[str] = ("dense",),
-    save_in_storage_type: bool = True,
-    approximate_surrogates: bool = False,
+    **fields,
 ) -> CompiledNeuron:
     """Compiles a neuron (a `.mlir` path, MLIR text or a shipped neuron name)
-    to kernels for `targets` ("cpu", "cuda"; default: "cpu", plus "cuda"
-    when a CUDA toolkit is installed).
+    to kernels as `options` (a `flexsn.CompileOptions`) says: which
+    variants, storage types, targets ("cpu", "cuda"; default: "cpu", plus
+    "cuda" when a CUDA toolkit is installed), chips, parameter kinds and
+    shapes, spike storage, how half-precision training saves and whether
+    surrogates are approximated. Its fields may also be given by keyword
+    (`variants=`, `storage_types=`, `targets=`, `chip=`, `kinds=`,
+    `shapes=`, `neuron=`, `spike_storage=`, `save_in_storage_type=`,
+    `approximate_surrogates=`), changing those of `options`.
 
     `params` sets parameter defaults (a `const` parameter is specialized to
     it), `kinds` re-binds parameters (`const`, `runtime`, `trainable`),
@@ -258,62 +257,46 @@ def compile(
     neuron and options runs no tool. A neuron that does not verify raises
     CompileError carrying the MLIR diagnostics (`file:line:col: error:
     ...`)."""
+    options = CompileOptions.of(options, **fields)
     text, filename = read_source(source)
-    variants = tuple(dict.fromkeys(variants))
-    storage_types = tuple(dict.fromkeys(storage_types))
-    spike_storage = tuple(dict.fromkeys(spike_storage))
-    for s in spike_storage:
-        if s not in SPIKE_STORAGES:
-            raise ValueError(
-                f"unknown spike storage '{s}' (one of: "
-                f"{', '.join(SPIKE_STORAGES)})"
-            )
-    if not spike_storage:
-        raise ValueError(
-            "spike_storage lists no storage (" f"{', '.join(SPIKE_STORAGES)})"
-        )
-    for v in variants:
-        if v not in ALL_VARIANTS:
-            raise ValueError(
-                f"unknown variant '{v}' (one of: "
-                f"{', '.join(ALL_VARIANTS)})"
-            )
-    for t in storage_types:
-        if t not in STORAGE_TYPES:
-            raise ValueError(
-                f"unknown storage type '{t}' (one of: "
-                f"{', '.join(STORAGE_TYPES)})"
-            )
-    for name, shape in (shapes or {}).items():
-        if shape not in PARAM_SHAPES:
-            raise ValueError(
-                f"unknown shape '{shape}' for parameter "
-                f"'{name}' (one of: {', '.join(PARAM_SHAPES)})"
-            )
-    chips = (chip,) if isinstance(chip, str) else tuple(chip)
-    targets = _targets(targets)
-    options = {
-        "variants": variants,
-        "storage_types": storage_types,
+    return _compiled(
+        text,
+        filename,
+        _cache_key(options, params, surrogate),
+        _load,
+    )
+
+
+def _cache_key(
+    options: CompileOptions, params: Optional[Mapping[str, object]], surrogate
+) -> dict:
+    """What a compile's cache entry is keyed by, and what flexsn-compile's
+    command line is built from (_compile_tool): the options, the parameter
+    values and the surrogate. A field at its default is left out where it
+    was added after the cache began, so that the keys of the compiles that
+    do not use it stay as they were."""
+    targets = _targets(options.targets)
+    key = {
+        "variants": options.variants,
+        "storage_types": options.storage_types,
         "targets": targets,
-        "chips": chips if "cuda" in targets else (),
+        "chips": options.chip if "cuda" in targets else (),
         "values": sorted(
             (k, _format_value(v)) for k, v in (params or {}).items()
         ),
-        "kinds": sorted((kinds or {}).items()),
+        "kinds": options.kinds,
         "surrogate": _surrogate_text(surrogate),
-        "neuron": neuron or "",
+        "neuron": options.neuron or "",
         "cache_format": CACHE_FORMAT,
     }
-    if shapes:
-        # Only when given: the keys of every other compile stay as they were.
-        options["shapes"] = sorted(shapes.items())
-    if spike_storage != ("dense",):
-        options["spike_storage"] = spike_storage
-    if not save_in_storage_type:
-        options["save_in_storage_type"] = False
-    _set_surrogate_precision(options, approximate_surrogates)
-    return _compiled(text, filename, options, _load)
+    if options.shapes:
+        key["shapes"] = options.shapes
+    if options.spike_storage != ("dense",):
+        key["spike_storage"] = options.spike_storage
+    if not options.save_in_storage_type:
+        key["save_in_storage_type"] = False
+    _set_surrogate_precision(key, options.approximate_surrogates)
+    return key
 
 
 def _set_surrogate_precision(options: dict, approximate: bool) -> None:
@@ -323,6 +306,9 @@ def _set_surrogate_precision(options: dict, approximate: bool) -> None:
 
 
 def _targets(targets: Optional[Iterable[str]]) -> tuple:
+    """The targets given, or by default the CPU, plus CUDA where a CUDA
+    toolkit is installed (or no tools are, so that a cache filled where
+    they were serves both)."""
     if targets is None:
         ptxas = cuda_toolkit() / "bin" / "ptxas"
         targets = (
@@ -330,11 +316,7 @@ def _targets(targets: Optional[Iterable[str]]) -> tuple:
             if ptxas.is_file() or not _tools.tools_available()
             else ("cpu",)
         )
-    targets = tuple(dict.fromkeys(targets))
-    for t in targets:
-        if t not in TARGETS:
-            raise ValueError(f"unknown target '{t}' (cpu or cuda)")
-    return targets
+    return CompileOptions(targets=targets).targets
 
 
 def _compiled(text: str, filename: str, options: dict, load):

@@ -10,6 +10,7 @@ from torch import nn
 
 from .. import _dialect, compiler
 from .. import surrogate as surrogates
+from .._options import CompileOptions
 from ._function import Handle, final_states, scan
 from ._kernels import SPIKE_STORAGE
 from ._state import (
@@ -20,6 +21,11 @@ from ._state import (
 )
 
 STEP_MODES = ("s", "m")
+
+
+#: A module's compile options where none are given: every storage type,
+#: so that a module runs float32, float16 and bfloat16 inputs.
+_MODULE_OPTIONS = CompileOptions(storage_types=_dialect.STORAGE_TYPES)
 
 
 class FlexSN(StatefulModule):
@@ -36,6 +42,12 @@ class FlexSN(StatefulModule):
     states for the next call (`reset()` clears them, `detach()` cuts their
     graph). `store_state_seqs=True` also keeps every step's states in
     `state_seqs`. `step_mode="s"` takes and returns single steps `[N...]`.
+
+    How the kernels are compiled is `options`, a `flexsn.CompileOptions`
+    (default: every storage type), whose fields the keywords `kinds`,
+    `shapes`, `storage_types`, `neuron_name` (its `neuron`) and any other
+    of its fields (`targets=`, `chip=`, ...) change; the module keeps it
+    as `options`, and compiles with it again after a const write.
 
     Parameters are attributes, read at every call: `const` ones are
     compiled in (writing one, `m.tau = 3.0`, compiles that variant at the
@@ -112,12 +124,13 @@ class FlexSN(StatefulModule):
         deterministic: bool = False,
         step_mode: str = "m",
         spike_dtype: Optional[torch.dtype] = None,
-        storage_types: Sequence[str] = _dialect.STORAGE_TYPES,
+        storage_types: Optional[Sequence[str]] = None,
         neuron_name: Optional[str] = None,
         example_inputs=None,
         requires_grad=None,
         backend=None,
         check_finite: bool = False,
+        options: Optional[CompileOptions] = None,
         **compile_options,
     ):
         super().__init__()
@@ -130,6 +143,16 @@ class FlexSN(StatefulModule):
         spikes = SPIKE_STORAGE[spike_dtype]
         if spikes != "dense":
             compile_options["spike_storage"] = ("dense", spikes)
+        # How the kernels are compiled: one value, which a rebuild (after a
+        # const write, or in a process that unpickled the module) reuses.
+        self._options = CompileOptions.of(
+            options or _MODULE_OPTIONS,
+            storage_types=storage_types,
+            kinds=kinds,
+            shapes=shapes,
+            neuron=neuron_name,
+            **compile_options,
+        )
         step = None
         if callable(neuron) and not isinstance(neuron, (str, os.PathLike)):
             step = _import_step(
@@ -146,7 +169,11 @@ class FlexSN(StatefulModule):
         params = dict(params or {})
         # Const parameters are compiled in; the others are module state.
         probe = compiler.compile(
-            neuron, targets=(), kinds=kinds, shapes=shapes, neuron=neuron_name
+            neuron,
+            targets=(),
+            kinds=self._options.kinds,
+            shapes=self._options.shapes,
+            neuron=self._options.neuron,
         )
         info = probe.info
         unknown = set(params) - {p.name for p in info.params}
@@ -165,16 +192,8 @@ class FlexSN(StatefulModule):
                     f"{info.name} has {len(actual)} {what} "
                     f"({', '.join(actual) or 'none'}), not {expected}"
                 )
-        # What a rebuild needs (after a const write, or in a process that
-        # unpickled the module): the source text and every option.
+        # What a rebuild needs besides the options: the source text.
         self._source = compiler.read_source(neuron)[0]
-        self._compile_options = dict(
-            storage_types=tuple(storage_types),
-            kinds=kinds,
-            shapes=shapes,
-            neuron=neuron_name,
-            **compile_options,
-        )
         self._surrogate = _coerce_surrogate(surrogate_function)
         self._deterministic = bool(deterministic)
         self._spikes = spikes
@@ -278,11 +297,16 @@ class FlexSN(StatefulModule):
             self._source if source is None else source,
             params=values,
             surrogate=self._surrogate,
-            **self._compile_options,
+            options=self._options,
         )
         self._compiled, self._info = compiled, compiled.info
         self._handle = Handle(compiled, self._deterministic, self._spikes)
         self._stale = False
+
+    @property
+    def options(self) -> CompileOptions:
+        """How the module's kernels are compiled (a frozen value)."""
+        return self._options
 
     @property
     def compiled(self):

@@ -1,0 +1,111 @@
+"""flexsn.CompileOptions: one frozen value for how a neuron is compiled,
+normalized and checked when made; flexsn.compile and the FlexSN modules
+take it, and keywords change its fields."""
+
+import copy
+import pickle
+
+import pytest
+
+import flexsn
+from flexsn import CompileOptions, _cache
+from flexsn.torch import FlexSN, LIFNode
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path / "cache"))
+    _cache.memo.clear()
+    yield tmp_path / "cache"
+    _cache.memo.clear()
+
+
+def test_normalized_equal_hashable_and_picklable():
+    a = CompileOptions(
+        variants=["inference", "forward", "inference"],
+        chip="sm_80",
+        kinds={"tau": "runtime", "v_threshold": "trainable"},
+        shapes=[("v_threshold", "per_neuron")],
+        storage_types=("f16", "f32"),
+    )
+    assert a.variants == ("inference", "forward")
+    assert a.chip == ("sm_80",)
+    assert a.kinds == (("tau", "runtime"), ("v_threshold", "trainable"))
+    assert a.shapes == (("v_threshold", "per_neuron"),)
+    assert a.storage_types == ("f16", "f32")  # the order given
+    b = CompileOptions(
+        variants=("inference", "forward"),
+        chip=("sm_80",),
+        kinds=[("v_threshold", "trainable"), ("tau", "runtime")],
+        shapes={"v_threshold": "per_neuron"},
+        storage_types=["f16", "f32"],
+    )
+    assert a == b and hash(a) == hash(b)
+    assert pickle.loads(pickle.dumps(a)) == a
+    with pytest.raises(AttributeError):
+        a.chip = ("sm_90",)
+    assert a.replace(chip="sm_90").chip == ("sm_90",) and a.chip == ("sm_80",)
+    assert CompileOptions.of(a, neuron=None) is a  # None changes nothing
+    assert CompileOptions.of(None) == CompileOptions()
+
+
+@pytest.mark.parametrize(
+    "fields, error, message",
+    [
+        (dict(variants=("train",)), ValueError, "unknown variant 'train'"),
+        (dict(storage_types=("f64",)), ValueError, "unknown storage type"),
+        (dict(targets=("rocm",)), ValueError, "unknown target 'rocm'"),
+        (dict(spike_storage=("u4",)), ValueError, "unknown spike storage"),
+        (dict(spike_storage=()), ValueError, "lists no storage"),
+        (dict(kinds={"tau": "learned"}), ValueError, "parameter kind"),
+        (dict(shapes={"tau": "row"}), ValueError, "unknown shape 'row'"),
+        (dict(save_in_storage_type=1), TypeError, "is a bool"),
+        (dict(neuron=3), TypeError, "neuron is a name"),
+        (dict(variants=3), TypeError, "sequence of names"),
+    ],
+)
+def test_bad_fields_are_clear_errors(fields, error, message):
+    with pytest.raises(error, match=message):
+        CompileOptions(**fields)
+
+
+def test_unknown_keywords_name_the_options():
+    with pytest.raises(TypeError, match="unknown compile option.*chips.*"):
+        CompileOptions.of(chips=("sm_90",))
+    with pytest.raises(TypeError, match="is a flexsn.CompileOptions"):
+        CompileOptions.of({"chip": "sm_90"})
+
+
+def test_compile_takes_the_options_or_their_fields(cache):
+    options = CompileOptions(targets=("cpu",), variants=("inference",))
+    by_value = flexsn.compile("lif", options=options)
+    by_keywords = flexsn.compile(
+        "lif", targets=("cpu",), variants=("inference",)
+    )
+    assert by_value.directory == by_keywords.directory
+    assert by_value.variants == ("inference",)
+    # A keyword changes that field of the options.
+    both = flexsn.compile("lif", options=options, variants=("final-state",))
+    assert both.variants == ("final-state",)
+    assert both.directory != by_value.directory
+    with pytest.raises(TypeError, match="unknown compile option"):
+        flexsn.compile("lif", vector_width=4)
+
+
+def test_a_module_keeps_its_options(cache):
+    options = CompileOptions(targets=("cpu",), storage_types=("f32",))
+    lif = LIFNode(options=options)
+    assert lif.options == options
+    assert lif.compiled.storage_types == ("f32",)
+    # Keywords change the module's options; without options a module
+    # compiles every storage type.
+    other = LIFNode(targets=("cpu",), save_in_storage_type=False)
+    assert other.options.storage_types == flexsn.STORAGE_TYPES
+    assert other.options.save_in_storage_type is False
+    # A const write compiles with the same options; a copy keeps them.
+    lif.tau = 3.0
+    assert lif.compiled.storage_types == ("f32",)
+    assert copy.deepcopy(lif).options == options
+    assert pickle.loads(pickle.dumps(lif)).options == options
+    with pytest.raises(TypeError, match="unknown compile option"):
+        FlexSN("lif", targets=("cpu",), vector_width=4)
