@@ -8,16 +8,8 @@ import pickle
 import pytest
 
 import flexsn
-from flexsn import CompileOptions, _cache
+from flexsn import CompileOptions
 from flexsn.torch import FlexSN, LIFNode
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLEXSN_CACHE_DIR", str(tmp_path / "cache"))
-    _cache.memo.clear()
-    yield tmp_path / "cache"
-    _cache.memo.clear()
 
 
 def test_normalized_equal_hashable_and_picklable():
@@ -76,7 +68,7 @@ def test_unknown_keywords_name_the_options():
         CompileOptions.of({"chip": "sm_90"})
 
 
-def test_compile_takes_the_options_or_their_fields(cache):
+def test_compile_takes_the_options_or_their_fields():
     options = CompileOptions(targets=("cpu",), variants=("inference",))
     by_value = flexsn.compile("lif", options=options)
     by_keywords = flexsn.compile(
@@ -92,7 +84,7 @@ def test_compile_takes_the_options_or_their_fields(cache):
         flexsn.compile("lif", vector_width=4)
 
 
-def test_a_module_keeps_its_options(cache):
+def test_a_module_keeps_its_options():
     options = CompileOptions(targets=("cpu",), storage_types=("f32",))
     lif = LIFNode(options=options)
     assert lif.options == options
