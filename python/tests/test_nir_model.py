@@ -710,6 +710,25 @@ def test_a_model_from_nir_goes_back_to_nir_as_trained(tmp_path):
     assert want.abs().sum() > 0
 
 
+@pytest.mark.parametrize("nested", [False, True], ids=["flat", "nested"])
+def test_a_recurrent_model_goes_back_to_nir(nested, tmp_path):
+    """to_nir of a model read from a recurrent graph: one flat graph, the
+    ids a flat file had (a nested graph's nodes named by their path, its
+    Input and Output left out), which reads back as the same model."""
+    rng = np.random.default_rng(13)
+    graph, _ = recurrent_network(rng, nested)
+    model = from_nir(graph, dt=DT)
+    back = to_nir(model, dt=DT)
+    flat, _ = recurrent_network(np.random.default_rng(13), nested=False)
+    assert set(back.nodes) == set(flat.nodes)
+    assert sorted(back.edges) == sorted(flat.edges)
+    nir.write(tmp_path / "back.nir", back)
+    again = from_nir(str(tmp_path / "back.nir"), dt=DT)
+    x = torch.as_tensor(rng.normal(0.8, 1.0, (20, 3, 4)), dtype=torch.float32)
+    with torch.no_grad():
+        assert torch.equal(again(x), model(x))
+
+
 def test_a_sequence_of_flexsn_neurons_goes_to_nir():
     """nn.Linear and FlexSN's IF and LIF neurons (hard reset, tau 3,
     decay_input) as NIR nodes, read back into a model that computes what

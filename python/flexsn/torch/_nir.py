@@ -688,12 +688,34 @@ def _array(value, shape):
     )
 
 
+def _without_passthroughs(model: NIRModel) -> tuple:
+    """The model's nodes and edges without the Input and Output nodes of
+    the nested graphs it flattened: each edge through one joins its
+    sources to its targets."""
+    inner = [
+        name
+        for name, node in model.nodes.items()
+        if node.type in ("Input", "Output")
+        and name not in (model.input, model.output)
+    ]
+    edges = list(model.edges)
+    for name in inner:
+        sources = [a for a, b in edges if b == name]
+        targets = [b for a, b in edges if a == name]
+        edges = [e for e in edges if name not in e]
+        edges += [(a, b) for a in sources for b in targets]
+    nodes = {k: v for k, v in model.nodes.items() if k not in inner}
+    return nodes, edges
+
+
 def _graph_of_model(model: NIRModel) -> nir.Graph:
-    """The graph of a NIRModel with its parameters as they are now (its
-    nested graphs flattened: a nested node's id joins the path with
-    '__')."""
+    """The graph of a NIRModel with its parameters as they are now: one
+    flat graph, a nested graph's nodes named by their path ("sub.lif", as
+    NIR's own writer names a graph it flattened), without its Input and
+    Output nodes."""
     nodes = {}
-    for name, node in model.nodes.items():
+    flat_nodes, flat_edges = _without_passthroughs(model)
+    for name, node in flat_nodes.items():
         params = dict(node.params)
         layer = (
             model.layers[model._key(name)]
@@ -719,11 +741,8 @@ def _graph_of_model(model: NIRModel) -> nir.Graph:
                 params["bias"] = _array(conv.bias, conv.bias.shape)
         elif isinstance(layer, _Scale):
             params["scale"] = _array(layer.scale, layer.scale.shape)
-        nodes[model._key(name)] = nir.Node(
-            node.type, params, dict(node.metadata)
-        )
-    edges = [(model._key(a), model._key(b)) for a, b in model.edges]
-    return nir.Graph(nodes, edges)
+        nodes[name] = nir.Node(node.type, params, dict(node.metadata))
+    return nir.Graph(nodes, flat_edges)
 
 
 def _neuron_node(module, name: str, n: int, dt: float) -> nir.Node:
