@@ -139,6 +139,12 @@ _STEPS = {
 }
 
 
+#: The nodes that keep a state from one step to the next (a cycle's, run
+#: step by step, carry it from one call to the next): the neurons and
+#: Delay. Before the first step each gives zero.
+_STATEFUL = tuple(_STEPS) + ("Delay",)
+
+
 class NIRNeuron(nn.Module):
     """A NIR neuron layer: a FlexSN neuron over [T, B, C, S], the C
     channels those of its parameters (one per neuron, or one for all) and
@@ -478,19 +484,13 @@ def _components(nodes: dict, edges: list) -> Dict[str, int]:
 def _check_cycles(nodes: dict, edges: list, component: Dict[str, int]):
     """Raises NIRError for a cycle that no neuron breaks (its value at a
     step would depend on itself: NIR's continuous time has no step to
-    delay it by), or one through a Delay (not modeled yet)."""
+    delay it by)."""
     sizes = collections.Counter(component.values())
     recurrent = {
         name
         for name in nodes
         if sizes[component[name]] > 1 or (name, name) in edges
     }
-    for name in sorted(recurrent):
-        if nodes[name].type == "Delay":
-            raise nir.NIRError(
-                f"node {name!r} (Delay): a delay on a cycle "
-                f"is not modeled yet"
-            )
     plain = {
         name: nodes[name]
         for name in recurrent
@@ -591,8 +591,9 @@ class NIRModel(nn.Module):
 
     def _at_rest(self, members, values):
         """What each node of a cycle gives before the first step, every
-        neuron at rest (its output zero): the value an edge closing the
-        cycle carries into step 0 (a recurrent Affine's bias)."""
+        neuron at rest (its output zero, as a Delay's is): the value an
+        edge closing the cycle carries into step 0 (a recurrent Affine's
+        bias)."""
         rest = {}
         back = [e for e in self.back_edges if e[1] in members]
         # A neuron's zero has the shape of its input, which a pass learns
@@ -608,7 +609,7 @@ class NIRModel(nn.Module):
                     for source in self.sources[name]
                     if source in rest or source not in members
                 ]
-                if self.nodes[name].type in _STEPS:
+                if self.nodes[name].type in _STATEFUL:
                     rest[name] = torch.zeros_like(sum(inputs))
                 else:
                     rest[name] = self._run(name, inputs)
