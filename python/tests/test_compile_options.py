@@ -6,6 +6,7 @@ import copy
 import pickle
 
 import pytest
+import torch
 
 import flexsn
 from flexsn import CompileOptions
@@ -101,3 +102,25 @@ def test_a_module_keeps_its_options():
     assert pickle.loads(pickle.dumps(lif)).options == options
     with pytest.raises(TypeError, match="unknown compile option"):
         FlexSN("lif", targets=("cpu",), vector_width=4)
+
+
+def test_a_module_pickled_before_compile_options_loads():
+    """A module pickled by the version that kept its options as a dict of
+    flexsn.compile's keywords loads with those options."""
+    lif = LIFNode(targets=("cpu",), storage_types=("f32",), step_mode="m")
+    x = torch.rand(3, 4) * 2
+    want = lif(x)
+    lif.reset()
+    state = copy.deepcopy(lif.__getstate__())
+    del state["_options"]
+    state["_compile_options"] = dict(
+        storage_types=("f32",),
+        kinds=None,
+        shapes=None,
+        neuron=None,
+        targets=("cpu",),
+    )
+    old = LIFNode.__new__(LIFNode)
+    old.__setstate__(state)
+    assert old.options == lif.options
+    assert torch.equal(old(x), want)

@@ -303,6 +303,14 @@ class FlexSN(StatefulModule):
         self._handle = Handle(compiled, self._deterministic, self._spikes)
         self._stale = False
 
+    def __setstate__(self, state):
+        # A module pickled before CompileOptions kept its options as a
+        # dict of flexsn.compile's keywords.
+        old = state.pop("_compile_options", None)
+        if old is not None and "_options" not in state:
+            state["_options"] = CompileOptions.of(_MODULE_OPTIONS, **old)
+        super().__setstate__(state)
+
     @property
     def options(self) -> CompileOptions:
         """How the module's kernels are compiled (a frozen value)."""
