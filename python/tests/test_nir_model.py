@@ -656,6 +656,38 @@ def test_graphs_it_cannot_model_are_clear_errors():
     )
     with pytest.raises(nir.NIRError, match="the input does not reach it"):
         from_nir(unreached, dt=DT)
+    # Shapes that do not fit along an edge, found when the model is built.
+    wrong_weight = graph_of(
+        nir.Node("Linear", {"weight": np.ones((4, 5), np.float32)}), [n]
+    )
+    with pytest.raises(
+        nir.NIRError,
+        match=r"node 'node' \(Linear\): what its edges bring \(\(3,\), "
+        r"from 'input'\) does not fit it",
+    ):
+        from_nir(wrong_weight, dt=DT)
+    two_sizes = nir.Graph(
+        {
+            "input": nir.Node("Input", {"shape": np.array([n])}),
+            "wide": nir.Node(
+                "Linear", {"weight": np.ones((n + 1, n), np.float32)}
+            ),
+            "lif": lif,
+            "output": nir.Node("Output", {"shape": np.array([n])}),
+        },
+        [
+            ("input", "wide"),
+            ("input", "lif"),
+            ("wide", "lif"),
+            ("lif", "output"),
+        ],
+    )
+    with pytest.raises(
+        nir.NIRError,
+        match=r"node 'lif' \(LIF\): what its edges bring \(\(3,\), "
+        r"\(4,\), from 'input', 'wide'\)",
+    ):
+        from_nir(two_sizes, dt=DT)
     short = dict(neuron_params("LIF", n, rng), tau=np.full(n, 0.5 * DT))
     with pytest.raises(
         nir.NIRError, match="tau = 5e-05 s is shorter than " "dt = 0.0001 s"

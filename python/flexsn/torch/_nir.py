@@ -571,6 +571,8 @@ class NIRModel(nn.Module):
                         nodes[name], dt, name
                     )
         self.dt = dt
+        self._checking_shapes = False
+        self._check_shapes()
 
     @staticmethod
     def _key(name: str) -> str:
@@ -583,11 +585,40 @@ class NIRModel(nn.Module):
                 layer.reset()
 
     def _run(self, name, inputs):
-        total = inputs[0]
-        for other in inputs[1:]:
-            total = total + other
-        key = self._key(name)
-        return self.layers[key](total) if key in self.layers else total
+        try:
+            total = inputs[0]
+            for other in inputs[1:]:
+                total = total + other
+            key = self._key(name)
+            return self.layers[key](total) if key in self.layers else total
+        except (RuntimeError, ValueError) as error:
+            if not getattr(self, "_checking_shapes", False):
+                raise
+            shapes = ", ".join(str(tuple(i.shape[2:])) for i in inputs)
+            raise nir.NIRError(
+                f"node {name!r} ({self.nodes[name].type}): what its edges "
+                f"bring ({shapes}, from "
+                f"{', '.join(map(repr, self.sources[name]))}) does not fit "
+                f"it: {error}"
+            ) from None
+
+    def _check_shapes(self):
+        """Raises NIRError, naming the node, for shapes that do not fit
+        along an edge: runs one step of one sample of the Input's shape.
+        (An Output's own shape is not held against what reaches it:
+        writers spell it differently, Rockpool's one neuron as [1, 1,
+        1].)"""
+        shape = tuple(
+            int(v)
+            for v in np.atleast_1d(self.nodes[self.input].params["shape"])
+        )
+        self._checking_shapes = True
+        try:
+            with torch.no_grad():
+                self(torch.zeros((1, 1) + shape))
+        finally:
+            self._checking_shapes = False
+            self.reset()
 
     def _at_rest(self, members, values):
         """What each node of a cycle gives before the first step, every
