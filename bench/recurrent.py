@@ -16,9 +16,11 @@ over the sequence and runs the recurrence step by step:
   writes it (snnTorch's RLeaky and Norse's LIFRecurrent run the same loop
   per step), the spike an autograd Function;
 - compile: torch.compile of that loop (Inductor; T steps unrolled);
-- flexsn: `flexsn.torch.Recurrent(700, 256, LIFNode(tau=2))`, one FlexSN
-  neuron call per step;
-- flexsn+compile: torch.compile of that module.
+- flexsn: `flexsn.torch.Recurrent(700, 256, LIFNode(tau=2))`, which runs
+  the neuron's coupled kernels (one forward kernel over the sequence with
+  W_rec s[t-1] in its time loop, one backward kernel);
+- flexsn+compile: torch.compile of that module (which steps in Python
+  under tracing: Inductor sees the neuron's PyTorch step).
 
 float32 and AMP (autocast float16). Before timing, the FlexSN layer's
 spikes and gradients (input weights, bias, recurrent weights) are checked

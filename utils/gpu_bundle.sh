@@ -21,7 +21,8 @@
 #                   test_fuse.py, test_fuse_spikingjelly.py,
 #                   test_layouts.py,
 #                   test_spikingjelly_fidelity.py and
-#                   test_against_spikingjelly.py (their CPU run). The GPU
+#                   test_against_spikingjelly.py and
+#                   test_coupled_kernels.py (their CPU run). The GPU
 #                   machine has no tools: there
 #                   compile() serves these entries, found by the same
 #                   arguments, with FLEXSN_CACHE_DIR=DIR/cache and
@@ -116,7 +117,10 @@ log "compiling into $FLEXSN_CACHE_DIR"
 "$PY" -m bench device-torch --compile-only
 "$PY" -m bench lif --compile-only
 "$PY" -m bench saved-storage --compile-only
-"$PY" -m bench fx --compile-only --out "$DIR/fx"
+# Its timed targets are the benchmark's business, not the bundle's: a miss
+# on a busy machine still leaves its cache entries.
+"$PY" -m bench fx --compile-only --out "$DIR/fx" ||
+  log "bench fx: a compile-time target was missed (see $DIR/fx); continuing"
 "$PY" -m bench device-ddp --compile-only
 "$PY" -m bench block --compile-only --cubin "$DIR/block.cubin"
 "$PY" -m bench block-train --compile-only
@@ -135,6 +139,7 @@ log "compiling what python/tests uses (their CPU run)"
   python/tests/test_fuse.py python/tests/test_fuse_spikingjelly.py \
   python/tests/test_layouts.py python/tests/test_spikingjelly_fidelity.py \
   python/tests/test_against_spikingjelly.py python/tests/test_recurrent.py \
+  python/tests/test_coupled_kernels.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
 # Unfinished builds of a failed compile are no use there.

@@ -86,6 +86,11 @@ static void addKernelPasses(OpPassManager &pm,
     autodiff.saveInStorageType = options.saveInStorageType;
     pm.addPass(createFlexSNAutodiff(autodiff));
   }
+  if (options.coupledKernels) {
+    FlexSNCoupleKernelsOptions couple;
+    couple.neurons.assign(options.neurons.begin(), options.neurons.end());
+    pm.addPass(createFlexSNCoupleKernels(couple));
+  }
 }
 
 void mlir::flexsn::buildLowerToCPUPipeline(OpPassManager &pm,
@@ -222,23 +227,29 @@ static void registerCheckedPipeline(
       });
 }
 
+LogicalResult
+mlir::flexsn::checkLowerToNVVMOptions(const LowerToNVVMOptions &options,
+                                      ErrorHandler errorHandler) {
+  return checkKernelOptions("flexsn-lower-to-nvvm", options, errorHandler,
+                            options.chips);
+}
+
+LogicalResult
+mlir::flexsn::checkLowerToCPUOptions(const LowerToCPUOptions &options,
+                                     ErrorHandler errorHandler) {
+  return checkKernelOptions("flexsn-lower-to-cpu", options, errorHandler);
+}
+
 void mlir::flexsn::registerPipelines() {
   registerFlexSNPipelinePasses();
   registerCheckedPipeline<LowerToNVVMOptions>(
       "flexsn-lower-to-nvvm",
       "Lower neuron definitions to GPU kernels in a gpu.binary (cubin, "
       "fatbin or PTX) for NVIDIA GPUs",
-      buildLowerToNVVMPipeline,
-      [](const LowerToNVVMOptions &options, ErrorHandler errorHandler) {
-        return checkKernelOptions("flexsn-lower-to-nvvm", options, errorHandler,
-                                  options.chips);
-      });
+      buildLowerToNVVMPipeline, checkLowerToNVVMOptions);
   registerCheckedPipeline<LowerToCPUOptions>(
       "flexsn-lower-to-cpu",
       "Lower neuron definitions to LLVM-dialect CPU kernels (inference and "
       "final-state variants)",
-      buildLowerToCPUPipeline,
-      [](const LowerToCPUOptions &options, ErrorHandler errorHandler) {
-        return checkKernelOptions("flexsn-lower-to-cpu", options, errorHandler);
-      });
+      buildLowerToCPUPipeline, checkLowerToCPUOptions);
 }

@@ -69,6 +69,7 @@ const char *flexsn_status_name(flexsn_status status) {
     FLEXSN_STATUS_NAME(FLEXSN_ERROR_LAUNCH)
     FLEXSN_STATUS_NAME(FLEXSN_ERROR_CUDA)
     FLEXSN_STATUS_NAME(FLEXSN_ERROR_BAD_CHANNELS)
+    FLEXSN_STATUS_NAME(FLEXSN_ERROR_BAD_COUPLING)
 #undef FLEXSN_STATUS_NAME
   }
   return "FLEXSN_UNKNOWN_STATUS";
@@ -92,7 +93,8 @@ int flexsn_buffer_kind_from_role(const char *role) {
       {"per_neuron_param", FLEXSN_PER_NEURON_PARAM},
       {"per_neuron_param_gradient", FLEXSN_PER_NEURON_PARAM_GRADIENT},
       {"per_channel_param", FLEXSN_PER_CHANNEL_PARAM},
-      {"per_channel_param_gradient", FLEXSN_PER_CHANNEL_PARAM_GRADIENT}};
+      {"per_channel_param_gradient", FLEXSN_PER_CHANNEL_PARAM_GRADIENT},
+      {"coupling_weights", FLEXSN_COUPLING_WEIGHTS}};
   size_t i;
   if (!role)
     return -1;
@@ -146,6 +148,9 @@ const char *flexsn_status_message(flexsn_status status) {
   case FLEXSN_ERROR_BAD_CHANNELS:
     return "a kernel with per-channel parameters needs C >= 1 channels "
            "(at most 2^31-1) of S >= 1 neurons, with N a multiple of C * S";
+  case FLEXSN_ERROR_BAD_COUPLING:
+    return "a coupled kernel needs flexsn_launch_coupled, 1 <= H <= 256 * "
+           "vector_width and N a multiple of H; other kernels take no H";
   }
   return "unknown status";
 }
@@ -456,7 +461,8 @@ static int is_required(flexsn_buffer_kind kind) {
          kind == FLEXSN_REDUCTION_SCRATCH || kind == FLEXSN_PER_NEURON_PARAM ||
          kind == FLEXSN_PER_NEURON_PARAM_GRADIENT ||
          kind == FLEXSN_PER_CHANNEL_PARAM ||
-         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT;
+         kind == FLEXSN_PER_CHANNEL_PARAM_GRADIENT ||
+         kind == FLEXSN_COUPLING_WEIGHTS;
 }
 
 static int is_per_channel(flexsn_buffer_kind kind) {
@@ -467,7 +473,7 @@ static int is_per_channel(flexsn_buffer_kind kind) {
 /* Buffers the kernel touches one element at a time (no 16-byte vectors). */
 static int is_scalar_access(flexsn_buffer_kind kind) {
   return kind == FLEXSN_PARAM_GRADIENT || kind == FLEXSN_REDUCTION_SCRATCH ||
-         is_per_channel(kind);
+         kind == FLEXSN_COUPLING_WEIGHTS || is_per_channel(kind);
 }
 
 static int count_kind(const flexsn_kernel_desc *desc, flexsn_buffer_kind kind) {
@@ -515,6 +521,7 @@ static flexsn_status check_desc(const flexsn_image *image,
     case FLEXSN_PER_NEURON_PARAM_GRADIENT:
     case FLEXSN_PER_CHANNEL_PARAM:
     case FLEXSN_PER_CHANNEL_PARAM_GRADIENT:
+    case FLEXSN_COUPLING_WEIGHTS:
       break;
     default:
       return FLEXSN_ERROR_INVALID_ARGUMENT;
@@ -529,7 +536,8 @@ static flexsn_status check_desc(const flexsn_image *image,
       return FLEXSN_ERROR_INVALID_ARGUMENT;
   }
   /* Every final state needs an initial state to take its value for T == 0. */
-  if (finals > initials || count_kind(desc, FLEXSN_REDUCTION_SCRATCH) > 1)
+  if (finals > initials || count_kind(desc, FLEXSN_REDUCTION_SCRATCH) > 1 ||
+      count_kind(desc, FLEXSN_COUPLING_WEIGHTS) > 1)
     return FLEXSN_ERROR_INVALID_ARGUMENT;
   if (desc->num_scalars > 0 && !scalars)
     return FLEXSN_ERROR_INVALID_ARGUMENT;
@@ -800,25 +808,18 @@ static flexsn_status zero_per_neuron_gradients(const flexsn_kernel_desc *desc,
   return FLEXSN_SUCCESS;
 }
 
-flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
+/* The launches: C, S for per-channel kernels; `coupled_launch` with H for
+   coupled ones (flexsn_launch_coupled), which no other kernel takes. */
+static flexsn_status launch(flexsn_image *image, const flexsn_kernel_desc *desc,
                             flexsn_stream stream, int64_t T, int64_t N,
-                            int64_t ld, void *const *buffers,
+                            int64_t ld, int64_t C, int64_t S,
+                            int coupled_launch, int64_t H, void *const *buffers,
                             const void *const *scalars) {
-  return flexsn_launch_channels(image, desc, stream, T, N, ld, 0, 0, buffers,
-                                scalars);
-}
-
-flexsn_status flexsn_launch_channels(flexsn_image *image,
-                                     const flexsn_kernel_desc *desc,
-                                     flexsn_stream stream, int64_t T, int64_t N,
-                                     int64_t ld, int64_t C, int64_t S,
-                                     void *const *buffers,
-                                     const void *const *scalars) {
   flexsn_cu_deviceptr pointers[FLEXSN_MAX_KERNEL_ARGS];
   int64_t extents[FLEXSN_MAX_KERNEL_ARGS];
   void *params[FLEXSN_MAX_KERNEL_ARGS + 5];
   int64_t sizes[5], seq_bytes = 0, state_bytes = 0, per_block;
-  int i, nb, vector, channels, num_sizes;
+  int i, nb, vector, channels, coupled, num_sizes;
   flexsn_cu_context context;
   flexsn_cu_function function;
   flexsn_status status;
@@ -845,6 +846,12 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
   if (channels && (C < 1 || S < 1 || C > INT32_MAX || S > INT64_MAX / C ||
                    N % (C * S) != 0))
     return FLEXSN_ERROR_BAD_CHANNELS;
+  /* Coupled kernels run a block per sample of H neurons. */
+  coupled = count_kind(desc, FLEXSN_COUPLING_WEIGHTS) > 0;
+  if (coupled != coupled_launch ||
+      (coupled && (H < 1 || H > 256 * (int64_t)desc->vector_width ||
+                   N % H != 0 || N / H > INT32_MAX)))
+    return FLEXSN_ERROR_BAD_COUPLING;
   for (i = 0; i < nb; ++i)
     if (is_required(desc->kinds[i]) && !buffers[i])
       return blame(i, FLEXSN_ERROR_NULL_POINTER);
@@ -871,6 +878,8 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
       extents[i] = 4;
     if (is_per_channel(desc->kinds[i]))
       extents[i] = 4 * C;
+    if (desc->kinds[i] == FLEXSN_COUPLING_WEIGHTS)
+      extents[i] = 4 * H * H; /* H <= 256 * vector_width: no overflow */
     /* Bounded by 4 + 4 * 128 * 2^31 (compute_extents checked the grid). */
     if (desc->kinds[i] == FLEXSN_REDUCTION_SCRATCH)
       extents[i] = 4 + 4 * (int64_t)count_kind(desc, FLEXSN_PARAM_GRADIENT) *
@@ -914,8 +923,8 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
       return blame(i, status);
   }
 
-  vector = ld % desc->vector_width == 0;
-  for (i = 0; i < nb; ++i) {
+  vector = coupled ? H > 256 : ld % desc->vector_width == 0;
+  for (i = 0; i < nb && !coupled; ++i) {
     /* A vector thread stores vector_width / 8 bytes of bits. */
     uintptr_t alignment = element_size_of(desc, i) == FLEXSN_BIT_PACKED
                               ? (uintptr_t)(desc->vector_width / 8)
@@ -949,19 +958,43 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
   sizes[0] = T;
   sizes[1] = N;
   sizes[2] = ld;
-  sizes[3] = C;
+  sizes[3] = coupled ? H : C;
   sizes[4] = S;
-  num_sizes = channels ? 5 : 3;
+  num_sizes = channels ? 5 : coupled ? 4 : 3;
   for (i = 0; i < num_sizes; ++i)
     params[nb + i] = &sizes[i];
   for (i = 0; i < desc->num_scalars; ++i)
     params[nb + num_sizes + i] = (void *)(uintptr_t)scalars[i]; /* only read */
 
-  /* ceil(N / (width * 256)) <= ceil(N / 256), checked to fit in grid x. */
-  per_block = 256 * (int64_t)(vector ? desc->vector_width : 1);
+  /* ceil(N / (width * 256)) <= ceil(N / 256) fits grid x; N / H, checked. */
+  per_block = coupled ? H : 256 * (int64_t)(vector ? desc->vector_width : 1);
   r = g_drv.launch_kernel(function, (unsigned int)((N - 1) / per_block + 1), 1,
                           1, 256, 1, 1, 0, stream, params, NULL);
   if (r != FLEXSN_CUDA_SUCCESS)
     return fail(r, FLEXSN_ERROR_LAUNCH);
   return FLEXSN_SUCCESS;
+}
+
+flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,
+                            flexsn_stream stream, int64_t T, int64_t N,
+                            int64_t ld, void *const *buffers,
+                            const void *const *scalars) {
+  return launch(image, desc, stream, T, N, ld, 0, 0, 0, 0, buffers, scalars);
+}
+
+flexsn_status flexsn_launch_channels(flexsn_image *image,
+                                     const flexsn_kernel_desc *desc,
+                                     flexsn_stream stream, int64_t T, int64_t N,
+                                     int64_t ld, int64_t C, int64_t S,
+                                     void *const *buffers,
+                                     const void *const *scalars) {
+  return launch(image, desc, stream, T, N, ld, C, S, 0, 0, buffers, scalars);
+}
+
+flexsn_status flexsn_launch_coupled(flexsn_image *image,
+                                    const flexsn_kernel_desc *desc,
+                                    flexsn_stream stream, int64_t T, int64_t N,
+                                    int64_t ld, int64_t H, void *const *buffers,
+                                    const void *const *scalars) {
+  return launch(image, desc, stream, T, N, ld, 0, 0, 1, H, buffers, scalars);
 }

@@ -37,6 +37,9 @@ const char *cheader::roleComment(BufferRole role, KernelVariant variant) {
   if (role == BufferRole::PerChannelParamGradient)
     return "[C] float: the parameter's gradient for each channel, summed "
            "over T and the channel's neurons (required)";
+  if (role == BufferRole::CouplingWeights)
+    return "[H, H] float: the coupling weights, row k from neuron k "
+           "(required)";
   // A backward kernel's buffers are gradients (and the re-read inputs).
   if (variant == KernelVariant::Backward) {
     switch (role) {
@@ -118,6 +121,18 @@ void cheader::writeKernelComment(raw_ostream &os, CompiledKernelAttr k,
   os << "/* " << signature.getNeuron().getValue() << ", "
      << stringifyKernelVariant(variant) << ", storage "
      << signature.getStorageType() << ". " << shapeNote << "\n";
+  if (signature.isCoupled())
+    os << " * Coupled: the neurons are N / H samples of H; input "
+       << signature.getCoupledInput() << " of neuron j at step t gains\n"
+       << " * sum over k of coupling[k * H + j] times output "
+       << signature.getCoupledOutput()
+       << " of neuron k of the sample at\n * the step before"
+       << (signature.getVariant() == KernelVariant::Backward
+               ? " (this backward kernel runs the adjoint: the incoming\n"
+                 " * gradient of the output gains the weighted gradients of "
+                 "the input one step\n * later)"
+               : "")
+       << ". N must be a multiple of H.\n";
   if (signature.hasChannels())
     os << " * The neurons are [B, C, S]: C channels of S neurons per sample "
           "(S = H * W for\n * [T, B, C, H, W] data); N must be a multiple of "

@@ -85,13 +85,14 @@ FailureOr<DeviceObject> singleObject(ModuleOp module,
   return objects->front();
 }
 
-/// Bundles several cubins with the toolkit's `fatbinary`.
+/// Bundles several cubins with the `fatbinary` of `toolkit`.
 FailureOr<std::string> bundleFatbin(ModuleOp module,
-                                    ArrayRef<DeviceObject> objects) {
+                                    ArrayRef<DeviceObject> objects,
+                                    StringRef toolkit = toolkitPath) {
   if (objects.size() == 1 &&
       objects.front().format == gpu::CompilationTarget::Fatbin)
     return objects.front().bytes.str();
-  SmallString<128> fatbinary(toolkitPath);
+  SmallString<128> fatbinary(toolkit);
   llvm::sys::path::append(fatbinary, "bin", "fatbinary");
   if (!llvm::sys::fs::can_execute(fatbinary))
     return module.emitError()
@@ -182,6 +183,7 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   }
 
   bool channels = signature.hasChannels();
+  bool coupled = signature.isCoupled();
   cheader::writeKernelComment(
       os, k,
       "T steps of N neurons; ld = time stride of the [T, N]\n * buffers in "
@@ -190,6 +192,8 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
      << "(flexsn_stream stream, int64_t T, int64_t N, int64_t ld";
   if (channels)
     os << ", int64_t C, int64_t S";
+  if (coupled)
+    os << ", int64_t H";
   cheader::writeKernelParameters(os, k);
   os << ") {\n";
   os << "  static const flexsn_buffer_kind kinds[] = {";
@@ -247,6 +251,9 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
   if (channels)
     os << "  return flexsn_launch_channels(&" << image
        << ", &desc, stream, T, N, ld, C, S, buffers, scalars);\n}\n\n";
+  else if (coupled)
+    os << "  return flexsn_launch_coupled(&" << image
+       << ", &desc, stream, T, N, ld, H, buffers, scalars);\n}\n\n";
   else
     os << "  return flexsn_launch(&" << image
        << ", &desc, stream, T, N, ld, buffers, scalars);\n}\n\n";
@@ -276,10 +283,15 @@ LogicalResult mlir::flexsn::translateToPTX(ModuleOp module, raw_ostream &os) {
 
 LogicalResult mlir::flexsn::translateToFatbin(ModuleOp module,
                                               raw_ostream &os) {
+  return translateToFatbin(module, os, toolkitPath);
+}
+
+LogicalResult mlir::flexsn::translateToFatbin(ModuleOp module, raw_ostream &os,
+                                              StringRef toolkit) {
   auto objects = collectObjects(module);
   if (failed(objects))
     return failure();
-  auto bytes = bundleFatbin(module, *objects);
+  auto bytes = bundleFatbin(module, *objects, toolkit);
   if (failed(bytes))
     return failure();
   os << *bytes;

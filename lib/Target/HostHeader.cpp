@@ -45,6 +45,7 @@ LogicalResult writeKernel(raw_ostream &os, CompiledKernelAttr k,
   ArrayRef<ParamAttr> params = signature.getParams();
   StringRef name = k.getName().getValue();
   bool channels = signature.hasChannels();
+  bool coupled = signature.isCoupled();
 
   // The C interface: a descriptor pointer per buffer, the runtime
   // parameters, then the thread count of a parallel kernel.
@@ -95,6 +96,8 @@ LogicalResult writeKernel(raw_ostream &os, CompiledKernelAttr k,
      << "(int64_t T, int64_t N";
   if (channels)
     os << ", int64_t C, int64_t S";
+  if (coupled)
+    os << ", int64_t H";
   cheader::writeKernelParameters(os, k);
   if (threads)
     os << ",\n    int32_t num_threads";
@@ -106,6 +109,9 @@ LogicalResult writeKernel(raw_ostream &os, CompiledKernelAttr k,
   if (channels)
     os << "  if (C < 1 || C > INT32_MAX || S < 1 || S > INT64_MAX / C ||\n"
        << "      N % (C * S) != 0)\n    return FLEXSN_ERROR_BAD_CHANNELS;\n";
+  if (coupled)
+    os << "  if (H < 1 || H > INT32_MAX || N % H != 0)\n"
+       << "    return FLEXSN_ERROR_BAD_COUPLING;\n";
   for (KernelBufferAttr b : buffers)
     if (!isOptionalRole(b.getRole()) && !isWorkspaceRole(b.getRole()))
       os << "  if (!" << b.getName().getValue()

@@ -93,6 +93,8 @@ SmallVector<StringRef, 4> mlir::flexsn::getBufferSizeNames(BufferShape shape,
     return {};
   case BufferShape::Scratch:
     return {"scratch"};
+  case BufferShape::Matrix:
+    return {"H", "H"};
   }
   llvm_unreachable("unknown buffer shape");
 }
@@ -143,6 +145,13 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     json.attribute("spikes", stringifySpikeStorage(signature.getSpikes()));
     // Neurons seen as [B, C, S], for per-channel parameters.
     json.attribute("channels", channels);
+    // A coupled (recurrent) kernel: its neurons are samples of H, input
+    // `input` fed by output `output` one step before (#flexsn.kernel).
+    if (signature.isCoupled())
+      json.attributeObject("coupling", [&] {
+        json.attribute("input", signature.getCoupledInput());
+        json.attribute("output", signature.getCoupledOutput());
+      });
     if (!cpu) {
       json.attribute("vector_kernel", kernel.getVectorEntry().getValue());
       json.attribute("scalar_kernel", kernel.getScalarEntry().getValue());
@@ -195,6 +204,8 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
       SmallVector<StringRef, 5> sizes = {"T", "N", "ld"};
       if (channels && !cpu)
         sizes.append({"C", "S"});
+      if (signature.isCoupled() && !cpu)
+        sizes.push_back("H");
       for (StringRef size : sizes)
         json.object([&] {
           json.attribute("name", size);

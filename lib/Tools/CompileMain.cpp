@@ -16,6 +16,11 @@
 //   gpu.json, kernels.cubin        with --gpu (kernels.fatbin for several
 //                                  chips)
 //
+// The options come either as flags (--configure, --cpu and --gpu taking
+// pass-option text, as flexsn-opt does) or as one typed compile request,
+// `--request=<file>` (CompileRequest.h), which is what the Python layer
+// writes.
+//
 // Each tool process loads libMLIR and registers every dialect and pass; a
 // compile used to pay that, and parse its module again, in about ten
 // processes (docs/Python.md).
@@ -23,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Pipelines/CompileRequest.h"
 #include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Target/HostObject.h"
 #include "flexsn/Target/Manifest.h"
@@ -42,6 +48,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -64,8 +71,19 @@ struct CompileOptions {
   cl::opt<std::string> inputFilename{cl::Positional, cl::desc("<neuron file>"),
                                      cl::init("-"), cl::cat(category)};
   cl::opt<std::string> outputDir{"o", cl::desc("Directory of the outputs"),
-                                 cl::value_desc("directory"), cl::Required,
+                                 cl::value_desc("directory"),
                                  cl::cat(category)};
+  cl::opt<std::string> request{
+      "request",
+      cl::desc("A compile request: every option of the compile as one typed "
+               "JSON object (docs/CompileRequest.md), instead of --configure, "
+               "--neuron-manifest, --cpu, --gpu and --fatbin"),
+      cl::value_desc("file"), cl::cat(category)};
+  cl::opt<bool> printRequestSchema{
+      "print-request-schema",
+      cl::desc("Print the compile request's fields (types, defaults, "
+               "values) as JSON and exit"),
+      cl::cat(category)};
   cl::opt<std::string> configure{
       "configure",
       cl::desc(
@@ -105,6 +123,22 @@ struct CompileOptions {
 /// runs once).
 const CompileOptions *options = nullptr;
 
+/// What the running compile builds, from the flags or from a request.
+struct CompileJob {
+  /// A pass pipeline configuring the source (--configure), or
+  /// flexsn-set-params' options (a request); neither configures nothing.
+  std::string configurePipeline;
+  std::optional<flexsn::FlexSNSetParamsOptions> setParams;
+  bool neuronManifest = false;
+  std::unique_ptr<flexsn::LowerToCPUOptions> cpu;
+  std::unique_ptr<flexsn::LowerToNVVMOptions> cuda;
+  bool fatbin = false;
+  /// The toolkit whose fatbinary bundles a fatbin (a request's CUDA
+  /// toolkit); empty: --flexsn-toolkit's.
+  std::string fatbinToolkit;
+};
+const CompileJob *job = nullptr;
+
 /// The files this run wrote: a failed compile removes them, so that no
 /// complete-looking set of outputs is left behind.
 std::vector<std::string> writtenOutputs;
@@ -139,16 +173,26 @@ LogicalResult writeOutput(StringRef name,
   return success();
 }
 
+/// Runs the pass pipeline that `build` adds to a pass manager on `module`.
+LogicalResult runPipeline(ModuleOp module,
+                          function_ref<LogicalResult(OpPassManager &)> build) {
+  PassManager pm(module->getName());
+  if (failed(build(pm)))
+    return failure();
+  return pm.run(module);
+}
+
 /// Runs the textual pass pipeline `pipeline` on `module`.
 LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
-  PassManager pm(module->getName());
-  std::string errors;
-  llvm::raw_string_ostream errorStream(errors);
-  if (failed(parsePassPipeline(pipeline, pm, errorStream))) {
-    llvm::errs() << "flexsn-compile: " << errors << "\n";
-    return failure();
-  }
-  return pm.run(module);
+  return runPipeline(module, [&](OpPassManager &pm) {
+    std::string errors;
+    llvm::raw_string_ostream errorStream(errors);
+    if (failed(parsePassPipeline(pipeline, pm, errorStream))) {
+      llvm::errs() << "flexsn-compile: " << errors << "\n";
+      return failure();
+    }
+    return success();
+  });
 }
 
 /// Links `object` into the shared library `library` with the C compiler.
@@ -179,18 +223,18 @@ LogicalResult linkSharedLibrary(StringRef object, StringRef library) {
   return success();
 }
 
-/// `name{options}`, or `name` without options.
-std::string pipeline(StringRef name, StringRef options) {
-  return options.empty() ? name.str() : (name + "{" + options + "}").str();
-}
-
-/// Lowers a copy of `configured` with `pipeline`, then writes its manifest
-/// and its kernels with `writeKernels`.
-LogicalResult lower(ModuleOp configured, StringRef pipeline,
+/// Lowers a copy of `configured` with the pipeline `build` adds, then
+/// writes its manifest and its kernels with `writeKernels`.
+LogicalResult lower(ModuleOp configured,
+                    function_ref<void(OpPassManager &)> build,
                     StringRef manifestName,
                     function_ref<LogicalResult(ModuleOp)> writeKernels) {
   OwningOpRef<ModuleOp> module = configured.clone();
-  if (failed(runPipeline(*module, pipeline)) ||
+  if (failed(runPipeline(*module,
+                         [&](OpPassManager &pm) {
+                           build(pm);
+                           return success();
+                         })) ||
       failed(writeOutput(manifestName, [&](raw_ostream &os) {
         return flexsn::translateToManifest(*module, os);
       })))
@@ -219,12 +263,14 @@ LogicalResult writeCPUKernels(ModuleOp lowered) {
 
 /// Writes the GPU kernels of `lowered`: a cubin, or a fatbin.
 LogicalResult writeGPUKernels(ModuleOp lowered) {
-  return writeOutput(options->fatbin ? "kernels.fatbin" : "kernels.cubin",
-                     [&](raw_ostream &os) {
-                       return options->fatbin
-                                  ? flexsn::translateToFatbin(lowered, os)
-                                  : flexsn::translateToCubin(lowered, os);
-                     });
+  return writeOutput(
+      job->fatbin ? "kernels.fatbin" : "kernels.cubin", [&](raw_ostream &os) {
+        if (!job->fatbin)
+          return flexsn::translateToCubin(lowered, os);
+        if (job->fatbinToolkit.empty())
+          return flexsn::translateToFatbin(lowered, os);
+        return flexsn::translateToFatbin(lowered, os, job->fatbinToolkit);
+      });
 }
 
 /// Lowers the configured module `text` (printed with its locations) for
@@ -240,8 +286,12 @@ LogicalResult lowerForGPU(const DialectRegistry &registry,
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return failure();
-  return lower(*module, pipeline("flexsn-lower-to-nvvm", options->gpuOptions),
-               "gpu.json", writeGPUKernels);
+  return lower(
+      *module,
+      [](OpPassManager &pm) {
+        flexsn::buildLowerToNVVMPipeline(pm, *job->cuda);
+      },
+      "gpu.json", writeGPUKernels);
 }
 
 LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
@@ -258,8 +308,13 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
            "kernel function)";
     return failure();
   }
-  if (!options->configure.empty() &&
-      failed(runPipeline(*module, options->configure)))
+  if (job->setParams && failed(runPipeline(*module, [](OpPassManager &pm) {
+        pm.addPass(flexsn::createFlexSNSetParams(*job->setParams));
+        return success();
+      })))
+    return failure();
+  if (!job->configurePipeline.empty() &&
+      failed(runPipeline(*module, job->configurePipeline)))
     return failure();
   if (failed(writeOutput("configured.mlir", [&](raw_ostream &os) {
         module->print(os);
@@ -267,12 +322,12 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
         return success();
       })))
     return failure();
-  if (options->neuronManifest &&
+  if (job->neuronManifest &&
       failed(writeOutput("neuron.json", [&](raw_ostream &os) {
         return flexsn::translateToManifest(*module, os);
       })))
     return failure();
-  if (options->neuronManifest) {
+  if (job->neuronManifest) {
     // Optional: a neuron with an op that has no PyTorch form runs its
     // kernels under torch.compile too, so its error is no compile error.
     std::string step;
@@ -297,7 +352,7 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
   llvm::InitializeNativeTargetAsmPrinter();
   LogicalResult gpu = success();
   std::optional<llvm::thread> gpuThread;
-  if (options->gpuOptions.getNumOccurrences()) {
+  if (job->cuda) {
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
@@ -313,12 +368,80 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
                       });
   }
   LogicalResult cpu = success();
-  if (options->cpuOptions.getNumOccurrences())
-    cpu = lower(*module, pipeline("flexsn-lower-to-cpu", options->cpuOptions),
-                "cpu.json", writeCPUKernels);
+  if (job->cpu)
+    cpu = lower(
+        *module,
+        [](OpPassManager &pm) {
+          flexsn::buildLowerToCPUPipeline(pm, *job->cpu);
+        },
+        "cpu.json", writeCPUKernels);
   if (gpuThread)
     gpuThread->join();
   return success(succeeded(cpu) && succeeded(gpu));
+}
+
+LogicalResult reportError(const Twine &message) {
+  llvm::errs() << "flexsn-compile: " << message << "\n";
+  return failure();
+}
+
+/// The job the flags describe: --cpu's and --gpu's pass-option text parsed
+/// into the pipelines' options and checked as the pipelines check it.
+FailureOr<CompileJob> getJobFromFlags() {
+  CompileJob flags;
+  flags.configurePipeline = options->configure;
+  flags.neuronManifest = options->neuronManifest;
+  flags.fatbin = options->fatbin;
+  if (options->fatbin && !options->gpuOptions.getNumOccurrences())
+    return reportError("--fatbin writes the GPU kernels: it needs --gpu");
+  if (options->cpuOptions.getNumOccurrences()) {
+    flags.cpu = std::make_unique<flexsn::LowerToCPUOptions>();
+    if (failed(flags.cpu->parseFromString(options->cpuOptions)) ||
+        failed(flexsn::checkLowerToCPUOptions(*flags.cpu, reportError)))
+      return failure();
+  }
+  if (options->gpuOptions.getNumOccurrences()) {
+    flags.cuda = std::make_unique<flexsn::LowerToNVVMOptions>();
+    if (failed(flags.cuda->parseFromString(options->gpuOptions)) ||
+        failed(flexsn::checkLowerToNVVMOptions(*flags.cuda, reportError)))
+      return failure();
+  }
+  return flags;
+}
+
+/// The job of the request file `path`, which holds every option: a flag
+/// that would also set one is an error.
+FailureOr<CompileJob> getJobFromRequest(StringRef path) {
+  for (const cl::Option *option :
+       {static_cast<const cl::Option *>(&options->configure),
+        static_cast<const cl::Option *>(&options->neuronManifest),
+        static_cast<const cl::Option *>(&options->cpuOptions),
+        static_cast<const cl::Option *>(&options->gpuOptions),
+        static_cast<const cl::Option *>(&options->fatbin)})
+    if (option->getNumOccurrences())
+      return reportError("--request holds every option of the compile: "
+                         "give --" +
+                         option->ArgStr + " in the request, not beside it");
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> text = openInputFile(path, &error);
+  if (!text)
+    return reportError(error);
+  FailureOr<flexsn::CompileRequest> request =
+      flexsn::parseCompileRequest(text->getBuffer(), [&](const Twine &message) {
+        (void)reportError(path + ": " + message);
+      });
+  if (failed(request))
+    return failure();
+  CompileJob fromRequest;
+  if (request->configure)
+    fromRequest.setParams = std::move(request->configure);
+  fromRequest.neuronManifest = request->neuronManifest;
+  fromRequest.cpu = std::move(request->cpu);
+  fromRequest.cuda = std::move(request->cuda);
+  fromRequest.fatbin = request->fatbin;
+  if (fromRequest.cuda)
+    fromRequest.fatbinToolkit = fromRequest.cuda->toolkit;
+  return fromRequest;
 }
 
 } // namespace
@@ -336,23 +459,35 @@ int mlir::flexsn::compileMain(int argc, char **argv) {
       argc, argv,
       "FlexSN compile driver: a neuron file to its kernels, in one run\n");
 
-  // Options that would be silently ignored or overridden are errors.
-  if (options->fatbin && !options->gpuOptions.getNumOccurrences()) {
-    llvm::errs() << "flexsn-compile: --fatbin writes the GPU kernels: it "
-                    "needs --gpu\n";
+  if (options->printRequestSchema) {
+    llvm::outs() << llvm::formatv("{0:2}", flexsn::getCompileRequestSchema())
+                 << "\n";
+    return 0;
+  }
+  if (!options->outputDir.getNumOccurrences()) {
+    llvm::errs() << "flexsn-compile: for the -o option: must be specified at "
+                    "least once!\n";
     return 1;
   }
+  // Options that would be silently ignored or overridden are errors.
   for (const cl::Option *option :
        {static_cast<const cl::Option *>(&options->outputDir),
         static_cast<const cl::Option *>(&options->cpuOptions),
         static_cast<const cl::Option *>(&options->gpuOptions),
-        static_cast<const cl::Option *>(&options->configure)}) {
+        static_cast<const cl::Option *>(&options->configure),
+        static_cast<const cl::Option *>(&options->request)}) {
     if (option->getNumOccurrences() > 1) {
       llvm::errs() << "flexsn-compile: -" << option->ArgStr << " is given "
                    << option->getNumOccurrences() << " times; give it once\n";
       return 1;
     }
   }
+  FailureOr<CompileJob> compileJob = options->request.getNumOccurrences()
+                                         ? getJobFromRequest(options->request)
+                                         : getJobFromFlags();
+  if (failed(compileJob))
+    return 1;
+  job = &*compileJob;
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
       openInputFile(options->inputFilename, &error);

@@ -39,7 +39,9 @@ void mlir::flexsn::registerAllTranslations() {
   registerModuleTranslation(
       "flexsn-to-fatbin",
       "Bundle the cubins of every target chip into one fatbin",
-      translateToFatbin);
+      [](ModuleOp module, raw_ostream &os) {
+        return translateToFatbin(module, os);
+      });
   registerModuleTranslation(
       "flexsn-to-header",
       "Write a C header: the embedded kernels and a typed launch function "

@@ -1,11 +1,12 @@
-"""flexsn-compile run for one compile: its command line from the compile's
-options, and its outputs written into a cache entry's directory."""
+"""flexsn-compile run for one compile: its typed compile request from the
+compile's options (checked against the request schema the compiler
+declares), and its outputs written into a cache entry's directory."""
 
 import json
 import os
 import pathlib
 
-from . import _tools
+from . import _dialect, _tools
 from ._tools import CompileError
 
 
@@ -23,74 +24,157 @@ def cuda_toolkit() -> pathlib.Path:
 TORCH_STEP = "torch_step.py"
 
 
+def _typed_value(text: str):
+    """A parameter value of the cache key (as compiler._format_value
+    wrote it) as the request's JSON value: a bool, an int or a float."""
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def compile_request(options: dict) -> dict:
+    """The compile request (flexsn-compile --request) of a compile whose
+    cache key is `options`: typed fields, checked against the schema the
+    compiler declares (`_dialect.COMPILE_REQUEST`) before it is written."""
+    version = _dialect.COMPILE_REQUEST["version"]
+    request = {"version": version}
+    if options.get("kernels"):
+        # Kernel functions as written, training pairs completed, and blocks
+        # fused into inference kernels.
+        request["kernels"] = {"variants": ["inference", "forward", "backward"]}
+    else:
+        neurons = [options["neuron"]] if options["neuron"] else []
+        configure = {
+            "neurons": neurons,
+            "values": {k: _typed_value(v) for k, v in options["values"]},
+            "kinds": dict(options["kinds"]),
+            "shapes": dict(options.get("shapes", ())),
+            "surrogate": options["surrogate"],
+        }
+        configure = {k: v for k, v in configure.items() if v}
+        if configure:
+            request["configure"] = configure
+        request["neuron_manifest"] = True
+        kernels = {
+            "variants": list(options["variants"]),
+            "storage_types": list(options["storage_types"]),
+            "save_in_storage_type": options.get("save_in_storage_type", True),
+        }
+        if neurons:
+            kernels["neurons"] = neurons
+        if options.get("coupled"):
+            kernels["coupled"] = True
+        if options.get("spike_storage"):
+            kernels["spike_storage"] = list(options["spike_storage"])
+        request["kernels"] = kernels
+    targets = {}
+    if "cpu" in options["targets"]:
+        targets["cpu"] = {}
+    if "cuda" in options["targets"]:
+        targets["cuda"] = {
+            "chips": list(options["chips"]),
+            "fatbin": len(options["chips"]) > 1,
+            "toolkit": str(cuda_toolkit()),
+            "approximate_surrogates": bool(
+                options.get("approximate_surrogates")
+            ),
+        }
+    request["targets"] = targets
+    check_request(request)
+    return request
+
+
+def check_request(request: dict) -> None:
+    """Raises ValueError where `request` does not follow the compiler's
+    request schema: an unknown field, a value of the wrong type or not
+    among a field's values."""
+    objects = _dialect.COMPILE_REQUEST["objects"]
+
+    def check(obj: dict, path: str) -> None:
+        fields = objects[path]
+        for name, value in obj.items():
+            where = ".".join(p for p in ("request", path, name) if p)
+            field = fields.get(name)
+            if field is None:
+                raise ValueError(
+                    f"{where}: no such field (the fields: "
+                    f"{', '.join(fields)})"
+                )
+            kind = field["type"]
+            if kind == "object":
+                if not isinstance(value, dict):
+                    raise ValueError(f"{where}: expected an object")
+                check(value, f"{path}.{name}" if path else name)
+                continue
+            _check_field(where, kind, field.get("values"), value)
+
+    check(request, "")
+
+
+def _check_field(where: str, kind: str, allowed, value) -> None:
+    def text(item, at):
+        if not isinstance(item, str):
+            raise ValueError(f"{at}: expected a string, got {item!r}")
+        if allowed is not None and item not in allowed:
+            raise ValueError(
+                f"{at}: '{item}' is not one of {', '.join(allowed)}"
+            )
+
+    if kind in ("bool",) and not isinstance(value, bool):
+        raise ValueError(f"{where}: expected true or false, got {value!r}")
+    if kind in ("count", "version") and (
+        isinstance(value, bool) or not isinstance(value, int) or value < 0
+    ):
+        raise ValueError(f"{where}: expected a count, got {value!r}")
+    if kind == "text":
+        text(value, where)
+    if kind in ("texts", "enums"):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{where}: expected a list, got {value!r}")
+        for i, item in enumerate(value):
+            text(item, f"{where}[{i}]")
+    if kind in ("values", "enum_map"):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected an object, got {value!r}")
+        for name, item in value.items():
+            if kind == "enum_map":
+                text(item, f"{where}.{name}")
+            elif not isinstance(item, (bool, int, float)):
+                raise ValueError(
+                    f"{where}.{name}: expected a number or a bool, got "
+                    f"{item!r}"
+                )
+
+
 def run_tools(
     work: pathlib.Path, text: str, filename: str, options: dict
 ) -> None:
-    """Compiles `text` into `work` in one flexsn-compile run: the
-    configured source, its manifest (neuron.json) and its steps over
-    PyTorch tensors (torch_step.py, where it has them), then per target the
-    kernels and their manifest (cpu.json and kernels.so, gpu.json and the
-    GPU image)."""
+    """Compiles `text` into `work` in one flexsn-compile run, from the
+    compile request of `options` (written as request.json): the configured
+    source, its manifest (neuron.json) and its steps over PyTorch tensors
+    (torch_step.py, where it has them), then per target the kernels and
+    their manifest (cpu.json and kernels.so, gpu.json and the GPU
+    image)."""
     # The source keeps the user's file name, so diagnostics point at it.
     source = work / pathlib.Path(filename).name
     if not source.name.endswith(".mlir"):
         source = work / "neuron.mlir"
     source.write_text(text)
+    request = work / "request.json"
+    request.write_text(json.dumps(compile_request(options), indent=1))
     argv = _tools.tool_command("flexsn-compile") + [
         source,
         "-o",
         work,
+        f"--request={request}",
         "--cc=" + _tools.c_compiler(),
     ]
     openmp = _tools.bundled_openmp_library()
     if openmp is not None:
         argv.append(f"--openmp-library={openmp}")
-    if options.get("kernels"):
-        # Kernel functions as written, training pairs completed, and blocks
-        # fused into inference kernels.
-        pipeline = ["variants=inference,forward,backward"]
-    else:
-        configure = []
-        if options["neuron"]:
-            configure.append("neurons=" + options["neuron"])
-        for key in ("values", "kinds", "shapes"):
-            if options.get(key):
-                configure.append(
-                    key + "=" + ",".join(f"{k}={v}" for k, v in options[key])
-                )
-        if options["surrogate"]:
-            configure.append("surrogate=" + options["surrogate"])
-        if configure:
-            argv.append(
-                "--configure=flexsn-set-params{%s}" % " ".join(configure)
-            )
-        argv.append("--neuron-manifest")
-        pipeline = []
-        if options["neuron"]:
-            pipeline.append("neurons=" + options["neuron"])
-        if options.get("spike_storage"):
-            pipeline.append(
-                "spike-storage=" + ",".join(options["spike_storage"])
-            )
-        if options.get("save_in_storage_type") is False:
-            pipeline.append("save-in-storage-type=false")
-        pipeline += [
-            "variants=" + ",".join(options["variants"]),
-            "storage-types=" + ",".join(options["storage_types"]),
-        ]
-    if "cpu" in options["targets"]:
-        argv.append("--cpu=" + " ".join(pipeline))
-    if "cuda" in options["targets"]:
-        gpu = list(pipeline)
-        if options.get("approximate_surrogates"):
-            gpu.append("approximate-surrogates=true")
-        gpu += [
-            "chip=" + ",".join(options["chips"]),
-            f"toolkit={cuda_toolkit()}",
-        ]
-        argv.append("--gpu=" + " ".join(gpu))
-        if len(options["chips"]) > 1:
-            argv += ["--fatbin", f"--flexsn-toolkit={cuda_toolkit()}"]
     try:
         _tools.run(argv, f"{filename} does not compile")
     except CompileError as error:

@@ -6,6 +6,7 @@ when it differs from what the compiler declares.
 """
 
 import collections
+import json
 import math
 
 #: FlexSN's version, the tools' (`flexsn-compile --version`).
@@ -20,6 +21,202 @@ BLOCK_PRES = ("none", "affine", "channel_affine", "add", "affine_add", "channel_
 BLOCK_CONNECTIONS = ("none", "add", "and", "iand")
 BLOCK_CONNECTION_OPERANDS = ("input", "skip")
 BLOCK_READOUTS = ("none", "sum")
+
+#: What `flexsn-compile --request` reads (CompileRequest.cpp declares it):
+#: per object ("" is the request itself, "targets.cuda" the CUDA target's
+#: object), each field's type, default, allowed values and description.
+COMPILE_REQUEST = json.loads("""{
+    "objects": {
+        "": {
+            "configure": {
+                "default": null,
+                "description": "How the source's neurons are configured (flexsn-set-params) before it is written back as configured.mlir; left out, they are not",
+                "type": "object"
+            },
+            "kernels": {
+                "default": null,
+                "description": "Which kernels every target builds",
+                "type": "object"
+            },
+            "neuron_manifest": {
+                "default": false,
+                "description": "Write neuron.json, the configured neurons' manifest, and torch_step.py, their steps over PyTorch tensors where every op has a PyTorch form",
+                "type": "bool"
+            },
+            "targets": {
+                "default": null,
+                "description": "The targets to build kernels for; left out, none",
+                "type": "object"
+            },
+            "version": {
+                "default": 1,
+                "description": "The request format's version (required)",
+                "type": "version"
+            }
+        },
+        "configure": {
+            "kinds": {
+                "default": {},
+                "description": "New parameter bindings",
+                "type": "enum_map",
+                "values": [
+                    "const",
+                    "runtime",
+                    "trainable"
+                ]
+            },
+            "neurons": {
+                "default": [],
+                "description": "The neurons to configure (empty: all)",
+                "type": "texts"
+            },
+            "shapes": {
+                "default": {},
+                "description": "New parameter shapes (after the bindings)",
+                "type": "enum_map",
+                "values": [
+                    "scalar",
+                    "per_neuron",
+                    "per_channel"
+                ]
+            },
+            "surrogate": {
+                "default": "",
+                "description": "The surrogate attribute of every spike, as MLIR text (empty: each spike's own)",
+                "type": "text"
+            },
+            "values": {
+                "default": {},
+                "description": "New parameter defaults: a const parameter is specialized to its value",
+                "type": "values"
+            }
+        },
+        "kernels": {
+            "coupled": {
+                "default": false,
+                "description": "Also build each neuron kernel coupled from the neuron's first output into its first input (a recurrent layer's kernels)",
+                "type": "bool"
+            },
+            "fuse": {
+                "default": true,
+                "description": "Fuse elementwise producers, consumers and sibling scans first",
+                "type": "bool"
+            },
+            "neurons": {
+                "default": [],
+                "description": "The neurons to compile (empty: all)",
+                "type": "texts"
+            },
+            "save_in_storage_type": {
+                "default": true,
+                "description": "Training kernels save what the backward reads in their storage type (false: in f32)",
+                "type": "bool"
+            },
+            "spike_storage": {
+                "default": [
+                    "dense"
+                ],
+                "description": "How inference and final-state kernels store spike outputs",
+                "type": "enums",
+                "values": [
+                    "dense",
+                    "u8",
+                    "bits"
+                ]
+            },
+            "storage_types": {
+                "default": null,
+                "description": "The sequences' storage types (left out: f32 on the CPU, all three on CUDA)",
+                "type": "enums",
+                "values": [
+                    "f32",
+                    "f16",
+                    "bf16"
+                ]
+            },
+            "store_all": {
+                "default": false,
+                "description": "Training kernels save every value the backward step reads",
+                "type": "bool"
+            },
+            "variants": {
+                "default": null,
+                "description": "The kernel variants (left out: inference and final-state)",
+                "type": "enums",
+                "values": [
+                    "inference",
+                    "final-state",
+                    "forward",
+                    "backward"
+                ]
+            }
+        },
+        "targets": {
+            "cpu": {
+                "default": null,
+                "description": "CPU kernels (cpu.json, kernels.so)",
+                "type": "object"
+            },
+            "cuda": {
+                "default": null,
+                "description": "CUDA kernels (gpu.json, kernels.cubin or kernels.fatbin)",
+                "type": "object"
+            }
+        },
+        "targets.cpu": {
+            "generate_kernels": {
+                "default": true,
+                "description": "Generate kernels from the neurons first (false: lower the scans the source already holds)",
+                "type": "bool"
+            },
+            "parallel": {
+                "default": true,
+                "description": "Run chunks of neurons across threads with OpenMP",
+                "type": "bool"
+            },
+            "vector_width": {
+                "default": 8,
+                "description": "Neurons per SIMD vector (0: one at a time)",
+                "type": "count"
+            }
+        },
+        "targets.cuda": {
+            "approximate_surrogates": {
+                "default": false,
+                "description": "Evaluate surrogate gradients with the GPU's approximate exp and division",
+                "type": "bool"
+            },
+            "chips": {
+                "default": [
+                    "sm_90"
+                ],
+                "description": "The architectures: one cubin per chip",
+                "type": "texts"
+            },
+            "fatbin": {
+                "default": false,
+                "description": "Bundle the chips' cubins into kernels.fatbin (needed for more than one chip)",
+                "type": "bool"
+            },
+            "features": {
+                "default": "+ptx80",
+                "description": "PTX features",
+                "type": "text"
+            },
+            "opt_level": {
+                "default": 3,
+                "description": "LLVM's optimization level (0-3)",
+                "type": "count"
+            },
+            "toolkit": {
+                "default": "/usr/local/cuda",
+                "description": "The CUDA toolkit (ptxas, libdevice, fatbinary)",
+                "type": "text"
+            }
+        }
+    },
+    "version": 1
+}""")
 
 SurrogateParam = collections.namedtuple(
     "SurrogateParam", ("name", "type", "default", "range", "description"))

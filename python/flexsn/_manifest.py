@@ -235,6 +235,10 @@ class Kernel:
     channels: bool = False  # sees its neurons as [B, C, S]: takes C and S
     # Spike outputs: "dense" (dtype), "u8" (bytes) or "bits" (8 per byte).
     spikes: str = "dense"
+    # A coupled (recurrent) kernel's (input, output): its neurons are
+    # samples of H, the input fed by the output one step before, through
+    # its coupling_weights buffer; None for the others.
+    coupling: Optional[Tuple[int, int]] = None
 
     def workspace_size(self, T: int, N: int, ld: int) -> int:
         return evaluate_size(self.workspace_bytes, T=T, N=N, ld=ld or N)
@@ -307,6 +311,11 @@ def _kernel(entry: dict) -> Kernel:
         vector_width=entry.get("vector_width", 1),
         channels=entry.get("channels", False),
         spikes=entry.get("spikes", "dense"),
+        coupling=(
+            (entry["coupling"]["input"], entry["coupling"]["output"])
+            if "coupling" in entry
+            else None
+        ),
     )
 
 
@@ -361,9 +370,11 @@ class Manifest:
         neuron: Optional[str] = None,
         spikes: str = "dense",
         final_states: Optional[bool] = None,
+        coupled: bool = False,
     ) -> Optional[Kernel]:
         """The first kernel that matches; `final_states` (when not None)
-        picks between a neuron's two training forward kernels."""
+        picks between a neuron's two training forward kernels, `coupled`
+        between a kernel and its coupled (recurrent) twin."""
         kernels = self.gpu_kernels if device == "cuda" else self.cpu_kernels
         for k in kernels:
             if (
@@ -373,6 +384,7 @@ class Manifest:
                 and (neuron is None or k.neuron == neuron)
                 and (final_states is None or k.final_states == final_states)
                 and k.deterministic == (deterministic and device == "cuda")
+                and (k.coupling is not None) == coupled
             ):
                 return k
         return None

@@ -2,8 +2,10 @@
 that `flexsn.compile`, the FlexSN modules (`FlexSN(..., options=)`) and the
 compile cache's key all read.
 
-Its fields are checked against the dialect's enums (FlexSNAttrs.td,
-through `_dialect`) when the value is made, and normalized (tuples in
+Its fields are checked against the compile request's schema, which the
+compiler declares (CompileRequest.cpp, its enum values from FlexSNAttrs.td,
+copied into `_dialect.COMPILE_REQUEST`) when the value is made, and
+normalized (tuples in
 the order given without repeats; name -> value mappings as sorted pairs),
 so two values that compile the same kernels are equal, and a value is
 hashable and pickles."""
@@ -29,6 +31,11 @@ def _unique(name: str, values) -> tuple:
         raise TypeError(
             f"{name} is a sequence of names, got {values!r}"
         ) from None
+
+
+def _allowed(path: str, field: str) -> tuple:
+    """The values the compile request's field `path.field` allows."""
+    return tuple(_dialect.COMPILE_REQUEST["objects"][path][field]["values"])
 
 
 def _check_names(values, allowed, what: str) -> None:
@@ -72,7 +79,10 @@ class CompileOptions:
     - `save_in_storage_type`: f16 and bf16 training saves what the
       backward reads in the storage type (False: in f32);
     - `approximate_surrogates`: CUDA backward kernels evaluate surrogate
-      gradients with the GPU's approximate exp and division.
+      gradients with the GPU's approximate exp and division;
+    - `coupled`: also build each kernel coupled from the neuron's first
+      output into its first input, s[t] = f(x[t] + W s[t-1]) in one kernel
+      over the sequence (what `flexsn.torch.Recurrent` runs).
 
     `replace(**changes)` gives a copy with some fields changed."""
 
@@ -86,16 +96,19 @@ class CompileOptions:
     spike_storage: Tuple[str, ...] = ("dense",)
     save_in_storage_type: bool = True
     approximate_surrogates: bool = False
+    coupled: bool = False
 
     def __post_init__(self):
         def put(name, value):
             object.__setattr__(self, name, value)
 
         put("variants", _unique("variants", self.variants))
-        _check_names(self.variants, _dialect.KERNEL_VARIANTS, "variant")
+        _check_names(self.variants, _allowed("kernels", "variants"), "variant")
         put("storage_types", _unique("storage_types", self.storage_types))
         _check_names(
-            self.storage_types, _dialect.STORAGE_TYPES, "storage type"
+            self.storage_types,
+            _allowed("kernels", "storage_types"),
+            "storage type",
         )
         if self.targets is not None:
             put("targets", _unique("targets", self.targets))
@@ -106,29 +119,32 @@ class CompileOptions:
         put("kinds", _pairs("kinds", self.kinds))
         _check_names(
             (kind for _, kind in self.kinds),
-            _dialect.PARAM_KINDS,
+            _allowed("configure", "kinds"),
             "parameter kind",
         )
         put("shapes", _pairs("shapes", self.shapes))
+        shapes = _allowed("configure", "shapes")
         for name, shape in self.shapes:
-            if shape not in _dialect.PARAM_SHAPES:
+            if shape not in shapes:
                 raise ValueError(
                     f"unknown shape '{shape}' for parameter '{name}' (one "
-                    f"of: {', '.join(_dialect.PARAM_SHAPES)})"
+                    f"of: {', '.join(shapes)})"
                 )
         if self.neuron is not None and not isinstance(self.neuron, str):
             raise TypeError(f"neuron is a name, got {self.neuron!r}")
         put("neuron", self.neuron or None)
         put("spike_storage", _unique("spike_storage", self.spike_storage))
-        _check_names(
-            self.spike_storage, _dialect.SPIKE_STORAGES, "spike storage"
-        )
+        spikes = _allowed("kernels", "spike_storage")
+        _check_names(self.spike_storage, spikes, "spike storage")
         if not self.spike_storage:
             raise ValueError(
-                "spike_storage lists no storage ("
-                f"{', '.join(_dialect.SPIKE_STORAGES)})"
+                f"spike_storage lists no storage ({', '.join(spikes)})"
             )
-        for name in ("save_in_storage_type", "approximate_surrogates"):
+        for name in (
+            "save_in_storage_type",
+            "approximate_surrogates",
+            "coupled",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(
                     f"{name} is a bool, got {getattr(self, name)!r}"

@@ -110,6 +110,18 @@ def runtime_library() -> ctypes.CDLL:
                 ctypes.c_void_p,
                 ctypes.c_void_p,
             ]
+            lib.flexsn_launch_coupled.restype = ctypes.c_int
+            lib.flexsn_launch_coupled.argtypes = [
+                ctypes.POINTER(_Image),
+                ctypes.POINTER(_KernelDesc),
+                ctypes.c_void_p,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+            ]
             lib.flexsn_launch_channels.restype = ctypes.c_int
             lib.flexsn_launch_channels.argtypes = [
                 ctypes.POINTER(_Image),
@@ -162,7 +174,8 @@ class GpuKernel:
     """One GPU kernel: `launch(stream, T, N, ld, buffers, params)` with
     `buffers` the kernel's arguments (not workspace parts) in manifest
     order and `workspace` the workspace address; a kernel with per-channel
-    parameters also takes `channels=(C, S)` (its neurons are [B, C, S])."""
+    parameters also takes `channels=(C, S)` (its neurons are [B, C, S]), a
+    coupled kernel `coupling=H` (its neurons are samples of H)."""
 
     def __init__(self, spec: Kernel, image: GpuImage):
         self.spec, self.image = spec, image
@@ -235,8 +248,10 @@ class GpuKernel:
         workspace: int,
         params: Sequence = (),
         channels=None,
+        coupling: Optional[int] = None,
     ) -> None:
         _check_channels(self.spec, channels)
+        _check_coupling(self.spec, coupling)
         if self._has_workspace:
             addresses = _with_workspace(
                 self._offsets,
@@ -250,7 +265,19 @@ class GpuKernel:
         else:
             addresses = buffers
         lib = runtime_library()
-        if channels is None:
+        if coupling is not None:
+            status = lib.flexsn_launch_coupled(
+                self._image_ref,
+                self._desc_ref,
+                stream or None,
+                T,
+                N,
+                ld,
+                coupling,
+                self._buffer_type(*addresses),
+                self._scalars(params),
+            )
+        elif channels is None:
             status = lib.flexsn_launch(
                 self._image_ref,
                 self._desc_ref,
@@ -294,6 +321,21 @@ def _check_channels(spec: Kernel, channels) -> None:
                 "its neurons are [B, C, S]: pass channels=(C, S)"
                 if spec.channels
                 else "has no per-channel buffers"
+            )
+        )
+
+
+def _check_coupling(spec: Kernel, coupling) -> None:
+    """A coupled kernel takes `coupling=H` (its sample size), others none.
+    The GPU runtime checks the value (FLEXSN_ERROR_BAD_COUPLING);
+    CpuKernel checks it itself."""
+    if (coupling is not None) != (spec.coupling is not None):
+        raise ValueError(
+            f"{spec.name}: "
+            + (
+                "its neurons are samples of H: pass coupling=H"
+                if spec.coupling is not None
+                else "is not a coupled kernel"
             )
         )
 
@@ -462,13 +504,25 @@ class CpuKernel:
         params: Sequence = (),
         channels=None,
         num_threads: int = 0,
+        coupling: Optional[int] = None,
     ) -> None:
         """Runs the kernel on `num_threads` threads (0: OpenMP's default,
         OMP_NUM_THREADS or every core); the results are bitwise the same
         for any count. ctypes lets go of the GIL for the call."""
         _check_channels(self.spec, channels)
+        _check_coupling(self.spec, coupling)
         sizes = {"T": T, "N": N}
         key = (T, N)
+        if coupling is not None:
+            # The function trusts its descriptors: samples must tile N.
+            H = int(coupling)
+            if H < 1 or N % H:
+                raise ValueError(
+                    f"{self.spec.name}: N = {N} neurons are not samples of "
+                    f"H = {H}"
+                )
+            sizes["H"] = H
+            key = (T, N, H)
         if channels is not None:
             # The function trusts its descriptors: a (C, S) that does not
             # tile N would make it read and write out of bounds.
@@ -508,11 +562,13 @@ def load_kernel(
     spikes: str = "dense",
     neuron: Optional[str] = None,
     final_states: Optional[bool] = None,
+    coupled: bool = False,
 ):
     """The kernel of `neuron` (default: `compiled.name`; for a block, its
     function) for `device`, `variant`, storage `dtype` and `spikes`;
     `final_states` picks the training forward that keeps states only at
-    their end (True) or as sequences (False)."""
+    their end (True) or as sequences (False), `coupled` the coupled
+    (recurrent) kernel, which has no deterministic mode."""
     neuron = neuron or compiled.name
     key = (
         str(compiled.directory),
@@ -523,15 +579,29 @@ def load_kernel(
         deterministic,
         spikes,
         final_states,
+        coupled,
     )
     with _load_lock:
         if key in _loaded:
             return _loaded[key]
         manifest = compiled.manifest
         spec = manifest.find(
-            device, variant, dtype, deterministic, neuron, spikes, final_states
+            device,
+            variant,
+            dtype,
+            deterministic and not coupled,
+            neuron,
+            spikes,
+            final_states,
+            coupled,
         )
-        if spec is None and deterministic:
+        if spec is not None and coupled and deterministic:
+            if spec.buffers_with_role("param_gradient") and device == "cuda":
+                raise NoDeterministicKernelError(
+                    f"{spec.name}: no deterministic kernel: a coupled "
+                    f"kernel sums its parameter gradients with atomics"
+                )
+        if spec is None and deterministic and not coupled:
             # Without parameter gradients summed across threads every
             # kernel is deterministic.
             spec = manifest.find(device, variant, dtype, False, neuron)
@@ -556,6 +626,8 @@ def load_kernel(
             stored = "" if spikes == "dense" else f", spikes as {spikes}"
             if final_states:
                 stored += ", keeping final states"
+            if coupled:
+                stored += ", coupled"
             raise KeyError(
                 f"{neuron} was not compiled for {device}, variant "
                 f"'{variant}', storage {dtype}{stored}: compile it with that "

@@ -109,12 +109,9 @@ def _format_value(value) -> str:
 def _surrogate_text(surrogate) -> str:
     if surrogate is None:
         return ""
-    text = surrogate if isinstance(surrogate, str) else surrogate.mlir()
-    if " " in text:
-        raise ValueError(
-            "write the surrogate attribute without spaces: " f"{text!r}"
-        )
-    return text
+    if isinstance(surrogate, str):
+        return surrogate
+    return surrogate.mlir()
 
 
 @dataclasses.dataclass
@@ -153,12 +150,14 @@ class CompiledNeuron:
         deterministic: bool = False,
         spikes: str = "dense",
         final_states: Optional[bool] = None,
+        coupled: bool = False,
     ):
         """The runnable kernel (see flexsn._runtime), loaded once;
         `spikes="u8"` or `"bits"` picks the inference or final-state
         kernel that stores spike outputs as bytes or bit-packed;
         `final_states=True` the training forward that writes final states,
-        not state sequences."""
+        not state sequences; `coupled=True` the coupled (recurrent) kernel
+        (compiled with `coupled=True`)."""
         return _runtime.load_kernel(
             self,
             device,
@@ -167,6 +166,7 @@ class CompiledNeuron:
             deterministic,
             spikes,
             final_states=final_states,
+            coupled=coupled,
         )
 
 
@@ -271,7 +271,7 @@ def _cache_key(
     options: CompileOptions, params: Optional[Mapping[str, object]], surrogate
 ) -> dict:
     """What a compile's cache entry is keyed by, and what flexsn-compile's
-    command line is built from (_compile_tool): the options, the parameter
+    request is built from (_compile_tool): the options, the parameter
     values and the surrogate. A field at its default is left out where it
     was added after the cache began, so that the keys of the compiles that
     do not use it stay as they were."""
@@ -295,6 +295,8 @@ def _cache_key(
         key["spike_storage"] = options.spike_storage
     if not options.save_in_storage_type:
         key["save_in_storage_type"] = False
+    if options.coupled:
+        key["coupled"] = True
     _set_surrogate_precision(key, options.approximate_surrogates)
     return key
 

@@ -94,21 +94,26 @@ def test_approximate_surrogates_reach_the_gpu_pipeline_only(
     cache, monkeypatch
 ):
     """approximate_surrogates=True is another entry whose GPU lowering
-    (and only it: the CPU pipeline has no such option) is asked for
+    (and only it: the CPU target has no such option) is asked for
     approximate surrogates; the default asks nothing."""
     calls = count_tool_runs(monkeypatch)
     kwargs = dict(targets=("cpu", "cuda"), variants=("forward", "backward"))
     default = flexsn.compile("lif", **kwargs)
     approximate = flexsn.compile("lif", approximate_surrogates=True, **kwargs)
     assert approximate.directory != default.directory
-    # One flexsn-compile run each, lowering for the CPU (--cpu=<options>)
-    # and the GPU (--gpu=<options>).
-    lowerings = [
-        a for c in calls for a in c if a.startswith(("--cpu=", "--gpu="))
+    # One flexsn-compile run each, from its request, which asks the CUDA
+    # target (and it alone) for approximate surrogates.
+    compiles = [c for c in calls if "--version" not in c]
+    assert len(compiles) == 2, calls
+    requests = [
+        json.loads((n.directory / "request.json").read_text())
+        for n in (default, approximate)
     ]
-    flagged = [a for a in lowerings if "approximate-surrogates=true" in a]
-    assert len(lowerings) == 4, lowerings
-    assert len(flagged) == 1 and flagged[0].startswith("--gpu="), lowerings
+    approximate_asked = [
+        r["targets"]["cuda"]["approximate_surrogates"] for r in requests
+    ]
+    assert approximate_asked == [False, True]
+    assert all(r["targets"]["cpu"] == {} for r in requests)
     assert approximate.gpu_image.read_bytes() != default.gpu_image.read_bytes()
 
 

@@ -124,3 +124,102 @@ def test_a_module_pickled_before_compile_options_loads():
     old.__setstate__(state)
     assert old.options == lif.options
     assert torch.equal(old(x), want)
+
+
+# --- The compile request: what flexsn-compile --request reads -------------
+
+
+def _request_of(params=None, **fields):
+    from flexsn import compiler
+    from flexsn._compile_tool import compile_request
+
+    options = CompileOptions.of(**fields)
+    key = compiler._cache_key(options, params, None)
+    return compile_request(key)
+
+
+def test_requests_follow_the_compilers_schema():
+    """Every field of a request the Python layer writes is one the
+    compiler declares (the schema `flexsn-compile --print-request-schema`
+    prints, copied into _dialect), of its type and values."""
+    from flexsn import _dialect
+
+    request = _request_of(
+        variants=("inference", "forward", "backward"),
+        storage_types=("f32", "bf16"),
+        targets=("cpu", "cuda"),
+        chip=("sm_80", "sm_90"),
+        kinds={"tau": "runtime"},
+        shapes={"v_threshold": "per_neuron"},
+        spike_storage=("dense", "u8"),
+        save_in_storage_type=False,
+        approximate_surrogates=True,
+    )
+    objects = _dialect.COMPILE_REQUEST["objects"]
+    assert request["version"] == _dialect.COMPILE_REQUEST["version"]
+    assert request["kernels"]["storage_types"] == ["f32", "bf16"]
+    assert request["kernels"]["save_in_storage_type"] is False
+    assert request["configure"]["shapes"] == {"v_threshold": "per_neuron"}
+    cuda = request["targets"]["cuda"]
+    assert cuda["chips"] == ["sm_80", "sm_90"] and cuda["fatbin"] is True
+    assert cuda["approximate_surrogates"] is True
+    for name in request["kernels"]:
+        assert name in objects["kernels"], name
+    for name in cuda:
+        assert name in objects["targets.cuda"], name
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r.update(kernel={}), "request.kernel: no such field"),
+        (
+            lambda r: r["kernels"].update(variants=["sideways"]),
+            "request.kernels.variants[0]: 'sideways' is not one of",
+        ),
+        (
+            lambda r: r["targets"]["cpu"].update(vector_width="8"),
+            "request.targets.cpu.vector_width: expected a count",
+        ),
+        (
+            lambda r: r["configure"]["values"].update(tau="2"),
+            "request.configure.values.tau: expected a number or a bool",
+        ),
+        (
+            lambda r: r["configure"].update(kinds={"tau": "fixed"}),
+            "request.configure.kinds.tau: 'fixed' is not one of",
+        ),
+    ],
+)
+def test_a_request_off_the_schema_is_refused_by_name(change, message):
+    from flexsn._compile_tool import check_request
+
+    request = _request_of(targets=("cpu",), params={"tau": 2.0})
+    check_request(request)
+    change(request)
+    with pytest.raises(ValueError, match=message.replace("[", r"\[")):
+        check_request(request)
+
+
+def test_a_surrogate_with_spaces_compiles_as_written_without():
+    """The request carries the surrogate as a typed string, so MLIR's own
+    printing (spaces around `=`) compiles: the same configured neuron, and
+    the same kernels, as the text without spaces."""
+    compiled = [
+        flexsn.compile(
+            "lif",
+            surrogate=text,
+            targets=("cpu",),
+            variants=("forward", "backward"),
+        )
+        for text in ("#flexsn.atan<alpha=3.0>", "#flexsn.atan<alpha = 3.0>")
+    ]
+    assert compiled[0].directory != compiled[1].directory
+    configured = [
+        (c.directory / "configured.mlir").read_text() for c in compiled
+    ]
+    assert "#flexsn.atan<alpha = 3.0>" in configured[0]
+    assert configured[0] == configured[1]
+    assert compiled[0].cpu_library.read_bytes() == (
+        compiled[1].cpu_library.read_bytes()
+    )

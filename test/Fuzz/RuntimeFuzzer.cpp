@@ -68,8 +68,7 @@ private:
 };
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int kNumKinds =
-    14; // FLEXSN_INPUT_SEQUENCE .. _PER_CHANNEL_PARAM_GRADIENT
+constexpr int kNumKinds = 15; // FLEXSN_INPUT_SEQUENCE .. _COUPLING_WEIGHTS
 
 /// A size: mostly small, sometimes at the edges of the checks.
 int64_t readSize(Reader &r) {
@@ -241,7 +240,7 @@ Expectation checkWithoutDriver(const Call &c) {
     return e;
   if (d.num_buffers > 0 && (!d.kinds || !c.haveBuffers))
     return e;
-  int initials = 0, finals = 0, scratch = 0;
+  int initials = 0, finals = 0, scratch = 0, couplings = 0;
   for (int i = 0; i < d.num_buffers; ++i) {
     int kind = d.kinds[i];
     if (kind < 0 || kind >= kNumKinds)
@@ -249,6 +248,7 @@ Expectation checkWithoutDriver(const Call &c) {
     initials += kind == FLEXSN_INITIAL_STATE;
     finals += kind == FLEXSN_FINAL_STATE;
     scratch += kind == FLEXSN_REDUCTION_SCRATCH;
+    couplings += kind == FLEXSN_COUPLING_WEIGHTS;
     // Bytes (1) and bits only for an output sequence's spikes.
     if (d.element_sizes && d.element_sizes[i] != 2 && d.element_sizes[i] != 4 &&
         !((d.element_sizes[i] == 1 ||
@@ -256,7 +256,7 @@ Expectation checkWithoutDriver(const Call &c) {
           kind == FLEXSN_OUTPUT_SEQUENCE))
       return e;
   }
-  if (finals > initials || scratch > 1)
+  if (finals > initials || scratch > 1 || couplings > 1)
     return e;
   if (d.num_scalars > 0 && !c.haveScalars)
     return e;
@@ -271,6 +271,9 @@ Expectation checkWithoutDriver(const Call &c) {
       (c.C < 1 || c.S < 1 || c.C > std::numeric_limits<int32_t>::max() ||
        mulAdd(c.C, c.S, 0) < 0 || c.N % (c.C * c.S) != 0))
     return {FLEXSN_ERROR_BAD_CHANNELS, -1, true};
+  // flexsn_launch and flexsn_launch_channels take no coupled kernel.
+  if (couplings)
+    return {FLEXSN_ERROR_BAD_COUPLING, -1, true};
   for (int i = 0; i < d.num_buffers; ++i)
     if (isRequired(d.kinds[i]) && !c.buffers[i])
       return {FLEXSN_ERROR_NULL_POINTER, i, true};
@@ -853,7 +856,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       "saved_output",      "saved_input",
       "param_gradient",    "reduction_scratch",
       "per_neuron_param",  "per_neuron_param_gradient",
-      "per_channel_param", "per_channel_param_gradient"};
+      "per_channel_param", "per_channel_param_gradient",
+      "coupling_weights"};
   static_assert(sizeof roles / sizeof roles[0] == kNumKinds);
   std::string role = r.text();
   role.resize(std::strlen(role.c_str())); // as C sees it

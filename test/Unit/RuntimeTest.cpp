@@ -65,14 +65,14 @@ bool isDriverStatus(flexsn_status status) {
 
 TEST(RuntimeTest, EveryStatusHasItsOwnMessage) {
   std::set<std::string> seen;
-  for (int s = FLEXSN_SUCCESS; s <= FLEXSN_ERROR_BAD_CHANNELS; ++s) {
+  for (int s = FLEXSN_SUCCESS; s <= FLEXSN_ERROR_BAD_COUPLING; ++s) {
     const char *message = flexsn_status_message(static_cast<flexsn_status>(s));
     ASSERT_NE(message, nullptr) << s;
     EXPECT_GT(std::strlen(message), 0u) << s;
     EXPECT_STRNE(message, "unknown status") << s;
     EXPECT_TRUE(seen.insert(message).second) << "duplicate message " << message;
   }
-  EXPECT_EQ(seen.size(), 15u);
+  EXPECT_EQ(seen.size(), 16u);
   EXPECT_STREQ(flexsn_status_message(FLEXSN_SUCCESS), "success");
 }
 
@@ -82,7 +82,7 @@ TEST(RuntimeTest, EveryStatusHasItsOwnMessage) {
 TEST(RuntimeTest, BufferKindsAreTheDialectsRoles) {
   using mlir::flexsn::BufferRole;
   uint32_t count = mlir::flexsn::getMaxEnumValForBufferRole() + 1;
-  EXPECT_EQ(count, uint32_t(FLEXSN_PER_CHANNEL_PARAM_GRADIENT) + 1);
+  EXPECT_EQ(count, uint32_t(FLEXSN_COUPLING_WEIGHTS) + 1);
   for (uint32_t value = 0; value < count; ++value) {
     std::optional<BufferRole> role = mlir::flexsn::symbolizeBufferRole(value);
     ASSERT_TRUE(role.has_value()) << value;
@@ -96,7 +96,7 @@ TEST(RuntimeTest, BufferKindsAreTheDialectsRoles) {
 }
 
 TEST(RuntimeTest, OutOfRangeStatusIsUnknown) {
-  EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(15)),
+  EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(16)),
                "unknown status");
   EXPECT_STREQ(flexsn_status_message(static_cast<flexsn_status>(-1)),
                "unknown status");

@@ -14,9 +14,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
+#include "flexsn/Pipelines/CompileRequest.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -256,6 +258,21 @@ static void printEnum(llvm::raw_ostream &os, llvm::StringRef name,
   os << (maxValue == 0 ? ",)\n" : ")\n");
 }
 
+/// The compile request's schema, as JSON text the module parses.
+static void printCompileRequest(llvm::raw_ostream &os) {
+  std::string schema = llvm::formatv("{0:4}", getCompileRequestSchema()).str();
+  if (llvm::StringRef(schema).contains('\\') ||
+      llvm::StringRef(schema).contains("\"\"\""))
+    llvm::report_fatal_error("flexsn-pygen: the request schema's text holds "
+                             "a backslash or triple quotes");
+  os << R"py(
+#: What `flexsn-compile --request` reads (CompileRequest.cpp declares it):
+#: per object ("" is the request itself, "targets.cuda" the CUDA target's
+#: object), each field's type, default, allowed values and description.
+COMPILE_REQUEST = json.loads(""")py"
+     << schema << "\"\"\")\n";
+}
+
 static void printModule(llvm::raw_ostream &os) {
   os << R"py("""The flexsn dialect's enums and surrogates, as its ODS declares them.
 
@@ -265,6 +282,7 @@ when it differs from what the compiler declares.
 """
 
 import collections
+import json
 import math
 
 )py";
@@ -293,6 +311,7 @@ import math
                                     stringifyBlockConnectionOperand);
   printEnum<BlockReadout>(os, "BLOCK_READOUTS", getMaxEnumValForBlockReadout(),
                           stringifyBlockReadout);
+  printCompileRequest(os);
   os << R"py(
 SurrogateParam = collections.namedtuple(
     "SurrogateParam", ("name", "type", "default", "range", "description"))

@@ -45,6 +45,12 @@ struct KernelOptions : public PassPipelineOptions<Derived> {
       *this, "spike-storage",
       llvm::cl::desc("Inference and final-state kernels: how spike outputs "
                      "are stored: dense (default), u8 and/or bits")};
+  Options::Option<bool> coupledKernels{
+      *this, "coupled-kernels",
+      llvm::cl::desc("Also build each neuron kernel coupled from the "
+                     "neuron's first output into its first input "
+                     "(flexsn-couple-kernels): a recurrent layer's kernels"),
+      llvm::cl::init(false)};
   Options::Option<bool> fuse{
       *this, "fuse",
       llvm::cl::desc("Fuse first: elementwise linalg ops into the scans "
@@ -113,6 +119,17 @@ void buildLowerToNVVMPipeline(OpPassManager &pm,
 /// then the standard lowering to LLVM with C-interface wrappers.
 void buildLowerToCPUPipeline(OpPassManager &pm,
                              const LowerToCPUOptions &options);
+
+/// The checks each pipeline makes of its options when it is parsed (an
+/// empty or repeated list, compact spike storage with no kernel to store
+/// spikes compactly), reported through `errorHandler`: the same checks for
+/// options that are not parsed from text (a compile request).
+LogicalResult checkLowerToNVVMOptions(
+    const LowerToNVVMOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler);
+LogicalResult
+checkLowerToCPUOptions(const LowerToCPUOptions &options,
+                       function_ref<LogicalResult(const Twine &)> errorHandler);
 
 /// Registers every FlexSN pipeline, and the passes only they run
 /// (`flexsn-check-gpu-options`), with the pass registry.

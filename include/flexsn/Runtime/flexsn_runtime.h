@@ -83,10 +83,12 @@ typedef enum flexsn_buffer_kind {
   FLEXSN_PER_NEURON_PARAM_GRADIENT, /* [N] float written (sums over T),
                                        required */
   /* Per-channel parameters (flexsn_launch_channels): */
-  FLEXSN_PER_CHANNEL_PARAM,         /* [C] float read, required */
-  FLEXSN_PER_CHANNEL_PARAM_GRADIENT /* [C] float, zeroed then accumulated
+  FLEXSN_PER_CHANNEL_PARAM,          /* [C] float read, required */
+  FLEXSN_PER_CHANNEL_PARAM_GRADIENT, /* [C] float, zeroed then accumulated
                                        (sums over T and the channel's
                                        neurons), required */
+  /* Coupled kernels (flexsn_launch_coupled): */
+  FLEXSN_COUPLING_WEIGHTS /* [H, H] float read, required */
 } flexsn_buffer_kind;
 
 /* The kind whose role name (as the manifest spells it: "input_sequence",
@@ -198,6 +200,24 @@ flexsn_status flexsn_launch_channels(flexsn_image *image,
                                      int64_t ld, int64_t C, int64_t S,
                                      void *const *buffers,
                                      const void *const *scalars);
+
+/* flexsn_launch for a coupled (recurrent) kernel, one with a
+   FLEXSN_COUPLING_WEIGHTS buffer M (H x H floats, row-major): its N neurons
+   are N / H samples of H, and input i of neuron j of a sample at step t
+   gains sum over k of M[k][j] times output o of the sample's neuron k at
+   the step before (a backward kernel: the adjoint; docs/ABI.md). Such a
+   kernel takes int64 H after ld. Checked after BAD_STRIDE: 1 <= H <= 256 *
+   vector_width, N a multiple of H, and N / H <= 2^31-1, else BAD_COUPLING
+   (so flexsn_launch, which passes no H, refuses these kernels, and this
+   function refuses the others). Grid: N / H blocks of 256 threads, one
+   sample each: the scalar kernel for H <= 256, else the vector kernel
+   (vector_width neurons per thread). Parameter gradients are summed with
+   atomics. */
+flexsn_status flexsn_launch_coupled(flexsn_image *image,
+                                    const flexsn_kernel_desc *desc,
+                                    flexsn_stream stream, int64_t T, int64_t N,
+                                    int64_t ld, int64_t H, void *const *buffers,
+                                    const void *const *scalars);
 
 #ifdef __cplusplus
 } /* extern "C" */

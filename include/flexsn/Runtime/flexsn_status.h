@@ -42,9 +42,12 @@ typedef enum flexsn_status {
   FLEXSN_ERROR_KERNEL_NOT_FOUND, /* the image has no entry of that name */
   FLEXSN_ERROR_LAUNCH,           /* cuLaunchKernel failed */
   FLEXSN_ERROR_CUDA,             /* another driver call failed */
-  FLEXSN_ERROR_BAD_CHANNELS      /* a kernel with per-channel buffers got
+  FLEXSN_ERROR_BAD_CHANNELS,     /* a kernel with per-channel buffers got
                                     C < 1, C > 2^31-1, S < 1, or N not a
                                     multiple of C * S */
+  FLEXSN_ERROR_BAD_COUPLING      /* a coupled kernel got H < 1, H over its
+                                    most, or N not a multiple of H; or a
+                                    kernel got the other launch function */
 } flexsn_status;
 
 /* A readable message for `status`; never NULL ("unknown status" for a value

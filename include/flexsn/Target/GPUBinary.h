@@ -26,6 +26,9 @@ LogicalResult translateToPTX(ModuleOp module, raw_ostream &os);
 /// Bundles the cubins of every target chip into one fatbin
 /// (`--flexsn-to-fatbin`).
 LogicalResult translateToFatbin(ModuleOp module, raw_ostream &os);
+/// Same, with the `fatbinary` of `toolkit` (not --flexsn-toolkit's).
+LogicalResult translateToFatbin(ModuleOp module, raw_ostream &os,
+                                StringRef toolkit);
 /// Writes a C header: the embedded kernels and a typed launch function per
 /// kernel (`--flexsn-to-header`).
 LogicalResult translateToHeader(ModuleOp module, raw_ostream &os);

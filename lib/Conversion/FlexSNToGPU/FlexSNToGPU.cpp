@@ -156,6 +156,45 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   gpu::ReturnOp::create(b, loc);
 }
 
+/// Builds the entry point `name` of a coupled kernel whose threads take
+/// `lanes` neurons each (CoupledKernel.cpp): one block per sample of H
+/// neurons, H at most kBlockSize * lanes. It takes H after T, N and ld.
+void buildCoupledKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
+                        unsigned lanes, StringRef name) {
+  Location loc = plan.func().getLoc();
+  MLIRContext *ctx = moduleBuilder.getContext();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> argTypes(plan.numBuffers(), ptrType);
+  argTypes.append({i64, i64, i64, i64});
+  for (Value param : plan.scan().getParams())
+    if (!isa<MemRefType>(param.getType()))
+      argTypes.push_back(param.getType());
+  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto f32 = Float32Type::get(ctx);
+  // The two slots of the sample's coupled outputs, then the warps' sums.
+  SmallVector<Type> workgroup = {
+      MemRefType::get({int64_t(2 * kBlockSize * lanes)}, f32,
+                      MemRefLayoutAttrInterface(), space)};
+  if (!plan.scalarReductions.empty())
+    workgroup.push_back(MemRefType::get(
+        {int64_t(plan.scalarReductions.size() * kWarpsPerBlock)}, f32,
+        MemRefLayoutAttrInterface(), space));
+  auto kernel =
+      gpu::GPUFuncOp::create(moduleBuilder, loc, name,
+                             FunctionType::get(ctx, argTypes, {}), workgroup);
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  kernel.setKnownBlockSizeAttr(
+      DenseI32ArrayAttr::get(ctx, {int32_t(kBlockSize), 1, 1}));
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  KernelEmitter emitter(b, loc, plan, kernel, /*hasScratch=*/false, lanes);
+  ArrayRef<BlockArgument> slots = kernel.getWorkgroupAttributions();
+  SmallVector<Value> partials = emitter.emitCoupledNeurons(lanes, slots[0]);
+  if (!plan.scalarReductions.empty())
+    emitter.emitAtomicReductions(partials, slots[1]);
+  gpu::ReturnOp::create(b, loc);
+}
+
 /// The signature of `plan`'s kernel with the gradients of its per-channel
 /// reductions `channelReductions` stored per neuron: [N] buffers of each
 /// neuron's sum over time (role per_neuron_param_gradient).
@@ -163,7 +202,8 @@ KernelSignatureAttr
 perNeuronChannelGradients(const KernelPlan &plan,
                           ArrayRef<unsigned> channelReductions) {
   SmallVector<KernelBufferAttr> buffers(plan.signature().getBuffers());
-  unsigned firstReduction = plan.numBuffers() - plan.numReductions();
+  unsigned firstReduction =
+      plan.kernel.operandBuffers.size() - plan.numReductions();
   for (unsigned r : channelReductions) {
     KernelBufferAttr &buffer =
         buffers[plan.kernel.operandBuffers[firstReduction + r]];
@@ -214,6 +254,19 @@ struct ConvertFlexSNToGPUPass
           vectorEntry, scalarEntry));
     };
     for (const KernelPlan &plan : plans) {
+      if (plan.kernel.coupling) {
+        // Threads of one or four neurons: samples of up to 256 or 1024.
+        // The sums across neurons are atomic: no deterministic mode.
+        std::string name = plan.func().getSymName().str();
+        auto vectorEntry = StringAttr::get(ctx, name + "_vec");
+        auto scalarEntry = StringAttr::get(ctx, name + "_scalar");
+        buildCoupledKernel(kernelBuilder, plan, kCoupledLanes, vectorEntry);
+        buildCoupledKernel(kernelBuilder, plan, 1, scalarEntry);
+        kernels.push_back(CompiledKernelAttr::get(
+            ctx, StringAttr::get(ctx, name), plan.signature(), kCoupledLanes,
+            /*deterministic=*/false, vectorEntry, scalarEntry));
+        continue;
+      }
       build(plan, plan.signature(), /*deterministic=*/false);
       // Kernels with reductions across neurons (parameter gradients) also
       // come in a deterministic mode. Per-neuron sums are deterministic

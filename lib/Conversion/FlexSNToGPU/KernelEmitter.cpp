@@ -43,6 +43,10 @@ KernelEmitter::KernelEmitter(OpBuilder &b, Location loc, const KernelPlan &plan,
     numChannels = args[firstParam++];
     channelSize = args[firstParam++];
   }
+  if (plan.kernel.coupling) {
+    sampleSize = args[firstParam++];
+    couplingWeights = args[plan.kernel.coupling->weights];
+  }
   params.assign(args.begin() + firstParam, args.end());
   ptrType = LLVM::LLVMPointerType::get(b.getContext());
   f32 = b.getF32Type();
@@ -245,7 +249,7 @@ void KernelEmitter::forEachSlot(llvm::function_ref<void(Value)> body) {
 void KernelEmitter::emitChannelReductions(ValueRange pairs) {
   if (pairs.empty())
     return;
-  unsigned reductionBase = plan.numBuffers() - plan.numReductions();
+  unsigned reductionBase = buffers.size() - plan.numReductions();
   Value lane = arith::RemUIOp::create(
       b, loc, threadId(), arith::ConstantIndexOp::create(b, loc, kWarpSize));
   Value i32Zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
@@ -451,7 +455,7 @@ void KernelEmitter::atomicAdd(Value buffer, Value index, Value value) {
 }
 
 Value KernelEmitter::reductionBuffer(unsigned r) const {
-  return buffers[plan.numBuffers() - plan.numReductions() +
+  return buffers[buffers.size() - plan.numReductions() +
                  plan.scalarReductions[r]];
 }
 

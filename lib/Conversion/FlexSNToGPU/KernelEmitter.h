@@ -52,6 +52,14 @@ public:
   /// itself; without, it adds them itself.
   SmallVector<Value> emitNeurons(Value first, unsigned width,
                                  bool deferChannels);
+  /// A coupled kernel's thread (CoupledKernel.cpp): the block runs sample
+  /// blockIdx.x, the thread its neurons j = threadIdx.x + l * kBlockSize
+  /// for lanes l < `lanes` (those below H), through every step; each step
+  /// computes the lanes' coupled drive from the previous step's coupled
+  /// outputs in `previous` (workgroup memory, two slots of
+  /// kBlockSize * lanes floats), then waits for the block. Returns the
+  /// thread's partial sums of the scalar reductions.
+  SmallVector<Value> emitCoupledNeurons(unsigned lanes, Value previous);
 
   /// Zeroes the block's per-channel slots (see addToChannelSlot) and
   /// computes the block's first channel; every thread, before any adds.
@@ -171,7 +179,8 @@ private:
   Value scratch; // deterministic kernels only
   llvm::DenseSet<int64_t> optionalInputs;
   Value numSteps, numNeurons, timeStride;
-  Value numChannels, channelSize; // kernels with channels only
+  Value numChannels, channelSize;    // kernels with channels only
+  Value sampleSize, couplingWeights; // coupled kernels only: H, the weights
   // Kernels with per-channel reductions only: the block's slots
   // (workgroup memory), their count per reduction, the block's first
   // channel.

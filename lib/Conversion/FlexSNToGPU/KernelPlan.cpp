@@ -35,7 +35,8 @@ FailureOr<KernelPlan> planKernel(func::FuncOp func) {
   unsigned smallest = kAccessBytes;
   ScanOp scan = plan.scan();
   plan.channels = plan.signature().hasChannels();
-  unsigned firstReduction = plan.numBuffers() - plan.numReductions();
+  unsigned firstReduction =
+      plan.kernel.operandBuffers.size() - plan.numReductions();
   for (auto [r, reduction] : llvm::enumerate(scan.getReductionsMutable())) {
     BufferShape shape =
         plan.signature()

@@ -30,6 +30,9 @@ constexpr unsigned kBlockSize = 256;
 /// Threads per warp, and warps per block.
 constexpr unsigned kWarpSize = 32;
 constexpr unsigned kWarpsPerBlock = kBlockSize / kWarpSize;
+/// Neurons per thread of a coupled kernel's vector entry: a block of
+/// kBlockSize threads runs samples of up to kBlockSize * kCoupledLanes.
+constexpr unsigned kCoupledLanes = 4;
 /// Workgroup (shared) memory a kernel may declare statically: more needs an
 /// opt-in at launch, and ptxas rejects the kernel.
 constexpr unsigned kMaxWorkgroupBytes = 48 * 1024;

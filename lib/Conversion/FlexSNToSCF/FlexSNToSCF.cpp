@@ -91,6 +91,7 @@ struct ConvertFlexSNToSCFPass
       return signalPassFailure();
     }
     DenseMap<func::FuncOp, Value> threadCounts;
+    DenseMap<func::FuncOp, ScanCoupling> couplings;
     // Steps are emitted from flat bodies.
     if (failed(checkBlocksCompiled(module)) ||
         failed(inlineApplications(module)))
@@ -102,6 +103,9 @@ struct ConvertFlexSNToSCFPass
       FailureOr<KernelFunction> kernel = analyzeKernelFunction(func);
       if (failed(kernel))
         return signalPassFailure();
+      if (kernel->coupling)
+        couplings[func] = {kernel->coupling->input, kernel->coupling->output,
+                           func.getArgument(kernel->coupling->weights)};
       kernels.push_back(CompiledKernelAttr::get(
           &getContext(), func.getSymNameAttr(), kernel->signature,
           /*vector_width=*/0, /*deterministic=*/false, StringAttr(),
@@ -130,9 +134,15 @@ struct ConvertFlexSNToSCFPass
     });
     if (walk.wasInterrupted())
       return signalPassFailure();
-    for (ScanOp scan : scans)
-      lowerScan(scan, parallel, vectorWidth,
-                threadCounts.lookup(scan->getParentOfType<func::FuncOp>()));
+    for (ScanOp scan : scans) {
+      auto func = scan->getParentOfType<func::FuncOp>();
+      auto coupled = couplings.find(func);
+      if (coupled != couplings.end())
+        lowerCoupledScan(scan, coupled->second, parallel,
+                         threadCounts.lookup(func));
+      else
+        lowerScan(scan, parallel, vectorWidth, threadCounts.lookup(func));
+    }
     // Neurons are only templates for scans: once inlined, they are dead.
     for (NeuronOp neuron :
          llvm::make_early_inc_range(module.getOps<NeuronOp>()))

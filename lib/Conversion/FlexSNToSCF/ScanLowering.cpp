@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -174,6 +175,9 @@ public:
   /// Emits the loops (chunks under OpenMP with `parallel`) and erases the
   /// scan.
   void emit(bool parallel);
+  /// Emits a coupled kernel's loops: one chunk per sample of H neurons
+  /// (under OpenMP with `parallel`), time outer, and erases the scan.
+  void emitCoupled(const ScanCoupling &coupling, bool parallel);
 
 private:
   // -- one neuron (or vector of neurons) -----------------------------------
@@ -196,6 +200,7 @@ private:
   void emitChunked();
   SmallVector<Value> chunkStart(OpBuilder &cb, Location loc, Value chunk);
   void emitChunk(OpBuilder &cb, Location loc, Value chunk);
+  SmallVector<Value> startChunkSums(OpBuilder &cb, Location loc, Value chunk);
   void add(const Chunk &c, OpBuilder &ab, Location loc, unsigned width,
            unsigned r, ArrayRef<Value> at, Value value);
   SmallVector<Value> addCarried(const Chunk &c, OpBuilder &ab, Location loc,
@@ -207,6 +212,10 @@ private:
   SmallVector<Value> vectorSteps(const Chunk &c, Value from, Value to,
                                  ValueRange sumsIn);
   void addPartials();
+  void allocatePartials();
+  void emitCoupledChunk(OpBuilder &cb, Location loc, Value chunk);
+  void coupledStep(const Chunk &c, Value step, Value carries, Value prev,
+                   Value drive);
 
   /// Reduction r's contributions at each step of the neuron(s) at `point`.
   auto addAtStepOf(const Chunk &c, ArrayRef<Value> point, unsigned width) {
@@ -236,6 +245,10 @@ private:
   SmallVector<Value> partials;
   /// When vectors stream their sequence stores (null: never).
   Value streaming;
+  /// A coupled kernel's coupling, and its sample size H (the chunks are
+  /// then the samples).
+  std::optional<ScanCoupling> coupling;
+  Value sampleSize;
 };
 
 ScanEmitter::ScanEmitter(const ScanPlan &plan, Value numThreads)
@@ -426,20 +439,7 @@ void ScanEmitter::emitChunked() {
   for (Value dim : outerDims)
     numChunks = arith::MulIOp::create(b, loc, numChunks, dim);
 
-  partials.resize(plan.reductionMaps.size());
-  for (auto [r, map] : llvm::enumerate(plan.reductionMaps)) {
-    if (plan.kinds[r] != SumKind::PerChunk)
-      continue;
-    SmallVector<Value> sizes = {numChunks};
-    if (usesTime(map))
-      sizes.push_back(numSteps);
-    partials[r] = memref::AllocOp::create(
-        b, loc,
-        MemRefType::get(
-            SmallVector<int64_t>(sizes.size(), ShapedType::kDynamic),
-            b.getF32Type()),
-        sizes);
-  }
+  allocatePartials();
 
   // Big scans whose written sequences are aligned stream them.
   if (plan.vectorize) {
@@ -462,9 +462,30 @@ void ScanEmitter::emitChunked() {
   addPartials();
 }
 
-/// The point (t = 0, outer..., n = 0) of `chunk`'s first neuron.
+/// Each per-chunk sum's partials, one per chunk ([chunks] or [chunks, T]).
+void ScanEmitter::allocatePartials() {
+  partials.resize(plan.reductionMaps.size());
+  for (auto [r, map] : llvm::enumerate(plan.reductionMaps)) {
+    if (plan.kinds[r] != SumKind::PerChunk)
+      continue;
+    SmallVector<Value> sizes = {numChunks};
+    if (usesTime(map))
+      sizes.push_back(numSteps);
+    partials[r] = memref::AllocOp::create(
+        b, loc,
+        MemRefType::get(
+            SmallVector<int64_t>(sizes.size(), ShapedType::kDynamic),
+            b.getF32Type()),
+        sizes);
+  }
+}
+
+/// The point (t = 0, outer..., n = 0) of `chunk`'s first neuron (in a
+/// coupled kernel, of sample `chunk`: (0, chunk * H)).
 SmallVector<Value> ScanEmitter::chunkStart(OpBuilder &cb, Location loc,
                                            Value chunk) {
+  if (coupling)
+    return {zeroIndex, arith::MulIOp::create(cb, loc, chunk, sampleSize)};
   Value outer = arith::DivUIOp::create(cb, loc, chunk, blocks);
   SmallVector<Value> point = {zeroIndex};
   llvm::append_range(point, delinearize(cb, loc, outer, outerDims));
@@ -474,14 +495,10 @@ SmallVector<Value> ScanEmitter::chunkStart(OpBuilder &cb, Location loc,
   return point;
 }
 
-/// One chunk: whole vectors first, then the rest one neuron at a time.
-void ScanEmitter::emitChunk(OpBuilder &cb, Location loc, Value chunk) {
-  Chunk c{cb, loc, chunk, chunkStart(cb, loc, chunk)};
-  Value first = c.start.back();
-  Value last = arith::MinUIOp::create(
-      cb, loc, arith::AddIOp::create(cb, loc, first, chunkNeurons), innerDim);
-  // Per-step partials start at zero; per-chunk sums over time are carried
-  // by the neuron loop.
+/// Zeroes `chunk`'s per-step partials and returns its per-chunk sums over
+/// time, all zero (what its neuron loops carry).
+SmallVector<Value> ScanEmitter::startChunkSums(OpBuilder &cb, Location loc,
+                                               Value chunk) {
   SmallVector<Value> chunkSums;
   for (auto [r, kind] : llvm::enumerate(plan.kinds)) {
     if (kind != SumKind::PerChunk)
@@ -497,6 +514,18 @@ void ScanEmitter::emitChunk(OpBuilder &cb, Location loc, Value chunk) {
     else
       chunkSums.push_back(f32Constant(cb, loc, 0.0));
   }
+  return chunkSums;
+}
+
+/// One chunk: whole vectors first, then the rest one neuron at a time.
+void ScanEmitter::emitChunk(OpBuilder &cb, Location loc, Value chunk) {
+  Chunk c{cb, loc, chunk, chunkStart(cb, loc, chunk)};
+  Value first = c.start.back();
+  Value last = arith::MinUIOp::create(
+      cb, loc, arith::AddIOp::create(cb, loc, first, chunkNeurons), innerDim);
+  // Per-step partials start at zero; per-chunk sums over time are carried
+  // by the neuron loop.
+  SmallVector<Value> chunkSums = startChunkSums(cb, loc, chunk);
   scf::ForOp neurons;
   if (plan.vectorize) {
     Value lanes = arith::ConstantIndexOp::create(cb, loc, plan.vectorWidth);
@@ -715,10 +744,204 @@ void ScanEmitter::addPartials() {
       memref::DeallocOp::create(b, loc, partial);
 }
 
+// -- coupled kernels ---------------------------------------------------------
+
+void ScanEmitter::emitCoupled(const ScanCoupling &given, bool parallel) {
+  coupling = given;
+  for (Value buffer : scan.getReductions())
+    zeroFill(b, loc, buffer);
+  sampleSize = memref::DimOp::create(b, loc, coupling->weights, 0);
+  // Whole samples only: the callers pass N = B * H.
+  numChunks = arith::DivUIOp::create(b, loc, neuronDims.front(), sampleSize);
+  allocatePartials();
+  emitChunkLoop(b, loc, numChunks, parallel, numThreads,
+                [&](OpBuilder &cb, Location loc, Value chunk) {
+                  emitCoupledChunk(cb, loc, chunk);
+                });
+  addPartials();
+  scan.erase();
+}
+
+/// One sample: its neurons' carries (states, sums over time) in a buffer,
+/// the previous step's coupled outputs and this step's drive in two more;
+/// each step computes the drive of every neuron, then steps each.
+void ScanEmitter::emitCoupledChunk(OpBuilder &cb, Location loc, Value chunk) {
+  Chunk c{cb, loc, chunk, chunkStart(cb, loc, chunk)};
+  Value first = c.start.back();
+  SmallVector<Value> chunkSums = startChunkSums(cb, loc, chunk);
+  OpBuilder::InsertionGuard guard(cb);
+  auto scope =
+      memref::AllocaScopeOp::create(cb, loc, ValueRange(chunkSums).getTypes());
+  cb.createBlock(&scope.getBodyRegion());
+  int64_t numCarries = plan.numStates + plan.carriedReductions.size();
+  Value numCarriesValue =
+      arith::ConstantIndexOp::create(cb, loc, std::max<int64_t>(numCarries, 1));
+  auto dynamic2D = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                   cb.getF32Type());
+  auto dynamic1D = MemRefType::get({ShapedType::kDynamic}, cb.getF32Type());
+  Value carries = memref::AllocaOp::create(
+      cb, loc, dynamic2D, ValueRange{numCarriesValue, sampleSize});
+  Value prev =
+      memref::AllocaOp::create(cb, loc, dynamic1D, ValueRange{sampleSize});
+  Value drive =
+      memref::AllocaOp::create(cb, loc, dynamic1D, ValueRange{sampleSize});
+  auto neurons = [&](OpBuilder &nb, ValueRange iterArgs,
+                     function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                     Value, ValueRange)>
+                         body) {
+    return scf::ForOp::create(
+        nb, loc, zeroIndex, sampleSize, oneIndex, iterArgs,
+        [&](OpBuilder &jb, Location loc, Value j, ValueRange args) {
+          scf::YieldOp::create(jb, loc, body(jb, loc, j, args));
+        });
+  };
+  // Before the first step: the initial states, no sums, no coupled output.
+  neurons(cb, {}, [&](OpBuilder &jb, Location loc, Value j, ValueRange) {
+    NeuronAccess a{jb, loc,
+                   pointAt(c, arith::AddIOp::create(jb, loc, first, j)), 0};
+    SmallVector<Value> initial = initialStates(a);
+    initial.append(plan.carriedReductions.size(), f32Constant(jb, loc, 0.0));
+    for (auto [k, value] : llvm::enumerate(initial))
+      memref::StoreOp::create(
+          jb, loc, value, carries,
+          ValueRange{arith::ConstantIndexOp::create(jb, loc, k), j});
+    memref::StoreOp::create(jb, loc, f32Constant(jb, loc, 0.0), prev, j);
+    return SmallVector<Value>();
+  });
+  scf::ForOp::create(
+      cb, loc, zeroIndex, numSteps, oneIndex, ValueRange(),
+      [&](OpBuilder &tb, Location loc, Value iteration, ValueRange) {
+        Value step = iteration;
+        if (scan.getReverse())
+          step = arith::SubIOp::create(
+              tb, loc, arith::SubIOp::create(tb, loc, numSteps, oneIndex),
+              iteration);
+        OpBuilder::InsertionGuard inner(cb);
+        cb.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+        coupledStep(c, step, carries, prev, drive);
+        scf::YieldOp::create(tb, loc);
+      });
+  auto finish = neurons(
+      cb, chunkSums,
+      [&](OpBuilder &jb, Location loc, Value j, ValueRange sums) {
+        NeuronAccess a{jb, loc,
+                       pointAt(c, arith::AddIOp::create(jb, loc, first, j)), 0};
+        SmallVector<Value> finals;
+        for (int64_t k = 0; k < numCarries; ++k)
+          finals.push_back(memref::LoadOp::create(
+              jb, loc, carries,
+              ValueRange{arith::ConstantIndexOp::create(jb, loc, k), j}));
+        storeFinalStates(a, finals);
+        return addCarried(c, jb, loc, 0, a.point,
+                          ArrayRef<Value>(finals).drop_front(plan.numStates),
+                          sums);
+      });
+  memref::AllocaScopeReturnOp::create(cb, loc, finish.getResults());
+  cb.setInsertionPointAfter(scope);
+  auto sum = scope.getResults().begin();
+  for (unsigned r : plan.carriedReductions)
+    if (plan.kinds[r] == SumKind::PerChunk)
+      memref::StoreOp::create(cb, loc, *sum++, partials[r], ValueRange{chunk});
+}
+
+/// One step of a sample at c.cb's insertion point: drive[j] = sum over k of
+/// prev[k] * W[k, j] (the rows of outputs that are zero, as most spikes
+/// are, skipped), then every neuron's step with the drive added to the
+/// coupled input and the coupled output kept in prev.
+void ScanEmitter::coupledStep(const Chunk &c, Value step, Value carries,
+                              Value prev, Value drive) {
+  OpBuilder &cb = c.cb;
+  Location loc = c.loc;
+  Value zero = f32Constant(cb, loc, 0.0);
+  Value weights = coupling->weights;
+  scf::ForOp::create(cb, loc, zeroIndex, sampleSize, oneIndex, ValueRange(),
+                     [&](OpBuilder &jb, Location loc, Value j, ValueRange) {
+                       memref::StoreOp::create(jb, loc, zero, drive, j);
+                       scf::YieldOp::create(jb, loc);
+                     });
+  scf::ForOp::create(
+      cb, loc, zeroIndex, sampleSize, oneIndex, ValueRange(),
+      [&](OpBuilder &kb, Location loc, Value k, ValueRange) {
+        Value p = memref::LoadOp::create(kb, loc, prev, k);
+        Value nonzero =
+            arith::CmpFOp::create(kb, loc, arith::CmpFPredicate::UNE, p, zero);
+        scf::IfOp::create(kb, loc, nonzero, [&](OpBuilder &ib, Location loc) {
+          scf::ForOp::create(
+              ib, loc, zeroIndex, sampleSize, oneIndex, ValueRange(),
+              [&](OpBuilder &jb, Location loc, Value j, ValueRange) {
+                Value w =
+                    memref::LoadOp::create(jb, loc, weights, ValueRange{k, j});
+                Value d = memref::LoadOp::create(jb, loc, drive, j);
+                Value next = math::FmaOp::create(jb, loc, p, w, d);
+                memref::StoreOp::create(jb, loc, next, drive, j);
+                scf::YieldOp::create(jb, loc);
+              });
+          scf::YieldOp::create(ib, loc);
+        });
+        scf::YieldOp::create(kb, loc);
+      });
+  int64_t numCarries = plan.numStates + plan.carriedReductions.size();
+  scf::ForOp::create(
+      cb, loc, zeroIndex, sampleSize, oneIndex, ValueRange(),
+      [&](OpBuilder &jb, Location loc, Value j, ValueRange) {
+        Value n = arith::AddIOp::create(jb, loc, c.start.back(), j);
+        NeuronAccess a{jb, loc, pointAt(c, n), 0};
+        SmallVector<Value> params = paramsAt(a);
+        SmallVector<Value> current;
+        for (int64_t k = 0; k < numCarries; ++k)
+          current.push_back(memref::LoadOp::create(
+              jb, loc, carries,
+              ValueRange{arith::ConstantIndexOp::create(jb, loc, k), j}));
+        Value driveHere = memref::LoadOp::create(jb, loc, drive, j);
+        auto addAtStep = addAtStepOf(c, a.point, 0);
+        auto at = [&](Value t) {
+          SmallVector<Value> index(a.point);
+          index[0] = t;
+          return index;
+        };
+        auto loadInput = [&](unsigned k, Value t) {
+          Value value = load(a, inputPresent[k], scan.getInputs()[k],
+                             plan.inputMaps[k], at(t));
+          if (k == coupling->input)
+            value = arith::AddFOp::create(jb, loc, value, driveHere);
+          return SmallVector<Value>{value};
+        };
+        auto storeOutput = [&](unsigned k, Value t, ValueRange lanes) {
+          store(a, outputPresent[k], lanes.front(), scan.getOutputs()[k],
+                plan.outputMaps[k], at(t));
+          if (k == coupling->output)
+            memref::StoreOp::create(jb, loc, lanes.front(), prev, j);
+        };
+        auto storeState = [&](unsigned s, Value t, ValueRange lanes) {
+          store(a, statePresent[s], lanes.front(), scan.getStates()[s],
+                plan.stateMaps[s], at(t));
+        };
+        auto addStep = [&](unsigned r, Value t, ValueRange lanes) {
+          addAtStep(jb, loc, r, t, lanes.front());
+        };
+        ScanGroupAccess access{1,          loadInput, storeOutput,
+                               storeState, addStep,   0};
+        SmallVector<Value> next =
+            emitStep(jb, loc, scan, plan.neuron, step, current, {params},
+                     plan.carriedReductions, access);
+        for (auto [k, value] : llvm::enumerate(next))
+          memref::StoreOp::create(
+              jb, loc, value, carries,
+              ValueRange{arith::ConstantIndexOp::create(jb, loc, k), j});
+        scf::YieldOp::create(jb, loc);
+      });
+}
+
 } // namespace
 
 void mlir::flexsn::lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
                              Value numThreads) {
   ScanPlan plan(scan, vectorWidth);
   ScanEmitter(plan, numThreads).emit(parallel);
+}
+
+void mlir::flexsn::lowerCoupledScan(ScanOp scan, const ScanCoupling &coupling,
+                                    bool parallel, Value numThreads) {
+  ScanPlan plan(scan, /*requestedWidth=*/0);
+  ScanEmitter(plan, numThreads).emitCoupled(coupling, parallel);
 }

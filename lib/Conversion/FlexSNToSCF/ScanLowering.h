@@ -22,6 +22,21 @@ namespace mlir::flexsn {
 void lowerScan(ScanOp scan, bool parallel, unsigned vectorWidth,
                Value numThreads);
 
+/// The coupling of a coupled kernel's scan (#flexsn.kernel): the scan
+/// input it adds to, the scan output feeding it, and the [H, H] weights.
+struct ScanCoupling {
+  unsigned input, output;
+  Value weights;
+};
+
+/// Rewrites a coupled kernel's scan into loops: per sample of H neurons
+/// (in parallel under OpenMP with `parallel`), a loop over time whose each
+/// step first computes the coupled drive of every neuron of the sample
+/// from the previous step's outputs, then steps each neuron. Erases the
+/// scan.
+void lowerCoupledScan(ScanOp scan, const ScanCoupling &coupling, bool parallel,
+                      Value numThreads);
+
 } // namespace mlir::flexsn
 
 #endif // FLEXSN_LIB_CONVERSION_FLEXSNTOSCF_SCANLOWERING_H

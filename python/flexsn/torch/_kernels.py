@@ -386,10 +386,14 @@ class NeuronKernels:
         deterministic: bool = False,
         spikes: str = "dense",
         final_states: Optional[bool] = None,
+        coupled: bool = False,
     ) -> Kernel:
-        key = (variant, dtype, deterministic, spikes, final_states)
+        key = (variant, dtype, deterministic, spikes, final_states, coupled)
         kernel = self._cache.get(key)
         if kernel is None:
+            # Only neurons have coupled kernels (a block's compile does
+            # not take the keyword).
+            extra = {"coupled": True} if coupled else {}
             kernel = self._cache[key] = self.compiled.kernel(
                 self.device_type,
                 variant,
@@ -397,6 +401,7 @@ class NeuronKernels:
                 deterministic,
                 spikes,
                 final_states=final_states,
+                **extra,
             )
         return kernel
 
@@ -474,7 +479,11 @@ class NeuronKernels:
         params,
         device,
         channels=None,
+        coupling=None,
     ):
+        """Launches `kernel`; `coupling`: a coupled kernel's sample size
+        H."""
+        extra = {} if coupling is None else {"coupling": coupling}
         if self.device_type == "cuda":
             index = device if isinstance(device, int) else device.index
             # As torch's own operators do: the tensors' device is made
@@ -495,6 +504,7 @@ class NeuronKernels:
                     workspace,
                     params,
                     channels,
+                    **extra,
                 )
         else:
             # As many threads as torch's own CPU operators use.
@@ -506,6 +516,7 @@ class NeuronKernels:
                 params,
                 channels,
                 num_threads=torch.get_num_threads(),
+                **extra,
             )
 
     @staticmethod
@@ -736,14 +747,24 @@ class NeuronKernels:
         return [T if sequence else min(T, 1) for sequence in sequences]
 
     def forward(
-        self, inputs, inits, params, shaped=(), finals=False, in_place=False
+        self,
+        inputs,
+        inits,
+        params,
+        shaped=(),
+        finals=False,
+        in_place=False,
+        coupling=None,
     ):
         """Training forward: outputs, states ([steps, N...], see
         state_steps; with `finals`, final states where the kernel keeps
         them) and the workspace. The caller has checked the tensors
         (check_inputs). `in_place`: the tensors share the first input's
         dense memory order (call_layout's IN_PLACE), which the results
-        take too; else they are made row-major."""
+        take too; else they are made row-major. `coupling`: the [H, H]
+        float32 weights M of the coupled kernel, whose inputs are
+        [T, B, H] (#flexsn.kernel's coupling: input 0 of neuron j at step t
+        gains sum over k of M[k, j] times output 0 of neuron k at t - 1)."""
         x0 = inputs[0]
         dtype = storage_type(
             inputs + [s for s in inits if s is not None], self.info.name
@@ -757,7 +778,12 @@ class NeuronKernels:
         outputs = [
             sequence_like(x0, T, in_place) for _ in range(self.num_outputs)
         ]
-        kernel = self.forward_kernel(dtype, finals)
+        if coupling is None:
+            kernel = self.forward_kernel(dtype, finals)
+        else:
+            kernel = self.kernel(
+                "forward", dtype, final_states=finals, coupled=True
+            )
         states = [
             sequence_like(x0, steps, in_place)
             for steps in self.state_steps(kernel, T)
@@ -765,10 +791,9 @@ class NeuronKernels:
         workspace = self._workspace(kernel, T, N, N, device)
         if T == 0 or N == 0:
             return outputs, states, workspace
-        buffers = self._buffers(
-            kernel.spec,
-            self._step_sources(inputs, inits, outputs, states, shaped),
-        )
+        sources = self._step_sources(inputs, inits, outputs, states, shaped)
+        sources[("coupling", False)] = [coupling]
+        buffers = self._buffers(kernel.spec, sources)
         self._launch(
             kernel,
             T,
@@ -779,6 +804,7 @@ class NeuronKernels:
             params,
             device,
             channels(self.info, x0),
+            None if coupling is None else coupling.shape[0],
         )
         return outputs, states, workspace
 
@@ -795,6 +821,7 @@ class NeuronKernels:
         present=None,
         shaped=(),
         in_place=False,
+        coupling=None,
     ):
         """Gradients of inputs, initial states and trainable parameters
         from those of the outputs, the state sequences (`grad_states`) and
@@ -810,13 +837,17 @@ class NeuronKernels:
         for a per-channel one (summed over T, B and S). `in_place`: the
         forward ran in_place on tensors in `dtype_like`'s memory order,
         which the gradients take (incoming ones are copied into it where
-        they differ)."""
+        they differ). `coupling`: the [H, H] float32 weights of the coupled
+        backward kernel (the transpose of the forward's: for
+        s[t] = f(x[t] + W s[t - 1]) it takes W itself), which has no
+        deterministic mode."""
         dtype = DTYPES[dtype_like.dtype]
         try:
             kernel = self.kernel(
                 "backward",
                 dtype,
                 bool(deterministic) or self._sum_channels_here,
+                coupled=coupling is not None,
             )
         except NoDeterministicKernelError as error:
             if deterministic and deterministic != "warn":
@@ -832,7 +863,9 @@ class NeuronKernels:
                     UserWarning,
                     stacklevel=2,
                 )
-            kernel = self.kernel("backward", dtype, False)
+            kernel = self.kernel(
+                "backward", dtype, False, coupled=coupling is not None
+            )
         spec = kernel.spec
         T, shape = dtype_like.shape[0], tuple(dtype_like.shape[1:])
         N = math.prod(shape)
@@ -906,6 +939,7 @@ class NeuronKernels:
             ("state_init", True): grad_inits,
             ("param", True): grad_params,
             ("param", False): as_read(shaped, dtype_like, in_place, True),
+            ("coupling", False): [coupling],
         }
         buffers = self._buffers(spec, sources)
         self._launch(
@@ -918,6 +952,7 @@ class NeuronKernels:
             params,
             device,
             channels(self.info, dtype_like),
+            None if coupling is None else coupling.shape[0],
         )
         if summed:
             # [k, B, C, ...] -> [k, C], in torch's fixed reduction order:

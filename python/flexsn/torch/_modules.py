@@ -468,26 +468,7 @@ class FlexSN(StatefulModule):
         single = self._step_mode == "s"
         if single:
             inputs = tuple(x.unsqueeze(0) for x in inputs)
-        trainable = [self._parameters[p.name] for p in info.trainable_params]
-        values = self._param_values
-        runtime = [
-            values[name] if name in values else self._buffers[name]
-            for name in self._runtime_names
-        ]
-        if info.shaped_params:
-            # The kernels take float32 shaped parameters: a module
-            # converted with .half() passes float32 copies
-            # (differentiable; the gradient comes back in its dtype).
-            trainable = [_float32(t) for t in trainable]
-            runtime = [_float32(v) for v in runtime]
-        inits = initial_states(
-            info.name,
-            info.states,
-            self.states,
-            self._reset_values,
-            self._assigned,
-            inputs[0],
-        )
+        trainable, runtime, inits = self._call_arguments(inputs[0])
         if self.check_finite:
             self._check_finite("input", info.inputs, inputs, True)
             self._check_finite("initial state", info.states, inits, False)
@@ -513,6 +494,39 @@ class FlexSN(StatefulModule):
         if single:
             outputs = [y[0] for y in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _call_arguments(self, x: torch.Tensor):
+        """(trainable tensors, runtime values, initial states) of a call on
+        [T, N...] sequences like `x`, in the kernels' order."""
+        info = self._info
+        trainable = [self._parameters[p.name] for p in info.trainable_params]
+        values = self._param_values
+        runtime = [
+            values[name] if name in values else self._buffers[name]
+            for name in self._runtime_names
+        ]
+        if info.shaped_params:
+            # The kernels take float32 shaped parameters: a module
+            # converted with .half() passes float32 copies
+            # (differentiable; the gradient comes back in its dtype).
+            trainable = [_float32(t) for t in trainable]
+            runtime = [_float32(v) for v in runtime]
+        inits = initial_states(
+            info.name,
+            info.states,
+            self.states,
+            self._reset_values,
+            self._assigned,
+            x,
+        )
+        return trainable, runtime, inits
+
+    def _use_coupled_kernels(self) -> None:
+        """Compiles the module's kernels with their coupled twins too
+        (CompileOptions.coupled), which flexsn.torch.Recurrent runs."""
+        if not self._options.coupled:
+            self._options = self._options.replace(coupled=True)
+            self._stale = True
 
     def _check_finite(self, what, names, tensors, sequences):
         # Single steps are [1, N...] sequences here: step t = 0.

@@ -4,16 +4,170 @@ weight matrix, into its own input at the next step.
     s[t] = neuron(W_in x[t] + b + W_rec s[t-1]),   s[-1] = 0
 
 The input projection W_in x + b is one matrix product over the whole
-sequence; the recurrent one runs step by step, each step's neuron call
-carrying its states to the next (so gradients flow back through time
-along both the states and the spikes)."""
+sequence. The recurrence runs as the neuron's coupled kernels
+(CompileOptions.coupled, #flexsn.kernel's coupling): one forward kernel
+over the whole sequence, with the per-step product W_rec s[t-1] inside its
+time loop, and one backward kernel running the adjoint (the incoming
+gradient of s[t-1] gains W_rec^T times the drive's gradient at t); the
+recurrent weights' gradient is one matrix product over the sequence
+afterwards. Where those kernels cannot run (torch.compile tracing, a
+sample of more than 1024 neurons on the GPU, check_finite), the layer
+steps in Python, one neuron call per step: the same values."""
 
 from typing import Optional
 
 import torch
 from torch import nn
 
+from ._function import (
+    _registry,
+    _runtime_values,
+    _shaped_tensors,
+    compiling,
+    final_states,
+    split_runtime,
+    split_tensors,
+)
+from ._kernels import DTYPES, TensorLike, check_inputs
 from ._modules import FlexSN, LIFNode
+
+#: The largest sample (hidden_size) the coupled GPU kernels take: a block
+#: of 256 threads of up to 4 neurons each runs one sample.
+MAX_CUDA_HIDDEN = 1024
+
+
+class _CoupledScan(torch.autograd.Function):
+    """The coupled forward kernel over [T, B, H] drives, the coupled
+    backward kernel in reverse time, and the recurrent weights' gradient
+    sum_t g[t]^T s[t-1] (g: the drive's gradient) as one matrix product.
+
+    Tensors: the drive x, the recurrent weights W [H, H] (the forward
+    kernel takes M = W^T: input j gains sum_k M[k, j] s[k]; the backward
+    kernel W), the given initial states, the trainable parameters and the
+    shaped runtime ones. Results: the spikes, then the states (final ones
+    with `finals`, else sequences)."""
+
+    @staticmethod
+    def forward(ctx, handle_id, runtime, present, finals, x, weights, *rest):
+        handle = _registry[handle_id]
+        inputs, inits, trainable, fixed = split_tensors(
+            (x,) + rest, 1, present, handle.num_trainable
+        )
+        values = _runtime_values(handle, trainable, runtime)
+        shaped = _shaped_tensors(handle, trainable, fixed)
+        kernels = handle.kernels_for(x)
+        coupling = weights.detach().t().to(torch.float32).contiguous()
+        outputs, states, workspace = kernels.forward(
+            inputs, inits, values, shaped, finals, coupling=coupling
+        )
+        if finals:
+            states = final_states(states, inits, copy_inits=True)
+        spikes = outputs[0]
+        ctx.handle, ctx.values, ctx.finals = handle, values, finals
+        ctx.present, ctx.num_fixed = present, len(fixed)
+        ctx.trainable_like = [(t.dtype, t.shape) for t in trainable]
+        ctx.weights_like = (weights.dtype, weights.shape)
+        read = kernels.inputs_read_by_backward(DTYPES[x.dtype])
+        ctx.like = None if 0 in read else TensorLike(x)
+        ctx.save_for_backward(
+            workspace,
+            x if 0 in read else None,
+            weights,
+            spikes,
+            *shaped,
+        )
+        ctx.set_materialize_grads(False)
+        return (spikes,) + tuple(states)
+
+    @staticmethod
+    def backward(ctx, grad_spikes, *grad_states):
+        workspace, x, weights, spikes, *shaped = ctx.saved_tensors
+        handle = ctx.handle
+        like = ctx.like or x
+        kernels = handle.kernels_for(like)
+        none = [None] * kernels.num_states
+        if x is not None:
+            # A backward kernel that reads the input reads the one the
+            # forward stepped on: the drive plus W s[t - 1] (one matrix
+            # product over the sequence).
+            H = weights.shape[0]
+            feedback = spikes[:-1].reshape(-1, H).to(torch.float32) @ (
+                weights.detach().t().to(torch.float32)
+            )
+            x = torch.cat([x[:1], x[1:] + feedback.view_as(x[1:]).to(x.dtype)])
+        grad_inputs, grad_inits, grad_params = kernels.backward(
+            [grad_spikes],
+            none if ctx.finals else list(grad_states),
+            workspace,
+            [x],
+            ctx.values,
+            handle.deterministic_mode(),
+            like,
+            grad_finals=list(grad_states) if ctx.finals else none,
+            present=ctx.present,
+            shaped=shaped,
+            coupling=weights.detach().to(torch.float32).contiguous(),
+        )
+        grad_x = grad_inputs[0]
+        dtype, shape = ctx.weights_like
+        H = shape[0]
+        if grad_x.shape[0] > 1:
+            # dW[j, k] = sum over t >= 1 and b of g[t, b, j] s[t - 1, b, k].
+            grad_weights = (
+                grad_x[1:].reshape(-1, H).t().to(torch.float32)
+                @ spikes[:-1].reshape(-1, H).to(torch.float32)
+            ).to(dtype)
+        else:
+            grad_weights = torch.zeros(shape, dtype=dtype, device=x.device)
+        grad_params = [
+            g
+            if g.dtype == dtype_ and g.shape == shape_
+            else g.to(dtype_).reshape(shape_)
+            for g, (dtype_, shape_) in zip(grad_params, ctx.trainable_like)
+        ]
+        grad_inits = [g for g, p in zip(grad_inits, ctx.present) if p]
+        return (
+            (None,) * 4
+            + (grad_x, grad_weights)
+            + tuple(grad_inits)
+            + tuple(grad_params)
+            + (None,) * ctx.num_fixed
+        )
+
+
+def coupled_scan(neuron: FlexSN, drive: torch.Tensor, weights: torch.Tensor):
+    """The spikes [T, B, H] of `neuron` over the drive [T, B, H] coupled
+    through `weights` (W_rec [H, H]: s[t] = f(drive[t] + W_rec s[t-1]),
+    s[-1] = 0), from the neuron's states, which it updates as a call
+    does."""
+    if neuron._stale:
+        neuron._compile()
+    handle = neuron._handle
+    info = neuron.info
+    trainable, runtime, inits = neuron._call_arguments(drive)
+    runtime, fixed = split_runtime(handle, runtime)
+    check_inputs(
+        info, [drive], inits, _shaped_tensors(handle, trainable, fixed)
+    )
+    present = tuple(s is not None for s in inits)
+    finals = not neuron.store_state_seqs
+    spikes, *states = _CoupledScan.apply(
+        handle.id,
+        tuple(runtime),
+        present,
+        finals,
+        drive,
+        weights,
+        *(s for s in inits if s is not None),
+        *trainable,
+        *fixed,
+    )
+    if neuron.store_state_seqs:
+        neuron.state_seqs = states
+        neuron.states = final_states(states, inits)
+    else:
+        neuron.states[:] = states
+    return spikes
 
 
 class Recurrent(nn.Module):
@@ -30,7 +184,9 @@ class Recurrent(nn.Module):
     keeps its state between calls, the neuron's states and its last
     spikes, until `reset()`; `detach()` cuts their autograd history
     (truncated BPTT). `to_nir` exports it as a nested NIR graph whose
-    cycle `from_nir` reads back."""
+    cycle `from_nir` reads back. The neuron's kernels are compiled with
+    their coupled twins, which run the whole recurrence (see the module's
+    docstring)."""
 
     def __init__(
         self,
@@ -70,6 +226,7 @@ class Recurrent(nn.Module):
         self.input_size, self.hidden_size = input_size, hidden_size
         self.input = nn.Linear(input_size, hidden_size, bias=bias)
         self.recurrent = nn.Linear(hidden_size, hidden_size, bias=False)
+        neuron._use_coupled_kernels()
         self.neuron = neuron
         self.spikes: Optional[torch.Tensor] = None
 
@@ -97,6 +254,14 @@ class Recurrent(nn.Module):
                 previous = None  # a new batch size starts again from rest
             else:
                 previous = previous.to(dtype=drive.dtype, device=drive.device)
+        if drive.shape[0] and self._runs_coupled(drive):
+            if previous is not None:
+                # s[-1] from the last call enters through the first step.
+                first = drive[:1] + self.recurrent(previous)[None]
+                drive = torch.cat([first, drive[1:]])
+            spikes = coupled_scan(self.neuron, drive, self.recurrent.weight)
+            self.spikes = spikes[-1]
+            return spikes
         single = self.neuron.step_mode == "s"
         outputs = []
         for current in drive:
@@ -109,6 +274,15 @@ class Recurrent(nn.Module):
             return drive
         self.spikes = previous
         return torch.stack(outputs)
+
+    def _runs_coupled(self, drive: torch.Tensor) -> bool:
+        """Whether the neuron's coupled kernels run this call (else the
+        layer steps in Python)."""
+        if compiling() or self.neuron.check_finite:
+            return False
+        if drive.is_cuda:
+            return self.hidden_size <= MAX_CUDA_HIDDEN
+        return drive.is_cpu
 
     def extra_repr(self) -> str:
         return (

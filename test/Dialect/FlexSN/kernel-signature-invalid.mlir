@@ -289,7 +289,7 @@ func.func @binds_scalar_param(%w: memref<?xf32>) attributes {flexsn.kernel = #fl
 
 // -----
 
-// expected-error@+2 {{expected what the buffer binds (input, state_init, state_seq, state_final, output, param, saved or scratch), got 'state'}}
+// expected-error@+2 {{expected what the buffer binds (input, state_init, state_seq, state_final, output, param, saved, scratch or coupling), got 'state'}}
 // expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
 func.func @binds_unknown(%v: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v_init", initial_state, f32, per_neuron, state 0>]>} {
   return
@@ -329,4 +329,59 @@ module attributes {flexsn.cpu_kernels = [#flexsn.compiled_kernel<"k", <"k", infe
 
 // expected-error@+1 {{kernel 'k': its vector and scalar entry points are both 'k_vec'}}
 module attributes {flexsn.gpu_kernels = [#flexsn.compiled_kernel<"k", <"k", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>]>, vector_width = 4, vector_entry = "k_vec", scalar_entry = "k_vec">]} {
+}
+
+// -----
+
+// A coupled kernel names its coupled input and output together.
+// expected-error@+1 {{coupled_input and coupled_output are both set (an input and an output of the neuron) or both -1, got 0 and -1}}
+func.func @half_coupled(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %w: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, f32, sequence, output 0>, <"coupling", coupling_weights, f32, matrix, coupling>], coupled_input = 0>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{a coupled kernel has one coupling_weights buffer, not 0}}
+func.func @no_weights(%x: memref<?x?xf32>, %s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, f32, sequence, output 0>], coupled_input = 0, coupled_output = 0>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{a coupling_weights buffer belongs to a coupled kernel (coupled_input, coupled_output)}}
+func.func @weights_uncoupled(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %w: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, f32, sequence, output 0>, <"coupling", coupling_weights, f32, matrix, coupling>]>} {
+  return
+}
+
+// -----
+
+// The coupled values are buffers of the kernel: in a backward kernel, the
+// gradients of the output and of the input.
+// expected-error@+1 {{a coupled kernel has a buffer binding grad input 0}}
+func.func @backward_without_input_gradient(%g: memref<?x?xf32>, %w: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"s_grad", optional_input_sequence, f32, sequence, grad output 0>, <"coupling", coupling_weights, f32, matrix, coupling>], coupled_input = 0, coupled_output = 0>} {
+  return
+}
+
+// -----
+
+// The weights are an f32 matrix, read-only, and have no gradient.
+// expected-error@+2 {{a coupling_weights buffer ('coupling') holds f32, not 'f16'}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
+func.func @half_weights(%w: memref<?x?xf16>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f16, buffers = [<"coupling", coupling_weights, f16, matrix, coupling>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{a coupling buffer has no gradient}}
+// expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
+func.func @weights_gradient(%w: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"coupling", coupling_weights, f32, matrix, grad coupling>]>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{argument #2 ('memref<?xf32>') is not a matrix memref of 'f32', as buffer 'coupling' says}}
+func.func @weights_rank(%x: memref<?x?xf32>, %s: memref<?x?xf32>, %w: memref<?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, f32, sequence, output 0>, <"coupling", coupling_weights, f32, matrix, coupling>], coupled_input = 0, coupled_output = 0>} {
+  return
 }

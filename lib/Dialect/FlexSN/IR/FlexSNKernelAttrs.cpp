@@ -33,7 +33,8 @@ bool mlir::flexsn::isReadRole(BufferRole role) {
          role == BufferRole::OptionalInputSequence ||
          role == BufferRole::InitialState || role == BufferRole::SavedInput ||
          role == BufferRole::PerNeuronParam ||
-         role == BufferRole::PerChannelParam;
+         role == BufferRole::PerChannelParam ||
+         role == BufferRole::CouplingWeights;
 }
 
 bool mlir::flexsn::isOptionalRole(BufferRole role) {
@@ -68,6 +69,8 @@ BufferShape mlir::flexsn::getShapeOfRole(BufferRole role) {
     return BufferShape::Scalar;
   case BufferRole::ReductionScratch:
     return BufferShape::Scratch;
+  case BufferRole::CouplingWeights:
+    return BufferShape::Matrix;
   default:
     return BufferShape::Sequence;
   }
@@ -98,7 +101,8 @@ static void writeBindingBody(llvm::raw_ostream &os, BindingAttr binds) {
     os << '"';
     if (binds.getParamShape() != ParamShape::Scalar)
       os << ' ' << stringifyParamShape(binds.getParamShape());
-  } else if (binds.getValue() != BoundValue::Scratch) {
+  } else if (binds.getValue() != BoundValue::Scratch &&
+             binds.getValue() != BoundValue::Coupling) {
     os << ' ' << binds.getIndex();
   }
 }
@@ -118,7 +122,7 @@ BindingAttr BindingAttr::parseBody(AsmParser &parser) {
   if (!value) {
     parser.emitError(loc) << "expected what the buffer binds (input, "
                              "state_init, state_seq, state_final, output, "
-                             "param, saved or scratch), got '"
+                             "param, saved, scratch or coupling), got '"
                           << keyword << "'";
     return {};
   }
@@ -132,7 +136,7 @@ BindingAttr BindingAttr::parseBody(AsmParser &parser) {
     if (succeeded(parser.parseOptionalKeyword(
             &shapeKeyword, {"scalar", "per_neuron", "per_channel"})))
       shape = *symbolizeParamShape(shapeKeyword);
-  } else if (*value != BoundValue::Scratch) {
+  } else if (*value != BoundValue::Scratch && *value != BoundValue::Coupling) {
     if (failed(parser.parseInteger(index)))
       return {};
   }
@@ -183,10 +187,13 @@ LogicalResult BindingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                      "parameter");
   if (!isParam && paramShape != ParamShape::Scalar)
     return emitError() << "only a parameter binding has a shape";
-  if ((isParam || value == BoundValue::Scratch) && index != 0)
+  bool unindexed =
+      isParam || value == BoundValue::Scratch || value == BoundValue::Coupling;
+  if (unindexed && index != 0)
     return emitError() << "a " << stringifyBoundValue(value)
                        << " binding has no index";
-  if (gradient && (value == BoundValue::Saved || value == BoundValue::Scratch))
+  if (gradient && (value == BoundValue::Saved || value == BoundValue::Scratch ||
+                   value == BoundValue::Coupling))
     return emitError() << "a " << stringifyBoundValue(value)
                        << " buffer has no gradient";
   return success();
@@ -225,6 +232,8 @@ BufferRole mlir::flexsn::getRoleOfBinding(BindingAttr binds,
                                               : BufferRole::SavedOutput;
   case BoundValue::Scratch:
     return BufferRole::ReductionScratch;
+  case BoundValue::Coupling:
+    return BufferRole::CouplingWeights;
   }
   llvm_unreachable("unknown bound value");
 }
@@ -268,6 +277,9 @@ std::string mlir::flexsn::getBufferName(BindingAttr binds,
   case BoundValue::Scratch:
     name = "reduction_scratch";
     break;
+  case BoundValue::Coupling:
+    name = "coupling";
+    break;
   }
   return binds.getGradient() ? name + "_grad" : name;
 }
@@ -306,7 +318,8 @@ static bool isAlwaysF32(BufferRole role) {
          role == BufferRole::PerNeuronParam ||
          role == BufferRole::PerNeuronParamGradient ||
          role == BufferRole::PerChannelParam ||
-         role == BufferRole::PerChannelParamGradient;
+         role == BufferRole::PerChannelParamGradient ||
+         role == BufferRole::CouplingWeights;
 }
 
 LogicalResult
@@ -391,14 +404,91 @@ KernelSignatureAttr
 KernelSignatureAttr::withBuffers(ArrayRef<KernelBufferAttr> buffers) const {
   return get(getContext(), getNeuron(), getVariant(), getStorage(), buffers,
              getParams(), getWorkspaceSequences(), getReductionSlots(),
-             getSpikes());
+             getSpikes(), getCoupledInput(), getCoupledOutput());
+}
+
+/// (the coupled input's binding, the coupled output's) in a kernel of
+/// `variant`: the values, or in a backward kernel the gradients of the
+/// output (which the coupling adds to) and of the input (which feeds it).
+static std::pair<BindingAttr, BindingAttr>
+getCouplingBindings(MLIRContext *ctx, KernelVariant variant, int64_t input,
+                    int64_t output) {
+  auto in = BindingAttr::get(ctx, BoundValue::Input, input);
+  auto out = BindingAttr::get(ctx, BoundValue::Output, output);
+  if (variant == KernelVariant::Backward)
+    return {out.getGradientBinding(), in.getGradientBinding()};
+  return {in, out};
+}
+
+std::pair<BindingAttr, BindingAttr>
+KernelSignatureAttr::getCouplingBindings() const {
+  return ::getCouplingBindings(getContext(), getVariant(), getCoupledInput(),
+                               getCoupledOutput());
+}
+
+KernelSignatureAttr
+KernelSignatureAttr::withCoupling(int64_t input, int64_t output,
+                                  StringRef weightsName) const {
+  MLIRContext *ctx = getContext();
+  SmallVector<KernelBufferAttr> buffers(getBuffers());
+  auto binds = BindingAttr::get(ctx, BoundValue::Coupling, 0);
+  buffers.push_back(KernelBufferAttr::get(
+      ctx, StringAttr::get(ctx, weightsName), BufferRole::CouplingWeights,
+      Float32Type::get(ctx), BufferShape::Matrix, binds));
+  return get(ctx, getNeuron(), getVariant(), getStorage(), buffers, getParams(),
+             getWorkspaceSequences(), getReductionSlots(), getSpikes(), input,
+             output);
+}
+
+/// A coupled kernel's checks: both indices set or neither, one
+/// coupling_weights buffer exactly when coupled, buffers binding the
+/// coupled values, no per-channel buffers, dense spikes.
+static LogicalResult
+verifyCoupling(function_ref<InFlightDiagnostic()> emitError, MLIRContext *ctx,
+               KernelVariant variant, ArrayRef<KernelBufferAttr> buffers,
+               SpikeStorage spikes, int64_t input, int64_t output) {
+  unsigned weights = llvm::count_if(buffers, [](KernelBufferAttr buffer) {
+    return buffer.getRole() == BufferRole::CouplingWeights;
+  });
+  if ((input >= 0) != (output >= 0) || input < -1 || output < -1)
+    return emitError() << "coupled_input and coupled_output are both set (an "
+                          "input and an output of the neuron) or both -1, "
+                          "got "
+                       << input << " and " << output;
+  if (input < 0)
+    return weights ? emitError() << "a coupling_weights buffer belongs to a "
+                                    "coupled kernel (coupled_input, "
+                                    "coupled_output)"
+                   : success();
+  if (weights != 1)
+    return emitError() << "a coupled kernel has one coupling_weights buffer, "
+                          "not "
+                       << weights;
+  if (spikes != SpikeStorage::Dense ||
+      llvm::any_of(buffers, [](KernelBufferAttr buffer) {
+        return buffer.getShape() == BufferShape::PerChannel;
+      }))
+    return emitError() << "a coupled kernel stores spikes dense and has no "
+                          "per-channel buffers";
+  auto [to, from] = getCouplingBindings(ctx, variant, input, output);
+  for (BindingAttr binds : {to, from})
+    if (llvm::none_of(buffers, [&](KernelBufferAttr buffer) {
+          return buffer.getBinds() == binds;
+        })) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      writeBindingBody(os, binds);
+      return emitError() << "a coupled kernel has a buffer binding " << text;
+    }
+  return success();
 }
 
 LogicalResult KernelSignatureAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, StringAttr neuron,
     KernelVariant variant, StorageType storage,
     ArrayRef<KernelBufferAttr> buffers, ArrayRef<ParamAttr> params,
-    int64_t workspaceSequences, int64_t reductionSlots, SpikeStorage spikes) {
+    int64_t workspaceSequences, int64_t reductionSlots, SpikeStorage spikes,
+    int64_t coupledInput, int64_t coupledOutput) {
   if (!neuron.getValue().empty())
     if (std::optional<std::string> problem =
             checkExportedName(neuron.getValue(), /*isPrefix=*/true))
@@ -500,7 +590,8 @@ LogicalResult KernelSignatureAttr::verify(
                             "compact outputs are all "
                          << type;
   }
-  return success();
+  return verifyCoupling(emitError, neuron.getContext(), variant, buffers,
+                        spikes, coupledInput, coupledOutput);
 }
 
 LogicalResult
@@ -620,6 +711,9 @@ static LogicalResult verifyKernelFunction(Operation *op,
       break;
     case BufferShape::Scalar:
       rankOk = rank == 0;
+      break;
+    case BufferShape::Matrix:
+      rankOk = rank == 2;
       break;
     case BufferShape::Scratch:
       return op->emitError() << "buffer '" << buffer.getName().getValue()

@@ -33,6 +33,45 @@ SmallVector<func::FuncOp> mlir::flexsn::getKernelFunctions(ModuleOp module) {
   return kernels;
 }
 
+/// Where a coupled kernel's coupling lies among its scan's operands:
+/// `operandBuffers` maps the scan's buffer operands to the signature's
+/// buffers. The coupled input must be an input sequence of the scan and
+/// the value feeding it an output sequence, over a [T, N] domain.
+static FailureOr<KernelFunction::Coupling>
+findCoupling(ScanOp scan, KernelSignatureAttr signature,
+             ArrayRef<unsigned> operandBuffers) {
+  ArrayRef<KernelBufferAttr> buffers = signature.getBuffers();
+  auto [to, from] = signature.getCouplingBindings();
+  auto operandOf = [&](BindingAttr binds) -> int64_t {
+    for (auto [k, index] : llvm::enumerate(operandBuffers))
+      if (buffers[index].getBinds() == binds)
+        return k;
+    return -1;
+  };
+  KernelFunction::Coupling coupling;
+  unsigned numInputs = scan.getInputs().size();
+  unsigned firstOutput = numInputs + scan.getInits().size() +
+                         llvm::count_if(scan.getParams(), [](Value v) {
+                           return isa<MemRefType>(v.getType());
+                         });
+  int64_t input = operandOf(to), output = operandOf(from);
+  if (input < 0 || input >= numInputs || output < int64_t(firstOutput) ||
+      output >= int64_t(firstOutput + scan.getOutputs().size()) ||
+      scan.getDomainRank() != 2)
+    return scan.emitError("a coupled kernel's scan runs over [T, N], its "
+                          "coupled input an input sequence of the scan and "
+                          "the value feeding it an output sequence");
+  coupling.input = input;
+  coupling.output = output - firstOutput;
+  coupling.weights =
+      llvm::find_if(buffers,
+                    [](KernelBufferAttr buffer) {
+                      return buffer.getRole() == BufferRole::CouplingWeights;
+                    }) -
+      buffers.begin();
+  return coupling;
+}
+
 FailureOr<KernelFunction>
 mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
   KernelFunction kernel;
@@ -120,9 +159,16 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
     kernel.operandBuffers.push_back(index);
   }
   for (auto [index, isUsed] : llvm::enumerate(used))
-    if (!isUsed)
+    if (!isUsed && buffers[index].getRole() != BufferRole::CouplingWeights)
       return scan.emitError() << "the scan does not use buffer '"
                               << buffers[index].getName().getValue() << "'";
+  if (kernel.signature.isCoupled()) {
+    FailureOr<KernelFunction::Coupling> coupling =
+        findCoupling(scan, kernel.signature, kernel.operandBuffers);
+    if (failed(coupling))
+      return failure();
+    kernel.coupling = *coupling;
+  }
   auto scalarParams = llvm::filter_to_vector(
       scan.getParams(), [](Value v) { return !isa<MemRefType>(v.getType()); });
   bool paramsMatch = scalarParams.size() == kernel.signature.getParams().size();
@@ -215,6 +261,7 @@ AffineMap mlir::flexsn::getShapeClassMap(BufferShape shape, bool channels,
     return AffineMap::get(rank, 0, getAffineDimExpr(2, ctx));
   case BufferShape::Scalar:
   case BufferShape::Scratch:
+  case BufferShape::Matrix: // not a scan operand: the lowerings read it
     break;
   }
   return AffineMap::get(rank, 0, ctx);
@@ -232,6 +279,9 @@ MemRefType mlir::flexsn::getBufferType(KernelBufferAttr buffer, bool channels) {
   case BufferShape::PerChannel:
   case BufferShape::Scratch:
     shape = {ShapedType::kDynamic};
+    break;
+  case BufferShape::Matrix:
+    shape.assign(2, ShapedType::kDynamic);
     break;
   case BufferShape::Scalar:
     break;

@@ -564,7 +564,8 @@ def FlexSN_BufferRole : I32EnumAttr<"BufferRole",
     I32EnumAttrCase<"PerNeuronParam", 10, "per_neuron_param">,
     I32EnumAttrCase<"PerNeuronParamGradient", 11, "per_neuron_param_gradient">,
     I32EnumAttrCase<"PerChannelParam", 12, "per_channel_param">,
-    I32EnumAttrCase<"PerChannelParamGradient", 13, "per_channel_param_gradient">
+    I32EnumAttrCase<"PerChannelParamGradient", 13, "per_channel_param_gradient">,
+    I32EnumAttrCase<"CouplingWeights", 14, "coupling_weights">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
@@ -589,12 +590,14 @@ def FlexSN_BufferRole : I32EnumAttr<"BufferRole",
       read, required;
     * `per_channel_param_gradient`: the `f32` gradient of a trainable
       `per_channel` parameter (its sum over time steps and the channel's
-      neurons), zeroed then accumulated, required.
+      neurons), zeroed then accumulated, required;
+    * `coupling_weights`: the `f32` `[H, H]` matrix of a coupled (recurrent)
+      kernel, read, required (see `#flexsn.kernel`'s coupling).
 
     The role implies the shape class: `per_neuron` for initial and final
     states and the per-neuron parameters' buffers, `per_channel` for the
     per-channel ones, `scalar` for parameter gradients, `scratch` for the
-    scratch, `sequence` for the others.
+    scratch, `matrix` for coupling weights, `sequence` for the others.
   }];
 }
 
@@ -604,7 +607,8 @@ def FlexSN_BufferShape : I32EnumAttr<"BufferShape",
     I32EnumAttrCase<"PerNeuron", 1, "per_neuron">,
     I32EnumAttrCase<"Scalar", 2, "scalar">,
     I32EnumAttrCase<"Scratch", 3, "scratch">,
-    I32EnumAttrCase<"PerChannel", 4, "per_channel">
+    I32EnumAttrCase<"PerChannel", 4, "per_channel">,
+    I32EnumAttrCase<"Matrix", 5, "matrix">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
@@ -617,7 +621,9 @@ def FlexSN_BufferShape : I32EnumAttr<"BufferShape",
       (rank 3); neuron `n` is in channel `(n / S) mod C`;
     * `scalar`: one element (rank 0);
     * `scratch`: the deterministic reduction scratch, `4 + 4·P·⌈N/256⌉`
-      bytes for `P` reduction slots.
+      bytes for `P` reduction slots;
+    * `matrix`: `[H, H]`, row-major and contiguous (rank 2), `H` the
+      neurons of one sample of a coupled kernel.
   }];
 }
 
@@ -630,7 +636,8 @@ def FlexSN_BoundValue : I32EnumAttr<"BoundValue",
     I32EnumAttrCase<"Output", 4, "output">,
     I32EnumAttrCase<"Param", 5, "param">,
     I32EnumAttrCase<"Saved", 6, "saved">,
-    I32EnumAttrCase<"Scratch", 7, "scratch">
+    I32EnumAttrCase<"Scratch", 7, "scratch">,
+    I32EnumAttrCase<"Coupling", 8, "coupling">
   ]> {
   let cppNamespace = "::mlir::flexsn";
   let genSpecializedAttr = 0;
@@ -642,10 +649,12 @@ def FlexSN_BoundValue : I32EnumAttr<"BoundValue",
     * `param`: a parameter, by name;
     * `saved`: slot `k` of the training workspace (what a forward kernel
       saves for the backward);
-    * `scratch`: the deterministic reduction scratch.
+    * `scratch`: the deterministic reduction scratch;
+    * `coupling`: the coupling weights of a coupled kernel.
 
-    Each but `saved` and `scratch` may be taken as a gradient: the
-    gradient of the loss with respect to that value.
+    Each but `saved`, `scratch` and `coupling` may be taken as a gradient:
+    the gradient of the loss with respect to that value (the coupling
+    weights' gradient is a matrix product the caller computes).
   }];
 }
 
@@ -667,6 +676,7 @@ def FlexSN_BindingAttr : FlexSN_Attr<"Binding", "binds"> {
     #flexsn.binds<grad param "w" per_channel>
     #flexsn.binds<saved 2>
     #flexsn.binds<scratch>
+    #flexsn.binds<coupling>
     ```
 
     Inside `#flexsn.buffer`, the binding is written without `#flexsn.binds<`
@@ -775,6 +785,25 @@ def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
     default; `u8`: then exactly the spike outputs' buffers are `i8`; `bits`:
     then they are `i1`, bit-packed).
 
+    **Coupling.** `coupled_input = i, coupled_output = o` make a coupled
+    (recurrent) kernel, with one `coupling_weights` buffer `M` (`[H, H]`):
+    its `N` neurons are `B = N / H` samples of `H` neurons (neuron
+    `n = b·H + j`), coupled within a sample from one step to the next. In
+    a kernel of any variant but `backward`, input `i` of neuron `(b, j)` at
+    step `t` is the input sequence's value plus
+    `Σ_k M[k, j] · y[t − 1, b·H + k]`, where `y` is output `o` (zero before
+    the first step): `s[t] = f(x[t] + W s[t − 1])` with `M = Wᵀ`. A
+    `backward` kernel runs the adjoint: the incoming gradient of output `o`
+    at step `t` gains `Σ_k M[k, j] · g[t + 1, b·H + k]`, where `g` is the
+    gradient of input `i` the kernel writes (zero after the last step); for
+    `s[t] = f(x[t] + W s[t − 1])` it takes `M = W`. The kernel's buffers and
+    scan are those of the uncoupled kernel; the coupling weights' gradient
+    (`Σ_t gᵀ y[t − 1]`) is the caller's matrix product, and a backward
+    kernel that reads input `i` reads the input the forward stepped on
+    (`x[t] + Σ_k M_f[k, j] y[t − 1, k]`, which the caller rebuilds from
+    the outputs). A coupled kernel has no per-channel buffers and stores
+    spikes dense.
+
     ```mlir
     func.func @lif_inference_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
                                  %s: memref<?x?xf32>, %v: memref<?x?xf32>)
@@ -799,12 +828,30 @@ def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
                              "gradients in the reduction scratch">:$reduction_slots,
       DefaultValuedParameter<"::mlir::flexsn::SpikeStorage",
                              "::mlir::flexsn::SpikeStorage::Dense",
-                             "how spike outputs are stored">:$spikes);
+                             "how spike outputs are stored">:$spikes,
+      DefaultValuedParameter<"int64_t", "-1",
+                             "the coupled input (-1: none)">:$coupled_input,
+      DefaultValuedParameter<"int64_t", "-1",
+                             "the output feeding it (-1: none)">:$coupled_output);
   let assemblyFormat = [{
     `<` $neuron `,` $variant `,` $storage `,`
     struct($buffers, $params, $workspace_sequences, $reduction_slots,
-           $spikes) `>`
+           $spikes, $coupled_input, $coupled_output) `>`
   }];
+  let builders = [
+    // An uncoupled kernel.
+    AttrBuilder<(ins "::mlir::StringAttr":$neuron,
+                     "::mlir::flexsn::KernelVariant":$variant,
+                     "::mlir::flexsn::StorageType":$storage,
+                     "::llvm::ArrayRef<::mlir::flexsn::KernelBufferAttr>":$buffers,
+                     "::llvm::ArrayRef<::mlir::flexsn::ParamAttr>":$params,
+                     "int64_t":$workspace_sequences,
+                     "int64_t":$reduction_slots,
+                     "::mlir::flexsn::SpikeStorage":$spikes), [{
+      return $_get($_ctxt, neuron, variant, storage, buffers, params,
+                   workspace_sequences, reduction_slots, spikes, -1, -1);
+    }]>
+  ];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The name of the attribute holding it on a kernel function.
@@ -826,6 +873,18 @@ def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
     /// The same signature with `buffers` in place of its own.
     KernelSignatureAttr
     withBuffers(::llvm::ArrayRef<KernelBufferAttr> buffers) const;
+    /// Whether the kernel is coupled (a coupling_weights buffer, and
+    /// coupled_input / coupled_output set).
+    bool isCoupled() const { return getCoupledInput() >= 0; }
+    /// The same signature coupled from output `output` into input `input`
+    /// through a new coupling_weights buffer `weightsName`, appended to the
+    /// buffers.
+    KernelSignatureAttr withCoupling(int64_t input, int64_t output,
+                                     ::llvm::StringRef weightsName) const;
+    /// The bindings of the coupled values: (the input the coupling adds to,
+    /// the output it reads at the previous step) as the kernel's buffers
+    /// bind them (gradients in a backward kernel).
+    std::pair<BindingAttr, BindingAttr> getCouplingBindings() const;
   }];
 }
 

@@ -270,6 +270,38 @@ def FlexSNAutodiff : Pass<"flexsn-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FlexSNCoupleKernels : Pass<"flexsn-couple-kernels", "::mlir::ModuleOp"> {
+  let summary = "Add a coupled (recurrent) kernel beside each neuron kernel";
+  let description = [{
+    For every kernel function of a neuron (the inference, final-state,
+    forward and backward kernels that kernel generation and autodiff made;
+    dense spikes, no per-channel buffers), adds `<kernel>_coupled`: the
+    same kernel coupled from the neuron's output `output` into its input
+    `input` through an `[H, H]` matrix of weights, its last buffer
+    (`coupling`, role `coupling_weights`). Its neurons are then samples of
+    `H`, and each step's input gains the weighted outputs of the sample's
+    neurons at the step before: `s[t] = f(x[t] + W s[t − 1])`, a recurrent
+    spiking layer, as one kernel over the sequence (and its backward as
+    another). `#flexsn.kernel` states the exact semantics.
+
+    `neurons` restricts it to the named neurons (default: all). A neuron
+    without the input or output named is an error.
+
+    Rationale:
+    * The coupling is a property of the kernel, not of the neuron or its
+      scan: fusion, tiling and bufferization never see a coupled scan, and
+      the lowerings read the coupling from the signature.
+  }];
+  let options = [
+    Option<"input", "input", "unsigned", "0",
+           "The neuron input the coupling adds to">,
+    Option<"output", "output", "unsigned", "0",
+           "The neuron output feeding it, one step later">,
+    ListOption<"neurons", "neurons", "std::string",
+               "Neurons whose kernels to couple (default: all)">,
+  ];
+}
+
 def FlexSNSetParams : Pass<"flexsn-set-params", "::mlir::ModuleOp"> {
   let summary = "Set neuron parameters' defaults, bindings and surrogate";
   let description = [{

@@ -30,6 +30,14 @@ struct KernelFunction {
   /// states, reductions): the index of its buffer in the signature, which
   /// is its function argument number.
   SmallVector<unsigned> operandBuffers;
+  /// A coupled kernel's coupling (KernelSignatureAttr): the scan input it
+  /// adds to and the scan output it reads at the previous step (positions
+  /// in the scan's inputs and outputs), and the coupling weights' buffer
+  /// (not a scan operand).
+  struct Coupling {
+    unsigned input, output, weights;
+  };
+  std::optional<Coupling> coupling;
 };
 
 /// The kernel functions of `module`: the functions carrying `flexsn.kernel`.
