@@ -3,6 +3,7 @@ compile's options (checked against the request schema the compiler
 declares), and its outputs written into a cache entry's directory."""
 
 import json
+import math
 import os
 import pathlib
 
@@ -32,7 +33,11 @@ def _typed_value(text: str):
     try:
         return int(text)
     except ValueError:
-        return float(text)
+        value = float(text)
+    if not math.isfinite(value):
+        # JSON has no spelling for it; no parameter takes one either.
+        raise ValueError(f"a parameter value must be finite, got {text}")
+    return value
 
 
 def compile_request(options: dict) -> dict:

@@ -223,3 +223,8 @@ def test_a_surrogate_with_spaces_compiles_as_written_without():
     assert compiled[0].cpu_library.read_bytes() == (
         compiled[1].cpu_library.read_bytes()
     )
+
+
+def test_a_parameter_value_that_is_not_finite_is_refused():
+    with pytest.raises(ValueError, match="must be finite, got nan"):
+        _request_of(targets=("cpu",), params={"tau": float("nan")})
