@@ -23,15 +23,15 @@ namespace {
 
 /// What a field holds.
 enum class FieldType {
-  Bool,     // true or false
-  Count,    // a non-negative integer
-  Text,     // a string
-  Texts,    // a list of strings
-  Enums,    // a list of strings, each one of the field's values
-  Values,   // an object: parameter name -> number or boolean
-  EnumMap,  // an object: parameter name -> one of the field's values
-  Object,   // an object of fields of its own (the table's `object`)
-  Version,  // the request format's version, required
+  Bool,    // true or false
+  Count,   // a non-negative integer
+  Text,    // a string
+  Texts,   // a list of strings
+  Enums,   // a list of strings, each one of the field's values
+  Values,  // an object: parameter name -> number or boolean
+  EnumMap, // an object: parameter name -> one of the field's values
+  Object,  // an object of fields of its own (the table's `object`)
+  Version, // the request format's version, required
 };
 
 StringRef typeName(FieldType type) {
@@ -81,97 +81,209 @@ struct Field {
   StringRef description;
 };
 
+/// The request's own fields, and configure's.
+std::vector<Field>
+getRequestAndConfigureFields(const std::vector<std::string> &kinds,
+                             const std::vector<std::string> &shapes) {
+  return {{"",
+           "version",
+           FieldType::Version,
+           {},
+           kCompileRequestVersion,
+           "The request format's version (required)"},
+          {"",
+           "configure",
+           FieldType::Object,
+           {},
+           nullptr,
+           "How the source's neurons are configured (flexsn-set-params) "
+           "before it is written back as configured.mlir; left out, they are "
+           "not"},
+          {"",
+           "neuron_manifest",
+           FieldType::Bool,
+           {},
+           false,
+           "Write neuron.json, the configured neurons' manifest, and "
+           "torch_step.py, their steps over PyTorch tensors where every op "
+           "has a PyTorch form"},
+          {"",
+           "kernels",
+           FieldType::Object,
+           {},
+           nullptr,
+           "Which kernels every target builds"},
+          {"",
+           "targets",
+           FieldType::Object,
+           {},
+           nullptr,
+           "The targets to build kernels for; left out, none"},
+
+          {"configure",
+           "neurons",
+           FieldType::Texts,
+           {},
+           json::Array(),
+           "The neurons to configure (empty: all)"},
+          {"configure",
+           "values",
+           FieldType::Values,
+           {},
+           json::Object(),
+           "New parameter defaults: a const parameter is specialized to its "
+           "value"},
+          {"configure", "kinds", FieldType::EnumMap, kinds, json::Object(),
+           "New parameter bindings"},
+          {"configure", "shapes", FieldType::EnumMap, shapes, json::Object(),
+           "New parameter shapes (after the bindings)"},
+          {"configure",
+           "surrogate",
+           FieldType::Text,
+           {},
+           "",
+           "The surrogate attribute of every spike, as MLIR text (empty: "
+           "each spike's own)"}};
+}
+
+/// The kernels object's fields.
+std::vector<Field> getKernelFields(const std::vector<std::string> &variants,
+                                   const std::vector<std::string> &storage,
+                                   const std::vector<std::string> &spikes) {
+  return {{"kernels",
+           "neurons",
+           FieldType::Texts,
+           {},
+           json::Array(),
+           "The neurons to compile (empty: all)"},
+          {"kernels", "variants", FieldType::Enums, variants, nullptr,
+           "The kernel variants (left out: inference and final-state)"},
+          {"kernels", "storage_types", FieldType::Enums, storage, nullptr,
+           "The sequences' storage types (left out: f32 on the CPU, all "
+           "three on CUDA)"},
+          {"kernels", "spike_storage", FieldType::Enums, spikes,
+           json::Array{"dense"},
+           "How inference and final-state kernels store spike outputs"},
+          {"kernels",
+           "save_in_storage_type",
+           FieldType::Bool,
+           {},
+           true,
+           "Training kernels save what the backward reads in their storage "
+           "type (false: in f32)"},
+          {"kernels",
+           "store_all",
+           FieldType::Bool,
+           {},
+           false,
+           "Training kernels save every value the backward step reads"},
+          {"kernels",
+           "coupled",
+           FieldType::Bool,
+           {},
+           false,
+           "Also build each neuron kernel coupled from the neuron's first "
+           "output into its first input (a recurrent layer's kernels)"},
+          {"kernels",
+           "fuse",
+           FieldType::Bool,
+           {},
+           true,
+           "Fuse elementwise producers, consumers and sibling scans first"}};
+}
+
+/// The targets' fields.
+std::vector<Field> getTargetFields() {
+  return {{"targets",
+           "cpu",
+           FieldType::Object,
+           {},
+           nullptr,
+           "CPU kernels (cpu.json, kernels.so)"},
+          {"targets",
+           "cuda",
+           FieldType::Object,
+           {},
+           nullptr,
+           "CUDA kernels (gpu.json, kernels.cubin or kernels.fatbin)"},
+
+          {"targets.cpu",
+           "parallel",
+           FieldType::Bool,
+           {},
+           true,
+           "Run chunks of neurons across threads with OpenMP"},
+          {"targets.cpu",
+           "vector_width",
+           FieldType::Count,
+           {},
+           8,
+           "Neurons per SIMD vector (0: one at a time)"},
+          {"targets.cpu",
+           "generate_kernels",
+           FieldType::Bool,
+           {},
+           true,
+           "Generate kernels from the neurons first (false: lower the scans "
+           "the source already holds)"},
+
+          {"targets.cuda",
+           "chips",
+           FieldType::Texts,
+           {},
+           json::Array{"sm_90"},
+           "The architectures: one cubin per chip"},
+          {"targets.cuda",
+           "fatbin",
+           FieldType::Bool,
+           {},
+           false,
+           "Bundle the chips' cubins into kernels.fatbin (needed for more "
+           "than one chip)"},
+          {"targets.cuda",
+           "toolkit",
+           FieldType::Text,
+           {},
+           "/usr/local/cuda",
+           "The CUDA toolkit (ptxas, libdevice, fatbinary)"},
+          {"targets.cuda",
+           "features",
+           FieldType::Text,
+           {},
+           "+ptx80",
+           "PTX features"},
+          {"targets.cuda",
+           "opt_level",
+           FieldType::Count,
+           {},
+           3,
+           "LLVM's optimization level (0-3)"},
+          {"targets.cuda",
+           "approximate_surrogates",
+           FieldType::Bool,
+           {},
+           false,
+           "Evaluate surrogate gradients with the GPU's approximate exp and "
+           "division"}};
+}
+
 /// Every field of a request. The pipelines' option structs are where each
 /// option's effect is implemented; this table is where a request names
 /// them, and the only place that lists them.
 const std::vector<Field> &getFields() {
   static const std::vector<Field> fields = [] {
-    auto variants = spellings<KernelVariant>(getMaxEnumValForKernelVariant());
-    auto storage = spellings<StorageType>(getMaxEnumValForStorageType());
-    auto spikes = spellings<SpikeStorage>(getMaxEnumValForSpikeStorage());
-    auto kinds = spellings<ParamKind>(getMaxEnumValForParamKind());
-    auto shapes = spellings<ParamShape>(getMaxEnumValForParamShape());
-    json::Array allVariants;
-    for (const std::string &variant : variants)
-      allVariants.push_back(variant);
-    return std::vector<Field>{
-        {"", "version", FieldType::Version, {}, kCompileRequestVersion,
-         "The request format's version (required)"},
-        {"", "configure", FieldType::Object, {}, nullptr,
-         "How the source's neurons are configured (flexsn-set-params) "
-         "before it is written back as configured.mlir; left out, they are "
-         "not"},
-        {"", "neuron_manifest", FieldType::Bool, {}, false,
-         "Write neuron.json, the configured neurons' manifest, and "
-         "torch_step.py, their steps over PyTorch tensors where every op "
-         "has a PyTorch form"},
-        {"", "kernels", FieldType::Object, {}, nullptr,
-         "Which kernels every target builds"},
-        {"", "targets", FieldType::Object, {}, nullptr,
-         "The targets to build kernels for; left out, none"},
-
-        {"configure", "neurons", FieldType::Texts, {}, json::Array(),
-         "The neurons to configure (empty: all)"},
-        {"configure", "values", FieldType::Values, {}, json::Object(),
-         "New parameter defaults: a const parameter is specialized to its "
-         "value"},
-        {"configure", "kinds", FieldType::EnumMap, kinds, json::Object(),
-         "New parameter bindings"},
-        {"configure", "shapes", FieldType::EnumMap, shapes, json::Object(),
-         "New parameter shapes (after the bindings)"},
-        {"configure", "surrogate", FieldType::Text, {}, "",
-         "The surrogate attribute of every spike, as MLIR text (empty: "
-         "each spike's own)"},
-
-        {"kernels", "neurons", FieldType::Texts, {}, json::Array(),
-         "The neurons to compile (empty: all)"},
-        {"kernels", "variants", FieldType::Enums, variants, nullptr,
-         "The kernel variants (left out: inference and final-state)"},
-        {"kernels", "storage_types", FieldType::Enums, storage, nullptr,
-         "The sequences' storage types (left out: f32 on the CPU, all "
-         "three on CUDA)"},
-        {"kernels", "spike_storage", FieldType::Enums, spikes,
-         json::Array{"dense"},
-         "How inference and final-state kernels store spike outputs"},
-        {"kernels", "save_in_storage_type", FieldType::Bool, {}, true,
-         "Training kernels save what the backward reads in their storage "
-         "type (false: in f32)"},
-        {"kernels", "store_all", FieldType::Bool, {}, false,
-         "Training kernels save every value the backward step reads"},
-        {"kernels", "coupled", FieldType::Bool, {}, false,
-         "Also build each neuron kernel coupled from the neuron's first "
-         "output into its first input (a recurrent layer's kernels)"},
-        {"kernels", "fuse", FieldType::Bool, {}, true,
-         "Fuse elementwise producers, consumers and sibling scans first"},
-
-        {"targets", "cpu", FieldType::Object, {}, nullptr,
-         "CPU kernels (cpu.json, kernels.so)"},
-        {"targets", "cuda", FieldType::Object, {}, nullptr,
-         "CUDA kernels (gpu.json, kernels.cubin or kernels.fatbin)"},
-
-        {"targets.cpu", "parallel", FieldType::Bool, {}, true,
-         "Run chunks of neurons across threads with OpenMP"},
-        {"targets.cpu", "vector_width", FieldType::Count, {}, 8,
-         "Neurons per SIMD vector (0: one at a time)"},
-        {"targets.cpu", "generate_kernels", FieldType::Bool, {}, true,
-         "Generate kernels from the neurons first (false: lower the scans "
-         "the source already holds)"},
-
-        {"targets.cuda", "chips", FieldType::Texts, {}, json::Array{"sm_90"},
-         "The architectures: one cubin per chip"},
-        {"targets.cuda", "fatbin", FieldType::Bool, {}, false,
-         "Bundle the chips' cubins into kernels.fatbin (needed for more "
-         "than one chip)"},
-        {"targets.cuda", "toolkit", FieldType::Text, {}, "/usr/local/cuda",
-         "The CUDA toolkit (ptxas, libdevice, fatbinary)"},
-        {"targets.cuda", "features", FieldType::Text, {}, "+ptx80",
-         "PTX features"},
-        {"targets.cuda", "opt_level", FieldType::Count, {}, 3,
-         "LLVM's optimization level (0-3)"},
-        {"targets.cuda", "approximate_surrogates", FieldType::Bool, {}, false,
-         "Evaluate surrogate gradients with the GPU's approximate exp and "
-         "division"},
-    };
+    std::vector<Field> all = getRequestAndConfigureFields(
+        spellings<ParamKind>(getMaxEnumValForParamKind()),
+        spellings<ParamShape>(getMaxEnumValForParamShape()));
+    for (std::vector<Field> more :
+         {getKernelFields(
+              spellings<KernelVariant>(getMaxEnumValForKernelVariant()),
+              spellings<StorageType>(getMaxEnumValForStorageType()),
+              spellings<SpikeStorage>(getMaxEnumValForSpikeStorage())),
+          getTargetFields()})
+      for (Field &field : more)
+        all.push_back(std::move(field));
+    return all;
   }();
   return fields;
 }
@@ -216,9 +328,8 @@ public:
         for (const Field &candidate : getFields())
           if (candidate.object == path)
             known.push_back(candidate.name.str());
-        return fail(where(path, key.str()) +
-                    ": no such field (the fields: " + llvm::join(known, ", ") +
-                    ")");
+        return fail(where(path, key.str()) + ": no such field (the fields: " +
+                    llvm::join(known, ", ") + ")");
       }
       if (!checkValue(*field, value))
         return false;
@@ -486,8 +597,7 @@ mlir::flexsn::parseCompileRequest(StringRef text,
     if (failed(checkLowerToNVVMOptions(*result.cuda, errorHandler)))
       return failure();
     if (result.cuda->chips.size() > 1 && !result.fatbin) {
-      error("request.targets.cuda.chips: " +
-            Twine(result.cuda->chips.size()) +
+      error("request.targets.cuda.chips: " + Twine(result.cuda->chips.size()) +
             " chips make one cubin each, which only a fatbin holds: set "
             "request.targets.cuda.fatbin");
       return failure();

@@ -54,8 +54,7 @@ struct CompileRequest {
 /// the pipelines refuse), reports one error naming the field through
 /// `error` and fails.
 FailureOr<CompileRequest>
-parseCompileRequest(StringRef text,
-                    function_ref<void(const Twine &)> error);
+parseCompileRequest(StringRef text, function_ref<void(const Twine &)> error);
 
 /// The request format as JSON: per object, each field's type, default,
 /// allowed values and description (what `flexsn-compile

@@ -99,6 +99,21 @@ public:
                                    Value lastFlag);
 
 private:
+  /// A coupled kernel thread's lanes: each one's index j in the sample,
+  /// whether it is below H, j clamped to H - 1, and the neuron it reads
+  /// (sample * H + the clamped j).
+  struct CoupledLanes {
+    SmallVector<Value> lane, active, clamped, neuron;
+  };
+  CoupledLanes coupledLanes(unsigned lanes);
+  /// The lanes' coupled drive at a step: sum over k of previous[readBase +
+  /// k] * M[k, j], skipping the zero outputs.
+  SmallVector<Value> coupledDrive(const CoupledLanes &thread, Value previous,
+                                  Value readBase);
+  /// Stores the final states and per-neuron sums of the coupled time loop's
+  /// `finals`; returns the thread's partials of the scalar reductions.
+  SmallVector<Value> finishCoupled(const CoupledLanes &thread,
+                                   ValueRange finals);
   Type elementType(unsigned buffer) const { return plan.elementTypes[buffer]; }
   bool isBits(unsigned buffer) const;
 
