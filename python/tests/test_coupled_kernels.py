@@ -6,16 +6,18 @@ of the input, both weight matrices, the bias and PLIF's w by relative
 norm, for samples of a few neurons up to the GPU kernels' largest (1024:
 a block of 256 threads of four neurons each) and past it (the layer then
 steps in Python); that no neuron call runs per step; and the kernels'
-refusals of sizes they cannot take."""
+refusals of sizes they cannot take; and neurons with per-channel
+parameters, which run coupled kernels compiled with them per neuron."""
 
 import pytest
 import torch
 
 import flexsn
 from devices import DEVICES, HAS_CUDA
+from flexsn.fx import Trainable
 from flexsn.torch import FlexSN, LIFNode, ParametricLIFNode, Recurrent
 from flexsn.torch import _recurrent
-from reference import recurrent_ref
+from reference import recurrent_ref, spike
 
 NEURONS = {
     "lif": (lambda: LIFNode(tau=2.0, step_mode="m"), {"tau": 2.0}),
@@ -208,3 +210,80 @@ def test_the_kernels_refuse_what_they_cannot_take(device):
             with pytest.raises(RuntimeStatusError, match="BAD_COUPLING"):
                 launch(coupled, H)
     launch(coupled, 4)  # two samples of four: fine
+
+
+def channel_lif(
+    x,
+    v,
+    tau=Trainable(2.0, shape="per_channel"),
+    v_threshold=Trainable(1.0, shape="per_channel"),
+):
+    h = v + (x - v) / tau
+    s = flexsn.spike(h - v_threshold)
+    return s, (1.0 - s) * h
+
+
+def channel_neuron(C):
+    neuron = FlexSN(channel_lif, num_inputs=1, num_states=1, num_channels=C)
+    with torch.no_grad():
+        neuron.tau.uniform_(1.5, 4.0)
+        neuron.v_threshold.uniform_(0.6, 1.2)
+    return neuron
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("C", [1, 4, 12])
+def test_per_channel_parameters(C, device, monkeypatch):
+    """A neuron with per-channel tau and threshold, C channels of a
+    sample's 12 neurons (neuron j in channel j // (12 / C), as from_nir's
+    neurons see a sample), runs coupled kernels (compiled with those
+    parameters per neuron): no neuron call per step; spikes and the
+    gradients of the drive, the weights, tau and the threshold against the
+    loop written here."""
+    torch.manual_seed(C)
+    H, T, B = 12, 16, 3
+    neuron = channel_neuron(C).to(device)
+    drive = (torch.randn(T, B, H, device=device) + 0.8).requires_grad_()
+    w_rec = (torch.randn(H, H, device=device) * 0.6).requires_grad_()
+    weights = torch.randn(T, B, H, device=device)
+
+    def refuse(*args):
+        raise AssertionError("the neuron was called step by step")
+
+    monkeypatch.setattr(neuron, "forward", refuse)
+    out = _recurrent.coupled_scan(neuron, drive, w_rec)
+    (out * weights).sum().backward()
+
+    got = [drive, w_rec, neuron.tau, neuron.v_threshold]
+    ref = [t.detach().clone().requires_grad_() for t in got]
+    tau = ref[2].repeat_interleave(H // C)
+    threshold = ref[3].repeat_interleave(H // C)
+    v = s = torch.zeros(B, H, device=device)
+    spikes = []
+    for t in range(T):
+        h = v + (ref[0][t] + s @ ref[1].T - v) / tau
+        s = spike(h - threshold)
+        v = (1.0 - s) * h
+        spikes.append(s)
+    want = torch.stack(spikes)
+    (want * weights).sum().backward()
+    assert 0.05 < float(want.mean()) < 0.9
+    assert torch.equal(out, want)
+    for name, a, b in zip(("drive", "w_rec", "tau", "threshold"), got, ref):
+        assert b.grad.abs().sum() > 0, name
+        error = relative_error(a.grad, b.grad)
+        assert error < 1e-4, (name, error)
+
+
+def test_per_channel_parameters_must_fit_the_sample():
+    """Channels that do not divide a sample are an error of the coupled
+    scan; a Recurrent layer's per-channel neuron has hidden_size
+    channels."""
+    with pytest.raises(ValueError, match="5 channels of parameter 'tau'"):
+        _recurrent.coupled_scan(
+            channel_neuron(5), torch.randn(4, 2, 12), torch.zeros(12, 12)
+        )
+    with pytest.raises(ValueError, match="hidden_size \\(12\\) channels"):
+        Recurrent(3, 12, channel_neuron(4))
+    layer = Recurrent(3, 12, channel_neuron(12))
+    assert layer(torch.randn(4, 2, 3)).shape == (4, 2, 12)

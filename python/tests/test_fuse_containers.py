@@ -184,8 +184,12 @@ class PreAddNet(nn.Module):
         self.sn1 = lif()
         self.conv2 = nn.Conv2d(channels, channels, 3, 2, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(channels)
+        # A 3x3 downsampling convolution where ResNet's is 1x1: the
+        # backward of a 1x1 stride-2 convolution on channels-last CPU
+        # tensors corrupts the heap in torch 1.13 (oneDNN; a few calls
+        # abort the process), with or without FlexSN in the model.
         self.down = nn.Sequential(
-            nn.Conv2d(channels, channels, 1, 2, bias=False),
+            nn.Conv2d(channels, channels, 3, 2, 1, bias=False),
             nn.BatchNorm2d(channels),
         )
         self.sn2 = lif()

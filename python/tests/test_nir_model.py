@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from flexsn import nir
+from devices import DEVICES
 from reference import spike
 from flexsn.torch import IFNode, LIFNode, ParametricLIFNode, from_nir, to_nir
 
@@ -566,6 +567,50 @@ def test_a_recurrent_graph_trains_through_time():
         ref = params[name].grad
         assert ref.abs().sum() > 0, name
         error = (param.grad - ref).norm() / ref.norm()
+        assert error < 1e-4, (name, float(error))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("nested", [False, True], ids=["flat", "nested"])
+def test_a_recurrent_layer_runs_as_coupled_kernels(
+    nested, device, monkeypatch
+):
+    """A cycle lif -> w_rec -> lif runs as the neuron's coupled kernels
+    (its module is never called step by step): the outputs and every
+    gradient are those of the step-by-step run of the same model."""
+    rng = np.random.default_rng(13)
+    graph, _ = recurrent_network(rng, nested)
+    model = from_nir(graph, dt=DT).to(device)
+    x = torch.as_tensor(
+        rng.normal(0.8, 1.0, (16, 3, 4)), dtype=torch.float32, device=device
+    )
+    weights = torch.as_tensor(
+        rng.normal(0, 1, (16, 3, 3)), dtype=torch.float32, device=device
+    )
+
+    def run():
+        model.zero_grad()
+        out = model(x)
+        (out * weights).sum().backward()
+        return out, {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    from flexsn.torch import _nir
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_nir, "runs_coupled", lambda neuron, drive: False)
+        want, want_grads = run()
+    cell = model.layers["lif1__lif"]
+
+    def refuse(*args):
+        raise AssertionError("the cycle's neuron was called step by step")
+
+    monkeypatch.setattr(cell, "forward", refuse)
+    got, grads = run()
+    assert 0.05 < float(want.mean()) < 0.95
+    assert torch.equal(got, want)
+    for name, ref in want_grads.items():
+        assert ref.abs().sum() > 0, name
+        error = (grads[name] - ref).norm() / ref.norm()
         assert error < 1e-4, (name, float(error))
 
 

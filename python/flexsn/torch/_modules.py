@@ -106,7 +106,9 @@ class FlexSN(StatefulModule):
 
     # Loaded kernels (ctypes handles) stay in their process; a copy
     # compiles, or finds in the cache, its own at its first call.
-    _process_local = dict(_compiled=None, _handle=None, _stale=True)
+    _process_local = dict(
+        _compiled=None, _handle=None, _coupled_twin=None, _stale=True
+    )
 
     def __init__(
         self,
@@ -286,22 +288,56 @@ class FlexSN(StatefulModule):
     def _compile(self, source=None):
         """Compiles (or finds in the cache) the kernels for the current const
         parameter values and surrogate."""
-        # Only values that differ from the neuron's defaults: a module at
-        # its defaults shares the cache entry of flexsn.compile(neuron).
-        values = {
-            name: self._param_values[name]
-            for name in sorted(self._const_names)
-            if _text(self._param_values[name]) != _text(self._defaults[name])
-        }
         compiled = compiler.compile(
             self._source if source is None else source,
-            params=values,
+            params=self._const_changes(),
             surrogate=self._surrogate,
             options=self._options,
         )
         self._compiled, self._info = compiled, compiled.info
         self._handle = Handle(compiled, self._deterministic, self._spikes)
+        self._coupled_twin = None
         self._stale = False
+
+    def _const_changes(self) -> dict:
+        """The const parameter values to compile with: only those that
+        differ from the neuron's defaults (a module at its defaults shares
+        the cache entry of flexsn.compile(neuron))."""
+        return {
+            name: self._param_values[name]
+            for name in sorted(self._const_names)
+            if _text(self._param_values[name]) != _text(self._defaults[name])
+        }
+
+    def _coupled_handle(self) -> Handle:
+        """The handle whose coupled kernels flexsn.torch.Recurrent runs:
+        the module's own, or, for a neuron with per-channel parameters
+        (which coupled kernels do not take), that of a twin compile with
+        them per-neuron: the coupled scan expands each over the samples
+        (a [B, C * S] view of the [C] values, neuron j in channel j // S),
+        and autograd sums their gradients back."""
+        if self._stale:
+            self._compile()
+        if not self._info.per_channel_params:
+            return self._handle
+        if self._coupled_twin is None:
+            shapes = dict(self._options.shapes)
+            shapes.update(
+                (p.name, "per_neuron") for p in self._info.per_channel_params
+            )
+            compiled = compiler.compile(
+                self._source,
+                params=self._const_changes(),
+                surrogate=self._surrogate,
+                options=self._options.replace(
+                    coupled=True, shapes=tuple(sorted(shapes.items()))
+                ),
+            )
+            self._coupled_twin = Handle(
+                compiled, self._deterministic, self._spikes
+            )
+        self._coupled_twin.deterministic = self._handle.deterministic
+        return self._coupled_twin
 
     def __setstate__(self, state):
         # A module pickled before CompileOptions kept its options as a

@@ -16,7 +16,7 @@ from flexsn.fx import Runtime, Trainable
 
 from ._delay import Delay
 from ._modules import FlexSN
-from ._recurrent import Recurrent
+from ._recurrent import Recurrent, coupled_scan, runs_coupled
 
 _CHANNEL = "per_channel"
 
@@ -646,11 +646,71 @@ class NIRModel(nn.Module):
                     rest[name] = self._run(name, inputs)
         return rest
 
+    def _recurrent_layer(self, members):
+        """(neuron, weights) of a cycle that is a recurrent layer, a
+        neuron whose output an Affine or Linear of [H, H] feeds back into
+        it and nothing else; else None."""
+        if len(members) != 2:
+            return None
+        layers = {
+            name: self.layers[self._key(name)]
+            for name in members
+            if self._key(name) in self.layers
+        }
+        for neuron, affine in (members, members[::-1]):
+            if (
+                isinstance(layers.get(neuron), NIRNeuron)
+                and isinstance(layers.get(affine), nn.Linear)
+                and self.sources[affine] == [neuron]
+                and self.sources[neuron].count(affine) == 1
+                and len(self.sources[neuron]) > 1
+            ):
+                return neuron, affine
+        return None
+
+    def _run_recurrent_layer(self, neuron, affine, values) -> bool:
+        """Runs a recurrent layer's cycle as the neuron's coupled kernels
+        (coupled_scan: one forward kernel and one backward kernel over the
+        sequence), where they run its drive; returns whether they did.
+
+        The neuron's input at step t is what reaches it from outside the
+        cycle plus W s[t-1] + b, s[-1] = 0: at step 0 the edge closing the
+        cycle carries the Affine's bias, whichever edge closes it."""
+        layer = self.layers[self._key(affine)]
+        cell = self.layers[self._key(neuron)]
+        drive = sum(
+            values[source]
+            for source in self.sources[neuron]
+            if source != affine
+        )
+        weights = layer.weight
+        if (
+            drive.dim() != 3
+            or drive.shape[0] == 0
+            or tuple(weights.shape) != (drive.shape[2],) * 2
+            or drive.shape[2] % cell.channels
+            or not runs_coupled(cell.neuron, drive)
+        ):
+            return False
+        if layer.bias is not None:
+            drive = drive + layer.bias
+        spikes = coupled_scan(cell.neuron, drive, weights)
+        values[neuron] = spikes
+        if (neuron, affine) in self.back_edges:
+            # The Affine steps first, on the neuron's previous output.
+            spikes = torch.cat([torch.zeros_like(spikes[:1]), spikes[:-1]])
+        values[affine] = layer(spikes)
+        return True
+
     def _run_cycle(self, members, values, steps):
         """The nodes of a cycle, step by step: [1, B, ...] slices through
         each layer (a neuron carries its states from one call to the
         next); an edge closing the cycle carries its source's value of the
-        previous step."""
+        previous step. A recurrent layer runs as its coupled kernels
+        instead."""
+        layer = self._recurrent_layer(members)
+        if layer and self._run_recurrent_layer(*layer, values):
+            return
         if steps == 0:  # empty sequences, with the shapes a step gives
             for name in members:
                 values[name] = self._run(

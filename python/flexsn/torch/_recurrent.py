@@ -135,16 +135,39 @@ class _CoupledScan(torch.autograd.Function):
         )
 
 
+def _over_samples(info, channels, names, values, drive: torch.Tensor):
+    """`values` (named `names`) with each per-channel one ([C], named in
+    `channels`) as per-neuron values [B, H] of the drive [T, B, H]: sample
+    neuron j in channel j // (H / C), as a per-channel kernel reads it."""
+    B, H = drive.shape[1], drive.shape[2]
+    result = []
+    for name, value in zip(names, values):
+        if name in channels:
+            C = value.numel()
+            if H % C:
+                raise ValueError(
+                    f"{info.name}: {C} channels of parameter '{name}' do "
+                    f"not divide the {H} neurons of a sample"
+                )
+            value = value.reshape(1, C, 1).expand(B, C, H // C).reshape(B, H)
+        result.append(value)
+    return result
+
+
 def coupled_scan(neuron: FlexSN, drive: torch.Tensor, weights: torch.Tensor):
     """The spikes [T, B, H] of `neuron` over the drive [T, B, H] coupled
     through `weights` (W_rec [H, H]: s[t] = f(drive[t] + W_rec s[t-1]),
     s[-1] = 0), from the neuron's states, which it updates as a call
     does."""
-    if neuron._stale:
-        neuron._compile()
-    handle = neuron._handle
-    info = neuron.info
+    handle = neuron._coupled_handle()
+    info = handle.info
     trainable, runtime, inits = neuron._call_arguments(drive)
+    if handle is not neuron._handle:  # per-channel parameters per neuron
+        channels = {p.name for p in neuron.info.per_channel_params}
+        names = [p.name for p in neuron.info.trainable_params]
+        trainable = _over_samples(info, channels, names, trainable, drive)
+        names = neuron._runtime_names
+        runtime = _over_samples(info, channels, names, runtime, drive)
     runtime, fixed = split_runtime(handle, runtime)
     check_inputs(
         info, [drive], inits, _shaped_tensors(handle, trainable, fixed)
@@ -168,6 +191,18 @@ def coupled_scan(neuron: FlexSN, drive: torch.Tensor, weights: torch.Tensor):
     else:
         neuron.states[:] = states
     return spikes
+
+
+def runs_coupled(neuron: FlexSN, drive: torch.Tensor) -> bool:
+    """Whether coupled_scan runs `neuron` on the drive [T, B, H] (else
+    the recurrence steps in Python): not while torch.compile traces, not
+    with check_finite, and on the GPU for samples of at most
+    MAX_CUDA_HIDDEN neurons."""
+    if compiling() or neuron.check_finite or drive.dim() != 3:
+        return False
+    if drive.is_cuda:
+        return drive.shape[2] <= MAX_CUDA_HIDDEN
+    return drive.is_cpu
 
 
 class Recurrent(nn.Module):
@@ -223,6 +258,13 @@ class Recurrent(nn.Module):
                 f"input(s) and gives {len(info.outputs)} output(s); a "
                 f"recurrent layer feeds back one output into one input"
             )
+        if info.per_channel_params and neuron.num_channels != hidden_size:
+            raise ValueError(
+                f"Recurrent: the neuron {info.name} has per-channel "
+                f"parameters of {neuron.num_channels} channel(s); a "
+                f"recurrent layer's neurons are its hidden_size "
+                f"({hidden_size}) channels"
+            )
         self.input_size, self.hidden_size = input_size, hidden_size
         self.input = nn.Linear(input_size, hidden_size, bias=bias)
         self.recurrent = nn.Linear(hidden_size, hidden_size, bias=False)
@@ -254,7 +296,7 @@ class Recurrent(nn.Module):
                 previous = None  # a new batch size starts again from rest
             else:
                 previous = previous.to(dtype=drive.dtype, device=drive.device)
-        if drive.shape[0] and self._runs_coupled(drive):
+        if drive.shape[0] and runs_coupled(self.neuron, drive):
             if previous is not None:
                 # s[-1] from the last call enters through the first step.
                 first = drive[:1] + self.recurrent(previous)[None]
@@ -274,15 +316,6 @@ class Recurrent(nn.Module):
             return drive
         self.spikes = previous
         return torch.stack(outputs)
-
-    def _runs_coupled(self, drive: torch.Tensor) -> bool:
-        """Whether the neuron's coupled kernels run this call (else the
-        layer steps in Python)."""
-        if compiling() or self.neuron.check_finite:
-            return False
-        if drive.is_cuda:
-            return self.hidden_size <= MAX_CUDA_HIDDEN
-        return drive.is_cpu
 
     def extra_repr(self) -> str:
         return (
