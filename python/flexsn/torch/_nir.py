@@ -647,9 +647,9 @@ class NIRModel(nn.Module):
         return rest
 
     def _recurrent_layer(self, members):
-        """(neuron, weights) of a cycle that is a recurrent layer, a
-        neuron whose output an Affine or Linear of [H, H] feeds back into
-        it and nothing else; else None."""
+        """The names (neuron, affine) of a cycle that is a recurrent
+        layer, a neuron whose output an Affine or Linear of [H, H] feeds
+        back into it and nothing else; else None."""
         if len(members) != 2:
             return None
         layers = {
