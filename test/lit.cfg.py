@@ -54,6 +54,17 @@ if platform.machine() == "x86_64":
 sanitized = config.flexsn_sanitizers.upper() in ("ON", "1", "TRUE", "YES")
 if sanitized:
     config.available_features.add("sanitizers")
+    # Programs linking the instrumented runtime are built by the compiler
+    # that instrumented it (clang's sanitizer runtimes in a fuzzing build,
+    # GCC's in utils/check_sanitizers.sh's own): `cc` is that compiler.
+    cc_dir = os.path.join(config.flexsn_obj_root, "test", "cc-bin")
+    os.makedirs(cc_dir, exist_ok=True)
+    cc_link = os.path.join(cc_dir, "cc")
+    if os.path.realpath(cc_link) != os.path.realpath(config.c_compiler):
+        if os.path.lexists(cc_link):
+            os.remove(cc_link)
+        os.symlink(config.c_compiler, cc_link)
+    llvm_config.with_environment("PATH", cc_dir, append_path=True)
 # A program linking the sanitizer build's runtime needs the sanitizer
 # runtimes first: it is compiled with the same flags.
 sanitize_cflags = "-fsanitize=address,undefined" if sanitized else ""

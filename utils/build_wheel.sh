@@ -29,9 +29,12 @@ PY=/usr/bin/python3
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 log "building the statically linked tools in $BUILD_DIR"
+# With ccache, the objects the development build compiled are reused.
+ccache=OFF
+command -v ccache >/dev/null && ccache=ON
 cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
   -DFLEXSN_LINK_MLIR_DYLIB=OFF -DBUILD_TESTING=OFF \
-  -DLLVM_PARALLEL_LINK_JOBS=1 \
+  -DLLVM_PARALLEL_LINK_JOBS=1 -DFLEXSN_CCACHE="$ccache" \
   -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
   -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" > /dev/null
 cmake --build "$BUILD_DIR" --target flexsn flexsn_runtime >&2

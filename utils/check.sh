@@ -24,10 +24,18 @@ fi
 # The Python layer (python/tests) and the benchmarks' CPU smoke runs
 # (bench/tests), with Debian's python3 and torch; tests on CUDA tensors skip
 # without a GPU.
+# With pytest-xdist (setup.sh installs it), one process per core, each
+# taking whole files (--dist loadfile): a file's module fixtures, which
+# compile its neurons, then run once (the processes share conftest.py's
+# compile cache).
 py_log="$BUILD_DIR/pytest.log"
 py_status=0
+py_workers=()
+if /usr/bin/python3 -c "import xdist" 2>/dev/null; then
+  py_workers=(-n "$(nproc)" --dist loadfile)
+fi
 FLEXSN_BUILD_DIR="$BUILD_DIR" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-  python/tests bench/tests 2>&1 | tee "$py_log" || py_status=$?
+  "${py_workers[@]}" python/tests bench/tests 2>&1 | tee "$py_log" || py_status=$?
 py_passed=$(grep -Eo '[0-9]+ passed' "$py_log" | tail -n 1 | cut -d' ' -f1 || true)
 py_failed=$(grep -Eo '[0-9]+ failed' "$py_log" | tail -n 1 | cut -d' ' -f1 || true)
 if [ "$py_status" -eq 0 ] && [ "${py_passed:-0}" -eq 0 ]; then

@@ -6,15 +6,25 @@
 #
 #   bash utils/check_sanitizers.sh [BUILD_DIR]     default: build-sanitize
 #
+# A BUILD_DIR that utils/fuzz.sh configured (build-fuzz: clang, ASan and
+# UBSan with libFuzzer's coverage) is used as it is: CI runs the suite
+# there, after the fuzz smoke run, so that one instrumented build serves
+# both.
+#
 # Run after utils/setup.sh (which installs the packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build-sanitize}
 start=$(date +%s)
 LLVM_PREFIX=/usr/lib/llvm-22
-cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
-  -DFLEXSN_ENABLE_SANITIZERS=ON -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
-  -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" >/dev/null
+if grep -q '^FLEXSN_ENABLE_FUZZERS:BOOL=ON' "$BUILD_DIR/CMakeCache.txt" \
+    2>/dev/null; then
+  echo "==> $BUILD_DIR is a fuzzing build (ASan and UBSan): using it as it is"
+else
+  cmake -G Ninja -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+    -DFLEXSN_ENABLE_SANITIZERS=ON -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+    -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" >/dev/null
+fi
 echo "==> building with sanitizers in $BUILD_DIR (several minutes on two cores)"
 cmake --build "$BUILD_DIR"
 # A report is an error: the process exits non-zero and its lit test fails.

@@ -19,7 +19,8 @@ LLVM_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libomp-22-
                clang-format-22 clang-tidy-22)
 OTHER_PACKAGES=(cmake ninja-build g++ libgtest-dev libzstd-dev dpkg-dev python3
                 python3-numpy python3-pip python3-pytest python3-torch
-                python3-flake8 python3-h5py black codespell)
+                python3-flake8 python3-h5py python3-pytest-xdist black codespell
+                ccache)
 LLVM_PREFIX=/usr/lib/llvm-${LLVM_VERSION}
 BUILD_DIR=${FLEXSN_BUILD_DIR:-build}
 CUDA_TOOLKIT=${FLEXSN_CUDA_TOOLKIT:-/usr/local/cuda}
@@ -90,7 +91,7 @@ configure_and_build() {
       -DCMAKE_BUILD_TYPE=Release \
       -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
       -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \
-      -DFLEXSN_CUDA_TOOLKIT="$CUDA_TOOLKIT"
+      -DFLEXSN_CUDA_TOOLKIT="$CUDA_TOOLKIT" -DFLEXSN_CCACHE=ON
   fi
   log "Building (about 4 minutes from scratch on two cores; seconds when up to date)"
   cmake --build "$BUILD_DIR"

@@ -219,17 +219,20 @@ void emitKernelFunction(raw_ostream &os, CompiledKernelAttr k,
      << dtype.getIntOrFloatBitWidth() / 8 << ", " << buffers.size()
      << ", kinds, " << params.size() << ", "
      << (mixed ? "element_sizes" : "NULL") << "};\n";
-  // Workspace parts lie at byte offsets, in elements of one sequence.
+  // Workspace parts lie at byte offsets, in elements of one sequence. The
+  // offsets are added to the address as an integer: the workspace may be
+  // NULL here (the launch refuses it), and NULL plus an offset is undefined.
   if (hasWorkspace)
     os << "  const size_t saved_stride = (size_t)T * (size_t)(ld ? ld : N);\n"
-       << "  char *const workspace_bytes = (char *)(uintptr_t)workspace;\n";
+       << "  const uintptr_t workspace_bytes = (uintptr_t)workspace;\n";
   os << "  void *const buffers[] = {";
   llvm::interleaveComma(llvm::enumerate(buffers), os, [&](auto indexed) {
     auto [i, b] = indexed;
     if (b.getRole() == BufferRole::ReductionScratch)
-      os << "workspace_bytes + " << savedBytes("saved_stride");
+      os << "(void *)(workspace_bytes + " << savedBytes("saved_stride") << ")";
     else if (isWorkspace(b))
-      os << "workspace_bytes + " << layout.savedOffsets[i] << " * saved_stride";
+      os << "(void *)(workspace_bytes + " << layout.savedOffsets[i]
+         << " * saved_stride)";
     else
       os << "(void *)(uintptr_t)" << b.getName().getValue();
   });

@@ -39,9 +39,9 @@
 // CHECK:         gpu.shuffle xor
 // CHECK:         memref.store %{{.*}}, %[[WARPS]]
 // CHECK:         gpu.barrier
-// CHECK:         %[[SLOT:.*]] = llvm.getelementptr %[[SCRATCH]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-COUNT-8: memref.load %[[WARPS]]
-// CHECK:         llvm.store %{{.*}}, %[[SLOT]]
+// CHECK:         %[[SLOT:.*]] = llvm.getelementptr %[[SCRATCH]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    llvm.store %{{.*}}, %[[SLOT]]
 // The slot is published before the ticket is drawn.
 // CHECK-NEXT:    nvvm.memory.barrier <gpu>
 // CHECK-NEXT:    %[[TICKET:.*]] = llvm.atomicrmw add %[[SCRATCH]], %{{.*}} monotonic : !llvm.ptr, i32

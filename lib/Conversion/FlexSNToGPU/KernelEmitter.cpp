@@ -349,21 +349,23 @@ void KernelEmitter::emitDeterministicReductions(ValueRange partials,
       b, loc, b.getI64Type(),
       gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
   // Slot (r, block) of the scratch, after the 4-byte counter.
+  // Operands are built one statement at a time: the order of a call's
+  // arguments is the host compiler's choice, and the IR should not be.
   auto slot = [&](unsigned r, Value blockIndex) {
+    Value one = constant(1);
+    Value rowStart = arith::MulIOp::create(b, loc, constant(r), numBlocks);
     Value offset = arith::AddIOp::create(
-        b, loc,
-        arith::AddIOp::create(
-            b, loc, constant(1),
-            arith::MulIOp::create(b, loc, constant(r), numBlocks)),
-        blockIndex);
+        b, loc, arith::AddIOp::create(b, loc, one, rowStart), blockIndex);
     return LLVM::GEPOp::create(b, loc, ptrType, f32, scratch,
                                ValueRange{offset});
   };
 
   storeWarpSums(partials, warpSums);
   emitIf(firstThread, [&] {
-    for (unsigned r = 0; r < partials.size(); ++r)
-      LLVM::StoreOp::create(b, loc, blockSum(r, warpSums), slot(r, block), 4);
+    for (unsigned r = 0; r < partials.size(); ++r) {
+      Value sum = blockSum(r, warpSums);
+      LLVM::StoreOp::create(b, loc, sum, slot(r, block), 4);
+    }
     // Publish the slots before drawing a ticket (__threadfence()).
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
     Value ticket =
@@ -379,9 +381,9 @@ void KernelEmitter::emitDeterministicReductions(ValueRange partials,
         ValueRange{zero});
   });
   gpu::BarrierOp::create(b, loc);
+  Value flag = memref::LoadOp::create(b, loc, lastFlag, ValueRange{zero});
   Value isLast = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ne,
-      memref::LoadOp::create(b, loc, lastFlag, ValueRange{zero}),
+      b, loc, arith::CmpIPredicate::ne, flag,
       arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
   // Block-uniform: the whole last block enters, so its barriers are safe.
   emitIf(isLast, [&] {
@@ -407,9 +409,10 @@ void KernelEmitter::emitDeterministicReductions(ValueRange partials,
     }
     storeWarpSums(sums, warpSums);
     emitIf(firstThread, [&] {
-      for (unsigned r = 0; r < partials.size(); ++r)
-        LLVM::StoreOp::create(b, loc, blockSum(r, warpSums), reductionBuffer(r),
-                              4);
+      for (unsigned r = 0; r < partials.size(); ++r) {
+        Value sum = blockSum(r, warpSums);
+        LLVM::StoreOp::create(b, loc, sum, reductionBuffer(r), 4);
+      }
     });
   });
 }
