@@ -22,6 +22,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%flexsn_src_root", config.flexsn_src_root))
 config.substitutions.append(("%flexsn_obj_root", config.flexsn_obj_root))
 config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
+config.substitutions.append(("%mlir_include", config.mlir_include_dir))
 config.substitutions.append(
     ("%neurons", os.path.join(config.flexsn_src_root, "lib", "Neurons"))
 )
@@ -124,6 +125,7 @@ tools = [
     "flexsn-compile",
     "flexsn-lsp-server",
     "flexsn-opt",
+    "flexsn-tblgen",
     "flexsn-translate",
     # The multi-call binary (tools/flexsn); not plain `flexsn`, which RUN
     # lines hold as a word (`flexsn.cpu_kernels`).

@@ -4,10 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The compile request's fields, declared once (kFields), and the reader
-// that checks a request against them and fills the pipelines' typed
-// options. Enum-valued fields take the spellings of the dialect's ODS
-// enums, listed from FlexSNAttrs.td's cases.
+// The reader that checks a compile request against its fields, declared
+// once in CompileRequest.td (the table and the readers of the fields that
+// name an options member are generated from it: CompileRequest.inc), and
+// fills the pipelines' typed options. Enum-valued fields take the
+// spellings of the dialect's ODS enums.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,22 +59,13 @@ StringRef typeName(FieldType type) {
   llvm_unreachable("a field type");
 }
 
-/// The spellings of `EnumT`'s cases 0 to `max`.
-template <typename EnumT>
-std::vector<std::string> spellings(unsigned max) {
-  std::vector<std::string> names;
-  for (unsigned value = 0; value <= max; ++value)
-    names.push_back(stringifyEnum(static_cast<EnumT>(value)).str());
-  return names;
-}
-
 struct Field {
   /// The object holding the field: "" for the request itself, else a
   /// dotted path of `Object` fields ("targets.cuda").
   StringRef object;
   StringRef name;
   FieldType type;
-  /// What an enum-valued field may hold.
+  /// What an enum-valued field may hold: its ODS enum's spellings.
   std::vector<std::string> values;
   /// The value a request that leaves the field out gets; null where that
   /// depends on the target (the description says how).
@@ -81,210 +73,14 @@ struct Field {
   StringRef description;
 };
 
-/// The request's own fields, and configure's.
-std::vector<Field>
-getRequestAndConfigureFields(const std::vector<std::string> &kinds,
-                             const std::vector<std::string> &shapes) {
-  return {{"",
-           "version",
-           FieldType::Version,
-           {},
-           kCompileRequestVersion,
-           "The request format's version (required)"},
-          {"",
-           "configure",
-           FieldType::Object,
-           {},
-           nullptr,
-           "How the source's neurons are configured (flexsn-set-params) "
-           "before it is written back as configured.mlir; left out, they are "
-           "not"},
-          {"",
-           "neuron_manifest",
-           FieldType::Bool,
-           {},
-           false,
-           "Write neuron.json, the configured neurons' manifest, and "
-           "torch_step.py, their steps over PyTorch tensors where every op "
-           "has a PyTorch form"},
-          {"",
-           "kernels",
-           FieldType::Object,
-           {},
-           nullptr,
-           "Which kernels every target builds"},
-          {"",
-           "targets",
-           FieldType::Object,
-           {},
-           nullptr,
-           "The targets to build kernels for; left out, none"},
-
-          {"configure",
-           "neurons",
-           FieldType::Texts,
-           {},
-           json::Array(),
-           "The neurons to configure (empty: all)"},
-          {"configure",
-           "values",
-           FieldType::Values,
-           {},
-           json::Object(),
-           "New parameter defaults: a const parameter is specialized to its "
-           "value"},
-          {"configure", "kinds", FieldType::EnumMap, kinds, json::Object(),
-           "New parameter bindings"},
-          {"configure", "shapes", FieldType::EnumMap, shapes, json::Object(),
-           "New parameter shapes (after the bindings)"},
-          {"configure",
-           "surrogate",
-           FieldType::Text,
-           {},
-           "",
-           "The surrogate attribute of every spike, as MLIR text (empty: "
-           "each spike's own)"}};
-}
-
-/// The kernels object's fields.
-std::vector<Field> getKernelFields(const std::vector<std::string> &variants,
-                                   const std::vector<std::string> &storage,
-                                   const std::vector<std::string> &spikes) {
-  return {{"kernels",
-           "neurons",
-           FieldType::Texts,
-           {},
-           json::Array(),
-           "The neurons to compile (empty: all)"},
-          {"kernels", "variants", FieldType::Enums, variants, nullptr,
-           "The kernel variants (left out: inference and final-state)"},
-          {"kernels", "storage_types", FieldType::Enums, storage, nullptr,
-           "The sequences' storage types (left out: f32 on the CPU, all "
-           "three on CUDA)"},
-          {"kernels", "spike_storage", FieldType::Enums, spikes,
-           json::Array{"dense"},
-           "How inference and final-state kernels store spike outputs"},
-          {"kernels",
-           "save_in_storage_type",
-           FieldType::Bool,
-           {},
-           true,
-           "Training kernels save what the backward reads in their storage "
-           "type (false: in f32)"},
-          {"kernels",
-           "store_all",
-           FieldType::Bool,
-           {},
-           false,
-           "Training kernels save every value the backward step reads"},
-          {"kernels",
-           "coupled",
-           FieldType::Bool,
-           {},
-           false,
-           "Also build each neuron kernel coupled from the neuron's first "
-           "output into its first input (a recurrent layer's kernels)"},
-          {"kernels",
-           "fuse",
-           FieldType::Bool,
-           {},
-           true,
-           "Fuse elementwise producers, consumers and sibling scans first"}};
-}
-
-/// The targets' fields.
-std::vector<Field> getTargetFields() {
-  return {{"targets",
-           "cpu",
-           FieldType::Object,
-           {},
-           nullptr,
-           "CPU kernels (cpu.json, kernels.so)"},
-          {"targets",
-           "cuda",
-           FieldType::Object,
-           {},
-           nullptr,
-           "CUDA kernels (gpu.json, kernels.cubin or kernels.fatbin)"},
-
-          {"targets.cpu",
-           "parallel",
-           FieldType::Bool,
-           {},
-           true,
-           "Run chunks of neurons across threads with OpenMP"},
-          {"targets.cpu",
-           "vector_width",
-           FieldType::Count,
-           {},
-           8,
-           "Neurons per SIMD vector (0: one at a time)"},
-          {"targets.cpu",
-           "generate_kernels",
-           FieldType::Bool,
-           {},
-           true,
-           "Generate kernels from the neurons first (false: lower the scans "
-           "the source already holds)"},
-
-          {"targets.cuda",
-           "chips",
-           FieldType::Texts,
-           {},
-           json::Array{"sm_90"},
-           "The architectures: one cubin per chip"},
-          {"targets.cuda",
-           "fatbin",
-           FieldType::Bool,
-           {},
-           false,
-           "Bundle the chips' cubins into kernels.fatbin (needed for more "
-           "than one chip)"},
-          {"targets.cuda",
-           "toolkit",
-           FieldType::Text,
-           {},
-           "/usr/local/cuda",
-           "The CUDA toolkit (ptxas, libdevice, fatbinary)"},
-          {"targets.cuda",
-           "features",
-           FieldType::Text,
-           {},
-           "+ptx80",
-           "PTX features"},
-          {"targets.cuda",
-           "opt_level",
-           FieldType::Count,
-           {},
-           3,
-           "LLVM's optimization level (0-3)"},
-          {"targets.cuda",
-           "approximate_surrogates",
-           FieldType::Bool,
-           {},
-           false,
-           "Evaluate surrogate gradients with the GPU's approximate exp and "
-           "division"}};
-}
+#define GEN_REQUEST_FIELDS
+#include "flexsn/Pipelines/CompileRequest.inc"
 
 /// Every field of a request. The pipelines' option structs are where each
-/// option's effect is implemented; this table is where a request names
-/// them, and the only place that lists them.
+/// option's effect is implemented; CompileRequest.td is where a request
+/// names them, and the only place that lists them.
 const std::vector<Field> &getFields() {
-  static const std::vector<Field> fields = [] {
-    std::vector<Field> all = getRequestAndConfigureFields(
-        spellings<ParamKind>(getMaxEnumValForParamKind()),
-        spellings<ParamShape>(getMaxEnumValForParamShape()));
-    for (std::vector<Field> more :
-         {getKernelFields(
-              spellings<KernelVariant>(getMaxEnumValForKernelVariant()),
-              spellings<StorageType>(getMaxEnumValForStorageType()),
-              spellings<SpikeStorage>(getMaxEnumValForSpikeStorage())),
-          getTargetFields()})
-      for (Field &field : more)
-        all.push_back(std::move(field));
-    return all;
-  }();
+  static const std::vector<Field> fields = getDeclaredFields();
   return fields;
 }
 
@@ -496,6 +292,9 @@ FlexSNSetParamsOptions readConfigure(const json::Object &object) {
   return options;
 }
 
+#define GEN_REQUEST_READERS
+#include "flexsn/Pipelines/CompileRequest.inc"
+
 /// The `kernels` object's fields, which every target's options take.
 template <typename Derived>
 void readKernels(const json::Object *kernels, KernelOptions<Derived> &options) {
@@ -507,32 +306,14 @@ void readKernels(const json::Object *kernels, KernelOptions<Derived> &options) {
     SmallVector<std::string> names = getTexts(*neurons);
     options.neurons = ArrayRef<std::string>(names);
   }
-  if (const json::Array *variants = kernels->getArray("variants"))
-    options.variants = getEnums<KernelVariant>(*variants);
-  if (const json::Array *storage = kernels->getArray("storage_types"))
-    options.storageTypes = getEnums<StorageType>(*storage);
-  if (const json::Array *spikes = kernels->getArray("spike_storage"))
-    options.spikeStorage = getEnums<SpikeStorage>(*spikes);
-  if (std::optional<bool> save = kernels->getBoolean("save_in_storage_type"))
-    options.saveInStorageType = *save;
-  if (std::optional<bool> all = kernels->getBoolean("store_all"))
-    options.storeAll = *all;
-  if (std::optional<bool> fuse = kernels->getBoolean("fuse"))
-    options.fuse = *fuse;
-  if (std::optional<bool> coupled = kernels->getBoolean("coupled"))
-    options.coupledKernels = *coupled;
+  readKernelMembers(*kernels, options);
 }
 
 std::unique_ptr<LowerToCPUOptions> readCPU(const json::Object &cpu,
                                            const json::Object *kernels) {
   auto options = std::make_unique<LowerToCPUOptions>();
   readKernels(kernels, *options);
-  if (std::optional<bool> generate = cpu.getBoolean("generate_kernels"))
-    options->generateKernels = *generate;
-  if (std::optional<bool> parallel = cpu.getBoolean("parallel"))
-    options->parallel = *parallel;
-  if (std::optional<int64_t> width = cpu.getInteger("vector_width"))
-    options->vectorWidth = static_cast<unsigned>(*width);
+  readCPUMembers(cpu, *options);
   return options;
 }
 
@@ -540,19 +321,7 @@ std::unique_ptr<LowerToNVVMOptions> readCUDA(const json::Object &cuda,
                                              const json::Object *kernels) {
   auto options = std::make_unique<LowerToNVVMOptions>();
   readKernels(kernels, *options);
-  if (const json::Array *chips = cuda.getArray("chips")) {
-    SmallVector<std::string> names = getTexts(*chips);
-    options->chips = ArrayRef<std::string>(names);
-  }
-  if (std::optional<StringRef> toolkit = cuda.getString("toolkit"))
-    options->toolkit = toolkit->str();
-  if (std::optional<StringRef> features = cuda.getString("features"))
-    options->features = features->str();
-  if (std::optional<int64_t> level = cuda.getInteger("opt_level"))
-    options->optLevel = static_cast<unsigned>(*level);
-  if (std::optional<bool> approximate =
-          cuda.getBoolean("approximate_surrogates"))
-    options->approximateSurrogates = *approximate;
+  readCUDAMembers(cuda, *options);
   return options;
 }
 

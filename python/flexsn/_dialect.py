@@ -22,7 +22,7 @@ BLOCK_CONNECTIONS = ("none", "add", "and", "iand")
 BLOCK_CONNECTION_OPERANDS = ("input", "skip")
 BLOCK_READOUTS = ("none", "sum")
 
-#: What `flexsn-compile --request` reads (CompileRequest.cpp declares it):
+#: What `flexsn-compile --request` reads (CompileRequest.td declares it):
 #: per object ("" is the request itself, "targets.cuda" the CUDA target's
 #: object), each field's type, default, allowed values and description.
 COMPILE_REQUEST = json.loads("""{

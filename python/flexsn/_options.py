@@ -3,7 +3,7 @@ that `flexsn.compile`, the FlexSN modules (`FlexSN(..., options=)`) and the
 compile cache's key all read.
 
 Its fields are checked against the compile request's schema, which the
-compiler declares (CompileRequest.cpp, its enum values from FlexSNAttrs.td,
+compiler declares (CompileRequest.td, its enum values from FlexSNAttrs.td,
 copied into `_dialect.COMPILE_REQUEST`) when the value is made, and
 normalized (tuples in
 the order given without repeats; name -> value mappings as sorted pairs),

@@ -266,7 +266,7 @@ static void printCompileRequest(llvm::raw_ostream &os) {
     llvm::report_fatal_error("flexsn-pygen: the request schema's text holds "
                              "a backslash or triple quotes");
   os << R"py(
-#: What `flexsn-compile --request` reads (CompileRequest.cpp declares it):
+#: What `flexsn-compile --request` reads (CompileRequest.td declares it):
 #: per object ("" is the request itself, "targets.cuda" the CUDA target's
 #: object), each field's type, default, allowed values and description.
 COMPILE_REQUEST = json.loads(""")py"

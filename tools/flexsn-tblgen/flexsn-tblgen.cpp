@@ -1,0 +1,188 @@
+//===- flexsn-tblgen.cpp - FlexSN's TableGen backends ---------------------===//
+//
+// Part of the FlexSN project: an MLIR compiler for spiking-neuron dynamics.
+//
+//===----------------------------------------------------------------------===//
+//
+// The TableGen backend of the compile request's fields
+// (include/flexsn/Pipelines/CompileRequest.td):
+//
+//   -gen-compile-request-fields   the field table (GEN_REQUEST_FIELDS) and
+//                                 the readers storing the fields that name
+//                                 an options member (GEN_REQUEST_READERS)
+//
+//===----------------------------------------------------------------------===//
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TableGen/Error.h"
+#include "llvm/TableGen/Main.h"
+#include "llvm/TableGen/Record.h"
+#include "llvm/TableGen/TableGenBackend.h"
+
+using namespace llvm;
+
+namespace {
+
+enum class Action { CompileRequestFields };
+
+cl::opt<Action> action(
+    cl::desc("What to generate"),
+    cl::values(clEnumValN(Action::CompileRequestFields,
+                          "gen-compile-request-fields",
+                          "The compile request's field table and readers")));
+
+void emitString(raw_ostream &os, StringRef text) {
+  os << '"';
+  os.write_escaped(text);
+  os << '"';
+}
+
+/// The fields in the order they are declared (the order a request's
+/// errors list an object's fields in).
+std::vector<const Record *> getFields(const RecordKeeper &records) {
+  std::vector<const Record *> fields(
+      records.getAllDerivedDefinitions("RequestField"));
+  llvm::sort(fields, [](const Record *a, const Record *b) {
+    return a->getID() < b->getID();
+  });
+  return fields;
+}
+
+/// The enum a field holds the cases of, or null.
+const Record *getEnum(const Record *field) {
+  const RecordVal *values = field->getValue("values");
+  if (!values || !values->getValue()->isComplete())
+    return nullptr;
+  return field->getValueAsDef("values");
+}
+
+/// The spellings of an ODS enum's cases, by value (stringifyEnum's).
+std::vector<std::pair<int64_t, StringRef>> getSpellings(const Record *e) {
+  std::vector<std::pair<int64_t, StringRef>> cases;
+  for (const Record *c : e->getValueAsListOfDefs("enumerants"))
+    cases.emplace_back(c->getValueAsInt("value"), c->getValueAsString("str"));
+  llvm::sort(cases);
+  return cases;
+}
+
+void emitTable(ArrayRef<const Record *> fields, raw_ostream &os) {
+  os << "#ifdef GEN_REQUEST_FIELDS\n#undef GEN_REQUEST_FIELDS\n\n"
+     << "/// Every field of a request, as CompileRequest.td declares them.\n"
+     << "std::vector<Field> getDeclaredFields() {\n  return {\n";
+  for (const Record *field : fields) {
+    StringRef type = field->getValueAsDef("type")->getValueAsString("name");
+    const Record *e = getEnum(field);
+    if (e && type != "Enums" && type != "EnumMap")
+      PrintFatalError(field->getLoc(), "only an Enums or EnumMap field "
+                                       "names the enum of its values");
+    if (!e && (type == "Enums" || type == "EnumMap"))
+      PrintFatalError(field->getLoc(),
+                      "an " + type + " field names its enum (values)");
+    os << "      {";
+    emitString(os, field->getValueAsString("object"));
+    os << ", ";
+    emitString(os, field->getValueAsString("name"));
+    os << ", FieldType::" << type << ", {";
+    if (e)
+      llvm::interleaveComma(getSpellings(e), os,
+                            [&](const auto &c) { emitString(os, c.second); });
+    os << "}, " << field->getValueAsString("defaultValue").trim() << ", ";
+    emitString(os, field->getValueAsString("description"));
+    os << "},\n";
+  }
+  os << "  };\n}\n\n#endif // GEN_REQUEST_FIELDS\n\n";
+}
+
+/// The statement storing `field` of `object` into `options.<member>`.
+void emitRead(const Record *field, raw_ostream &os) {
+  StringRef type = field->getValueAsDef("type")->getValueAsString("name");
+  StringRef member = field->getValueAsString("member");
+  std::string name;
+  {
+    raw_string_ostream quoted(name);
+    emitString(quoted, field->getValueAsString("name"));
+  }
+  if (type == "Bool") {
+    os << "  if (std::optional<bool> value = object.getBoolean(" << name
+       << "))\n    options." << member << " = *value;\n";
+  } else if (type == "Count") {
+    os << "  if (std::optional<int64_t> value = object.getInteger(" << name
+       << "))\n    options." << member << " = static_cast<unsigned>(*value);\n";
+  } else if (type == "Text") {
+    os << "  if (std::optional<StringRef> value = object.getString(" << name
+       << "))\n    options." << member << " = value->str();\n";
+  } else if (type == "Texts") {
+    os << "  if (const json::Array *value = object.getArray(" << name
+       << ")) {\n    SmallVector<std::string> texts = getTexts(*value);\n"
+       << "    options." << member << " = ArrayRef<std::string>(texts);\n"
+       << "  }\n";
+  } else if (type == "Enums") {
+    os << "  if (const json::Array *value = object.getArray(" << name
+       << "))\n    options." << member << " = getEnums<"
+       << getEnum(field)->getValueAsString("className") << ">(*value);\n";
+  } else {
+    PrintFatalError(field->getLoc(),
+                    "a " + type +
+                        " field has no generated reader: leave its "
+                        "member empty and read it by hand");
+  }
+}
+
+void emitReaders(ArrayRef<const Record *> fields, raw_ostream &os) {
+  os << "#ifdef GEN_REQUEST_READERS\n#undef GEN_REQUEST_READERS\n\n";
+  struct Options {
+    StringRef name, signature;
+  };
+  const Options all[] = {
+      {"kernels", "template <typename Derived>\nvoid readKernelMembers(const "
+                  "json::Object &object, KernelOptions<Derived> &options)"},
+      {"cpu", "void readCPUMembers(const json::Object &object, "
+              "LowerToCPUOptions &options)"},
+      {"cuda", "void readCUDAMembers(const json::Object &object, "
+               "LowerToNVVMOptions &options)"}};
+  for (const Record *field : fields) {
+    StringRef options = field->getValueAsString("options");
+    if (options.empty() != field->getValueAsString("member").empty())
+      PrintFatalError(field->getLoc(), "a field names both its options and "
+                                       "its member, or neither");
+    if (!options.empty() &&
+        llvm::none_of(all, [&](const Options &o) { return o.name == options; }))
+      PrintFatalError(field->getLoc(), "unknown options '" + options + "'");
+  }
+  for (const Options &options : all) {
+    os << "/// The " << options.name
+       << " fields that name an options member, stored in it.\n"
+       << options.signature << " {\n";
+    for (const Record *field : fields)
+      if (field->getValueAsString("options") == options.name)
+        emitRead(field, os);
+    os << "}\n\n";
+  }
+  os << "#endif // GEN_REQUEST_READERS\n";
+}
+
+bool emitCompileRequestFields(raw_ostream &os, const RecordKeeper &records) {
+  emitSourceFileHeader("The compile request's fields", os, records);
+  std::vector<const Record *> fields = getFields(records);
+  emitTable(fields, os);
+  emitReaders(fields, os);
+  return false;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "FlexSN's TableGen backends\n");
+  return TableGenMain(argv[0],
+                      [](raw_ostream &os, const RecordKeeper &records) {
+                        switch (action) {
+                        case Action::CompileRequestFields:
+                          return emitCompileRequestFields(os, records);
+                        }
+                        return true;
+                      });
+}
