@@ -94,12 +94,12 @@ COMPILE_REQUEST = json.loads("""{
         "kernels": {
             "coupled": {
                 "default": false,
-                "description": "Also build each neuron kernel coupled from the neuron's first output into its first input (a recurrent layer's kernels)",
+                "description": "Also build each neuron kernel coupled from the neuron's first output into its first input (flexsn-couple-kernels): a recurrent layer's kernels",
                 "type": "bool"
             },
             "fuse": {
                 "default": true,
-                "description": "Fuse elementwise producers, consumers and sibling scans first",
+                "description": "Fuse first: elementwise linalg ops into the scans they feed or read, scans over one domain into one (flexsn-fuse-producers, -consumers, -siblings), so that a block marked flexsn.block becomes one kernel",
                 "type": "bool"
             },
             "neurons": {
@@ -109,14 +109,14 @@ COMPILE_REQUEST = json.loads("""{
             },
             "save_in_storage_type": {
                 "default": true,
-                "description": "Training kernels save what the backward reads in their storage type (false: in f32)",
+                "description": "Training kernels save what the backward reads in their storage type (f16/bf16: half the bytes of f32, a backward at rounded values); false: in f32",
                 "type": "bool"
             },
             "spike_storage": {
                 "default": [
                     "dense"
                 ],
-                "description": "How inference and final-state kernels store spike outputs",
+                "description": "How inference and final-state kernels store spike outputs: dense (left out), u8 and/or bits",
                 "type": "enums",
                 "values": [
                     "dense",
@@ -126,7 +126,7 @@ COMPILE_REQUEST = json.loads("""{
             },
             "storage_types": {
                 "default": null,
-                "description": "The sequences' storage types (left out: f32 on the CPU, all three on CUDA)",
+                "description": "The sequences' storage types: f32, f16, bf16 (left out: f32 on the CPU, all three on CUDA)",
                 "type": "enums",
                 "values": [
                     "f32",
@@ -141,7 +141,7 @@ COMPILE_REQUEST = json.loads("""{
             },
             "variants": {
                 "default": null,
-                "description": "The kernel variants (left out: inference and final-state)",
+                "description": "The kernel variants: inference, final-state (left out: both), forward, backward (training, by autodiff)",
                 "type": "enums",
                 "values": [
                     "inference",
@@ -166,31 +166,31 @@ COMPILE_REQUEST = json.loads("""{
         "targets.cpu": {
             "generate_kernels": {
                 "default": true,
-                "description": "Generate kernels from the neurons first (false: lower the scans the source already holds)",
+                "description": "Generate kernel functions from the neurons first; false lowers the scans already in the module",
                 "type": "bool"
             },
             "parallel": {
                 "default": true,
-                "description": "Run chunks of neurons across threads with OpenMP",
+                "description": "Run chunks of neurons across threads with OpenMP (the code then needs libomp; kernel functions take a trailing thread count); false gives serial loops",
                 "type": "bool"
             },
             "vector_width": {
                 "default": 8,
-                "description": "Neurons per SIMD vector (0: one at a time)",
+                "description": "With parallel: neurons per SIMD vector (8: one AVX2 register of f32; 0: one neuron at a time)",
                 "type": "count"
             }
         },
         "targets.cuda": {
             "approximate_surrogates": {
                 "default": false,
-                "description": "Evaluate surrogate gradients with the GPU's approximate exp and division",
+                "description": "Evaluate surrogate gradients with the GPU's approximate exp, division (a few ulp): backward kernels issue fewer instructions",
                 "type": "bool"
             },
             "chips": {
                 "default": [
                     "sm_90"
                 ],
-                "description": "The architectures: one cubin per chip",
+                "description": "The target architectures, e.g. sm_90 (left out) or sm_80,sm_90: one cubin per chip",
                 "type": "texts"
             },
             "fatbin": {
@@ -210,7 +210,7 @@ COMPILE_REQUEST = json.loads("""{
             },
             "toolkit": {
                 "default": "/usr/local/cuda",
-                "description": "The CUDA toolkit (ptxas, libdevice, fatbinary)",
+                "description": "The CUDA toolkit: ptxas, libdevice and fatbinary are found there",
                 "type": "text"
             }
         }

@@ -4,12 +4,15 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The TableGen backend of the compile request's fields
+// The TableGen backend of the compile options
 // (include/flexsn/Pipelines/CompileRequest.td):
 //
-//   -gen-compile-request-fields   the field table (GEN_REQUEST_FIELDS) and
-//                                 the readers storing the fields that name
-//                                 an options member (GEN_REQUEST_READERS)
+//   -gen-compile-request-fields   the request's field table
+//                                 (GEN_REQUEST_FIELDS), the pipelines' option
+//                                 members (GEN_KERNEL_OPTIONS,
+//                                 GEN_CPU_OPTIONS, GEN_CUDA_OPTIONS) and the
+//                                 readers storing a request's fields into
+//                                 them (GEN_REQUEST_READERS)
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +76,8 @@ void emitTable(ArrayRef<const Record *> fields, raw_ostream &os) {
      << "/// Every field of a request, as CompileRequest.td declares them.\n"
      << "std::vector<Field> getDeclaredFields() {\n  return {\n";
   for (const Record *field : fields) {
+    if (!field->getValueAsBit("inRequest"))
+      continue;
     StringRef type = field->getValueAsDef("type")->getValueAsString("name");
     const Record *e = getEnum(field);
     if (e && type != "Enums" && type != "EnumMap")
@@ -131,33 +136,99 @@ void emitRead(const Record *field, raw_ostream &os) {
   }
 }
 
-void emitReaders(ArrayRef<const Record *> fields, raw_ostream &os) {
-  os << "#ifdef GEN_REQUEST_READERS\n#undef GEN_REQUEST_READERS\n\n";
-  struct Options {
-    StringRef name, signature;
-  };
-  const Options all[] = {
-      {"kernels", "template <typename Derived>\nvoid readKernelMembers(const "
-                  "json::Object &object, KernelOptions<Derived> &options)"},
-      {"cpu", "void readCPUMembers(const json::Object &object, "
-              "LowerToCPUOptions &options)"},
-      {"cuda", "void readCUDAMembers(const json::Object &object, "
-               "LowerToNVVMOptions &options)"}};
+/// The options structs a PipelineOption names, with the signature of the
+/// reader of their fields and the macro their members are generated under.
+struct OptionsStruct {
+  StringRef name, reader, macro;
+};
+const OptionsStruct kOptionsStructs[] = {
+    {"kernels",
+     "template <typename Derived>\nvoid readKernelMembers(const json::Object "
+     "&object, KernelOptions<Derived> &options)",
+     "GEN_KERNEL_OPTIONS"},
+    {"cpu",
+     "void readCPUMembers(const json::Object &object, LowerToCPUOptions "
+     "&options)",
+     "GEN_CPU_OPTIONS"},
+    {"cuda",
+     "void readCUDAMembers(const json::Object &object, LowerToNVVMOptions "
+     "&options)",
+     "GEN_CUDA_OPTIONS"}};
+
+bool isOption(const Record *field, StringRef options) {
+  return field->isSubClassOf("PipelineOption") &&
+         field->getValueAsString("options") == options;
+}
+
+void checkOptions(ArrayRef<const Record *> fields) {
   for (const Record *field : fields) {
+    if (!field->isSubClassOf("PipelineOption")) {
+      if (!field->getValueAsBit("inRequest") ||
+          field->getValueAsBit("readByHand"))
+        PrintFatalError(field->getLoc(), "only a PipelineOption is read by "
+                                         "hand or left out of requests");
+      continue;
+    }
     StringRef options = field->getValueAsString("options");
-    if (options.empty() != field->getValueAsString("member").empty())
-      PrintFatalError(field->getLoc(), "a field names both its options and "
-                                       "its member, or neither");
-    if (!options.empty() &&
-        llvm::none_of(all, [&](const Options &o) { return o.name == options; }))
+    if (llvm::none_of(kOptionsStructs, [&](const OptionsStruct &o) {
+          return o.name == options;
+        }))
       PrintFatalError(field->getLoc(), "unknown options '" + options + "'");
   }
-  for (const Options &options : all) {
-    os << "/// The " << options.name
-       << " fields that name an options member, stored in it.\n"
-       << options.signature << " {\n";
+}
+
+/// The member declaration of a PipelineOption field.
+void emitMember(const Record *field, raw_ostream &os) {
+  StringRef type = field->getValueAsDef("type")->getValueAsString("name");
+  std::string option;
+  if (type == "Bool")
+    option = "Option<bool>";
+  else if (type == "Count")
+    option = "Option<unsigned>";
+  else if (type == "Text")
+    option = "Option<std::string>";
+  else if (type == "Texts")
+    option = "ListOption<std::string>";
+  else if (type == "Enums")
+    option =
+        ("ListOption<" + getEnum(field)->getValueAsString("className") + ">")
+            .str();
+  else
+    PrintFatalError(field->getLoc(), "a " + type +
+                                         " field is no pipeline "
+                                         "option");
+  os << "::mlir::detail::PassOptions::" << option << " "
+     << field->getValueAsString("member") << "{\n    *this, ";
+  emitString(os, field->getValueAsString("passOption"));
+  os << ",\n    ::llvm::cl::desc(";
+  emitString(os, field->getValueAsString("description"));
+  os << ")";
+  // A list's default is what the pipeline makes of no value.
+  if (!StringRef(option).starts_with("ListOption"))
+    os << ",\n    ::llvm::cl::init("
+       << field->getValueAsString("defaultValue").trim() << ")";
+  os << "};\n";
+}
+
+void emitMembers(ArrayRef<const Record *> fields, raw_ostream &os) {
+  for (const OptionsStruct &options : kOptionsStructs) {
+    os << "#ifdef " << options.macro << "\n#undef " << options.macro << "\n\n";
     for (const Record *field : fields)
-      if (field->getValueAsString("options") == options.name)
+      if (isOption(field, options.name))
+        emitMember(field, os);
+    os << "\n#endif // " << options.macro << "\n\n";
+  }
+}
+
+void emitReaders(ArrayRef<const Record *> fields, raw_ostream &os) {
+  os << "#ifdef GEN_REQUEST_READERS\n#undef GEN_REQUEST_READERS\n\n";
+  for (const OptionsStruct &options : kOptionsStructs) {
+    os << "/// The " << options.name
+       << " fields a request holds, stored in their options.\n"
+       << options.reader << " {\n";
+    for (const Record *field : fields)
+      if (isOption(field, options.name) && field->getValueAsBit("inRequest") &&
+          !field->getValueAsBit("readByHand"))
         emitRead(field, os);
     os << "}\n\n";
   }
@@ -167,7 +238,9 @@ void emitReaders(ArrayRef<const Record *> fields, raw_ostream &os) {
 bool emitCompileRequestFields(raw_ostream &os, const RecordKeeper &records) {
   emitSourceFileHeader("The compile request's fields", os, records);
   std::vector<const Record *> fields = getFields(records);
+  checkOptions(fields);
   emitTable(fields, os);
+  emitMembers(fields, os);
   emitReaders(fields, os);
   return false;
 }

@@ -4,13 +4,15 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Every field of a compile request (docs/CompileRequest.md), declared once:
-// flexsn-tblgen -gen-compile-request-fields writes from these records the
-// table that lib/Pipelines/CompileRequest.cpp checks requests against (and
-// prints as the schema that flexsn-pygen copies into the Python layer), and
-// the code storing each field that names its option's `member` into the
-// pipelines' typed options. Enum-valued fields name the dialect's ODS enum:
-// its cases are the field's allowed values.
+// Every compile option, declared once: each field of a compile request
+// (docs/CompileRequest.md) and each option of the pipelines
+// (flexsn-lower-to-cpu, flexsn-lower-to-nvvm). flexsn-tblgen
+// -gen-compile-request-fields writes from these records the table that
+// lib/Pipelines/CompileRequest.cpp checks requests against (and prints as
+// the schema that flexsn-pygen copies into the Python layer), the pipelines'
+// option members (Pipelines.h), and the readers storing each request field
+// into its member. Enum-valued fields name the dialect's ODS enum: its cases
+// are the field's allowed values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +38,8 @@ def RequestVersion : RequestFieldType<"Version">; // the format's version
 /// One field of the object `object` ("" for the request itself, else a
 /// dotted path: "targets.cuda"). `defaultValue` is a C++ expression of a
 /// json::Value: what a request leaving the field out gets (nullptr where
-/// that depends on the target; the description says how).
+/// that depends on the target; the description says how); for a bool,
+/// count or text option it is also the option's llvm::cl::init.
 class RequestField<string object_, string name_, RequestFieldType type_,
                    code default_, string description_> {
   string object = object_;
@@ -46,12 +49,23 @@ class RequestField<string object_, string name_, RequestFieldType type_,
   string description = description_;
   /// For an Enums or EnumMap field: the ODS enum whose cases it holds.
   EnumAttrInfo values = ?;
-  /// The options member the field is stored in, in the options of
-  /// `options` ("kernels": every target's KernelOptions, "cpu":
-  /// LowerToCPUOptions, "cuda": LowerToNVVMOptions); empty: the reader
-  /// stores it by hand (CompileRequest.cpp says why).
-  string options = "";
-  string member = "";
+  /// Whether the reader stores a PipelineOption field by hand, not by the
+  /// generated reader (the record says why).
+  bit readByHand = 0;
+  /// 0: an option of the pipelines that requests do not hold.
+  bit inRequest = 1;
+}
+
+/// A field that is an option of the pipelines: the C++ member `member_`,
+/// named `passOption_` in pass-option text, of the options struct
+/// `options_` ("kernels": every target's KernelOptions, "cpu":
+/// LowerToCPUOptions, "cuda": LowerToNVVMOptions). The member's type follows
+/// the field's (bool, unsigned, std::string, or a list of strings or of
+/// the enum's cases), its description is the field's.
+class PipelineOption<string options_, string member_, string passOption_> {
+  string options = options_;
+  string member = member_;
+  string passOption = passOption_;
 }
 
 //===----------------------------------------------------------------------===//
@@ -88,57 +102,55 @@ def : RequestField<"configure", "surrogate", RequestText, [{""}],
     # "spike's own)">;
 
 //===----------------------------------------------------------------------===//
-// The kernels every target builds
+// The kernels every target builds (KernelOptions)
 //===----------------------------------------------------------------------===//
 
-// Read by hand: an empty list means every neuron, as for configure's.
 def : RequestField<"kernels", "neurons", RequestTexts, [{json::Array()}],
-                   "The neurons to compile (empty: all)">;
+                   "The neurons to compile (empty: all)">,
+      PipelineOption<"kernels", "neurons", "neurons"> {
+  // An empty list means every neuron, as for configure's.
+  let readByHand = 1;
+}
 def : RequestField<"kernels", "variants", RequestEnums, [{nullptr}],
-                   "The kernel variants (left out: inference and final-state)"> {
+    "The kernel variants: inference, final-state (left out: both), forward, "
+    # "backward (training, by autodiff)">,
+      PipelineOption<"kernels", "variants", "variants"> {
   let values = FlexSN_KernelVariant;
-  let options = "kernels";
-  let member = "variants";
 }
 def : RequestField<"kernels", "storage_types", RequestEnums, [{nullptr}],
-    "The sequences' storage types (left out: f32 on the CPU, all three on "
-    # "CUDA)"> {
+    "The sequences' storage types: f32, f16, bf16 (left out: f32 on the "
+    # "CPU, all three on CUDA)">,
+      PipelineOption<"kernels", "storageTypes", "storage-types"> {
   let values = FlexSN_StorageType;
-  let options = "kernels";
-  let member = "storageTypes";
 }
 def : RequestField<"kernels", "spike_storage", RequestEnums,
                    [{json::Array({"dense"})}],
-                   "How inference and final-state kernels store spike outputs"> {
+    "How inference and final-state kernels store spike outputs: dense (left "
+    # "out), u8 and/or bits">,
+      PipelineOption<"kernels", "spikeStorage", "spike-storage"> {
   let values = FlexSN_SpikeStorage;
-  let options = "kernels";
-  let member = "spikeStorage";
 }
 def : RequestField<"kernels", "save_in_storage_type", RequestBool, [{true}],
     "Training kernels save what the backward reads in their storage type "
-    # "(false: in f32)"> {
-  let options = "kernels";
-  let member = "saveInStorageType";
-}
+    # "(f16/bf16: half the bytes of f32, a backward at rounded values); "
+    # "false: in f32">,
+      PipelineOption<"kernels", "saveInStorageType", "save-in-storage-type">;
 def : RequestField<"kernels", "store_all", RequestBool, [{false}],
-                   "Training kernels save every value the backward step reads"> {
-  let options = "kernels";
-  let member = "storeAll";
-}
+    "Training kernels save every value the backward step reads">,
+      PipelineOption<"kernels", "storeAll", "store-all">;
 def : RequestField<"kernels", "coupled", RequestBool, [{false}],
     "Also build each neuron kernel coupled from the neuron's first output "
-    # "into its first input (a recurrent layer's kernels)"> {
-  let options = "kernels";
-  let member = "coupledKernels";
-}
+    # "into its first input (flexsn-couple-kernels): a recurrent layer's "
+    # "kernels">,
+      PipelineOption<"kernels", "coupledKernels", "coupled-kernels">;
 def : RequestField<"kernels", "fuse", RequestBool, [{true}],
-    "Fuse elementwise producers, consumers and sibling scans first"> {
-  let options = "kernels";
-  let member = "fuse";
-}
+    "Fuse first: elementwise linalg ops into the scans they feed or read, "
+    # "scans over one domain into one (flexsn-fuse-producers, -consumers, "
+    # "-siblings), so that a block marked flexsn.block becomes one kernel">,
+      PipelineOption<"kernels", "fuse", "fuse">;
 
 //===----------------------------------------------------------------------===//
-// The targets
+// The targets (LowerToCPUOptions, LowerToNVVMOptions)
 //===----------------------------------------------------------------------===//
 
 def : RequestField<"targets", "cpu", RequestObject, [{nullptr}],
@@ -147,54 +159,49 @@ def : RequestField<"targets", "cuda", RequestObject, [{nullptr}],
     "CUDA kernels (gpu.json, kernels.cubin or kernels.fatbin)">;
 
 def : RequestField<"targets.cpu", "parallel", RequestBool, [{true}],
-                   "Run chunks of neurons across threads with OpenMP"> {
-  let options = "cpu";
-  let member = "parallel";
-}
+    "Run chunks of neurons across threads with OpenMP (the code then needs "
+    # "libomp; kernel functions take a trailing thread count); false gives "
+    # "serial loops">,
+      PipelineOption<"cpu", "parallel", "parallel">;
 def : RequestField<"targets.cpu", "vector_width", RequestCount, [{8}],
-                   "Neurons per SIMD vector (0: one at a time)"> {
-  let options = "cpu";
-  let member = "vectorWidth";
-}
+    "With parallel: neurons per SIMD vector (8: one AVX2 register of f32; 0: "
+    # "one neuron at a time)">,
+      PipelineOption<"cpu", "vectorWidth", "vector-width">;
 def : RequestField<"targets.cpu", "generate_kernels", RequestBool, [{true}],
-    "Generate kernels from the neurons first (false: lower the scans the "
-    # "source already holds)"> {
-  let options = "cpu";
-  let member = "generateKernels";
-}
+    "Generate kernel functions from the neurons first; false lowers the "
+    # "scans already in the module">,
+      PipelineOption<"cpu", "generateKernels", "generate-kernels">;
 
 def : RequestField<"targets.cuda", "chips", RequestTexts,
                    [{json::Array({"sm_90"})}],
-                   "The architectures: one cubin per chip"> {
-  let options = "cuda";
-  let member = "chips";
-}
-// Read by hand: the fatbin is the tool's output, not a pipeline option.
+    "The target architectures, e.g. sm_90 (left out) or sm_80,sm_90: one "
+    # "cubin per chip">,
+      PipelineOption<"cuda", "chips", "chip">;
+// The fatbin is the tool's output (kernels.fatbin), not a pipeline option.
 def : RequestField<"targets.cuda", "fatbin", RequestBool, [{false}],
     "Bundle the chips' cubins into kernels.fatbin (needed for more than one "
     # "chip)">;
 def : RequestField<"targets.cuda", "toolkit", RequestText,
                    [{"/usr/local/cuda"}],
-                   "The CUDA toolkit (ptxas, libdevice, fatbinary)"> {
-  let options = "cuda";
-  let member = "toolkit";
-}
+    "The CUDA toolkit: ptxas, libdevice and fatbinary are found there">,
+      PipelineOption<"cuda", "toolkit", "toolkit">;
 def : RequestField<"targets.cuda", "features", RequestText, [{"+ptx80"}],
-                   "PTX features"> {
-  let options = "cuda";
-  let member = "features";
-}
+                   "PTX features">,
+      PipelineOption<"cuda", "features", "features">;
 def : RequestField<"targets.cuda", "opt_level", RequestCount, [{3}],
-                   "LLVM's optimization level (0-3)"> {
-  let options = "cuda";
-  let member = "optLevel";
+                   "LLVM's optimization level (0-3)">,
+      PipelineOption<"cuda", "optLevel", "opt-level">;
+// flexsn-compile picks the format from the request's fatbin.
+def : RequestField<"targets.cuda", "format", RequestText, [{"bin"}],
+                   "Object format: bin (cubin), fatbin or isa (PTX)">,
+      PipelineOption<"cuda", "format", "format"> {
+  let inRequest = 0;
 }
 def : RequestField<"targets.cuda", "approximate_surrogates", RequestBool,
                    [{false}],
-    "Evaluate surrogate gradients with the GPU's approximate exp and "
-    # "division"> {
-  let options = "cuda";
-  let member = "approximateSurrogates";
-}
+    "Evaluate surrogate gradients with the GPU's approximate exp, division "
+    # "(a few ulp): backward kernels issue fewer instructions">,
+      PipelineOption<"cuda", "approximateSurrogates",
+                     "approximate-surrogates">;
 
 #endif // FLEXSN_PIPELINES_COMPILEREQUEST_TD

@@ -10,21 +10,17 @@ def : RequestField<"kernels", "extra", RequestBool, [{false}], "x"> {
   let values = FlexSN_KernelVariant;
 }
 #endif
-#ifdef MEMBER_WITHOUT_OPTIONS
+#ifdef BY_HAND_BUT_NO_OPTION
 def : RequestField<"kernels", "extra", RequestBool, [{false}], "x"> {
-  let member = "extra";
+  let readByHand = 1;
 }
 #endif
 #ifdef UNKNOWN_OPTIONS
-def : RequestField<"kernels", "extra", RequestBool, [{false}], "x"> {
-  let options = "rocm";
-  let member = "extra";
-}
+def : RequestField<"kernels", "extra", RequestBool, [{false}], "x">,
+      PipelineOption<"rocm", "extra", "extra">;
 #endif
-#ifdef MAP_WITH_A_MEMBER
+#ifdef MAP_AS_AN_OPTION
 def : RequestField<"configure", "extra", RequestValues, [{json::Object()}],
-                   "x"> {
-  let options = "kernels";
-  let member = "extra";
-}
+                   "x">,
+      PipelineOption<"kernels", "extra", "extra">;
 #endif
