@@ -7,7 +7,7 @@ import math
 import os
 import pathlib
 
-from . import _dialect, _tools
+from . import _dialect, _targets, _tools
 from ._tools import CompileError
 
 
@@ -191,8 +191,7 @@ def run_tools(
         ) from None
     # Only compile_kernels' sources may lack kernels: a neuron has some.
     for manifest, key in (
-        ("cpu.json", "cpu_kernels"),
-        ("gpu.json", "kernels"),
+        (t.manifest, t.manifest_key) for t in _targets.targets()
     ):
         path = work / manifest
         if (

@@ -13,6 +13,8 @@ import fractions
 import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ._targets import target, targets
+
 MANIFEST_FORMAT = "flexsn-manifest"
 MANIFEST_VERSION = 10
 
@@ -341,10 +343,16 @@ class Manifest:
                 )
             for entry in doc["neurons"]:
                 manifest.neurons[entry["name"]] = _neuron(entry)
-            manifest.gpu_kernels += [_kernel(k) for k in doc["kernels"]]
-            manifest.cpu_kernels += [_kernel(k) for k in doc["cpu_kernels"]]
+            for t in targets():
+                manifest.kernels_of(t.name).extend(
+                    _kernel(k) for k in doc[t.manifest_key]
+                )
             manifest.targets += doc["targets"]
         return manifest
+
+    def kernels_of(self, target_name: str) -> List[Kernel]:
+        """The kernels of the target `target_name`."""
+        return getattr(self, target(target_name).kernels_attr)
 
     def deterministic_of(self, kernel: Kernel) -> Optional[Kernel]:
         """The deterministic GPU kernel of `kernel`: the same neuron,
@@ -375,15 +383,15 @@ class Manifest:
         """The first kernel that matches; `final_states` (when not None)
         picks between a neuron's two training forward kernels, `coupled`
         between a kernel and its coupled (recurrent) twin."""
-        kernels = self.gpu_kernels if device == "cuda" else self.cpu_kernels
-        for k in kernels:
+        summed = target(device).sums_across_threads
+        for k in self.kernels_of(device):
             if (
                 k.variant == variant
                 and k.dtype == dtype
                 and k.spikes == spikes
                 and (neuron is None or k.neuron == neuron)
                 and (final_states is None or k.final_states == final_states)
-                and k.deterministic == (deterministic and device == "cuda")
+                and k.deterministic == (deterministic and summed)
                 and (k.coupling is not None) == coupled
             ):
                 return k

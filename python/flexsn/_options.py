@@ -13,11 +13,11 @@ hashable and pickles."""
 import dataclasses
 from typing import Mapping, Optional, Tuple
 
-from . import _dialect
+from . import _dialect, _targets
 
-#: The compile targets: the CPU kernels (a shared library) and the CUDA ones
-#: (a cubin, or a fatbin for several chips).
-TARGETS = ("cpu", "cuda")
+#: The compile targets' names (_targets.TARGETS): the CPU kernels (a shared
+#: library) and the CUDA ones (a cubin, or a fatbin for several chips).
+TARGETS = tuple(_targets.TARGETS)
 
 Pairs = Tuple[Tuple[str, str], ...]
 

@@ -14,6 +14,7 @@ from typing import Dict, Optional, Sequence
 from . import _tools
 from ._cache import damaged_file_error
 from ._manifest import Kernel, evaluate_size
+from ._targets import TARGETS, target
 
 
 class RuntimeStatusError(RuntimeError):
@@ -176,6 +177,9 @@ class GpuKernel:
     order and `workspace` the workspace address; a kernel with per-channel
     parameters also takes `channels=(C, S)` (its neurons are [B, C, S]), a
     coupled kernel `coupling=H` (its neurons are samples of H)."""
+
+    #: The image of a cubin or fatbin (_targets' `images`).
+    open_image = GpuImage
 
     def __init__(self, spec: Kernel, image: GpuImage):
         self.spec, self.image = spec, image
@@ -439,6 +443,11 @@ class CpuKernel:
     `[B, C, S]` states and `[C]` parameters and gradients, the same memory
     with B = N / (C S)."""
 
+    @staticmethod
+    def open_image(path) -> ctypes.CDLL:
+        """The library of a kernels.so (_targets' `images`)."""
+        return ctypes.CDLL(str(path))
+
     def __init__(self, spec: Kernel, library: ctypes.CDLL):
         self.spec = spec
         self.function = getattr(library, spec.function)
@@ -596,7 +605,10 @@ def load_kernel(
             coupled,
         )
         if spec is not None and coupled and deterministic:
-            if spec.buffers_with_role("param_gradient") and device == "cuda":
+            if (
+                spec.buffers_with_role("param_gradient")
+                and target(device).sums_across_threads
+            ):
                 raise NoDeterministicKernelError(
                     f"{spec.name}: no deterministic kernel: a coupled "
                     f"kernel sums its parameter gradients with atomics"
@@ -640,27 +652,19 @@ def load_kernel(
 
 
 def _instantiate(compiled, device: str, spec: Kernel):
-    """The kernel `spec` of `compiled`'s image or library, each loaded once
-    (the caller holds _load_lock)."""
-    if device == "cuda":
-        key = ("image", str(compiled.directory))
-        if key not in _loaded:
-            _loaded[key] = _open(
-                compiled,
-                compiled.gpu_image,
-                GpuImage,
-                "kernels.cubin or kernels.fatbin",
-            )
-        return GpuKernel(spec, _loaded[key])
-    key = ("library", str(compiled.directory))
+    """The kernel `spec` of `compiled`'s image or library for the target
+    `device`, each file loaded once (the caller holds _load_lock)."""
+    t = target(device)
+    kernel_class = globals()[t.kernel_class]
+    key = (t.name, str(compiled.directory))
     if key not in _loaded:
         _loaded[key] = _open(
             compiled,
-            compiled.cpu_library,
-            lambda path: ctypes.CDLL(str(path)),
-            "kernels.so",
+            compiled.image(t.name),
+            kernel_class.open_image,
+            " or ".join(t.images),
         )
-    return CpuKernel(spec, _loaded[key])
+    return kernel_class(spec, _loaded[key])
 
 
 def _open(compiled, path, opener, name: str):
@@ -686,10 +690,8 @@ def load_named_kernel(
         if key in _loaded:
             return _loaded[key]
         manifest = compiled.manifest
-        kernels = (
-            manifest.gpu_kernels if device == "cuda" else manifest.cpu_kernels
-        )
-        if device not in ("cpu", "cuda") or not kernels:
+        kernels = manifest.kernels_of(device) if device in TARGETS else []
+        if not kernels:
             raise KeyError(
                 f"no kernel was compiled for '{device}' (targets: "
                 f"{', '.join(compiled.targets)})"
@@ -698,7 +700,11 @@ def load_named_kernel(
             (k for k in kernels if k.name == name and not k.deterministic),
             None,
         )
-        if spec is not None and deterministic and device == "cuda":
+        if (
+            spec is not None
+            and deterministic
+            and target(device).sums_across_threads
+        ):
             # Without parameter gradients summed across threads the kernel
             # is deterministic as it is (so is every CPU kernel).
             fixed = manifest.deterministic_of(spec)

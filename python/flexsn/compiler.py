@@ -29,6 +29,7 @@ from ._cache import CACHE_FORMAT, CacheError, cache_dir, cached, read_json
 from ._compile_tool import TORCH_STEP, cuda_toolkit, run_tools
 from ._manifest import Manifest, NeuronInfo
 from ._options import TARGETS, CompileOptions
+from ._targets import target, targets
 from ._tools import CompileError
 
 __all__ = [
@@ -130,17 +131,21 @@ class CompiledNeuron:
     def info(self) -> NeuronInfo:
         return self.manifest.neurons[self.name]
 
-    @property
-    def cpu_library(self) -> Optional[pathlib.Path]:
-        path = self.directory / "kernels.so"
-        return path if path.is_file() else None
-
-    @property
-    def gpu_image(self) -> Optional[pathlib.Path]:
-        for name in ("kernels.cubin", "kernels.fatbin"):
+    def image(self, target_name: str) -> Optional[pathlib.Path]:
+        """The file holding the kernels of the target `target_name` (the
+        first of its `images` present), or None."""
+        for name in target(target_name).images:
             if (self.directory / name).is_file():
                 return self.directory / name
         return None
+
+    @property
+    def cpu_library(self) -> Optional[pathlib.Path]:
+        return self.image("cpu")
+
+    @property
+    def gpu_image(self) -> Optional[pathlib.Path]:
+        return self.image("cuda")
 
     def kernel(
         self,
@@ -179,6 +184,7 @@ class CompiledKernels:
     manifest: Manifest
     targets: tuple
 
+    image = CompiledNeuron.image
     cpu_library = CompiledNeuron.cpu_library
     gpu_image = CompiledNeuron.gpu_image
 
@@ -367,7 +373,7 @@ def compile_kernels(
 def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
     documents = [
         read_json(entry, name)
-        for name in ("neuron.json", "cpu.json", "gpu.json")
+        for name in ["neuron.json"] + [t.manifest for t in targets()]
         if (entry / name).is_file()
     ]
     manifest = Manifest.from_json(documents)
@@ -396,7 +402,7 @@ def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
 def _load_kernels(entry: pathlib.Path, options: dict) -> "CompiledKernels":
     documents = [
         read_json(entry, name)
-        for name in ("cpu.json", "gpu.json")
+        for name in [t.manifest for t in targets()]
         if (entry / name).is_file()
     ]
     return CompiledKernels(

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
+from .._targets import for_device
 from . import _torch_step
 from ._kernels import DTYPES, NeuronKernels, TensorLike, check_inputs
 from ._layout import IN_PLACE, call_layout, into_layout
@@ -80,12 +81,10 @@ class Handle:
             _registry[self.id] = self
 
     def kernels(self, device: torch.device) -> NeuronKernels:
-        kind = device.type
-        if kind not in ("cpu", "cuda"):
-            raise RuntimeError(
-                f"{self.info.name}: FlexSN runs on CPU and "
-                f"CUDA tensors, not {kind}"
-            )
+        """The kernels of the target that runs tensors on `device`
+        (_targets.for_device: another device, or a ROCm GPU, is an error
+        naming the neuron)."""
+        kind = for_device(device.type, self.info.name).name
         if kind not in self._kernels:
             self._kernels[kind] = NeuronKernels(self.compiled, kind)
         return self._kernels[kind]

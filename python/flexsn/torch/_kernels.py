@@ -23,6 +23,7 @@ import torch
 
 from .._manifest import Kernel
 from .._runtime import NoDeterministicKernelError
+from .._targets import target
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 #: How kernels store spike outputs, by the dtype a module asks for them in
@@ -371,11 +372,13 @@ class NeuronKernels:
         self._per_neuron_sums = {}
         self._state_sequences = {}
         self._read_by_backward = {}
-        # Per-channel gradients on the GPU: the deterministic kernel (each
-        # neuron's sum over time, summed per channel here by torch) is also
-        # the faster one (docs/perf/per_channel_results.md): it serves
-        # every backward call.
-        self._sum_channels_here = device_type == "cuda" and any(
+        # Per-channel gradients where kernels sum them across threads (the
+        # GPU): the deterministic kernel (each neuron's sum over time,
+        # summed per channel here by torch) is also the faster one
+        # (docs/perf/per_channel_results.md): it serves every backward call.
+        self._sum_channels_here = target(
+            device_type
+        ).sums_across_threads and any(
             p.per_channel for p in self.info.trainable_params
         )
 
