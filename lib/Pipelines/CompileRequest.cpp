@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexsn/Pipelines/CompileRequest.h"
+#include "flexsn/Targets/Target.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -118,14 +119,21 @@ public:
   /// Checks `object` (at `path` in the table) and the objects it holds.
   bool check(const json::Object &object, StringRef path) {
     for (const auto &[key, value] : object) {
+      if (path == "targets") {
+        if (!checkTarget(key, value))
+          return false;
+        continue;
+      }
       const Field *field = findField(path, key);
       if (!field) {
         std::vector<std::string> known;
         for (const Field &candidate : getFields())
           if (candidate.object == path)
             known.push_back(candidate.name.str());
-        return fail(where(path, key.str()) + ": no such field (the fields: " +
-                    llvm::join(known, ", ") + ")");
+        return fail(where(path, key.str()) + ": no such field (" +
+                    (known.empty() ? "it has none"
+                                   : "the fields: " + llvm::join(known, ", ")) +
+                    ")");
       }
       if (!checkValue(*field, value))
         return false;
@@ -143,6 +151,23 @@ public:
   }
 
 private:
+  /// `targets.<name>`: a registered target's section, holding its fields.
+  bool checkTarget(StringRef name, const json::Value &value) {
+    if (!lookupTarget(name)) {
+      std::vector<std::string> known;
+      for (Target *target : getTargets())
+        if (!target->isForTesting())
+          known.push_back(target->getName().str());
+      return fail(where("targets", name) + ": no such target (the targets: " +
+                  llvm::join(known, ", ") + ")");
+    }
+    const json::Object *section = value.getAsObject();
+    if (!section)
+      return fail(where("targets", name) + ": expected an object, got " +
+                  spelled(value));
+    return check(*section, ("targets." + name).str());
+  }
+
   bool fail(const Twine &message) {
     error(message);
     return false;
@@ -238,10 +263,6 @@ private:
   function_ref<void(const Twine &)> error;
 };
 
-const json::Object *getObject(const json::Object *object, StringRef name) {
-  return object ? object->getObject(name) : nullptr;
-}
-
 SmallVector<std::string> getTexts(const json::Array &items) {
   SmallVector<std::string> texts;
   for (const json::Value &item : items)
@@ -297,35 +318,41 @@ FlexSNSetParamsOptions readConfigure(const json::Object &object) {
 
 /// The `kernels` object's fields, which every target's options take.
 template <typename Derived>
-void readKernels(const json::Object *kernels, KernelOptions<Derived> &options) {
-  if (!kernels)
-    return;
+void readKernels(const json::Object &kernels, KernelOptions<Derived> &options) {
   // No neuron named means every neuron, as for configure's neurons.
-  if (const json::Array *neurons = kernels->getArray("neurons");
+  if (const json::Array *neurons = kernels.getArray("neurons");
       neurons && !neurons->empty()) {
     SmallVector<std::string> names = getTexts(*neurons);
     options.neurons = ArrayRef<std::string>(names);
   }
-  readKernelMembers(*kernels, options);
-}
-
-std::unique_ptr<LowerToCPUOptions> readCPU(const json::Object &cpu,
-                                           const json::Object *kernels) {
-  auto options = std::make_unique<LowerToCPUOptions>();
-  readKernels(kernels, *options);
-  readCPUMembers(cpu, *options);
-  return options;
-}
-
-std::unique_ptr<LowerToNVVMOptions> readCUDA(const json::Object &cuda,
-                                             const json::Object *kernels) {
-  auto options = std::make_unique<LowerToNVVMOptions>();
-  readKernels(kernels, *options);
-  readCUDAMembers(cuda, *options);
-  return options;
+  readKernelMembers(kernels, options);
 }
 
 } // namespace
+
+FailureOr<std::unique_ptr<LowerToCPUOptions>>
+mlir::flexsn::readLowerToCPUOptions(
+    const json::Object &cpu, const json::Object &kernels,
+    function_ref<LogicalResult(const Twine &)> error) {
+  auto options = std::make_unique<LowerToCPUOptions>();
+  readKernels(kernels, *options);
+  readCPUMembers(cpu, *options);
+  if (failed(checkLowerToCPUOptions(*options, error)))
+    return failure();
+  return options;
+}
+
+FailureOr<std::unique_ptr<LowerToNVVMOptions>>
+mlir::flexsn::readLowerToNVVMOptions(
+    const json::Object &cuda, const json::Object &kernels,
+    function_ref<LogicalResult(const Twine &)> error) {
+  auto options = std::make_unique<LowerToNVVMOptions>();
+  readKernels(kernels, *options);
+  readCUDAMembers(cuda, *options);
+  if (failed(checkLowerToNVVMOptions(*options, error)))
+    return failure();
+  return options;
+}
 
 FailureOr<CompileRequest>
 mlir::flexsn::parseCompileRequest(StringRef text,
@@ -349,30 +376,23 @@ mlir::flexsn::parseCompileRequest(StringRef text,
     result.configure = readConfigure(*configure);
   result.neuronManifest =
       request->getBoolean("neuron_manifest").value_or(false);
-  const json::Object *kernels = request->getObject("kernels");
-  auto errorHandler = [&](const Twine &message) {
-    error(message);
-    return failure();
-  };
-  const json::Object *targets = request->getObject("targets");
-  if (const json::Object *cpu = getObject(targets, "cpu")) {
-    result.cpu = readCPU(*cpu, kernels);
-    if (failed(checkLowerToCPUOptions(*result.cpu, errorHandler)))
-      return failure();
-  }
-  if (const json::Object *cuda = getObject(targets, "cuda")) {
-    result.cuda = readCUDA(*cuda, kernels);
-    result.fatbin = cuda->getBoolean("fatbin").value_or(false);
-    if (failed(checkLowerToNVVMOptions(*result.cuda, errorHandler)))
-      return failure();
-    if (result.cuda->chips.size() > 1 && !result.fatbin) {
-      error("request.targets.cuda.chips: " + Twine(result.cuda->chips.size()) +
-            " chips make one cubin each, which only a fatbin holds: set "
-            "request.targets.cuda.fatbin");
-      return failure();
-    }
-  }
+  if (const json::Object *kernels = request->getObject("kernels"))
+    result.kernels = *kernels;
+  // In the registry's order, so that a compile does not depend on the
+  // order of a JSON object's keys.
+  if (const json::Object *targets = request->getObject("targets"))
+    for (Target *target : getTargets())
+      if (const json::Object *section = targets->getObject(target->getName()))
+        result.targets.emplace_back(target->getName().str(), *section);
   return result;
+}
+
+static void addSchemaEntry(json::Object &objects, StringRef object,
+                           StringRef name, json::Object entry) {
+  json::Value &fields = objects[object.str()];
+  if (!fields.getAsObject())
+    fields = json::Object();
+  (*fields.getAsObject())[name.str()] = std::move(entry);
 }
 
 json::Value mlir::flexsn::getCompileRequestSchema() {
@@ -383,11 +403,16 @@ json::Value mlir::flexsn::getCompileRequestSchema() {
                        {"description", field.description}};
     if (!field.values.empty())
       entry["values"] = json::Array(field.values);
-    json::Value &object = objects[field.object.str()];
-    if (!object.getAsObject())
-      object = json::Object();
-    (*object.getAsObject())[field.name.str()] = std::move(entry);
+    addSchemaEntry(objects, field.object, field.name, std::move(entry));
   }
+  // A request names a target by its registered name; the targets of
+  // FlexSN's tests are no part of the format.
+  for (Target *target : getTargets())
+    if (!target->isForTesting())
+      addSchemaEntry(objects, "targets", target->getName(),
+                     json::Object{{"type", typeName(FieldType::Object)},
+                                  {"default", nullptr},
+                                  {"description", target->getDescription()}});
   return json::Object{{"version", kCompileRequestVersion},
                       {"objects", std::move(objects)}};
 }

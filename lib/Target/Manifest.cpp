@@ -6,9 +6,8 @@
 
 #include "flexsn/Target/Manifest.h"
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
+#include "flexsn/Targets/Target.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -26,7 +25,9 @@ using namespace mlir::flexsn;
 /// "bits", whose output buffers have dtype "bits" (8 per byte). Version 9:
 /// saved sequences may have the storage type, so workspace offsets and sizes
 /// are byte formulas with the saved sequences rounded up to whole floats.
-static constexpr int kManifestVersion = 10;
+/// Version 11: each target's kernels are in its section,
+/// "targets": {"<name>": {"kernels": [...], ...}} (CUDA's chips there).
+static constexpr int kManifestVersion = 11;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -223,7 +224,8 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
 }
 
 LogicalResult mlir::flexsn::translateToManifest(ModuleOp module,
-                                                llvm::raw_ostream &os) {
+                                                llvm::raw_ostream &os,
+                                                const Target *only) {
   llvm::json::OStream json(os, /*IndentSize=*/2);
   json.object([&] {
     json.attribute("format", "flexsn-manifest");
@@ -232,23 +234,27 @@ LogicalResult mlir::flexsn::translateToManifest(ModuleOp module,
       for (auto neuron : module.getOps<NeuronOp>())
         writeNeuron(json, neuron);
     });
-    // GPU and CPU kernels, as convert-flexsn-to-gpu / -to-scf described them.
-    for (auto [key, attr] :
-         {std::make_pair("kernels", "flexsn.gpu_kernels"),
-          std::make_pair("cpu_kernels", "flexsn.cpu_kernels")}) {
-      auto kernels = module->getAttrOfType<ArrayAttr>(attr);
-      json.attributeArray(key, [&] {
-        // The dialect verified the lists' entries.
-        if (kernels)
-          for (auto kernel : kernels.getAsRange<CompiledKernelAttr>())
-            writeKernel(json, kernel);
-      });
-    }
-    json.attributeArray("targets", [&] {
-      for (auto binary : module.getOps<gpu::BinaryOp>())
-        for (auto object : binary.getObjects().getAsRange<gpu::ObjectAttr>())
-          if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
-            json.value(nvvm.getChip());
+    // Each target's kernels, as its lowering described them (for the CPU
+    // and CUDA: convert-flexsn-to-scf, -to-gpu), in its section.
+    json.attributeObject("targets", [&] {
+      for (const Target *target : getTargets()) {
+        if (only ? target != only : target->isForTesting())
+          continue;
+        auto kernels =
+            module->getAttrOfType<ArrayAttr>(target->getKernelsAttrName());
+        // The manifest of a target's lowering always has its section.
+        if (!kernels && !only)
+          continue;
+        json.attributeObject(target->getName(), [&] {
+          json.attributeArray("kernels", [&] {
+            // The dialect verified the list's entries.
+            if (kernels)
+              for (auto kernel : kernels.getAsRange<CompiledKernelAttr>())
+                writeKernel(json, kernel);
+          });
+          target->writeManifestEntries(module, json);
+        });
+      }
     });
   });
   os << "\n";

@@ -16,10 +16,12 @@
 //   gpu.json, kernels.cubin        with --gpu (kernels.fatbin for several
 //                                  chips)
 //
-// The options come either as flags (--configure, --cpu and --gpu taking
-// pass-option text, as flexsn-opt does) or as one typed compile request,
-// `--request=<file>` (CompileRequest.h), which is what the Python layer
-// writes.
+// and, generally, each registered target's manifest and files (lib/Targets:
+// the driver knows targets only through the registry). The options come
+// either as flags (--configure, and each target's flag taking its
+// pipeline's pass-option text, as flexsn-opt does) or as one typed compile
+// request, `--request=<file>` (CompileRequest.h), which is what the Python
+// layer writes.
 //
 // Each tool process loads libMLIR and registers every dialect and pass; a
 // compile used to pay that, and parse its module again, in about ten
@@ -29,10 +31,10 @@
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNOps.h"
 #include "flexsn/Pipelines/CompileRequest.h"
-#include "flexsn/Target/GPUBinary.h"
 #include "flexsn/Target/HostObject.h"
 #include "flexsn/Target/Manifest.h"
 #include "flexsn/Target/TorchStep.h"
+#include "flexsn/Targets/Target.h"
 #include "flexsn/Tools/ParserHazards.h"
 #include "flexsn/Tools/Registration.h"
 #include "flexsn/Tools/ToolMains.h"
@@ -51,9 +53,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/thread.h"
 
@@ -94,29 +94,25 @@ struct CompileOptions {
       "neuron-manifest",
       cl::desc("Write neuron.json, the manifest of the configured neurons"),
       cl::cat(category)};
-  cl::opt<std::string> cpuOptions{
-      "cpu",
-      cl::desc("Lower with flexsn-lower-to-cpu{<options>}: cpu.json and "
-               "kernels.so"),
-      cl::value_desc("options"), cl::ValueOptional, cl::cat(category)};
-  cl::opt<std::string> gpuOptions{
-      "gpu",
-      cl::desc("Lower with flexsn-lower-to-nvvm{<options>}: gpu.json and "
-               "kernels.cubin (kernels.fatbin with --fatbin)"),
-      cl::value_desc("options"), cl::ValueOptional, cl::cat(category)};
-  cl::opt<bool> fatbin{"fatbin",
-                       cl::desc("Write the GPU kernels as kernels.fatbin (for "
-                                "several chips), bundled by the fatbinary of "
-                                "--flexsn-toolkit"),
-                       cl::cat(category)};
-  cl::opt<std::string> cCompiler{
-      "cc", cl::desc("The C compiler driver linking the CPU kernels"),
-      cl::init("cc"), cl::cat(category)};
-  cl::opt<std::string> openmpLibrary{
-      "openmp-library",
-      cl::desc("LLVM's OpenMP runtime (libomp), which the CPU kernels link, "
-               "and find at run time in its directory"),
-      cl::init(FLEXSN_OPENMP_LIBRARY), cl::cat(category)};
+  /// Each target's flag (--cpu, --gpu), in the registry's order.
+  SmallVector<
+      std::pair<flexsn::Target *, std::unique_ptr<cl::opt<std::string>>>>
+      targetFlags;
+
+  CompileOptions() {
+    for (flexsn::Target *target : flexsn::getTargets()) {
+      target->registerToolOptions(category);
+      targetFlags.emplace_back(
+          target,
+          std::make_unique<cl::opt<std::string>>(
+              target->getFlag(),
+              cl::desc(("Build " + target->getDescription() +
+                        ", lowering with the pipeline options given")
+                           .str()),
+              cl::value_desc("options"), cl::ValueOptional, cl::cat(category),
+              target->isForTesting() ? cl::ReallyHidden : cl::NotHidden));
+    }
+  }
 };
 
 /// The options of the running compile (set by compileMain, which a process
@@ -130,12 +126,10 @@ struct CompileJob {
   std::string configurePipeline;
   std::optional<flexsn::FlexSNSetParamsOptions> setParams;
   bool neuronManifest = false;
-  std::unique_ptr<flexsn::LowerToCPUOptions> cpu;
-  std::unique_ptr<flexsn::LowerToNVVMOptions> cuda;
-  bool fatbin = false;
-  /// The toolkit whose fatbinary bundles a fatbin (a request's CUDA
-  /// toolkit); empty: --flexsn-toolkit's.
-  std::string fatbinToolkit;
+  /// The targets asked for, in the registry's order, with their jobs.
+  SmallVector<
+      std::pair<const flexsn::Target *, std::unique_ptr<flexsn::TargetJob>>>
+      targets;
 };
 const CompileJob *job = nullptr;
 
@@ -151,16 +145,21 @@ void removeWrittenOutputs() {
   writtenOutputs.clear();
 }
 
+/// The path of `name` in the output directory, removed if the compile
+/// fails.
+std::string claimOutput(StringRef name) {
+  SmallString<128> path(options->outputDir);
+  llvm::sys::path::append(path, name);
+  std::lock_guard<std::mutex> lock(writtenOutputsMutex);
+  writtenOutputs.push_back(std::string(path));
+  return std::string(path);
+}
+
 /// Writes `path` in the output directory with `write`; fails with an error
 /// naming the file.
 LogicalResult writeOutput(StringRef name,
                           function_ref<LogicalResult(raw_ostream &)> write) {
-  SmallString<128> path(options->outputDir);
-  llvm::sys::path::append(path, name);
-  {
-    std::lock_guard<std::mutex> lock(writtenOutputsMutex);
-    writtenOutputs.push_back(std::string(path));
-  }
+  std::string path = claimOutput(name);
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
   if (!file) {
@@ -195,89 +194,42 @@ LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
   });
 }
 
-/// Links `object` into the shared library `library` with the C compiler.
-LogicalResult linkSharedLibrary(StringRef object, StringRef library) {
-  llvm::ErrorOr<std::string> program =
-      llvm::sys::path::is_absolute(options->cCompiler)
-          ? std::string(options->cCompiler)
-          : llvm::sys::findProgramByName(options->cCompiler);
-  if (!program) {
-    llvm::errs() << "flexsn-compile: no C compiler driver '"
-                 << options->cCompiler << "' to link the CPU kernels (--cc)\n";
-    return failure();
+/// A target's files, written into the output directory.
+class OutputDirectory : public flexsn::ArtifactWriter {
+public:
+  LogicalResult
+  write(StringRef name,
+        function_ref<LogicalResult(raw_ostream &)> write) override {
+    return writeOutput(name, write);
   }
-  std::string rpath =
-      ("-Wl,-rpath," + llvm::sys::path::parent_path(options->openmpLibrary))
-          .str();
-  SmallVector<StringRef> argv = {*program, "-shared", "-o",
-                                 library,  object,    options->openmpLibrary,
-                                 rpath,    "-lm"};
-  std::string error;
-  if (llvm::sys::ExecuteAndWait(*program, argv, /*Env=*/std::nullopt,
-                                /*Redirects=*/{}, /*SecondsToWait=*/0,
-                                /*MemoryLimit=*/0, &error) != 0) {
-    llvm::errs() << "flexsn-compile: linking the CPU kernels failed"
-                 << (error.empty() ? "" : ": " + error) << "\n";
-    return failure();
-  }
-  return success();
-}
+  std::string claim(StringRef name) override { return claimOutput(name); }
+};
 
-/// Lowers a copy of `configured` with the pipeline `build` adds, then
-/// writes its manifest and its kernels with `writeKernels`.
-LogicalResult lower(ModuleOp configured,
-                    function_ref<void(OpPassManager &)> build,
-                    StringRef manifestName,
-                    function_ref<LogicalResult(ModuleOp)> writeKernels) {
+/// Lowers a copy of `configured` for `target` with its job, then writes
+/// the target's manifest and files.
+LogicalResult lower(ModuleOp configured, const flexsn::Target &target,
+                    const flexsn::TargetJob &targetJob) {
   OwningOpRef<ModuleOp> module = configured.clone();
   if (failed(runPipeline(*module,
                          [&](OpPassManager &pm) {
-                           build(pm);
+                           targetJob.buildPipeline(pm);
                            return success();
                          })) ||
-      failed(writeOutput(manifestName, [&](raw_ostream &os) {
-        return flexsn::translateToManifest(*module, os);
+      failed(writeOutput(target.getManifestFile(), [&](raw_ostream &os) {
+        return flexsn::translateToManifest(*module, os, &target);
       })))
     return failure();
-  return writeKernels(*module);
-}
-
-/// Writes the CPU kernels of `lowered`: the host object, linked into
-/// kernels.so.
-LogicalResult writeCPUKernels(ModuleOp lowered) {
-  SmallString<128> object(options->outputDir), library(options->outputDir);
-  llvm::sys::path::append(object, "kernels.o");
-  llvm::sys::path::append(library, "kernels.so");
-  if (failed(writeOutput("kernels.o", [&](raw_ostream &os) {
-        return flexsn::translateToHostObject(lowered, os);
-      })))
-    return failure();
-  {
-    std::lock_guard<std::mutex> lock(writtenOutputsMutex);
-    writtenOutputs.push_back(std::string(library));
-  }
-  LogicalResult linked = linkSharedLibrary(object, library);
-  (void)llvm::sys::fs::remove(object);
-  return linked;
-}
-
-/// Writes the GPU kernels of `lowered`: a cubin, or a fatbin.
-LogicalResult writeGPUKernels(ModuleOp lowered) {
-  return writeOutput(
-      job->fatbin ? "kernels.fatbin" : "kernels.cubin", [&](raw_ostream &os) {
-        if (!job->fatbin)
-          return flexsn::translateToCubin(lowered, os);
-        if (job->fatbinToolkit.empty())
-          return flexsn::translateToFatbin(lowered, os);
-        return flexsn::translateToFatbin(lowered, os, job->fatbinToolkit);
-      });
+  OutputDirectory out;
+  return targetJob.writeArtifacts(*module, out);
 }
 
 /// Lowers the configured module `text` (printed with its locations) for
-/// the GPU in a context of its own: the GPU lowering (LLVM's NVPTX backend,
-/// then ptxas) takes longest, and runs beside the CPU's.
-LogicalResult lowerForGPU(const DialectRegistry &registry,
-                          const std::string &text) {
+/// `target` in a context of its own, so that a slow lowering (CUDA's: LLVM's
+/// NVPTX backend, then ptxas) runs beside the others.
+LogicalResult lowerInOwnContext(const DialectRegistry &registry,
+                                const std::string &text,
+                                const flexsn::Target &target,
+                                const flexsn::TargetJob &targetJob) {
   MLIRContext context(registry);
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(text),
@@ -286,12 +238,43 @@ LogicalResult lowerForGPU(const DialectRegistry &registry,
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return failure();
-  return lower(
-      *module,
-      [](OpPassManager &pm) {
-        flexsn::buildLowerToNVVMPipeline(pm, *job->cuda);
-      },
-      "gpu.json", writeGPUKernels);
+  return lower(*module, target, targetJob);
+}
+
+/// Lowers `configured` for every target of the job: those that lower in
+/// their own thread start first, the others run on this one.
+LogicalResult lowerForTargets(const DialectRegistry &registry,
+                              ModuleOp configured) {
+  // The targets' LLVM backends are registered once, before the lowerings
+  // run side by side.
+  for (const auto &[target, targetJob] : job->targets)
+    target->initializeLLVMBackends();
+  SmallVector<LogicalResult> results(job->targets.size(), success());
+  std::vector<llvm::thread> threads;
+  std::string text;
+  for (auto [i, entry] : llvm::enumerate(job->targets)) {
+    const auto &[target, targetJob] = entry;
+    if (!target->lowersInOwnThread())
+      continue;
+    if (text.empty()) {
+      llvm::raw_string_ostream os(text);
+      configured->print(os, OpPrintingFlags().enableDebugInfo());
+    }
+    // As deep a stack as the main thread's (DeepStack.h): the module is
+    // parsed again there.
+    threads.emplace_back(std::optional<unsigned>(1u << 30),
+                         [&registry, &text, &results, i = i, target = target,
+                          targetJob = targetJob.get()] {
+                           results[i] = lowerInOwnContext(registry, text,
+                                                          *target, *targetJob);
+                         });
+  }
+  for (auto [i, entry] : llvm::enumerate(job->targets))
+    if (!entry.first->lowersInOwnThread())
+      results[i] = lower(configured, *entry.first, *entry.second);
+  for (llvm::thread &thread : threads)
+    thread.join();
+  return success(llvm::all_of(results, succeeded));
 }
 
 LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
@@ -346,38 +329,7 @@ LogicalResult compile(const DialectRegistry &registry, MLIRContext &context,
       return failure();
   }
 
-  // The targets' LLVM backends are registered once, before the lowerings
-  // run side by side.
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  LogicalResult gpu = success();
-  std::optional<llvm::thread> gpuThread;
-  if (job->cuda) {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os, OpPrintingFlags().enableDebugInfo());
-    // As deep a stack as the main thread's (DeepStack.h): the module is
-    // parsed again there.
-    gpuThread.emplace(std::optional<unsigned>(1u << 30),
-                      [&registry, &gpu, text = std::move(text)] {
-                        gpu = lowerForGPU(registry, text);
-                      });
-  }
-  LogicalResult cpu = success();
-  if (job->cpu)
-    cpu = lower(
-        *module,
-        [](OpPassManager &pm) {
-          flexsn::buildLowerToCPUPipeline(pm, *job->cpu);
-        },
-        "cpu.json", writeCPUKernels);
-  if (gpuThread)
-    gpuThread->join();
-  return success(succeeded(cpu) && succeeded(gpu));
+  return lowerForTargets(registry, *module);
 }
 
 LogicalResult reportError(const Twine &message) {
@@ -385,26 +337,27 @@ LogicalResult reportError(const Twine &message) {
   return failure();
 }
 
-/// The job the flags describe: --cpu's and --gpu's pass-option text parsed
-/// into the pipelines' options and checked as the pipelines check it.
+/// The job the flags describe: each target flag's pass-option text parsed
+/// into its pipeline's options and checked as the pipeline checks them.
 FailureOr<CompileJob> getJobFromFlags() {
   CompileJob flags;
   flags.configurePipeline = options->configure;
   flags.neuronManifest = options->neuronManifest;
-  flags.fatbin = options->fatbin;
-  if (options->fatbin && !options->gpuOptions.getNumOccurrences())
-    return reportError("--fatbin writes the GPU kernels: it needs --gpu");
-  if (options->cpuOptions.getNumOccurrences()) {
-    flags.cpu = std::make_unique<flexsn::LowerToCPUOptions>();
-    if (failed(flags.cpu->parseFromString(options->cpuOptions)) ||
-        failed(flexsn::checkLowerToCPUOptions(*flags.cpu, reportError)))
+  for (const auto &[target, flag] : options->targetFlags) {
+    if (!flag->getNumOccurrences()) {
+      // A target's own flags mean nothing without it.
+      for (const cl::Option *own : target->getRequestedFlags())
+        if (own->getNumOccurrences())
+          return reportError("--" + own->ArgStr + " is an option of the " +
+                             target->getName() + " target: it needs --" +
+                             target->getFlag());
+      continue;
+    }
+    FailureOr<std::unique_ptr<flexsn::TargetJob>> targetJob =
+        target->parseFlags(*flag, reportError);
+    if (failed(targetJob))
       return failure();
-  }
-  if (options->gpuOptions.getNumOccurrences()) {
-    flags.cuda = std::make_unique<flexsn::LowerToNVVMOptions>();
-    if (failed(flags.cuda->parseFromString(options->gpuOptions)) ||
-        failed(flexsn::checkLowerToNVVMOptions(*flags.cuda, reportError)))
-      return failure();
+    flags.targets.emplace_back(target, std::move(*targetJob));
   }
   return flags;
 }
@@ -412,12 +365,13 @@ FailureOr<CompileJob> getJobFromFlags() {
 /// The job of the request file `path`, which holds every option: a flag
 /// that would also set one is an error.
 FailureOr<CompileJob> getJobFromRequest(StringRef path) {
-  for (const cl::Option *option :
-       {static_cast<const cl::Option *>(&options->configure),
-        static_cast<const cl::Option *>(&options->neuronManifest),
-        static_cast<const cl::Option *>(&options->cpuOptions),
-        static_cast<const cl::Option *>(&options->gpuOptions),
-        static_cast<const cl::Option *>(&options->fatbin)})
+  SmallVector<const cl::Option *> requested = {&options->configure,
+                                               &options->neuronManifest};
+  for (const auto &[target, flag] : options->targetFlags) {
+    requested.push_back(flag.get());
+    llvm::append_range(requested, target->getRequestedFlags());
+  }
+  for (const cl::Option *option : requested)
     if (option->getNumOccurrences())
       return reportError("--request holds every option of the compile: "
                          "give --" +
@@ -426,9 +380,12 @@ FailureOr<CompileJob> getJobFromRequest(StringRef path) {
   std::unique_ptr<llvm::MemoryBuffer> text = openInputFile(path, &error);
   if (!text)
     return reportError(error);
+  auto requestError = [&](const Twine &message) {
+    return reportError(path + ": " + message);
+  };
   FailureOr<flexsn::CompileRequest> request =
       flexsn::parseCompileRequest(text->getBuffer(), [&](const Twine &message) {
-        (void)reportError(path + ": " + message);
+        (void)requestError(message);
       });
   if (failed(request))
     return failure();
@@ -436,11 +393,14 @@ FailureOr<CompileJob> getJobFromRequest(StringRef path) {
   if (request->configure)
     fromRequest.setParams = std::move(request->configure);
   fromRequest.neuronManifest = request->neuronManifest;
-  fromRequest.cpu = std::move(request->cpu);
-  fromRequest.cuda = std::move(request->cuda);
-  fromRequest.fatbin = request->fatbin;
-  if (fromRequest.cuda)
-    fromRequest.fatbinToolkit = fromRequest.cuda->toolkit;
+  for (const auto &[name, section] : request->targets) {
+    const flexsn::Target *target = flexsn::lookupTarget(name);
+    FailureOr<std::unique_ptr<flexsn::TargetJob>> targetJob =
+        target->readRequest(section, &request->kernels, requestError);
+    if (failed(targetJob))
+      return failure();
+    fromRequest.targets.emplace_back(target, std::move(*targetJob));
+  }
   return fromRequest;
 }
 
@@ -452,6 +412,7 @@ int mlir::flexsn::compileMain(int argc, char **argv) {
   DialectRegistry registry;
   flexsn::registerAllDialects(registry);
   flexsn::registerAllPasses();
+  flexsn::registerAllTargets();
   CompileOptions compileOptions;
   options = &compileOptions;
   cl::HideUnrelatedOptions(compileOptions.category);
@@ -470,12 +431,11 @@ int mlir::flexsn::compileMain(int argc, char **argv) {
     return 1;
   }
   // Options that would be silently ignored or overridden are errors.
-  for (const cl::Option *option :
-       {static_cast<const cl::Option *>(&options->outputDir),
-        static_cast<const cl::Option *>(&options->cpuOptions),
-        static_cast<const cl::Option *>(&options->gpuOptions),
-        static_cast<const cl::Option *>(&options->configure),
-        static_cast<const cl::Option *>(&options->request)}) {
+  SmallVector<const cl::Option *> onceOnly = {
+      &options->outputDir, &options->configure, &options->request};
+  for (const auto &[target, flag] : options->targetFlags)
+    onceOnly.push_back(flag.get());
+  for (const cl::Option *option : onceOnly) {
     if (option->getNumOccurrences() > 1) {
       llvm::errs() << "flexsn-compile: -" << option->ArgStr << " is given "
                    << option->getNumOccurrences() << " times; give it once\n";

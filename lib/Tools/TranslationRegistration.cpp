@@ -13,6 +13,7 @@
 #include "flexsn/Target/HostObject.h"
 #include "flexsn/Target/Manifest.h"
 #include "flexsn/Target/TorchStep.h"
+#include "flexsn/Targets/Target.h"
 #include "flexsn/Tools/Registration.h"
 #include "flexsn/Tools/Translation.h"
 
@@ -20,10 +21,14 @@
 
 void mlir::flexsn::registerAllTranslations() {
   mlir::registerAllTranslations();
+  // The manifest has a section per registered target.
+  registerAllTargets();
   registerModuleTranslation(
       "flexsn-to-manifest",
       "Describe a FlexSN module's neurons and kernels as JSON",
-      translateToManifest);
+      [](ModuleOp module, raw_ostream &os) {
+        return translateToManifest(module, os);
+      });
   registerModuleTranslation(
       "flexsn-to-torch",
       "Write each neuron's step as a Python function over PyTorch tensors "

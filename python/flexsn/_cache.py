@@ -33,8 +33,9 @@ from ._tools import CompileError
 
 # Bumped when an entry's layout changes; part of every key, so entries of
 # another format are never read. 2: `done` records the entry's files; 3:
-# manifests of version 10 (buffer bindings).
-CACHE_FORMAT = 3
+# manifests of version 10 (buffer bindings); 4: manifests of version 11
+# (each target's kernels in its section).
+CACHE_FORMAT = 4
 _RECORD_FORMAT = "flexsn-cache-entry"
 
 

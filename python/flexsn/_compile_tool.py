@@ -190,14 +190,12 @@ def run_tools(
             error.command,
         ) from None
     # Only compile_kernels' sources may lack kernels: a neuron has some.
-    for manifest, key in (
-        (t.manifest, t.manifest_key) for t in _targets.targets()
-    ):
-        path = work / manifest
+    for t in _targets.targets():
+        path = work / t.manifest
         if (
             options.get("kernels")
             and path.is_file()
-            and not json.loads(path.read_text())[key]
+            and not json.loads(path.read_text())["targets"][t.name]["kernels"]
         ):
             raise CompileError(
                 f"{filename} holds no kernel function (a "

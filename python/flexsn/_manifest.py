@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ._targets import target, targets
 
 MANIFEST_FORMAT = "flexsn-manifest"
-MANIFEST_VERSION = 10
+MANIFEST_VERSION = 11
 
 #: Bytes per element of each storage dtype the compiler emits; "bits"
 #: (spikes packed 8 per byte) is 0, the runtime's FLEXSN_BIT_PACKED.
@@ -326,7 +326,8 @@ class Manifest:
     neurons: Dict[str, NeuronInfo]
     gpu_kernels: List[Kernel]
     cpu_kernels: List[Kernel]
-    targets: List[str]
+    #: The GPU chips of the kernels' binaries (CUDA's "chips").
+    chips: List[str]
 
     @classmethod
     def from_json(cls, documents: Sequence[dict]) -> "Manifest":
@@ -343,11 +344,14 @@ class Manifest:
                 )
             for entry in doc["neurons"]:
                 manifest.neurons[entry["name"]] = _neuron(entry)
+            sections = doc["targets"]
             for t in targets():
-                manifest.kernels_of(t.name).extend(
-                    _kernel(k) for k in doc[t.manifest_key]
-                )
-            manifest.targets += doc["targets"]
+                if t.name in sections:
+                    manifest.kernels_of(t.name).extend(
+                        _kernel(k) for k in sections[t.name]["kernels"]
+                    )
+            for section in sections.values():
+                manifest.chips += section.get("chips", [])
         return manifest
 
     def kernels_of(self, target_name: str) -> List[Kernel]:

@@ -1,12 +1,13 @@
 """The targets a compile builds kernels for, each declared once here: its
-name (the compile request's `targets.<name>`, `CompileOptions.targets`),
-the manifest its lowering writes and the key that lists its kernels there,
+name (the compile request's `targets.<name>`, `CompileOptions.targets`,
+the manifest's `targets.<name>` section), the manifest its lowering writes,
 the files that may hold its kernels, the runtime class that loads and
 launches one, the torch device type whose tensors it runs, and whether its
 kernels sum parameter gradients across threads (then a backward kernel has
 a deterministic twin that sums them in a fixed order). Every layer asks
 this table, not a spelled-out "cpu" or "cuda"; a target is one entry here,
-its kernel class in `_runtime` and its lowering in the compiler."""
+its kernel class in `_runtime` and its lowering in the compiler (its
+folder under lib/Targets)."""
 
 import dataclasses
 import sys
@@ -16,10 +17,8 @@ from typing import Dict, Tuple
 @dataclasses.dataclass(frozen=True)
 class Target:
     name: str
-    #: The manifest of the target's lowering in a compiled directory, and
-    #: the key listing its kernels there.
+    #: The manifest of the target's lowering in a compiled directory.
     manifest: str
-    manifest_key: str
     #: The `Manifest` field holding its kernels.
     kernels_attr: str
     #: The files that may hold its kernels, the first present is loaded.
@@ -40,7 +39,6 @@ TARGETS: Dict[str, Target] = {
             "cpu",
             "cpu.json",
             "cpu_kernels",
-            "cpu_kernels",
             ("kernels.so",),
             "CpuKernel",
             "cpu",
@@ -49,7 +47,6 @@ TARGETS: Dict[str, Target] = {
         Target(
             "cuda",
             "gpu.json",
-            "kernels",
             "gpu_kernels",
             ("kernels.cubin", "kernels.fatbin"),
             "GpuKernel",

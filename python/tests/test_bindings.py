@@ -56,7 +56,7 @@ def renamed(manifest: Manifest) -> Manifest:
         manifest.neurons,
         [kernel(i, k) for i, k in enumerate(manifest.gpu_kernels)],
         [kernel(i + 100, k) for i, k in enumerate(manifest.cpu_kernels)],
-        manifest.targets,
+        manifest.chips,
     )
 
 
@@ -177,17 +177,24 @@ def test_deterministic_kernel_found_by_signature():
         [
             {
                 "format": "flexsn-manifest",
-                "version": 10,
+                "version": 11,
                 "neurons": [],
-                "cpu_kernels": [],
-                "targets": ["sm_90"],
-                "kernels": [
-                    _entry("first", False, [grad_x, grad_w]),
-                    _entry("second", False, [grad_x, grad_u]),
-                    # Names that share nothing with their kernels'.
-                    _entry("zz_other", True, [grad_x, grad_u, scratch]),
-                    _entry("aa_fixed", True, [grad_x, grad_w, scratch]),
-                ],
+                "targets": {
+                    "cuda": {
+                        "chips": ["sm_90"],
+                        "kernels": [
+                            _entry("first", False, [grad_x, grad_w]),
+                            _entry("second", False, [grad_x, grad_u]),
+                            # Names that share nothing with their kernels'.
+                            _entry(
+                                "zz_other", True, [grad_x, grad_u, scratch]
+                            ),
+                            _entry(
+                                "aa_fixed", True, [grad_x, grad_w, scratch]
+                            ),
+                        ],
+                    }
+                },
             }
         ]
     )

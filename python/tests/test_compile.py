@@ -127,7 +127,7 @@ def test_cache_layout_and_manifest(cache):
     assert compiled.directory.parent.parent == cache
     assert (compiled.directory / "kernels.so").is_file()
     cpu = json.loads((compiled.directory / "cpu.json").read_text())
-    names = sorted(k["name"] for k in cpu["cpu_kernels"])
+    names = sorted(k["name"] for k in cpu["targets"]["cpu"]["kernels"])
     assert names == [
         "plif_backward_f16",
         "plif_backward_f32",

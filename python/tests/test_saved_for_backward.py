@@ -48,7 +48,7 @@ def signature_bytes(module, dtype_name: str, itemsize: int) -> int:
     manifest = json.loads((module.compiled.directory / "cpu.json").read_text())
     backward = [
         k
-        for k in manifest["kernels"] + manifest["cpu_kernels"]
+        for k in manifest["targets"]["cpu"]["kernels"]
         if k["variant"] == "backward"
         and k["dtype"] == dtype_name
         and not k["deterministic"]

@@ -6,7 +6,7 @@
 // parameter types, the defaults as written, their bindings and shapes.
 
 // CHECK:      "format": "flexsn-manifest",
-// CHECK-NEXT: "version": 10,
+// CHECK-NEXT: "version": 11,
 // CHECK:      "name": "two_state",
 // CHECK:      "inputs": [
 // CHECK-NEXT:   "current",
@@ -37,7 +37,7 @@
 // CHECK:      "name": "stateless",
 // CHECK:      "states": [],
 // CHECK:      "params": []
-// CHECK:      "kernels": []
+// CHECK:      "targets": {}
 
 // LIF: "name": "lif",
 // LIF: "name": "tau",

@@ -15,6 +15,7 @@
 
 #include "flexsn/Dialect/FlexSN/IR/FlexSNAttrs.h"
 #include "flexsn/Pipelines/CompileRequest.h"
+#include "flexsn/Targets/Target.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -260,6 +261,8 @@ static void printEnum(llvm::raw_ostream &os, llvm::StringRef name,
 
 /// The compile request's schema, as JSON text the module parses.
 static void printCompileRequest(llvm::raw_ostream &os) {
+  // The targets a request may name are the registered ones.
+  registerAllTargets();
   std::string schema = llvm::formatv("{0:4}", getCompileRequestSchema()).str();
   if (llvm::StringRef(schema).contains('\\') ||
       llvm::StringRef(schema).contains("\"\"\""))

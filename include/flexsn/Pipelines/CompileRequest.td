@@ -150,13 +150,10 @@ def : RequestField<"kernels", "fuse", RequestBool, [{true}],
       PipelineOption<"kernels", "fuse", "fuse">;
 
 //===----------------------------------------------------------------------===//
-// The targets (LowerToCPUOptions, LowerToNVVMOptions)
+// The targets' own fields (LowerToCPUOptions, LowerToNVVMOptions). Which
+// targets a request may name is the target registry's (lib/Targets): each
+// registered target is a field of `targets`.
 //===----------------------------------------------------------------------===//
-
-def : RequestField<"targets", "cpu", RequestObject, [{nullptr}],
-                   "CPU kernels (cpu.json, kernels.so)">;
-def : RequestField<"targets", "cuda", RequestObject, [{nullptr}],
-    "CUDA kernels (gpu.json, kernels.cubin or kernels.fatbin)">;
 
 def : RequestField<"targets.cpu", "parallel", RequestBool, [{true}],
     "Run chunks of neurons across threads with OpenMP (the code then needs "

@@ -33,8 +33,13 @@ namespace flexsn {
 SmallVector<StringRef, 4> getBufferSizeNames(BufferShape shape,
                                              bool cpuChannels);
 
-/// Writes the JSON manifest of `module` to `os`.
-LogicalResult translateToManifest(ModuleOp module, llvm::raw_ostream &os);
+class Target;
+
+/// Writes the JSON manifest of `module` to `os`: its neurons, and the
+/// kernels of each registered target it has (of `only`, where given; the
+/// targets of FlexSN's tests only then).
+LogicalResult translateToManifest(ModuleOp module, llvm::raw_ostream &os,
+                                  const Target *only = nullptr);
 
 } // namespace flexsn
 } // namespace mlir
