@@ -154,6 +154,7 @@ if [ -f test/Runtime/device_smoke.c ]; then
   log "compiling device_smoke"
   gcc -std=c99 -O2 -I"$CUDA_TOOLKIT/include" -Iinclude -Iinclude/flexsn/Runtime \
     test/Runtime/device_smoke.c lib/Runtime/flexsn_runtime.c \
+    lib/Runtime/flexsn_runtime_cuda.c \
     -o "$DIR/device_smoke" -L"$CUDA_TOOLKIT/lib64/stubs" -lcuda -ldl \
     -lpthread || log "device_smoke did not build (skipped)"
 fi

@@ -4,42 +4,28 @@
  *
  *===----------------------------------------------------------------------===//
  *
- * Validation, lazy per-context module loading and kernel launch for the
- * generated host stubs. See include/flexsn/Runtime/flexsn_runtime.h.
- *
- * The driver is reached only through function pointers resolved with dlsym
- * from libcuda.so.1, so nothing here links against CUDA or includes cuda.h
- * (flexsn_cuda_driver.h declares what is used): programs start on machines
- * without a driver, and every argument check that needs no driver runs (and
- * fails cleanly) there.
+ * Validation and kernel launch for the generated host stubs (see
+ * include/flexsn/Runtime/flexsn_runtime.h): everything a launch checks
+ * against its flexsn_kernel_desc needs no device, and runs (and fails
+ * cleanly) on machines without one; what needs the device is asked of the
+ * image's backend (flexsn_backend.h; flexsn_runtime_cuda.c is CUDA's).
  *
  *===----------------------------------------------------------------------===*/
 
 #define _POSIX_C_SOURCE 200809L /* pthread, dlopen under -std=c99 */
 
-#include "flexsn_runtime.h"
-#include "flexsn_cuda_driver.h"
+#include "flexsn_backend.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 /*===----------------------------------------------------------------------===//
- * Last driver error, per thread
+ * The buffer a failure is about, per thread
  *===----------------------------------------------------------------------===*/
 
-#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
-#define FLEXSN_THREAD_LOCAL _Thread_local
-#else
-#define FLEXSN_THREAD_LOCAL __thread /* GCC, Clang: dlopen makes us POSIX */
-#endif
-
-static FLEXSN_THREAD_LOCAL int g_last_error;
 /* The buffer a failed flexsn_launch on this thread blamed; -1 for none. */
 static FLEXSN_THREAD_LOCAL int g_failed_buffer = -1;
-
-int flexsn_last_cuda_error(void) { return g_last_error; }
 
 int flexsn_last_failed_buffer(void) { return g_failed_buffer; }
 
@@ -104,12 +90,6 @@ int flexsn_buffer_kind_from_role(const char *role) {
   return -1;
 }
 
-/* Records a failed driver call and returns the status to report for it. */
-static flexsn_status fail(flexsn_cu_result result, flexsn_status status) {
-  g_last_error = (int)result;
-  return status;
-}
-
 const char *flexsn_status_message(flexsn_status status) {
   switch (status) {
   case FLEXSN_SUCCESS:
@@ -156,284 +136,45 @@ const char *flexsn_status_message(flexsn_status status) {
 }
 
 /*===----------------------------------------------------------------------===//
- * Driver entry points
+ * Backends
  *===----------------------------------------------------------------------===*/
 
-/* cuda.h maps API names to versioned symbols with macros (cuMemcpyDtoDAsync ->
-   cuMemcpyDtoDAsync_v2, ...); dlsym needs the real symbol names, so they are
-   spelled out below, with the signatures of the versions named. The
-   non-per-thread-default-stream variants are used: callers choose
-   CU_STREAM_PER_THREAD explicitly if they want it. */
-typedef struct driver {
-  flexsn_cu_result (*init)(unsigned int);
-  flexsn_cu_result (*ctx_get_current)(flexsn_cu_context *);
-  flexsn_cu_result (*ctx_get_id)(flexsn_cu_context, unsigned long long *);
-  flexsn_cu_result (*ctx_push_current)(flexsn_cu_context);
-  flexsn_cu_result (*ctx_pop_current)(flexsn_cu_context *);
-  flexsn_cu_result (*ctx_set_current)(flexsn_cu_context);
-  flexsn_cu_result (*device_get)(flexsn_cu_device *, int);
-  flexsn_cu_result (*primary_ctx_get_state)(flexsn_cu_device, unsigned int *,
-                                            int *);
-  flexsn_cu_result (*primary_ctx_retain)(flexsn_cu_context *, flexsn_cu_device);
-  flexsn_cu_result (*primary_ctx_release)(flexsn_cu_device);
-  flexsn_cu_result (*stream_get_ctx)(flexsn_stream, flexsn_cu_context *);
-  flexsn_cu_result (*pointer_get_attribute)(void *, flexsn_cu_pointer_attribute,
-                                            flexsn_cu_deviceptr);
-  flexsn_cu_result (*pointer_get_attributes)(unsigned int,
-                                             flexsn_cu_pointer_attribute *,
-                                             void **, flexsn_cu_deviceptr);
-  flexsn_cu_result (*module_load_data)(flexsn_cu_module *, const void *);
-  flexsn_cu_result (*module_get_function)(flexsn_cu_function *,
-                                          flexsn_cu_module, const char *);
-  flexsn_cu_result (*module_unload)(flexsn_cu_module);
-  flexsn_cu_result (*launch_kernel)(flexsn_cu_function, unsigned int,
-                                    unsigned int, unsigned int, unsigned int,
-                                    unsigned int, unsigned int, unsigned int,
-                                    flexsn_stream, void **, void **);
-  flexsn_cu_result (*memcpy_dtod_async)(flexsn_cu_deviceptr,
-                                        flexsn_cu_deviceptr, size_t,
-                                        flexsn_stream);
-  flexsn_cu_result (*memset_d8_async)(flexsn_cu_deviceptr, unsigned char,
-                                      size_t, flexsn_stream);
-} driver;
+/* The backends, tried in order: those added first, CUDA's last. */
+static const flexsn_backend *g_backends[5] = {&flexsn_cuda_backend};
+static int g_num_backends = 1;
+static pthread_mutex_t g_backends_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const struct {
-  const char *name;
-  size_t offset;
-} k_symbols[] = {
-    {"cuInit", offsetof(driver, init)},
-    {"cuCtxGetCurrent", offsetof(driver, ctx_get_current)},
-    {"cuCtxGetId", offsetof(driver, ctx_get_id)}, /* driver >= 12.0 */
-    {"cuCtxPushCurrent_v2", offsetof(driver, ctx_push_current)},
-    {"cuCtxPopCurrent_v2", offsetof(driver, ctx_pop_current)},
-    {"cuCtxSetCurrent", offsetof(driver, ctx_set_current)},
-    {"cuDeviceGet", offsetof(driver, device_get)},
-    {"cuDevicePrimaryCtxGetState", offsetof(driver, primary_ctx_get_state)},
-    {"cuDevicePrimaryCtxRetain", offsetof(driver, primary_ctx_retain)},
-    {"cuDevicePrimaryCtxRelease_v2", offsetof(driver, primary_ctx_release)},
-    {"cuStreamGetCtx", offsetof(driver, stream_get_ctx)},
-    {"cuPointerGetAttribute", offsetof(driver, pointer_get_attribute)},
-    {"cuPointerGetAttributes", offsetof(driver, pointer_get_attributes)},
-    {"cuModuleLoadData", offsetof(driver, module_load_data)},
-    {"cuModuleGetFunction", offsetof(driver, module_get_function)},
-    {"cuModuleUnload", offsetof(driver, module_unload)},
-    {"cuLaunchKernel", offsetof(driver, launch_kernel)},
-    {"cuMemcpyDtoDAsync_v2", offsetof(driver, memcpy_dtod_async)},
-    {"cuMemsetD8Async", offsetof(driver, memset_d8_async)},
-};
-
-static driver g_drv;
-static pthread_once_t g_drv_once = PTHREAD_ONCE_INIT;
-static flexsn_status g_drv_status = FLEXSN_ERROR_NO_DRIVER;
-static flexsn_cu_result g_drv_init_result = FLEXSN_CUDA_SUCCESS;
-
-static void load_driver(void) {
-  /* Never dlclose'd: modules and function handles outlive any one call. */
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  size_t i;
-  if (!lib)
-    return;
-  for (i = 0; i < sizeof k_symbols / sizeof k_symbols[0]; ++i) {
-    void *sym = dlsym(lib, k_symbols[i].name);
-    if (!sym)
-      return;
-    /* ISO C has no object-to-function pointer conversion; POSIX guarantees
-       the representations match, so copy the bytes. */
-    memcpy((char *)&g_drv + k_symbols[i].offset, &sym, sizeof sym);
+int flexsn_add_backend(const flexsn_backend *backend) {
+  int added = 0, i;
+  pthread_mutex_lock(&g_backends_lock);
+  if (backend &&
+      g_num_backends < (int)(sizeof g_backends / sizeof *g_backends)) {
+    for (i = g_num_backends; i > 0; --i)
+      g_backends[i] = g_backends[i - 1];
+    g_backends[0] = backend;
+    ++g_num_backends;
+    added = 1;
   }
-  g_drv_init_result = g_drv.init(0);
-  if (g_drv_init_result == FLEXSN_CUDA_SUCCESS)
-    g_drv_status = FLEXSN_SUCCESS;
+  pthread_mutex_unlock(&g_backends_lock);
+  return added;
 }
 
-/* Loads the driver and calls cuInit(0), once per process. */
-static flexsn_status get_driver(void) {
-  pthread_once(&g_drv_once, load_driver);
-  if (g_drv_status != FLEXSN_SUCCESS &&
-      g_drv_init_result != FLEXSN_CUDA_SUCCESS)
-    g_last_error = (int)g_drv_init_result;
-  return g_drv_status;
-}
-
-/*===----------------------------------------------------------------------===//
- * Per-image, per-context module cache
- *===----------------------------------------------------------------------===*/
-
-typedef struct function_entry {
-  struct function_entry *next;
-  flexsn_cu_function function;
-  char *name; /* the entry name, stored right after the entry (one
-                allocation; no flexible array member, which C++ lacks) */
-} function_entry;
-
-/* Keyed by the context's unique id, not its handle: a destroyed context's
-   handle may be reused by a new context, whose module must be loaded anew. */
-typedef struct context_entry {
-  struct context_entry *next;
-  flexsn_cu_context context;
-  unsigned long long context_id;
-  flexsn_cu_module module;
-  function_entry *functions;
-} context_entry;
-
-typedef struct image_state {
-  pthread_mutex_t lock; /* guards `contexts`; held while loading a module */
-  context_entry *contexts;
-} image_state;
-
-/* Guards every image's `state` pointer (creation and unload). Held only for
-   the pointer itself, so slow module loads of one image do not block
-   launches of another. */
-static pthread_mutex_t g_state_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static image_state *get_state(flexsn_image *image) {
-  image_state *state;
-  pthread_mutex_lock(&g_state_lock);
-  state = (image_state *)image->state;
-  if (!state) {
-    state = (image_state *)calloc(1, sizeof *state);
-    if (state && pthread_mutex_init(&state->lock, NULL) != 0) {
-      free(state);
-      state = NULL;
-    }
-    image->state = state;
-  }
-  pthread_mutex_unlock(&g_state_lock);
-  return state;
-}
-
-static void free_context_entry(context_entry *entry) {
-  while (entry->functions) {
-    function_entry *next = entry->functions->next;
-    free(entry->functions);
-    entry->functions = next;
-  }
-  free(entry);
-}
-
-/* Finds (or loads) the image's module in the current context, then the named
-   function in it. Called with the image state's lock held. */
-static flexsn_status lookup_function(flexsn_image *image, image_state *state,
-                                     flexsn_cu_context context,
-                                     unsigned long long context_id,
-                                     const char *name,
-                                     flexsn_cu_function *function) {
-  context_entry **link = &state->contexts, *entry = NULL;
-  function_entry *fn;
-  size_t name_size;
-  flexsn_cu_result r;
-
-  while (*link) {
-    context_entry *e = *link;
-    if (e->context_id == context_id) {
-      entry = e;
-      break;
-    }
-    if (e->context == context) {
-      /* Same handle, other id: that context was destroyed, and its module
-         with it. Drop the entry without unloading. */
-      *link = e->next;
-      free_context_entry(e);
-      continue;
-    }
-    link = &e->next;
-  }
-
-  if (!entry) {
-    flexsn_cu_module module;
-    r = g_drv.module_load_data(&module, image->data);
-    if (r != FLEXSN_CUDA_SUCCESS)
-      return fail(r, FLEXSN_ERROR_MODULE_LOAD);
-    entry = (context_entry *)calloc(1, sizeof *entry);
-    if (!entry) {
-      g_drv.module_unload(module);
-      return fail(FLEXSN_CUDA_ERROR_OUT_OF_MEMORY, FLEXSN_ERROR_CUDA);
-    }
-    entry->context = context;
-    entry->context_id = context_id;
-    entry->module = module;
-    entry->next = state->contexts;
-    state->contexts = entry;
-  }
-
-  for (fn = entry->functions; fn; fn = fn->next) {
-    if (strcmp(fn->name, name) == 0) {
-      *function = fn->function;
-      return FLEXSN_SUCCESS;
-    }
-  }
-  r = g_drv.module_get_function(function, entry->module, name);
-  if (r == FLEXSN_CUDA_ERROR_NOT_FOUND)
-    return fail(r, FLEXSN_ERROR_KERNEL_NOT_FOUND);
-  if (r != FLEXSN_CUDA_SUCCESS)
-    return fail(r, FLEXSN_ERROR_CUDA);
-  /* Caching is an optimization: without memory, just skip it. */
-  name_size = strlen(name) + 1;
-  fn = (function_entry *)malloc(sizeof *fn + name_size);
-  if (fn) {
-    fn->function = *function;
-    fn->name = (char *)(fn + 1);
-    memcpy(fn->name, name, name_size);
-    fn->next = entry->functions;
-    entry->functions = fn;
-  }
-  return FLEXSN_SUCCESS;
-}
-
-static flexsn_status get_function(flexsn_image *image,
-                                  flexsn_cu_context context, const char *name,
-                                  flexsn_cu_function *function) {
-  unsigned long long context_id;
-  image_state *state;
-  flexsn_status status;
-  flexsn_cu_result r = g_drv.ctx_get_id(context, &context_id);
-  if (r != FLEXSN_CUDA_SUCCESS)
-    return fail(r, FLEXSN_ERROR_CUDA);
-  state = get_state(image);
-  if (!state)
-    return fail(FLEXSN_CUDA_ERROR_OUT_OF_MEMORY, FLEXSN_ERROR_CUDA);
-  pthread_mutex_lock(&state->lock);
-  status = lookup_function(image, state, context, context_id, name, function);
-  pthread_mutex_unlock(&state->lock);
-  return status;
+/* The backend that runs `image` (non-NULL: CUDA's accepts every image). */
+static const flexsn_backend *backend_of(const flexsn_image *image) {
+  const flexsn_backend *found = NULL;
+  int i;
+  pthread_mutex_lock(&g_backends_lock);
+  for (i = 0; i < g_num_backends && !found; ++i)
+    if (g_backends[i]->accepts(image))
+      found = g_backends[i];
+  pthread_mutex_unlock(&g_backends_lock);
+  return found;
 }
 
 flexsn_status flexsn_image_unload(flexsn_image *image) {
-  flexsn_status status = FLEXSN_SUCCESS;
-  image_state *state;
   if (!image)
     return FLEXSN_ERROR_INVALID_ARGUMENT;
-  /* Detach the state first: a second (or racing) unload then sees none. */
-  pthread_mutex_lock(&g_state_lock);
-  state = (image_state *)image->state;
-  image->state = NULL;
-  pthread_mutex_unlock(&g_state_lock);
-  if (!state)
-    return FLEXSN_SUCCESS;
-
-  /* Entries exist only after the driver was loaded. */
-  while (state->contexts) {
-    context_entry *entry = state->contexts;
-    unsigned long long id;
-    state->contexts = entry->next;
-    /* A destroyed context reports an error or, if its handle was reused,
-       another id; its module is already gone. */
-    if (g_drv.ctx_get_id(entry->context, &id) == FLEXSN_CUDA_SUCCESS &&
-        id == entry->context_id) {
-      flexsn_cu_context popped;
-      flexsn_cu_result r = g_drv.ctx_push_current(entry->context);
-      if (r == FLEXSN_CUDA_SUCCESS) {
-        r = g_drv.module_unload(entry->module);
-        g_drv.ctx_pop_current(&popped);
-      }
-      if (r != FLEXSN_CUDA_SUCCESS)
-        status = fail(r, FLEXSN_ERROR_CUDA);
-    }
-    free_context_entry(entry);
-  }
-  pthread_mutex_destroy(&state->lock);
-  free(state);
-  return status;
+  return backend_of(image)->unload(image);
 }
 
 /*===----------------------------------------------------------------------===//
@@ -570,92 +311,6 @@ static flexsn_status compute_extents(int64_t T, int64_t N, int64_t ld,
   return FLEXSN_SUCCESS;
 }
 
-/* Checks that `p` is usable by kernels in `context` for `bytes` bytes. */
-static flexsn_status check_buffer(flexsn_cu_context context, const void *p,
-                                  int64_t bytes, int written) {
-  flexsn_cu_deviceptr ptr = (flexsn_cu_deviceptr)(uintptr_t)p;
-  flexsn_cu_context owner = NULL;
-  unsigned int memory_type = 0, managed = 0;
-  flexsn_cu_deviceptr start = 0;
-  size_t size = 0;
-  flexsn_cu_pointer_attribute attributes[] = {
-      FLEXSN_CU_POINTER_ATTRIBUTE_CONTEXT,
-      FLEXSN_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-      FLEXSN_CU_POINTER_ATTRIBUTE_IS_MANAGED,
-      FLEXSN_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-      FLEXSN_CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-  void *values[] = {&owner, &memory_type, &managed, &start, &size};
-  int accessible;
-  /* Unknown (plain host) pointers get zeroed attributes, or INVALID_VALUE. */
-  flexsn_cu_result r = g_drv.pointer_get_attributes(5, attributes, values, ptr);
-  if (r == FLEXSN_CUDA_ERROR_INVALID_VALUE ||
-      r == FLEXSN_CUDA_ERROR_INVALID_CONTEXT)
-    return fail(r, FLEXSN_ERROR_CONTEXT_MISMATCH);
-  if (r != FLEXSN_CUDA_SUCCESS)
-    return fail(r, FLEXSN_ERROR_CUDA);
-
-  if (managed) {
-    accessible = 1;
-  } else if (memory_type == FLEXSN_CU_MEMORYTYPE_HOST) {
-    /* Pinned or registered host memory: kernels may use it only if it is
-       mapped into this context at the same address (it may have a distinct
-       device address, which the caller would have to pass instead). */
-    flexsn_cu_deviceptr device = 0;
-    accessible = g_drv.pointer_get_attribute(
-                     &device, FLEXSN_CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
-                     ptr) == FLEXSN_CUDA_SUCCESS &&
-                 device == ptr;
-  } else if (owner == context) {
-    accessible = memory_type == FLEXSN_CU_MEMORYTYPE_DEVICE;
-  } else if (!owner && memory_type == FLEXSN_CU_MEMORYTYPE_DEVICE) {
-    /* cuMemMap and memory-pool allocations belong to no context: ask what
-       access the current context's device has. */
-    unsigned long long flags = 0;
-    accessible =
-        g_drv.pointer_get_attribute(&flags,
-                                    FLEXSN_CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
-                                    ptr) == FLEXSN_CUDA_SUCCESS &&
-        (flags == FLEXSN_CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE ||
-         (!written && flags == FLEXSN_CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ));
-  } else {
-    accessible = 0; /* another context's device memory, or unknown */
-  }
-  if (!accessible)
-    return FLEXSN_ERROR_CONTEXT_MISMATCH;
-
-  if (ptr < start || ptr - start > size || size - (ptr - start) < (size_t)bytes)
-    return FLEXSN_ERROR_BUFFER_TOO_SMALL;
-  return FLEXSN_SUCCESS;
-}
-
-/* With no context current, makes current the primary context of the device
-   `buffer` lives on, if its owner (the CUDA runtime, a framework) has
-   activated it: what the CUDA runtime does on a thread's first call. Worker
-   threads a framework starts (PyTorch's autograd threads) may not have made
-   any context current yet. Never creates a context. */
-static void adopt_primary_context(const void *buffer,
-                                  flexsn_cu_context *context) {
-  int ordinal = -1, active = 0;
-  unsigned int flags = 0;
-  flexsn_cu_device device;
-  flexsn_cu_context primary = NULL;
-  if (!buffer ||
-      g_drv.pointer_get_attribute(
-          &ordinal, FLEXSN_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-          (flexsn_cu_deviceptr)(uintptr_t)buffer) != FLEXSN_CUDA_SUCCESS ||
-      ordinal < 0 ||
-      g_drv.device_get(&device, ordinal) != FLEXSN_CUDA_SUCCESS ||
-      g_drv.primary_ctx_get_state(device, &flags, &active) !=
-          FLEXSN_CUDA_SUCCESS ||
-      !active ||
-      g_drv.primary_ctx_retain(&primary, device) != FLEXSN_CUDA_SUCCESS)
-    return;
-  if (g_drv.ctx_set_current(primary) == FLEXSN_CUDA_SUCCESS)
-    *context = primary;
-  /* The owner's retain keeps it alive. */
-  g_drv.primary_ctx_release(device);
-}
-
 /* The first non-NULL buffer of a call (NULL if none). */
 static const void *first_buffer(const flexsn_kernel_desc *desc,
                                 void *const *buffers) {
@@ -664,32 +319,6 @@ static const void *first_buffer(const flexsn_kernel_desc *desc,
     if (buffers[i])
       return buffers[i];
   return NULL;
-}
-
-/* The current context (adopting the primary context of `buffer`'s device if
-   none is current), and the stream's context agreeing with it. */
-static flexsn_status check_context(flexsn_stream stream, const void *buffer,
-                                   flexsn_cu_context *context) {
-  flexsn_status status = get_driver();
-  flexsn_cu_result r;
-  if (status != FLEXSN_SUCCESS)
-    return status;
-  r = g_drv.ctx_get_current(context);
-  if (r != FLEXSN_CUDA_SUCCESS)
-    return fail(r, FLEXSN_ERROR_CUDA);
-  if (!*context)
-    adopt_primary_context(buffer, context);
-  if (!*context)
-    return FLEXSN_ERROR_NO_CONTEXT;
-  if (stream) {
-    flexsn_cu_context stream_context = NULL;
-    r = g_drv.stream_get_ctx(stream, &stream_context);
-    if (r != FLEXSN_CUDA_SUCCESS)
-      return fail(r, FLEXSN_ERROR_CUDA);
-    if (stream_context != *context)
-      return FLEXSN_ERROR_CONTEXT_MISMATCH;
-  }
-  return FLEXSN_SUCCESS;
 }
 
 /*===----------------------------------------------------------------------===//
@@ -707,17 +336,18 @@ static int initial_state(const flexsn_kernel_desc *desc, int k) {
 
 /* T == 0: the k-th final state takes the k-th initial state (or zeros):
    N elements of the final state's size. */
-static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
+static flexsn_status copy_initial_to_final(const flexsn_backend *backend,
+                                           const flexsn_kernel_desc *desc,
                                            flexsn_stream stream, int64_t N,
                                            void *const *buffers) {
-  flexsn_cu_context context;
+  void *context;
   flexsn_status status;
   int i, k, any = 0;
   for (i = 0; i < desc->num_buffers; ++i)
     any |= desc->kinds[i] == FLEXSN_FINAL_STATE && buffers[i] != NULL;
   if (!any)
-    return FLEXSN_SUCCESS; /* nothing to write: no driver needed */
-  status = check_context(stream, first_buffer(desc, buffers), &context);
+    return FLEXSN_SUCCESS; /* nothing to write: no device needed */
+  status = backend->enter(stream, first_buffer(desc, buffers), &context);
   if (status != FLEXSN_SUCCESS)
     return status;
 
@@ -730,82 +360,72 @@ static flexsn_status copy_initial_to_final(const flexsn_kernel_desc *desc,
     src = initial_state(desc, k++);
     if (!buffers[i])
       continue;
-    status = check_buffer(context, buffers[i], bytes, 1);
+    status = backend->check_buffer(context, buffers[i], bytes, 1);
     if (status != FLEXSN_SUCCESS)
       return blame(i, status);
     if (buffers[src]) {
-      status = check_buffer(context, buffers[src], bytes, 0);
+      status = backend->check_buffer(context, buffers[src], bytes, 0);
       if (status != FLEXSN_SUCCESS)
         return blame(src, status);
     }
   }
   for (i = 0, k = 0; i < desc->num_buffers; ++i) {
-    flexsn_cu_deviceptr dst = (flexsn_cu_deviceptr)(uintptr_t)buffers[i], src;
+    void *dst = buffers[i], *src;
     size_t bytes = (size_t)(N * element_size_of(desc, i));
-    flexsn_cu_result r;
     if (desc->kinds[i] != FLEXSN_FINAL_STATE)
       continue;
-    src = (flexsn_cu_deviceptr)(uintptr_t)buffers[initial_state(desc, k++)];
+    src = buffers[initial_state(desc, k++)];
     if (!dst || src == dst) /* absent, or in-place: nothing to do */
       continue;
-    r = src ? g_drv.memcpy_dtod_async(dst, src, bytes, stream)
-            : g_drv.memset_d8_async(dst, 0, bytes, stream);
-    if (r != FLEXSN_CUDA_SUCCESS)
-      return fail(r, FLEXSN_ERROR_CUDA);
+    status = src ? backend->copy(dst, src, bytes, stream)
+                 : backend->zero(dst, bytes, stream);
+    if (status != FLEXSN_SUCCESS)
+      return status;
   }
   return FLEXSN_SUCCESS;
 }
 
-/* Validates and zeroes every gradient that the kernel accumulates with
-   atomics: scalar ones (one float) and per-channel ones (C floats). */
-static flexsn_status zero_param_gradients(const flexsn_kernel_desc *desc,
-                                          flexsn_cu_context context,
-                                          flexsn_stream stream, int64_t C,
-                                          void *const *buffers) {
+/* Validates and zeroes every buffer of a kind `bytes_of` gives a size
+   (negative: not of it) to. */
+static flexsn_status
+zero_buffers(const flexsn_backend *backend, void *context,
+             const flexsn_kernel_desc *desc, flexsn_stream stream, int64_t size,
+             int64_t (*bytes_of)(const flexsn_kernel_desc *, int, int64_t),
+             void *const *buffers) {
   int i;
   for (i = 0; i < desc->num_buffers; ++i) {
     flexsn_status status;
-    flexsn_cu_result r;
-    int64_t bytes;
-    if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT)
-      bytes = 4;
-    else if (desc->kinds[i] == FLEXSN_PER_CHANNEL_PARAM_GRADIENT)
-      bytes = 4 * C;
-    else
+    int64_t bytes = bytes_of(desc, i, size);
+    if (bytes < 0)
       continue;
-    status = check_buffer(context, buffers[i], bytes, 1);
+    status = backend->check_buffer(context, buffers[i], bytes, 1);
     if (status != FLEXSN_SUCCESS)
       return blame(i, status);
-    r = g_drv.memset_d8_async((flexsn_cu_deviceptr)(uintptr_t)buffers[i], 0,
-                              (size_t)bytes, stream);
-    if (r != FLEXSN_CUDA_SUCCESS)
-      return fail(r, FLEXSN_ERROR_CUDA);
+    status = backend->zero(buffers[i], (size_t)bytes, stream);
+    if (status != FLEXSN_SUCCESS)
+      return status;
   }
   return FLEXSN_SUCCESS;
 }
 
-/* T == 0: validates and zeroes every per-neuron parameter gradient (the
-   kernel, which would write them, does not run). */
-static flexsn_status zero_per_neuron_gradients(const flexsn_kernel_desc *desc,
-                                               flexsn_cu_context context,
-                                               flexsn_stream stream, int64_t N,
-                                               void *const *buffers) {
-  int i;
-  for (i = 0; i < desc->num_buffers; ++i) {
-    flexsn_status status;
-    flexsn_cu_result r;
-    int64_t bytes = N * element_size_of(desc, i);
-    if (desc->kinds[i] != FLEXSN_PER_NEURON_PARAM_GRADIENT)
-      continue;
-    status = check_buffer(context, buffers[i], bytes, 1);
-    if (status != FLEXSN_SUCCESS)
-      return blame(i, status);
-    r = g_drv.memset_d8_async((flexsn_cu_deviceptr)(uintptr_t)buffers[i], 0,
-                              (size_t)bytes, stream);
-    if (r != FLEXSN_CUDA_SUCCESS)
-      return fail(r, FLEXSN_ERROR_CUDA);
-  }
-  return FLEXSN_SUCCESS;
+/* The gradients a kernel accumulates with atomics: scalar ones (one float)
+   and per-channel ones (C floats). */
+static int64_t param_gradient_bytes(const flexsn_kernel_desc *desc, int i,
+                                    int64_t C) {
+  if (desc->kinds[i] == FLEXSN_PARAM_GRADIENT)
+    return 4;
+  if (desc->kinds[i] == FLEXSN_PER_CHANNEL_PARAM_GRADIENT)
+    return 4 * C;
+  return -1;
+}
+
+/* T == 0: the per-neuron parameter gradients (the kernel, which would write
+   them, does not run). */
+static int64_t per_neuron_gradient_bytes(const flexsn_kernel_desc *desc, int i,
+                                         int64_t N) {
+  if (desc->kinds[i] != FLEXSN_PER_NEURON_PARAM_GRADIENT)
+    return -1;
+  return N * element_size_of(desc, i);
 }
 
 /* The launches: C, S for per-channel kernels; `coupled_launch` with H for
@@ -815,22 +435,22 @@ static flexsn_status launch(flexsn_image *image, const flexsn_kernel_desc *desc,
                             int64_t ld, int64_t C, int64_t S,
                             int coupled_launch, int64_t H, void *const *buffers,
                             const void *const *scalars) {
-  flexsn_cu_deviceptr pointers[FLEXSN_MAX_KERNEL_ARGS];
+  void *pointers[FLEXSN_MAX_KERNEL_ARGS];
   int64_t extents[FLEXSN_MAX_KERNEL_ARGS];
   void *params[FLEXSN_MAX_KERNEL_ARGS + 5];
   int64_t sizes[5], seq_bytes = 0, state_bytes = 0, per_block;
   int i, nb, vector, channels, coupled, num_sizes;
-  flexsn_cu_context context;
-  flexsn_cu_function function;
+  const flexsn_backend *backend;
+  void *context, *function;
   flexsn_status status;
-  flexsn_cu_result r;
 
-  /* Everything that needs no driver comes first, so it also fails cleanly on
-     machines without one. */
+  /* Everything that needs no device comes first, so it also fails cleanly
+     on machines without one. */
   g_failed_buffer = -1;
   status = check_desc(image, desc, buffers, scalars);
   if (status != FLEXSN_SUCCESS)
     return status;
+  backend = backend_of(image);
   nb = desc->num_buffers;
   if (T < 0 || N < 0)
     return FLEXSN_ERROR_NEGATIVE_SIZE;
@@ -898,27 +518,29 @@ static flexsn_status launch(flexsn_image *image, const flexsn_kernel_desc *desc,
              desc->kinds[i] == FLEXSN_PER_CHANNEL_PARAM_GRADIENT ||
              (N > 0 && desc->kinds[i] == FLEXSN_PER_NEURON_PARAM_GRADIENT);
     if (any) {
-      status = check_context(stream, first_buffer(desc, buffers), &context);
+      status = backend->enter(stream, first_buffer(desc, buffers), &context);
       if (status == FLEXSN_SUCCESS)
-        status = zero_param_gradients(desc, context, stream, C, buffers);
+        status = zero_buffers(backend, context, desc, stream, C,
+                              param_gradient_bytes, buffers);
       if (status == FLEXSN_SUCCESS && N > 0)
-        status = zero_per_neuron_gradients(desc, context, stream, N, buffers);
+        status = zero_buffers(backend, context, desc, stream, N,
+                              per_neuron_gradient_bytes, buffers);
       if (status != FLEXSN_SUCCESS)
         return status;
     }
     if (N == 0)
       return FLEXSN_SUCCESS;
-    return copy_initial_to_final(desc, stream, N, buffers);
+    return copy_initial_to_final(backend, desc, stream, N, buffers);
   }
 
-  status = check_context(stream, first_buffer(desc, buffers), &context);
+  status = backend->enter(stream, first_buffer(desc, buffers), &context);
   if (status != FLEXSN_SUCCESS)
     return status;
   for (i = 0; i < nb; ++i) {
     if (!buffers[i])
       continue;
-    status = check_buffer(context, buffers[i], extents[i],
-                          is_written(desc->kinds[i]));
+    status = backend->check_buffer(context, buffers[i], extents[i],
+                                   is_written(desc->kinds[i]));
     if (status != FLEXSN_SUCCESS)
       return blame(i, status);
   }
@@ -932,27 +554,27 @@ static flexsn_status launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     vector &= is_scalar_access(desc->kinds[i]) || alignment <= 1 ||
               (uintptr_t)buffers[i] % alignment == 0;
   }
-  status = get_function(image, context,
-                        vector ? desc->vector_kernel : desc->scalar_kernel,
-                        &function);
+  status = backend->get_function(
+      image, context, vector ? desc->vector_kernel : desc->scalar_kernel,
+      &function);
   if (status != FLEXSN_SUCCESS)
     return status;
 
   /* Parameter gradients accumulate with atomics: zero them first; the
      deterministic mode's ticket counter starts at zero too. */
-  status = zero_param_gradients(desc, context, stream, C, buffers);
+  status = zero_buffers(backend, context, desc, stream, C, param_gradient_bytes,
+                        buffers);
   if (status != FLEXSN_SUCCESS)
     return status;
   for (i = 0; i < nb; ++i) {
     if (desc->kinds[i] != FLEXSN_REDUCTION_SCRATCH)
       continue;
-    r = g_drv.memset_d8_async((flexsn_cu_deviceptr)(uintptr_t)buffers[i], 0, 4,
-                              stream);
-    if (r != FLEXSN_CUDA_SUCCESS)
-      return fail(r, FLEXSN_ERROR_CUDA);
+    status = backend->zero(buffers[i], 4, stream);
+    if (status != FLEXSN_SUCCESS)
+      return status;
   }
   for (i = 0; i < nb; ++i) {
-    pointers[i] = (flexsn_cu_deviceptr)(uintptr_t)buffers[i];
+    pointers[i] = buffers[i];
     params[i] = &pointers[i];
   }
   sizes[0] = T;
@@ -967,12 +589,11 @@ static flexsn_status launch(flexsn_image *image, const flexsn_kernel_desc *desc,
     params[nb + num_sizes + i] = (void *)(uintptr_t)scalars[i]; /* only read */
 
   /* ceil(N / (width * 256)) <= ceil(N / 256) fits grid x; N / H, checked. */
-  per_block = coupled ? H : 256 * (int64_t)(vector ? desc->vector_width : 1);
-  r = g_drv.launch_kernel(function, (unsigned int)((N - 1) / per_block + 1), 1,
-                          1, 256, 1, 1, 0, stream, params, NULL);
-  if (r != FLEXSN_CUDA_SUCCESS)
-    return fail(r, FLEXSN_ERROR_LAUNCH);
-  return FLEXSN_SUCCESS;
+  per_block = coupled ? H
+                      : FLEXSN_BLOCK_THREADS *
+                            (int64_t)(vector ? desc->vector_width : 1);
+  return backend->launch(function, (unsigned int)((N - 1) / per_block + 1),
+                         stream, params);
 }
 
 flexsn_status flexsn_launch(flexsn_image *image, const flexsn_kernel_desc *desc,

@@ -4,7 +4,7 @@
  *
  *===----------------------------------------------------------------------===//
  *
- * Exercises the driver-side paths of lib/Runtime/flexsn_runtime.c on a machine
+ * Exercises the driver-side paths of the runtime (lib/Runtime) on a machine
  * with a GPU (not run in CI): NO_CONTEXT, CONTEXT_MISMATCH, BUFFER_TOO_SMALL,
  * MODULE_LOAD, KERNEL_NOT_FOUND, the T == 0 final-state copy, real launches of
  * the vector and the scalar kernel on device, managed, pinned, registered and
@@ -14,6 +14,7 @@
  *
  *   gcc -std=c99 -I/usr/local/cuda/include -Iinclude \
  *       test/Runtime/device_smoke.c lib/Runtime/flexsn_runtime.c \
+ *       lib/Runtime/flexsn_runtime_cuda.c \
  *       -L/usr/local/cuda/lib64/stubs -lcuda -ldl -lpthread
  *
  *===----------------------------------------------------------------------===*/
