@@ -57,6 +57,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/thread.h"
 
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -98,17 +99,20 @@ struct CompileOptions {
   SmallVector<
       std::pair<flexsn::Target *, std::unique_ptr<cl::opt<std::string>>>>
       targetFlags;
+  /// Their descriptions: an option keeps only a reference to its text.
+  std::deque<std::string> flagDescriptions;
 
   CompileOptions() {
     for (flexsn::Target *target : flexsn::getTargets()) {
       target->registerToolOptions(category);
+      const std::string &description = flagDescriptions.emplace_back(
+          ("Build " + target->getDescription() +
+           ", lowering with the pipeline options given")
+              .str());
       targetFlags.emplace_back(
           target,
           std::make_unique<cl::opt<std::string>>(
-              target->getFlag(),
-              cl::desc(("Build " + target->getDescription() +
-                        ", lowering with the pipeline options given")
-                           .str()),
+              target->getFlag(), cl::desc(description),
               cl::value_desc("options"), cl::ValueOptional, cl::cat(category),
               target->isForTesting() ? cl::ReallyHidden : cl::NotHidden));
     }

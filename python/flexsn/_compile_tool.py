@@ -3,7 +3,6 @@ compile's options (checked against the request schema the compiler
 declares), and its outputs written into a cache entry's directory."""
 
 import json
-import math
 import os
 import pathlib
 
@@ -25,69 +24,15 @@ def cuda_toolkit() -> pathlib.Path:
 TORCH_STEP = "torch_step.py"
 
 
-def _typed_value(text: str):
-    """A parameter value of the cache key (as compiler._format_value
-    wrote it) as the request's JSON value: a bool, an int or a float."""
-    if text in ("true", "false"):
-        return text == "true"
-    try:
-        return int(text)
-    except ValueError:
-        value = float(text)
-    if not math.isfinite(value):
-        # JSON has no spelling for it; no parameter takes one either.
-        raise ValueError(f"a parameter value must be finite, got {text}")
-    return value
-
-
-def compile_request(options: dict) -> dict:
+def compile_request(key: dict) -> dict:
     """The compile request (flexsn-compile --request) of a compile whose
-    cache key is `options`: typed fields, checked against the schema the
-    compiler declares (`_dialect.COMPILE_REQUEST`) before it is written."""
-    version = _dialect.COMPILE_REQUEST["version"]
-    request = {"version": version}
-    if options.get("kernels"):
-        # Kernel functions as written, training pairs completed, and blocks
-        # fused into inference kernels.
-        request["kernels"] = {"variants": ["inference", "forward", "backward"]}
-    else:
-        neurons = [options["neuron"]] if options["neuron"] else []
-        configure = {
-            "neurons": neurons,
-            "values": {k: _typed_value(v) for k, v in options["values"]},
-            "kinds": dict(options["kinds"]),
-            "shapes": dict(options.get("shapes", ())),
-            "surrogate": options["surrogate"],
-        }
-        configure = {k: v for k, v in configure.items() if v}
-        if configure:
-            request["configure"] = configure
-        request["neuron_manifest"] = True
-        kernels = {
-            "variants": list(options["variants"]),
-            "storage_types": list(options["storage_types"]),
-            "save_in_storage_type": options.get("save_in_storage_type", True),
-        }
-        if neurons:
-            kernels["neurons"] = neurons
-        if options.get("coupled"):
-            kernels["coupled"] = True
-        if options.get("spike_storage"):
-            kernels["spike_storage"] = list(options["spike_storage"])
-        request["kernels"] = kernels
-    targets = {}
-    if "cpu" in options["targets"]:
-        targets["cpu"] = {}
-    if "cuda" in options["targets"]:
-        targets["cuda"] = {
-            "chips": list(options["chips"]),
-            "fatbin": len(options["chips"]) > 1,
-            "toolkit": str(cuda_toolkit()),
-            "approximate_surrogates": bool(
-                options.get("approximate_surrogates")
-            ),
-        }
-    request["targets"] = targets
+    cache key is `key`: its request (CompileOptions.request) with this
+    machine's CUDA toolkit, checked against the schema the compiler
+    declares (`_dialect.COMPILE_REQUEST`) before it is written."""
+    request = json.loads(json.dumps(key["request"]))
+    cuda = request["targets"].get("cuda")
+    if cuda is not None:
+        cuda["toolkit"] = str(cuda_toolkit())
     check_request(request)
     return request
 
@@ -193,7 +138,7 @@ def run_tools(
     for t in _targets.targets():
         path = work / t.manifest
         if (
-            options.get("kernels")
+            options.get("kernel_functions")
             and path.is_file()
             and not json.loads(path.read_text())["targets"][t.name]["kernels"]
         ):

@@ -11,7 +11,8 @@ so two values that compile the same kernels are equal, and a value is
 hashable and pickles."""
 
 import dataclasses
-from typing import Mapping, Optional, Tuple
+import math
+from typing import Mapping, Optional, Sequence, Tuple
 
 from . import _dialect, _targets
 
@@ -60,6 +61,86 @@ def _pairs(name: str, mapping) -> Pairs:
     return pairs
 
 
+def _option(default, request: str, what: str = ""):
+    """A field of CompileOptions that is the compile request's field
+    `request` ("object.field"; a `targets.<name>.` field only when that
+    target is built), checked and normalized by that field's type and
+    values in the schema; `what` names one of its values in errors."""
+    return dataclasses.field(
+        default=default, metadata={"request": request, "what": what}
+    )
+
+
+def _checked(field: dataclasses.Field, value):
+    """`value` of the CompileOptions field `field`, normalized and checked
+    by its request field's type and values."""
+    path, name = field.metadata["request"].rsplit(".", 1)
+    schema = _dialect.COMPILE_REQUEST["objects"][path][name]
+    kind, allowed = schema["type"], schema.get("values")
+    what = field.metadata["what"]
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise TypeError(f"{field.name} is a bool, got {value!r}")
+        return value
+    if kind == "enum_map":
+        pairs = _pairs(field.name, value)
+        for parameter, entry in pairs:
+            if entry not in allowed:
+                raise ValueError(
+                    f"unknown {what} '{entry}' for parameter '{parameter}' "
+                    f"(one of: {', '.join(allowed)})"
+                )
+        return pairs
+    values = _unique(field.name, value)
+    if kind == "enums":
+        _check_names(values, allowed, what)
+    return values
+
+
+def _parameter_values(values: Optional[Mapping[str, object]]) -> dict:
+    """Parameter name -> value as the request takes them: bools, ints and
+    finite floats (JSON has no spelling for the others)."""
+    checked = {}
+    for name, value in sorted((values or {}).items()):
+        if not isinstance(value, (bool, int, float)):
+            raise TypeError(
+                f"parameter values are bool, int or float, not "
+                f"{type(value).__name__}"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(
+                f"a parameter value must be finite, got {value!r}"
+            )
+        checked[str(name)] = value
+    return checked
+
+
+def _putter(request: dict, targets: Sequence[str]):
+    """A function storing a value at a request path ("kernels.variants"),
+    as JSON, leaving out empty values and the fields of targets not
+    built; every target built gets its section."""
+    sections = request.setdefault("targets", {})
+    for t in targets:
+        sections[t] = {}
+
+    def put(path: str, value) -> None:
+        *objects, name = path.split(".")
+        if objects[0] == "targets" and objects[1] not in targets:
+            return
+        if isinstance(value, tuple) and value and isinstance(value[0], tuple):
+            value = dict(value)  # name -> value pairs
+        elif isinstance(value, tuple):
+            value = list(value)
+        if value in ("", [], {}):
+            return
+        node = request
+        for key in objects:
+            node = node.setdefault(key, {})
+        node[name] = value
+
+    return put
+
+
 @dataclasses.dataclass(frozen=True)
 class CompileOptions:
     """How `flexsn.compile` builds a neuron's kernels.
@@ -84,71 +165,85 @@ class CompileOptions:
       output into its first input, s[t] = f(x[t] + W s[t-1]) in one kernel
       over the sequence (what `flexsn.torch.Recurrent` runs).
 
+    Each field but `targets` and `neuron` is one field of the compile
+    request (its metadata names it): `request()` writes them without a
+    field's name spelled here twice, and what a request allows is what the
+    compiler's schema says.
+
     `replace(**changes)` gives a copy with some fields changed."""
 
-    variants: Tuple[str, ...] = _dialect.KERNEL_VARIANTS
-    storage_types: Tuple[str, ...] = ("f32",)
+    variants: Tuple[str, ...] = _option(
+        _dialect.KERNEL_VARIANTS, "kernels.variants", "variant"
+    )
+    storage_types: Tuple[str, ...] = _option(
+        ("f32",), "kernels.storage_types", "storage type"
+    )
     targets: Optional[Tuple[str, ...]] = None
-    chip: Tuple[str, ...] = ("sm_90",)
-    kinds: Pairs = ()
-    shapes: Pairs = ()
+    chip: Tuple[str, ...] = _option(("sm_90",), "targets.cuda.chips")
+    kinds: Pairs = _option((), "configure.kinds", "parameter kind")
+    shapes: Pairs = _option((), "configure.shapes", "shape")
     neuron: Optional[str] = None
-    spike_storage: Tuple[str, ...] = ("dense",)
-    save_in_storage_type: bool = True
-    approximate_surrogates: bool = False
-    coupled: bool = False
+    spike_storage: Tuple[str, ...] = _option(
+        ("dense",), "kernels.spike_storage", "spike storage"
+    )
+    save_in_storage_type: bool = _option(True, "kernels.save_in_storage_type")
+    approximate_surrogates: bool = _option(
+        False, "targets.cuda.approximate_surrogates"
+    )
+    coupled: bool = _option(False, "kernels.coupled")
 
     def __post_init__(self):
-        def put(name, value):
-            object.__setattr__(self, name, value)
-
-        put("variants", _unique("variants", self.variants))
-        _check_names(self.variants, _allowed("kernels", "variants"), "variant")
-        put("storage_types", _unique("storage_types", self.storage_types))
-        _check_names(
-            self.storage_types,
-            _allowed("kernels", "storage_types"),
-            "storage type",
-        )
-        if self.targets is not None:
-            put("targets", _unique("targets", self.targets))
-            for t in self.targets:
-                if t not in TARGETS:
-                    raise ValueError(f"unknown target '{t}' (cpu or cuda)")
-        put("chip", _unique("chip", self.chip))
-        put("kinds", _pairs("kinds", self.kinds))
-        _check_names(
-            (kind for _, kind in self.kinds),
-            _allowed("configure", "kinds"),
-            "parameter kind",
-        )
-        put("shapes", _pairs("shapes", self.shapes))
-        shapes = _allowed("configure", "shapes")
-        for name, shape in self.shapes:
-            if shape not in shapes:
-                raise ValueError(
-                    f"unknown shape '{shape}' for parameter '{name}' (one "
-                    f"of: {', '.join(shapes)})"
+        for field in dataclasses.fields(self):
+            if "request" in field.metadata:
+                object.__setattr__(
+                    self,
+                    field.name,
+                    _checked(field, getattr(self, field.name)),
                 )
-        if self.neuron is not None and not isinstance(self.neuron, str):
-            raise TypeError(f"neuron is a name, got {self.neuron!r}")
-        put("neuron", self.neuron or None)
-        put("spike_storage", _unique("spike_storage", self.spike_storage))
-        spikes = _allowed("kernels", "spike_storage")
-        _check_names(self.spike_storage, spikes, "spike storage")
         if not self.spike_storage:
             raise ValueError(
-                f"spike_storage lists no storage ({', '.join(spikes)})"
+                f"spike_storage lists no storage "
+                f"({', '.join(_allowed('kernels', 'spike_storage'))})"
             )
-        for name in (
-            "save_in_storage_type",
-            "approximate_surrogates",
-            "coupled",
-        ):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(
-                    f"{name} is a bool, got {getattr(self, name)!r}"
-                )
+        if self.targets is not None:
+            object.__setattr__(
+                self, "targets", _unique("targets", self.targets)
+            )
+            for t in self.targets:
+                if t not in TARGETS:
+                    raise ValueError(
+                        f"unknown target '{t}' ({' or '.join(TARGETS)})"
+                    )
+        if self.neuron is not None and not isinstance(self.neuron, str):
+            raise TypeError(f"neuron is a name, got {self.neuron!r}")
+        object.__setattr__(self, "neuron", self.neuron or None)
+
+    def request(
+        self,
+        targets: Sequence[str],
+        values: Mapping[str, object] = None,
+        surrogate: str = "",
+    ) -> dict:
+        """The compile request (flexsn-compile --request) of these options
+        for `targets`, with parameter values `values` and the surrogate
+        attribute text `surrogate`: every field in its request field, as
+        JSON values. A CUDA section has no toolkit: where the toolkit is
+        belongs to the machine, not to the compile (_compile_tool adds
+        it)."""
+        request = {"version": _dialect.COMPILE_REQUEST["version"]}
+        put = _putter(request, targets)
+        for field in dataclasses.fields(self):
+            if "request" in field.metadata:
+                put(field.metadata["request"], getattr(self, field.name))
+        neurons = [self.neuron] if self.neuron else []
+        put("configure.neurons", neurons)
+        put("kernels.neurons", neurons)
+        put("configure.values", _parameter_values(values))
+        put("configure.surrogate", surrogate)
+        if "cuda" in targets:
+            put("targets.cuda.fatbin", len(self.chip) > 1)
+        request["neuron_manifest"] = True
+        return request
 
     def replace(self, **changes) -> "CompileOptions":
         return dataclasses.replace(self, **changes)

@@ -265,52 +265,21 @@ def compile(
     ...`)."""
     options = CompileOptions.of(options, **fields)
     text, filename = read_source(source)
-    return _compiled(
-        text,
-        filename,
-        _cache_key(options, params, surrogate),
-        _load,
-    )
+    key = _cache_key(options, params, surrogate)
+    return _compiled(text, filename, key, lambda entry: _load(entry, key))
 
 
 def _cache_key(
     options: CompileOptions, params: Optional[Mapping[str, object]], surrogate
 ) -> dict:
-    """What a compile's cache entry is keyed by, and what flexsn-compile's
-    request is built from (_compile_tool): the options, the parameter
-    values and the surrogate. A field at its default is left out where it
-    was added after the cache began, so that the keys of the compiles that
-    do not use it stay as they were."""
-    targets = _targets(options.targets)
-    key = {
-        "variants": options.variants,
-        "storage_types": options.storage_types,
-        "targets": targets,
-        "chips": options.chip if "cuda" in targets else (),
-        "values": sorted(
-            (k, _format_value(v)) for k, v in (params or {}).items()
-        ),
-        "kinds": options.kinds,
-        "surrogate": _surrogate_text(surrogate),
-        "neuron": options.neuron or "",
-        "cache_format": CACHE_FORMAT,
-    }
-    if options.shapes:
-        key["shapes"] = options.shapes
-    if options.spike_storage != ("dense",):
-        key["spike_storage"] = options.spike_storage
-    if not options.save_in_storage_type:
-        key["save_in_storage_type"] = False
-    if options.coupled:
-        key["coupled"] = True
-    _set_surrogate_precision(key, options.approximate_surrogates)
-    return key
-
-
-def _set_surrogate_precision(options: dict, approximate: bool) -> None:
-    # Only when not the default: the keys of every other compile stay.
-    if approximate:
-        options["approximate_surrogates"] = True
+    """What a compile's cache entry is keyed by: its compile request (the
+    options, the parameter values and the surrogate; _compile_tool adds
+    the machine's CUDA toolkit when it writes it) and the cache's
+    format."""
+    request = options.request(
+        _targets(options.targets), params, _surrogate_text(surrogate)
+    )
+    return {"request": request, "cache_format": CACHE_FORMAT}
 
 
 def _targets(targets: Optional[Iterable[str]]) -> tuple:
@@ -327,14 +296,14 @@ def _targets(targets: Optional[Iterable[str]]) -> tuple:
     return CompileOptions(targets=targets).targets
 
 
-def _compiled(text: str, filename: str, options: dict, load):
-    """`load(entry, options)` of the cache entry of `text` compiled with
-    `options`, compiled first where the tools are."""
+def _compiled(text: str, filename: str, key: dict, load):
+    """`load(entry)` of the cache entry of `text` compiled with the cache
+    key `key`, compiled first where the tools are."""
     return cached(
         text,
-        options,
-        lambda work: run_tools(work, text, filename, options),
-        lambda entry: load(entry, options),
+        key,
+        lambda work: run_tools(work, text, filename, key),
+        load,
     )
 
 
@@ -358,19 +327,26 @@ def compile_kernels(
     diagnostics.
     `approximate_surrogates` is as for `compile`."""
     text, filename = read_source(source)
-    chips = (chip,) if isinstance(chip, str) else tuple(chip)
-    targets = _targets(targets)
-    options = {
-        "kernels": True,
-        "targets": targets,
-        "chips": chips if "cuda" in targets else (),
+    options = CompileOptions(
+        chip=(chip,) if isinstance(chip, str) else tuple(chip),
+        approximate_surrogates=approximate_surrogates,
+    )
+    request = options.request(_targets(targets))
+    # Kernel functions as written, training pairs completed, and blocks
+    # fused into inference kernels: no neuron to configure or describe.
+    request["kernels"] = {"variants": ["inference", "forward", "backward"]}
+    del request["neuron_manifest"]
+    key = {
+        "request": request,
+        "kernel_functions": True,
         "cache_format": CACHE_FORMAT,
     }
-    _set_surrogate_precision(options, approximate_surrogates)
-    return _compiled(text, filename, options, _load_kernels)
+    return _compiled(
+        text, filename, key, lambda entry: _load_kernels(entry, key)
+    )
 
 
-def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
+def _load(entry: pathlib.Path, key: dict) -> CompiledNeuron:
     documents = [
         read_json(entry, name)
         for name in ["neuron.json"] + [t.manifest for t in targets()]
@@ -382,7 +358,9 @@ def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
         raise CompileError(
             "the source defines no flexsn.neuron: nothing " "to compile"
         )
-    name = options["neuron"] or (names[0] if len(names) == 1 else None)
+    kernels = key["request"]["kernels"]
+    asked = kernels.get("neurons", [None])[0]
+    name = asked or (names[0] if len(names) == 1 else None)
     if name is None:
         raise ValueError(
             "the source defines several neurons "
@@ -392,19 +370,19 @@ def _load(entry: pathlib.Path, options: dict) -> CompiledNeuron:
         name,
         entry,
         manifest,
-        options["variants"],
-        options["storage_types"],
-        options["targets"],
-        tuple(options.get("spike_storage", ("dense",))),
+        tuple(kernels["variants"]),
+        tuple(kernels["storage_types"]),
+        tuple(key["request"]["targets"]),
+        tuple(kernels["spike_storage"]),
     )
 
 
-def _load_kernels(entry: pathlib.Path, options: dict) -> "CompiledKernels":
+def _load_kernels(entry: pathlib.Path, key: dict) -> "CompiledKernels":
     documents = [
         read_json(entry, name)
         for name in [t.manifest for t in targets()]
         if (entry / name).is_file()
     ]
     return CompiledKernels(
-        entry, Manifest.from_json(documents), options["targets"]
+        entry, Manifest.from_json(documents), tuple(key["request"]["targets"])
     )

@@ -3,6 +3,7 @@ normalized and checked when made; flexsn.compile and the FlexSN modules
 take it, and keywords change its fields."""
 
 import copy
+import dataclasses
 import pickle
 
 import pytest
@@ -228,3 +229,59 @@ def test_a_surrogate_with_spaces_compiles_as_written_without():
 def test_a_parameter_value_that_is_not_finite_is_refused():
     with pytest.raises(ValueError, match="must be finite, got nan"):
         _request_of(targets=("cpu",), params={"tau": float("nan")})
+
+
+def test_every_option_is_its_request_field_and_part_of_the_cache_key():
+    """A CompileOptions field names one request field of the compiler's
+    schema; the request (which is the cache key) holds the option's value
+    there, so an option changed is a key changed, and the CUDA fields are
+    there only when CUDA is built."""
+    from flexsn import _dialect, compiler
+
+    objects = _dialect.COMPILE_REQUEST["objects"]
+    changed = dict(
+        variants=("forward", "backward"),
+        storage_types=("f16",),
+        chip=("sm_80",),
+        kinds={"tau": "runtime"},
+        shapes={"tau": "per_neuron"},
+        spike_storage=("dense", "u8"),
+        save_in_storage_type=False,
+        approximate_surrogates=True,
+        coupled=True,
+    )
+    both = ("cpu", "cuda")
+    base = compiler._cache_key(CompileOptions(targets=both), None, None)
+    declared = [
+        f
+        for f in dataclasses.fields(CompileOptions)
+        if "request" in f.metadata
+    ]
+    assert sorted(f.name for f in declared) == sorted(changed)
+    for field in declared:
+        path = field.metadata["request"]
+        obj, name = path.rsplit(".", 1)
+        assert name in objects[obj], path
+        options = CompileOptions(
+            targets=both, **{field.name: changed[field.name]}
+        )
+        key = compiler._cache_key(options, None, None)
+        assert key != base, field.name
+        node = key["request"]
+        for part in path.split("."):
+            node = node[part]
+        value = changed[field.name]
+        want = (
+            dict(value)
+            if isinstance(value, dict)
+            else (list(value) if isinstance(value, tuple) else value)
+        )
+        assert node == want, (path, node)
+    cpu_only = compiler._cache_key(
+        CompileOptions(targets=("cpu",), approximate_surrogates=True),
+        None,
+        None,
+    )
+    assert cpu_only["request"]["targets"] == {"cpu": {}}
+    # The machine's toolkit is no part of the key, only of the request.
+    assert "toolkit" not in base["request"]["targets"]["cuda"]
