@@ -218,6 +218,13 @@ COMPILE_REQUEST = json.loads("""{
     "version": 1
 }""")
 
+#: The compiler's targets (lib/Targets): the manifest each one's lowering
+#: writes and the files that may hold its kernels.
+TARGETS = {
+    "cpu": {"manifest": "cpu.json", "kernel_files": ("kernels.so", )},
+    "cuda": {"manifest": "gpu.json", "kernel_files": ("kernels.cubin", "kernels.fatbin", )},
+}
+
 SurrogateParam = collections.namedtuple(
     "SurrogateParam", ("name", "type", "default", "range", "description"))
 # type: "real" (a float) or "int".

@@ -7,11 +7,14 @@ kernels sum parameter gradients across threads (then a backward kernel has
 a deterministic twin that sums them in a fixed order). Every layer asks
 this table, not a spelled-out "cpu" or "cuda"; a target is one entry here,
 its kernel class in `_runtime` and its lowering in the compiler (its
-folder under lib/Targets)."""
+folder under lib/Targets, whose manifest and kernel files flexsn-pygen
+copies into `_dialect.TARGETS`: they are not restated here)."""
 
 import dataclasses
 import sys
 from typing import Dict, Tuple
+
+from . import _dialect
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,27 +35,29 @@ class Target:
     sums_across_threads: bool
 
 
+def _target(
+    name: str, kernels_attr: str, kernel_class: str, device: str, sums: bool
+) -> Target:
+    """The target `name` of the compiler's registry, whose manifest and
+    kernel files the compiler declares (`_dialect.TARGETS`), run by this
+    package's `kernel_class` on `device` tensors."""
+    declared = _dialect.TARGETS[name]
+    return Target(
+        name,
+        declared["manifest"],
+        kernels_attr,
+        tuple(declared["kernel_files"]),
+        kernel_class,
+        device,
+        sums,
+    )
+
+
 TARGETS: Dict[str, Target] = {
     t.name: t
     for t in (
-        Target(
-            "cpu",
-            "cpu.json",
-            "cpu_kernels",
-            ("kernels.so",),
-            "CpuKernel",
-            "cpu",
-            False,
-        ),
-        Target(
-            "cuda",
-            "gpu.json",
-            "gpu_kernels",
-            ("kernels.cubin", "kernels.fatbin"),
-            "GpuKernel",
-            "cuda",
-            True,
-        ),
+        _target("cpu", "cpu_kernels", "CpuKernel", "cpu", False),
+        _target("cuda", "gpu_kernels", "GpuKernel", "cuda", True),
     )
 }
 

@@ -105,3 +105,17 @@ def test_modules_run_on_every_target_device(device):
     spikes = LIFNode(tau=2.0, step_mode="m").to(device)(x)
     # LIF (tau 2, threshold 1, hard reset to 0): h = 0.75, then 1.125.
     assert spikes.tolist() == [[0.0] * 5, [1.0] * 5, [0.0] * 5]
+
+
+def test_the_python_table_runs_every_target_the_compiler_registers():
+    """The compiler's registry (lib/Targets, copied by flexsn-pygen) and
+    this package's runtimes name the same targets, with the compiler's
+    manifest and kernel files; FlexSN's test-only target is in neither."""
+    from flexsn import _dialect
+
+    assert set(_dialect.TARGETS) == set(_targets.TARGETS)
+    assert "loops" not in _dialect.TARGETS
+    for name, declared in _dialect.TARGETS.items():
+        t = _targets.target(name)
+        assert t.manifest == declared["manifest"]
+        assert t.images == tuple(declared["kernel_files"])

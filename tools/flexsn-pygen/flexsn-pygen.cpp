@@ -276,6 +276,26 @@ COMPILE_REQUEST = json.loads(""")py"
      << schema << "\"\"\")\n";
 }
 
+/// The registered targets (those of FlexSN's tests left out): each one's
+/// manifest and kernel files, which the Python layer's target table reads.
+static void printTargets(llvm::raw_ostream &os) {
+  registerAllTargets();
+  os << "\n#: The compiler's targets (lib/Targets): the manifest each one's "
+        "lowering\n#: writes and the files that may hold its kernels.\n"
+     << "TARGETS = {\n";
+  for (Target *target : getTargets()) {
+    if (target->isForTesting())
+      continue;
+    os << "    " << pyString(target->getName())
+       << ": {\"manifest\": " << pyString(target->getManifestFile())
+       << ", \"kernel_files\": (";
+    for (StringRef file : target->getKernelFiles())
+      os << pyString(file) << ", ";
+    os << ")},\n";
+  }
+  os << "}\n";
+}
+
 static void printModule(llvm::raw_ostream &os) {
   os << R"py("""The flexsn dialect's enums and surrogates, as its ODS declares them.
 
@@ -315,6 +335,7 @@ import math
   printEnum<BlockReadout>(os, "BLOCK_READOUTS", getMaxEnumValForBlockReadout(),
                           stringifyBlockReadout);
   printCompileRequest(os);
+  printTargets(os);
   os << R"py(
 SurrogateParam = collections.namedtuple(
     "SurrogateParam", ("name", "type", "default", "range", "description"))

@@ -10,7 +10,8 @@
 // request section), the pipeline that lowers a configured module for it,
 // the files it writes from the lowered module, and the extra entries of its
 // manifest section. flexsn-compile and the manifest know targets only
-// through this registry (docs/Contributing.md, "A target").
+// through this registry (docs/Contributing.md, "A target"), and flexsn-pygen
+// copies its names and files into the Python layer (_dialect.TARGETS).
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +72,9 @@ public:
   virtual StringRef getFlag() const { return getName(); }
   /// The manifest its lowering writes ("cpu.json").
   virtual StringRef getManifestFile() const = 0;
+  /// The files that may hold its kernels, one of which its lowering writes
+  /// (a runtime loads the first present).
+  virtual SmallVector<StringRef> getKernelFiles() const = 0;
   /// The module attribute that lists its compiled kernels once lowered
   /// (the manifest section's "kernels").
   virtual StringRef getKernelsAttrName() const = 0;

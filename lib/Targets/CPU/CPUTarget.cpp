@@ -93,6 +93,9 @@ public:
     return "CPU kernels (cpu.json, kernels.so)";
   }
   StringRef getManifestFile() const override { return "cpu.json"; }
+  SmallVector<StringRef> getKernelFiles() const override {
+    return {"kernels.so"};
+  }
   StringRef getKernelsAttrName() const override { return "flexsn.cpu_kernels"; }
 
   void registerToolOptions(cl::OptionCategory &category) override {

@@ -66,6 +66,9 @@ public:
   }
   StringRef getFlag() const override { return "gpu"; }
   StringRef getManifestFile() const override { return "gpu.json"; }
+  SmallVector<StringRef> getKernelFiles() const override {
+    return {"kernels.cubin", "kernels.fatbin"};
+  }
   StringRef getKernelsAttrName() const override { return "flexsn.gpu_kernels"; }
   bool lowersInOwnThread() const override { return true; }
 

@@ -52,6 +52,9 @@ public:
            "for FlexSN's tests";
   }
   StringRef getManifestFile() const override { return "loops.json"; }
+  SmallVector<StringRef> getKernelFiles() const override {
+    return {"kernels.loops.mlir"};
+  }
   StringRef getKernelsAttrName() const override { return "flexsn.cpu_kernels"; }
   bool isForTesting() const override { return true; }
 
