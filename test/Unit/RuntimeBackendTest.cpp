@@ -36,6 +36,10 @@ struct Record {
   std::string entered;
   std::vector<std::string> calls;
   std::vector<void *> params;
+  /// The first `words` arguments' values (buffer addresses and sizes, 8
+  /// bytes each), copied during the launch: they live in its frame.
+  int words = 0;
+  std::vector<uint64_t> values;
   unsigned int blocks = 0;
   /// A buffer the backend says is too small (none when null).
   const void *tooSmall = nullptr;
@@ -84,6 +88,9 @@ flexsn_status launchOn(void *function, unsigned int blocks, flexsn_stream,
   record.calls.push_back("launch");
   record.blocks = blocks;
   record.params.assign(params, params + 8); // at most 3 buffers, 5 sizes
+  record.values.resize(record.words);
+  for (int i = 0; i < record.words; ++i)
+    std::memcpy(&record.values[i], params[i], sizeof(uint64_t));
   return FLEXSN_SUCCESS;
 }
 flexsn_status unload(flexsn_image *) {
@@ -105,10 +112,10 @@ void fresh() {
 /// The pointer held in the launch's argument `i` (a buffer's address is
 /// passed by reference).
 uintptr_t pointerArgument(int i) {
-  return reinterpret_cast<uintptr_t>(*static_cast<void **>(record.params[i]));
+  return static_cast<uintptr_t>(record.values.at(i));
 }
 int64_t sizeArgument(int i) {
-  return *static_cast<int64_t *>(record.params[i]);
+  return static_cast<int64_t>(record.values.at(i));
 }
 
 // LIF's final-state kernel: x, v0, spike, v_final and one scalar.
@@ -129,6 +136,7 @@ struct FinalStateCall {
 
 TEST(RuntimeBackendTest, VectorLaunchChecksEveryExtentThenRunsTheVectorEntry) {
   fresh();
+  record.words = 7; // 4 buffers, T, N, ld
   FinalStateCall call;
   ASSERT_EQ(call.launch(), FLEXSN_SUCCESS);
   const int64_t sequence = ((8 - 1) * 1000 + 1000) * 4, state = 1000 * 4;
@@ -231,6 +239,7 @@ TEST(RuntimeBackendTest, AtomicGradientsAndTheTicketAreZeroedBeforeTheLaunch) {
 
 TEST(RuntimeBackendTest, ChannelAndCoupledLaunchesPassTheirSizes) {
   fresh();
+  record.words = 8; // 3 buffers, T, N, ld, C, S
   flexsn_image image = FLEXSN_IMAGE_INIT(kTestImage, sizeof kTestImage);
   flexsn_buffer_kind kinds[3] = {FLEXSN_INPUT_SEQUENCE, FLEXSN_OUTPUT_SEQUENCE,
                                  FLEXSN_PER_CHANNEL_PARAM};
@@ -244,6 +253,7 @@ TEST(RuntimeBackendTest, ChannelAndCoupledLaunchesPassTheirSizes) {
   EXPECT_EQ(sizeArgument(7), 50); // S
 
   fresh();
+  record.words = 7; // 3 buffers, T, N, ld, H
   flexsn_buffer_kind coupled[3] = {
       FLEXSN_INPUT_SEQUENCE, FLEXSN_OUTPUT_SEQUENCE, FLEXSN_COUPLING_WEIGHTS};
   desc.kinds = coupled;
