@@ -9,7 +9,8 @@
 #include <mutex>
 
 namespace mlir::flexsn {
-// Each target's folder defines register<Name>Target().
+// Each target's folder defines register<Name>Target()
+// (FLEXSN_REGISTER_TARGET).
 #define FLEXSN_TARGET(Name) void register##Name##Target();
 #include "AllTargets.inc"
 #undef FLEXSN_TARGET

@@ -127,4 +127,15 @@ Target *lookupTarget(StringRef name);
 } // namespace flexsn
 } // namespace mlir
 
+/// Defines mlir::flexsn::register<Folder>Target(), registering a
+/// `TargetClass`: what flexsn_add_target(<Folder>) has registerAllTargets()
+/// call. A target's folder uses it once, at namespace scope.
+#define FLEXSN_REGISTER_TARGET(Folder, TargetClass)                            \
+  namespace mlir::flexsn {                                                     \
+  void register##Folder##Target();                                             \
+  }                                                                            \
+  void mlir::flexsn::register##Folder##Target() {                              \
+    registerTarget(std::make_unique<TargetClass>());                           \
+  }
+
 #endif // FLEXSN_TARGETS_TARGET_H

@@ -146,10 +146,4 @@ private:
 };
 } // namespace
 
-namespace mlir::flexsn {
-void registerCPUTarget(); // Called by registerAllTargets.
-} // namespace mlir::flexsn
-
-void mlir::flexsn::registerCPUTarget() {
-  registerTarget(std::make_unique<CPUTarget>());
-}
+FLEXSN_REGISTER_TARGET(CPU, CPUTarget)

@@ -136,10 +136,4 @@ private:
 };
 } // namespace
 
-namespace mlir::flexsn {
-void registerCUDATarget(); // Called by registerAllTargets.
-} // namespace mlir::flexsn
-
-void mlir::flexsn::registerCUDATarget() {
-  registerTarget(std::make_unique<CUDATarget>());
-}
+FLEXSN_REGISTER_TARGET(CUDA, CUDATarget)

@@ -73,10 +73,4 @@ public:
 };
 } // namespace
 
-namespace mlir::flexsn {
-void registerTestTarget(); // Called by registerAllTargets.
-} // namespace mlir::flexsn
-
-void mlir::flexsn::registerTestTarget() {
-  registerTarget(std::make_unique<LoopsTarget>());
-}
+FLEXSN_REGISTER_TARGET(Test, LoopsTarget)
