@@ -4,8 +4,11 @@ chain's training step (forward and backward), 16 pairs on [4, 2, 16, 8, 8]
 (the GPU idles: every row is host time), float32 and AMP (half input under
 autocast).
 
-    PYTHONPATH=python python3 utils/host_breakdown.py
+    PYTHONPATH=python python3 utils/host_breakdown.py [--ops]
 
+`--ops` also lists the PyTorch operators each variant calls per chain
+(torch.profiler, host side: calls and self time), to find what one
+variant calls that the other does not.
 Each piece is timed by wrapping it (a wrapper costs about 0.5 µs); the
 first two lines are the un-instrumented step per chain.
 docs/perf/zoo/host_breakdown_h200.md holds a run on an H200.
@@ -154,6 +157,42 @@ for amp in AMPS:
         f"{mode}: per chain µs, unfused {base[False]:.1f}, "
         f"fused {base[True]:.1f}"
     )
+
+
+def operators(fused, amp, steps=20):
+    """{operator: (calls, self µs)} per chain, from torch.profiler."""
+    bench(fused, amp, steps=2)  # built and warm
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        bench(fused, amp, steps=steps)
+    per = (steps + 10) * 16  # bench's warm-up steps are profiled too
+    return {
+        e.key: (e.count / per, e.self_cpu_time_total / per)
+        for e in prof.key_averages()
+    }
+
+
+if "--ops" in sys.argv:
+    for amp in AMPS:
+        mode = "amp" if amp else "f32"
+        ops = {f: operators(f, amp) for f in (False, True)}
+        print(f"--- operators per chain, {mode}: unfused | fused")
+        head = f"{'calls':>6s} {'µs':>7s}"
+        print(f"   {'operator':44s} {head} | {head}")
+        names = sorted(
+            set(ops[False]) | set(ops[True]),
+            key=lambda k: -max(
+                ops[False].get(k, (0, 0))[1], ops[True].get(k, (0, 0))[1]
+            ),
+        )
+        for k in names:
+            a = ops[False].get(k, (0.0, 0.0))
+            b = ops[True].get(k, (0.0, 0.0))
+            if max(a[0], b[0]) < 0.05:
+                continue
+            row = [f"{c:6.2f} {us:7.1f}" for c, us in (a, b)]
+            print(f"   {k[:44]:44s} {row[0]} | {row[1]}")
 instrument()
 for amp in AMPS:
     for fused in (False, True):
