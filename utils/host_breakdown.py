@@ -9,6 +9,7 @@ autocast).
 `--ops` also lists the PyTorch operators each variant calls per chain
 (torch.profiler, host side: calls and self time), to find what one
 variant calls that the other does not.
+
 Each piece is timed by wrapping it (a wrapper costs about 0.5 µs); the
 first two lines are the un-instrumented step per chain.
 docs/perf/zoo/host_breakdown_h200.md holds a run on an H200.
