@@ -26,6 +26,12 @@ AMP (float16 autocast), with the weights and input row-major
 - flexsn+graph, flexsn-fused+graph: the whole step captured in a CUDA
   graph and replayed;
 - flexsn+compile, flexsn-fused+compile: under torch.compile;
+- sj-torch+compile+cudagraphs, flexsn+compile+cudagraphs: under
+  torch.compile(mode="reduce-overhead"), which replays the compiled
+  forward and backward as CUDA graphs (no host cost per kernel: the
+  comparison of GPU time where the default mode is host-bound); FlexSN's
+  with `flexsn.torch.set_compile_policy("kernels")`, as docs/Python.md
+  advises for that mode;
 - floor, floor+graph: every neuron replaced by nn.Identity (the step of
   everything else: what no neuron implementation can beat).
 
@@ -40,7 +46,12 @@ from the end of the first step on: the model, its optimizer's state, a
 CUDA graph's pool (made at its capture) and a step's activations; not the
 workspaces cuDNN tries while it picks its algorithms in a process's first
 step of a shape: 107 GiB in one Spikformer run).
-Compiled variants run last. Writes zoo_results.{json,md} to --out.
+Compiled variants run last. With `--profile`, each row also gets the
+GPU kernels of a few profiled steps (torch.profiler): their time per
+step, and the kernels taking most of it. `--torch-step-max-neurons N`
+moves the size below which a FlexSN neuron under torch.compile runs as
+PyTorch operations rather than its kernels (a probe of that policy).
+Writes zoo_results.{json,md} to --out.
 """
 
 import sys
@@ -66,6 +77,8 @@ VARIANTS = (
     "flexsn-fused+graph",
     "flexsn+compile",
     "flexsn-fused+compile",
+    "sj-torch+compile+cudagraphs",
+    "flexsn+compile+cudagraphs",
     "floor",
     "floor+graph",
 )
@@ -190,14 +203,22 @@ def training_step(torch, net, variant, precision, x, labels, losses):
 
     if "fused" in variant:
         net = flexsn.torch.fuse(net)
-    if variant.endswith("+compile"):
-        net = torch.compile(net)
+    cudagraphs = variant.endswith("+cudagraphs")
+    if variant.startswith("flexsn") and "+compile" in variant:
+        # Set before torch.compile traces the model.
+        flexsn.torch.set_compile_policy("kernels" if cudagraphs else "by_size")
+    if "+compile" in variant:
+        net = torch.compile(
+            net, mode="reduce-overhead" if cudagraphs else None
+        )
     optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
     amp = precision == "amp"
     graph = variant.endswith("+graph")
     device = x.device.type
 
     def step():
+        if cudagraphs:  # a new iteration: the last one's outputs are free
+            torch.compiler.cudagraph_mark_step_begin()
         reset(net)
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(
@@ -237,6 +258,7 @@ def run_one(
     reps,
     factory=None,
     resolution=RES,
+    profile=False,
 ):
     row = dict(
         model=model,
@@ -258,6 +280,10 @@ def run_one(
         keep, step = training_step(
             torch, net, variant, precision, x, labels, losses
         )
+        if variant.startswith("flexsn") and "+compile" in variant:
+            import flexsn.torch
+
+            row["compile_policy"] = flexsn.torch.get_compile_policy()
         ready = time.perf_counter()
         step()
         if device == "cuda":
@@ -273,6 +299,8 @@ def run_one(
         if device == "cuda":
             row["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
             row["host_ms"] = host_ms(torch, step)
+            if profile:
+                row["profile"] = kernel_profile(torch, step)
         del keep, step
     except Exception as error:  # noqa: BLE001: record, go on
         row["error"] = "%s: %s" % (type(error).__name__, str(error)[:400])
@@ -280,6 +308,33 @@ def run_one(
     print("%s: %s" % (PROG, row))
     sys.stdout.flush()
     return row
+
+
+def kernel_profile(torch, step, steps=3, top=25):
+    """The GPU kernels of `steps` profiled steps: their total ms per step
+    and the `top` kernels by time, each [name, ms per step, calls per
+    step]."""
+    from torch.profiler import ProfilerActivity
+
+    with torch.profiler.profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    kernels = {}
+    for event in prof.events():
+        if event.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        ms, calls = kernels.get(event.name, (0.0, 0))
+        ms += event.time_range.elapsed_us() / 1e3
+        kernels[event.name] = (ms, calls + 1)
+    ranked = sorted(kernels.items(), key=lambda kv: -kv[1][0])
+    return dict(
+        gpu_ms=sum(ms for ms, _ in kernels.values()) / steps,
+        kernels=[
+            [name[:160], ms / steps, calls / steps]
+            for name, (ms, calls) in ranked[:top]
+        ],
+    )
 
 
 #: The targets against the row of one variant in the same model,
@@ -302,6 +357,7 @@ TARGETS = {
 COMPILE_TARGETS = [
     ("best+compile", "sj-torch+compile", 1.0),
     ("best+compile", "sj-flexsn-inductor+compile", 1.0),
+    ("flexsn+compile+cudagraphs", "sj-torch+compile+cudagraphs", 1.0),
 ]
 FLEXSN = ("flexsn", "flexsn-fused", "flexsn+graph", "flexsn-fused+graph")
 
@@ -594,6 +650,18 @@ def main(argv):
     ap.add_argument("--batches", nargs="+", type=int, default=[16, 32])
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile each row's GPU kernels (torch.profiler)",
+    )
+    ap.add_argument(
+        "--torch-step-max-neurons",
+        type=int,
+        metavar="N",
+        help="under torch.compile, run a FlexSN neuron's kernels from N "
+        "neurons per step on (default: the package's threshold)",
+    )
+    ap.add_argument(
         "--plot",
         nargs="+",
         metavar="JSON",
@@ -610,6 +678,10 @@ def main(argv):
     if not cli.gpu_with_spikingjelly(torch, args, PROG):
         return 2
     torch.backends.cudnn.benchmark = True
+    if args.torch_step_max_neurons is not None:
+        from flexsn.torch import _function
+
+        _function.TORCH_STEP_MAX_NEURONS = args.torch_step_max_neurons
     timer = Timer(torch, "cuda", reps=args.reps, warmup=3)
     runs = [
         (m, v, p, lay, b)
@@ -619,11 +691,15 @@ def main(argv):
         for lay in args.layouts
         for v in args.variants
     ]
-    runs.sort(key=lambda run: run[1].endswith("+compile"))
-    rows = [run_one(torch, timer, *run, args.reps) for run in runs]
+    runs.sort(key=lambda run: "+compile" in run[1])
+    rows = [
+        run_one(torch, timer, *run, args.reps, profile=args.profile)
+        for run in runs
+    ]
     meta = dict(
         device=cli.device_name(torch, "cuda"),
         torch=torch.__version__,
+        torch_step_max_neurons=args.torch_step_max_neurons,
         T=T,
         resolution=RES,
         rows=rows,

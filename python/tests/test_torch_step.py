@@ -185,6 +185,52 @@ def test_large_calls_run_the_kernels_when_compiled(
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_compile_policy_picks_the_path(device, as_compiled, monkeypatch):
+    """set_compile_policy("kernels") runs even a small call as the
+    kernels, "torch_step" even a large one as the PyTorch step, "by_size"
+    each by its size; every path computes the same."""
+    steps = []
+    real_run = _torch_step.run
+
+    def counted(*args, **kwargs):
+        steps.append(1)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(_torch_step, "run", counted)
+    module = LIFNode(step_mode="m").to(device)
+    x = torch.rand(T, 4, 8, device=device) * 2  # 32 neurons per step
+    cases = [
+        # (limit: the call is small when 32 < limit, policy, runs the step)
+        (33, "by_size", True),
+        (33, "kernels", False),
+        (33, "torch_step", True),
+        (32, "by_size", False),
+        (32, "kernels", False),
+        (32, "torch_step", True),
+    ]
+    results = []
+    try:
+        for limit, policy, expect_step in cases:
+            monkeypatch.setattr(function, "TORCH_STEP_MAX_NEURONS", limit)
+            flexsn.torch.set_compile_policy(policy)
+            assert flexsn.torch.get_compile_policy() == policy
+            steps.clear()
+            module.reset()
+            results.append(module(x))
+            assert bool(steps) == expect_step, (limit, policy)
+    finally:
+        flexsn.torch.set_compile_policy("by_size")
+    for result in results[1:]:
+        assert torch.equal(results[0], result)
+
+
+def test_compile_policy_refuses_an_unknown_one():
+    with pytest.raises(ValueError, match="'always'.*by_size, kernels"):
+        flexsn.torch.set_compile_policy("always")
+    assert flexsn.torch.get_compile_policy() == "by_size"
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_fused_model_runs_its_modules_when_compiled(device, as_compiled):
     """Under torch.compile a fused chain runs the batch norm and the
     neuron's PyTorch step (what Inductor fuses): the same results as the

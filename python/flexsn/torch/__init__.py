@@ -10,7 +10,13 @@
 from ._block import Affine, Block, Residual
 from ._convert import convert
 from ._delay import Delay
-from ._function import Handle, has_custom_op, scan
+from ._function import (
+    Handle,
+    get_compile_policy,
+    has_custom_op,
+    scan,
+    set_compile_policy,
+)
 from ._fuse import fuse
 from ._kernels import unpack_spikes
 from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
@@ -32,8 +38,10 @@ __all__ = [
     "convert",
     "from_nir",
     "fuse",
+    "get_compile_policy",
     "has_custom_op",
     "scan",
+    "set_compile_policy",
     "to_nir",
     "unpack_spikes",
 ]

@@ -408,6 +408,44 @@ def scan_autograd(
 #: row-major, training (docs/perf/zoo/README.md, "Under torch.compile").
 TORCH_STEP_MAX_NEURONS = 1 << 22
 
+#: How a call under torch.compile picks between its kernels and the
+#: PyTorch step (set_compile_policy).
+COMPILE_POLICIES = ("by_size", "kernels", "torch_step")
+_compile_policy = "by_size"
+
+
+def set_compile_policy(policy: str) -> None:
+    """How FlexSN neurons run under torch.compile, for the graphs traced
+    from now on: "by_size" (the default) runs a call of fewer than
+    TORCH_STEP_MAX_NEURONS neurons per step as the neuron's PyTorch step,
+    which Inductor fuses with its neighbours, and a larger one as its
+    kernels; "kernels" runs every call as its kernels, which is faster
+    where the compiled step replays as CUDA graphs
+    (torch.compile(mode="reduce-overhead"): a kernel's call then costs the
+    host nothing); "torch_step" runs every call as the PyTorch step. Each
+    computes the same (docs/Python.md, "Under torch.compile")."""
+    global _compile_policy
+    if policy not in COMPILE_POLICIES:
+        raise ValueError(
+            f"set_compile_policy: unknown policy {policy!r} "
+            f"(one of {', '.join(COMPILE_POLICIES)})"
+        )
+    _compile_policy = policy
+
+
+def get_compile_policy() -> str:
+    """The policy set_compile_policy last set ("by_size" unless set)."""
+    return _compile_policy
+
+
+def _runs_torch_step(x) -> bool:
+    """Whether a traced call on input `x` ([T, N...], T > 0) runs the
+    PyTorch step under the compile policy."""
+    if _compile_policy == "by_size":
+        return x.numel() < TORCH_STEP_MAX_NEURONS * x.shape[0]
+    return _compile_policy == "torch_step"
+
+
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
 
 
@@ -696,11 +734,11 @@ def scan(
         and handle.torch_step is not None
         and not handle.has_shaped
         and inputs[0].shape[0] > 0
-        and inputs[0].numel() < TORCH_STEP_MAX_NEURONS * inputs[0].shape[0]
+        and _runs_torch_step(inputs[0])
     ):
-        # Under torch.compile, a small call: the step as PyTorch
-        # operations, which Inductor fuses with the neuron's neighbours
-        # (_torch_step).
+        # Under torch.compile, a small call (or every call, as the policy
+        # says): the step as PyTorch operations, which Inductor fuses with
+        # the neuron's neighbours (_torch_step).
         _check_inputs(handle, inputs, inits)
         info = handle.info
         params = dict(zip((p.name for p in info.trainable_params), trainable))
