@@ -158,37 +158,12 @@ def test_cmpf_predicates_follow_nan_rules():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_large_calls_run_the_kernels_when_compiled(
-    device, as_compiled, monkeypatch
-):
-    """Under torch.compile a call of TORCH_STEP_MAX_NEURONS neurons per
-    step or more runs the kernels, a smaller one the PyTorch step: each
-    computes the same."""
-    steps = []
-    real_run = _torch_step.run
-
-    def counted(*args, **kwargs):
-        steps.append(1)
-        return real_run(*args, **kwargs)
-
-    monkeypatch.setattr(_torch_step, "run", counted)
-    module = LIFNode(step_mode="m").to(device)
-    x = torch.rand(T, 4, 8, device=device) * 2
-    results = []
-    for limit, expect_step in ((32, False), (33, True)):
-        monkeypatch.setattr(function, "TORCH_STEP_MAX_NEURONS", limit)
-        steps.clear()
-        module.reset()
-        results.append(module(x))
-        assert bool(steps) == expect_step, limit
-    assert torch.equal(results[0], results[1])
-
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_compile_policy_picks_the_path(device, as_compiled, monkeypatch):
-    """set_compile_policy("kernels") runs even a small call as the
-    kernels, "torch_step" even a large one as the PyTorch step, "by_size"
-    each by its size; every path computes the same."""
+    """Under torch.compile, by size (the default policy), a call of
+    TORCH_STEP_MAX_NEURONS neurons per step or more runs the kernels, a
+    smaller one the PyTorch step; set_compile_policy("kernels") runs even
+    a small call as the kernels, "torch_step" even a large one as the
+    step; every path computes the same."""
     steps = []
     real_run = _torch_step.run
 
