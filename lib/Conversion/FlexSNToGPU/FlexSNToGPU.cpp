@@ -33,6 +33,42 @@ using namespace mlir::flexsn;
 
 namespace {
 
+/// A kernel's arguments: `numPointers` buffer pointers, `numExtents` i64
+/// extents (T, N, ld, ...), then the plan's scalar params.
+SmallVector<Type> kernelArgTypes(const KernelPlan &plan, unsigned numPointers,
+                                 unsigned numExtents) {
+  MLIRContext *ctx = plan.func().getContext();
+  SmallVector<Type> argTypes(numPointers, LLVM::LLVMPointerType::get(ctx));
+  argTypes.append(numExtents, IntegerType::get(ctx, 64));
+  for (Value param : plan.scan().getParams())
+    if (!isa<MemRefType>(param.getType()))
+      argTypes.push_back(param.getType());
+  return argTypes;
+}
+
+/// A workgroup (shared memory) buffer of `size` elements.
+MemRefType workgroupBuffer(int64_t size, Type elementType) {
+  auto space = gpu::AddressSpaceAttr::get(elementType.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  return MemRefType::get({size}, elementType, MemRefLayoutAttrInterface(),
+                         space);
+}
+
+/// The kernel `name` with those arguments and workgroup buffers, launched
+/// with 256 threads per block (the runtime's choice).
+gpu::GPUFuncOp createKernel(OpBuilder &moduleBuilder, Location loc,
+                            StringRef name, ArrayRef<Type> argTypes,
+                            ArrayRef<Type> workgroup) {
+  MLIRContext *ctx = moduleBuilder.getContext();
+  auto kernel =
+      gpu::GPUFuncOp::create(moduleBuilder, loc, name,
+                             FunctionType::get(ctx, argTypes, {}), workgroup);
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  kernel.setKnownBlockSizeAttr(
+      DenseI32ArrayAttr::get(ctx, {int32_t(kBlockSize), 1, 1}));
+  return kernel;
+}
+
 /// Builds the entry point `name`: the vector kernel (width > 1) or the
 /// scalar one (width == 1); with `deterministic`, one that sums the scalar
 /// reductions in a fixed order through the reduction scratch, taken after
@@ -45,40 +81,25 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
   bool hasScratch = deterministic && !plan.scalarReductions.empty();
   Location loc = plan.func().getLoc();
   MLIRContext *ctx = moduleBuilder.getContext();
-  auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  auto i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> argTypes(plan.numBuffers() + hasScratch, ptrType);
-  argTypes.append({i64, i64, i64});
-  if (plan.channels)
-    argTypes.append({i64, i64});
-  for (Value param : plan.scan().getParams())
-    if (!isa<MemRefType>(param.getType()))
-      argTypes.push_back(param.getType());
+  // T, N, ld, and with channels their count and size.
+  SmallVector<Type> argTypes = kernelArgTypes(
+      plan, plan.numBuffers() + hasScratch, plan.channels ? 5 : 3);
 
   // Workgroup memory: the warps' sums of each reduction, and the
   // deterministic mode's last-block flag.
+  auto f32 = Float32Type::get(ctx);
   SmallVector<Type> workgroup;
-  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   if (!plan.scalarReductions.empty())
-    workgroup.push_back(MemRefType::get(
-        {int64_t(plan.scalarReductions.size() * kWarpsPerBlock)},
-        Float32Type::get(ctx), MemRefLayoutAttrInterface(), space));
+    workgroup.push_back(workgroupBuffer(
+        int64_t(plan.scalarReductions.size() * kWarpsPerBlock), f32));
   if (hasScratch)
-    workgroup.push_back(MemRefType::get({1}, IntegerType::get(ctx, 32),
-                                        MemRefLayoutAttrInterface(), space));
+    workgroup.push_back(workgroupBuffer(1, IntegerType::get(ctx, 32)));
   // The per-channel reductions' slots: one per channel a block can touch.
   if (!plan.channelReductions.empty())
-    workgroup.push_back(MemRefType::get(
-        {int64_t(plan.channelReductions.size() * (kBlockSize * width + 2))},
-        Float32Type::get(ctx), MemRefLayoutAttrInterface(), space));
-
-  auto kernel =
-      gpu::GPUFuncOp::create(moduleBuilder, loc, name,
-                             FunctionType::get(ctx, argTypes, {}), workgroup);
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  // Every launch uses 256 threads per block (the runtime's choice).
-  kernel.setKnownBlockSizeAttr(
-      DenseI32ArrayAttr::get(ctx, {int32_t(kBlockSize), 1, 1}));
+    workgroup.push_back(workgroupBuffer(
+        int64_t(plan.channelReductions.size() * (kBlockSize * width + 2)),
+        f32));
+  auto kernel = createKernel(moduleBuilder, loc, name, argTypes, workgroup);
 
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
   KernelEmitter emitter(b, loc, plan, kernel, hasScratch, width);
@@ -162,30 +183,16 @@ void buildKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
 void buildCoupledKernel(OpBuilder &moduleBuilder, const KernelPlan &plan,
                         unsigned lanes, StringRef name) {
   Location loc = plan.func().getLoc();
-  MLIRContext *ctx = moduleBuilder.getContext();
-  auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  auto i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> argTypes(plan.numBuffers(), ptrType);
-  argTypes.append({i64, i64, i64, i64});
-  for (Value param : plan.scan().getParams())
-    if (!isa<MemRefType>(param.getType()))
-      argTypes.push_back(param.getType());
-  auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto f32 = Float32Type::get(ctx);
+  // T, N, ld and H.
+  SmallVector<Type> argTypes = kernelArgTypes(plan, plan.numBuffers(), 4);
+  auto f32 = Float32Type::get(moduleBuilder.getContext());
   // The two slots of the sample's coupled outputs, then the warps' sums.
   SmallVector<Type> workgroup = {
-      MemRefType::get({int64_t(2 * kBlockSize * lanes)}, f32,
-                      MemRefLayoutAttrInterface(), space)};
+      workgroupBuffer(2 * int64_t(kBlockSize) * lanes, f32)};
   if (!plan.scalarReductions.empty())
-    workgroup.push_back(MemRefType::get(
-        {int64_t(plan.scalarReductions.size() * kWarpsPerBlock)}, f32,
-        MemRefLayoutAttrInterface(), space));
-  auto kernel =
-      gpu::GPUFuncOp::create(moduleBuilder, loc, name,
-                             FunctionType::get(ctx, argTypes, {}), workgroup);
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  kernel.setKnownBlockSizeAttr(
-      DenseI32ArrayAttr::get(ctx, {int32_t(kBlockSize), 1, 1}));
+    workgroup.push_back(workgroupBuffer(
+        int64_t(plan.scalarReductions.size() * kWarpsPerBlock), f32));
+  auto kernel = createKernel(moduleBuilder, loc, name, argTypes, workgroup);
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
   KernelEmitter emitter(b, loc, plan, kernel, /*hasScratch=*/false, lanes);
   ArrayRef<BlockArgument> slots = kernel.getWorkgroupAttributions();
