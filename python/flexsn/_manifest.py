@@ -9,7 +9,6 @@ or an argument position is hard-coded.
 
 import ast
 import dataclasses
-import fractions
 import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -41,46 +40,65 @@ def evaluate_size(formula: str, **sizes: int) -> int:
 
     Only numbers, the given names, `+ - * /` and `ceil` are accepted, so a
     manifest cannot run code. Launches evaluate the same few formulas at the
-    same sizes over and over: results are memoized."""
-    return _evaluate(formula, tuple(sorted(sizes.items())))
+    same sizes over and over: results are memoized. A size may also be
+    symbolic (torch.compile's SymInt, with dynamic shapes): the formula is
+    then built from it with integer operations (a division's divisor must
+    be a number)."""
+    if all(type(v) is int for v in sizes.values()):
+        return _evaluate(formula, tuple(sorted(sizes.items())))
+    return _whole(formula, _visit(formula, _parse(formula), sizes))
 
 
 @functools.lru_cache(maxsize=4096)
 def _evaluate(formula: str, sizes: Tuple[Tuple[str, int], ...]) -> int:
-    names = dict(sizes)
+    return _whole(formula, _visit(formula, _parse(formula), dict(sizes)))
 
-    def visit(node):
-        if isinstance(node, ast.Expression):
-            return visit(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return fractions.Fraction(node.value)
-        if isinstance(node, ast.Name) and node.id in names:
-            return fractions.Fraction(names[node.id])
-        if isinstance(node, ast.BinOp):
-            left, right = visit(node.left), visit(node.right)
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            if isinstance(node.op, ast.Mult):
-                return left * right
-            if isinstance(node.op, ast.Div):
-                return left / right
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "ceil"
-            and len(node.args) == 1
-            and not node.keywords
-        ):
-            value = visit(node.args[0])
-            return fractions.Fraction(-(-value.numerator // value.denominator))
-        raise ManifestError(f"unsupported size formula {formula!r}")
 
-    value = visit(_parse(formula))
-    if value.denominator != 1:
+def _whole(formula: str, value) -> int:
+    numerator, denominator = value
+    if denominator == 1:
+        return numerator
+    if isinstance(numerator, int) and numerator % denominator:
         raise ManifestError(f"size formula {formula!r} is not an integer")
-    return int(value)
+    return numerator // denominator
+
+
+def _visit(formula: str, node, names):
+    """The value of `node` as (numerator, denominator): the denominator a
+    positive int, the numerator an int or a symbolic size; exact."""
+    if isinstance(node, ast.Expression):
+        return _visit(formula, node.body, names)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value, 1
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id], 1
+    if isinstance(node, ast.BinOp) and isinstance(
+        node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)
+    ):
+        a, b = _visit(formula, node.left, names)
+        c, d = _visit(formula, node.right, names)
+        if isinstance(node.op, ast.Add):
+            return a * d + c * b, b * d
+        if isinstance(node.op, ast.Sub):
+            return a * d - c * b, b * d
+        if isinstance(node.op, ast.Mult):
+            return a * c, b * d
+        if not isinstance(c, int) or c == 0:
+            raise ManifestError(
+                f"size formula {formula!r}: a division by zero or by a "
+                f"symbolic size"
+            )
+        return (a * d, b * c) if c > 0 else (-a * d, -b * c)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "ceil"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        numerator, denominator = _visit(formula, node.args[0], names)
+        return -(-numerator // denominator), 1
+    raise ManifestError(f"unsupported size formula {formula!r}")
 
 
 @functools.lru_cache(maxsize=256)

@@ -301,6 +301,62 @@ def test_size_formulas_are_evaluated_safely():
             evaluate_size(hostile, T=2, N=2, ld=2)
 
 
+class Symbol:
+    """A stand-in for torch.compile's SymInt: an integer known only
+    through integer arithmetic (not hashable, not an int)."""
+
+    __hash__ = None
+
+    def __init__(self, value):
+        self.value = value
+
+    def _op(self, other, op):
+        other = other.value if isinstance(other, Symbol) else other
+        assert type(other) is int, other
+        return Symbol(op(self.value, other))
+
+    def __add__(self, o):
+        return self._op(o, lambda a, b: a + b)
+
+    def __sub__(self, o):
+        return self._op(o, lambda a, b: a - b)
+
+    def __mul__(self, o):
+        return self._op(o, lambda a, b: a * b)
+
+    def __floordiv__(self, o):
+        return self._op(o, lambda a, b: a // b)
+
+    def __neg__(self):
+        return Symbol(-self.value)
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+
+    def __rsub__(self, o):
+        return Symbol(o - self.value)
+
+
+def test_size_formulas_take_symbolic_sizes():
+    """With dynamic shapes under torch.compile a workspace's size is a
+    symbolic integer: the formula is built from it with integer
+    operations, equal to the formula at the same numbers."""
+    from flexsn._manifest import evaluate_size
+
+    formulas = (
+        "1 * T * ld * 4 + 4 + 4 * 1 * ceil(N / 256)",
+        "T * N * 2 - ceil((N - 1) / 3) * 4",
+        "ceil(T * N / 8) + ld / 2",
+    )
+    for formula in formulas:
+        for T, N, ld in ((3, 257, 300), (1, 1, 2), (5, 1024, 1024)):
+            got = evaluate_size(formula, T=Symbol(T), N=Symbol(N), ld=ld)
+            want = evaluate_size(formula, T=T, N=N, ld=ld)
+            assert isinstance(got, Symbol) and got.value == want, formula
+    with pytest.raises(flexsn.ManifestError, match="symbolic"):
+        evaluate_size("T / N", T=Symbol(4), N=Symbol(2), ld=1)
+
+
 def test_a_wheel_uses_its_bundled_tools(cache, tmp_path, monkeypatch):
     """The wheel's flexsn/_bundled prefix (utils/build_wheel.sh) comes
     before the build tree: its tools and runtime are found there, and its

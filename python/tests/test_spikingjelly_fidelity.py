@@ -256,17 +256,29 @@ def test_runtime_parameter_writes():
 
 
 def test_pickle_and_deepcopy_after_a_call():
-    """Copies keep the state, the parameters and what they compute; the
-    kernels they load are their own."""
+    """Copies keep the state, the parameters and what they compute; a
+    pickled copy loads its own kernels at its first call, a deep copy (the
+    same process) shares the compiled neuron under a handle of its own,
+    so that its first call under torch.compile does not compile (a graph
+    break); a const change then recompiles the copy alone."""
     node = LIFNode(v_reset=-0.2, tau=3.0, step_mode="m", targets=CPU)
     x1, x2 = drive(4, 10, seed=9), drive(4, 10, seed=10)
     node(x1)
     s_want, v_want = lif_expected(x2, node.v.double(), tau=3.0, v_reset=-0.2)
-    for copied in (copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
+    twin = copy.deepcopy(node)
+    assert not twin._stale and twin.compiled is node.compiled
+    assert twin.handle is not node.handle
+    assert twin.handle.id != node.handle.id
+    for copied in (twin, pickle.loads(pickle.dumps(node))):
         torch.testing.assert_close(copied.v, node.v, rtol=0, atol=0)
         assert copied.tau == 3.0 and copied.v_reset == -0.2
         torch.testing.assert_close(copied(x2).double(), s_want, rtol=0, atol=0)
         torch.testing.assert_close(copied.v.double(), v_want[-1], **TOL)
+    twin.v_threshold = 0.7
+    assert twin.compiled is not node.compiled
+    twin.reset()
+    s_want, _ = lif_expected(x2, 0.0, tau=3.0, v_reset=-0.2, v_threshold=0.7)
+    torch.testing.assert_close(twin(x2).double(), s_want, rtol=0, atol=0)
 
 
 def test_saved_before_a_call_trains_with_its_own_kernels():

@@ -333,3 +333,41 @@ def test_built_neurons_on_the_custom_op_compile(kind):
             ]
     for got, expected in zip(*results):
         assert relative(got, expected) < 1e-5
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or not flexsn.torch.has_custom_op(),
+    reason="CUDA and torch.library.custom_op",
+)
+@pytest.mark.parametrize("copied", [False, True], ids=["built", "deepcopy"])
+def test_custom_op_with_dynamic_shapes(copied):
+    """torch.compile with dynamic shapes (as its automatic dynamic makes
+    them after a shape changes) traces the custom op: its fake builds the
+    workspace's size from the symbolic sizes, and each shape computes
+    what the eager module computes, outputs and input gradients. A deep
+    copy shares its original's compiled neuron, so its first call
+    compiles nothing inside the traced frame (fullgraph: no break)."""
+    import copy
+
+    before = function.get_compile_policy()
+    function.set_compile_policy("kernels")
+    try:
+        lif = LIFNode(step_mode="m").cuda()
+        lif(torch.zeros(1, 1, device="cuda"))  # compiled here
+        neuron = copy.deepcopy(lif) if copied else lif
+        compiled = torch.compile(neuron, dynamic=True, fullgraph=True)
+        for shape in ((4, 2, 8), (4, 3, 8), (6, 3, 40)):
+            gen = torch.Generator().manual_seed(sum(shape))
+            x0 = (torch.randn(shape, generator=gen) + 1.0).cuda()
+            results = []
+            for run in (compiled, neuron):
+                neuron.reset()
+                x = x0.clone().requires_grad_(True)
+                y = run(x)
+                y.sum().backward()
+                results.append((y.detach(), x.grad, neuron.v.detach()))
+            for got, want in zip(*results):
+                assert relative(got, want) < 1e-6, shape
+    finally:
+        function.set_compile_policy(before)

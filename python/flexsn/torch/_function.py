@@ -548,16 +548,9 @@ if _HAS_CUSTOM_OP:
         n = 1
         for d in x.shape[1:]:
             n = n * d
-        nbytes = (
-            spec.workspace_size(x.shape[0], n, n)
-            if isinstance(n, int) and isinstance(x.shape[0], int)
-            else None
-        )
-        if nbytes is None:
-            raise RuntimeError(
-                "flexsn::scan needs static shapes under "
-                "torch.compile (dynamic=False)"
-            )
+        # Symbolic with dynamic shapes (torch.compile's automatic dynamic
+        # after a shape changes): evaluate_size builds it from SymInts.
+        nbytes = spec.workspace_size(x.shape[0], n, n)
         return (
             outputs
             + states

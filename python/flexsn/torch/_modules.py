@@ -1,5 +1,6 @@
 """PyTorch modules over compiled neurons: FlexSN and the drop-in nodes."""
 
+import copy
 import math
 import numbers
 import os
@@ -338,6 +339,24 @@ class FlexSN(StatefulModule):
             )
         self._coupled_twin.deterministic = self._handle.deterministic
         return self._coupled_twin
+
+    def __deepcopy__(self, memo):
+        """A copy in this process shares the compiled neuron (read-only)
+        under a handle of its own: its first call does not compile again,
+        which under torch.compile would break the graph."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__setstate__(copy.deepcopy(self.__getstate__(), memo))
+        if not self._stale:
+            new.__dict__.update(
+                _compiled=self._compiled,
+                _info=self._info,
+                _handle=Handle(
+                    self._compiled, self._deterministic, self._spikes
+                ),
+                _stale=False,
+            )
+        return new
 
     def __setstate__(self, state):
         # A module pickled before CompileOptions kept its options as a
