@@ -1,6 +1,6 @@
 """Fusion's contract as a property: a model fused by `flexsn.torch.fuse`
 computes what the same model unfused computes, in every layout, precision
-and mode.
+and mode, eagerly and through torch.compile.
 
 `compare(make_model, make_input, case)` builds the model from one seed
 twice (one copy fused; in a half precision also a float32 reference),
@@ -20,6 +20,7 @@ named by the model (`zero_gradients`) and checked to be noise, both
 fused and unfused: small against the sum of its terms' magnitudes.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -28,7 +29,12 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from flexsn.torch import FlexSN, fuse
+from flexsn.torch import (
+    FlexSN,
+    fuse,
+    get_compile_policy,
+    set_compile_policy,
+)
 
 #: The tolerance on the relative difference in norm of whole tensors, per
 #: precision: values (outputs, states, statistics) and gradients; and, for
@@ -57,17 +63,30 @@ class Case:
     """One configuration: device, layout ("row_major" or
     "channels_last"), precision ("f32"; "amp": autocast, float16 on CUDA
     and bfloat16 on the CPU; "bf16": the model and inputs in bfloat16)
-    and the modes of its calls ("train" or "eval" each)."""
+    and the modes of its calls ("train" or "eval" each); `compiled`: ""
+    runs the fused model eagerly, a compile policy
+    (flexsn.torch.set_compile_policy: "by_size", "kernels", "torch_step")
+    runs it through torch.compile(fullgraph=True) under that policy, and
+    "<policy>+cudagraphs" with mode="reduce-overhead". `reference`:
+    "eager" runs the unfused model eagerly, the reference of fusion and
+    compilation together; "compiled" compiles it as the fused one, which
+    checks fusion alone under torch.compile (Inductor's rounding differs
+    from eager's, and in a deep spiking model flips spikes near the
+    threshold: compiled against eager is then no longer per tensor)."""
 
     device: str = "cpu"
     layout: str = "row_major"
     precision: str = "f32"
     modes: Sequence[str] = ("train", "train")
+    compiled: str = ""
+    reference: str = "eager"
 
     def __str__(self):
         return (
             f"{self.device}-{self.layout}-{self.precision}-"
             f"{'+'.join(self.modes)}"
+            + (f"-compiled({self.compiled})" if self.compiled else "")
+            + ("-against-compiled" if self.reference == "compiled" else "")
         )
 
 
@@ -176,12 +195,13 @@ def _bias_axis(module: nn.Module) -> int:
     return -1
 
 
-def _record(model, x, mode, case, call, zero_gradients=()):
+def _record(model, x, mode, case, call, zero_gradients=(), run=None):
     """One call (from reset neurons, as a training loop's reset_net
     leaves them): {name: tensor} of everything compared, and for each
     parameter in `zero_gradients` ("layer.bias") the scale of its
     gradient's terms, Σ|dL/d(layer output)| per channel, under
-    "terms layer.bias"."""
+    "terms layer.bias". `run` calls the model (its compiled form); the
+    names, gradients and states are read from `model`."""
     _reset(model)
     model.train(mode == "train")
     # The same random numbers for every model's call (dropout's masks).
@@ -204,8 +224,10 @@ def _record(model, x, mode, case, call, zero_gradients=()):
         hooks.append(layer.register_forward_hook(keep_terms))
     x = x.detach().clone().requires_grad_(mode == "train")
     try:
+        if case.compiled.endswith("+cudagraphs"):
+            torch.compiler.cudagraph_mark_step_begin()
         with _autocast(case):
-            y = model(x)
+            y = (model if run is None else run)(x)
         out["output"] = y.detach().clone()
         if mode == "train":
             (y.float() * _weights(y, call)).sum().backward()
@@ -241,6 +263,40 @@ def _build(make_model, seed: int, device: str, dtype, layout: str):
     return model
 
 
+def _compiled(model: nn.Module, compiled: str, reset: bool = True):
+    """`model` through torch.compile as `compiled` says (Case), or None
+    for an eager run. Each case starts from dynamo's empty cache (`reset`):
+    cases share forward functions, and a full cache would fall back to
+    eager."""
+    if not compiled:
+        return None
+    _, _, graphs = compiled.partition("+")
+    if graphs not in ("", "cudagraphs"):
+        raise ValueError(f"unknown compiled case {compiled!r}")
+    if reset:
+        torch._dynamo.reset()
+    return torch.compile(
+        model,
+        fullgraph=True,
+        dynamic=False,
+        mode="reduce-overhead" if graphs else None,
+    )
+
+
+@contextlib.contextmanager
+def _compile_policy(compiled: str):
+    """The compile policy of a `compiled` case while its calls trace."""
+    if not compiled:
+        yield
+        return
+    before = get_compile_policy()
+    set_compile_policy(compiled.partition("+")[0])
+    try:
+        yield
+    finally:
+        set_compile_policy(before)
+
+
 def compare(
     make_model: Callable[[], nn.Module],
     make_input: Callable[[int], torch.Tensor],
@@ -268,6 +324,15 @@ def compare(
         if half
         else None
     )
+    if case.reference not in ("eager", "compiled"):
+        raise ValueError(f"unknown reference {case.reference!r}")
+    # Compiled first: _compiled empties dynamo's cache.
+    run_unfused = (
+        _compiled(unfused, case.compiled)
+        if case.reference == "compiled"
+        else None
+    )
+    run_fused = _compiled(fused, case.compiled, reset=run_unfused is None)
     zero_gradients = tuple(getattr(unfused, "zero_gradients", ()))
     per_tensor = not half or getattr(unfused, "smooth", False)
     tolerance = TOLERANCES[case.precision]
@@ -276,8 +341,12 @@ def compare(
     for call, mode in enumerate(case.modes):
         x32 = _to_layout(make_input(call).to(case.device), case.layout)
         x = x32.to(dtype)
-        want = _record(unfused, x, mode, case, call, zero_gradients)
-        got = _record(fused, x, mode, case, call)
+        with _compile_policy(case.compiled if run_unfused is not None else ""):
+            want = _record(
+                unfused, x, mode, case, call, zero_gradients, run_unfused
+            )
+        with _compile_policy(case.compiled):
+            got = _record(fused, x, mode, case, call, run=run_fused)
         ref = (
             _record(reference, x32, mode, Case(case.device), call)
             if half

@@ -299,3 +299,50 @@ def test_edge_shapes(device, shape, model):
         Case(device, "row_major", "f32", ("train", "train", "eval", "train")),
     )
     report.check()
+
+
+#: (neuron, connection, layout, precision, compiled): the fused model under
+#: torch.compile with each compile policy that runs other code (the small
+#: calls here run the PyTorch step by size), both layouts and every
+#: precision with the kernels, and CUDA graphs with the kernels.
+COMPILED = (
+    [
+        ("lif", "add", layout, precision, "kernels")
+        for layout in ("row_major", "channels_last")
+        for precision in ("f32", "amp", "bf16")
+    ]
+    + [
+        ("lif", "add", "row_major", precision, "torch_step")
+        for precision in ("f32", "amp", "bf16")
+    ]
+    + [
+        ("lif", "add", "channels_last", "f32", "torch_step"),
+        ("plif", "pre_add", "row_major", "f32", "kernels"),
+        ("core", "iand", "row_major", "f32", "kernels"),
+        ("lif", "add", "row_major", "f32", "kernels+cudagraphs"),
+        ("lif", "add", "row_major", "amp", "kernels+cudagraphs"),
+    ]
+)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(
+    not hasattr(torch, "compile") or not torch.cuda.is_available(),
+    reason="torch.compile and a CUDA GPU",
+)
+@pytest.mark.parametrize(
+    "neuron,connection,layout,precision,compiled",
+    COMPILED,
+    ids=["-".join(case) for case in COMPILED],
+)
+def test_compiled(neuron, connection, layout, precision, compiled):
+    """The fused model through torch.compile against the unfused model
+    run eagerly, across calls that switch between training and eval: the
+    compiled kernels (the `flexsn::scan` custom op) and the PyTorch step
+    compute what the eager kernels do."""
+    report = compare(
+        lambda: Net(neuron, connection),
+        inputs(SHAPE),
+        Case("cuda", layout, precision, SWITCHING, compiled),
+    )
+    report.check()

@@ -308,7 +308,9 @@ class _FuseAtCall:
     that signature run that graph while the plain values it read keep
     their traced values (read from the module the caller holds, by path).
     Otherwise, and where the trace fails or fuses nothing, the module's
-    own forward runs (its children fused where they could be)."""
+    own forward runs (its children fused where they could be); so does a
+    signature first met under torch.compile, which traces a graph built
+    here but not the building."""
 
     #: Input signatures traced per module: a model called with ever new
     #: shapes runs its own forward beyond these.
@@ -333,6 +335,10 @@ class _FuseAtCall:
             key is not None
             and key not in self.graphs
             and len(self.graphs) < self.LIMIT
+            # torch.compile cannot trace torch.fx's tracing: a signature
+            # first met there runs unfused, and fuses at its first eager
+            # call (docs/Python.md, "fuse and torch.compile").
+            and not compiling()
         ):
             entry = self.graphs[key] = self._fuse(args)
         if entry is not self._NOT_FUSED:
