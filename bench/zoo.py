@@ -359,7 +359,17 @@ COMPILE_TARGETS = [
     ("best+compile", "sj-flexsn-inductor+compile", 1.0),
     ("flexsn+compile+cudagraphs", "sj-torch+compile+cudagraphs", 1.0),
 ]
-FLEXSN = ("flexsn", "flexsn-fused", "flexsn+graph", "flexsn-fused+graph")
+#: FlexSN's paths, "best" their fastest: eager, CUDA graphs, and under
+#: torch.compile (with CUDA graphs: mode="reduce-overhead").
+FLEXSN = (
+    "flexsn",
+    "flexsn-fused",
+    "flexsn+graph",
+    "flexsn-fused+graph",
+    "flexsn+compile",
+    "flexsn-fused+compile",
+    "flexsn+compile+cudagraphs",
+)
 
 
 def judge(rows):
@@ -467,6 +477,7 @@ def markdown(meta):
 #: of SpikingJelly's torch neurons in the same model, precision and layout.
 PLOTTED = (
     ("flexsn+compile", "#8fb0d9"),
+    ("flexsn+compile+cudagraphs", "#1b3a75"),
     ("flexsn-fused+graph", "#2f5fb3"),
     ("sj-flexsn-inductor+compile", "#d9a05b"),
     ("floor+graph", "#999999"),
