@@ -361,15 +361,7 @@ COMPILE_TARGETS = [
 ]
 #: FlexSN's paths, "best" their fastest: eager, CUDA graphs, and under
 #: torch.compile (with CUDA graphs: mode="reduce-overhead").
-FLEXSN = (
-    "flexsn",
-    "flexsn-fused",
-    "flexsn+graph",
-    "flexsn-fused+graph",
-    "flexsn+compile",
-    "flexsn-fused+compile",
-    "flexsn+compile+cudagraphs",
-)
+FLEXSN = tuple(v for v in VARIANTS if v.startswith("flexsn"))
 
 
 def judge(rows):

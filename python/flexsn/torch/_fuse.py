@@ -337,7 +337,7 @@ class _FuseAtCall:
             and len(self.graphs) < self.LIMIT
             # torch.compile cannot trace torch.fx's tracing: a signature
             # first met there runs unfused, and fuses at its first eager
-            # call (docs/Python.md, "fuse and torch.compile").
+            # call (docs/Python.md, fuse's "Limits").
             and not compiling()
         ):
             entry = self.graphs[key] = self._fuse(args)
