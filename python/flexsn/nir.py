@@ -251,7 +251,13 @@ def read(path: Union[str, pathlib.Path]) -> Union[Graph, Node]:
     """The graph (or the single node) of the NIR file at `path`, written by
     NIR 1.0.x, by its 0.2.0 predecessor, or by `write`."""
     h5py = _h5py()
-    with h5py.File(path, "r") as f:
+    try:
+        f = h5py.File(path, "r")
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # h5py's message does not name the file
+        raise NIRError(f"{path}: not a NIR file (not HDF5: {error})") from None
+    with f:
         if "node" not in f:
             raise NIRError(f"{path}: not a NIR file (no 'node' group)")
         return _read_node(f["node"], "")

@@ -372,6 +372,16 @@ def test_bad_files_name_the_node(tmp_path):
         f.create_dataset("x", data=1)
     with pytest.raises(nir.NIRError, match="not a NIR file"):
         nir.read(tmp_path / "plain.h5")
+    # Not HDF5 at all (an empty file, as a missing Git LFS object leaves,
+    # or other bytes): an error naming the file; a missing file stays one.
+    for name, data in (("empty.nir", b""), ("text.nir", b"version 1.0\n")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(
+            nir.NIRError, match=f"{name}: not a NIR file \\(not HDF5"
+        ):
+            nir.read(tmp_path / name)
+    with pytest.raises(FileNotFoundError):
+        nir.read(tmp_path / "absent.nir")
 
 
 def test_ids_with_dots_as_nirs_writer_makes_them(tmp_path):
