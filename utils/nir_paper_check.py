@@ -4,9 +4,11 @@ read with flexsn.nir and built with flexsn.torch.from_nir (dt = 1e-4 s,
 the paper's), or the error that refuses it; then the single-LIF graph,
 exported by Norse and by Rockpool, run on the paper's input (column 0 of
 `paper/01_lif/lif_exact.csv`), its spike steps against each framework's
-trace in `paper/01_lif/*.csv` (column 2: spikes).
+trace in `paper/01_lif/*.csv` (column 2: spikes). Further `.nir` files
+named after the checkout (other frameworks' files) are read and built
+too.
 
-    PYTHONPATH=python python3 utils/nir_paper_check.py PATH/TO/NIR
+    PYTHONPATH=python python3 utils/nir_paper_check.py PATH/TO/NIR [FILE...]
 
 docs/NIR.md holds a run ("Files from other frameworks").
 """
@@ -28,7 +30,7 @@ def spike_steps(column) -> list:
     return np.nonzero(np.asarray(column))[0].tolist()
 
 
-def main(root: str) -> int:
+def main(root: str, others=()) -> int:
     paper = os.path.join(root, "paper")
     files = sorted(
         glob.glob(os.path.join(paper, "**", "*.nir"), recursive=True)
@@ -37,8 +39,8 @@ def main(root: str) -> int:
         print(f"no .nir files under {paper}")
         return 2
     print("| file | read and built |\n|---|---|")
-    for path in files:
-        name = os.path.relpath(path, paper)
+    for path in files + list(others):
+        name = os.path.relpath(path, paper) if path in files else path
         try:
             graph = flexsn.nir.read(path)
             from_nir(graph, dt=DT)
@@ -62,7 +64,7 @@ def main(root: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__)
         sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], sys.argv[2:]))
