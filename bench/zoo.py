@@ -168,9 +168,12 @@ def without_neurons(torch, net):
     return net
 
 
-def build(torch, model, variant, layout, device, factory=None):
+def build(
+    torch, model, variant, layout, device, factory=None, recompute=False
+):
     """The variant's model on `device` in `layout` (before fusing and
-    compiling)."""
+    compiling); with `recompute`, FlexSN's neurons recompute their saves
+    in the backward (flexsn.torch.set_recompute)."""
     import flexsn.torch
 
     if factory is not None:  # the smoke run's in-repo models
@@ -182,6 +185,7 @@ def build(torch, model, variant, layout, device, factory=None):
         net = sj_model(torch, model)
     if variant.startswith("flexsn"):
         net = flexsn.torch.convert(net)
+        flexsn.torch.set_recompute(net, recompute)
     elif variant.startswith("floor"):
         net = without_neurons(torch, net)
     net = net.to(device)
@@ -259,6 +263,7 @@ def run_one(
     factory=None,
     resolution=RES,
     profile=False,
+    recompute=False,
 ):
     row = dict(
         model=model,
@@ -267,6 +272,8 @@ def run_one(
         layout=layout,
         batch=batch_size,
     )
+    if recompute and variant.startswith("flexsn"):
+        row["recompute"] = True
     if variant.startswith("sj-flexsn-inductor") and model == "spikformer_ti":
         return dict(row, skipped="its constructor hard-codes its neurons")
     device = "cuda" if torch.cuda.is_available() and factory is None else "cpu"
@@ -275,7 +282,7 @@ def run_one(
     losses = []
     try:
         t0 = time.perf_counter()
-        net = build(torch, model, variant, layout, device, factory)
+        net = build(torch, model, variant, layout, device, factory, recompute)
         built = time.perf_counter()
         keep, step = training_step(
             torch, net, variant, precision, x, labels, losses
@@ -433,7 +440,7 @@ def markdown(meta):
             r["precision"],
             r["layout"],
             r["batch"],
-            r["variant"],
+            r["variant"] + (" (recompute)" if r.get("recompute") else ""),
         )
         if "step_ms" not in r:
             why = r.get("error") or r.get("skipped", "")
@@ -658,6 +665,12 @@ def main(argv):
         help="also profile each row's GPU kernels (torch.profiler)",
     )
     ap.add_argument(
+        "--recompute",
+        action="store_true",
+        help="FlexSN's neurons keep their inputs and recompute what their "
+        "backward reads (flexsn.torch.set_recompute): less memory",
+    )
+    ap.add_argument(
         "--torch-step-max-neurons",
         type=int,
         metavar="N",
@@ -696,7 +709,14 @@ def main(argv):
     ]
     runs.sort(key=lambda run: "+compile" in run[1])
     rows = [
-        run_one(torch, timer, *run, args.reps, profile=args.profile)
+        run_one(
+            torch,
+            timer,
+            *run,
+            args.reps,
+            profile=args.profile,
+            recompute=args.recompute,
+        )
         for run in runs
     ]
     meta = dict(

@@ -31,9 +31,9 @@ from torch import nn
 
 from flexsn.torch import (
     FlexSN,
+    compile_policy,
     fuse,
-    get_compile_policy,
-    set_compile_policy,
+    set_recompute,
 )
 
 #: The tolerance on the relative difference in norm of whole tensors, per
@@ -72,7 +72,9 @@ class Case:
     compilation together; "compiled" compiles it as the fused one, which
     checks fusion alone under torch.compile (Inductor's rounding differs
     from eager's, and in a deep spiking model flips spikes near the
-    threshold: compiled against eager is then no longer per tensor)."""
+    threshold: compiled against eager is then no longer per tensor).
+    `recompute`: the fused model's neurons recompute their saves in the
+    backward (flexsn.torch.set_recompute), the unfused model's save."""
 
     device: str = "cpu"
     layout: str = "row_major"
@@ -80,6 +82,7 @@ class Case:
     modes: Sequence[str] = ("train", "train")
     compiled: str = ""
     reference: str = "eager"
+    recompute: bool = False
 
     def __str__(self):
         return (
@@ -87,6 +90,7 @@ class Case:
             f"{'+'.join(self.modes)}"
             + (f"-compiled({self.compiled})" if self.compiled else "")
             + ("-against-compiled" if self.reference == "compiled" else "")
+            + ("-recompute" if self.recompute else "")
         )
 
 
@@ -289,12 +293,8 @@ def _compile_policy(compiled: str):
     if not compiled:
         yield
         return
-    before = get_compile_policy()
-    set_compile_policy(compiled.partition("+")[0])
-    try:
+    with compile_policy(compiled.partition("+")[0]):
         yield
-    finally:
-        set_compile_policy(before)
 
 
 def compare(
@@ -319,6 +319,8 @@ def compare(
     dtype = torch.bfloat16 if case.precision == "bf16" else torch.float32
     unfused = _build(make_model, seed, case.device, dtype, case.layout)
     fused = fuse(_build(make_model, seed, case.device, dtype, case.layout))
+    if case.recompute:
+        assert set_recompute(fused, True), "no FlexSN neuron to recompute"
     reference = (
         _build(make_model, seed, case.device, torch.float32, case.layout)
         if half

@@ -346,3 +346,64 @@ def test_compiled(neuron, connection, layout, precision, compiled):
         Case("cuda", layout, precision, SWITCHING, compiled),
     )
     report.check()
+
+
+#: (neuron, connection, layout, precision): the fused model with
+#: recomputing neurons (flexsn.torch.set_recompute) against the unfused
+#: model that saves: each spiking neuron, the pre-neuron add, both
+#: layouts and a half precision.
+RECOMPUTED = [
+    ("lif", "add", "row_major", "f32"),
+    ("lif", "add", "channels_last", "f32"),
+    ("plif", "pre_add", "row_major", "f32"),
+    ("if", "none", "channels_last", "f32"),
+    ("core", "iand", "row_major", "f32"),
+    ("lif", "and", "row_major", "amp"),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "neuron,connection,layout,precision",
+    RECOMPUTED,
+    ids=["-".join(case) for case in RECOMPUTED],
+)
+def test_recompute(device, neuron, connection, layout, precision):
+    """Recomputing the saves in the backward changes nothing: a fused
+    model whose neurons and blocks keep their inputs (and recompute what
+    the backward reads) computes what the unfused saving model computes,
+    across calls that switch between training and eval."""
+    report = compare(
+        lambda: Net(neuron, connection),
+        inputs(SHAPE),
+        Case(device, layout, precision, SWITCHING, recompute=True),
+    )
+    report.check()
+
+
+#: The recomputing fused model under torch.compile (the custom op keeps
+#: the inputs; its backward op recomputes), with CUDA graphs too.
+COMPILED_RECOMPUTED = [
+    ("lif", "add", "row_major", "f32", "kernels"),
+    ("plif", "pre_add", "channels_last", "f32", "kernels"),
+    ("lif", "add", "row_major", "amp", "kernels+cudagraphs"),
+]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(
+    not hasattr(torch, "compile") or not torch.cuda.is_available(),
+    reason="torch.compile and a CUDA GPU",
+)
+@pytest.mark.parametrize(
+    "neuron,connection,layout,precision,compiled",
+    COMPILED_RECOMPUTED,
+    ids=["-".join(case) for case in COMPILED_RECOMPUTED],
+)
+def test_compiled_recompute(neuron, connection, layout, precision, compiled):
+    report = compare(
+        lambda: Net(neuron, connection),
+        inputs(SHAPE),
+        Case("cuda", layout, precision, SWITCHING, compiled, recompute=True),
+    )
+    report.check()

@@ -205,6 +205,23 @@ def test_compile_policy_refuses_an_unknown_one():
     assert flexsn.torch.get_compile_policy() == "by_size"
 
 
+def test_compile_policy_is_scoped():
+    """compile_policy sets a policy for its block and restores the one
+    before, when the block raises too; an unknown one changes nothing."""
+    with flexsn.torch.compile_policy("kernels"):
+        assert flexsn.torch.get_compile_policy() == "kernels"
+        with pytest.raises(RuntimeError, match="inside"):
+            with flexsn.torch.compile_policy("torch_step"):
+                assert flexsn.torch.get_compile_policy() == "torch_step"
+                raise RuntimeError("inside")
+        assert flexsn.torch.get_compile_policy() == "kernels"
+        with pytest.raises(ValueError, match="'always'"):
+            with flexsn.torch.compile_policy("always"):
+                pass
+        assert flexsn.torch.get_compile_policy() == "kernels"
+    assert flexsn.torch.get_compile_policy() == "by_size"
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_fused_model_runs_its_modules_when_compiled(device, as_compiled):
     """Under torch.compile a fused chain runs the batch norm and the
@@ -350,9 +367,7 @@ def test_custom_op_with_dynamic_shapes(copied):
     compiles nothing inside the traced frame (fullgraph: no break)."""
     import copy
 
-    before = function.get_compile_policy()
-    function.set_compile_policy("kernels")
-    try:
+    with flexsn.torch.compile_policy("kernels"):
         lif = LIFNode(step_mode="m").cuda()
         lif(torch.zeros(1, 1, device="cuda"))  # compiled here
         neuron = copy.deepcopy(lif) if copied else lif
@@ -369,5 +384,55 @@ def test_custom_op_with_dynamic_shapes(copied):
                 results.append((y.detach(), x.grad, neuron.v.detach()))
             for got, want in zip(*results):
                 assert relative(got, want) < 1e-6, shape
-    finally:
-        function.set_compile_policy(before)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or not flexsn.torch.has_custom_op(),
+    reason="CUDA and torch.library.custom_op",
+)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LIFNode(step_mode="m"),
+        lambda: ParametricLIFNode(step_mode="m"),
+        lambda: FlexSN("izhikevich", store_state_seqs=True),
+    ],
+    ids=["lif", "plif", "izhikevich-state-seqs"],
+)
+def test_custom_op_recomputing(make):
+    """Under torch.compile (the kernels' custom op), a recomputing neuron
+    computes what the eager saving one does: outputs, final states, the
+    input's and the parameters' gradients, from a given initial state
+    too. Turning `recompute` on after a compiled call takes effect."""
+    with flexsn.torch.compile_policy("kernels"):
+        torch._dynamo.reset()
+        neuron = make().cuda()
+        compiled = torch.compile(neuron, fullgraph=True)
+        gen = torch.Generator().manual_seed(3)
+        x0 = (torch.rand((6, 3, 40), generator=gen) * 12.0).cuda()
+        weights = torch.randn(x0.shape, generator=gen).cuda()
+
+        def call(run, recompute, pieces):
+            neuron.recompute = recompute
+            neuron.reset()
+            for p in neuron.parameters():
+                p.grad = None
+            x = x0.clone().requires_grad_(True)
+            ys = [run(x[:3]), run(x[3:])] if pieces else [run(x)]
+            y = torch.cat([y if torch.is_tensor(y) else y[0] for y in ys])
+            (y * weights).sum().backward()
+            states = [s for s in neuron.states if torch.is_tensor(s)]
+            return (
+                [y.detach(), x.grad]
+                + [s.detach() for s in states]
+                + [p.grad for p in neuron.parameters()]
+            )
+
+        for pieces in (False, True):
+            want = call(neuron, False, pieces)
+            for recompute in (False, True):
+                got = call(compiled, recompute, pieces)
+                assert len(got) == len(want)
+                for k, (g, w) in enumerate(zip(got, want)):
+                    assert relative(g, w) < 1e-6, (pieces, recompute, k)

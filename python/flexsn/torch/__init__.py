@@ -12,6 +12,7 @@ from ._convert import convert
 from ._delay import Delay
 from ._function import (
     Handle,
+    compile_policy,
     get_compile_policy,
     has_custom_op,
     scan,
@@ -19,7 +20,13 @@ from ._function import (
 )
 from ._fuse import fuse
 from ._kernels import unpack_spikes
-from ._modules import FlexSN, IFNode, LIFNode, ParametricLIFNode
+from ._modules import (
+    FlexSN,
+    IFNode,
+    LIFNode,
+    ParametricLIFNode,
+    set_recompute,
+)
 from ._nir import NIRModel, from_nir, to_nir
 from ._recurrent import Recurrent
 
@@ -35,6 +42,7 @@ __all__ = [
     "ParametricLIFNode",
     "Recurrent",
     "Residual",
+    "compile_policy",
     "convert",
     "from_nir",
     "fuse",
@@ -42,6 +50,7 @@ __all__ = [
     "has_custom_op",
     "scan",
     "set_compile_policy",
+    "set_recompute",
     "to_nir",
     "unpack_spikes",
 ]

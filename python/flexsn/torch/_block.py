@@ -642,7 +642,14 @@ def run_block(
         inits.append(None)  # each call's sum starts at zero
     inputs = [x] if skip is None else [x, skip]
     outputs, finals = scan(
-        program.handle, inputs, inits, trainable, runtime, False, statistics
+        program.handle,
+        inputs,
+        inits,
+        trainable,
+        runtime,
+        False,
+        statistics,
+        getattr(neuron, "recompute", False),
     )
     states[:] = finals[: len(states)]
     return finals[-1] if readout else outputs[0]

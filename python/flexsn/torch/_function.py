@@ -14,6 +14,7 @@ states + trainable + shaped runtime tensors`; scalar runtime values travel
 apart.
 """
 
+import contextlib
 import itertools
 import threading
 from typing import Dict, List, Optional, Sequence
@@ -246,7 +247,15 @@ class _ScanFunction(torch.autograd.Function):
     and bias) follow the others. Its backward runs in this node's, after
     the kernel's: one autograd node for the batch norm and the block,
     where a node of its own would cost each call the host time of another
-    Function (tens of microseconds)."""
+    Function (tens of microseconds).
+
+    With `recompute`, the forward runs the inference kernels and saves
+    its inputs instead of the workspace; the backward runs the training
+    forward again (writing only the workspace) before the backward
+    kernel. Nothing of the size of the inputs is then held from the
+    forward to the backward beyond the inputs themselves, which a block's
+    batch norm (or torch.compile's recomputation of the neuron's input)
+    already keeps: activation checkpointing of the neuron."""
 
     @staticmethod
     def forward(
@@ -258,6 +267,7 @@ class _ScanFunction(torch.autograd.Function):
         finals,
         in_place,
         normalization,
+        recompute,
         *tensors,
     ):
         handle = _registry[handle_id]
@@ -269,28 +279,46 @@ class _ScanFunction(torch.autograd.Function):
         values = _runtime_values(handle, trainable, runtime)
         shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
-        outputs, states, workspace = kernels.forward(
-            inputs, inits, values, shaped, finals, in_place
-        )
-        if finals:
-            # Views of the last step (no copy on the device); an initial
-            # state returned as a result must be a new tensor.
-            states = final_states(states, inits, copy_inits=True)
+        if recompute:
+            outputs, states = kernels.inference(
+                inputs,
+                inits,
+                values,
+                not finals,
+                shaped=shaped,
+                in_place=in_place,
+            )
+            workspace = None
+        else:
+            outputs, states, workspace = kernels.forward(
+                inputs, inits, values, shaped, finals, in_place
+            )
+            if finals:
+                # Views of the last step (no copy on the device); an
+                # initial state returned as a result must be a new tensor.
+                states = final_states(states, inits, copy_inits=True)
         ctx.handle, ctx.values, ctx.finals = handle, values, finals
         ctx.present, ctx.in_place = present, in_place
         ctx.trainable_like = [(t.dtype, t.shape) for t in trainable]
         ctx.num_inputs, ctx.num_fixed = num_inputs, len(fixed)
+        ctx.recompute, ctx.num_inits = recompute, len(inits)
         # Only the inputs the backward kernel reads are saved (an input's
         # memory is then free after the forward), and the shaped
         # parameters, which it reads again: saved, so that changing one
-        # in place before backward is an error.
-        read = kernels.inputs_read_by_backward(DTYPES[inputs[0].dtype])
+        # in place before backward is an error. A recomputing call saves
+        # every input and given initial state instead of the workspace.
+        read = (
+            range(num_inputs)
+            if recompute
+            else kernels.inputs_read_by_backward(DTYPES[inputs[0].dtype])
+        )
         ctx.like = None if 0 in read else TensorLike(inputs[0])
         ctx.normalization = normalization
         normalized = () if normalization is None else (inputs[0],)
         ctx.save_for_backward(
             workspace,
             *(x if i in read else None for i, x in enumerate(inputs)),
+            *(inits if recompute else ()),
             *shaped,
             *normalized,
         )
@@ -303,10 +331,23 @@ class _ScanFunction(torch.autograd.Function):
         normalization = ctx.normalization
         if normalization is not None:
             *rest, normalized = rest
-        inputs, shaped = rest[: ctx.num_inputs], rest[ctx.num_inputs :]
+        inputs, rest = rest[: ctx.num_inputs], rest[ctx.num_inputs :]
         handle = ctx.handle
         like = ctx.like or inputs[0]
         kernels = handle.kernels_for(like)
+        if ctx.recompute:
+            inits, shaped = rest[: ctx.num_inits], rest[ctx.num_inits :]
+            _, _, workspace = kernels.forward(
+                list(inputs),
+                list(inits),
+                ctx.values,
+                shaped,
+                ctx.finals,
+                ctx.in_place,
+                results=False,
+            )
+        else:
+            shaped = rest
         n_out = kernels.num_outputs
         grad_outputs, grad_states = grads[:n_out], grads[n_out:]
         none = [None] * kernels.num_states
@@ -338,10 +379,10 @@ class _ScanFunction(torch.autograd.Function):
                 normalized,
                 grad_inputs[0],
                 grad_params,
-                ctx.needs_input_grad[7],
+                ctx.needs_input_grad[8],
             )
         return (
-            (None,) * 7
+            (None,) * 8
             + tuple(grad_inputs)
             + tuple(grad_inits)
             + tuple(grad_params)
@@ -359,11 +400,12 @@ def scan_autograd(
     store_state_seqs: bool,
     in_place: bool = False,
     normalization=None,
+    recompute: bool = False,
 ):
     """Outputs and states (sequences, or final states when not
     `store_state_seqs`), differentiable through the training kernels when
     any tensor needs a gradient. `in_place`: see call_layout's IN_PLACE;
-    `normalization`: see _ScanFunction."""
+    `normalization`, `recompute`: see _ScanFunction."""
     runtime, fixed = split_runtime(handle, runtime)
     extra = () if normalization is None else normalization.tensors
     needs_grad = torch.is_grad_enabled() and any(
@@ -390,6 +432,7 @@ def scan_autograd(
         not store_state_seqs,
         in_place,
         normalization,
+        bool(recompute),
         *inputs,
         *(s for s in inits if s is not None),
         *trainable,
@@ -438,6 +481,18 @@ def get_compile_policy() -> str:
     return _compile_policy
 
 
+@contextlib.contextmanager
+def compile_policy(policy: str):
+    """set_compile_policy(policy) for the graphs traced inside the block;
+    the policy before it again after, however the block ends."""
+    before = _compile_policy
+    set_compile_policy(policy)
+    try:
+        yield
+    finally:
+        set_compile_policy(before)
+
+
 def _runs_torch_step(x) -> bool:
     """Whether a traced call on input `x` ([T, N...], T > 0) runs the
     PyTorch step under the compile policy."""
@@ -476,10 +531,13 @@ if _HAS_CUSTOM_OP:
         runtime: List[float],
         training: bool,
         store_state_seqs: bool,
+        recompute: bool,
     ) -> List[Tensor]:
         """Outputs, then states (sequences when store_state_seqs; else
         final states, which training returns as `[steps, N...]`, see
         NeuronKernels.state_steps), then the workspace when training.
+        Training with `recompute` runs the inference kernels (no
+        workspace): its backward recomputes the saves.
         `tensors` are the inputs, the given initial states, the
         trainable parameters and the shaped runtime parameters;
         `present_mask` has bit s set when initial state s is given;
@@ -494,7 +552,7 @@ if _HAS_CUSTOM_OP:
         values = _runtime_values(handle, trainable, runtime)
         shaped = _shaped_tensors(handle, trainable, fixed)
         kernels = handle.kernels_for(inputs[0])
-        if training:
+        if training and not recompute:
             outputs, states, workspace = kernels.forward(
                 inputs, inits, values, shaped, not store_state_seqs
             )
@@ -518,6 +576,7 @@ if _HAS_CUSTOM_OP:
         runtime,
         training,
         store_state_seqs,
+        recompute,
     ):
         handle = _registry[handle_id]
         x = tensors[0]
@@ -525,6 +584,7 @@ if _HAS_CUSTOM_OP:
         outputs = handle.kernels(x.device).empty_outputs(
             x, "dense" if training else handle.spikes
         )
+        training = training and not recompute
         if training:
             kernels = handle.kernels(x.device)
             steps = kernels.state_steps(
@@ -561,8 +621,9 @@ if _HAS_CUSTOM_OP:
     def _scan_backward_op(
         handle_id: int,
         grads: List[Optional[Tensor]],
-        workspace: Tensor,
+        workspace: Optional[Tensor],
         inputs: List[Tensor],
+        inits: List[Tensor],
         trainable: List[Tensor],
         fixed: List[Tensor],
         present_mask: int,
@@ -574,7 +635,10 @@ if _HAS_CUSTOM_OP:
         `fixed` are the shaped runtime parameters (no gradient). With
         `finals` (the forward did not store state sequences), the states'
         gradients are those of the final states where the forward kernel
-        kept only those."""
+        kept only those. Without a `workspace` (a recomputing forward,
+        which returned final states as `[N...]`), the training forward
+        first recomputes it from the inputs and the given initial states
+        `inits`."""
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
         kernels = handle.kernels_for(inputs[0])
@@ -582,7 +646,21 @@ if _HAS_CUSTOM_OP:
         shaped = _shaped_tensors(handle, trainable, fixed)
         n_out = kernels.num_outputs
         grad_states, grad_finals = grads[n_out:], None
-        if kernels.forward_kernel(
+        if workspace is None:
+            given = iter(inits)
+            _, _, workspace = kernels.forward(
+                inputs,
+                [next(given) if p else None for p in present],
+                values,
+                shaped,
+                finals,
+                results=False,
+            )
+            if finals:
+                grad_finals, grad_states = grad_states, [None] * len(
+                    grad_states
+                )
+        elif kernels.forward_kernel(
             _dtype_name(inputs[0]), finals
         ).spec.final_states:
             # [steps, N...] with steps = min(T, 1): the last step's.
@@ -616,6 +694,7 @@ if _HAS_CUSTOM_OP:
         grads,
         workspace,
         inputs,
+        inits,
         trainable,
         fixed,
         present_mask,
@@ -643,17 +722,26 @@ if _HAS_CUSTOM_OP:
             runtime,
             training,
             store_state_seqs,
+            recompute,
         ) = inputs
         handle = _registry[handle_id]
         present = _decode(present_mask, len(handle.info.states))
-        ins, _, trainable, fixed = split_tensors(
+        ins, inits, trainable, fixed = split_tensors(
             tensors, num_inputs, present, handle.num_trainable
         )
         ctx.handle_id, ctx.present_mask = handle_id, present_mask
         ctx.runtime, ctx.finals = runtime, not store_state_seqs
         ctx.num_inputs, ctx.num_trainable = num_inputs, len(trainable)
         ctx.num_fixed = len(fixed)
-        ctx.num_results = len(output) - 1
+        ctx.recompute = recompute
+        ctx.num_results = len(output) - (0 if recompute else 1)
+        if recompute:
+            # The backward recomputes the workspace from every input and
+            # given initial state.
+            given = [s for s in inits if s is not None]
+            ctx.num_inits = len(given)
+            ctx.save_for_backward(*ins, *given, *trainable, *fixed)
+            return
         # An input the backward kernel does not read is saved as a stand-in
         # of its shape and dtype (one element), not holding its memory.
         read = handle.kernels_for(ins[0]).inputs_read_by_backward(
@@ -663,18 +751,23 @@ if _HAS_CUSTOM_OP:
             x if i in read else x.new_zeros(()).expand(x.shape)
             for i, x in enumerate(ins)
         ]
+        ctx.num_inits = 0
         ctx.save_for_backward(output[-1], *ins, *trainable, *fixed)
 
     def _backward(ctx, grads):
-        workspace, *rest = ctx.saved_tensors
+        rest = list(ctx.saved_tensors)
+        workspace = None if ctx.recompute else rest.pop(0)
         n_in, n_tr = ctx.num_inputs, ctx.num_trainable
-        inputs, trainable = rest[:n_in], rest[n_in : n_in + n_tr]
-        fixed = rest[n_in + n_tr :]
+        n_init = ctx.num_inits
+        inputs, inits = rest[:n_in], rest[n_in : n_in + n_init]
+        trainable = rest[n_in + n_init : n_in + n_init + n_tr]
+        fixed = rest[n_in + n_init + n_tr :]
         results = _scan_backward_op(
             ctx.handle_id,
             list(grads[: ctx.num_results]),
             workspace,
             list(inputs),
+            list(inits),
             list(trainable),
             list(fixed),
             ctx.present_mask,
@@ -689,6 +782,7 @@ if _HAS_CUSTOM_OP:
             None,
             None,
             [None] * len(ctx.runtime),
+            None,
             None,
             None,
         )
@@ -707,9 +801,12 @@ def scan(
     runtime,
     store_state_seqs: bool,
     normalization=None,
+    recompute: bool = False,
 ):
     """Runs a neuron over sequences: (outputs, states), differentiable
-    through the generated training kernels. States are sequences with
+    through the generated training kernels; with `recompute`, a training
+    call keeps its inputs instead of the workspace, which its backward
+    recomputes (_ScanFunction). States are sequences with
     `store_state_seqs`, else final states. `trainable`: a tensor per
     trainable parameter (declaration order; a per-neuron one of the neuron
     shape, a per-channel one of shape [C], float32); `runtime`: the other
@@ -758,6 +855,7 @@ def scan(
                 store_state_seqs,
                 layout is IN_PLACE,
                 normalization,
+                recompute,
             )
         if normalization is not None:
             inputs, trainable = normalization.attach(inputs, trainable)
@@ -768,6 +866,7 @@ def scan(
                 layout, handle.info, inputs, inits, trainable, runtime
             ),
             store_state_seqs,
+            recompute=recompute,
         )
         back = layout.sequence_back if store_state_seqs else layout.step_back
         return (
@@ -799,10 +898,11 @@ def scan(
         [float(v) for v in runtime],
         training,
         store_state_seqs,
+        bool(recompute),
     )
     n_out = len(handle.info.outputs)
     outputs = list(results[:n_out])
     states = list(results[n_out : n_out + len(handle.info.states)])
-    if training and not store_state_seqs:
+    if training and not store_state_seqs and not recompute:
         states = final_states(states, inits)
     return outputs, states

@@ -758,16 +758,20 @@ class NeuronKernels:
         finals=False,
         in_place=False,
         coupling=None,
+        results=True,
     ):
         """Training forward: outputs, states ([steps, N...], see
         state_steps; with `finals`, final states where the kernel keeps
-        them) and the workspace. The caller has checked the tensors
-        (check_inputs). `in_place`: the tensors share the first input's
-        dense memory order (call_layout's IN_PLACE), which the results
-        take too; else they are made row-major. `coupling`: the [H, H]
-        float32 weights M of the coupled kernel, whose inputs are
-        [T, B, H] (#flexsn.kernel's coupling: input 0 of neuron j at step t
-        gains sum over k of M[k, j] times output 0 of neuron k at t - 1)."""
+        them) and the workspace. Without `results`, only the workspace is
+        written (outputs and states are None, NULL buffers): the backward
+        of a call that recomputes its saves (scan's `recompute`). The
+        caller has checked the tensors (check_inputs). `in_place`: the
+        tensors share the first input's dense memory order (call_layout's
+        IN_PLACE), which the results take too; else they are made
+        row-major. `coupling`: the [H, H] float32 weights M of the coupled
+        kernel, whose inputs are [T, B, H] (#flexsn.kernel's coupling:
+        input 0 of neuron j at step t gains sum over k of M[k, j] times
+        output 0 of neuron k at t - 1)."""
         x0 = inputs[0]
         dtype = storage_type(
             inputs + [s for s in inits if s is not None], self.info.name
@@ -778,19 +782,23 @@ class NeuronKernels:
         T, shape = x0.shape[0], tuple(x0.shape[1:])
         N = math.prod(shape)
         device = x0.device
-        outputs = [
-            sequence_like(x0, T, in_place) for _ in range(self.num_outputs)
-        ]
         if coupling is None:
             kernel = self.forward_kernel(dtype, finals)
         else:
             kernel = self.kernel(
                 "forward", dtype, final_states=finals, coupled=True
             )
-        states = [
-            sequence_like(x0, steps, in_place)
-            for steps in self.state_steps(kernel, T)
-        ]
+        if results:
+            outputs = [
+                sequence_like(x0, T, in_place) for _ in range(self.num_outputs)
+            ]
+            states = [
+                sequence_like(x0, steps, in_place)
+                for steps in self.state_steps(kernel, T)
+            ]
+        else:
+            outputs = [None] * self.num_outputs
+            states = [None] * self.num_states
         workspace = self._workspace(kernel, T, N, N, device)
         if T == 0 or N == 0:
             return outputs, states, workspace

@@ -66,6 +66,14 @@ class FlexSN(StatefulModule):
     the inputs, initial states and results of every call and raises
     FloatingPointError naming the first tensor, step and neuron that holds
     a NaN or an infinity (a debugging aid: it synchronizes).
+    `recompute=True` (an attribute too; `flexsn.torch.set_recompute` sets
+    it on a whole model) trades time for training memory: a training call
+    keeps its inputs rather than what its backward reads (LIF: its
+    charge, as many bytes as its input in float32), and the backward runs
+    the training forward again to recompute it. Where the input is kept
+    anyway (a fused batch norm's input, or under torch.compile, which can
+    recompute the input from it), the call then holds nothing of its own
+    from the forward to the backward (docs/Python.md measures it).
 
     States: an entry of `states` is None (the state's reset value, zero
     here), a number (broadcast over the neurons at the next call) or a
@@ -133,6 +141,7 @@ class FlexSN(StatefulModule):
         requires_grad=None,
         backend=None,
         check_finite: bool = False,
+        recompute: bool = False,
         options: Optional[CompileOptions] = None,
         **compile_options,
     ):
@@ -228,6 +237,7 @@ class FlexSN(StatefulModule):
         info = self._info
         self.store_state_seqs = store_state_seqs
         self.check_finite = bool(check_finite)
+        self.recompute = bool(recompute)
         self._runtime_names = []
         shared = (
             {
@@ -364,6 +374,8 @@ class FlexSN(StatefulModule):
         old = state.pop("_compile_options", None)
         if old is not None and "_options" not in state:
             state["_options"] = CompileOptions.of(_MODULE_OPTIONS, **old)
+        # And one pickled before `recompute` saved what its backward reads.
+        state.setdefault("recompute", False)
         super().__setstate__(state)
 
     @property
@@ -501,12 +513,16 @@ class FlexSN(StatefulModule):
                 else ""
             )
             + (f", num_channels={self.num_channels}" if info.channels else "")
-            + {
-                "dense": "",
-                "u8": ", spike_dtype=torch.uint8",
-                "bits": ", spike_dtype='bits'",
-            }[self._spikes]
+            + self._storage_repr()
         )
+
+    def _storage_repr(self) -> str:
+        """The repr of how spikes are stored and what training keeps."""
+        return {
+            "dense": "",
+            "u8": ", spike_dtype=torch.uint8",
+            "bits": ", spike_dtype='bits'",
+        }[self._spikes] + (", recompute=True" if self.recompute else "")
 
     # -- calls ---------------------------------------------------------------
 
@@ -534,6 +550,7 @@ class FlexSN(StatefulModule):
             trainable,
             runtime,
             self.store_state_seqs,
+            recompute=self.recompute,
         )
         if self.check_finite:
             self._check_finite("output", info.outputs, outputs, True)
@@ -889,11 +906,7 @@ class _NodeBase(FlexSN):
             f"step_mode={self.step_mode}, backend={self.backend}"
             + self._neuron_repr()
         )
-        text += {
-            "dense": "",
-            "u8": ", spike_dtype=torch.uint8",
-            "bits": ", spike_dtype='bits'",
-        }[self._spikes]
+        text += self._storage_repr()
         surrogate = self._surrogate
         return text + (
             f"\n(surrogate_function): "
@@ -1064,3 +1077,17 @@ def _check_tau(name: str, tau) -> None:
         or not math.isfinite(tau)
     ):
         raise ValueError(f"{name} must be a finite number > 1, got {tau!r}")
+
+
+def set_recompute(model: nn.Module, enabled: bool = True) -> int:
+    """Sets `recompute` on every FlexSN neuron of `model` (a fused block
+    follows its neuron's) and returns how many it set: with it, training
+    calls keep their inputs instead of what their backward reads and
+    recompute that in the backward (FlexSN's `recompute`). A recurrent
+    layer's coupled kernels (Recurrent) save as before."""
+    count = 0
+    for module in model.modules():
+        if isinstance(module, FlexSN):
+            module.recompute = bool(enabled)
+            count += 1
+    return count
