@@ -400,11 +400,22 @@ def test_custom_op_with_dynamic_shapes(copied):
     ],
     ids=["lif", "plif", "izhikevich-state-seqs"],
 )
-def test_custom_op_recomputing(make):
+def test_custom_op_recomputing(make, monkeypatch):
     """Under torch.compile (the kernels' custom op), a recomputing neuron
     computes what the eager saving one does: outputs, final states, the
     input's and the parameters' gradients, from a given initial state
-    too. Turning `recompute` on after a compiled call takes effect."""
+    too. Turning `recompute` on after a compiled call takes effect: each
+    call's backward then recomputes its workspace, once."""
+    from flexsn.torch._kernels import NeuronKernels
+
+    recomputed = []
+    real_forward = NeuronKernels.forward
+
+    def counting(self, *args, **kwargs):
+        recomputed.append(not kwargs.get("results", True))
+        return real_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(NeuronKernels, "forward", counting)
     with flexsn.torch.compile_policy("kernels"):
         torch._dynamo.reset()
         neuron = make().cuda()
@@ -432,7 +443,10 @@ def test_custom_op_recomputing(make):
         for pieces in (False, True):
             want = call(neuron, False, pieces)
             for recompute in (False, True):
+                recomputed.clear()
                 got = call(compiled, recompute, pieces)
+                calls = 2 if pieces else 1
+                assert recomputed == [recompute] * calls, recompute
                 assert len(got) == len(want)
                 for k, (g, w) in enumerate(zip(got, want)):
                     assert relative(g, w) < 1e-6, (pieces, recompute, k)
