@@ -671,6 +671,14 @@ def main(argv):
         "backward reads (flexsn.torch.set_recompute): less memory",
     )
     ap.add_argument(
+        "--activation-memory-budget",
+        type=float,
+        metavar="F",
+        help="torch._functorch.config.activation_memory_budget for the "
+        "compiled variants (below 1, torch.compile's partitioner "
+        "recomputes more in the backward to save memory)",
+    )
+    ap.add_argument(
         "--torch-step-max-neurons",
         type=int,
         metavar="N",
@@ -694,6 +702,12 @@ def main(argv):
     if not cli.gpu_with_spikingjelly(torch, args, PROG):
         return 2
     torch.backends.cudnn.benchmark = True
+    if args.activation_memory_budget is not None:
+        import torch._functorch.config
+
+        torch._functorch.config.activation_memory_budget = (
+            args.activation_memory_budget
+        )
     if args.torch_step_max_neurons is not None:
         from flexsn.torch import _function
 
@@ -723,6 +737,7 @@ def main(argv):
         device=cli.device_name(torch, "cuda"),
         torch=torch.__version__,
         torch_step_max_neurons=args.torch_step_max_neurons,
+        activation_memory_budget=args.activation_memory_budget,
         T=T,
         resolution=RES,
         rows=rows,

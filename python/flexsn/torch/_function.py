@@ -254,8 +254,7 @@ class _ScanFunction(torch.autograd.Function):
     forward again (writing only the workspace) before the backward
     kernel. Nothing of the size of the inputs is then held from the
     forward to the backward beyond the inputs themselves, which a block's
-    batch norm (or torch.compile's recomputation of the neuron's input)
-    already keeps: activation checkpointing of the neuron."""
+    batch norm already keeps: activation checkpointing of the neuron."""
 
     @staticmethod
     def forward(

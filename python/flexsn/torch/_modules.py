@@ -71,9 +71,9 @@ class FlexSN(StatefulModule):
     keeps its inputs rather than what its backward reads (LIF: its
     charge, as many bytes as its input in float32), and the backward runs
     the training forward again to recompute it. Where the input is kept
-    anyway (a fused batch norm's input, or under torch.compile, which can
-    recompute the input from it), the call then holds nothing of its own
-    from the forward to the backward (docs/Python.md measures it).
+    anyway (a fused block's, which its batch norm's backward reads), the
+    call then holds nothing of its own from the forward to the backward
+    (docs/Python.md measures it).
 
     States: an entry of `states` is None (the state's reset value, zero
     here), a number (broadcast over the neurons at the next call) or a
