@@ -323,6 +323,16 @@ COMPILED = (
         ("lif", "add", "row_major", "amp", "kernels+cudagraphs"),
     ]
 )
+#: And with recomputing neurons (flexsn.torch.set_recompute: the custom op
+#: keeps the inputs, its backward op recomputes the workspace).
+COMPILED_RECOMPUTED = [
+    ("lif", "add", "row_major", "f32", "kernels"),
+    ("plif", "pre_add", "channels_last", "f32", "kernels"),
+    ("lif", "add", "row_major", "amp", "kernels+cudagraphs"),
+]
+COMPILED_CASES = [case + (False,) for case in COMPILED] + [
+    case + (True,) for case in COMPILED_RECOMPUTED
+]
 
 
 @pytest.mark.cuda
@@ -331,19 +341,29 @@ COMPILED = (
     reason="torch.compile and a CUDA GPU",
 )
 @pytest.mark.parametrize(
-    "neuron,connection,layout,precision,compiled",
-    COMPILED,
-    ids=["-".join(case) for case in COMPILED],
+    "neuron,connection,layout,precision,compiled,recompute",
+    COMPILED_CASES,
+    ids=[
+        "-".join(case[:5]) + ("-recompute" if case[5] else "")
+        for case in COMPILED_CASES
+    ],
 )
-def test_compiled(neuron, connection, layout, precision, compiled):
+def test_compiled(neuron, connection, layout, precision, compiled, recompute):
     """The fused model through torch.compile against the unfused model
     run eagerly, across calls that switch between training and eval: the
     compiled kernels (the `flexsn::scan` custom op) and the PyTorch step
-    compute what the eager kernels do."""
+    compute what the eager kernels do, recomputing too."""
     report = compare(
         lambda: Net(neuron, connection),
         inputs(SHAPE),
-        Case("cuda", layout, precision, SWITCHING, compiled),
+        Case(
+            "cuda",
+            layout,
+            precision,
+            SWITCHING,
+            compiled,
+            recompute=recompute,
+        ),
     )
     report.check()
 
@@ -377,33 +397,5 @@ def test_recompute(device, neuron, connection, layout, precision):
         lambda: Net(neuron, connection),
         inputs(SHAPE),
         Case(device, layout, precision, SWITCHING, recompute=True),
-    )
-    report.check()
-
-
-#: The recomputing fused model under torch.compile (the custom op keeps
-#: the inputs; its backward op recomputes), with CUDA graphs too.
-COMPILED_RECOMPUTED = [
-    ("lif", "add", "row_major", "f32", "kernels"),
-    ("plif", "pre_add", "channels_last", "f32", "kernels"),
-    ("lif", "add", "row_major", "amp", "kernels+cudagraphs"),
-]
-
-
-@pytest.mark.cuda
-@pytest.mark.skipif(
-    not hasattr(torch, "compile") or not torch.cuda.is_available(),
-    reason="torch.compile and a CUDA GPU",
-)
-@pytest.mark.parametrize(
-    "neuron,connection,layout,precision,compiled",
-    COMPILED_RECOMPUTED,
-    ids=["-".join(case) for case in COMPILED_RECOMPUTED],
-)
-def test_compiled_recompute(neuron, connection, layout, precision, compiled):
-    report = compare(
-        lambda: Net(neuron, connection),
-        inputs(SHAPE),
-        Case("cuda", layout, precision, SWITCHING, compiled, recompute=True),
     )
     report.check()
