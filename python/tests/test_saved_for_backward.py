@@ -127,14 +127,16 @@ def test_unsaved_input_gradient_matches_saved():
 
 def _call_and_gradients(module, inputs):
     """The call's outputs, final states and input and parameter gradients
-    (the loss weighs each output by a fixed random draw)."""
+    (the loss weighs each output and final state by a fixed random draw:
+    both gradients reach the backward)."""
     out = module(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
+    states = [s for s in module.states if isinstance(s, torch.Tensor)]
     gen = torch.Generator().manual_seed(1)
     sum(
-        (o * torch.randn(o.shape, generator=gen)).sum() for o in outs
+        (o * torch.randn(o.shape, generator=gen)).sum()
+        for o in list(outs) + states
     ).backward()
-    states = [s for s in module.states if isinstance(s, torch.Tensor)]
     return (
         [o.detach() for o in outs]
         + [s.detach() for s in states]
