@@ -160,13 +160,19 @@ def _shaped_tensors(handle: Handle, trainable, fixed) -> List:
     ]
 
 
+def expand_inits(given, present) -> List:
+    """The initial states: the `given` tensors in order where `present`
+    says one was given, None elsewhere."""
+    given = iter(given)
+    return [next(given) if p else None for p in present]
+
+
 def split_tensors(tensors, num_inputs: int, present, num_trainable: int):
     """(inputs, initial states with None where `present` says absent,
     trainable parameters, shaped runtime parameters) of the flat tensor
     list the op and the autograd Function take."""
     num_inits = sum(present)
-    given = iter(tensors[num_inputs : num_inputs + num_inits])
-    inits = [next(given) if p else None for p in present]
+    inits = expand_inits(tensors[num_inputs : num_inputs + num_inits], present)
     start = num_inputs + num_inits
     return (
         list(tensors[:num_inputs]),
@@ -646,10 +652,9 @@ if _HAS_CUSTOM_OP:
         n_out = kernels.num_outputs
         grad_states, grad_finals = grads[n_out:], None
         if workspace is None:
-            given = iter(inits)
             _, _, workspace = kernels.forward(
                 inputs,
-                [next(given) if p else None for p in present],
+                expand_inits(inits, present),
                 values,
                 shaped,
                 finals,
