@@ -1,7 +1,8 @@
 """flexsn.torch.Delay: y[t] = x[t - d] per neuron, against the shift
 written here in NumPy; its backward exact (each input's gradient is the
 gradient of the one output that copies it); its state across calls; to_nir
-and back."""
+and back. Each on both of the layer's paths: the scan (a shift-register
+neuron's kernels) and the gather along time."""
 
 import numpy as np
 import pytest
@@ -9,8 +10,28 @@ import torch
 
 from devices import DEVICES
 from flexsn.torch import Delay, LIFNode, from_nir, to_nir
+from flexsn.torch import _delay
 
 T, B = 9, 3
+
+
+@pytest.fixture(params=["scan", "gather"])
+def path(request, monkeypatch):
+    """Which path the layer takes; yields the number of scans it ran (a
+    list holding one count), to check that the scan path scanned and the
+    gather did not."""
+    if request.param == "gather":
+        monkeypatch.setattr(_delay, "SCAN_MAX_DELAY", 0)
+    calls = [0]
+    real = _delay.scan
+
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_delay, "scan", counting)
+    yield request.param, calls
+    assert (calls[0] > 0) == (request.param == "scan")
 
 
 def shifted(x, delays):
@@ -35,10 +56,11 @@ def shifted(x, delays):
         (np.array([0, 1, 2, 5, 0, 3, 12]), (7,)),  # one per neuron
         (2, (4,)),  # one for all
         (np.array([[[0]], [[3]]]), (2, 3, 4)),  # one per channel
+        (1, (5,)),
     ],
-    ids=["per-neuron", "scalar", "per-channel"],
+    ids=["per-neuron", "scalar", "per-channel", "one-step"],
 )
-def test_forward_and_backward_are_exact(delays, sample, device):
+def test_forward_and_backward_are_exact(delays, sample, device, path):
     layer = Delay(delays).to(device)
     x = torch.randn((T, B) + sample, device=device, requires_grad=True)
     y = layer(x)
@@ -52,7 +74,51 @@ def test_forward_and_backward_are_exact(delays, sample, device):
     assert torch.equal(x.grad.cpu(), torch.as_tensor(want.copy()))
 
 
-def test_pieces_give_what_the_whole_gives():
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_is_copied_exactly(dtype, path):
+    delays = np.array([0, 3, 1, 7, 2])
+    layer = Delay(delays)
+    x = torch.randn(T, B, 5).to(dtype).requires_grad_()
+    y = layer(x)
+    assert y.dtype == dtype
+    assert torch.equal(
+        y.float(), torch.as_tensor(shifted(x.detach().float(), delays))
+    )
+    g = torch.randn_like(y)
+    y.backward(g)
+    want = np.flip(shifted(np.flip(g.float().numpy(), 0), delays), 0)
+    assert torch.equal(x.grad.float(), torch.as_tensor(want.copy()))
+
+
+def test_deep_delays_run_as_the_gather(monkeypatch):
+    """Past SCAN_MAX_DELAY (a neuron's states are its last max(d)
+    inputs) the gather runs, with the same copies."""
+    calls = []
+    monkeypatch.setattr(_delay, "scan", lambda *a: calls.append(a))
+    delays = np.array([0, _delay.SCAN_MAX_DELAY + 1, 5])
+    x = torch.randn(_delay.SCAN_MAX_DELAY + 4, B, 3)
+    assert torch.equal(Delay(delays)(x), torch.as_tensor(shifted(x, delays)))
+    assert not calls
+
+
+def test_the_scan_saves_no_sequence_for_backward():
+    """The shift register's backward kernel reads no workspace: a
+    training call keeps only the delays (one value per neuron), where the
+    gather keeps its [T, B, ...] int64 index."""
+    delays = np.array([0, 2, 1, 4, 3, 6, 5, 7])
+    x = torch.randn(T, B, 8, requires_grad=True)
+    saved = {}
+
+    def pack(t):
+        saved[t.data_ptr()] = t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        Delay(delays)(x)
+    assert sum(saved.values()) <= B * 8 * 4, saved
+
+
+def test_pieces_give_what_the_whole_gives(path):
     delays = np.array([0, 1, 4, 2])
     layer = Delay(delays)
     x = torch.randn(T, B, 4, requires_grad=True)

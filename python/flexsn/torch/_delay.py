@@ -1,10 +1,77 @@
 """A delay line: each neuron's sequence shifted by its own whole number of
 steps, y[t] = x[t - d]."""
 
-from typing import Optional
+import threading
+from typing import Dict, Optional
 
 import torch
 from torch import nn
+
+from .. import _dialect, compiler
+from .._options import CompileOptions
+from ._function import Handle, scan
+
+#: Up to this depth a delay runs as a scan, whose states (the last max(d)
+#: inputs) a GPU thread keeps in registers; deeper ones run as a gather
+#: along time, which computes the same copies. The compile grows with the
+#: depth: 16 states compile in about 3 s on two cores (both targets, every
+#: storage type), 32 in about 8.
+SCAN_MAX_DELAY = 16
+
+
+def shift_register(depth: int) -> str:
+    """The `flexsn.neuron` delaying its input by its per-neuron `delay`
+    (0 to `depth` steps): state s_k holds x[t - k], and the output selects
+    one of x, s_1, ..., s_depth, a copy (and in the backward, the copy of
+    one gradient)."""
+    lines = ["  %zero = arith.constant 0.0 : f32"]
+    for k in range(depth + 1):
+        lines += [
+            f"  %k{k} = arith.constant {float(k)} : f32",
+            f"  %is{k} = arith.cmpf oeq, %delay, %k{k} : f32",
+        ]
+    lines.append(
+        f"  %y{depth} = arith.select %is{depth}, %s{depth}, %zero : f32"
+    )
+    for k in range(depth - 1, -1, -1):
+        source = f"%s{k}" if k else "%x"
+        lines.append(
+            f"  %y{k} = arith.select %is{k}, {source}, %y{k + 1} : f32"
+        )
+    results = ["%y0", "%x"] + [f"%s{k}" for k in range(1, depth)]
+    states = ", ".join(f"%s{k}: f32" for k in range(1, depth + 1))
+    return (
+        f"flexsn.neuron @delay{depth} inputs(%x: f32) states({states}) "
+        f"outputs(y)\n    params(%delay: f32 = 0.0) {{\n"
+        + "\n".join(lines)
+        + f"\n  flexsn.yield {', '.join(results)} : "
+        + ", ".join(["f32"] * len(results))
+        + "\n}\n"
+    )
+
+
+_handles: Dict[int, Handle] = {}
+_handles_lock = threading.Lock()
+
+
+def _scan_depth(depth: int) -> int:
+    # Powers of two: a model's delay layers share few compiles.
+    return 1 << (depth - 1).bit_length()
+
+
+def _shift_register_handle(depth: int) -> Handle:
+    with _handles_lock:
+        if depth not in _handles:
+            compiled = compiler.compile(
+                shift_register(depth),
+                options=CompileOptions(
+                    storage_types=_dialect.STORAGE_TYPES,
+                    kinds={"delay": "runtime"},
+                    shapes={"delay": "per_neuron"},
+                ),
+            )
+            _handles[depth] = Handle(compiled)
+        return _handles[depth]
 
 
 class Delay(nn.Module):
@@ -18,7 +85,12 @@ class Delay(nn.Module):
     first call (and after `reset()`) they are zeros. `detach()` cuts their
     autograd history. Forward and backward are exact: every output is a
     copy of one input (or zero), every input's gradient the one output's
-    that copies it."""
+    that copies it.
+
+    On the CPU and CUDA the layer is a scan, one kernel forward and one
+    backward: a neuron whose states are its last inputs
+    (`shift_register`), for delays up to SCAN_MAX_DELAY; deeper ones, and
+    other devices, run as a gather along time."""
 
     def __init__(self, delays):
         super().__init__()
@@ -69,10 +141,34 @@ class Delay(nn.Module):
         if depth == 0:
             return x
         history = self.history
-        if history is None or history.shape[1:] != x.shape[1:]:
-            history = x.new_zeros((depth,) + tuple(x.shape[1:]))
-        else:
+        if history is not None and history.shape[1:] == x.shape[1:]:
             history = history.to(dtype=x.dtype, device=x.device)
+        else:
+            history = None  # zeros: the first call, or new samples
+        if depth <= SCAN_MAX_DELAY and x.device.type in ("cpu", "cuda"):
+            return self._scan(x, steps, depth, history)
+        return self._gather(x, steps, depth, history)
+
+    def _scan(self, x, steps, depth, history):
+        size = _scan_depth(depth)
+        inits = [None] * size
+        if history is not None:
+            inits[:depth] = [history[depth - k] for k in range(1, depth + 1)]
+        delay = (
+            steps.to(device=x.device, dtype=torch.float32)
+            .expand(x.shape[1:])
+            .contiguous()
+        )
+        (y,), states = scan(
+            _shift_register_handle(size), [x], inits, [], [delay], False
+        )
+        # State s_k is x[T - k]: the history runs the other way.
+        self.history = torch.stack(states[depth - 1 :: -1])
+        return y
+
+    def _gather(self, x, steps, depth, history):
+        if history is None:
+            history = x.new_zeros((depth,) + tuple(x.shape[1:]))
         whole = torch.cat([history, x])
         self.history = whole[-depth:]
         # y[t] = whole[depth + t - d]: one gather along time.
