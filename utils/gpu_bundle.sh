@@ -139,7 +139,7 @@ log "compiling what python/tests uses (their CPU run)"
   python/tests/test_fuse.py python/tests/test_fuse_spikingjelly.py \
   python/tests/test_layouts.py python/tests/test_spikingjelly_fidelity.py \
   python/tests/test_against_spikingjelly.py python/tests/test_recurrent.py \
-  python/tests/test_coupled_kernels.py \
+  python/tests/test_coupled_kernels.py python/tests/test_delay.py \
   >"$DIR/pytest-compile.log" 2>&1 ||
   die "the CPU tests failed while filling the cache: see $DIR/pytest-compile.log"
 # Unfinished builds of a failed compile are no use there.

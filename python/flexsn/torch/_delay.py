@@ -60,6 +60,11 @@ def _scan_depth(depth: int) -> int:
 
 
 def _shift_register_handle(depth: int) -> Handle:
+    # Read without the lock once compiled: a lock taken inside a region
+    # torch.compile traces would break its graph.
+    handle = _handles.get(depth)
+    if handle is not None:
+        return handle
     with _handles_lock:
         if depth not in _handles:
             compiled = compiler.compile(
