@@ -101,6 +101,17 @@ def test_deep_delays_run_as_the_gather(monkeypatch):
     assert not calls
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int32])
+def test_other_dtypes_run_as_the_gather(dtype, monkeypatch):
+    calls = []
+    monkeypatch.setattr(_delay, "scan", lambda *a: calls.append(a))
+    delays = np.array([0, 3, 1])
+    x = (torch.randn(T, B, 3) * 10).to(dtype)
+    y = Delay(delays)(x)
+    assert y.dtype == dtype and not calls
+    assert torch.equal(y, torch.as_tensor(shifted(x, delays)))
+
+
 def test_the_scan_saves_no_sequence_for_backward():
     """The shift register's backward kernel reads no workspace: a
     training call keeps only the delays (one value per neuron), where the

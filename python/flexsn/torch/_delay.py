@@ -50,6 +50,10 @@ def shift_register(depth: int) -> str:
     )
 
 
+#: What the scan's kernels store (other dtypes, float64 or integers, take
+#: the gather).
+_SCAN_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
 _handles: Dict[int, Handle] = {}
 _handles_lock = threading.Lock()
 
@@ -94,8 +98,9 @@ class Delay(nn.Module):
 
     On the CPU and CUDA the layer is a scan, one kernel forward and one
     backward: a neuron whose states are its last inputs
-    (`shift_register`), for delays up to SCAN_MAX_DELAY; deeper ones, and
-    other devices, run as a gather along time."""
+    (`shift_register`), for delays up to SCAN_MAX_DELAY in float32, float16
+    and bfloat16; deeper ones, other dtypes and other devices run as a
+    gather along time."""
 
     def __init__(self, delays):
         super().__init__()
@@ -150,7 +155,11 @@ class Delay(nn.Module):
             history = history.to(dtype=x.dtype, device=x.device)
         else:
             history = None  # zeros: the first call, or new samples
-        if depth <= SCAN_MAX_DELAY and x.device.type in ("cpu", "cuda"):
+        if (
+            depth <= SCAN_MAX_DELAY
+            and x.device.type in ("cpu", "cuda")
+            and x.dtype in _SCAN_DTYPES
+        ):
             return self._scan(x, steps, depth, history)
         return self._gather(x, steps, depth, history)
 
