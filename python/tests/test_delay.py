@@ -49,6 +49,20 @@ def shifted(x, delays):
     return y
 
 
+def assert_shifts_exactly(layer, x, delays):
+    """The layer's output is x shifted (in x's dtype), and the gradient
+    of x[t'] that of y[t' + d]: the shift backwards."""
+    x.requires_grad_()
+    y = layer(x)
+    assert y.dtype == x.dtype
+    want = shifted(x.detach().float().cpu(), delays)
+    assert torch.equal(y.float().cpu(), torch.as_tensor(want))
+    g = torch.randn_like(y)
+    y.backward(g)
+    want = np.flip(shifted(np.flip(g.float().cpu().numpy(), 0), delays), 0)
+    assert torch.equal(x.grad.float().cpu(), torch.as_tensor(want.copy()))
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(
     "delays, sample",
@@ -61,33 +75,30 @@ def shifted(x, delays):
     ids=["per-neuron", "scalar", "per-channel", "one-step"],
 )
 def test_forward_and_backward_are_exact(delays, sample, device, path):
-    layer = Delay(delays).to(device)
-    x = torch.randn((T, B) + sample, device=device, requires_grad=True)
-    y = layer(x)
-    assert torch.equal(
-        y.cpu(), torch.as_tensor(shifted(x.detach().cpu(), delays))
-    )
-    g = torch.randn_like(y)
-    y.backward(g)
-    # The gradient of x[t'] is that of y[t' + d]: the shift backwards.
-    want = np.flip(shifted(np.flip(g.cpu().numpy(), 0), delays), 0)
-    assert torch.equal(x.grad.cpu(), torch.as_tensor(want.copy()))
+    x = torch.randn((T, B) + sample, device=device)
+    assert_shifts_exactly(Delay(delays).to(device), x, delays)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["channels-last", "time-strided"])
+def test_layouts(layout, device, path):
+    """A channels-last view ([T, B, H, W, C] memory) and a sequence
+    strided in time shift as the row-major one does: the per-neuron
+    delays follow each neuron, not the memory order."""
+    delays = np.random.RandomState(0).randint(0, 6, size=(3, 2, 4))
+    if layout == "channels-last":
+        x = torch.randn(T, B, 2, 4, 3, device=device).permute(0, 1, 4, 2, 3)
+    else:
+        x = torch.randn(2 * T, B, 3, 2, 4, device=device)[::2]
+    assert not x.is_contiguous()
+    assert_shifts_exactly(Delay(delays).to(device), x, delays)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_is_copied_exactly(dtype, path):
     delays = np.array([0, 3, 1, 7, 2])
-    layer = Delay(delays)
-    x = torch.randn(T, B, 5).to(dtype).requires_grad_()
-    y = layer(x)
-    assert y.dtype == dtype
-    assert torch.equal(
-        y.float(), torch.as_tensor(shifted(x.detach().float(), delays))
-    )
-    g = torch.randn_like(y)
-    y.backward(g)
-    want = np.flip(shifted(np.flip(g.float().numpy(), 0), delays), 0)
-    assert torch.equal(x.grad.float(), torch.as_tensor(want.copy()))
+    x = torch.randn(T, B, 5).to(dtype)
+    assert_shifts_exactly(Delay(delays), x, delays)
 
 
 def test_deep_delays_run_as_the_gather(monkeypatch):
