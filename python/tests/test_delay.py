@@ -165,6 +165,16 @@ def test_pieces_give_what_the_whole_gives(path):
     assert torch.equal(layer(x[:, :2]), whole[:, :2])
 
 
+def test_loaded_delays_are_the_layers():
+    """load_state_dict brings the delays and their depth."""
+    deep = Delay(np.array([0, 5, 2]))
+    layer = Delay(np.array([1, 1, 1]))
+    layer.load_state_dict(deep.state_dict())
+    assert layer.max_delay == 5
+    x = torch.randn(T, B, 3)
+    assert torch.equal(layer(x), torch.as_tensor(shifted(x, [0, 5, 2])))
+
+
 def test_bad_delays_are_clear_errors():
     with pytest.raises(TypeError, match="whole numbers of steps"):
         Delay(np.array([0.5]))

@@ -120,10 +120,21 @@ class Delay(nn.Module):
             )
         self.register_buffer("steps", steps.to(torch.long))
         self.history: Optional[torch.Tensor] = None
+        self._depth = self._max_of(self.steps)
+
+    @staticmethod
+    def _max_of(steps: torch.Tensor) -> int:
+        return int(steps.max()) if steps.numel() else 0
 
     @property
     def max_delay(self) -> int:
-        return int(self.steps.max()) if self.steps.numel() else 0
+        # Kept as a number (load_state_dict refreshes it): reading it from
+        # the tensor at each call would break torch.compile's graph.
+        return self._depth
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._depth = self._max_of(self.steps)
 
     def reset(self):
         """Forgets the input kept for the next call: it starts at zeros."""
