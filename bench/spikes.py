@@ -54,7 +54,12 @@ def bench_spike_storage(torch, lif_u8, timer, N, copy_gbs, Ts=(4, 16, 64)):
             es = ELEM[dtype]
             kv = KERNEL_VARIANT[variant]
             kernels = {
-                s: lif_u8.kernel(device, kv, dtype, spikes=s)
+                s: lif_u8.kernel(
+                    device,
+                    kv,
+                    dtype,
+                    options={} if s == "dense" else {"spike_storage": s},
+                )
                 for s in ("dense", "u8", "bits")
             }
             for T in Ts:

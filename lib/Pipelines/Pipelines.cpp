@@ -28,9 +28,36 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace mlir::flexsn;
+namespace json = llvm::json;
+
+/// A list option's items, spelled as requests spell them.
+template <typename List, typename Spell>
+static json::Value spellList(const List &list, Spell spell) {
+  json::Array items;
+  for (const auto &item : list)
+    items.push_back(spell(item).str());
+  return items;
+}
+
+/// `name=value` as pass-option text: a list's items joined by commas.
+static std::string formatOption(StringRef name, const json::Value &value) {
+  std::string text = (name + "=").str();
+  llvm::raw_string_ostream os(text);
+  if (const json::Array *items = value.getAsArray())
+    llvm::interleave(
+        *items, os, [&](const json::Value &item) { os << *item.getAsString(); },
+        ",");
+  else
+    os << value;
+  return text;
+}
+
+#define GEN_PASS_FORWARDING
+#include "flexsn/Pipelines/CompileRequest.inc"
 
 /// Training variants come from autodiff, the others from kernel
 /// generation.
@@ -73,22 +100,18 @@ static void addKernelPasses(OpPassManager &pm,
     FlexSNGenerateKernelsOptions kernels;
     kernels.variants.assign(plain.begin(), plain.end());
     kernels.storageTypes.assign(storage.begin(), storage.end());
-    kernels.neurons.assign(options.neurons.begin(), options.neurons.end());
-    kernels.spikeStorage.assign(options.spikeStorage.begin(),
-                                options.spikeStorage.end());
+    forwardToFlexSNGenerateKernels(options, kernels);
     pm.addPass(createFlexSNGenerateKernels(kernels));
   }
   if (!training.empty()) {
     FlexSNAutodiffOptions autodiff;
     autodiff.storageTypes.assign(storage.begin(), storage.end());
-    autodiff.neurons.assign(options.neurons.begin(), options.neurons.end());
-    autodiff.storeAll = options.storeAll;
-    autodiff.saveInStorageType = options.saveInStorageType;
+    forwardToFlexSNAutodiff(options, autodiff);
     pm.addPass(createFlexSNAutodiff(autodiff));
   }
   if (options.coupledKernels) {
     FlexSNCoupleKernelsOptions couple;
-    couple.neurons.assign(options.neurons.begin(), options.neurons.end());
+    forwardToFlexSNCoupleKernels(options, couple);
     pm.addPass(createFlexSNCoupleKernels(couple));
   }
 }
@@ -181,28 +204,36 @@ void mlir::flexsn::buildLowerToNVVMPipeline(OpPassManager &pm,
 using ErrorHandler = function_ref<LogicalResult(const Twine &)>;
 
 /// The checks both pipelines make of their kernel options before building:
-/// no list given empty, and no compact spike storage without a kernel to
-/// store spikes compactly (training kernels keep the storage type).
+/// no list given empty, and no option set away from its default that only
+/// a pass the variants do not run reads (training variants alone run no
+/// flexsn-generate-kernels, the others no flexsn-autodiff).
 template <typename Derived, typename... Lists>
 static LogicalResult
 checkKernelOptions(StringRef pipeline, const KernelOptions<Derived> &options,
                    ErrorHandler errorHandler, const Lists &...lists) {
-  if (failed(checkListOptions(pipeline, errorHandler, options.variants,
-                              options.storageTypes, options.neurons,
-                              options.spikeStorage, lists...)))
+  if (failed(applyToKernelLists(options, [&](const auto &...kernelLists) {
+        return checkListOptions(pipeline, errorHandler, kernelLists...,
+                                lists...);
+      })))
     return failure();
-  if (options.variants.empty() ||
-      !llvm::all_of(options.variants, isTrainingVariant))
+  if (options.variants.empty())
     return success();
-  for (SpikeStorage spikes : options.spikeStorage)
-    if (spikes != SpikeStorage::Dense)
-      return errorHandler(
-          pipeline + ": spike-storage=" + stringifySpikeStorage(spikes) +
-          " applies to inference and final-state kernels, but variants=" +
-          llvm::join(llvm::map_range(options.variants, stringifyKernelVariant),
-                     ",") +
-          " builds none (training kernels store spikes in the storage type)");
-  return success();
+  std::optional<std::string> unused;
+  StringRef kernels;
+  if (llvm::all_of(options.variants, isTrainingVariant)) {
+    unused = getOptionUnusedWithoutFlexSNGenerateKernels(options);
+    kernels = "inference and final-state kernels (flexsn-generate-kernels)";
+  } else if (llvm::none_of(options.variants, isTrainingVariant)) {
+    unused = getOptionUnusedWithoutFlexSNAutodiff(options);
+    kernels = "training kernels (flexsn-autodiff)";
+  }
+  if (!unused)
+    return success();
+  return errorHandler(
+      pipeline + ": " + *unused + " applies to " + kernels + ", but variants=" +
+      llvm::join(llvm::map_range(options.variants, stringifyKernelVariant),
+                 ",") +
+      " builds none");
 }
 
 /// Registers a pipeline whose options `check` validates when the pipeline

@@ -69,7 +69,6 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
   if (!storage)
     return makeError("unknown storage type '" + dtype +
                      "'; expected f32, f16 or bf16");
-  kernel->functionName = getKernelName(neuronName, variant, *storage, spikes);
 
   // Compile a copy: callers keep their module as it was.
   OwningOpRef<ModuleOp> copy = module.clone();
@@ -94,11 +93,23 @@ CpuKernel::compile(ModuleOp module, StringRef neuronName, KernelVariant variant,
     return makeError("lowering @" + neuronName + " to CPU code failed:\n" +
                      diagnostics);
 
-  // The kernel's signature, as the lowering recorded it.
+  // The kernel's signature, as the lowering recorded it: the one of
+  // `variant` named after the neuron (not a forward kernel's final-state
+  // twin), stored as `storage`, its spike storage its only option.
+  std::string name = getKernelName(neuronName, variant, *storage);
   if (auto kernels = (*copy)->getAttrOfType<ArrayAttr>("flexsn.cpu_kernels"))
-    for (auto compiled : kernels.getAsRange<CompiledKernelAttr>())
-      if (compiled.getName() == kernel->functionName)
+    for (auto compiled : kernels.getAsRange<CompiledKernelAttr>()) {
+      DictionaryAttr chosen = compiled.getSignature().getOptions();
+      auto stored =
+          chosen ? chosen.getAs<StringAttr>("spike_storage") : StringAttr();
+      if (compiled.getName().getValue().starts_with(name) &&
+          compiled.getSignature().getVariant() == variant &&
+          (stored ? stored.getValue() : "dense") ==
+              stringifySpikeStorage(spikes)) {
+        kernel->functionName = compiled.getName().getValue().str();
         kernel->signature = compiled.getSignature();
+      }
+    }
   if (!kernel->signature ||
       !copy->lookupSymbol<LLVM::LLVMFuncOp>(kernel->functionName))
     return makeError("lowering produced no function @" + kernel->functionName);

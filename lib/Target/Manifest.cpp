@@ -27,7 +27,9 @@ using namespace mlir::flexsn;
 /// are byte formulas with the saved sequences rounded up to whole floats.
 /// Version 11: each target's kernels are in its section,
 /// "targets": {"<name>": {"kernels": [...], ...}} (CUDA's chips there).
-static constexpr int kManifestVersion = 11;
+/// Version 12: a kernel's "options" (the compile options that chose it, by
+/// their request names, {"<option>": value}) replace "spikes".
+static constexpr int kManifestVersion = 12;
 
 static std::string typeName(Type type) {
   std::string name;
@@ -127,6 +129,19 @@ static void writeBuffer(llvm::json::OStream &json, KernelBufferAttr buffer,
   });
 }
 
+/// A kernel option as JSON: a string, a bool or an integer (the signature's
+/// verifier allows no other).
+static void writeOptionValue(llvm::json::OStream &json, NamedAttribute option) {
+  StringRef name = option.getName().getValue();
+  Attribute value = option.getValue();
+  if (auto text = dyn_cast<StringAttr>(value))
+    json.attribute(name, text.getValue());
+  else if (auto flag = dyn_cast<BoolAttr>(value))
+    json.attribute(name, flag.getValue());
+  else
+    json.attribute(name, cast<IntegerAttr>(value).getInt());
+}
+
 /// One kernel: its entry points, every argument of its C function (GPU:
 /// the header's; CPU: the C interface's), and the buffers the kernel itself
 /// takes, with where each workspace part lies.
@@ -142,8 +157,13 @@ static void writeKernel(llvm::json::OStream &json, CompiledKernelAttr kernel) {
     json.attribute("neuron", signature.getNeuron().getValue());
     json.attribute("variant", stringifyKernelVariant(signature.getVariant()));
     json.attribute("dtype", stringifyStorageType(signature.getStorage()));
-    // How spike outputs are stored: dense (the dtype) or u8 (bytes).
-    json.attribute("spikes", stringifySpikeStorage(signature.getSpikes()));
+    // The compile options that chose this kernel over its variant's
+    // default, by their request names: callers select kernels by them.
+    json.attributeObject("options", [&] {
+      if (DictionaryAttr options = signature.getOptions())
+        for (NamedAttribute option : options)
+          writeOptionValue(json, option);
+    });
     // Neurons seen as [B, C, S], for per-channel parameters.
     json.attribute("channels", channels);
     // A coupled (recurrent) kernel: its neurons are samples of H, input

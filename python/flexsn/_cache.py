@@ -34,8 +34,9 @@ from ._tools import CompileError
 # Bumped when an entry's layout changes; part of every key, so entries of
 # another format are never read. 2: `done` records the entry's files; 3:
 # manifests of version 10 (buffer bindings); 4: manifests of version 11
-# (each target's kernels in its section).
-CACHE_FORMAT = 4
+# (each target's kernels in its section); 5: manifests of version 12 (the
+# options that chose each kernel).
+CACHE_FORMAT = 5
 _RECORD_FORMAT = "flexsn-cache-entry"
 
 

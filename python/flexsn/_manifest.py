@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ._targets import target, targets
 
 MANIFEST_FORMAT = "flexsn-manifest"
-MANIFEST_VERSION = 11
+MANIFEST_VERSION = 12
 
 #: Bytes per element of each storage dtype the compiler emits; "bits"
 #: (spikes packed 8 per byte) is 0, the runtime's FLEXSN_BIT_PACKED.
@@ -236,6 +236,15 @@ class Buffer:
         return self.workspace_offset is not None
 
 
+#: The compile options that chose a kernel, as sorted (name, value) pairs.
+KernelOptions = Tuple[Tuple[str, object], ...]
+
+
+def kernel_options(options) -> KernelOptions:
+    """`options` (a mapping or (name, value) pairs) as KernelOptions."""
+    return tuple(sorted(dict(options).items()))
+
+
 @dataclasses.dataclass(frozen=True)
 class Kernel:
     """One compiled kernel: a GPU entry pair or a CPU function."""
@@ -253,8 +262,10 @@ class Kernel:
     scalar_kernel: str = ""
     vector_width: int = 1
     channels: bool = False  # sees its neurons as [B, C, S]: takes C and S
-    # Spike outputs: "dense" (dtype), "u8" (bytes) or "bits" (8 per byte).
-    spikes: str = "dense"
+    # The compile options that chose it over its variant's default kernel,
+    # by their request names, as sorted (name, value) pairs: callers select
+    # kernels by them (`find`'s `options`) and name none.
+    options: KernelOptions = ()
     # A coupled (recurrent) kernel's (input, output): its neurons are
     # samples of H, the input fed by the output one step before, through
     # its coupling_weights buffer; None for the others.
@@ -330,7 +341,7 @@ def _kernel(entry: dict) -> Kernel:
         scalar_kernel=entry.get("scalar_kernel", ""),
         vector_width=entry.get("vector_width", 1),
         channels=entry.get("channels", False),
-        spikes=entry.get("spikes", "dense"),
+        options=kernel_options(entry["options"]),
         coupling=(
             (entry["coupling"]["input"], entry["coupling"]["output"])
             if "coupling" in entry
@@ -383,8 +394,13 @@ class Manifest:
         for k in self.gpu_kernels:
             if (
                 k.deterministic
-                and (k.neuron, k.variant, k.dtype, k.spikes)
-                == (kernel.neuron, kernel.variant, kernel.dtype, kernel.spikes)
+                and (k.neuron, k.variant, k.dtype, k.options)
+                == (
+                    kernel.neuron,
+                    kernel.variant,
+                    kernel.dtype,
+                    kernel.options,
+                )
                 and [b.binds for b in k.buffers if b.binds.value != "scratch"]
                 == bindings
             ):
@@ -398,19 +414,21 @@ class Manifest:
         dtype: str,
         deterministic: bool = False,
         neuron: Optional[str] = None,
-        spikes: str = "dense",
+        options: KernelOptions = (),
         final_states: Optional[bool] = None,
         coupled: bool = False,
     ) -> Optional[Kernel]:
-        """The first kernel that matches; `final_states` (when not None)
-        picks between a neuron's two training forward kernels, `coupled`
-        between a kernel and its coupled (recurrent) twin."""
+        """The first kernel that matches; `options` are those that chose
+        it (none: the variant's default kernel), `final_states` (when not
+        None) picks between a neuron's two training forward kernels,
+        `coupled` between a kernel and its coupled (recurrent) twin."""
         summed = target(device).sums_across_threads
+        options = kernel_options(options)
         for k in self.kernels_of(device):
             if (
                 k.variant == variant
                 and k.dtype == dtype
-                and k.spikes == spikes
+                and k.options == options
                 and (neuron is None or k.neuron == neuron)
                 and (final_states is None or k.final_states == final_states)
                 and k.deterministic == (deterministic and summed)

@@ -13,7 +13,7 @@ from typing import Dict, Optional, Sequence
 
 from . import _tools
 from ._cache import damaged_file_error
-from ._manifest import Kernel, evaluate_size
+from ._manifest import Kernel, KernelOptions, evaluate_size, kernel_options
 from ._targets import TARGETS, target
 
 
@@ -568,14 +568,15 @@ def load_kernel(
     variant: str,
     dtype: str,
     deterministic: bool = False,
-    spikes: str = "dense",
+    options: KernelOptions = (),
     neuron: Optional[str] = None,
     final_states: Optional[bool] = None,
     coupled: bool = False,
 ):
     """The kernel of `neuron` (default: `compiled.name`; for a block, its
-    function) for `device`, `variant`, storage `dtype` and `spikes`;
-    `final_states` picks the training forward that keeps states only at
+    function) for `device`, `variant`, storage `dtype` and the compile
+    `options` that chose it (none: the variant's default); `final_states`
+    picks the training forward that keeps states only at
     their end (True) or as sequences (False), `coupled` the coupled
     (recurrent) kernel, which has no deterministic mode."""
     neuron = neuron or compiled.name
@@ -586,7 +587,7 @@ def load_kernel(
         variant,
         dtype,
         deterministic,
-        spikes,
+        kernel_options(options),
         final_states,
         coupled,
     )
@@ -600,7 +601,7 @@ def load_kernel(
             dtype,
             deterministic and not coupled,
             neuron,
-            spikes,
+            options,
             final_states,
             coupled,
         )
@@ -635,16 +636,16 @@ def load_kernel(
             if spec is not None and spec.buffers_with_role("param_gradient"):
                 spec = None
         if spec is None:
-            stored = "" if spikes == "dense" else f", spikes as {spikes}"
+            chosen = "".join(f", {name}={value}" for name, value in key[6])
             if final_states:
-                stored += ", keeping final states"
+                chosen += ", keeping final states"
             if coupled:
-                stored += ", coupled"
+                chosen += ", coupled"
             raise KeyError(
                 f"{neuron} was not compiled for {device}, variant "
-                f"'{variant}', storage {dtype}{stored}: compile it with that "
+                f"'{variant}', storage {dtype}{chosen}: compile it with that "
                 f"variant, storage type"
-                + (", spike storage" if stored else "")
+                + (", options" if chosen else "")
                 + " and target"
             )
         kernel = _loaded[key] = _instantiate(compiled, device, spec)

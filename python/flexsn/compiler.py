@@ -125,7 +125,6 @@ class CompiledNeuron:
     variants: tuple
     storage_types: tuple
     targets: tuple
-    spike_storage: tuple = ("dense",)
 
     @property
     def info(self) -> NeuronInfo:
@@ -153,23 +152,23 @@ class CompiledNeuron:
         variant: str,
         dtype: str,
         deterministic: bool = False,
-        spikes: str = "dense",
+        options=(),
         final_states: Optional[bool] = None,
         coupled: bool = False,
     ):
         """The runnable kernel (see flexsn._runtime), loaded once;
-        `spikes="u8"` or `"bits"` picks the inference or final-state
-        kernel that stores spike outputs as bytes or bit-packed;
-        `final_states=True` the training forward that writes final states,
-        not state sequences; `coupled=True` the coupled (recurrent) kernel
-        (compiled with `coupled=True`)."""
+        `options` (a mapping of compile options to values) picks the
+        kernel they chose over the variant's default (as the manifest's
+        kernels list them); `final_states=True` the training forward that
+        writes final states, not state sequences; `coupled=True` the
+        coupled (recurrent) kernel (compiled with `coupled=True`)."""
         return _runtime.load_kernel(
             self,
             device,
             variant,
             dtype,
             deterministic,
-            spikes,
+            options,
             final_states=final_states,
             coupled=coupled,
         )
@@ -373,7 +372,6 @@ def _load(entry: pathlib.Path, key: dict) -> CompiledNeuron:
         tuple(kernels["variants"]),
         tuple(kernels["storage_types"]),
         tuple(key["request"]["targets"]),
-        tuple(kernels["spike_storage"]),
     )
 
 

@@ -95,7 +95,9 @@ def run_case(torch, compiled, N, T, dtype, variant, layout):
     )
     start = MARGIN + 1
     dense = compiled.kernel("cuda", variant, dtype)
-    bits = compiled.kernel("cuda", variant, dtype, spikes="bits")
+    bits = compiled.kernel(
+        "cuda", variant, dtype, options={"spike_storage": "bits"}
+    )
     stream = torch.cuda.current_stream().cuda_stream
     state_name = "v_seq" if variant == "inference" else "v_final"
 
@@ -165,7 +167,9 @@ def check_extent(torch, compiled):
     drv = CudaDriverLite()
     raw = drv.alloc(2 << 20)
     try:
-        kernel = compiled.kernel("cuda", "final-state", "f32", spikes="bits")
+        kernel = compiled.kernel(
+            "cuda", "final-state", "f32", options={"spike_storage": "bits"}
+        )
         dense = compiled.kernel("cuda", "final-state", "f32")
         stream = torch.cuda.current_stream().cuda_stream
         T = 1024

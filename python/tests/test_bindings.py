@@ -142,6 +142,7 @@ def _entry(name, deterministic, binds):
         "dtype": "f32",
         "workspace_bytes": "0",
         "deterministic": deterministic,
+        "options": {},
         "arguments": [],
         "vector_width": 4,
         "vector_kernel": name + "_vec",
@@ -177,7 +178,7 @@ def test_deterministic_kernel_found_by_signature():
         [
             {
                 "format": "flexsn-manifest",
-                "version": 11,
+                "version": 12,
                 "neurons": [],
                 "targets": {
                     "cuda": {

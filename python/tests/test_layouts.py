@@ -78,24 +78,24 @@ def test_which_calls_run_on_their_tensors_as_given():
     lif = LIFNode(tau=2.0, step_mode="m").info
     xc = channels_last(torch.empty(T, B, C, H, W))
     step = xc[0]
-    assert call_layout(lif, "dense", [xc], [None], [], []) is IN_PLACE
+    assert call_layout(lif, False, [xc], [None], [], []) is IN_PLACE
     assert (
-        call_layout(lif, "dense", [xc], [torch.empty_like(step)], [], [])
+        call_layout(lif, False, [xc], [torch.empty_like(step)], [], [])
         is IN_PLACE
     )
     # A row-major initial state: viewed in memory order instead.
     assert isinstance(
-        call_layout(lif, "dense", [xc], [torch.empty(B, C, H, W)], [], []),
+        call_layout(lif, False, [xc], [torch.empty(B, C, H, W)], [], []),
         Layout,
     )
     # Row-major inputs, and bits (logical order), run as given.
-    assert call_layout(lif, "dense", [xc.contiguous()], [None], [], []) is None
-    assert call_layout(lif, "bits", [xc], [None], [], []) is None
+    assert call_layout(lif, False, [xc.contiguous()], [None], [], []) is None
+    assert call_layout(lif, True, [xc], [None], [], []) is None
     per_channel = FlexSN(
         "plif", shapes={"w": "per_channel"}, num_channels=C
     ).info
     assert isinstance(
-        call_layout(per_channel, "dense", [xc], [None], [torch.empty(C)], []),
+        call_layout(per_channel, False, [xc], [None], [torch.empty(C)], []),
         Layout,
     )
 
@@ -155,7 +155,7 @@ def test_per_neuron_parameter_in_the_inputs_order(device):
     xa = channels_last(x).requires_grad_()
     xb = x.clone().requires_grad_()
     assert (
-        call_layout(a.info, "dense", [xa], [None], [a.w, a.v_threshold], [])
+        call_layout(a.info, False, [xa], [None], [a.w, a.v_threshold], [])
         is IN_PLACE
     )
     ya, yb = a(xa), b(xb)

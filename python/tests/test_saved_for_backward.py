@@ -52,7 +52,7 @@ def signature_bytes(module, dtype_name: str, itemsize: int) -> int:
         if k["variant"] == "backward"
         and k["dtype"] == dtype_name
         and not k["deterministic"]
-        and k["spikes"] == "dense"
+        and not k["options"]
     ]
     assert len(backward) == 1, [k["name"] for k in backward]
     kernel = backward[0]

@@ -184,8 +184,10 @@ def test_u8_misuse_is_a_clear_error():
     assert "has no spike output" in info.value.diagnostics
     # A dense-only compile has no u8 kernel: a clear KeyError.
     compiled = flexsn.compile("lif", targets=("cpu",), variants=("inference",))
-    with pytest.raises(KeyError, match="spikes as u8"):
-        compiled.kernel("cpu", "inference", "f32", spikes="u8")
+    with pytest.raises(KeyError, match="spike_storage=u8"):
+        compiled.kernel(
+            "cpu", "inference", "f32", options={"spike_storage": "u8"}
+        )
 
 
 def test_manifest_describes_byte_spikes():
@@ -195,7 +197,6 @@ def test_manifest_describes_byte_spikes():
         variants=("inference", "final-state"),
         spike_storage=("dense", "u8"),
     )
-    assert compiled.spike_storage == ("dense", "u8")
     kernels = {k.name: k for k in compiled.manifest.cpu_kernels}
     assert sorted(kernels) == [
         "lif_final_state_f32",
@@ -204,14 +205,18 @@ def test_manifest_describes_byte_spikes():
         "lif_inference_f32_spikes_u8",
     ]
     u8 = kernels["lif_inference_f32_spikes_u8"]
-    assert u8.spikes == "u8" and kernels["lif_inference_f32"].spikes == "dense"
+    assert u8.options == (("spike_storage", "u8"),)
+    assert kernels["lif_inference_f32"].options == ()
     assert [(b.name, b.dtype, b.element_bytes) for b in u8.buffers] == [
         ("x", "f32", 4),
         ("v_init", "f32", 4),
         ("spike", "u8", 1),
         ("v_seq", "f32", 4),
     ]
-    assert compiled.manifest.find("cpu", "inference", "f32", spikes="u8") is u8
+    found = compiled.manifest.find(
+        "cpu", "inference", "f32", options={"spike_storage": "u8"}
+    )
+    assert found is u8
 
 
 def test_step_function_with_u8_spikes():
@@ -396,14 +401,16 @@ def test_unpack_spikes_matches_numpy():
 def test_bit_spikes_carry_no_gradient_and_misuse():
     bits = LIFNode(step_mode="m", spike_dtype="bits")
     x = drive((4, 3), torch.float32, "cpu").requires_grad_()
-    with pytest.raises(RuntimeError, match="stored as bits carry no"):
+    with pytest.raises(RuntimeError, match="spike_storage=bits.*carry no"):
         bits(x)
     with pytest.raises(ValueError, match="or 'bits'"):
         LIFNode(step_mode="m", spike_dtype="bytes")
     assert "spike_dtype='bits'" in repr(bits)
     compiled = flexsn.compile("lif", targets=("cpu",), variants=("inference",))
-    with pytest.raises(KeyError, match="spikes as bits"):
-        compiled.kernel("cpu", "inference", "f32", spikes="bits")
+    with pytest.raises(KeyError, match="spike_storage=bits"):
+        compiled.kernel(
+            "cpu", "inference", "f32", options={"spike_storage": "bits"}
+        )
 
 
 def test_manifest_describes_bit_spikes():
@@ -415,7 +422,7 @@ def test_manifest_describes_bit_spikes():
     )
     [kernel] = compiled.manifest.cpu_kernels
     assert kernel.name == "lif_final_state_f32_spikes_bits"
-    assert kernel.spikes == "bits"
+    assert kernel.options == (("spike_storage", "bits"),)
     assert [(b.name, b.dtype, b.element_bytes) for b in kernel.buffers] == [
         ("x", "f32", 4),
         ("v_init", "f32", 4),

@@ -6,7 +6,7 @@
 // parameter types, the defaults as written, their bindings and shapes.
 
 // CHECK:      "format": "flexsn-manifest",
-// CHECK-NEXT: "version": 11,
+// CHECK-NEXT: "version": 12,
 // CHECK:      "name": "two_state",
 // CHECK:      "inputs": [
 // CHECK-NEXT:   "current",

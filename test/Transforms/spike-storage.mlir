@@ -40,11 +40,11 @@ flexsn.neuron @fire_fixed inputs(%x: f32) states(%v: f32) outputs(h, spike) {
 
 // CHECK-LABEL: func.func @fire_inference_f16(
 // CHECK-SAME:    memref<?x?xf16>, %{{.*}}: memref<?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: f32)
-// CHECK-NOT:     spikes =
+// CHECK-NOT:     options =
 // CHECK-LABEL: func.func @fire_inference_f16_spikes_u8(
 // CHECK-SAME:    %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?xf16>, %[[S:.*]]: memref<?x?xi8>, %[[TR:.*]]: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: f32)
 // CHECK-SAME:    <"spike", output_sequence, i8, sequence, output 0>, <"trace", output_sequence, f16, sequence, output 1>
-// CHECK-SAME:    spikes = u8
+// CHECK-SAME:    options = {spike_storage = "u8"}
 // CHECK:         flexsn.scan @fire {{.*}} outs(%[[S]], %[[TR]] : memref<?x?xi8>, memref<?x?xf16>)
 // CHECK-LABEL: func.func @fire_final_state_f16(
 // CHECK-LABEL: func.func @fire_final_state_f16_spikes_u8(
@@ -57,7 +57,7 @@ flexsn.neuron @fire_fixed inputs(%x: f32) states(%v: f32) outputs(h, spike) {
 // The GPU kernel converts the spike with fptoui and stores the thread's
 // four bytes (f32 sets the width: 16 bytes of floats) as one 4-byte
 // aligned vector; the f32 trace is a 16-byte vector.
-// GPU:       flexsn.gpu_kernels = [#flexsn.compiled_kernel<"fire_inference_f32_spikes_u8", {{.*}}spikes = u8>, vector_width = 4, vector_entry = "fire_inference_f32_spikes_u8_vec", scalar_entry = "fire_inference_f32_spikes_u8_scalar">
+// GPU:       flexsn.gpu_kernels = [#flexsn.compiled_kernel<"fire_inference_f32_spikes_u8", {{.*}}options = {spike_storage = "u8"}>, vector_width = 4, vector_entry = "fire_inference_f32_spikes_u8_vec", scalar_entry = "fire_inference_f32_spikes_u8_scalar">
 // GPU-LABEL: gpu.func @fire_inference_f32_spikes_u8_vec(
 // GPU-COUNT-4: arith.fptoui %{{.*}} : f32 to i8
 // GPU:         llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<4xi8>, !llvm.ptr
@@ -74,7 +74,7 @@ flexsn.neuron @fire_fixed inputs(%x: f32) states(%v: f32) outputs(h, spike) {
 // BITS-LABEL: func.func @fire_inference_f16_spikes_bits(
 // BITS-SAME:    %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?xf16>, %[[S:.*]]: memref<?x?xi1>, %[[TR:.*]]: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: f32)
 // BITS-SAME:    <"spike", output_sequence, i1, sequence, output 0>, <"trace", output_sequence, f16, sequence, output 1>
-// BITS-SAME:    spikes = bits
+// BITS-SAME:    options = {spike_storage = "bits"}
 // BITS:         flexsn.scan @fire {{.*}} outs(%[[S]], %[[TR]] : memref<?x?xi1>, memref<?x?xf16>)
 // BITS-LABEL: func.func @fire_final_state_f16_spikes_bits(
 // BITS-SAME:    memref<?x?xi1>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?xf16>
@@ -82,7 +82,7 @@ flexsn.neuron @fire_fixed inputs(%x: f32) states(%v: f32) outputs(h, spike) {
 // On the GPU a thread owns whole bytes: f32 kernels take 8 neurons per
 // thread (two 16-byte vectors of floats), and pack the 8 spikes (bit l is
 // lane l) into one byte at row * ceil(ld / 8) + first / 8.
-// GPU-BITS:       flexsn.gpu_kernels = [#flexsn.compiled_kernel<"fire_inference_f32_spikes_bits", {{.*}}spikes = bits>, vector_width = 8, vector_entry = "fire_inference_f32_spikes_bits_vec", scalar_entry = "fire_inference_f32_spikes_bits_scalar">
+// GPU-BITS:       flexsn.gpu_kernels = [#flexsn.compiled_kernel<"fire_inference_f32_spikes_bits", {{.*}}options = {spike_storage = "bits"}>, vector_width = 8, vector_entry = "fire_inference_f32_spikes_bits_vec", scalar_entry = "fire_inference_f32_spikes_bits_scalar">
 // GPU-BITS-LABEL: gpu.func @fire_inference_f32_spikes_bits_vec(
 // GPU-BITS:         %[[LD7:.*]] = arith.addi %arg7, %c7_i64
 // GPU-BITS:         %[[ROW:.*]] = arith.divui %[[LD7]], %c8_i64

@@ -259,6 +259,10 @@ static void printEnum(llvm::raw_ostream &os, llvm::StringRef name,
   os << (maxValue == 0 ? ",)\n" : ")\n");
 }
 
+/// Prints the ODS enum `Enum` as the tuple `name` of its spellings.
+#define PRINT_ENUM(Enum, name)                                                 \
+  printEnum<Enum>(os, name, getMaxEnumValFor##Enum(), stringify##Enum)
+
 /// The compile request's schema, as JSON text the module parses.
 static void printCompileRequest(llvm::raw_ostream &os) {
   // The targets a request may name are the registered ones.
@@ -313,27 +317,15 @@ import math
   // prints it too.
   os << "#: FlexSN's version, the tools' (`flexsn-compile --version`).\n"
      << "VERSION = " << pyString(FLEXSN_VERSION) << "\n\n";
-  printEnum<KernelVariant>(os, "KERNEL_VARIANTS",
-                           getMaxEnumValForKernelVariant(),
-                           stringifyKernelVariant);
-  printEnum<StorageType>(os, "STORAGE_TYPES", getMaxEnumValForStorageType(),
-                         stringifyStorageType);
-  printEnum<SpikeStorage>(os, "SPIKE_STORAGES", getMaxEnumValForSpikeStorage(),
-                          stringifySpikeStorage);
-  printEnum<ParamKind>(os, "PARAM_KINDS", getMaxEnumValForParamKind(),
-                       stringifyParamKind);
-  printEnum<ParamShape>(os, "PARAM_SHAPES", getMaxEnumValForParamShape(),
-                        stringifyParamShape);
-  printEnum<BlockPre>(os, "BLOCK_PRES", getMaxEnumValForBlockPre(),
-                      stringifyBlockPre);
-  printEnum<BlockConnection>(os, "BLOCK_CONNECTIONS",
-                             getMaxEnumValForBlockConnection(),
-                             stringifyBlockConnection);
-  printEnum<BlockConnectionOperand>(os, "BLOCK_CONNECTION_OPERANDS",
-                                    getMaxEnumValForBlockConnectionOperand(),
-                                    stringifyBlockConnectionOperand);
-  printEnum<BlockReadout>(os, "BLOCK_READOUTS", getMaxEnumValForBlockReadout(),
-                          stringifyBlockReadout);
+  PRINT_ENUM(KernelVariant, "KERNEL_VARIANTS");
+  PRINT_ENUM(StorageType, "STORAGE_TYPES");
+  PRINT_ENUM(SpikeStorage, "SPIKE_STORAGES");
+  PRINT_ENUM(ParamKind, "PARAM_KINDS");
+  PRINT_ENUM(ParamShape, "PARAM_SHAPES");
+  PRINT_ENUM(BlockPre, "BLOCK_PRES");
+  PRINT_ENUM(BlockConnection, "BLOCK_CONNECTIONS");
+  PRINT_ENUM(BlockConnectionOperand, "BLOCK_CONNECTION_OPERANDS");
+  PRINT_ENUM(BlockReadout, "BLOCK_READOUTS");
   printCompileRequest(os);
   printTargets(os);
   os << R"py(

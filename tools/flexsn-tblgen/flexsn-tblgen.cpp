@@ -29,13 +29,16 @@ using namespace llvm;
 
 namespace {
 
-enum class Action { CompileRequestFields };
+enum class Action { CompileRequestFields, EnumOptionParsers };
 
 cl::opt<Action> action(
     cl::desc("What to generate"),
     cl::values(clEnumValN(Action::CompileRequestFields,
                           "gen-compile-request-fields",
-                          "The compile request's field table and readers")));
+                          "The compile request's field table and readers"),
+               clEnumValN(Action::EnumOptionParsers, "gen-enum-option-parsers",
+                          "The command-line parsers of the enums that "
+                          "options take (FlexSN_OptionEnums)")));
 
 void emitString(raw_ostream &os, StringRef text) {
   os << '"';
@@ -235,6 +238,102 @@ void emitReaders(ArrayRef<const Record *> fields, raw_ostream &os) {
   os << "#endif // GEN_REQUEST_READERS\n";
 }
 
+/// The passes the fields' `passes` name, in first-named order.
+SmallVector<StringRef> getForwardedPasses(ArrayRef<const Record *> fields) {
+  SmallVector<StringRef> passes;
+  for (const Record *field : fields)
+    if (field->isSubClassOf("PipelineOption"))
+      for (StringRef pass : field->getValueAsListOfStrings("passes"))
+        if (!llvm::is_contained(passes, pass))
+          passes.push_back(pass);
+  return passes;
+}
+
+bool isForwardedTo(const Record *field, StringRef pass) {
+  return field->isSubClassOf("PipelineOption") &&
+         llvm::is_contained(field->getValueAsListOfStrings("passes"), pass);
+}
+
+/// The member as a json::Value expression: a list of its strings (enum
+/// cases spelled as in requests), or its value.
+std::string getJsonValue(const Record *field) {
+  StringRef type = field->getValueAsDef("type")->getValueAsString("name");
+  std::string member = ("options." + field->getValueAsString("member")).str();
+  if (type == "Enums")
+    return "spellList(" + member + ", [](auto value) { return " +
+           getEnum(field)->getValueAsString("symbolToStringFnName").str() +
+           "(value); })";
+  if (type == "Texts")
+    return "spellList(" + member + ", [](StringRef text) { return text; })";
+  if (type == "Count")
+    return "json::Value(int64_t(" + member + "))";
+  return "json::Value(" + member + ".getValue())";
+}
+
+/// For each pass some field names: the copy of the members it takes, and
+/// the check for a pipeline that does not run it. Included where the
+/// passes' options structs are declared, with `spellList(list, spell)` (a
+/// json::Array of the spelled items) and `formatOption(name, value)` (its
+/// pass-option text) in scope.
+void emitForwarding(ArrayRef<const Record *> fields, raw_ostream &os) {
+  os << "#ifdef GEN_PASS_FORWARDING\n#undef GEN_PASS_FORWARDING\n\n";
+  for (StringRef pass : getForwardedPasses(fields)) {
+    os << "/// Copies into `pass` the members " << pass
+       << " takes as they are.\ntemplate <typename Options>\nvoid forwardTo"
+       << pass << "(const Options &options, " << pass << "Options &pass) {\n";
+    for (const Record *field : fields) {
+      if (!isForwardedTo(field, pass))
+        continue;
+      StringRef member = field->getValueAsString("member");
+      StringRef type = field->getValueAsDef("type")->getValueAsString("name");
+      if (type == "Enums" || type == "Texts")
+        os << "  pass." << member << ".assign(options." << member
+           << ".begin(), options." << member << ".end());\n";
+      else
+        os << "  pass." << member << " = options." << member << ";\n";
+    }
+    os << "}\n\n";
+    auto onlyFor = [&](const Record *field) {
+      return isForwardedTo(field, pass) &&
+             field->getValueAsListOfStrings("passes").size() == 1;
+    };
+    if (llvm::none_of(fields, onlyFor))
+      continue;
+    os << "/// The pass-option text of a member only " << pass
+       << " reads, set away from its default (an empty list is the "
+          "default too), or none.\ntemplate <typename Options>\n"
+          "std::optional<std::string> getOptionUnusedWithout"
+       << pass << "(const Options &options) {\n";
+    for (const Record *field : fields) {
+      if (!onlyFor(field))
+        continue;
+      StringRef type = field->getValueAsDef("type")->getValueAsString("name");
+      bool list = type == "Enums" || type == "Texts";
+      os << "  if (json::Value value = " << getJsonValue(field) << ";\n      "
+         << (list ? "!value.getAsArray()->empty() && " : "")
+         << "value != json::Value("
+         << field->getValueAsString("defaultValue").trim() << "))\n"
+         << "    return formatOption(";
+      emitString(os, field->getValueAsString("passOption"));
+      os << ", value);\n";
+    }
+    os << "  return std::nullopt;\n}\n\n";
+  }
+  // The kernel options' lists, for checks of every list alike.
+  os << "/// `check` applied to every list member of the kernel options.\n"
+        "template <typename Options, typename Check>\n"
+        "auto applyToKernelLists(const Options &options, Check check) {\n"
+        "  return check(";
+  SmallVector<std::string> lists;
+  for (const Record *field : fields) {
+    StringRef type = field->getValueAsDef("type")->getValueAsString("name");
+    if (isOption(field, "kernels") && (type == "Enums" || type == "Texts"))
+      lists.push_back(("options." + field->getValueAsString("member")).str());
+  }
+  llvm::interleaveComma(lists, os);
+  os << ");\n}\n\n#endif // GEN_PASS_FORWARDING\n\n";
+}
+
 bool emitCompileRequestFields(raw_ostream &os, const RecordKeeper &records) {
   emitSourceFileHeader("The compile request's fields", os, records);
   std::vector<const Record *> fields = getFields(records);
@@ -242,6 +341,30 @@ bool emitCompileRequestFields(raw_ostream &os, const RecordKeeper &records) {
   emitTable(fields, os);
   emitMembers(fields, os);
   emitReaders(fields, os);
+  emitForwarding(fields, os);
+  return false;
+}
+
+/// llvm::cl's parser of each enum FlexSN_OptionEnums lists: an
+/// EnumOptionParser over its cases (EnumOptions.h includes this).
+bool emitEnumOptionParsers(raw_ostream &os, const RecordKeeper &records) {
+  emitSourceFileHeader("The option parsers of the dialect's enums", os,
+                       records);
+  os << "namespace llvm::cl {\n";
+  for (const Record *list :
+       records.getAllDerivedDefinitions("FlexSN_OptionEnums"))
+    for (const Record *e : list->getValueAsListOfDefs("enums")) {
+      std::string type = (e->getValueAsString("cppNamespace") +
+                          "::" + e->getValueAsString("className"))
+                             .str();
+      os << "template <>\nclass parser<" << type
+         << ">\n    : public ::mlir::flexsn::EnumOptionParser<\n          "
+         << type << ", " << e->getValueAsString("cppNamespace")
+         << "::getMaxEnumValFor" << e->getValueAsString("className")
+         << "()> {\npublic:\n  using EnumOptionParser::EnumOptionParser;\n"
+            "};\n";
+    }
+  os << "} // namespace llvm::cl\n";
   return false;
 }
 
@@ -255,6 +378,8 @@ int main(int argc, char **argv) {
                         switch (action) {
                         case Action::CompileRequestFields:
                           return emitCompileRequestFields(os, records);
+                        case Action::EnumOptionParsers:
+                          return emitEnumOptionParsers(os, records);
                         }
                         return true;
                       });

@@ -20,7 +20,7 @@ def ConvertFlexSNToSCF : Pass<"convert-flexsn-to-scf", "::mlir::ModuleOp"> {
     scan's own region — and stores the outputs (truncating to the storage
     type; `i8` stores the value converted to an unsigned integer, for 0/1
     spikes; `i1` packs 0/1 spikes 8 per byte, in the layout
-    `SpikeStorage` documents). Absent buffers (null base pointer) read as zeros or are not
+    `#flexsn.buffer` documents). Absent buffers (null base pointer) read as zeros or are not
     written. Reductions are summed per neuron over time in registers, then
     added into their rank-0 buffer, which is zeroed first.
 

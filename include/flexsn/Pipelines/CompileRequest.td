@@ -62,10 +62,18 @@ class RequestField<string object_, string name_, RequestFieldType type_,
 /// LowerToCPUOptions, "cuda": LowerToNVVMOptions). The member's type follows
 /// the field's (bool, unsigned, std::string, or a list of strings or of
 /// the enum's cases), its description is the field's.
+///
+/// `passes` lists the passes (by their options structs' prefix, `FlexSN<Pass>`)
+/// whose option of the same member name takes the member as it is: the
+/// pipelines copy them with the generated `forwardTo<Pass>`, and
+/// `getOptionUnusedWithout<Pass>` names such a member set away from its
+/// default that no other pass reads, for a pipeline that does not run the
+/// pass.
 class PipelineOption<string options_, string member_, string passOption_> {
   string options = options_;
   string member = member_;
   string passOption = passOption_;
+  list<string> passes = [];
 }
 
 //===----------------------------------------------------------------------===//
@@ -110,6 +118,8 @@ def : RequestField<"kernels", "neurons", RequestTexts, [{json::Array()}],
       PipelineOption<"kernels", "neurons", "neurons"> {
   // An empty list means every neuron, as for configure's.
   let readByHand = 1;
+  let passes = ["FlexSNGenerateKernels", "FlexSNAutodiff",
+                "FlexSNCoupleKernels"];
 }
 def : RequestField<"kernels", "variants", RequestEnums, [{nullptr}],
     "The kernel variants: inference, final-state (left out: both), forward, "
@@ -129,15 +139,20 @@ def : RequestField<"kernels", "spike_storage", RequestEnums,
     # "out), u8 and/or bits">,
       PipelineOption<"kernels", "spikeStorage", "spike-storage"> {
   let values = FlexSN_SpikeStorage;
+  let passes = ["FlexSNGenerateKernels"];
 }
 def : RequestField<"kernels", "save_in_storage_type", RequestBool, [{true}],
     "Training kernels save what the backward reads in their storage type "
     # "(f16/bf16: half the bytes of f32, a backward at rounded values); "
     # "false: in f32">,
-      PipelineOption<"kernels", "saveInStorageType", "save-in-storage-type">;
+      PipelineOption<"kernels", "saveInStorageType", "save-in-storage-type"> {
+  let passes = ["FlexSNAutodiff"];
+}
 def : RequestField<"kernels", "store_all", RequestBool, [{false}],
     "Training kernels save every value the backward step reads">,
-      PipelineOption<"kernels", "storeAll", "store-all">;
+      PipelineOption<"kernels", "storeAll", "store-all"> {
+  let passes = ["FlexSNAutodiff"];
+}
 def : RequestField<"kernels", "coupled", RequestBool, [{false}],
     "Also build each neuron kernel coupled from the neuron's first output "
     # "into its first input (flexsn-couple-kernels): a recurrent layer's "

@@ -53,8 +53,8 @@ void buildLowerToCPUPipeline(OpPassManager &pm,
                              const LowerToCPUOptions &options);
 
 /// The checks each pipeline makes of its options when it is parsed (an
-/// empty or repeated list, compact spike storage with no kernel to store
-/// spikes compactly), reported through `errorHandler`: the same checks for
+/// empty or repeated list, an option that only a pass the variants do not
+/// run reads), reported through `errorHandler`: the same checks for
 /// options that are not parsed from text (a compile request).
 LogicalResult checkLowerToNVVMOptions(
     const LowerToNVVMOptions &options,

@@ -34,7 +34,7 @@ void storeFromF32(OpBuilder &b, Location loc, Value value, Value buffer,
 }
 
 /// Stores the 0/1 spike `value` at `indices` into the bit-packed `buffer`
-/// (i1, 8 per byte; `SpikeStorage` gives the layout): element e (its
+/// (i1, 8 per byte; `#flexsn.buffer` gives the layout): element e (its
 /// linear index, in elements, from the buffer's offset and strides) lies in
 /// row t = e / ld at column n = e mod ld, ld being the time stride, and is
 /// bit n mod 8 of byte t * ceil(ld / 8) + n / 8. The loops visit a row's

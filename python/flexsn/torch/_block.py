@@ -192,14 +192,15 @@ class _CompiledBlock:
         variant: str,
         dtype: str,
         deterministic: bool = False,
-        spikes: str = "dense",
+        options=(),
         final_states: Optional[bool] = None,
     ):
         # A block's one forward kernel keeps final states.
-        if variant not in self._VARIANTS or spikes != "dense":
+        if variant not in self._VARIANTS or options:
             raise RuntimeError(
-                f"{self.name}: a Block has no {variant} kernel with "
-                f"{spikes} spikes (it keeps final states, dense spikes)"
+                f"{self.name}: a Block has no {variant} kernel"
+                + (f" chosen by {dict(options)}" if options else "")
+                + " (it keeps final states; no option chooses its kernels)"
             )
         return self.kernels.kernel_of(
             device,

@@ -21,7 +21,8 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from .._targets import for_device
+from .._manifest import kernel_options
+from .._targets import for_device, targets
 from . import _torch_step
 from ._kernels import DTYPES, NeuronKernels, TensorLike, check_inputs
 from ._layout import IN_PLACE, call_layout, into_layout
@@ -35,23 +36,28 @@ _next_handle = itertools.count(1)
 class Handle:
     """A compiled neuron and how a module calls it."""
 
-    def __init__(
-        self, compiled, deterministic: bool = False, spikes: str = "dense"
-    ):
+    def __init__(self, compiled, deterministic: bool = False, options=()):
         self.compiled = compiled
         self.info = compiled.info
         self.deterministic = deterministic
-        # How inference stores spike outputs: "dense" (the inputs' dtype),
-        # "u8" (uint8) or "bits" (packed uint8); the compact ones carry no
-        # gradient.
-        self.spikes = spikes
+        # The compile options that choose the inference and final-state
+        # kernels (none: the default ones). Options choose no training
+        # kernel: kernels they choose store outputs that carry no gradient.
+        self.options = kernel_options(options)
+        # Whether those kernels pack outputs (bits, in the neurons' logical
+        # order): their calls then stay row-major.
+        self.packs_outputs = any(
+            b.dtype == "bits"
+            for t in targets()
+            for k in compiled.manifest.kernels_of(t.name)
+            if k.options == self.options
+            for b in k.buffers
+        )
         self._kernels = {}
         # The step as PyTorch operations, what the neuron runs under
         # torch.compile (None: its kernels there too). Loaded here: a file
         # read inside a compiled region would break its graph.
-        self.torch_step = (
-            _torch_step.load(compiled) if spikes == "dense" else None
-        )
+        self.torch_step = None if self.options else _torch_step.load(compiled)
         runtime = self.info.runtime_params
         self.num_trainable = len(self.info.trainable_params)
         # Per non-trainable runtime parameter: whether it is shaped
@@ -215,21 +221,22 @@ def _inference(
         runtime_values,
         store_state_seqs,
         shaped=shaped,
-        spikes=handle.spikes,
+        options=handle.options,
         in_place=in_place,
     )
     return outputs, states
 
 
-def _check_no_grad_spikes(handle: Handle) -> None:
-    """uint8 spikes carry no gradient: a module asked for them runs
-    inference only."""
-    if handle.spikes != "dense":
+def _check_inference_only(handle: Handle) -> None:
+    """Kernels chosen by compile options store outputs that carry no
+    gradient (uint8 or packed spikes): their module runs inference only."""
+    if handle.options:
+        chosen = ", ".join(f"{k}={v}" for k, v in handle.options)
         raise RuntimeError(
-            f"{handle.info.name}: spikes stored as {handle.spikes} carry no "
-            f"gradient, but an input, state or trainable parameter requires "
-            f"one: run the module under torch.no_grad() (inference), or "
-            f"build it without spike_dtype for training"
+            f"{handle.info.name}: its kernels ({chosen}) store outputs "
+            f"that carry no gradient, but an input, state or trainable "
+            f"parameter requires one: run the module under torch.no_grad() "
+            f"(inference), or build it without them for training"
         )
 
 
@@ -424,7 +431,7 @@ def scan_autograd(
         return _inference(
             handle, inputs, inits, values, store_state_seqs, shaped, in_place
         )
-    _check_no_grad_spikes(handle)
+    _check_inference_only(handle)
     _check_inputs(
         handle, inputs, inits, _shaped_tensors(handle, trainable, fixed)
     )
@@ -568,7 +575,7 @@ if _HAS_CUSTOM_OP:
             values,
             store_state_seqs,
             shaped=shaped,
-            spikes=handle.spikes,
+            options=handle.options,
         )
         return outputs + states
 
@@ -587,7 +594,7 @@ if _HAS_CUSTOM_OP:
         x = tensors[0]
         info = handle.info
         outputs = handle.kernels(x.device).empty_outputs(
-            x, "dense" if training else handle.spikes
+            x, () if training else handle.options
         )
         training = training and not recompute
         if training:
@@ -847,7 +854,12 @@ def scan(
     # PyTorch step.
     if not _HAS_CUSTOM_OP or not compiling():
         layout = call_layout(
-            handle.info, handle.spikes, inputs, inits, trainable, runtime
+            handle.info,
+            handle.packs_outputs,
+            inputs,
+            inits,
+            trainable,
+            runtime,
         )
         if layout is None or layout is IN_PLACE:
             return scan_autograd(
@@ -886,7 +898,7 @@ def scan(
         for t in itertools.chain(inputs, inits, trainable)
     )
     if training:
-        _check_no_grad_spikes(handle)
+        _check_inference_only(handle)
     present_mask = sum(1 << i for i, s in enumerate(inits) if s is not None)
     tensors = (
         list(inputs)

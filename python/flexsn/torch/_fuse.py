@@ -648,10 +648,11 @@ def _why_not(bn: nn.Module, neuron, flat: bool = False) -> Optional[str]:
             "the neuron stores its state sequences or checks finite "
             "values, which a block does not"
         )
-    if neuron._spikes != "dense":
+    if neuron._handle_options:
+        chosen = ", ".join(f"{k}={v}" for k, v in neuron._handle_options)
         return (
-            "the neuron stores its spikes as bytes or bits "
-            "(spike_dtype), which a block does not"
+            f"the neuron's kernels are chosen by compile options "
+            f"({chosen}), which a block does not compile"
         )
     return None
 

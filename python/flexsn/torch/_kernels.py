@@ -21,14 +21,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import torch
 
-from .._manifest import Kernel
+from .._manifest import Kernel, KernelOptions
 from .._runtime import NoDeterministicKernelError
 from .._targets import target
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
-#: How kernels store spike outputs, by the dtype a module asks for them in
-#: (None: the inputs' dtype; "bits": uint8 bytes of 8 spikes each).
-SPIKE_STORAGE = {None: "dense", torch.uint8: "u8", "bits": "bits"}
 
 
 def output_kinds(spec: Kernel, x_dtype: torch.dtype) -> list:
@@ -387,11 +384,13 @@ class NeuronKernels:
         variant: str,
         dtype: str,
         deterministic: bool = False,
-        spikes: str = "dense",
+        options: KernelOptions = (),
         final_states: Optional[bool] = None,
         coupled: bool = False,
     ) -> Kernel:
-        key = (variant, dtype, deterministic, spikes, final_states, coupled)
+        """The kernel of `variant` over `dtype` sequences that the compile
+        `options` chose (none: the variant's default)."""
+        key = (variant, dtype, deterministic, options, final_states, coupled)
         kernel = self._cache.get(key)
         if kernel is None:
             # Only neurons have coupled kernels (a block's compile does
@@ -402,7 +401,7 @@ class NeuronKernels:
                 variant,
                 dtype,
                 deterministic,
-                spikes,
+                options,
                 final_states=final_states,
                 **extra,
             )
@@ -446,19 +445,21 @@ class NeuronKernels:
         return self.kernel("forward", dtype, final_states=False)
 
     def empty_outputs(
-        self, x: torch.Tensor, spikes: str
+        self, x: torch.Tensor, options: KernelOptions
     ) -> List[torch.Tensor]:
-        """Contiguous tensors like the outputs of an inference or
-        final-state kernel over inputs like `x`: uint8 for spikes stored as
-        u8, packed uint8 [T, ceil(N / 8)] for spikes stored as bits, else
-        like x."""
+        """Contiguous tensors like the outputs of the inference or
+        final-state kernel `options` chose, over inputs like `x`: as its
+        buffers store them (`output_kinds`; packed uint8 [T, ceil(N / 8)]
+        for bits)."""
         kinds = (
-            [x.dtype] * self.num_outputs
-            if spikes == "dense"
-            else output_kinds(
-                self.kernel("inference", DTYPES[x.dtype], spikes=spikes).spec,
+            output_kinds(
+                self.kernel(
+                    "inference", DTYPES[x.dtype], options=options
+                ).spec,
                 x.dtype,
             )
+            if options
+            else [x.dtype] * self.num_outputs
         )
         return [
             x.new_empty(packed_shape(x.shape), dtype=torch.uint8)
@@ -572,13 +573,13 @@ class NeuronKernels:
         store_state_seqs: bool,
         allow_strided: bool = True,
         shaped: Sequence[torch.Tensor] = (),
-        spikes: str = "dense",
+        options: KernelOptions = (),
         in_place: bool = False,
     ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
-        """Outputs and (state sequences or final states), with no graph.
-        With `spikes="u8"`, spike outputs are uint8 (0 or 1); with
-        `spikes="bits"`, uint8 [T, ceil(N / 8)] of 8 spikes per byte.
-        `in_place`: as for `forward`."""
+        """Outputs and (state sequences or final states), with no graph,
+        from the kernels the compile `options` chose (spike outputs are
+        then stored as their buffers say: `output_kinds`). `in_place`: as
+        for `forward`."""
         # Everything that depends only on the layout is worked out (and
         # checked) once per layout: a module is called with few of them.
         # Shaped parameters are part of the layout (shape, dtype, device):
@@ -586,7 +587,7 @@ class NeuronKernels:
         key = (
             store_state_seqs,
             allow_strided,
-            spikes,
+            options,
             in_place,
             *[(x.shape, x.stride(), x.dtype, x.get_device()) for x in inputs],
             *[
@@ -611,7 +612,7 @@ class NeuronKernels:
                 store_state_seqs,
                 allow_strided,
                 shaped,
-                spikes,
+                options,
                 in_place,
             )
             if len(self._plans) >= 64:
@@ -693,7 +694,7 @@ class NeuronKernels:
         store_state_seqs,
         allow_strided,
         shaped=(),
-        spikes="dense",
+        options=(),
         in_place=False,
     ):
         """(kernel, T, N, ld, whether to copy the inputs, sequence shape,
@@ -718,7 +719,7 @@ class NeuronKernels:
         kernel = self.kernel(
             "inference" if store_state_seqs else "final-state",
             dtype,
-            spikes=spikes,
+            options=options,
         )
         output_dtypes = output_kinds(kernel.spec, x0.dtype)
         return (

@@ -107,7 +107,7 @@ def _per_neuron(info, trainable, runtime):
 
 
 def call_layout(
-    info, spikes: str, inputs, inits, trainable, runtime
+    info, packs_outputs: bool, inputs, inits, trainable, runtime
 ) -> Union[None, str, Layout]:
     """How a call whose first input is dense and not row-major runs, when
     every other sequence, initial state and per-neuron parameter has its
@@ -115,10 +115,10 @@ def call_layout(
     input holds neurons and every one of those tensors has the input's
     strides (a step's for the step-shaped ones), else its Layout. None
     otherwise: the call runs as given (copied to row-major; wrong shapes
-    get the kernels' own errors). Spikes packed as bits stay row-major:
-    their bit order is the neurons' logical order."""
+    get the kernels' own errors). Calls of kernels that pack outputs (bits)
+    stay row-major: the bit order is the neurons' logical order."""
     x = inputs[0]
-    if spikes == "bits" or not isinstance(x, torch.Tensor):
+    if packs_outputs or not isinstance(x, torch.Tensor):
         return None
     stride = x.stride()
     order = memory_order(x.shape, stride)

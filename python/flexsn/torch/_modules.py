@@ -13,7 +13,6 @@ from .. import _dialect, compiler
 from .. import surrogate as surrogates
 from .._options import CompileOptions
 from ._function import Handle, final_states, scan
-from ._kernels import SPIKE_STORAGE
 from ._state import (
     StatefulModule,
     check_finite,
@@ -27,6 +26,11 @@ STEP_MODES = ("s", "m")
 #: A module's compile options where none are given: every storage type,
 #: so that a module runs float32, float16 and bfloat16 inputs.
 _MODULE_OPTIONS = CompileOptions(storage_types=_dialect.STORAGE_TYPES)
+
+
+#: The spike storage (compile option `spike_storage`) of each `spike_dtype`
+#: (None: the inputs' dtype; "bits": uint8 bytes of 8 spikes each).
+_SPIKE_STORAGE = {None: "dense", torch.uint8: "u8", "bits": "bits"}
 
 
 class FlexSN(StatefulModule):
@@ -147,14 +151,18 @@ class FlexSN(StatefulModule):
     ):
         super().__init__()
         self.step_mode = step_mode
-        if spike_dtype not in SPIKE_STORAGE:
+        if spike_dtype not in _SPIKE_STORAGE:
             raise ValueError(
                 f"spike_dtype is None (the inputs' dtype), "
                 f"torch.uint8 or 'bits', got {spike_dtype!r}"
             )
-        spikes = SPIKE_STORAGE[spike_dtype]
-        if spikes != "dense":
-            compile_options["spike_storage"] = ("dense", spikes)
+        spike_storage = _SPIKE_STORAGE[spike_dtype]
+        # Inference runs the kernels the option chose; training, which the
+        # compact ones cannot do, the dense ones.
+        self._handle_options = ()
+        if spike_storage != "dense":
+            compile_options["spike_storage"] = ("dense", spike_storage)
+            self._handle_options = (("spike_storage", spike_storage),)
         # How the kernels are compiled: one value, which a rebuild (after a
         # const write, or in a process that unpickled the module) reuses.
         self._options = CompileOptions.of(
@@ -208,7 +216,6 @@ class FlexSN(StatefulModule):
         self._source = compiler.read_source(neuron)[0]
         self._surrogate = _coerce_surrogate(surrogate_function)
         self._deterministic = bool(deterministic)
-        self._spikes = spikes
         self._defaults = {p.name: p.default for p in info.params}
         self._const_names = frozenset(
             p.name for p in info.params if p.kind == "const"
@@ -306,7 +313,9 @@ class FlexSN(StatefulModule):
             options=self._options,
         )
         self._compiled, self._info = compiled, compiled.info
-        self._handle = Handle(compiled, self._deterministic, self._spikes)
+        self._handle = Handle(
+            compiled, self._deterministic, self._handle_options
+        )
         self._coupled_twin = None
         self._stale = False
 
@@ -345,7 +354,7 @@ class FlexSN(StatefulModule):
                 ),
             )
             self._coupled_twin = Handle(
-                compiled, self._deterministic, self._spikes
+                compiled, self._deterministic, self._handle_options
             )
         self._coupled_twin.deterministic = self._handle.deterministic
         return self._coupled_twin
@@ -362,7 +371,7 @@ class FlexSN(StatefulModule):
                 _compiled=self._compiled,
                 _info=self._info,
                 _handle=Handle(
-                    self._compiled, self._deterministic, self._spikes
+                    self._compiled, self._deterministic, self._handle_options
                 ),
                 _stale=False,
             )
@@ -518,11 +527,12 @@ class FlexSN(StatefulModule):
 
     def _storage_repr(self) -> str:
         """The repr of how spikes are stored and what training keeps."""
+        spike_storage = dict(self._handle_options).get("spike_storage")
         return {
-            "dense": "",
+            None: "",
             "u8": ", spike_dtype=torch.uint8",
             "bits": ", spike_dtype='bits'",
-        }[self._spikes] + (", recompute=True" if self.recompute else "")
+        }[spike_storage] + (", recompute=True" if self.recompute else "")
 
     # -- calls ---------------------------------------------------------------
 

@@ -174,7 +174,7 @@ func.func @inference_gradient(%g: memref<?xf32>) attributes {flexsn.kernel = #fl
 // Bytes hold spikes, which only outputs are.
 // expected-error@+2 {{a state_sequence buffer ('v') cannot hold 'i8': only spike outputs (output_sequence) are stored as bytes or bits}}
 // expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
-func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", state_sequence, i8, sequence, state_seq 0>], spikes = u8>} {
+func.func @byte_state(%v: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", state_sequence, i8, sequence, state_seq 0>], options = {spike_storage = "u8"}>} {
   return
 }
 
@@ -188,25 +188,25 @@ func.func @short(%x: memref<?x?xi16>) attributes {flexsn.kernel = #flexsn.kernel
 
 // -----
 
-// A dense kernel stores no byte spikes.
-// expected-error@+1 {{an i8 output buffer belongs to a kernel storing spikes as u8 (spikes = u8)}}
-func.func @dense(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i8, sequence, output 0>]>} {
+// Options select kernels: an empty set says nothing.
+// expected-error@+1 {{options, when given, name at least one option}}
+func.func @empty_options(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>], options = {}>} {
   return
 }
 
 // -----
 
-// A u8 kernel has a byte output.
-// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
-func.func @no_bytes(%x: memref<?x?xf32>, %s: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, f32, sequence, output 0>], spikes = u8>} {
+// An option's value is what the manifest can write: a string, bool or integer.
+// expected-error@+1 {{option 'spike_storage' is a string, a bool or an integer}}
+func.func @float_option(%x: memref<?x?xf32>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>], options = {spike_storage = 1.0 : f32}>} {
   return
 }
 
 // -----
 
 // Training outputs carry gradients: no byte spikes.
-// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
-func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i8, sequence, output 0>], spikes = u8>} {
+// expected-error@+1 {{i8 and i1 buffers hold spikes stored compactly, all one way, in an inference or final-state kernel}}
+func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", forward, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i8, sequence, output 0>], options = {spike_storage = "u8"}>} {
   return
 }
 
@@ -215,39 +215,23 @@ func.func @training(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.
 // Bits hold spikes, which only outputs are.
 // expected-error@+2 {{a final_state buffer ('v') cannot hold 'i1': only spike outputs (output_sequence) are stored as bytes or bits}}
 // expected-error@+1 {{failed to parse FlexSN_KernelSignatureAttr parameter 'buffers'}}
-func.func @bit_state(%v: memref<?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", final_state, i1, per_neuron, state_final 0>], spikes = bits>} {
-  return
-}
-
-// -----
-
-// A dense kernel stores no bit spikes.
-// expected-error@+1 {{an i1 output buffer belongs to a kernel storing spikes as bits (spikes = bits)}}
-func.func @dense_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i1, sequence, output 0>]>} {
-  return
-}
-
-// -----
-
-// A bits kernel stores its spikes as i1, not as bytes.
-// expected-error@+1 {{a kernel storing spikes as bits is an inference or final-state kernel whose compact outputs are all i1}}
-func.func @bits_as_bytes(%x: memref<?x?xf32>, %s: memref<?x?xi8>) attributes {flexsn.kernel = #flexsn.kernel<"n", "final-state", f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i8, sequence, output 0>], spikes = bits>} {
+func.func @bit_state(%v: memref<?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"v", final_state, i1, per_neuron, state_final 0>], options = {spike_storage = "bits"}>} {
   return
 }
 
 // -----
 
 // One storage per kernel: bytes and bits do not mix.
-// expected-error@+1 {{a kernel storing spikes as u8 is an inference or final-state kernel whose compact outputs are all i8}}
-func.func @mixed(%s: memref<?x?xi8>, %b: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"s", output_sequence, i8, sequence, output 0>, <"b", output_sequence, i1, sequence, output 1>], spikes = u8>} {
+// expected-error@+1 {{i8 and i1 buffers hold spikes stored compactly, all one way, in an inference or final-state kernel}}
+func.func @mixed(%s: memref<?x?xi8>, %b: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", inference, f32, buffers = [<"s", output_sequence, i8, sequence, output 0>, <"b", output_sequence, i1, sequence, output 1>], options = {spike_storage = "u8"}>} {
   return
 }
 
 // -----
 
 // Training outputs carry gradients: no bit spikes.
-// expected-error@+1 {{a kernel storing spikes as bits is an inference or final-state kernel whose compact outputs are all i1}}
-func.func @training_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i1, sequence, grad input 0>], spikes = bits>} {
+// expected-error@+1 {{i8 and i1 buffers hold spikes stored compactly, all one way, in an inference or final-state kernel}}
+func.func @training_bits(%x: memref<?x?xf32>, %s: memref<?x?xi1>) attributes {flexsn.kernel = #flexsn.kernel<"n", backward, f32, buffers = [<"x", input_sequence, f32, sequence, input 0>, <"s", output_sequence, i1, sequence, grad input 0>], options = {spike_storage = "bits"}>} {
   return
 }
 

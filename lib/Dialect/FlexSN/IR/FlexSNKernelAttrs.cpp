@@ -404,7 +404,7 @@ KernelSignatureAttr
 KernelSignatureAttr::withBuffers(ArrayRef<KernelBufferAttr> buffers) const {
   return get(getContext(), getNeuron(), getVariant(), getStorage(), buffers,
              getParams(), getWorkspaceSequences(), getReductionSlots(),
-             getSpikes(), getCoupledInput(), getCoupledOutput());
+             getOptions(), getCoupledInput(), getCoupledOutput());
 }
 
 /// (the coupled input's binding, the coupled output's) in a kernel of
@@ -436,17 +436,17 @@ KernelSignatureAttr::withCoupling(int64_t input, int64_t output,
       ctx, StringAttr::get(ctx, weightsName), BufferRole::CouplingWeights,
       Float32Type::get(ctx), BufferShape::Matrix, binds));
   return get(ctx, getNeuron(), getVariant(), getStorage(), buffers, getParams(),
-             getWorkspaceSequences(), getReductionSlots(), getSpikes(), input,
+             getWorkspaceSequences(), getReductionSlots(), getOptions(), input,
              output);
 }
 
 /// A coupled kernel's checks: both indices set or neither, one
 /// coupling_weights buffer exactly when coupled, buffers binding the
-/// coupled values, no per-channel buffers, dense spikes.
+/// coupled values, no per-channel buffers, no options.
 static LogicalResult
 verifyCoupling(function_ref<InFlightDiagnostic()> emitError, MLIRContext *ctx,
                KernelVariant variant, ArrayRef<KernelBufferAttr> buffers,
-               SpikeStorage spikes, int64_t input, int64_t output) {
+               DictionaryAttr options, int64_t input, int64_t output) {
   unsigned weights = llvm::count_if(buffers, [](KernelBufferAttr buffer) {
     return buffer.getRole() == BufferRole::CouplingWeights;
   });
@@ -464,11 +464,10 @@ verifyCoupling(function_ref<InFlightDiagnostic()> emitError, MLIRContext *ctx,
     return emitError() << "a coupled kernel has one coupling_weights buffer, "
                           "not "
                        << weights;
-  if (spikes != SpikeStorage::Dense ||
-      llvm::any_of(buffers, [](KernelBufferAttr buffer) {
+  if (options || llvm::any_of(buffers, [](KernelBufferAttr buffer) {
         return buffer.getShape() == BufferShape::PerChannel;
       }))
-    return emitError() << "a coupled kernel stores spikes dense and has no "
+    return emitError() << "a coupled kernel has no options and no "
                           "per-channel buffers";
   auto [to, from] = getCouplingBindings(ctx, variant, input, output);
   for (BindingAttr binds : {to, from})
@@ -487,7 +486,7 @@ LogicalResult KernelSignatureAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, StringAttr neuron,
     KernelVariant variant, StorageType storage,
     ArrayRef<KernelBufferAttr> buffers, ArrayRef<ParamAttr> params,
-    int64_t workspaceSequences, int64_t reductionSlots, SpikeStorage spikes,
+    int64_t workspaceSequences, int64_t reductionSlots, DictionaryAttr options,
     int64_t coupledInput, int64_t coupledOutput) {
   if (!neuron.getValue().empty())
     if (std::optional<std::string> problem =
@@ -566,32 +565,28 @@ LogicalResult KernelSignatureAttr::verify(
                        << " but the kernel has " << saved << " saved buffer(s)";
   if (scratches > 1)
     return emitError() << "a kernel has at most one reduction scratch";
-  // The spike storage is the element type of the spike outputs: i8 for u8,
-  // i1 for bits, none for dense.
+  // i8 (a byte per spike) and i1 (bit-packed) buffers hold spike outputs
+  // stored compactly: only inference and final-state kernels store them,
+  // and a kernel stores all of them one way.
   auto holds = [&](unsigned width) {
     return llvm::any_of(buffers, [&](KernelBufferAttr buffer) {
       return buffer.getElementType().isInteger(width);
     });
   };
   bool bytes = holds(8), bits = holds(1);
-  if (spikes == SpikeStorage::Dense && (bytes || bits))
-    return emitError() << "an " << (bytes ? "i8" : "i1")
-                       << " output buffer belongs to a kernel storing spikes "
-                          "as "
-                       << (bytes ? "u8 (spikes = u8)" : "bits (spikes = bits)");
-  if (spikes != SpikeStorage::Dense) {
-    bool own = spikes == SpikeStorage::U8 ? bytes : bits;
-    bool other = spikes == SpikeStorage::U8 ? bits : bytes;
-    StringRef type = spikes == SpikeStorage::U8 ? "i8" : "i1";
-    if (training || !own || other)
-      return emitError() << "a kernel storing spikes as "
-                         << stringifySpikeStorage(spikes)
-                         << " is an inference or final-state kernel whose "
-                            "compact outputs are all "
-                         << type;
-  }
+  if ((training && (bytes || bits)) || (bytes && bits))
+    return emitError() << "i8 and i1 buffers hold spikes stored compactly, "
+                          "all one way, in an inference or final-state kernel";
+  // Callers select a kernel by its options: an empty set is no set.
+  if (options && options.empty())
+    return emitError() << "options, when given, name at least one option";
+  for (NamedAttribute option :
+       options ? options.getValue() : ArrayRef<NamedAttribute>())
+    if (!isa<StringAttr, BoolAttr, IntegerAttr>(option.getValue()))
+      return emitError() << "option '" << option.getName().getValue()
+                         << "' is a string, a bool or an integer";
   return verifyCoupling(emitError, neuron.getContext(), variant, buffers,
-                        spikes, coupledInput, coupledOutput);
+                        options, coupledInput, coupledOutput);
 }
 
 LogicalResult

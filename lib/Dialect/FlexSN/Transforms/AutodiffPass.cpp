@@ -236,7 +236,7 @@ KernelDifferentiator::signature(KernelVariant variant,
       },
       ctx, fwdSignature.getNeuron(), variant, fwdSignature.getStorage(),
       buffers, fwdSignature.getParams(), int64_t(plan.saved.size()),
-      int64_t(numScalarTrainable), SpikeStorage::Dense);
+      int64_t(numScalarTrainable));
 }
 
 /// The backward kernel: a reverse scan whose step is the forward step's
@@ -368,7 +368,7 @@ func::FuncOp createStepKernel(ModuleOp module, NeuronOp neuron,
   OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
   func::FuncOp forward =
       createNeuronKernel(builder, neuron, KernelVariant::Forward, storage,
-                         SpikeStorage::Dense, /*callNeuron=*/false);
+                         /*callNeuron=*/false);
   ScanOp scan = *forward.getOps<ScanOp>().begin();
   Location loc = neuron.getLoc();
   unsigned numInputsAndStates = neuron.getNumInputs() + neuron.getNumStates();
@@ -416,7 +416,7 @@ void createFinalStateForward(func::FuncOp forward, NeuronOp neuron) {
       ctx, signature.getNeuron(), KernelVariant::Forward,
       signature.getStorage(), buffers, signature.getParams(),
       signature.getWorkspaceSequences(), signature.getReductionSlots(),
-      signature.getSpikes());
+      signature.getOptions());
   std::string name = (neuron.getSymName() + "_forward_final_state_" +
                       stringifyStorageType(signature.getStorage()))
                          .str();

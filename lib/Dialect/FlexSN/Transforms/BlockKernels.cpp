@@ -383,8 +383,7 @@ FailureOr<func::FuncOp> buildBlockKernel(OpBuilder &builder, func::FuncOp block,
       ctx, block.getSymNameAttr(), variant, *storage,
       ArrayRef<KernelBufferAttr>(args->buffers),
       ArrayRef<ParamAttr>(args->params),
-      /*workspace_sequences=*/int64_t(0), /*reduction_slots=*/int64_t(0),
-      SpikeStorage::Dense);
+      /*workspace_sequences=*/int64_t(0), /*reduction_slots=*/int64_t(0));
   if (!signature)
     return failure();
   bool channels = scan.getDomainRank() == 4;

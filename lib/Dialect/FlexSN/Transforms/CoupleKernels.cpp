@@ -55,8 +55,7 @@ private:
         KernelSignatureAttr::getAttrName());
     StringRef neuronName = signature.getNeuron().getValue();
     auto neuron = symbols.lookup<NeuronOp>(neuronName);
-    if (!neuron || signature.isCoupled() ||
-        signature.getSpikes() != SpikeStorage::Dense ||
+    if (!neuron || signature.isCoupled() || signature.getOptions() ||
         signature.hasChannels() ||
         (!neurons.empty() && !llvm::is_contained(neurons, neuronName)))
       return success();

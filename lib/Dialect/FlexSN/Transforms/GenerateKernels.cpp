@@ -25,19 +25,35 @@ using namespace mlir::flexsn;
 
 namespace {
 
-/// A kernel to build: its variant and how it stores sequences and spikes.
+/// A kernel to build: its variant, how it stores sequences and spikes.
 struct KernelRequest {
   KernelVariant variant;
   StorageType storage;
   SpikeStorage spikes;
 };
 
+/// How a kernel storing spikes as `spikes` differs from the dense one: its
+/// spike outputs' element type (bytes: i8, bits: i1), its signature's
+/// option `spike_storage` (the request's name, by which callers select it)
+/// and its name's `_spikes_<u8|bits>`.
+KernelChoice getSpikeChoice(MLIRContext *ctx, SpikeStorage spikes) {
+  if (spikes == SpikeStorage::Dense)
+    return {};
+  StringRef name = stringifySpikeStorage(spikes);
+  Builder builder(ctx);
+  return {builder.getIntegerType(spikes == SpikeStorage::U8 ? 8 : 1),
+          builder.getDictionaryAttr(builder.getNamedAttr(
+              "spike_storage", builder.getStringAttr(name))),
+          ("_spikes_" + name).str()};
+}
+
 /// Builds `@<neuron>_<variant>_<dtype>[_spikes_<u8|bits>]`: the ABI arguments,
 /// then one scan calling the neuron.
 func::FuncOp buildKernel(OpBuilder &builder, NeuronOp neuron,
                          const KernelRequest &request) {
-  return createNeuronKernel(builder, neuron, request.variant, request.storage,
-                            request.spikes, /*callNeuron=*/true);
+  return createNeuronKernel(
+      builder, neuron, request.variant, request.storage, /*callNeuron=*/true,
+      getSpikeChoice(builder.getContext(), request.spikes));
 }
 
 struct GenerateKernelsPass

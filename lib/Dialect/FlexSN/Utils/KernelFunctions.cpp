@@ -183,9 +183,10 @@ mlir::flexsn::analyzeKernelFunction(func::FuncOp func) {
   return kernel;
 }
 
-SmallVector<KernelBufferAttr>
-mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates,
-                             SpikeStorage spikes) {
+SmallVector<KernelBufferAttr> mlir::flexsn::getStepBuffers(NeuronOp neuron,
+                                                           Type dtype,
+                                                           bool finalStates,
+                                                           Type spikeType) {
   MLIRContext *ctx = neuron.getContext();
   SmallVector<KernelBufferAttr> buffers;
   auto add = [&](ArrayAttr names, BoundValue value) {
@@ -197,9 +198,7 @@ mlir::flexsn::getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates,
   add(neuron.getStateNames(), BoundValue::StateInit);
   for (auto [k, name] :
        llvm::enumerate(neuron.getOutputNames().getAsValueRange<StringAttr>())) {
-    Type type = dtype;
-    if (spikes != SpikeStorage::Dense && neuron.isSpikeOutput(k))
-      type = IntegerType::get(ctx, spikes == SpikeStorage::U8 ? 8 : 1);
+    Type type = spikeType && neuron.isSpikeOutput(k) ? spikeType : dtype;
     buffers.push_back(
         getKernelBuffer(BindingAttr::get(ctx, BoundValue::Output, k),
                         KernelVariant::Inference, type, name));
@@ -343,20 +342,21 @@ func::FuncOp mlir::flexsn::createKernelFunction(OpBuilder &builder,
 func::FuncOp
 mlir::flexsn::createNeuronKernel(OpBuilder &builder, NeuronOp neuron,
                                  KernelVariant variant, StorageType storage,
-                                 SpikeStorage spikes, bool callNeuron) {
+                                 bool callNeuron, const KernelChoice &choice) {
   Location loc = neuron.getLoc();
   MLIRContext *ctx = neuron.getContext();
   SmallVector<KernelBufferAttr> buffers =
       getStepBuffers(neuron, getStorageElementType(ctx, storage),
-                     variant == KernelVariant::FinalState, spikes);
+                     variant == KernelVariant::FinalState, choice.spikeType);
   llvm::append_range(buffers, getShapedParamBuffers(neuron));
   auto signature = KernelSignatureAttr::get(
       ctx, neuron.getSymNameAttr(), variant, storage, buffers,
       getScalarRuntimeParams(neuron), /*workspace_sequences=*/0,
-      /*reduction_slots=*/0, spikes);
+      /*reduction_slots=*/0, choice.options);
   func::FuncOp func = createKernelFunction(
       builder, loc,
-      getKernelName(neuron.getSymName(), variant, storage, spikes), signature);
+      getKernelName(neuron.getSymName(), variant, storage) + choice.nameSuffix,
+      signature);
   OpBuilder body = OpBuilder::atBlockBegin(&func.getBody().front());
   ValueRange args = func.getArguments();
   unsigned numInputs = neuron.getNumInputs(), numStates = neuron.getNumStates(),
@@ -375,13 +375,10 @@ mlir::flexsn::createNeuronKernel(OpBuilder &builder, NeuronOp neuron,
 }
 
 std::string mlir::flexsn::getKernelName(StringRef neuron, KernelVariant variant,
-                                        StorageType storage,
-                                        SpikeStorage spikes) {
+                                        StorageType storage) {
   std::string name = (neuron + "_" + stringifyKernelVariant(variant) + "_" +
                       stringifyStorageType(storage))
                          .str();
-  if (spikes != SpikeStorage::Dense)
-    name += ("_spikes_" + stringifySpikeStorage(spikes)).str();
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }

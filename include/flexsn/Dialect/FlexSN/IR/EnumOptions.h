@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Pass and pipeline options whose values are cases of an ODS enum
-// (KernelVariant, StorageType, SpikeStorage): the option parser accepts
+// Pass and pipeline options whose values are cases of an ODS enum (those
+// FlexSN_OptionEnums lists in FlexSNAttrs.td): the option parser accepts
 // exactly the enum's spellings, the passes receive enum values, and the
 // list of valid values lives only in FlexSNAttrs.td.
 //
@@ -72,31 +72,7 @@ public:
 
 } // namespace mlir::flexsn
 
-namespace llvm::cl {
-template <>
-class parser<mlir::flexsn::KernelVariant>
-    : public mlir::flexsn::EnumOptionParser<
-          mlir::flexsn::KernelVariant,
-          mlir::flexsn::getMaxEnumValForKernelVariant()> {
-public:
-  using EnumOptionParser::EnumOptionParser;
-};
-template <>
-class parser<mlir::flexsn::StorageType>
-    : public mlir::flexsn::EnumOptionParser<
-          mlir::flexsn::StorageType,
-          mlir::flexsn::getMaxEnumValForStorageType()> {
-public:
-  using EnumOptionParser::EnumOptionParser;
-};
-template <>
-class parser<mlir::flexsn::SpikeStorage>
-    : public mlir::flexsn::EnumOptionParser<
-          mlir::flexsn::SpikeStorage,
-          mlir::flexsn::getMaxEnumValForSpikeStorage()> {
-public:
-  using EnumOptionParser::EnumOptionParser;
-};
-} // namespace llvm::cl
+// The parser of each enum FlexSN_OptionEnums lists (FlexSNAttrs.td).
+#include "flexsn/Dialect/FlexSN/IR/FlexSNEnumOptions.h.inc"
 
 #endif // FLEXSN_DIALECT_FLEXSN_IR_ENUMOPTIONS_H

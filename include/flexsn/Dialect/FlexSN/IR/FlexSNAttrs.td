@@ -462,18 +462,23 @@ def FlexSN_SpikeStorage : I32EnumAttr<"SpikeStorage",
       other output;
     * `u8`: spike outputs are sequences of bytes (`i8` buffers, read as
       unsigned: 0 or 1), a quarter of the f32 traffic;
-    * `bits`: spike outputs are bit-packed (`i1` buffers), 8 neurons per
-      byte: the spike of neuron `n` at step `t` is bit `n mod 8` (least
-      significant first) of byte `t * ceil(ld / 8) + n / 8`. Each time step
-      starts a new byte (its row is `ceil(ld / 8)` bytes), and the bits past
-      `N` in a row's last byte are zero: with `ld = N` the buffer is
-      `numpy.packbits(spikes, axis=-1, bitorder="little")` of the `[T, N]`
-      spikes. A thirty-second of the f32 traffic.
+    * `bits`: spike outputs are bit-packed (`i1` buffers, in the layout
+      `#flexsn.buffer` documents), 8 neurons per byte: a thirty-second of
+      the f32 traffic.
 
     `u8` and `bits` make inference and final-state kernels only: a training
     forward's outputs carry gradients.
   }];
 }
+
+/// The enums whose cases pass and pipeline options take: flexsn-tblgen
+/// -gen-enum-option-parsers writes each one's command-line parser
+/// (EnumOptions.h), which accepts exactly its spellings.
+class FlexSN_OptionEnums<list<EnumAttrInfo> enums_> {
+  list<EnumAttrInfo> enums = enums_;
+}
+def : FlexSN_OptionEnums<[FlexSN_KernelVariant, FlexSN_StorageType,
+                          FlexSN_SpikeStorage]>;
 
 //===----------------------------------------------------------------------===//
 // Blocks
@@ -722,7 +727,12 @@ def FlexSN_KernelBufferAttr : FlexSN_Attr<"KernelBuffer", "buffer"> {
     stub and in the manifest; the element type is that of the memref the
     kernel function takes (`f32`, `f16` or `bf16`; for the spike outputs of
     a kernel storing spikes compactly, an `output_sequence`, `i8` for bytes
-    and `i1` for bits, packed 8 per byte as `bits` says). The last field is
+    (read as unsigned: 0 or 1) and `i1` for bits). An `i1` buffer packs 8
+    neurons per byte: the spike of neuron `n` at step `t` is bit `n mod 8`
+    (least significant first) of byte `t * ceil(ld / 8) + n / 8`; each step
+    starts a new byte, and the bits past `N` in a row's last byte are zero
+    (with `ld = N`, `numpy.packbits(spikes, axis=-1, bitorder="little")` of
+    the `[T, N]` spikes). The last field is
     what the buffer holds (`#flexsn.binds`, written without its brackets),
     which must suit its role: an `input_sequence` holds an input, a backward
     kernel's `output_sequence` the gradient of an input, and so on.
@@ -781,9 +791,13 @@ def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
     them too, so that every training kernel of a neuron needs the same
     workspace). `getWorkspaceLayout` says where each part lies.
 
-    `spikes` says how the kernel stores its spike outputs (`dense`, the
-    default; `u8`: then exactly the spike outputs' buffers are `i8`; `bits`:
-    then they are `i1`, bit-packed).
+    `options` holds the compile options, by their request names, that made
+    this kernel differ from its variant's default kernel (left out: none),
+    for example `options = {spike_storage = "u8"}`. Callers select kernels
+    by them: the manifest writes them as the kernel's `options`, and no
+    reader names one. Spike outputs stored compactly are `i8` (a byte per
+    spike) or `i1` (bit-packed) buffers, in inference and final-state
+    kernels only.
 
     **Coupling.** `coupled_input = i, coupled_output = o` make a coupled
     (recurrent) kernel, with one `coupling_weights` buffer `M` (`[H, H]`):
@@ -801,8 +815,8 @@ def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
     (`Σ_t gᵀ y[t − 1]`) is the caller's matrix product, and a backward
     kernel that reads input `i` reads the input the forward stepped on
     (`x[t] + Σ_k M_f[k, j] y[t − 1, k]`, which the caller rebuilds from
-    the outputs). A coupled kernel has no per-channel buffers and stores
-    spikes dense.
+    the outputs). A coupled kernel has no per-channel buffers and no
+    `options`.
 
     ```mlir
     func.func @lif_inference_f32(%x: memref<?x?xf32>, %v0: memref<?xf32>,
@@ -826,9 +840,8 @@ def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
                              "saved sequences">:$workspace_sequences,
       DefaultValuedParameter<"int64_t", "0",
                              "gradients in the reduction scratch">:$reduction_slots,
-      DefaultValuedParameter<"::mlir::flexsn::SpikeStorage",
-                             "::mlir::flexsn::SpikeStorage::Dense",
-                             "how spike outputs are stored">:$spikes,
+      OptionalParameter<"::mlir::DictionaryAttr",
+                        "the options that chose the kernel">:$options,
       DefaultValuedParameter<"int64_t", "-1",
                              "the coupled input (-1: none)">:$coupled_input,
       DefaultValuedParameter<"int64_t", "-1",
@@ -836,7 +849,7 @@ def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
   let assemblyFormat = [{
     `<` $neuron `,` $variant `,` $storage `,`
     struct($buffers, $params, $workspace_sequences, $reduction_slots,
-           $spikes, $coupled_input, $coupled_output) `>`
+           $options, $coupled_input, $coupled_output) `>`
   }];
   let builders = [
     // An uncoupled kernel.
@@ -847,9 +860,9 @@ def FlexSN_KernelSignatureAttr : FlexSN_Attr<"KernelSignature", "kernel"> {
                      "::llvm::ArrayRef<::mlir::flexsn::ParamAttr>":$params,
                      "int64_t":$workspace_sequences,
                      "int64_t":$reduction_slots,
-                     "::mlir::flexsn::SpikeStorage":$spikes), [{
+                     CArg<"::mlir::DictionaryAttr", "{}">:$options), [{
       return $_get($_ctxt, neuron, variant, storage, buffers, params,
-                   workspace_sequences, reduction_slots, spikes, -1, -1);
+                   workspace_sequences, reduction_slots, options, -1, -1);
     }]>
   ];
   let genVerifyDecl = 1;

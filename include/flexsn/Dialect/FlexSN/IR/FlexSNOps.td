@@ -223,7 +223,7 @@ def FlexSN_ScanOp : FlexSN_Op<"scan", [
 
     Operands are stored as `f32`, `f16` or `bf16` (outputs also as `i8` or
     `i1`, for 0/1 spikes; an `i1` buffer packs them 8 per byte, in the
-    layout `SpikeStorage` documents); values convert to and from `f32` at
+    layout `#flexsn.buffer` documents); values convert to and from `f32` at
     the boundary only.
     Buffers may have any layout, so a strided time dimension needs no copy.
 

@@ -59,10 +59,11 @@ FailureOr<KernelFunction> analyzeKernelFunction(func::FuncOp func);
 /// named after its values: inputs, initial states (`<state>_init`), outputs,
 /// then state sequences (`<state>_seq`) or, with `finalStates`, final states
 /// (`<state>_final`). Inference, final-state and training forward kernels
-/// start with them. With `spikes` u8, the spike outputs' buffers are `i8`.
-SmallVector<KernelBufferAttr>
-getStepBuffers(NeuronOp neuron, Type dtype, bool finalStates,
-               SpikeStorage spikes = SpikeStorage::Dense);
+/// start with them. The spike outputs' buffers hold `spikeType` (null:
+/// `dtype`).
+SmallVector<KernelBufferAttr> getStepBuffers(NeuronOp neuron, Type dtype,
+                                             bool finalStates,
+                                             Type spikeType = {});
 
 /// The buffers of a neuron's shaped parameters (`per_neuron_param` or
 /// `per_channel_param`, f32, named after them), in declaration order. Every
@@ -99,7 +100,17 @@ func::FuncOp createKernelFunction(OpBuilder &builder, Location loc,
                                   StringRef name,
                                   KernelSignatureAttr signature);
 
-/// Creates `neuron`'s kernel function of `variant`, named by getKernelName,
+/// How a compile option makes a kernel differ from its variant's default:
+/// the spike outputs' element type (null: the storage type), the signature's
+/// `options` (null: none) and what the kernel's name gains.
+struct KernelChoice {
+  Type spikeType;
+  DictionaryAttr options;
+  std::string nameSuffix;
+};
+
+/// Creates `neuron`'s kernel function of `variant`, named by getKernelName
+/// and `choice`'s suffix,
 /// at `builder`: its buffers are the step's (state sequences, or final
 /// states for final-state kernels), then the shaped parameters'; its
 /// parameters the scalar runtime ones. It holds one scan over its arguments
@@ -107,13 +118,12 @@ func::FuncOp createKernelFunction(OpBuilder &builder, Location loc,
 /// region for the caller to fill.
 func::FuncOp createNeuronKernel(OpBuilder &builder, NeuronOp neuron,
                                 KernelVariant variant, StorageType storage,
-                                SpikeStorage spikes, bool callNeuron);
+                                bool callNeuron,
+                                const KernelChoice &choice = {});
 
-/// The name of a kernel: `<neuron>_<variant>_<storage>` with `_` for `-`,
-/// and `_spikes_u8` after it for a kernel storing spikes as bytes.
+/// The name of a kernel: `<neuron>_<variant>_<storage>` with `_` for `-`.
 std::string getKernelName(StringRef neuron, KernelVariant variant,
-                          StorageType storage,
-                          SpikeStorage spikes = SpikeStorage::Dense);
+                          StorageType storage);
 
 } // namespace mlir::flexsn
 
