@@ -8,7 +8,12 @@ bitwise, and which kernel ran is observed at its launch."""
 import pytest
 import torch
 
-from flexsn.torch import FlexSN, has_custom_op
+from flexsn.torch import (
+    FlexSN,
+    get_compile_policy,
+    has_custom_op,
+    set_compile_policy,
+)
 from flexsn.torch._kernels import NeuronKernels
 
 from devices import DEVICES
@@ -107,7 +112,18 @@ def test_compiled_training_keeps_final_states(device, neuron, launches):
     """Under torch.compile (the flexsn::scan custom op) a training call
     that keeps only final states runs the same final-state forward, and
     the final states' gradients reach the backward kernel: the loss, x's
-    and the initial states' gradients equal the eager call's."""
+    and the initial states' gradients equal the eager call's. The kernels
+    run for every call (policy "kernels"): by size, a call this small
+    would run the neuron's PyTorch step, which launches none."""
+    previous = get_compile_policy()
+    set_compile_policy("kernels")
+    try:
+        _compiled_training_keeps_final_states(device, neuron, launches)
+    finally:
+        set_compile_policy(previous)
+
+
+def _compiled_training_keeps_final_states(device, neuron, launches):
     gen = torch.Generator().manual_seed(11)
     T, N = 6, 200
     x = (torch.randn(T, N, generator=gen) * 1.5 + 0.4).to(device)
