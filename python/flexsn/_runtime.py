@@ -580,6 +580,7 @@ def load_kernel(
     their end (True) or as sequences (False), `coupled` the coupled
     (recurrent) kernel, which has no deterministic mode."""
     neuron = neuron or compiled.name
+    options = kernel_options(options)
     key = (
         str(compiled.directory),
         device,
@@ -587,7 +588,7 @@ def load_kernel(
         variant,
         dtype,
         deterministic,
-        kernel_options(options),
+        options,
         final_states,
         coupled,
     )
@@ -636,7 +637,7 @@ def load_kernel(
             if spec is not None and spec.buffers_with_role("param_gradient"):
                 spec = None
         if spec is None:
-            chosen = "".join(f", {name}={value}" for name, value in key[6])
+            chosen = "".join(f", {name}={value}" for name, value in options)
             if final_states:
                 chosen += ", keeping final states"
             if coupled:
