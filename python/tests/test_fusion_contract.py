@@ -399,3 +399,33 @@ def test_recompute(device, neuron, connection, layout, precision):
         Case(device, layout, precision, SWITCHING, recompute=True),
     )
     report.check()
+
+
+def test_native_batch_norms():
+    """The harness's re-judging runs every nn.BatchNorm with cuDNN off
+    (the kernels a fused block's statistics use), and nothing else: the
+    flag is as it was around the batch norm and after the block."""
+    from fusion_harness import native_batch_norms
+
+    seen = []
+    net = nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.ReLU())
+    batch_norm = nn.functional.batch_norm
+
+    def spy(*args, **kwargs):
+        seen.append(torch.backends.cudnn.enabled)
+        return batch_norm(*args, **kwargs)
+
+    before = torch.backends.cudnn.enabled
+    nn.functional.batch_norm = spy
+    try:
+        with native_batch_norms():
+            net[0].register_forward_hook(
+                lambda *_: seen.append(torch.backends.cudnn.enabled)
+            )
+            y = net(torch.rand(2, 3, 4, 4))
+            assert torch.backends.cudnn.enabled == before
+        assert nn.functional.batch_norm is spy
+    finally:
+        nn.functional.batch_norm = batch_norm
+    assert seen == [before, False]
+    assert y.shape == (2, 4, 4, 4)
