@@ -647,3 +647,70 @@ def test_one_value_per_channel_in_training_raises_as_unfused():
         bn(x)
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         fused_block(bn, neuron, x)
+
+
+class Chain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = MultiStepBatchNorm2d(2)
+        self.sn = lif()
+
+    def forward(self, x):
+        return self.sn(self.bn(x))
+
+
+@pytest.mark.parametrize("module", ["bn", "sn"])
+@pytest.mark.parametrize(
+    "kind",
+    ["forward pre-hooks", "forward hooks", "backward hooks"],
+)
+def test_hooked_chain_is_not_fused(module, kind, capsys):
+    """A hook on the batch norm or the neuron (SpikingJelly's monitors
+    hook neurons) would not be called by a block: the chain is not fused,
+    and the hook sees every call."""
+    torch.manual_seed(3)
+    model = Chain()
+    calls = []
+    target = getattr(model, module)
+    if kind == "forward pre-hooks":
+        target.register_forward_pre_hook(lambda m, args: calls.append(m))
+    elif kind == "forward hooks":
+        target.register_forward_hook(lambda m, args, y: calls.append(m))
+    else:
+        target.register_full_backward_hook(
+            lambda m, grad_in, grad_out: calls.append(m)
+        )
+    fused = fuse(model, verbose=True)
+    what = "batch norm" if module == "bn" else "neuron"
+    assert (
+        f"bn -> sn: not fused, the {what} has {kind}, which a block would "
+        f"not call" in capsys.readouterr().out.splitlines()
+    )
+    x = batch("cpu")[:, :, :2].requires_grad_()
+    fused(x).sum().backward()
+    assert calls == [target]
+
+
+def test_hook_added_after_fusing_runs_the_chain_unfused():
+    """A hook registered on a fused chain's module after fuse (a monitor
+    attached to the fused model): the chain runs unfused while it is
+    there, calling the hooked module, with the same result, and fused
+    again once it is removed."""
+    torch.manual_seed(4)
+    model = Chain()
+    fused = fuse(model)
+    assert "fused_block" in fused.code
+    x = batch("cpu")[:, :, :2]
+    spikes = []
+    hook = fused.sn.register_forward_hook(lambda m, a, y: spikes.append(y))
+    with torch.no_grad():
+        got = fused(x)
+        assert len(spikes) == 1 and torch.equal(spikes[0], got)
+        hook.remove()
+        reset(fused)
+        again = fused(x)
+        reset(model)
+        want = model(x)
+    assert len(spikes) == 1
+    assert torch.equal(got, want)
+    torch.testing.assert_close(again, want)

@@ -20,7 +20,9 @@ has p or o, not both). Each chain becomes one call of `fused_block(bn,
 neuron, x, o, ..., added=p)`, which
 reads the two modules where the model keeps them: the returned model has
 the same modules, parameters, buffers and state_dict keys, and its
-neurons keep their states (`reset()`, SpikingJelly's `reset_net`).
+neurons keep their states (`reset()`, SpikingJelly's `reset_net`). A
+chain whose batch norm or neuron has hooks stays unfused (a block calls
+neither module), checked again at each call.
 
 A model (or submodule) torch.fx cannot trace symbolically (it branches on
 or unpacks its inputs' shapes) is traced again at its first call with
@@ -623,10 +625,33 @@ def _what_instead(root: nn.Module, node: Optional[fx.Node]) -> str:
     return ""
 
 
+#: A module's own hooks, by what a report calls them: a block runs the
+#: batch norm and the neuron without calling either module.
+_HOOK_KINDS = (
+    ("_forward_pre_hooks", "forward pre-hooks"),
+    ("_forward_hooks", "forward hooks"),
+    ("_backward_pre_hooks", "backward pre-hooks"),
+    ("_backward_hooks", "backward hooks"),
+)
+
+
+def _hooks(module: nn.Module) -> List[str]:
+    """The kinds of hook registered on `module` (SpikingJelly's monitors
+    register forward hooks on neurons)."""
+    return [name for key, name in _HOOK_KINDS if getattr(module, key, None)]
+
+
 def _why_not(bn: nn.Module, neuron, flat: bool = False) -> Optional[str]:
     """Why bn -> neuron cannot be one Block now; None when it can. `flat`:
     bn normalizes [T*B, C, ...], reshaped to [T, B, C, ...] for the
     neuron."""
+    for what, module in (("batch norm", bn), ("neuron", neuron)):
+        hooks = _hooks(module)
+        if hooks:
+            return (
+                f"the {what} has {' and '.join(hooks)}, which a block "
+                f"would not call"
+            )
     if isinstance(bn, nn.SyncBatchNorm):
         return (
             "a SyncBatchNorm reduces its statistics across processes, "
