@@ -229,13 +229,14 @@ def test_half_precisions_tensor_by_tensor(
     device, precision, layout, connection
 ):
     if (device, precision, connection) == ("cpu", "amp", "pre_add"):
-        # bn1.bias's gradient, a sum that nearly cancels, is off by 5.4%
-        # fused and 2.4% unfused (float32 the reference; 5% the
-        # tolerance): rounding noise of that size both ways (the "none"
-        # chain in bf16: 9.7% fused, 1.9% unfused), which this seed's
-        # tensor-by-tensor comparison cannot tell from a fault. The
-        # spiking model's AMP case checks this chain on all its tensors.
-        pytest.skip("a bias gradient's cancellation noise at this seed")
+        # With bfloat16 autocast on the CPU this seed's fused gradients of
+        # bn2.weight and fc.weight are 5.9% and 6.3% off float32's (5% the
+        # tolerance) where the unfused model's are 1.2% and 1.5%; seeds 1
+        # and 2 give 1.8-6.0% fused against 1.9-3.4% unfused, and other
+        # tensors are as often closer fused: rounding noise one tensor
+        # against another cannot tell from a fault. The spiking model's
+        # AMP case checks this chain on all its tensors.
+        pytest.skip("rounding noise of bfloat16 autocast at this seed")
     report = compare(
         lambda: SmoothNet(connection),
         inputs(SHAPE),
