@@ -215,7 +215,11 @@ def bias_terms(model: nn.Module, zero_gradients=()) -> List[str]:
     """The biases of `model`'s convolutions, linear layers and batch norms
     (not those in `zero_gradients`): the sums whose terms' magnitudes a
     half-precision comparison records."""
-    kinds = (nn.modules.conv._ConvNd, nn.Linear, nn.modules.batchnorm._NormBase)
+    kinds = (
+        nn.modules.conv._ConvNd,
+        nn.Linear,
+        nn.modules.batchnorm._NormBase,
+    )
     return [
         f"{name}.bias"
         for name, m in model.named_modules()
@@ -421,7 +425,11 @@ def compare(
                 report.add(
                     call,
                     f"{name} (vs float32; unfused {own:.3g}"
-                    + (f"; terms' scale {cancelling:.3g}" if cancelling else "")
+                    + (
+                        f"; terms' scale {cancelling:.3g}"
+                        if cancelling
+                        else ""
+                    )
                     + ")",
                     error,
                     max(limit, HALF_ERROR_FACTOR * own, cancelling)

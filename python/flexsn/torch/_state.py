@@ -13,8 +13,24 @@ from typing import List, Optional, Sequence
 
 import torch
 
+from ._function import compiling
+
 #: The dtypes FlexSN kernels store sequences in.
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+# The autograd engine's current graph task: -1 outside a backward pass
+# (torch >= 2; torch 1.x cannot tell).
+_graph_task_id = getattr(torch._C, "_current_graph_task_id", None)
+
+
+def in_backward_pass() -> bool:
+    """Whether this eager call runs inside a backward pass: the recompute
+    of torch.utils.checkpoint (never true on torch 1.x)."""
+    return (
+        _graph_task_id is not None
+        and not compiling()
+        and _graph_task_id() != -1
+    )
 
 
 def initial_states(
@@ -32,8 +48,28 @@ def initial_states(
     A state carried from a call on other neurons starts again from its
     reset value (SpikingJelly does the same when the batch size changes);
     one the user assigned (indices in `assigned`) must fit, or it is an
-    error naming both shapes."""
+    error naming both shapes.
+
+    Inside a backward pass (torch.utils.checkpoint recomputing its
+    forward) a state the module's last call left is an error: the
+    recompute would start from where the checkpointed call ended, not
+    where it began, and give wrong gradients without a word."""
     shape = x.shape[1:]
+    carried = [
+        i
+        for i, state in enumerate(states)
+        if isinstance(state, torch.Tensor) and i not in assigned
+    ]
+    if carried and in_backward_pass():
+        raise RuntimeError(
+            f"{owner}: called inside a backward pass (torch.utils."
+            f"checkpoint's recompute?) from the state "
+            f"'{names[carried[0]]}' its last call left: the recomputed "
+            f"forward would start where the checkpointed call ended, and "
+            f"its gradients would be wrong. Reset the neuron (or assign "
+            f"its states) inside the checkpointed function, or save "
+            f"memory with flexsn.torch.set_recompute(model, True) instead"
+        )
     inits = []
     for i, (name, state) in enumerate(zip(names, states)):
         if isinstance(state, torch.Tensor):
