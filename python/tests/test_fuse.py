@@ -714,3 +714,32 @@ def test_hook_added_after_fusing_runs_the_chain_unfused():
     assert len(spikes) == 1
     assert torch.equal(got, want)
     torch.testing.assert_close(again, want)
+
+
+class LoopedOverSteps(nn.Module):
+    """A single-step chain its forward calls at every step of its own loop
+    over T: its batch norm normalizes each step's [B, C, ...] alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(2)
+        self.sn = LIFNode(tau=2.0)
+
+    def forward(self, x):
+        return torch.stack([self.sn(self.bn(x[t])) for t in range(len(x))])
+
+
+def test_single_step_chain_in_a_loop_is_named_once(capsys):
+    model = LoopedOverSteps()
+    fused = fuse(model, verbose=True)
+    x = torch.randn(3, 4, 2, 5, 5)
+    y = fused(x)
+    lines = [
+        line
+        for line in capsys.readouterr().out.splitlines()
+        if line.strip().startswith("bn -> sn")
+    ]
+    assert len(lines) == 1, lines
+    assert "not multi-step" in lines[0] and lines[0].endswith("(3 calls)")
+    model.sn.reset()
+    torch.testing.assert_close(y, model(x), rtol=0, atol=0)

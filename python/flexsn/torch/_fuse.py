@@ -30,6 +30,7 @@ each input signature, with those shapes (`_FuseAtCall`, `ShapeTracer`);
 where that fails too, its children are fused instead.
 """
 
+import collections
 import copy
 import functools
 import inspect
@@ -73,7 +74,7 @@ def fuse(model: nn.Module, verbose: bool = False) -> nn.Module:
     prepare(blocks)
     if verbose:
         print(
-            "\n".join(report)
+            "\n".join(_collapsed(report))
             if report
             else "flexsn.torch.fuse: no batch norm or FlexSN neuron found"
         )
@@ -173,6 +174,16 @@ def _trace(module: nn.Module, prefix: str, args=None):
                 f"which a traced graph would keep at its value when traced"
             )
     return graph, Guards(module, reads)
+
+
+def _collapsed(report: List[str]) -> List[str]:
+    """The report's lines in order, each once: a chain a forward calls at
+    every step of its own loop over T is named once, with its count."""
+    counts = collections.Counter(report)
+    return [
+        line + (f" ({counts[line]} calls)" if counts[line] > 1 else "")
+        for line in dict.fromkeys(report)
+    ]
 
 
 def _name_of(prefix: str) -> str:
@@ -377,7 +388,7 @@ class _FuseAtCall:
                         f"flexsn.torch.fuse: {_name_of(self.prefix)} called "
                         f"with shapes {[tuple(a.shape) for a in args]}:"
                     ]
-                    + ["  " + line for line in report]
+                    + ["  " + line for line in _collapsed(report)]
                 )
             )
         if fused is None:
