@@ -402,31 +402,29 @@ def test_recompute(device, neuron, connection, layout, precision):
     report.check()
 
 
-def test_native_batch_norms():
-    """The harness's re-judging runs every nn.BatchNorm with cuDNN off
-    (the kernels a fused block's statistics use), and nothing else: the
-    flag is as it was around the batch norm and after the block."""
-    from fusion_harness import native_batch_norms
+def test_without_tf32():
+    """The harness's second judgement runs convolutions and matmuls in
+    full float32, and leaves both flags as they were, an error or not."""
+    from fusion_harness import without_tf32
 
-    seen = []
-    net = nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.ReLU())
-    batch_norm = nn.functional.batch_norm
+    def flags():
+        return (
+            torch.backends.cudnn.allow_tf32,
+            torch.backends.cuda.matmul.allow_tf32,
+        )
 
-    def spy(*args, **kwargs):
-        seen.append(torch.backends.cudnn.enabled)
-        return batch_norm(*args, **kwargs)
-
-    before = torch.backends.cudnn.enabled
-    nn.functional.batch_norm = spy
+    before = flags()
+    torch.backends.cudnn.allow_tf32 = True
     try:
-        with native_batch_norms():
-            net[0].register_forward_hook(
-                lambda *_: seen.append(torch.backends.cudnn.enabled)
-            )
-            y = net(torch.rand(2, 3, 4, 4))
-            assert torch.backends.cudnn.enabled == before
-        assert nn.functional.batch_norm is spy
+        with without_tf32():
+            assert flags() == (False, False)
+        assert flags() == (True, before[1])
+        with pytest.raises(KeyError):
+            with without_tf32():
+                raise KeyError
+        assert flags() == (True, before[1])
     finally:
-        nn.functional.batch_norm = batch_norm
-    assert seen == [before, False]
-    assert y.shape == (2, 4, 4, 4)
+        (
+            torch.backends.cudnn.allow_tf32,
+            torch.backends.cuda.matmul.allow_tf32,
+        ) = before
